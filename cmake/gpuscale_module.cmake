@@ -1,0 +1,49 @@
+# gpuscale_module(NAME [DEPS targets...] [PRIVATE_DEPS targets...])
+# One static library per domain module (STYLE.md: one CMake target per component), built
+# from every *.cc in the module folder except *_test.cc, *_fuzz.cc and *_main.cc. Tests
+# (*_test.cc) become one GoogleTest executable `<name>_test` registered with CTest.
+# Third-party libraries go in PRIVATE_DEPS so that the pure core cannot include them.
+function(gpuscale_module name)
+  cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS;TEST_DEPS" ${ARGN})
+  file(GLOB all_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  set(sources)
+  set(tests)
+  foreach(src ${all_sources})
+    if(src MATCHES "_test\\.cc$")
+      list(APPEND tests ${src})
+    elseif(NOT src MATCHES "_(fuzz|main)\\.cc$")
+      list(APPEND sources ${src})
+    endif()
+  endforeach()
+  if(sources)
+    add_library(gpuscale_${name} STATIC ${sources})
+    target_include_directories(gpuscale_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(gpuscale_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  else()
+    # A header-only (or not yet populated) module.
+    add_library(gpuscale_${name} INTERFACE)
+    target_include_directories(gpuscale_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(gpuscale_${name} INTERFACE ${ARG_DEPS})
+  endif()
+  if(tests)
+    gpuscale_test(${name}_test SOURCES ${tests}
+                  DEPS gpuscale_${name} ${ARG_PRIVATE_DEPS} ${ARG_TEST_DEPS})
+  endif()
+endfunction()
+
+# gpuscale_test(NAME SOURCES a_test.cc DEPS targets...)
+# A GoogleTest executable registered with CTest. Tests run with the project root as working
+# directory, so relative paths such as ../shared/data resolve as documented.
+function(gpuscale_test name)
+  if(NOT GPUSCALE_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    GPUSCALE_SHARED_DATA_DIR="${GPUSCALE_SHARED_DATA_DIR}"
+    GPUSCALE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    GPUSCALE_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,68 @@
+#include <exception>
+
+#include "cli/command.h"
+
+namespace gpuscale::cli {
+
+int CommandContext::Fail(const Error& error) {
+  err << "error: " << error.ToString() << "\n";
+  switch (error.code) {
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kNotFound:
+      exit_code = kExitUsage;
+      break;
+    case ErrorCode::kResourceExhausted:
+      exit_code = kExitUnsatisfiable;
+      break;
+    case ErrorCode::kDeadlineExceeded:
+      exit_code = kExitTimeout;
+      break;
+    default:
+      exit_code = kExitFailure;
+  }
+  return exit_code;
+}
+
+void AddOutputOption(CLI::App* command, OutputFormat& format) {
+  command
+      ->add_option("-o,--output", format, "Output format: table (for people) or json (for scripts)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, OutputFormat>{{"table", OutputFormat::kTable},
+                                              {"json", OutputFormat::kJson}},
+          CLI::ignore_case));
+}
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CommandContext ctx{out, err};
+  CLI::App app{"gpuscale: GPU tracking, placement and autoscaling for LLM inference",
+               "gpuscale"};
+  app.require_subcommand(1);
+  AddGpuCommands(app, ctx);
+  AddAllocCommands(app, ctx);
+  AddPolicyCommands(app, ctx);
+  AddSimulateCommands(app, ctx);
+
+  // CLI11 parses argv in reverse order from a vector.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    out << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp& e) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    // Help for the subcommand the user asked about, when CLI11 knows it.
+    if (e.get_name() == "CallForHelp") return kExitOk;
+    err << "error: " << e.what() << "\n"
+        << "run 'gpuscale --help' or 'gpuscale <command> --help' for usage\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    err << "error: internal: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  return ctx.exit_code;
+}
+
+}  // namespace gpuscale::cli

@@ -1,0 +1,110 @@
+// The autoscaling policy interface: at time `now` a Policy sees a ScalingInput and returns a
+// Decision. Every policy family (rules, ratio, capability, fixed_elastic, target, kpa, slo)
+// implements it; the daemon's control loop, `gpuscale policy eval` and the simulator all call
+// the same code.
+//
+// Pure: no I/O, no clock reads (time is `input.now`), deterministic. A policy may keep state
+// between calls (windows, cooldowns, last trigger times), so one instance serves one service.
+// Thread-safety: not thread-safe; the controller calls each policy from one thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+
+namespace gpuscale::scale {
+
+// Where a metric comes from (reference 001's metric sources).
+enum class MetricSource {
+  kInferenceFramework,  // replicas' scraped /metrics (vLLM names)
+  kKernel,              // per-replica GPU/process metrics (utilization, memory, power)
+  kPrometheus,          // a Prometheus server query result (service-level)
+};
+
+// One metric as observed at `now`.
+struct MetricValue {
+  MetricSource source = MetricSource::kInferenceFramework;
+  // One value per ready replica; may be empty when only a service-level value exists.
+  std::vector<double> per_replica;
+  // A service-level value (e.g. a PromQL result). When set, policies use it as-is.
+  std::optional<double> service_value;
+};
+
+// A set of capability names a task needs or a worker group provides (reference 002).
+using CapabilitySet = std::set<std::string>;
+
+// Tasks waiting or running that need a given capability set.
+struct TaskDemand {
+  CapabilitySet capabilities;  // empty = any worker can serve it
+  int queued = 0;
+  int running = 0;
+};
+
+// A running worker group (a replica, in gpuscale's terms) as the adapters report it.
+struct WorkerGroup {
+  std::string id;
+  std::string adapter;  // which adapter started it
+  CapabilitySet capabilities;
+  int workers = 1;
+};
+
+// What an adapter (orchestrator) can provide (reference 002's heartbeat).
+struct AdapterCapacity {
+  std::string name;
+  int max_worker_groups = 0;  // 1 marks the fixed primary of fixed_elastic
+  int workers_per_group = 1;
+  CapabilitySet capabilities;
+};
+
+struct ScalingInput {
+  Seconds now{0};
+  int current_replicas = 0;  // replicas that exist (starting or ready)
+  int ready_replicas = 0;
+  std::map<std::string, MetricValue> metrics;  // by metric name
+  // Task counts for ratio/capability/fixed_elastic: per capability set. The ratio policy
+  // uses the sum over all demands (queued + running).
+  std::vector<TaskDemand> tasks;
+  std::vector<WorkerGroup> groups;
+  std::vector<AdapterCapacity> adapters;
+  // True when reading metrics failed this tick (scrape or query error); details in
+  // metric_errors. Policies never scale down on missing data.
+  bool metrics_error = false;
+  std::vector<std::string> metric_errors;
+};
+
+// An explicit worker-group command for adapter-aware policies (capability, fixed_elastic).
+struct GroupAction {
+  enum class Kind { kStart, kShutdown };
+  Kind kind = Kind::kStart;
+  std::string adapter;
+  CapabilitySet capabilities;  // for kStart
+  std::string group_id;        // for kShutdown
+};
+
+struct Decision {
+  int desired_replicas = 0;
+  // One sentence a user understands: which metric, which value, which threshold, which
+  // window held the change back.
+  std::string reason;
+  std::vector<std::string> details;  // warnings and per-rule/per-metric notes
+  std::vector<GroupAction> actions;  // empty for policies that only set a count
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  // Family name as written in config: "rules", "ratio", "target", ...
+  virtual std::string_view Family() const = 0;
+  virtual int MinReplicas() const = 0;
+  virtual int MaxReplicas() const = 0;
+  // REQUIRES: input.now does not go backwards between calls on the same instance.
+  virtual Decision Evaluate(const ScalingInput& input) = 0;
+};
+
+}  // namespace gpuscale::scale
