@@ -1,0 +1,66 @@
+// Policy files -> scale::Policy. A policy file is YAML (or JSON) with a common envelope:
+//
+//   family: target            # rules | ratio | capability | fixed_elastic | target | kpa | slo
+//   min_replicas: 1
+//   max_replicas: 8
+//   node_plan: {gpus_per_replica: 2, gpus_per_node: 8, min_nodes: 0, max_nodes: 4}  # optional
+//   <family>: {...}           # the family's own block, named after the family
+//
+// A Corrino recipe JSON (recipe_pod_autoscaling_params / recipe_node_autoscaling_params)
+// becomes a target policy plus a node plan. Full schema with one example per family:
+// docs/policies.md. Errors name the field and line: `rules[1].comparator: expected one of
+// LESS_THAN, ... (line 7)`.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/result.h"
+#include "scale/node_plan.h"
+#include "scale/policy.h"
+
+namespace gpuscale::config {
+
+struct PolicySpec {
+  std::unique_ptr<scale::Policy> policy;
+  std::optional<scale::NodePlanConfig> node_plan;
+};
+
+// Fields every family shares, read by the dispatcher before the family parser runs.
+struct CommonPolicyFields {
+  int min_replicas = 1;
+  int max_replicas = 1;
+};
+
+Result<PolicySpec> ParsePolicy(const YAML::Node& root);
+Result<PolicySpec> LoadPolicyFile(const std::string& path);
+Result<PolicySpec> ParseCorrinoRecipe(const YAML::Node& root);
+Result<PolicySpec> LoadCorrinoRecipeFile(const std::string& path);
+
+// Family parsers, called by ParsePolicy with the family's block (`root[family]`, possibly
+// undefined when the family needs no settings). `path` is the block's field path.
+Result<std::unique_ptr<scale::Policy>> ParseRulesPolicy(const YAML::Node& block,
+                                                        const std::string& path,
+                                                        const CommonPolicyFields& common);
+Result<std::unique_ptr<scale::Policy>> ParseRatioPolicy(const YAML::Node& block,
+                                                        const std::string& path,
+                                                        const CommonPolicyFields& common);
+Result<std::unique_ptr<scale::Policy>> ParseCapabilityPolicy(const YAML::Node& block,
+                                                             const std::string& path,
+                                                             const CommonPolicyFields& common);
+Result<std::unique_ptr<scale::Policy>> ParseFixedElasticPolicy(
+    const YAML::Node& block, const std::string& path, const CommonPolicyFields& common);
+Result<std::unique_ptr<scale::Policy>> ParseTargetPolicy(const YAML::Node& block,
+                                                         const std::string& path,
+                                                         const CommonPolicyFields& common);
+Result<std::unique_ptr<scale::Policy>> ParseKpaPolicy(const YAML::Node& block,
+                                                      const std::string& path,
+                                                      const CommonPolicyFields& common);
+Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
+                                                      const std::string& path,
+                                                      const CommonPolicyFields& common);
+
+}  // namespace gpuscale::config
