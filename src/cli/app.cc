@@ -41,6 +41,9 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   AddAllocCommands(app, ctx);
   AddPolicyCommands(app, ctx);
   AddSimulateCommands(app, ctx);
+  AddEmulateCommands(app, ctx);
+  AddBenchCommands(app, ctx);
+  AddServeCommands(app, ctx);
 
   // CLI11 parses argv in reverse order from a vector.
   std::vector<std::string> reversed(args.rbegin(), args.rend());

@@ -46,6 +46,9 @@ void AddGpuCommands(CLI::App& app, CommandContext& ctx);     // gpus, monitor
 void AddAllocCommands(CLI::App& app, CommandContext& ctx);   // allocate, wait, estimate
 void AddPolicyCommands(CLI::App& app, CommandContext& ctx);  // policy eval
 void AddSimulateCommands(CLI::App& app, CommandContext& ctx);  // simulate
+void AddEmulateCommands(CLI::App& app, CommandContext& ctx);   // emulate
+void AddBenchCommands(CLI::App& app, CommandContext& ctx);     // bench
+void AddServeCommands(CLI::App& app, CommandContext& ctx);     // serve
 
 // Runs the CLI. `args` excludes the program name. Never throws.
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

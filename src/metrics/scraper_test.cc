@@ -1,0 +1,150 @@
+#include "metrics/scraper.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "metrics/metric_lookup.h"
+
+namespace gpuscale::metrics {
+namespace {
+
+using ::testing::HasSubstr;
+
+// An httplib server on 127.0.0.1 and a kernel-chosen port, stopped and joined on destruction.
+class LocalServer {
+ public:
+  LocalServer() {
+    server_.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 4\n",
+                      "text/plain; version=0.0.4");
+    });
+    server_.Get("/broken", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("good 1\nbad{ 2\n", "text/plain");
+    });
+    server_.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      res.set_content("late 1\n", "text/plain");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // stop() is a no-op until the accept loop runs, so wait for it before anyone can stop.
+    while (port_ > 0 && !server_.is_running()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ~LocalServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string Url(std::string_view path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+  }
+  int port() const { return port_; }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(ScraperTest, FetchesAndParsesExposition) {
+  LocalServer server;
+  ASSERT_GT(server.port(), 0);
+  Result<Exposition> scraped = ScrapeMetrics(server.Url("/metrics"));
+  ASSERT_TRUE(scraped) << scraped.error().ToString();
+  EXPECT_EQ(*FindValue(*scraped, "vllm:num_requests_waiting"), 4);
+}
+
+TEST(ScraperTest, SkipsBadLinesByDefaultAndFailsWhenStrict) {
+  LocalServer server;
+  Result<Exposition> lenient = ScrapeMetrics(server.Url("/broken"));
+  ASSERT_TRUE(lenient) << lenient.error().ToString();
+  EXPECT_EQ(lenient->skipped_lines, 1);
+  EXPECT_EQ(*FindValue(*lenient, "good"), 1);
+  Result<Exposition> strict = ScrapeMetrics(server.Url("/broken"), ScrapeOptions{.parse = {}});
+  ASSERT_FALSE(strict);
+  EXPECT_EQ(strict.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(strict.error().ToString(), HasSubstr("line 2: "));
+  EXPECT_THAT(strict.error().ToString(), HasSubstr("/broken"));
+}
+
+TEST(ScraperTest, NotFoundPathIsUnavailable) {
+  LocalServer server;
+  Result<Exposition> scraped = ScrapeMetrics(server.Url("/nope"));
+  ASSERT_FALSE(scraped);
+  EXPECT_EQ(scraped.error().code, ErrorCode::kUnavailable);
+  EXPECT_THAT(scraped.error().message, HasSubstr("HTTP 404"));
+}
+
+TEST(ScraperTest, ClosedPortIsUnavailable) {
+  std::string url;
+  {
+    LocalServer server;  // take a free port, then close it
+    url = server.Url("/metrics");
+  }
+  Result<Exposition> scraped = ScrapeMetrics(url, ScrapeOptions{.timeout = Seconds{1}});
+  ASSERT_FALSE(scraped);
+  EXPECT_EQ(scraped.error().code, ErrorCode::kUnavailable);
+  EXPECT_THAT(scraped.error().message, HasSubstr(url));
+  EXPECT_THAT(scraped.error().message, HasSubstr("connection refused"));
+}
+
+TEST(ScraperTest, SlowEndpointTimesOutAsUnavailable) {
+  LocalServer server;
+  Result<Exposition> scraped =
+      ScrapeMetrics(server.Url("/slow"), ScrapeOptions{.timeout = Seconds{0.1}});
+  ASSERT_FALSE(scraped);
+  EXPECT_EQ(scraped.error().code, ErrorCode::kUnavailable);
+}
+
+TEST(ScraperTest, OversizedBodyIsRefused) {
+  LocalServer server;
+  Result<Exposition> scraped =
+      ScrapeMetrics(server.Url("/metrics"), ScrapeOptions{.max_body_bytes = 10});
+  ASSERT_FALSE(scraped);
+  EXPECT_EQ(scraped.error().code, ErrorCode::kResourceExhausted);
+}
+
+struct UrlCase {
+  std::string url;
+  bool ok;
+  std::string host;
+  int port;
+  std::string path;
+};
+
+class ScrapeUrlTest : public ::testing::TestWithParam<UrlCase> {};
+
+TEST_P(ScrapeUrlTest, SplitsOrRejects) {
+  const UrlCase& c = GetParam();
+  Result<ScrapeUrl> parsed = ParseScrapeUrl(c.url);
+  ASSERT_EQ(parsed.has_value(), c.ok) << c.url;
+  if (!c.ok) {
+    EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_THAT(parsed.error().message, HasSubstr(c.url));
+    return;
+  }
+  EXPECT_EQ(parsed->host, c.host);
+  EXPECT_EQ(parsed->port, c.port);
+  EXPECT_EQ(parsed->path, c.path);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ScrapeUrlTest,
+    ::testing::Values(UrlCase{"http://127.0.0.1:8000/metrics", true, "127.0.0.1", 8000, "/metrics"},
+                      UrlCase{"http://localhost", true, "localhost", 80, "/metrics"},
+                      UrlCase{"http://h:9/a/b?x=1", true, "h", 9, "/a/b?x=1"},
+                      UrlCase{"https://h/metrics", false, "", 0, ""},
+                      UrlCase{"http://:80/metrics", false, "", 0, ""},
+                      UrlCase{"http://h:0/", false, "", 0, ""},
+                      UrlCase{"http://h:70000/", false, "", 0, ""},
+                      UrlCase{"http://h:x/", false, "", 0, ""},
+                      UrlCase{"127.0.0.1:8000", false, "", 0, ""}));
+
+}  // namespace
+}  // namespace gpuscale::metrics
