@@ -1,0 +1,254 @@
+// End-to-end tests of `gpuscale gpus` and `gpuscale monitor` through the built binary: the
+// JSON contract scripts rely on, exit codes, and each backend (a fake `nvidia-smi` script put
+// on PATH, a fake libnvidia-ml loaded through GPUSCALE_NVML_LIBRARY, simulated inventories).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr char kBinary[] = GPUSCALE_BINARY_DIR "/gpuscale";
+constexpr char kFakeNvml[] = GPUSCALE_BINARY_DIR "/tests/fixtures/libfake_nvml.so";
+constexpr char kFakeNvidiaSmi[] = GPUSCALE_SOURCE_DIR "/tests/fixtures/fake_nvidia_smi.sh";
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A scratch directory (PATH entries, inventories, captured output), removed afterwards.
+class GpuCliTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/gpuscale_gpu_cli_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    fs::create_directory(dir_ / "bin");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Puts the fake nvidia-smi on the PATH this test gives the binary.
+  void InstallFakeNvidiaSmi() { fs::create_symlink(kFakeNvidiaSmi, dir_ / "bin" / "nvidia-smi"); }
+
+  fs::path WriteFile(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+
+  // Runs the binary with `args`; the environment is ours with PATH = the scratch bin
+  // directory + /usr/bin:/bin (so a real nvidia-smi never leaks in), GPUSCALE_NVML_LIBRARY
+  // pointing nowhere unless `env` overrides it.
+  RunResult Run(const std::vector<std::string>& args, std::map<std::string, std::string> env = {}) {
+    env.try_emplace("PATH", (dir_ / "bin").string() + ":/usr/bin:/bin");
+    env.try_emplace("GPUSCALE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      if (!env.contains(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
+    }
+    for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
+    return Spawn(args, env_strings);
+  }
+
+ private:
+  RunResult Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    std::vector<char*> argv{const_cast<char*>(kBinary)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const std::string out_path = (dir_ / "stdout").string();
+    const std::string err_path = (dir_ / "stderr").string();
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0600);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0600);
+    pid_t pid = 0;
+    RunResult result;
+    const int rc = posix_spawn(&pid, kBinary, &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      ADD_FAILURE() << "cannot start " << kBinary << ": " << rc;
+      return result;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = ReadAll(out_path);
+    result.err = ReadAll(err_path);
+    return result;
+  }
+
+ protected:
+  fs::path dir_;
+};
+
+json ParseJson(const RunResult& run) {
+  json parsed = json::parse(run.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(parsed.is_discarded()) << "stdout is not JSON: " << run.out << run.err;
+  return parsed;
+}
+
+TEST_F(GpuCliTest, NvidiaSmiBackendEndToEndJsonContract) {
+  InstallFakeNvidiaSmi();
+  RunResult run = Run({"gpus", "--backend", "nvidia-smi", "-o", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json doc = ParseJson(run);
+  EXPECT_EQ(doc["backend"], "nvidia-smi");
+  ASSERT_TRUE(doc["timestamp"].is_string());
+  EXPECT_EQ(doc["timestamp"].get<std::string>().back(), 'Z');  // RFC 3339 UTC
+  ASSERT_EQ(doc["gpus"].size(), 2u);
+  const json& gpu0 = doc["gpus"][0];
+  for (const char* key :
+       {"index", "uuid", "name", "memory_total_mb", "memory_used_mb", "memory_free_mb",
+        "utilization_percent", "temperature_c", "power_draw_w", "score"}) {
+    EXPECT_TRUE(gpu0.contains(key)) << key;
+  }
+  EXPECT_EQ(gpu0["uuid"], "GPU-fake-0000");
+  EXPECT_EQ(gpu0["memory_used_mb"], 10240);
+  EXPECT_DOUBLE_EQ(gpu0["power_draw_w"].get<double>(), 120.5);
+  // 0.6 * 30720/40960 + 0.4 * 0.75
+  EXPECT_NEAR(gpu0["score"].get<double>(), 0.75, 1e-4);
+  EXPECT_TRUE(doc["gpus"][1]["power_draw_w"].is_null());  // [N/A] -> null, not 0
+}
+
+TEST_F(GpuCliTest, AutoPicksNvidiaSmiWhenNvmlIsAbsent) {
+  InstallFakeNvidiaSmi();
+  RunResult run = Run({"gpus", "-o", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(ParseJson(run)["backend"], "nvidia-smi");
+}
+
+TEST_F(GpuCliTest, AutoPrefersNvml) {
+  InstallFakeNvidiaSmi();
+  RunResult run = Run({"gpus", "-o", "json"}, {{"GPUSCALE_NVML_LIBRARY", kFakeNvml}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json doc = ParseJson(run);
+  EXPECT_EQ(doc["backend"], "nvml");
+  ASSERT_EQ(doc["gpus"].size(), 3u);
+  EXPECT_TRUE(doc["gpus"][1]["power_draw_w"].is_null());
+}
+
+TEST_F(GpuCliTest, AutoWithoutGpuExitsOneAndSuggestsSimulated) {
+  RunResult run = Run({"gpus"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("no GPU found"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--backend simulated"), std::string::npos) << run.err;
+  EXPECT_TRUE(run.out.empty());
+}
+
+TEST_F(GpuCliTest, MalformedNvidiaSmiOutputExitsTwoNamingTheLine) {
+  InstallFakeNvidiaSmi();
+  const fs::path output = WriteFile("smi.csv",
+                                    "0, GPU-a, X, 100, 10, 90, 5, 40, 50\n"
+                                    "1, GPU-b, X, 100, 10, 90, 5, 40, 50, 7\n");
+  RunResult run =
+      Run({"gpus", "--backend", "nvidia-smi"}, {{"FAKE_NVIDIA_SMI_OUTPUT", output.string()}});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("line 2"), std::string::npos) << run.err;
+}
+
+TEST_F(GpuCliTest, SimulatedInventoryJson) {
+  const fs::path inventory =
+      WriteFile("inv.yaml",
+                "gpus:\n"
+                "  - {index: 0, memory_total_mb: 1000, memory_used_mb: 250,\n"
+                "     utilization_percent: 50, temperature_c: null}\n");
+  RunResult run = Run({"gpus", "--inventory", inventory.string(), "-o", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json doc = ParseJson(run);
+  EXPECT_EQ(doc["backend"], "simulated");  // --inventory implies the simulated backend
+  ASSERT_EQ(doc["gpus"].size(), 1u);
+  EXPECT_EQ(doc["gpus"][0]["memory_free_mb"], 750);
+  EXPECT_TRUE(doc["gpus"][0]["temperature_c"].is_null());
+  EXPECT_NEAR(doc["gpus"][0]["score"].get<double>(), 0.6 * 0.75 + 0.4 * 0.5, 1e-4);
+}
+
+TEST_F(GpuCliTest, DefaultSimulatedTableIsReadable) {
+  RunResult run = Run({"gpus", "--backend", "simulated"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("INDEX"), std::string::npos);
+  EXPECT_NE(run.out.find("NVIDIA H100 80GB HBM3"), std::string::npos);
+  EXPECT_NE(run.out.find("0 / 81559"), std::string::npos) << run.out;
+}
+
+TEST_F(GpuCliTest, BadInventoryExitsTwoNamingFieldAndLine) {
+  const fs::path inventory = WriteFile("bad.yaml", "gpus:\n  - index: 0\n    memory_used_mb: x\n");
+  RunResult run = Run({"gpus", "--backend", "simulated", "--inventory", inventory.string()});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("gpus[0].memory_used_mb"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("line 3"), std::string::npos) << run.err;
+}
+
+TEST_F(GpuCliTest, UsageErrorsExitTwoNamingTheFlag) {
+  RunResult bad_backend = Run({"gpus", "--backend", "cuda"});
+  EXPECT_EQ(bad_backend.exit_code, 2);
+  EXPECT_NE(bad_backend.err.find("--backend"), std::string::npos) << bad_backend.err;
+  RunResult bad_interval = Run({"monitor", "--backend", "simulated", "--interval", "0"});
+  EXPECT_EQ(bad_interval.exit_code, 2);
+  EXPECT_NE(bad_interval.err.find("--interval"), std::string::npos) << bad_interval.err;
+  RunResult missing_file = Run({"gpus", "--inventory", (dir_ / "none.yaml").string()});
+  EXPECT_EQ(missing_file.exit_code, 2);
+  EXPECT_NE(missing_file.err.find("--inventory"), std::string::npos) << missing_file.err;
+}
+
+TEST_F(GpuCliTest, MonitorJsonContractAndProgress) {
+  RunResult run = Run({"monitor", "--backend", "simulated", "--interval", "0.05", "--duration",
+                       "0.3", "-o", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json doc = ParseJson(run);
+  EXPECT_GE(doc["monitoring_duration_seconds"].get<double>(), 0.3);
+  const int samples = doc["sample_count"].get<int>();
+  EXPECT_GE(samples, 1);
+  ASSERT_EQ(doc["gpu_stats"].size(), 4u);
+  const json& gpu = doc["gpu_stats"]["2"];
+  EXPECT_EQ(gpu["name"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpu["utilization"]["samples"], samples);
+  for (const char* metric :
+       {"utilization", "memory_used_mb", "memory_usage_percent", "temperature_c", "power_draw_w"}) {
+    for (const char* stat : {"min", "max", "mean"}) {
+      EXPECT_TRUE(gpu[metric].contains(stat)) << metric << "." << stat;
+    }
+  }
+  EXPECT_DOUBLE_EQ(gpu["temperature_c"]["mean"].get<double>(), 34.0);
+  EXPECT_NE(run.err.find("monitoring:"), std::string::npos);  // progress on stderr
+}
+
+TEST_F(GpuCliTest, MonitorThroughFakeNvidiaSmiTable) {
+  InstallFakeNvidiaSmi();
+  RunResult run =
+      Run({"monitor", "--backend", "nvidia-smi", "--interval", "0.05", "--duration", "0.2"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("NVIDIA A100-SXM4-40GB"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("25/25/25%"), std::string::npos) << run.out;
+}
+
+}  // namespace
