@@ -1,7 +1,268 @@
+// `gpuscale simulate`: replays a request trace through a policy in the simulator (sim/) and
+// prints the report; `--compare` runs several configs on the same trace in parallel threads
+// and prints a table plus an SVG chart. Output on stdout is byte-identical for the same
+// inputs and seed; progress goes to stderr.
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
+#include "config/sim_config.h"
+#include "sim/oracle.h"
+#include "sim/report.h"
+#include "sim/simulation.h"
+#include "sim/trace.h"
 
 namespace gpuscale::cli {
+namespace {
 
-void AddSimulateCommands(CLI::App& /*app*/, CommandContext& /*ctx*/) {}
+struct SimulateFlags {
+  std::string config;
+  std::string trace;
+  std::string trace_format = "auto";
+  double rate_scale = 1.0;
+  double time_compress = 1.0;
+  uint64_t seed = 1;
+  std::string timeline;
+  std::vector<std::string> compare;
+  std::string svg = "sim-compare.svg";
+  bool no_oracle = false;
+  OutputFormat output = OutputFormat::kTable;
+};
+
+// The calibrated replica model for a config (sim/replica_model.h), errors prefixed with the
+// config section they come from.
+Result<std::unique_ptr<sim::ReplicaModel>> BuildModel(const sim::ReplicaModelConfig& config) {
+  auto model = sim::MakeReplicaModel(config);
+  if (!model) {
+    Error e = model.error();
+    e.field = e.field.empty() ? "replica_model" : "replica_model." + e.field;
+    return Unexpected<Error>(e);
+  }
+  return std::move(*model);
+}
+
+Result<std::string> ReadFile(const std::string& path, std::string_view flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(fmt::format("cannot open '{}'", path), std::string(flag));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Status WriteFile(const std::string& path, const std::string& text, std::string_view flag) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) return InvalidArgument(fmt::format("cannot write '{}'", path), std::string(flag));
+  return OkStatus();
+}
+
+Result<sim::Trace> LoadTrace(const SimulateFlags& flags) {
+  GS_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.trace, "--trace"));
+  GS_ASSIGN_OR_RETURN(sim::TraceFormat format, sim::ParseTraceFormat(flags.trace_format));
+  auto trace = sim::ParseTrace(text, {format, false});
+  if (!trace) {
+    Error e = trace.error();
+    e.message = fmt::format("{}: {}{}", flags.trace, e.field.empty() ? "" : e.field + ": ",
+                            e.message);
+    e.field = "--trace";
+    return Unexpected<Error>(e);
+  }
+  sim::TraceTransform transform{flags.rate_scale, flags.time_compress, flags.seed};
+  GS_RETURN_IF_ERROR(sim::ValidateTraceTransform(transform));
+  return sim::TransformTrace(*trace, transform);
+}
+
+struct Run {
+  std::string name;
+  config::SimConfigFile file;
+  std::unique_ptr<sim::ReplicaModel> model;
+  Result<sim::SimResult> result = InvalidArgument("not run");
+};
+
+Result<Run> PrepareRun(const std::string& path) {
+  auto file = config::LoadSimConfigFile(path);
+  if (!file) {
+    Error e = file.error();
+    e.message = fmt::format("{}: {}", path, e.message);
+    return Unexpected<Error>(e);
+  }
+  Run run;
+  run.name = std::filesystem::path(path).stem().string();
+  auto model = BuildModel(file->sim.model);
+  if (!model) {
+    Error e = model.error();
+    e.message = fmt::format("{}: {}", path, e.message);
+    return Unexpected<Error>(e);
+  }
+  run.model = std::move(*model);
+  run.file = std::move(*file);
+  // Parse the policy once up front so that errors surface before any thread starts.
+  auto policy = config::MakeSimPolicy(run.file);
+  if (!policy) {
+    Error e = policy.error();
+    e.message = fmt::format("{}: {}", path, e.message);
+    return Unexpected<Error>(e);
+  }
+  return run;
+}
+
+void Execute(Run& run, const sim::Trace& trace, std::ostream& err, std::mutex& err_mu) {
+  auto policy = config::MakeSimPolicy(run.file);
+  if (!policy) {
+    run.result = Unexpected<Error>(policy.error());
+    return;
+  }
+  sim::SimOptions options;
+  options.progress = [&](double share) {
+    std::lock_guard lock(err_mu);
+    err << fmt::format("simulate: {} {:.0f}%\n", run.name, share * 100);
+  };
+  run.result = sim::RunSimulation(run.file.sim, *run.model, std::move(policy->policy), trace,
+                                  options);
+}
+
+Result<double> Oracle(const Run& run, const sim::Trace& trace, bool skip, std::ostream& err) {
+  if (skip || !run.result) return -1.0;
+  err << "simulate: computing the oracle bound\n";
+  GS_ASSIGN_OR_RETURN(sim::OracleBound bound,
+                      sim::ComputeOracleBound(run.file.sim, *run.model, trace,
+                                              run.result->report.duration_s));
+  err << fmt::format("simulate: oracle: {:.2f} req/s per replica at the SLO ({:.4f} "
+                     "work-s/s), {:.3f} GPU-hours\n",
+                     bound.capacity_rps, bound.capacity_work_per_s, bound.gpu_hours);
+  return bound.gpu_hours;
+}
+
+nlohmann::ordered_json Percentiles(const sim::Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
+}
+
+nlohmann::ordered_json ReportJson(const std::string& name, const sim::SimReport& r,
+                                  double oracle) {
+  nlohmann::ordered_json j;
+  j["name"] = name;
+  j["policy"] = r.policy;
+  j["requests"] = r.requests;
+  j["completed"] = r.completed;
+  j["aborted"] = r.aborted;
+  j["slo_met"] = r.slo_met;
+  j["slo_attainment"] = r.attainment;
+  j["ttft_seconds"] = Percentiles(r.ttft_s);
+  j["tpot_seconds"] = Percentiles(r.tpot_s);
+  j["e2e_seconds"] = Percentiles(r.e2e_s);
+  j["gpu_hours"] = r.gpu_hours;
+  if (oracle >= 0) {
+    j["oracle_gpu_hours"] = oracle;
+    j["gpu_hours_over_oracle"] = oracle > 0 ? r.gpu_hours / oracle : 0.0;
+  }
+  j["scale_ups"] = r.scale_ups;
+  j["scale_downs"] = r.scale_downs;
+  j["replicas_started"] = r.replicas_started;
+  j["replicas_stopped"] = r.replicas_stopped;
+  j["peak_replicas"] = r.peak_replicas;
+  j["duration_seconds"] = r.duration_s;
+  j["controller_errors"] = r.controller_errors;
+  return j;
+}
+
+int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
+  auto trace = LoadTrace(flags);
+  if (!trace) return ctx.Fail(trace.error());
+  auto run = PrepareRun(flags.config);
+  if (!run) return ctx.Fail(run.error());
+  std::mutex err_mu;
+  Execute(*run, *trace, ctx.err, err_mu);
+  if (!run->result) return ctx.Fail(run->result.error());
+  auto oracle = Oracle(*run, *trace, flags.no_oracle, ctx.err);
+  if (!oracle) return ctx.Fail(oracle.error());
+  const auto& result = *run->result;
+  if (!flags.timeline.empty()) {
+    auto written = WriteFile(flags.timeline, sim::FormatTimelineCsv(result.timeline),
+                             "--timeline");
+    if (!written) return ctx.Fail(written.error());
+  }
+  if (flags.output == OutputFormat::kJson) {
+    ctx.out << ReportJson(run->name, result.report, *oracle).dump(2) << "\n";
+  } else {
+    ctx.out << sim::FormatReportTable(result.report, *oracle);
+  }
+  return ctx.exit_code;
+}
+
+int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
+  auto trace = LoadTrace(flags);
+  if (!trace) return ctx.Fail(trace.error());
+  std::vector<Run> runs;
+  for (const auto& path : flags.compare) {
+    auto run = PrepareRun(path);
+    if (!run) return ctx.Fail(run.error());
+    runs.push_back(std::move(*run));
+  }
+  std::mutex err_mu;
+  std::vector<std::thread> threads;
+  for (auto& run : runs) {
+    threads.emplace_back([&run, &trace, &ctx, &err_mu] { Execute(run, *trace, ctx.err, err_mu); });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<sim::CompareEntry> entries;
+  for (auto& run : runs) {
+    if (!run.result) return ctx.Fail(run.result.error());
+    entries.push_back({run.name, run.result->report, run.result->timeline});
+  }
+  // The bound depends on the trace, model, SLO and service of the first config.
+  auto oracle = Oracle(runs.front(), *trace, flags.no_oracle, ctx.err);
+  if (!oracle) return ctx.Fail(oracle.error());
+  auto svg = sim::RenderCompareSvg(entries, *oracle, runs.front().file.sim.slo.target_ratio);
+  if (auto written = WriteFile(flags.svg, svg, "--svg"); !written) return ctx.Fail(written.error());
+  if (flags.output == OutputFormat::kJson) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& e : entries) j.push_back(ReportJson(e.name, e.report, *oracle));
+    ctx.out << j.dump(2) << "\n";
+  } else {
+    ctx.out << sim::FormatCompareTable(entries, *oracle);
+  }
+  ctx.err << fmt::format("simulate: chart written to {}\n", flags.svg);
+  return ctx.exit_code;
+}
+
+}  // namespace
+
+void AddSimulateCommands(CLI::App& app, CommandContext& ctx) {
+  auto flags = std::make_shared<SimulateFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Replay a request trace through a scaling policy in the simulator");
+  cmd->add_option("--config", flags->config, "Simulation config YAML (cluster, service, SLO, policy)");
+  cmd->add_option("--trace", flags->trace, "Request trace: Azure CSV, Mooncake JSONL, plain CSV/JSONL")
+      ->required();
+  cmd->add_option("--trace-format", flags->trace_format,
+                  "auto | azure_csv | mooncake_jsonl | plain_csv | plain_jsonl");
+  cmd->add_option("--rate-scale", flags->rate_scale, "Multiply the arrival rate (default 1)");
+  cmd->add_option("--time-compress", flags->time_compress, "Play the trace this many times faster");
+  cmd->add_option("--seed", flags->seed, "Seed for rate scaling (default 1)");
+  cmd->add_option("--timeline", flags->timeline, "Write the per-tick timeline CSV here");
+  cmd->add_option("--compare", flags->compare,
+                  "Run these sim configs (comma-separated or repeated) on the same trace, in "
+                  "parallel, and print a table")
+      ->delimiter(',');
+  cmd->add_option("--svg", flags->svg, "Chart written by --compare (default sim-compare.svg)");
+  cmd->add_flag("--no-oracle", flags->no_oracle, "Skip the oracle lower bound");
+  AddOutputOption(cmd, flags->output);
+  cmd->callback([flags, &ctx] {
+    if (!flags->compare.empty()) {
+      RunCompare(*flags, ctx);
+    } else if (flags->config.empty()) {
+      ctx.Fail(Error{ErrorCode::kInvalidArgument, "give --config FILE or --compare FILES",
+                     "--config"});
+    } else {
+      RunSingle(*flags, ctx);
+    }
+  });
+}
 
 }  // namespace gpuscale::cli

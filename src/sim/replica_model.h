@@ -2,8 +2,11 @@
 // and for one decode step of a batch, calibrated from public profiles in ../shared/data/perf
 // (Vidur H100 operator profiles, Splitwise/SageServe measurements). Used by the simulator's
 // continuous-batching replica and by the oracle. Pure: built from parameters/tables, no I/O.
+// Thread-safety: models are immutable once built; const methods may be called concurrently.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/result.h"
@@ -30,5 +33,15 @@ class ReplicaModel {
   virtual int64_t KvCacheTokens() const = 0;
   virtual int MaxBatchedTokens() const = 0;
 };
+
+// The calibrated model for `config` (see replica_model_calibrated.h for the formula and
+// replica_model_data.cc for the data behind it). Supported: llama-3-8b and llama-2-7b on h100
+// at tensor_parallel 1/2/4/8; llama-2-70b on h100 and a100 at tensor_parallel 2/4/8.
+// kv_cache_tokens = 0 derives the KV capacity from GPU memory (90 % usable) minus weights.
+// Errors: InvalidArgument naming the field for an unknown model/gpu, a tensor_parallel other
+// than 1/2/4/8, or a non-positive max_batch_size / max_batched_tokens or negative
+// kv_cache_tokens; ResourceExhausted when the weights do not fit the GPUs; NotFound when no
+// public profile covers the model on that gpu/tensor_parallel.
+Result<std::unique_ptr<ReplicaModel>> MakeReplicaModel(const ReplicaModelConfig& config);
 
 }  // namespace gpuscale::sim

@@ -1,0 +1,93 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "cli/command.h"
+
+namespace gpuscale::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SimulateCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gpuscale_sim_cli_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    std::ofstream trace(dir_ / "trace.csv");
+    trace << "arrival_s,input_tokens,output_tokens\n";
+    for (int i = 0; i < 3000; ++i) trace << i * 0.05 << "," << 200 + (i * 37) % 900 << ","
+                                         << 20 + (i * 53) % 300 << "\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Path(const char* name) const { return (dir_ / name).string(); }
+  int Run(const std::vector<std::string>& args, std::string* out, std::string* err = nullptr) {
+    std::ostringstream o, e;
+    int code = RunCli(args, o, e);
+    *out = o.str();
+    if (err) *err = e.str();
+    return code;
+  }
+  std::string Config(const std::string& name) const {
+    return std::string(GPUSCALE_SOURCE_DIR) + "/examples/sim/conv/" + name + ".yaml";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(SimulateCommandTest, SameInputsGiveByteIdenticalOutput) {
+  std::vector<std::string> args = {"simulate", "--config", Config("slo"), "--trace",
+                                   Path("trace.csv"), "--rate-scale", "2", "--seed", "7",
+                                   "-o", "json", "--timeline", Path("a.csv")};
+  std::string first, second;
+  ASSERT_EQ(Run(args, &first), 0);
+  args.back() = Path("b.csv");
+  ASSERT_EQ(Run(args, &second), 0);
+  EXPECT_EQ(first, second);
+  EXPECT_NE(first.find("\"slo_attainment\""), std::string::npos) << first;
+  EXPECT_NE(first.find("\"oracle_gpu_hours\""), std::string::npos);
+  std::ifstream a(Path("a.csv")), b(Path("b.csv"));
+  std::stringstream ta, tb;
+  ta << a.rdbuf();
+  tb << b.rdbuf();
+  EXPECT_EQ(ta.str(), tb.str());
+  EXPECT_EQ(ta.str().rfind("time_s,arrival_rate,desired", 0), 0u);
+}
+
+TEST_F(SimulateCommandTest, CompareWritesTableAndSvg) {
+  std::string out, err;
+  int code = Run({"simulate", "--compare", Config("slo") + "," + Config("ratio"), "--trace",
+                  Path("trace.csv"), "--svg", Path("chart.svg")},
+                 &out, &err);
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_NE(out.find("slo"), std::string::npos);
+  EXPECT_NE(out.find("ratio"), std::string::npos);
+  EXPECT_NE(out.find("oracle (lower bound)"), std::string::npos);
+  EXPECT_TRUE(fs::exists(Path("chart.svg")));
+}
+
+TEST_F(SimulateCommandTest, BadConfigNamesFileFieldAndLine) {
+  std::ofstream(Path("bad.yaml")) << "service:\n  min_replicas: many\npolicy: {family: slo}\n";
+  std::string out, err;
+  EXPECT_EQ(Run({"simulate", "--config", Path("bad.yaml"), "--trace", Path("trace.csv")}, &out,
+                &err),
+            kExitUsage);
+  EXPECT_NE(err.find("service.min_replicas"), std::string::npos) << err;
+  EXPECT_NE(err.find("line 2"), std::string::npos) << err;
+}
+
+TEST_F(SimulateCommandTest, MissingTraceIsAUsageError) {
+  std::string out, err;
+  EXPECT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("none.csv")}, &out, &err),
+            kExitUsage);
+  EXPECT_NE(err.find("--trace"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace gpuscale::cli

@@ -1,0 +1,78 @@
+// ParseSloPolicy: the `slo:` block of a policy file (scale/slo_policy.h documents the
+// algorithm). Every field is optional:
+//
+//   slo:
+//     target_attainment: 0.99         # share of requests meeting the SLO, (0, 1]
+//     initial_capacity_rps: 10        # per-replica requests/s at the SLO, > 0 (learned after)
+//     target_utilization: 0.85        # (0, 1]
+//     forecast_horizon_seconds: 75    # >= 0, about cold start + control interval
+//     burst_z: 2                      # >= 0
+//     scale_down_delay_seconds: 300   # >= 0
+//     max_scale_down_step: 1          # >= 1
+//     learn_capacity: true
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "config/policy_config.h"
+#include "scale/slo_policy.h"
+#include "yaml/yaml_util.h"
+
+namespace gpuscale::config {
+
+namespace {
+
+// Reads a double and checks lo <(=) value <= hi, naming the field and line on error.
+Result<double> ReadRanged(const YAML::Node& block, std::string_view key, const std::string& path,
+                          double fallback, double lo, bool lo_open, double hi) {
+  GS_ASSIGN_OR_RETURN(double v, yaml::ReadDouble(block, key, path, fallback));
+  bool ok = (lo_open ? v > lo : v >= lo) && v <= hi && std::isfinite(v);
+  if (!ok) {
+    return yaml::FieldError(block[std::string(key)], yaml::Join(path, key),
+                            fmt::format("must be in {}{}, {}]", lo_open ? "(" : "[", lo, hi));
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
+                                                      const std::string& path,
+                                                      const CommonPolicyFields& common) {
+  scale::SloPolicyConfig c;
+  c.min_replicas = common.min_replicas;
+  c.max_replicas = common.max_replicas;
+  if (block && !block.IsNull()) {
+    if (!block.IsMap()) return yaml::FieldError(block, path, "expected a mapping");
+    GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
+        block, path,
+        {"target_attainment", "initial_capacity_rps", "target_utilization",
+         "forecast_horizon_seconds", "burst_z", "scale_down_delay_seconds",
+         "max_scale_down_step", "learn_capacity"}));
+    constexpr double kBig = 1e9;
+    GS_ASSIGN_OR_RETURN(c.target_attainment, ReadRanged(block, "target_attainment", path,
+                                                        c.target_attainment, 0, true, 1));
+    GS_ASSIGN_OR_RETURN(c.initial_capacity_rps, ReadRanged(block, "initial_capacity_rps", path,
+                                                           c.initial_capacity_rps, 0, true, kBig));
+    GS_ASSIGN_OR_RETURN(c.target_utilization, ReadRanged(block, "target_utilization", path,
+                                                         c.target_utilization, 0, true, 1));
+    GS_ASSIGN_OR_RETURN(double horizon, ReadRanged(block, "forecast_horizon_seconds", path,
+                                                   c.forecast_horizon.count(), 0, false, kBig));
+    c.forecast_horizon = Seconds{horizon};
+    GS_ASSIGN_OR_RETURN(c.burst_z, ReadRanged(block, "burst_z", path, c.burst_z, 0, false, 100));
+    GS_ASSIGN_OR_RETURN(double delay, ReadRanged(block, "scale_down_delay_seconds", path,
+                                                 c.scale_down_delay.count(), 0, false, kBig));
+    c.scale_down_delay = Seconds{delay};
+    GS_ASSIGN_OR_RETURN(c.max_scale_down_step,
+                        yaml::ReadInt(block, "max_scale_down_step", path, c.max_scale_down_step));
+    if (c.max_scale_down_step < 1) {
+      return yaml::FieldError(block["max_scale_down_step"],
+                              yaml::Join(path, "max_scale_down_step"), "must be >= 1");
+    }
+    GS_ASSIGN_OR_RETURN(c.learn_capacity,
+                        yaml::ReadBool(block, "learn_capacity", path, c.learn_capacity));
+  }
+  return std::unique_ptr<scale::Policy>(std::make_unique<scale::SloPolicy>(c));
+}
+
+}  // namespace gpuscale::config

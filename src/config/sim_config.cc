@@ -1,0 +1,211 @@
+#include "config/sim_config.h"
+
+#include <fmt/format.h>
+
+#include "yaml/yaml_util.h"
+
+namespace gpuscale::config {
+namespace {
+
+using yaml::CheckKnownKeys;
+using yaml::FieldError;
+using yaml::Join;
+using yaml::ReadDouble;
+using yaml::ReadInt;
+using yaml::ReadString;
+
+Status CheckMap(const YAML::Node& node, std::string_view path) {
+  if (node && !node.IsMap()) return FieldError(node, path, "expected a mapping");
+  return OkStatus();
+}
+
+Status ParseCluster(const YAML::Node& n, sim::ClusterSpec& c) {
+  GS_RETURN_IF_ERROR(CheckMap(n, "cluster"));
+  if (!n) return OkStatus();
+  GS_RETURN_IF_ERROR(
+      CheckKnownKeys(n, "cluster", {"nodes", "gpus_per_node", "gpu_type", "gpu_memory_mb"}));
+  GS_ASSIGN_OR_RETURN(c.nodes, ReadInt(n, "nodes", "cluster", c.nodes));
+  GS_ASSIGN_OR_RETURN(c.gpus_per_node, ReadInt(n, "gpus_per_node", "cluster", c.gpus_per_node));
+  GS_ASSIGN_OR_RETURN(c.gpu_type, ReadString(n, "gpu_type", "cluster", c.gpu_type));
+  GS_ASSIGN_OR_RETURN(int memory, ReadInt(n, "gpu_memory_mb", "cluster",
+                                          static_cast<int>(c.gpu_memory_mb)));
+  c.gpu_memory_mb = memory;
+  if (c.nodes < 1) return FieldError(n["nodes"], "cluster.nodes", "must be >= 1");
+  if (c.gpus_per_node < 1) {
+    return FieldError(n["gpus_per_node"], "cluster.gpus_per_node", "must be >= 1");
+  }
+  return OkStatus();
+}
+
+Status ParseService(const YAML::Node& n, sim::SimulationConfig& c) {
+  GS_RETURN_IF_ERROR(CheckMap(n, "service"));
+  if (!n) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(
+      n, "service", {"name", "model", "gpus_per_replica", "min_replicas", "max_replicas",
+                     "initial_replicas", "cold_start_seconds", "drain_timeout_seconds"}));
+  auto& s = c.service;
+  GS_ASSIGN_OR_RETURN(s.name, ReadString(n, "name", "service", s.name));
+  GS_ASSIGN_OR_RETURN(c.model.model, ReadString(n, "model", "service", c.model.model));
+  GS_ASSIGN_OR_RETURN(s.gpus_per_replica,
+                      ReadInt(n, "gpus_per_replica", "service", s.gpus_per_replica));
+  GS_ASSIGN_OR_RETURN(s.min_replicas, ReadInt(n, "min_replicas", "service", s.min_replicas));
+  GS_ASSIGN_OR_RETURN(s.max_replicas, ReadInt(n, "max_replicas", "service", s.max_replicas));
+  GS_ASSIGN_OR_RETURN(s.initial_replicas,
+                      ReadInt(n, "initial_replicas", "service", s.initial_replicas));
+  GS_ASSIGN_OR_RETURN(double cold, ReadDouble(n, "cold_start_seconds", "service",
+                                              s.cold_start.count()));
+  GS_ASSIGN_OR_RETURN(double drain, ReadDouble(n, "drain_timeout_seconds", "service",
+                                               s.drain_timeout.count()));
+  s.cold_start = Seconds{cold};
+  s.drain_timeout = Seconds{drain};
+  c.model.tensor_parallel = s.gpus_per_replica;
+  if (s.gpus_per_replica < 1) {
+    return FieldError(n["gpus_per_replica"], "service.gpus_per_replica", "must be >= 1");
+  }
+  if (s.min_replicas < 0) return FieldError(n["min_replicas"], "service.min_replicas", "must be >= 0");
+  if (s.max_replicas < s.min_replicas) {
+    return FieldError(n["max_replicas"], "service.max_replicas", "must be >= min_replicas");
+  }
+  if (cold < 0) return FieldError(n["cold_start_seconds"], "service.cold_start_seconds", "must be >= 0");
+  if (drain < 0) {
+    return FieldError(n["drain_timeout_seconds"], "service.drain_timeout_seconds", "must be >= 0");
+  }
+  return OkStatus();
+}
+
+Status ParseModel(const YAML::Node& n, sim::ReplicaModelConfig& m) {
+  GS_RETURN_IF_ERROR(CheckMap(n, "replica_model"));
+  if (!n) return OkStatus();
+  const char* p = "replica_model";
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, p, {"gpu", "max_batch_size", "kv_cache_tokens",
+                                           "max_batched_tokens", "model"}));
+  GS_ASSIGN_OR_RETURN(m.model, ReadString(n, "model", p, m.model));
+  GS_ASSIGN_OR_RETURN(m.gpu, ReadString(n, "gpu", p, m.gpu));
+  GS_ASSIGN_OR_RETURN(m.max_batch_size, ReadInt(n, "max_batch_size", p, m.max_batch_size));
+  GS_ASSIGN_OR_RETURN(double kv, ReadDouble(n, "kv_cache_tokens", p, 0.0));
+  m.kv_cache_tokens = static_cast<int64_t>(kv);
+  GS_ASSIGN_OR_RETURN(m.max_batched_tokens,
+                      ReadInt(n, "max_batched_tokens", p, m.max_batched_tokens));
+  if (m.max_batch_size < 1) return FieldError(n["max_batch_size"], Join(p, "max_batch_size"), "must be >= 1");
+  if (kv < 0) return FieldError(n["kv_cache_tokens"], Join(p, "kv_cache_tokens"), "must be >= 0");
+  if (m.max_batched_tokens < 1) {
+    return FieldError(n["max_batched_tokens"], Join(p, "max_batched_tokens"), "must be >= 1");
+  }
+  return OkStatus();
+}
+
+Status ParseSlo(const YAML::Node& n, sim::SloSpec& s) {
+  GS_RETURN_IF_ERROR(CheckMap(n, "slo"));
+  if (!n) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "slo", {"ttft_seconds", "tpot_seconds", "target_ratio"}));
+  GS_ASSIGN_OR_RETURN(s.ttft_seconds, ReadDouble(n, "ttft_seconds", "slo", s.ttft_seconds));
+  GS_ASSIGN_OR_RETURN(s.tpot_seconds, ReadDouble(n, "tpot_seconds", "slo", s.tpot_seconds));
+  GS_ASSIGN_OR_RETURN(s.target_ratio, ReadDouble(n, "target_ratio", "slo", s.target_ratio));
+  if (!(s.ttft_seconds > 0)) return FieldError(n["ttft_seconds"], "slo.ttft_seconds", "must be > 0");
+  if (!(s.tpot_seconds > 0)) return FieldError(n["tpot_seconds"], "slo.tpot_seconds", "must be > 0");
+  if (!(s.target_ratio > 0 && s.target_ratio <= 1)) {
+    return FieldError(n["target_ratio"], "slo.target_ratio", "must be in (0, 1]");
+  }
+  return OkStatus();
+}
+
+Status ParseFaults(const YAML::Node& n, sim::FaultSpec& f) {
+  GS_RETURN_IF_ERROR(CheckMap(n, "faults"));
+  if (!n) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "faults", {"crash_at_seconds", "metrics_outages"}));
+  if (const auto& crashes = n["crash_at_seconds"]) {
+    if (!crashes.IsSequence()) return FieldError(crashes, "faults.crash_at_seconds", "expected a list of numbers");
+    for (size_t i = 0; i < crashes.size(); ++i) {
+      YAML::Node holder;
+      holder["t"] = crashes[i];
+      GS_ASSIGN_OR_RETURN(double t, ReadDouble(holder, "t", yaml::Index("faults.crash_at_seconds", i)));
+      f.crash_at_seconds.push_back(t);
+    }
+  }
+  if (const auto& outages = n["metrics_outages"]) {
+    if (!outages.IsSequence()) return FieldError(outages, "faults.metrics_outages", "expected a list");
+    for (size_t i = 0; i < outages.size(); ++i) {
+      std::string path = yaml::Index("faults.metrics_outages", i);
+      GS_RETURN_IF_ERROR(CheckKnownKeys(outages[i], path, {"from_seconds", "to_seconds"}));
+      GS_ASSIGN_OR_RETURN(double from, ReadDouble(outages[i], "from_seconds", path));
+      GS_ASSIGN_OR_RETURN(double to, ReadDouble(outages[i], "to_seconds", path));
+      if (to < from) return FieldError(outages[i]["to_seconds"], Join(path, "to_seconds"), "must be >= from_seconds");
+      f.metrics_outages.emplace_back(from, to);
+    }
+  }
+  return OkStatus();
+}
+
+// Copies service bounds into the envelope, or checks that the envelope agrees.
+Status MergeBounds(YAML::Node policy, const sim::ServiceSpec& service) {
+  for (auto [key, value] : {std::pair<const char*, int>{"min_replicas", service.min_replicas},
+                            {"max_replicas", service.max_replicas}}) {
+    if (!policy[key]) {
+      policy[key] = value;
+      continue;
+    }
+    GS_ASSIGN_OR_RETURN(int given, ReadInt(policy, key, "policy"));
+    if (given != value) {
+      return FieldError(policy[key], Join("policy", key),
+                        fmt::format("{} differs from service.{} = {}; set it in one place",
+                                    given, key, value));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<SimConfigFile> ParseSimConfig(const YAML::Node& root) {
+  if (!root || !root.IsMap()) return InvalidArgument("expected a mapping at the top level", "config");
+  GS_RETURN_IF_ERROR(CheckKnownKeys(
+      root, "", {"cluster", "service", "replica_model", "router", "control_interval_seconds",
+                 "scrape_interval_seconds", "slo", "oracle_bucket_seconds", "faults", "policy"}));
+  SimConfigFile file;
+  auto& c = file.sim;
+  GS_RETURN_IF_ERROR(ParseCluster(root["cluster"], c.cluster));
+  GS_RETURN_IF_ERROR(ParseService(root["service"], c));
+  GS_RETURN_IF_ERROR(ParseModel(root["replica_model"], c.model));
+  GS_RETURN_IF_ERROR(ParseSlo(root["slo"], c.slo));
+  GS_RETURN_IF_ERROR(ParseFaults(root["faults"], c.faults));
+  GS_ASSIGN_OR_RETURN(std::string router, ReadString(root, "router", "", "least_outstanding"));
+  if (router == "least_outstanding") {
+    c.router = sim::RouterKind::kLeastOutstanding;
+  } else if (router == "round_robin") {
+    c.router = sim::RouterKind::kRoundRobin;
+  } else {
+    return FieldError(root["router"], "router", "expected one of least_outstanding, round_robin");
+  }
+  for (auto [key, target] : {std::pair<const char*, Seconds*>{"control_interval_seconds", &c.control_interval},
+                             {"scrape_interval_seconds", &c.scrape_interval},
+                             {"oracle_bucket_seconds", &c.oracle_bucket}}) {
+    GS_ASSIGN_OR_RETURN(double v, ReadDouble(root, key, "", target->count()));
+    if (!(v > 0)) return FieldError(root[key], key, "must be > 0");
+    *target = Seconds{v};
+  }
+  if (!root["policy"]) return InvalidArgument("required field is missing", "policy");
+  if (!root["policy"].IsMap()) return FieldError(root["policy"], "policy", "expected a mapping");
+  // A handle, not a clone: YAML::Clone drops line marks, and errors must name lines. Filling
+  // in the bounds therefore also edits the caller's tree.
+  file.policy = root["policy"];
+  GS_RETURN_IF_ERROR(MergeBounds(file.policy, c.service));
+  GS_RETURN_IF_ERROR(sim::ValidateSimulationConfig(c));
+  return file;
+}
+
+Result<SimConfigFile> LoadSimConfigFile(const std::string& path) {
+  GS_ASSIGN_OR_RETURN(YAML::Node root, yaml::LoadYamlFile(path));
+  return ParseSimConfig(root);
+}
+
+Result<PolicySpec> MakeSimPolicy(const SimConfigFile& file) {
+  auto spec = ParsePolicy(file.policy);
+  if (!spec) {
+    Error e = spec.error();
+    e.field = e.field.empty() ? "policy" : Join("policy", e.field);
+    return Unexpected<Error>(e);
+  }
+  return spec;
+}
+
+}  // namespace gpuscale::config

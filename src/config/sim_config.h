@@ -1,0 +1,47 @@
+// Simulation config files (`gpuscale simulate --config sim.yaml`) -> sim::SimulationConfig
+// plus the policy envelope. Schema (every field optional unless marked; defaults in
+// sim/simulation.h; full example in examples/sim/ and docs/simulation.md):
+//
+//   cluster: {nodes: 2, gpus_per_node: 8, gpu_type: H100, gpu_memory_mb: 81559}
+//   service: {name: chat, model: llama-3-8b, gpus_per_replica: 1, min_replicas: 1,
+//             max_replicas: 16, initial_replicas: 1, cold_start_seconds: 60,
+//             drain_timeout_seconds: 300}
+//   replica_model: {gpu: h100, max_batch_size: 256, kv_cache_tokens: 0,
+//                   max_batched_tokens: 8192}       # tensor_parallel = gpus_per_replica
+//   router: least_outstanding                       # or round_robin
+//   control_interval_seconds: 15
+//   scrape_interval_seconds: 5
+//   slo: {ttft_seconds: 1, tpot_seconds: 0.05, target_ratio: 0.99}
+//   oracle_bucket_seconds: 60
+//   faults: {crash_at_seconds: [600], metrics_outages: [{from_seconds: 900, to_seconds: 960}]}
+//   policy: {family: slo, ...}                      # required: a policy envelope
+//
+// The service's min/max replicas are the policy's bounds: they are copied into the policy
+// envelope when it has none, and a differing value there is an error. Errors name the field
+// and line: `service.cold_start_seconds: expected a number, got 'abc' (line 9)`.
+#pragma once
+
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/policy_config.h"
+#include "core/result.h"
+#include "sim/simulation.h"
+
+namespace gpuscale::config {
+
+struct SimConfigFile {
+  sim::SimulationConfig sim;
+  YAML::Node policy;  // the envelope, with min/max_replicas filled from `service`
+};
+
+Result<SimConfigFile> ParseSimConfig(const YAML::Node& root);
+// Errors: kNotFound when the file is missing, then those of ParseSimConfig.
+Result<SimConfigFile> LoadSimConfigFile(const std::string& path);
+
+// A fresh policy instance from the file's envelope (each simulation needs its own: policies
+// keep state). Errors: those of ParsePolicy, fields prefixed with "policy.".
+Result<PolicySpec> MakeSimPolicy(const SimConfigFile& file);
+
+}  // namespace gpuscale::config

@@ -1,0 +1,122 @@
+#include "config/sim_config.h"
+
+#include <gtest/gtest.h>
+
+#include "yaml/yaml_util.h"
+
+namespace gpuscale::config {
+namespace {
+
+Result<SimConfigFile> Parse(const std::string& text) {
+  auto root = yaml::ParseYaml(text, "test");
+  if (!root) return Unexpected<Error>(root.error());
+  return ParseSimConfig(*root);
+}
+
+constexpr const char* kFull = R"(cluster: {nodes: 2, gpus_per_node: 4, gpu_type: A100}
+service:
+  name: chat
+  gpus_per_replica: 2
+  min_replicas: 1
+  max_replicas: 4
+  cold_start_seconds: 45
+replica_model: {max_batch_size: 128, max_batched_tokens: 4096}
+router: round_robin
+control_interval_seconds: 10
+scrape_interval_seconds: 2
+slo: {ttft_seconds: 2.5, tpot_seconds: 0.1, target_ratio: 0.95}
+faults:
+  crash_at_seconds: [100, 200]
+  metrics_outages: [{from_seconds: 10, to_seconds: 20}]
+policy: {family: slo, slo: {initial_capacity_rps: 5}}
+)";
+
+TEST(SimConfigTest, ParsesEverySection) {
+  auto file = Parse(kFull);
+  ASSERT_TRUE(file) << file.error().ToString();
+  const auto& c = file->sim;
+  EXPECT_EQ(c.cluster.nodes, 2);
+  EXPECT_EQ(c.cluster.gpu_type, "A100");
+  EXPECT_EQ(c.service.gpus_per_replica, 2);
+  EXPECT_EQ(c.model.tensor_parallel, 2);
+  EXPECT_EQ(c.model.max_batch_size, 128);
+  EXPECT_EQ(c.service.cold_start, Seconds{45});
+  EXPECT_EQ(c.router, sim::RouterKind::kRoundRobin);
+  EXPECT_EQ(c.scrape_interval, Seconds{2});
+  EXPECT_DOUBLE_EQ(c.slo.ttft_seconds, 2.5);
+  EXPECT_EQ(c.faults.crash_at_seconds.size(), 2u);
+  ASSERT_EQ(c.faults.metrics_outages.size(), 1u);
+  EXPECT_EQ(file->policy["min_replicas"].as<int>(), 1);  // copied from service
+  EXPECT_EQ(file->policy["max_replicas"].as<int>(), 4);
+}
+
+TEST(SimConfigTest, BuildsFreshSloPolicies) {
+  auto file = Parse(kFull);
+  ASSERT_TRUE(file);
+  auto a = MakeSimPolicy(*file);
+  auto b = MakeSimPolicy(*file);
+  ASSERT_TRUE(a && b) << (a ? b.error().ToString() : a.error().ToString());
+  EXPECT_EQ(a->policy->Family(), "slo");
+  EXPECT_EQ(a->policy->MaxReplicas(), 4);
+  EXPECT_NE(a->policy.get(), b->policy.get());
+}
+
+struct BadCase {
+  std::string text;
+  std::string error;  // expected Error::ToString()
+};
+
+class SimConfigErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(SimConfigErrorTest, NamesFieldAndLine) {
+  auto file = Parse(GetParam().text);
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error().ToString(), GetParam().error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SimConfigErrorTest,
+    ::testing::Values(
+        BadCase{"service:\n  cold_start_seconds: soon\npolicy: {family: slo}\n",
+                "service.cold_start_seconds: expected a number, got 'soon' (line 2)"},
+        BadCase{"router: random\npolicy: {family: slo}\n",
+                "router: expected one of least_outstanding, round_robin (line 1)"},
+        BadCase{"slo:\n  target_ratio: 1.5\npolicy: {family: slo}\n",
+                "slo.target_ratio: must be in (0, 1] (line 2)"},
+        BadCase{"cluster: {nodes: 1}\n", "policy: required field is missing"},
+        BadCase{"service: {max_replicas: 4}\npolicy:\n  family: slo\n  max_replicas: 8\n",
+                "policy.max_replicas: 8 differs from service.max_replicas = 4; set it in one "
+                "place (line 4)"},
+        BadCase{"faults:\n  metrics_outages:\n    - {from_seconds: 5, to_seconds: 1}\n"
+                "policy: {family: slo}\n",
+                "faults.metrics_outages[0].to_seconds: must be >= from_seconds (line 3)"}));
+
+TEST(SimConfigTest, RejectsUnknownKeys) {
+  auto file = Parse("scrape_interval: 5\npolicy: {family: slo}\n");
+  ASSERT_FALSE(file);
+  EXPECT_NE(file.error().ToString().find("scrape_interval"), std::string::npos);
+}
+
+TEST(SimConfigTest, PolicyErrorsArePrefixed) {
+  auto file = Parse("policy: {family: slo, slo: {burst_z: -1}}\n");
+  ASSERT_TRUE(file);
+  auto policy = MakeSimPolicy(*file);
+  ASSERT_FALSE(policy);
+  EXPECT_EQ(policy.error().field.rfind("policy.", 0), 0u) << policy.error().field;
+}
+
+TEST(SimConfigTest, ExampleConfigsParse) {
+  for (const char* workload : {"conv", "code"}) {
+    for (const char* name : {"slo", "hpa", "keda", "rules", "ratio", "kpa"}) {
+      std::string path = std::string(GPUSCALE_SOURCE_DIR) + "/examples/sim/" + workload + "/" +
+                         name + ".yaml";
+      auto file = LoadSimConfigFile(path);
+      ASSERT_TRUE(file) << path << ": " << file.error().ToString();
+      auto policy = MakeSimPolicy(*file);
+      EXPECT_TRUE(policy) << path << ": " << policy.error().ToString();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpuscale::config

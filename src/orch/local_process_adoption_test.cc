@@ -1,0 +1,132 @@
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "orch/local_process_orchestrator.h"
+#include "orch/orch_test_util.h"
+
+namespace gpuscale::orch {
+namespace {
+
+using scale::ReplicaPhase;
+using AdoptionTest = OrchTest;
+
+// Runs `count` replicas of `sleep 60` under an orchestrator with its own ledger (the
+// "previous daemon"), waits until they are ready, and returns their records. The
+// orchestrator is then destroyed, which leaves the processes running.
+std::vector<ReplicaRecord> RunPreviousDaemon(LocalProcessConfig config, int count, Seconds now) {
+  alloc::LeaseLedger old_ledger;
+  auto old = LocalProcessOrchestrator::Create(config, old_ledger,
+                                              [](Seconds) { return FakeGpus(2); });
+  EXPECT_TRUE(old);
+  for (int i = 0; i < count; ++i) EXPECT_TRUE((*old)->Start(now));
+  (*old)->Poll(now);
+  for (const auto& status : (*old)->ListReplicas()) {
+    EXPECT_EQ(status.phase, ReplicaPhase::kReady);
+  }
+  std::vector<ReplicaRecord> records = (*old)->Records();
+  // posix_spawn returns once the child's exec has begun, slightly before the kernel shows
+  // the new command line; a real daemon restart happens long after that.
+  for (const ReplicaRecord& r : records) {
+    for (int i = 0; i < 1000 && ReadCmdline(r.pid) != r.argv; ++i) usleep(1000);
+  }
+  return records;
+}
+
+TEST_F(AdoptionTest, AdoptsLiveReplicaAndCleansUpDeadOneWithConsistentLeases) {
+  const LocalProcessConfig config = Config({"sleep", "60"});
+  std::vector<ReplicaRecord> records = RunPreviousDaemon(config, 2, now_);
+  ASSERT_EQ(records.size(), 2u);
+  for (const auto& r : records) pids_.insert(r.pid);
+  ASSERT_EQ(records[0].argv, (std::vector<std::string>{"sleep", "60"}));
+  ASSERT_EQ(records[1].gpu_keys, (std::vector<std::string>{"GPU-fake-1"}));
+  // svc-1 died while the daemon was down.
+  kill(records[1].pid, SIGKILL);
+  waitpid(records[1].pid, nullptr, 0);
+  // The new daemon's ledger still lists svc-1's GPU (restored from the store).
+  alloc::SelectionRequest one;
+  gpu::GpuSnapshot gpu1 = FakeGpus(2);
+  gpu1.gpus.erase(gpu1.gpus.begin());
+  ASSERT_TRUE(ledger_.Allocate(gpu1, one, "replica/svc-1", now_));
+  // A stale record whose pid now runs something else (this test binary): never signalled.
+  ReplicaRecord stale = records[0];
+  stale.id = "svc-7";
+  stale.pid = getpid();
+  stale.lease_owner = "replica/svc-7";
+  ReplicaRecord duplicate = records[0];
+  records.push_back(stale);
+  records.push_back(duplicate);
+
+  auto& orch = Make(config);
+  now_ += Seconds{60};
+  AdoptionReport report = orch.Adopt(records, now_);
+  EXPECT_EQ(report.adopted, std::vector<std::string>{"svc-0"});
+  EXPECT_EQ(report.cleaned_up, (std::vector<std::string>{"svc-1", "svc-7"}));
+  ASSERT_EQ(report.errors.size(), 1u);
+  EXPECT_NE(report.errors[0].find("duplicate"), std::string::npos);
+
+  // Leases: svc-0 holds its GPU again under the same owner; svc-1's was released.
+  auto leases = ledger_.Leases();
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].key, "GPU-fake-0");
+  EXPECT_EQ(leases[0].owner, "replica/svc-0");
+
+  ASSERT_EQ(orch.ListReplicas().size(), 1u);
+  orch.Poll(now_);
+  EXPECT_EQ(orch.ListReplicas()[0].phase, ReplicaPhase::kReady);
+  ReplicaInfo info = InfoOf(orch, "svc-0", now_);
+  EXPECT_TRUE(info.adopted);
+  EXPECT_EQ(info.pid, records[0].pid);
+  EXPECT_EQ(info.uptime, Seconds{60});
+
+  // New replicas get ids no record used (svc-7 included) and the freed GPU.
+  auto started = orch.Start(now_);
+  ASSERT_TRUE(started);
+  Track(orch);
+  EXPECT_EQ(started->id, "svc-8");
+  ASSERT_EQ(ledger_.LeasesOf("replica/svc-8").size(), 1u);
+  EXPECT_EQ(ledger_.LeasesOf("replica/svc-8").front().key, "GPU-fake-1");
+
+  // The adopted replica stops like any other and gives its GPU back.
+  ASSERT_TRUE(orch.Stop("svc-0", now_));
+  ASSERT_TRUE(PumpUntil(orch, [&] { return orch.Replicas(now_).size() == 1; }));
+  EXPECT_TRUE(ledger_.LeasesOf("replica/svc-0").empty());
+  EXPECT_FALSE(ProcessAlive(records[0].pid));
+}
+
+TEST_F(AdoptionTest, StopsAdoptedProcessWhoseGpuIsNowLeasedElsewhereAndFinishesStopping) {
+  const LocalProcessConfig config = Config({"sleep", "60"});
+  std::vector<ReplicaRecord> records = RunPreviousDaemon(config, 2, now_);
+  ASSERT_EQ(records.size(), 2u);
+  for (const auto& r : records) pids_.insert(r.pid);
+  records[1].stopping = true;  // the previous daemon had sent SIGTERM to svc-1
+  alloc::SelectionRequest one;
+  gpu::GpuSnapshot gpu0 = FakeGpus(1);
+  ASSERT_TRUE(ledger_.Allocate(gpu0, one, "job-9", now_));  // svc-0's GPU, taken meanwhile
+
+  auto& orch = Make(config);
+  AdoptionReport report = orch.Adopt(records, now_);
+  EXPECT_TRUE(report.adopted.empty());
+  EXPECT_EQ(report.cleaned_up, std::vector<std::string>{"svc-1"});
+  for (const auto& e : orch.TakeEvents()) {
+    if (e.kind == "replica_cleaned_up" && e.replica == "svc-1") {
+      ASSERT_NE(e.message.find("killed"), std::string::npos) << e.message;
+    }
+  }
+  ASSERT_EQ(report.errors.size(), 1u);
+  EXPECT_NE(report.errors[0].find("leased to job-9"), std::string::npos) << report.errors[0];
+  EXPECT_TRUE(orch.ListReplicas().empty());
+
+  ASSERT_TRUE(PumpUntil(orch, [&] { return !orch.HasProcesses(); }));
+  EXPECT_FALSE(ProcessAlive(records[0].pid));
+  // svc-1 was killed outright; reap it (this test is its parent) and check it is gone.
+  waitpid(records[1].pid, nullptr, 0);
+  EXPECT_FALSE(ProcessAlive(records[1].pid));
+  auto leases = ledger_.Leases();
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].owner, "job-9");
+}
+
+}  // namespace
+}  // namespace gpuscale::orch

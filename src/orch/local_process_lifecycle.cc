@@ -1,0 +1,185 @@
+// LocalProcessOrchestrator: process life (launch, poll, restart with backoff, terminate).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "orch/argv_template.h"
+#include "orch/local_process_orchestrator.h"
+#include "orch/process_util.h"
+
+namespace gpuscale::orch {
+namespace {
+
+std::string JoinInts(const std::vector<int>& values) {
+  return fmt::format("{}", fmt::join(values, ","));
+}
+
+}  // namespace
+
+std::set<int> LocalProcessOrchestrator::PortsInUse() const {
+  std::set<int> ports;
+  for (const Replica& r : replicas_) {
+    if (r.pid > 0) ports.insert(r.port);
+  }
+  return ports;
+}
+
+// Picks a port, expands the command and spawns it; a failure becomes a scheduled restart, so
+// a transient problem (port race, full disk) heals and a permanent one stays visible in
+// last_error and the events without blocking the control loop.
+void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
+  Result<int> port = PickFreePort(config_.port_range_start, config_.port_range_end, PortsInUse());
+  if (!port) return ScheduleRestart(r, now, port.error().message);
+  const std::string gpus = JoinInts(r.gpus);
+  Result<std::vector<std::string>> argv =
+      ExpandArgv(config_.command, ArgvVars{std::to_string(*port), gpus, r.id});
+  if (!argv) return ScheduleRestart(r, now, argv.error().ToString());
+  std::vector<std::pair<std::string, std::string>> env = config_.env;
+  env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);
+  SpawnRequest request{*argv, ChildEnvironment(env), r.log_path,
+                       fmt::format("---- {} gpuscale: starting replica {} (restarts {}) on port "
+                                   "{}, CUDA_VISIBLE_DEVICES={}: {}\n",
+                                   FormatRfc3339(now), r.id, r.restarts, *port, gpus,
+                                   fmt::join(*argv, " "))};
+  Result<int> pid = SpawnDetached(request);
+  if (!pid) return ScheduleRestart(r, now, pid.error().message);
+  r.proc = Proc::kRunning;
+  r.pid = *pid;
+  r.port = *port;
+  r.argv = std::move(*argv);
+  r.started_at = now;
+  r.next_probe_at = now;
+  r.health_failures = 0;
+  r.kill_sent = false;
+  r.restart_after = false;
+  SetPhase(r, scale::ReplicaPhase::kStarting, now);
+  Emit(now, r.id, "replica_started",
+       fmt::format("pid {} on port {} with GPUs [{}]", r.pid, r.port, gpus));
+}
+
+void LocalProcessOrchestrator::ScheduleRestart(Replica& r, Seconds now, const std::string& why) {
+  r.last_error = why;
+  r.proc = Proc::kBackoff;
+  r.pid = 0;
+  ++r.crash_streak;
+  ++r.restarts;
+  // Exponential backoff as Kubernetes' CrashLoopBackOff: initial * 2^(streak-1), capped.
+  const double factor = std::pow(2.0, std::min(r.crash_streak - 1, 30));
+  const Seconds delay = std::min(config_.restart_backoff_initial * factor,
+                                 config_.restart_backoff_max);
+  r.restart_at = now + delay;
+  SetPhase(r, scale::ReplicaPhase::kStarting, now);
+  Emit(now, r.id, "replica_restart_scheduled",
+       fmt::format("{}; restarting in {:.3g} s (failure {} in a row)", why, delay.count(),
+                   r.crash_streak));
+}
+
+void LocalProcessOrchestrator::Terminate(Replica& r, Seconds now, bool restart_after) {
+  r.proc = Proc::kTerminating;
+  r.restart_after = restart_after;
+  r.term_sent_at = now;
+  r.kill_sent = config_.stop_grace <= Seconds{0};
+  SignalGroup(r.pid, r.kill_sent ? SIGKILL : SIGTERM);
+}
+
+// A stopped replica ends here (r.stopping stays set: Poll removes it); others restart.
+void LocalProcessOrchestrator::OnExit(Replica& r, int code, Seconds now) {
+  const std::string how = DescribeExit(code);
+  const int pid = std::exchange(r.pid, 0);
+  r.proc = Proc::kNone;
+  if (r.stopping) {
+    ReleaseGpus(r);
+    Emit(now, r.id, "replica_stopped", fmt::format("pid {} ended: {}", pid, how));
+  } else if (r.restart_after) {
+    ScheduleRestart(r, now, r.last_error);
+  } else if (r.phase == scale::ReplicaPhase::kDraining) {
+    // It finished on its own while draining: as good as stopped.
+    r.stopping = true;
+    ReleaseGpus(r);
+    Emit(now, r.id, "replica_stopped", fmt::format("pid {} exited while draining: {}", pid, how));
+  } else {
+    Emit(now, r.id, "replica_crashed", fmt::format("pid {} exited: {}", pid, how));
+    ScheduleRestart(r, now, fmt::format("process exited: {}", how));
+  }
+}
+
+bool LocalProcessOrchestrator::Probe(const Replica& r) const {
+  if (config_.readiness_path.empty()) return true;
+  return probe_(r.port, config_.readiness_path);
+}
+
+void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now) {
+  if (now < r.next_probe_at) return;
+  if (r.phase == scale::ReplicaPhase::kStarting) {
+    r.next_probe_at = now + config_.probe_interval;
+    if (Probe(r)) {
+      SetPhase(r, scale::ReplicaPhase::kReady, now);
+      r.next_probe_at = now + config_.health_interval;
+      Emit(now, r.id, "replica_ready",
+           fmt::format("ready after {:.3g} s on port {}", (now - r.started_at).count(), r.port));
+    } else if (now - r.started_at >= config_.startup_timeout) {
+      r.last_error = fmt::format("not ready within startup_timeout ({:.3g} s)",
+                                 config_.startup_timeout.count());
+      Emit(now, r.id, "replica_startup_timeout", r.last_error);
+      Terminate(r, now, /*restart_after=*/true);
+    }
+    return;
+  }
+  if (config_.health_interval <= Seconds{0}) return;
+  r.next_probe_at = now + config_.health_interval;
+  if (Probe(r)) {
+    r.health_failures = 0;
+    return;
+  }
+  if (++r.health_failures < config_.health_failure_threshold) return;
+  r.last_error = fmt::format("failed {} health probes in a row ({})", r.health_failures,
+                             config_.readiness_path);
+  Emit(now, r.id, "replica_unhealthy", r.last_error);
+  Terminate(r, now, /*restart_after=*/true);
+}
+
+bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now) {
+  if (r.proc == Proc::kRunning || r.proc == Proc::kTerminating) {
+    if (std::optional<int> code = CheckExited(r.pid)) {
+      OnExit(r, *code, now);
+      return !r.stopping;
+    }
+  }
+  switch (r.proc) {
+    case Proc::kRunning:
+      if (r.crash_streak > 0 && now - r.started_at >= config_.stable_after) r.crash_streak = 0;
+      PollRunning(r, now);
+      break;
+    case Proc::kTerminating:
+      if (!r.kill_sent && now - r.term_sent_at >= config_.stop_grace) {
+        r.kill_sent = true;
+        SignalGroup(r.pid, SIGKILL);
+        Emit(now, r.id, "replica_killed",
+             fmt::format("pid {} still running {:.3g} s after SIGTERM: sent SIGKILL", r.pid,
+                         config_.stop_grace.count()));
+      }
+      break;
+    case Proc::kBackoff:
+      if (now >= r.restart_at) Launch(r, now);
+      break;
+    case Proc::kNone:
+      break;
+  }
+  return true;
+}
+
+void LocalProcessOrchestrator::Poll(Seconds now) {
+  last_now_ = std::max(last_now_, now);
+  for (auto it = replicas_.begin(); it != replicas_.end();) {
+    if (PollOne(*it, now)) {
+      ++it;
+    } else {
+      it = replicas_.erase(it);
+    }
+  }
+}
+
+}  // namespace gpuscale::orch

@@ -1,0 +1,265 @@
+// LocalProcessOrchestrator: runs one service's replicas as processes on this machine
+// (scale::ReplicaOrchestrator, the port the controller drives). In the terms of reference
+// 002's worker adapters, a replica is a worker group of one process; Capacity() is the
+// adapter's heartbeat, and commands answer with explicit statuses (OK, kResourceExhausted
+// for "too many replicas", kNotFound for an unknown id).
+//
+// Life of a replica:
+//   Start/Place: lease gpus_per_replica GPUs from the shared alloc::LeaseLedger (owner
+//     "replica/<id>", min free memory per GPU), or stay `pending` with the allocator's
+//     reason; pick a free port; expand the command template (argv_template.h); exec it with
+//     CUDA_VISIBLE_DEVICES set, the configured env, stdout/stderr appended to
+//     <state_dir>/logs/<id>.log, in its own process group -> `starting`.
+//   Poll(now): reaps exited processes (waitpid per pid, WNOHANG), probes starting replicas
+//     (HTTP GET readiness_path == 200 -> `ready`; startup_timeout passed -> killed and
+//     restarted), health-checks ready ones (health_failure_threshold failures in a row ->
+//     restarted), restarts crashed ones after an exponential backoff (restart_backoff_initial
+//     doubling up to restart_backoff_max; the doubling resets once a replica has run for
+//     stable_after), and escalates SIGTERM to SIGKILL after stop_grace. A restarting replica
+//     keeps its GPUs and reports `starting`.
+//   Drain: `draining` (the daemon stops routing to it); in-flight requests are whatever the
+//     daemon reports through ReportOutstanding (it scrapes vllm:num_requests_running +
+//     waiting). Until a report arrives after the drain began, a draining replica reports 1
+//     outstanding request for drain_grace, then 0, so the reconciler waits the grace period
+//     rather than stopping a replica it knows nothing about.
+//   Stop: SIGTERM to the process group, SIGKILL after stop_grace. The replica leaves
+//     ListReplicas at once; its GPUs are released when its process has exited (the memory
+//     is only free then), so a new replica is never placed on GPUs still in use.
+//
+// Adoption: the destructor does not stop processes, so a restarted daemon can Adopt() the
+// replicas it persisted (Records()): a record whose pid is alive and whose
+// /proc/<pid>/cmdline equals the recorded argv is adopted and its GPU leases re-acquired for
+// the same owner; any other record is cleaned up (its owner's leases released; a pid that
+// does not match is never signalled). Exit codes of adopted processes are unknown (they are
+// not our children). StopAll() is the explicit shutdown.
+//
+// Time: every call takes `now` (the daemon's clock; tests pass a manual one). Processes and
+// probes are real.
+// Ownership: owns its replicas' bookkeeping; borrows the lease ledger (shared by every
+// service's orchestrator; must outlive this object). Started processes outlive it by design.
+// Thread-safety: not thread-safe; one control loop thread calls every method (as
+// scale::ReplicaOrchestrator requires). Probes block for at most probe_timeout each.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "alloc/lease_ledger.h"
+#include "core/clock.h"
+#include "core/result.h"
+#include "gpu/gpu_info.h"
+#include "scale/policy.h"
+#include "scale/replica_orchestrator.h"
+
+namespace gpuscale::orch {
+
+struct LocalProcessConfig {
+  std::string service;               // replicas are "<service>-<n>"; required
+  std::vector<std::string> command;  // argv template: {port} {gpus} {replica}; required
+  // Added to the daemon's environment; CUDA_VISIBLE_DEVICES is always the leased GPUs.
+  std::vector<std::pair<std::string, std::string>> env;
+  int gpus_per_replica = 1;          // 0 = CPU-only replica (CUDA_VISIBLE_DEVICES="")
+  int64_t min_memory_free_mb = 0;    // per leased GPU, MiB; 0 = no memory filter
+  int max_replicas = 0;              // Start refuses beyond this many; 0 = as GPUs allow
+  std::string state_dir;             // logs go to <state_dir>/logs/<replica>.log; required
+  std::string readiness_path = "/health";  // "" = ready as soon as the process runs
+  int port_range_start = 0;          // 0 = a port the kernel picks
+  int port_range_end = 0;            // inclusive; used when port_range_start > 0
+  Seconds startup_timeout{900};      // starting longer than this -> killed and restarted
+  Seconds probe_interval{1};         // between readiness probes of a starting replica
+  Seconds probe_timeout{1};          // per probe (connect, read)
+  Seconds health_interval{10};       // between health probes of a ready replica; 0 = none
+  int health_failure_threshold = 3;  // failed health probes in a row before a restart
+  Seconds restart_backoff_initial{1};
+  Seconds restart_backoff_max{60};
+  Seconds stable_after{300};         // running this long resets the backoff doubling
+  Seconds stop_grace{30};            // SIGTERM -> SIGKILL
+  Seconds drain_grace{30};           // see "Drain" above
+  scale::CapabilitySet capabilities;  // reported by Capacity(), e.g. {"gpu"}
+};
+
+// Errors: kInvalidArgument naming the field (service, command[i], gpus_per_replica,
+// state_dir, port_range_start/end, or a negative duration).
+Status ValidateLocalProcessConfig(const LocalProcessConfig& config);
+
+// What the API shows about one replica.
+struct ReplicaInfo {
+  std::string id;
+  scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
+  // Finer than phase: "pending", "starting", "ready", "draining", "restarting" (waiting out
+  // a backoff), "stopping" (SIGTERM sent; no longer in ListReplicas).
+  std::string state;
+  Seconds phase_since{0};
+  std::string host = "127.0.0.1";
+  int port = 0;                       // 0 while no process runs
+  std::vector<int> gpus;              // device indices (CUDA_VISIBLE_DEVICES)
+  std::vector<std::string> gpu_keys;  // lease keys
+  std::string lease_owner;
+  int pid = 0;
+  std::string log_path;
+  int restarts = 0;
+  Seconds started_at{0};  // of the current process
+  Seconds uptime{0};      // now - started_at while a process runs
+  int outstanding_requests = 0;
+  bool adopted = false;
+  std::string last_error;  // pending reason, last crash, ...
+};
+
+// What the daemon persists per replica and hands back to Adopt() after a restart.
+struct ReplicaRecord {
+  std::string id;
+  scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
+  bool stopping = false;  // SIGTERM was sent; adoption finishes the stop
+  Seconds phase_since{0};
+  int pid = 0;
+  int port = 0;
+  std::vector<int> gpus;
+  std::vector<std::string> gpu_keys;
+  std::string lease_owner;
+  std::vector<std::string> argv;  // expanded command line of the process
+  std::string log_path;
+  int restarts = 0;
+  Seconds started_at{0};
+};
+
+// Something the daemon should store as an event.
+struct OrchestratorEvent {
+  Seconds at{0};
+  std::string replica;
+  // "replica_started", "replica_pending", "replica_ready", "replica_crashed",
+  // "replica_restart_scheduled", "replica_start_failed", "replica_startup_timeout",
+  // "replica_unhealthy", "replica_killed", "replica_stopped", "replica_adopted",
+  // "replica_cleaned_up"
+  std::string kind;
+  std::string message;
+};
+
+struct AdoptionReport {
+  std::vector<std::string> adopted;     // ids now managed again
+  std::vector<std::string> cleaned_up;  // dead, mismatched or stopping: leases released
+  std::vector<std::string> errors;      // e.g. a lease now held by someone else
+};
+
+// Where GPU readings come from (the daemon passes its gpu::Monitor).
+using GpuSource = std::function<Result<gpu::GpuSnapshot>(Seconds now)>;
+// Readiness/health probe: true when GET 127.0.0.1:<port><path> answered 200.
+using ReadinessProbe = std::function<bool(int port, const std::string& path)>;
+
+class LocalProcessOrchestrator final : public scale::ReplicaOrchestrator {
+ public:
+  // `probe` defaults to HttpGetOk with config.probe_timeout. Errors: those of
+  // ValidateLocalProcessConfig; kUnavailable when the log directory cannot be created.
+  static Result<std::unique_ptr<LocalProcessOrchestrator>> Create(LocalProcessConfig config,
+                                                                  alloc::LeaseLedger& ledger,
+                                                                  GpuSource gpus,
+                                                                  ReadinessProbe probe = {});
+  LocalProcessOrchestrator(const LocalProcessOrchestrator&) = delete;
+  LocalProcessOrchestrator& operator=(const LocalProcessOrchestrator&) = delete;
+
+  // scale::ReplicaOrchestrator. Start: kResourceExhausted when max_replicas exist; a
+  // replica that gets no GPUs is returned `pending` (reason in ReplicaInfo::last_error).
+  // Place: kResourceExhausted with the allocator's reason, kUnavailable when GPUs cannot be
+  // read. Stop does not wait: see the header comment.
+  std::vector<scale::ReplicaStatus> ListReplicas() const override;
+  Result<scale::ReplicaStatus> Start(Seconds now) override;
+  Status Place(const std::string& id, Seconds now) override;
+  Status Drain(const std::string& id, Seconds now) override;
+  Status Resume(const std::string& id, Seconds now) override;
+  Status Stop(const std::string& id, Seconds now) override;
+
+  // Drives every replica's life (see the header comment); call it every control tick.
+  void Poll(Seconds now);
+
+  // Re-adopts persisted replicas. REQUIRES: called before any Start (no replicas yet).
+  AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now);
+
+  // In-flight requests (running + waiting) of a replica, from the daemon's scrape.
+  // Errors: kNotFound.
+  Status ReportOutstanding(const std::string& id, int outstanding);
+
+  // Stops every replica (shutdown); Poll until !HasProcesses() to finish.
+  void StopAll(Seconds now);
+  bool HasProcesses() const;
+
+  // Every replica including stopping ones, creation order.
+  std::vector<ReplicaInfo> Replicas(Seconds now) const;
+  // For the store: what Adopt() needs after a restart (stopping replicas included).
+  std::vector<ReplicaRecord> Records() const;
+  // Events since the last call, oldest first.
+  std::vector<OrchestratorEvent> TakeEvents();
+  // The adapter's heartbeat: max replicas (config, else GPUs / gpus_per_replica, or 0 when
+  // GPUs cannot be read), one process per replica, configured capabilities.
+  scale::AdapterCapacity Capacity(Seconds now) const;
+
+  const LocalProcessConfig& config() const { return config_; }
+
+ private:
+  enum class Proc { kNone, kRunning, kBackoff, kTerminating };
+  struct Replica {
+    std::string id;
+    std::string owner;  // lease owner
+    scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
+    Seconds phase_since{0};
+    Proc proc = Proc::kNone;
+    bool stopping = false;      // Stop()ped: removed once the process is gone
+    bool restart_after = false;  // kTerminating for a restart (timeout, unhealthy)
+    bool kill_sent = false;
+    bool adopted = false;
+    int pid = 0;
+    int port = 0;
+    std::vector<int> gpus;
+    std::vector<std::string> gpu_keys;
+    std::vector<std::string> argv;
+    std::string log_path;
+    int restarts = 0;
+    int crash_streak = 0;  // consecutive failures; drives the backoff
+    Seconds started_at{0};
+    Seconds restart_at{0};
+    Seconds term_sent_at{0};
+    Seconds next_probe_at{0};
+    int health_failures = 0;
+    std::optional<int> outstanding;  // last report; reset by Drain
+    Seconds drain_started{0};
+    std::string last_error;
+  };
+
+  LocalProcessOrchestrator(LocalProcessConfig config, alloc::LeaseLedger& ledger, GpuSource gpus,
+                           ReadinessProbe probe);
+
+  Replica* Find(const std::string& id);  // not stopping; nullptr when unknown
+  scale::ReplicaStatus StatusOf(const Replica& r) const;
+  int OutstandingOf(const Replica& r) const;
+  void SetPhase(Replica& r, scale::ReplicaPhase phase, Seconds now);
+  void Emit(Seconds now, const std::string& replica, std::string kind, std::string message);
+  Status TryPlace(Replica& r, Seconds now);
+  void ReleaseGpus(Replica& r);
+  // lifecycle (local_process_lifecycle.cc)
+  void Launch(Replica& r, Seconds now);
+  void ScheduleRestart(Replica& r, Seconds now, const std::string& why);
+  void Terminate(Replica& r, Seconds now, bool restart_after);
+  void OnExit(Replica& r, int code, Seconds now);  // sets r.proc; may mark r removable
+  bool PollOne(Replica& r, Seconds now);           // false: remove r
+  void PollRunning(Replica& r, Seconds now);
+  bool Probe(const Replica& r) const;
+  std::set<int> PortsInUse() const;
+  // adoption (local_process_adoption.cc)
+  void AdoptOne(const ReplicaRecord& record, Seconds now, AdoptionReport& report);
+  Replica AdoptedReplica(const ReplicaRecord& record, const std::string& owner, Seconds now);
+  Status ReacquireLeases(const ReplicaRecord& record, Seconds now);
+
+  LocalProcessConfig config_;
+  alloc::LeaseLedger& ledger_;
+  GpuSource gpu_source_;
+  ReadinessProbe probe_;
+  std::vector<Replica> replicas_;  // creation order, stopping ones included
+  std::vector<OrchestratorEvent> events_;
+  int next_index_ = 0;
+  Seconds last_now_{0};  // latest time seen, for drain_grace in ListReplicas
+};
+
+}  // namespace gpuscale::orch

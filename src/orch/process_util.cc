@@ -1,0 +1,207 @@
+#include "orch/process_util.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+extern char** environ;
+
+namespace gpuscale::orch {
+namespace {
+
+// Owns the posix_spawn attribute objects for one call.
+struct SpawnAttrs {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  SpawnAttrs() {
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+  }
+  ~SpawnAttrs() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+};
+
+std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// 'R', 'S', 'Z', ... from /proc/<pid>/stat; '\0' when unreadable.
+char ProcState(int pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');  // the command name may contain spaces and ')'
+  if (paren == std::string::npos || paren + 2 >= text.size()) return '\0';
+  return text[paren + 2];
+}
+
+bool CanBind(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+Result<int> SpawnDetached(const SpawnRequest& request) {
+  if (request.argv.empty()) return Internal("SpawnDetached: empty argv");
+  const int log_fd = open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    return Unavailable(fmt::format("cannot open replica log '{}': {}", request.log_path,
+                                   std::strerror(errno)));
+  }
+  if (!request.log_header.empty()) {
+    (void)!write(log_fd, request.log_header.data(), request.log_header.size());
+  }
+  SpawnAttrs spawn;
+  posix_spawn_file_actions_addopen(&spawn.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&spawn.actions, log_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&spawn.actions, log_fd, STDERR_FILENO);
+  // The daemon's sockets (API listener, scrapes) must not leak into a replica: a leaked
+  // listener would keep the API port bound after the daemon exits.
+  posix_spawn_file_actions_addclosefrom_np(&spawn.actions, STDERR_FILENO + 1);
+  posix_spawnattr_setflags(&spawn.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                            POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&spawn.attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&spawn.attr, &none);   // the daemon may block signals in threads
+  posix_spawnattr_setsigdefault(&spawn.attr, &all);  // and ignore SIGPIPE; children must not
+  std::vector<char*> argv = CStrings(request.argv);
+  std::vector<char*> env = CStrings(request.env);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &spawn.actions, &spawn.attr, argv.data(), env.data());
+  close(log_fd);
+  if (rc != 0) {
+    return Unavailable(fmt::format("cannot start '{}': {} (check the service's command and PATH)",
+                                   request.argv[0], std::strerror(rc)),
+                       "command[0]");
+  }
+  return static_cast<int>(pid);
+}
+
+std::vector<std::string> ChildEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    bool overridden = false;
+    for (const auto& [key, value] : overrides) overridden = overridden || key == name;
+    if (!overridden) env.emplace_back(entry);
+  }
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    const auto& [key, value] = overrides[i];
+    bool later = false;  // the last override of a name wins
+    for (size_t j = i + 1; j < overrides.size(); ++j) later = later || overrides[j].first == key;
+    if (!later) env.push_back(key + "=" + value);
+  }
+  return env;
+}
+
+std::optional<int> CheckExited(int pid) {
+  int status = 0;
+  pid_t done = 0;
+  do {
+    done = waitpid(pid, &status, WNOHANG);
+  } while (done < 0 && errno == EINTR);
+  if (done == pid) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return std::nullopt;  // stopped/continued: still there
+  }
+  if (done == 0) return std::nullopt;
+  // ECHILD: not our child (adopted). A zombie awaiting its own parent counts as exited.
+  return ProcessAlive(pid) ? std::nullopt : std::optional<int>(-1);
+}
+
+std::string DescribeExit(int code) {
+  if (code < 0) return "exit status unknown";
+  if (code > 128) {
+    const char* name = sigabbrev_np(code - 128);
+    return fmt::format("signal {} (SIG{})", code - 128, name != nullptr ? name : "?");
+  }
+  return fmt::format("exit code {}", code);
+}
+
+bool SignalGroup(int pid, int signal) {
+  if (pid <= 0) return false;
+  if (getpgid(pid) == pid) return kill(-pid, signal) == 0;
+  return kill(pid, signal) == 0;
+}
+
+bool ProcessAlive(int pid) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  const char state = ProcState(pid);
+  return state != '\0' && state != 'Z' && state != 'X';
+}
+
+std::optional<std::vector<std::string>> ReadCmdline(int pid) {
+  std::ifstream file(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
+  if (!file) return std::nullopt;
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (text.empty()) return std::nullopt;  // a zombie or kernel thread
+  std::vector<std::string> argv;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\0', start);
+    if (end == std::string::npos) end = text.size();
+    argv.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return argv;
+}
+
+Result<int> PickFreePort(int range_start, int range_end, const std::set<int>& exclude) {
+  if (range_start > 0) {
+    for (int port = range_start; port <= range_end; ++port) {
+      if (!exclude.contains(port) && CanBind(port)) return port;
+    }
+    return ResourceExhausted(fmt::format("no free port in {}..{} on 127.0.0.1; widen the port "
+                                         "range or stop what uses it",
+                                         range_start, range_end),
+                             "port_range");
+  }
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Internal(fmt::format("socket() failed: {}", std::strerror(errno)));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    int port = 0;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port = ntohs(addr.sin_port);
+    }
+    close(fd);
+    if (port > 0 && !exclude.contains(port)) return port;
+  }
+  return Internal("could not get a free port from the kernel for 127.0.0.1");
+}
+
+}  // namespace gpuscale::orch

@@ -1,0 +1,67 @@
+// POSIX process plumbing for the local-process orchestrator: start a long-running replica
+// process detached into its own process group with its output appended to a log file,
+// check whether a pid has exited without blocking (children and adopted non-children
+// alike), signal a process group, read /proc/<pid>/cmdline, and find a free TCP port.
+//
+// Processes are exec'd from an argv vector with posix_spawnp: no shell is involved.
+// Reaping is per pid (waitpid(pid, WNOHANG)), never waitpid(-1), so children started by
+// other modules (e.g. RunProcess for nvidia-smi) are not stolen.
+//
+// Thread-safety: functions are reentrant; they touch only the process table and the files
+// they are given.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpuscale::orch {
+
+struct SpawnRequest {
+  std::vector<std::string> argv;  // argv[0] is looked up on PATH
+  std::vector<std::string> env;   // the child's whole environment, "NAME=value"
+  std::string log_path;           // stdout and stderr are appended here (created 0644)
+  std::string log_header;         // written to the log before the process starts
+};
+
+// Starts the process in a new process group (so a signal to the daemon's terminal does not
+// reach it, and stopping it reaches its children), stdin from /dev/null, file descriptors
+// other than 0-2 closed. Returns the pid. Errors: kUnavailable naming the program when it
+// cannot be started (not found, not executable) or the log cannot be opened (naming it).
+Result<int> SpawnDetached(const SpawnRequest& request);
+
+// The daemon's environment with `overrides` applied (replacing or adding; when a name is
+// overridden twice, the later value wins).
+std::vector<std::string> ChildEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& overrides);
+
+// Non-blocking exit check. nullopt while `pid` runs. When it has exited: its exit code, or
+// 128 + signal when a signal ended it; -1 when the status cannot be known (a process that is
+// not our child, e.g. one adopted after a daemon restart, is reaped by someone else).
+std::optional<int> CheckExited(int pid);
+
+// "exit code 3", "signal 9 (SIGKILL)", "exit status unknown".
+std::string DescribeExit(int code);
+
+// Sends `signal` to the process group led by `pid`, or to `pid` alone when it does not lead
+// a group. False when the process no longer exists.
+bool SignalGroup(int pid, int signal);
+
+// True when `pid` names a live (not zombie) process.
+bool ProcessAlive(int pid);
+
+// The process's argv from /proc/<pid>/cmdline; nullopt when it cannot be read (gone).
+std::optional<std::vector<std::string>> ReadCmdline(int pid);
+
+// A TCP port free on 127.0.0.1: the first in [range_start, range_end] that is not in
+// `exclude` and can be bound, or, with range_start == 0, one the kernel picks. The port is
+// released before returning, so the child can bind it (a small race, re-checked by the
+// readiness probe). Errors: kResourceExhausted naming the range when none is free;
+// kInternal when no socket can be created.
+Result<int> PickFreePort(int range_start, int range_end, const std::set<int>& exclude);
+
+}  // namespace gpuscale::orch

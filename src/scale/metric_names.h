@@ -1,0 +1,32 @@
+// Names of the service metrics the controller's metric view provides to policies, shared by
+// the simulator's view (sim/metric_view.h), the daemon's collector and the policies that
+// read them (slo). Names that are PromQL expressions mean exactly that query, so the daemon
+// can send them verbatim to a Prometheus server (MetricSource::kPrometheus).
+#pragma once
+
+#include <string_view>
+
+namespace gpuscale::scale::metric_names {
+
+// Per ready replica (MetricValue::per_replica), the latest scrape (vLLM gauges).
+inline constexpr std::string_view kWaiting = "vllm:num_requests_waiting";
+inline constexpr std::string_view kRunning = "vllm:num_requests_running";
+inline constexpr std::string_view kKvUsage = "vllm:gpu_cache_usage_perc";
+
+// Service values: requests finished per second over the last 30 s / 2 min.
+inline constexpr std::string_view kSuccessRate30s = "sum(rate(vllm:request_success_total[30s]))";
+inline constexpr std::string_view kSuccessRate2m = "sum(rate(vllm:request_success_total[2m]))";
+
+// Service values: share of the requests finished in the last minute whose time to first
+// token (resp. mean time per output token) exceeded the service's SLO, from the histograms'
+// bucket increases (bucket resolution: put SLO thresholds on vLLM bucket bounds).
+inline constexpr std::string_view kTtftViolationRatio = "slo:ttft_violation_ratio:1m";
+inline constexpr std::string_view kTpotViolationRatio = "slo:tpot_violation_ratio:1m";
+
+// Service value: reference 003's default KEDA query, the share of requests over 5 s
+// end-to-end in the last 5 minutes.
+inline constexpr std::string_view kE2eOver5sRatio =
+    "1 - (sum(rate(vllm:e2e_request_latency_seconds_bucket{le=\"5.0\"}[5m])) / "
+    "sum(rate(vllm:e2e_request_latency_seconds_bucket{le=\"+Inf\"}[5m])))";
+
+}  // namespace gpuscale::scale::metric_names

@@ -1,0 +1,224 @@
+#include "scale/policy_util.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+namespace gpuscale::scale {
+
+std::string_view AggregationName(Aggregation aggregation) {
+  switch (aggregation) {
+    case Aggregation::kAverage:
+      return "average";
+    case Aggregation::kMax:
+      return "max";
+    case Aggregation::kMin:
+      return "min";
+    case Aggregation::kSum:
+      return "sum";
+  }
+  return "average";
+}
+
+bool IsUsableSample(double value) { return std::isfinite(value) && value >= 0; }
+
+namespace {
+
+// One pass over the samples, no copies: this runs for every rule of every service each tick.
+// A little over 40 lines because each missing-data case gets its own sentence here.
+MetricReading ReadPerReplica(const ScalingInput& input, const MetricValue& metric,
+                             Aggregation aggregation) {
+  MetricReading reading;
+  size_t usable = 0;
+  double sum = 0;
+  double lo = 0;
+  double hi = 0;
+  for (double v : metric.per_replica) {
+    if (!IsUsableSample(v)) continue;
+    lo = usable == 0 ? v : std::min(lo, v);
+    hi = usable == 0 ? v : std::max(hi, v);
+    sum += v;
+    ++usable;
+  }
+  const size_t dropped = metric.per_replica.size() - usable;
+  if (usable == 0) {
+    if (input.ready_replicas <= 0) {
+      reading.problem = "no ready replica reports it";
+    } else if (dropped > 0) {
+      reading.problem = fmt::format("all {} samples are NaN or negative", dropped);
+    } else {
+      reading.problem = "no replica reported it";
+    }
+    return reading;
+  }
+  switch (aggregation) {
+    case Aggregation::kAverage:
+      reading.value = sum / static_cast<double>(usable);
+      break;
+    case Aggregation::kMax:
+      reading.value = hi;
+      break;
+    case Aggregation::kMin:
+      reading.value = lo;
+      break;
+    case Aggregation::kSum:
+      reading.value = sum;
+      break;
+  }
+  const size_t expected = static_cast<size_t>(std::max(input.ready_replicas, 0));
+  if (dropped > 0) {
+    reading.problem =
+        fmt::format("{} of {} samples are NaN or negative", dropped, metric.per_replica.size());
+  } else if (usable < expected) {
+    reading.problem = fmt::format("only {} of {} ready replicas reported it", usable, expected);
+  } else {
+    reading.complete = true;
+  }
+  return reading;
+}
+
+}  // namespace
+
+MetricReading ReadMetric(const ScalingInput& input, const std::string& name,
+                         Aggregation aggregation) {
+  MetricReading reading;
+  auto it = input.metrics.find(name);
+  if (it == input.metrics.end()) {
+    reading.problem = input.metrics_error ? "metrics could not be read this tick" : "metric absent";
+    return reading;
+  }
+  const MetricValue& metric = it->second;
+  if (metric.service_value) {
+    if (IsUsableSample(*metric.service_value)) {
+      reading.value = *metric.service_value;
+      reading.complete = true;
+    } else {
+      reading.problem = "service value is NaN or negative";
+    }
+  } else {
+    reading = ReadPerReplica(input, metric, aggregation);
+  }
+  if (input.metrics_error && reading.complete) {
+    reading.complete = false;
+    reading.problem = "metrics error this tick";
+  }
+  return reading;
+}
+
+long long CountTasks(const TaskDemand& demand) {
+  return static_cast<long long>(std::max(demand.queued, 0)) + std::max(demand.running, 0);
+}
+
+TaskTotal CountTasks(const std::vector<TaskDemand>& demands) {
+  TaskTotal total;
+  for (const TaskDemand& d : demands) {
+    if (d.queued < 0 || d.running < 0) total.valid = false;
+    total.tasks += CountTasks(d);
+  }
+  return total;
+}
+
+int ClampReplicas(int desired, int min_replicas, int max_replicas) {
+  const int lo = std::max(min_replicas, 0);
+  const int hi = std::max(max_replicas, lo);
+  return std::clamp(desired, lo, hi);
+}
+
+std::string FormatCapabilities(const CapabilitySet& capabilities) {
+  return fmt::format("{{{}}}", fmt::join(capabilities, ", "));
+}
+
+std::string FormatNumber(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return fmt::format("{:.4g}", value);
+}
+
+std::string FormatChange(int current, int desired) {
+  if (desired > current) return fmt::format("scale out {} -> {}", current, desired);
+  if (desired < current) return fmt::format("scale in {} -> {}", current, desired);
+  return fmt::format("hold at {}", current);
+}
+
+std::string CountOf(long long count, std::string_view noun) {
+  return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
+}
+
+std::string FormatGroupChange(int current, int desired, bool has_actions) {
+  if (has_actions && current == desired) return fmt::format("rebalance at {}", current);
+  return FormatChange(current, desired);
+}
+
+double TaskRatio(long long tasks, long long workers) {
+  if (workers <= 0) return tasks > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  return static_cast<double>(tasks) / static_cast<double>(workers);
+}
+
+bool IsSubset(const CapabilitySet& need, const CapabilitySet& have) {
+  return std::includes(have.begin(), have.end(), need.begin(), need.end());
+}
+
+GroupPlan::GroupPlan(const std::vector<WorkerGroup>& groups, std::vector<Adapter> adapters)
+    : adapters_(std::move(adapters)) {
+  groups_.reserve(groups.size() + 2);
+  for (const WorkerGroup& g : groups) {
+    groups_.push_back({g.id, g.adapter, &g.capabilities, std::max(g.workers, 0), false});
+  }
+}
+
+long long GroupPlan::Workers() const {
+  long long workers = 0;
+  for (const Group& g : groups_) workers += g.workers;
+  return workers;
+}
+
+long long GroupPlan::CapableWorkers(const CapabilitySet& need,
+                                    std::optional<size_t> excluded) const {
+  long long workers = 0;
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    if (excluded && *excluded == i) continue;
+    if (IsSubset(need, *groups_[i].capabilities)) workers += groups_[i].workers;
+  }
+  return workers;
+}
+
+int GroupPlan::GroupsOn(std::string_view adapter) const {
+  int count = 0;
+  for (const Group& g : groups_) count += g.adapter == adapter ? 1 : 0;
+  return count;
+}
+
+bool GroupPlan::HasRoom(const Adapter& adapter) const {
+  return GroupsOn(adapter.capacity->name) < adapter.capacity->max_worker_groups;
+}
+
+const GroupPlan::Adapter* GroupPlan::AdapterFor(const CapabilitySet& need) const {
+  for (const Adapter& a : adapters_) {
+    if ((a.any_capability || IsSubset(need, a.capacity->capabilities)) && HasRoom(a)) return &a;
+  }
+  return nullptr;
+}
+
+void GroupPlan::Start(const Adapter& adapter, const CapabilitySet& need) {
+  const CapabilitySet& own = adapter.capacity->capabilities;
+  const CapabilitySet* provided = &need;
+  if (!IsSubset(own, need)) {
+    CapabilitySet& merged = started_capabilities_.emplace_back(need);
+    merged.insert(own.begin(), own.end());
+    provided = &merged;
+  }
+  groups_.push_back({"", adapter.capacity->name, provided,
+                     std::max(adapter.capacity->workers_per_group, 1), true});
+  actions_.push_back({GroupAction::Kind::kStart, adapter.capacity->name, need, ""});
+}
+
+void GroupPlan::Shutdown(size_t index) {
+  const Group& g = groups_[index];
+  actions_.push_back({GroupAction::Kind::kShutdown, std::string(g.adapter), {}, std::string(g.id)});
+  groups_.erase(groups_.begin() + static_cast<std::ptrdiff_t>(index));
+}
+
+}  // namespace gpuscale::scale

@@ -1,0 +1,342 @@
+// The discrete-event loop of RunSimulation. Event order at equal times (so runs are
+// reproducible): replica segment ends and cold-start completions, crashes, control ticks,
+// scrapes, then arrivals. A tick before a scrape at the same instant means a tick sees data
+// one scrape interval old at most: the scrape lag the daemon has live.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "scale/controller.h"
+#include "sim/metric_view.h"
+#include "sim/report.h"
+#include "sim/sim_orchestrator.h"
+#include "sim/simulation.h"
+
+namespace gpuscale::sim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Requests still unfinished this long after the last arrival count as SLO misses.
+constexpr double kTailSeconds = 3600;
+
+struct Event {
+  double t;
+  int kind;  // 0: segment end, 1: cold start done
+  int slot;
+  uint32_t version;
+  bool operator>(const Event& o) const {
+    if (t != o.t) return t > o.t;
+    if (kind != o.kind) return kind > o.kind;
+    return slot > o.slot;
+  }
+};
+
+class Engine {
+ public:
+  Engine(const SimulationConfig& config, const ReplicaModel& model,
+         std::unique_ptr<scale::Policy> policy, const Trace& trace, const SimOptions& options)
+      : config_(config),
+        trace_(trace),
+        options_(options),
+        requests_(MakeRecords(trace)),
+        orchestrator_(config, model, requests_),
+        view_(config.slo),
+        family_(policy->Family()),
+        controller_(std::move(policy), orchestrator_,
+                    scale::ControllerConfig{{config.service.drain_timeout}}) {}
+
+  SimResult Run();
+
+ private:
+  static std::vector<RequestRecord> MakeRecords(const Trace& trace);
+  void Route(uint32_t id, double now);
+  void Schedule(int slot);
+  bool PopReplicaEvent(double t);
+  void OnTick(double now);
+  void RecordRow(double now, const scale::ControllerTick& tick);
+  void Finish(double end);
+  void OnScrape(double now);
+  void OnCrash(double now);
+  void FlushRouterQueue(double now);
+  bool InOutage(double now) const;
+  double NextHeapTime();
+  int64_t Outstanding() const {
+    return static_cast<int64_t>(next_arrival_) - completed_ - orchestrator_.aborted();
+  }
+
+  const SimulationConfig& config_;
+  const Trace& trace_;
+  const SimOptions& options_;
+  std::vector<RequestRecord> requests_;
+  SimOrchestrator orchestrator_;
+  MetricView view_;
+  std::string family_;
+  scale::Controller controller_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  std::deque<uint32_t> router_queue_;
+  size_t next_arrival_ = 0;
+  size_t next_crash_ = 0;
+  size_t rr_cursor_ = 0;
+  int64_t completed_ = 0;
+  int64_t events_ = 0;
+  size_t arrivals_at_last_tick_ = 0;
+  int last_desired_ = -1;
+  int peak_ = 0;
+  SimResult result_;
+};
+
+std::vector<RequestRecord> Engine::MakeRecords(const Trace& trace) {
+  std::vector<RequestRecord> records(trace.requests.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    records[i].arrival_s = trace.requests[i].arrival_s;
+    records[i].input_tokens = std::max(trace.requests[i].input_tokens, 0);
+    records[i].output_tokens = std::max(trace.requests[i].output_tokens, 1);
+  }
+  return records;
+}
+
+void Engine::Schedule(int slot) {
+  auto& s = orchestrator_.slots()[slot];
+  ++s.version;
+  double t = s.engine->NextEventTime();
+  if (t < kInf) heap_.push({t, 0, slot, s.version});
+}
+
+void Engine::Route(uint32_t id, double now) {
+  const auto& ready = orchestrator_.ready_slots();
+  if (ready.empty()) {
+    router_queue_.push_back(id);
+    return;
+  }
+  auto& slots = orchestrator_.slots();
+  int best = ready[0];
+  if (config_.router == RouterKind::kRoundRobin) {
+    best = ready[rr_cursor_++ % ready.size()];
+  } else {
+    int best_load = slots[best].engine->Outstanding();
+    for (size_t i = 1; i < ready.size(); ++i) {
+      int load = slots[ready[i]].engine->Outstanding();
+      if (load < best_load) {
+        best = ready[i];
+        best_load = load;
+      }
+    }
+  }
+  if (slots[best].engine->Enqueue(id, now)) Schedule(best);
+}
+
+void Engine::FlushRouterQueue(double now) {
+  while (!router_queue_.empty() && !orchestrator_.ready_slots().empty()) {
+    uint32_t id = router_queue_.front();
+    router_queue_.pop_front();
+    Route(id, now);
+  }
+}
+
+double Engine::NextHeapTime() {
+  while (!heap_.empty()) {
+    const Event& e = heap_.top();
+    const auto& s = orchestrator_.slots()[e.slot];
+    bool stale = s.gone || (e.kind == 0 && e.version != s.version);
+    if (!stale) return e.t;
+    heap_.pop();
+  }
+  return kInf;
+}
+
+bool Engine::PopReplicaEvent(double t) {
+  if (heap_.empty() || heap_.top().t != t) return false;
+  Event e = heap_.top();
+  heap_.pop();
+  auto& s = orchestrator_.slots()[e.slot];
+  if (e.kind == 1) {
+    orchestrator_.MarkReady(e.slot, t);
+    FlushRouterQueue(t);
+    return true;
+  }
+  int64_t before = s.engine->completed();
+  s.engine->FinishSegment(t);
+  completed_ += s.engine->completed() - before;
+  Schedule(e.slot);
+  return true;
+}
+
+bool Engine::InOutage(double now) const {
+  for (const auto& [from, to] : config_.faults.metrics_outages) {
+    if (now >= from && now < to) return true;
+  }
+  return false;
+}
+
+void Engine::OnScrape(double now) {
+  if (InOutage(now)) return;
+  for (int slot : orchestrator_.live_slots()) {
+    const auto& s = orchestrator_.slots()[slot];
+    if (s.phase == scale::ReplicaPhase::kReady || s.phase == scale::ReplicaPhase::kDraining) {
+      view_.Scrape(Seconds{now}, slot, *s.engine);
+    }
+  }
+}
+
+void Engine::OnCrash(double now) {
+  ++next_crash_;
+  const auto& ready = orchestrator_.ready_slots();
+  if (ready.empty()) return;
+  int slot = ready.front();  // the oldest ready replica
+  orchestrator_.Crash(slot, now);
+  for (int s : orchestrator_.TakeRemoved()) view_.Forget(s);
+  result_.errors.push_back(fmt::format("t={:.1f}: fault: replica {} crashed", now,
+                                       orchestrator_.slots()[slot].id));
+}
+
+void Engine::OnTick(double now) {
+  scale::ScalingInput input;
+  if (InOutage(now)) {
+    input.metrics_error = true;
+    input.metric_errors.push_back("scrape failed: metrics endpoint unreachable (fault)");
+  } else {
+    view_.Fill(Seconds{now}, orchestrator_.ready_slots(), input);
+  }
+  scale::ControllerTick tick = controller_.Tick(Seconds{now}, std::move(input));
+  for (const auto& e : tick.errors) result_.errors.push_back(fmt::format("t={:.1f}: {}", now, e));
+  result_.report.controller_errors += static_cast<int>(tick.errors.size());
+  if (last_desired_ >= 0 && tick.desired_replicas > last_desired_) ++result_.report.scale_ups;
+  if (last_desired_ >= 0 && tick.desired_replicas < last_desired_) ++result_.report.scale_downs;
+  last_desired_ = tick.desired_replicas;
+  for (int slot : orchestrator_.TakePlaced()) {
+    heap_.push({now + config_.service.cold_start.count(), 1, slot, 0});
+  }
+  for (int slot : orchestrator_.TakeRemoved()) view_.Forget(slot);
+  orchestrator_.TakeResumed();
+  FlushRouterQueue(now);
+  peak_ = std::max(peak_, orchestrator_.PlacedReplicas());
+  if (options_.record_timeline) RecordRow(now, tick);
+}
+
+void Engine::RecordRow(double now, const scale::ControllerTick& tick) {
+  TimelineRow row;
+  row.time_s = now;
+  double interval = config_.control_interval.count();
+  row.arrival_rate = static_cast<double>(next_arrival_ - arrivals_at_last_tick_) / interval;
+  arrivals_at_last_tick_ = next_arrival_;
+  row.desired = tick.desired_replicas;
+  row.ready = orchestrator_.Count(scale::ReplicaPhase::kReady);
+  row.starting = orchestrator_.Count(scale::ReplicaPhase::kStarting);
+  row.pending = orchestrator_.Count(scale::ReplicaPhase::kPending);
+  row.draining = orchestrator_.Count(scale::ReplicaPhase::kDraining);
+  row.waiting = static_cast<int>(router_queue_.size());
+  for (int slot : orchestrator_.live_slots()) {
+    const auto& s = orchestrator_.slots()[slot];
+    if (!s.engine) continue;
+    row.waiting += s.engine->Waiting();
+    row.running += s.engine->Running();
+  }
+  row.gpus_in_use = orchestrator_.gpus_in_use();
+  row.reason = tick.decision.reason;
+  result_.timeline.push_back(std::move(row));
+}
+
+SimResult Engine::Run() {
+  int initial = config_.service.initial_replicas >= 0 ? config_.service.initial_replicas
+                                                      : config_.service.min_replicas;
+  for (int i = 0; i < initial; ++i) orchestrator_.StartWarm(0);
+  peak_ = orchestrator_.PlacedReplicas();
+  const size_t n = trace_.requests.size();
+  const double last_arrival = n ? requests_[n - 1].arrival_s : 0;
+  const double tick = config_.control_interval.count();
+  const double scrape = config_.scrape_interval.count();
+  // One loop picks the earliest pending event of five sources; kept together so the
+  // tie-breaking order (file comment) is visible in one place.
+  std::vector<double> crashes = config_.faults.crash_at_seconds;
+  std::sort(crashes.begin(), crashes.end());
+  int64_t ticks = 0, scrapes = 0;
+  double now = 0;
+  while (next_arrival_ < n || Outstanding() > 0) {
+    double t_heap = NextHeapTime();
+    double t_crash = next_crash_ < crashes.size() ? crashes[next_crash_] : kInf;
+    double t_tick = static_cast<double>(ticks) * tick;
+    double t_scrape = static_cast<double>(scrapes) * scrape;
+    double t_arrival = next_arrival_ < n ? requests_[next_arrival_].arrival_s : kInf;
+    double t = std::min({t_heap, t_crash, t_tick, t_scrape, t_arrival});
+    if (t > last_arrival + kTailSeconds) break;
+    now = t;
+    ++events_;
+    if (t_heap == t && PopReplicaEvent(t)) continue;
+    if (t_crash == t) {
+      OnCrash(t);
+    } else if (t_tick == t) {
+      ++ticks;
+      OnTick(t);
+    } else if (t_scrape == t) {
+      ++scrapes;
+      OnScrape(t);
+    } else {
+      Route(static_cast<uint32_t>(next_arrival_++), t);
+      if (options_.progress && (next_arrival_ & 0xFFFF) == 0) {
+        options_.progress(static_cast<double>(next_arrival_) / static_cast<double>(n));
+      }
+    }
+  }
+  Finish(std::max(now, last_arrival));
+  return std::move(result_);
+}
+
+void Engine::Finish(double end) {
+  result_.report = SummarizeRequests(requests_, config_.slo, std::move(result_.report));
+  auto& r = result_.report;
+  r.policy = family_;
+  r.duration_s = end;
+  r.gpu_hours = orchestrator_.GpuSeconds(end) / 3600.0;
+  r.replicas_started = orchestrator_.started();
+  r.replicas_stopped = orchestrator_.stopped();
+  r.peak_replicas = peak_;
+  r.aborted = orchestrator_.aborted();
+  r.events = events_;
+  if (options_.progress) options_.progress(1.0);
+}
+
+}  // namespace
+
+Status ValidateSimulationConfig(const SimulationConfig& c) {
+  if (c.cluster.nodes < 1) return InvalidArgument("must be >= 1", "cluster.nodes");
+  if (c.cluster.gpus_per_node < 1) return InvalidArgument("must be >= 1", "cluster.gpus_per_node");
+  if (c.service.gpus_per_replica < 1 || c.service.gpus_per_replica > c.cluster.gpus_per_node) {
+    return InvalidArgument(fmt::format("must be in [1, cluster.gpus_per_node = {}]",
+                                       c.cluster.gpus_per_node),
+                           "service.gpus_per_replica");
+  }
+  if (c.service.min_replicas < 0 || c.service.max_replicas < c.service.min_replicas) {
+    return InvalidArgument("need 0 <= min_replicas <= max_replicas", "service.min_replicas");
+  }
+  if (c.service.cold_start.count() < 0) {
+    return InvalidArgument("must be >= 0", "service.cold_start_seconds");
+  }
+  if (!(c.control_interval.count() > 0)) {
+    return InvalidArgument("must be > 0", "control_interval_seconds");
+  }
+  if (!(c.scrape_interval.count() > 0)) {
+    return InvalidArgument("must be > 0", "scrape_interval_seconds");
+  }
+  if (!(c.slo.ttft_seconds > 0) || !(c.slo.tpot_seconds > 0)) {
+    return InvalidArgument("SLO thresholds must be > 0", "slo");
+  }
+  if (!(c.slo.target_ratio > 0) || c.slo.target_ratio > 1) {
+    return InvalidArgument("must be in (0, 1]", "slo.target_ratio");
+  }
+  return OkStatus();
+}
+
+Result<SimResult> RunSimulation(const SimulationConfig& config, const ReplicaModel& model,
+                                std::unique_ptr<scale::Policy> policy, const Trace& trace,
+                                const SimOptions& options) {
+  GS_RETURN_IF_ERROR(ValidateSimulationConfig(config));
+  if (trace.requests.empty()) return InvalidArgument("the trace has no requests", "trace");
+  if (!policy) return InvalidArgument("no policy given", "policy");
+  Engine engine(config, model, std::move(policy), trace, options);
+  return engine.Run();
+}
+
+}  // namespace gpuscale::sim

@@ -1,0 +1,142 @@
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "sim/report.h"
+#include "sim/simulation.h"
+#include "testing/fake_orchestrator.h"
+#include "testing/fake_replica_model.h"
+
+namespace gpuscale::sim {
+namespace {
+
+using testing::AffineReplicaModel;
+using testing::ScriptedPolicy;
+
+Trace Uniform(int n, double gap, int in, int out) {
+  Trace t;
+  for (int i = 0; i < n; ++i) t.requests.push_back({i * gap, in, out});
+  return t;
+}
+
+std::unique_ptr<ScriptedPolicy> Fixed(int replicas, int max = 16) {
+  auto p = std::make_unique<ScriptedPolicy>(0, max);
+  p->desired = replicas;
+  return p;
+}
+
+SimulationConfig SmallConfig() {
+  SimulationConfig c;
+  c.cluster = {1, 8, "H100", 81559};
+  c.service.min_replicas = 1;
+  c.service.max_replicas = 8;
+  c.service.cold_start = Seconds{30};
+  return c;
+}
+
+TEST(EngineTest, LoneRequestLatencyFollowsModel) {
+  AffineReplicaModel model;
+  auto result = RunSimulation(SmallConfig(), model, Fixed(1), Uniform(1, 1, 1000, 11));
+  ASSERT_TRUE(result) << result.error().ToString();
+  const auto& r = result->report;
+  EXPECT_EQ(r.completed, 1);
+  EXPECT_NEAR(r.ttft_s.p50, model.PrefillSeconds(1000), 1e-9);
+  // Ten decode steps of a batch of one, context 1001..1010 tokens.
+  double steps = 10 * model.DecodeStepSeconds(1, 1001 + 4);
+  EXPECT_NEAR(r.e2e_s.p50, model.PrefillSeconds(1000) + steps, 1e-9);
+  EXPECT_EQ(r.attainment, 1.0);
+}
+
+TEST(EngineTest, BatchingSharesDecodeSteps) {
+  AffineReplicaModel model;
+  // 50 requests at once: one replica batches them; e2e far below 50 serial generations.
+  auto result = RunSimulation(SmallConfig(), model, Fixed(1), Uniform(50, 0.0, 200, 100));
+  ASSERT_TRUE(result);
+  double serial = 50 * 100 * model.DecodeStepSeconds(1, 300);
+  EXPECT_EQ(result->report.completed, 50);
+  EXPECT_LT(result->report.e2e_s.p99, serial / 10);
+}
+
+TEST(EngineTest, KvCacheFullMakesRequestsWait) {
+  testing::AffineCosts costs;
+  costs.kv_cache_tokens = 2000;  // room for one 1000+500 request at a time
+  AffineReplicaModel model(costs);
+  auto result = RunSimulation(SmallConfig(), model, Fixed(1), Uniform(3, 0.0, 1000, 500));
+  ASSERT_TRUE(result);
+  // Served one after the other: the last one's TTFT covers two full generations.
+  double one = model.PrefillSeconds(1000) + 499 * model.DecodeStepSeconds(1, 1250);
+  EXPECT_GT(result->report.ttft_s.p99, 1.9 * one);
+}
+
+TEST(EngineTest, ColdStartDelaysScaleOutAndGpuHoursCountIt) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  auto result = RunSimulation(config, model, Fixed(3), Uniform(600, 0.1, 200, 50));
+  ASSERT_TRUE(result);
+  ASSERT_FALSE(result->timeline.empty());
+  EXPECT_EQ(result->timeline[0].starting, 2);
+  EXPECT_EQ(result->report.replicas_started, 2);
+  EXPECT_EQ(result->report.peak_replicas, 3);
+  // One replica from t=0, two from the first tick; all held until the end.
+  double end = result->report.duration_s;
+  EXPECT_NEAR(result->report.gpu_hours, 3 * end / 3600.0, 1e-9);
+}
+
+TEST(EngineTest, PendingWhenClusterIsFull) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  config.cluster = {1, 2, "H100", 81559};
+  auto result = RunSimulation(config, model, Fixed(4), Uniform(100, 0.5, 200, 50));
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->timeline[0].pending, 2);
+  EXPECT_EQ(result->report.peak_replicas, 2);
+}
+
+TEST(EngineTest, ScaleInDrainsThenStops) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  config.service.initial_replicas = 3;
+  auto result = RunSimulation(config, model, Fixed(1), Uniform(400, 0.05, 200, 200));
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->report.aborted, 0);  // drained, not killed
+  EXPECT_EQ(result->report.replicas_stopped, 2);
+  EXPECT_EQ(result->report.completed, 400);
+}
+
+TEST(EngineTest, RecoversFromCrashAndMetricsOutage) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  config.faults.crash_at_seconds = {100};
+  config.faults.metrics_outages = {{150, 200}};
+  auto result = RunSimulation(config, model, Fixed(2), Uniform(3000, 0.1, 200, 50));
+  ASSERT_TRUE(result);
+  const auto& r = result->report;
+  EXPECT_GT(r.aborted, 0);  // the crash lost its in-flight requests
+  EXPECT_EQ(r.replicas_started, 2);  // the initial scale-out, then the replacement
+  EXPECT_EQ(result->timeline.back().ready, 2);
+  EXPECT_EQ(r.completed + r.aborted, r.requests);
+}
+
+TEST(EngineTest, SameInputsGiveIdenticalResults) {
+  AffineReplicaModel model;
+  auto trace = Uniform(5000, 0.013, 300, 120);
+  for (size_t i = 0; i < trace.requests.size(); i += 7) trace.requests[i].output_tokens = 700;
+  auto a = RunSimulation(SmallConfig(), model, Fixed(2), trace);
+  auto b = RunSimulation(SmallConfig(), model, Fixed(2), trace);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(FormatReportTable(a->report, 1.0), FormatReportTable(b->report, 1.0));
+  EXPECT_EQ(FormatTimelineCsv(a->timeline), FormatTimelineCsv(b->timeline));
+}
+
+TEST(EngineTest, RejectsBadConfig) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  config.service.gpus_per_replica = 16;
+  auto result = RunSimulation(config, model, Fixed(1), Uniform(1, 1, 1, 1));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().field, "service.gpus_per_replica");
+}
+
+}  // namespace
+}  // namespace gpuscale::sim

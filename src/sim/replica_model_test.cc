@@ -1,0 +1,203 @@
+#include "sim/replica_model.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/replica_model_calibrated.h"
+
+namespace gpuscale::sim {
+namespace {
+
+std::unique_ptr<ReplicaModel> MustMake(const ReplicaModelConfig& config) {
+  auto model = MakeReplicaModel(config);
+  EXPECT_TRUE(model.has_value()) << model.error().ToString();
+  return model.has_value() ? std::move(*model) : nullptr;
+}
+
+ReplicaModelConfig Config(std::string model, std::string gpu, int tp) {
+  ReplicaModelConfig c;
+  c.model = std::move(model);
+  c.gpu = std::move(gpu);
+  c.tensor_parallel = tp;
+  return c;
+}
+
+// Every supported combination (see MakeReplicaModel).
+std::vector<ReplicaModelConfig> SupportedConfigs() {
+  std::vector<ReplicaModelConfig> out;
+  for (int tp : {1, 2, 4, 8}) {
+    out.push_back(Config("llama-3-8b", "h100", tp));
+    out.push_back(Config("llama-2-7b", "h100", tp));
+  }
+  for (const char* gpu : {"h100", "a100"}) {
+    for (int tp : {2, 4, 8}) out.push_back(Config("llama-2-70b", gpu, tp));
+  }
+  return out;
+}
+
+TEST(InterpolatePerfTest, FlatBelowInterpolatesInsideExtrapolatesBeyond) {
+  const std::vector<PerfPoint> points = {{10, 1.0}, {20, 2.0}, {40, 6.0}};
+  EXPECT_DOUBLE_EQ(InterpolatePerf(points, 1), 1.0);
+  EXPECT_DOUBLE_EQ(InterpolatePerf(points, 10), 1.0);
+  EXPECT_DOUBLE_EQ(InterpolatePerf(points, 15), 1.5);
+  EXPECT_DOUBLE_EQ(InterpolatePerf(points, 20), 2.0);
+  EXPECT_DOUBLE_EQ(InterpolatePerf(points, 30), 4.0);
+  EXPECT_DOUBLE_EQ(InterpolatePerf(points, 40), 6.0);
+  EXPECT_DOUBLE_EQ(InterpolatePerf(points, 50), 8.0);  // last slope 0.2 / token
+}
+
+TEST(ReplicaModelTest, EverySupportedConfigBuilds) {
+  for (const ReplicaModelConfig& c : SupportedConfigs()) {
+    auto model = MakeReplicaModel(c);
+    EXPECT_TRUE(model.has_value()) << c.model << " " << c.gpu << " tp" << c.tensor_parallel << ": "
+                                   << model.error().ToString();
+  }
+}
+
+TEST(ReplicaModelTest, PrefillTimeNeverFallsAsPromptsGrow) {
+  for (const ReplicaModelConfig& c : SupportedConfigs()) {
+    auto model = MustMake(c);
+    ASSERT_NE(model, nullptr);
+    double previous = 0;
+    for (int64_t n = 1; n <= 65536; n += (n < 512 ? 1 : 37)) {
+      const double t = model->PrefillSeconds(n);
+      ASSERT_GE(t, previous) << c.model << " " << c.gpu << " tp" << c.tensor_parallel << " n=" << n;
+      previous = t;
+    }
+    EXPECT_GT(model->PrefillSeconds(16384), model->PrefillSeconds(1024));
+  }
+}
+
+TEST(ReplicaModelTest, DecodeStepTimeNeverFallsWithBatchOrContext) {
+  for (const ReplicaModelConfig& c : SupportedConfigs()) {
+    auto model = MustMake(c);
+    ASSERT_NE(model, nullptr);
+    double previous = 0;
+    for (int batch = 1; batch <= 1024; ++batch) {
+      const double t = model->DecodeStepSeconds(batch, int64_t{batch} * 300);
+      ASSERT_GE(t, previous) << c.model << " " << c.gpu << " tp" << c.tensor_parallel
+                             << " batch=" << batch;
+      previous = t;
+    }
+    previous = 0;
+    for (int64_t context = 0; context <= 400000; context += 1000) {
+      const double t = model->DecodeStepSeconds(8, context);
+      ASSERT_GE(t, previous) << c.model << " context=" << context;
+      previous = t;
+    }
+    EXPECT_GT(model->DecodeStepSeconds(8, 400000), model->DecodeStepSeconds(8, 1000));
+  }
+}
+
+TEST(ReplicaModelTest, NothingToDoTakesNoTime) {
+  auto model = MustMake(ReplicaModelConfig{});
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->PrefillSeconds(0), 0);
+  EXPECT_EQ(model->PrefillSeconds(-5), 0);
+  EXPECT_EQ(model->DecodeStepSeconds(0, 1000), 0);
+}
+
+TEST(ReplicaModelTest, DefaultKvCapacityComesFromMemoryLeftAfterWeights) {
+  auto model = MustMake(ReplicaModelConfig{});  // llama-3-8b on one h100
+  ASSERT_NE(model, nullptr);
+  // (80 GB * 0.9 - 16.06 GB) / 128 KiB per token.
+  EXPECT_EQ(model->KvCacheTokens(), static_cast<int64_t>((72e9 - 16.06e9) / 131072));
+  EXPECT_EQ(model->MaxBatchSize(), 256);
+  EXPECT_EQ(model->MaxBatchedTokens(), 8192);
+  // Llama-2-70B at tp 4: (4 * 72 GB - 137.96 GB) / 320 KiB per token.
+  auto big = MustMake(Config("llama-2-70b", "h100", 4));
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->KvCacheTokens(), static_cast<int64_t>((288e9 - 137.96e9) / 327680));
+}
+
+TEST(ReplicaModelTest, ExplicitLimitsAreKept) {
+  ReplicaModelConfig c;
+  c.kv_cache_tokens = 12345;
+  c.max_batch_size = 64;
+  c.max_batched_tokens = 2048;
+  auto model = MustMake(c);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->KvCacheTokens(), 12345);
+  EXPECT_EQ(model->MaxBatchSize(), 64);
+  EXPECT_EQ(model->MaxBatchedTokens(), 2048);
+}
+
+TEST(ReplicaModelTest, GqaModelReadsAQuarterOfTheKvPerToken) {
+  // Llama-2-7B keeps 32 KV heads, Llama-3-8B 8: the context term differs 4x.
+  auto small_kv = MustMake(Config("llama-3-8b", "h100", 1));
+  auto big_kv = MustMake(Config("llama-2-7b", "h100", 1));
+  ASSERT_NE(small_kv, nullptr);
+  ASSERT_NE(big_kv, nullptr);
+  const double kv8b = small_kv->DecodeStepSeconds(1, 100000) - small_kv->DecodeStepSeconds(1, 0);
+  const double kv7b = big_kv->DecodeStepSeconds(1, 100000) - big_kv->DecodeStepSeconds(1, 0);
+  EXPECT_NEAR(kv7b / kv8b, 4.0, 1e-9);
+}
+
+TEST(ReplicaModelTest, TensorParallelismSpeedsUpLargePrefills) {
+  auto tp1 = MustMake(Config("llama-3-8b", "h100", 1));
+  auto tp4 = MustMake(Config("llama-3-8b", "h100", 4));
+  ASSERT_NE(tp1, nullptr);
+  ASSERT_NE(tp4, nullptr);
+  EXPECT_LT(tp4->PrefillSeconds(8192), 0.5 * tp1->PrefillSeconds(8192));
+  EXPECT_LT(tp4->DecodeStepSeconds(1, 1000), tp1->DecodeStepSeconds(1, 1000));
+}
+
+TEST(ReplicaModelTest, A100IsSlowerThanH100) {
+  auto h100 = MustMake(Config("llama-2-70b", "h100", 4));
+  auto a100 = MustMake(Config("llama-2-70b", "a100", 4));
+  ASSERT_NE(h100, nullptr);
+  ASSERT_NE(a100, nullptr);
+  EXPECT_GT(a100->PrefillSeconds(2048), 1.5 * h100->PrefillSeconds(2048));
+  EXPECT_GT(a100->DecodeStepSeconds(16, 16 * 600), h100->DecodeStepSeconds(16, 16 * 600));
+}
+
+struct BadConfigCase {
+  const char* name;
+  ReplicaModelConfig config;
+  ErrorCode code;
+  const char* field;
+};
+
+class BadReplicaConfigTest : public testing::TestWithParam<BadConfigCase> {};
+
+TEST_P(BadReplicaConfigTest, NamesTheField) {
+  const BadConfigCase& c = GetParam();
+  auto model = MakeReplicaModel(c.config);
+  ASSERT_FALSE(model.has_value());
+  EXPECT_EQ(model.error().code, c.code) << model.error().ToString();
+  EXPECT_EQ(model.error().field, c.field) << model.error().ToString();
+  EXPECT_FALSE(model.error().message.empty());
+}
+
+ReplicaModelConfig With(void (*edit)(ReplicaModelConfig&)) {
+  ReplicaModelConfig c;
+  edit(c);
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadReplicaConfigTest,
+    testing::Values(
+        BadConfigCase{"UnknownModel", Config("gpt-5", "h100", 1), ErrorCode::kInvalidArgument,
+                      "model"},
+        BadConfigCase{"UnknownGpu", Config("llama-3-8b", "tpu", 1), ErrorCode::kInvalidArgument,
+                      "gpu"},
+        BadConfigCase{"OddTensorParallel", Config("llama-3-8b", "h100", 3),
+                      ErrorCode::kInvalidArgument, "tensor_parallel"},
+        BadConfigCase{"WeightsDoNotFit", Config("llama-2-70b", "h100", 1),
+                      ErrorCode::kResourceExhausted, "tensor_parallel"},
+        BadConfigCase{"NoA100ProfileFor8b", Config("llama-3-8b", "a100", 1), ErrorCode::kNotFound,
+                      "gpu"},
+        BadConfigCase{"ZeroBatch", With([](ReplicaModelConfig& c) { c.max_batch_size = 0; }),
+                      ErrorCode::kInvalidArgument, "max_batch_size"},
+        BadConfigCase{"ZeroChunk", With([](ReplicaModelConfig& c) { c.max_batched_tokens = 0; }),
+                      ErrorCode::kInvalidArgument, "max_batched_tokens"},
+        BadConfigCase{"NegativeKv", With([](ReplicaModelConfig& c) { c.kv_cache_tokens = -1; }),
+                      ErrorCode::kInvalidArgument, "kv_cache_tokens"}),
+    [](const testing::TestParamInfo<BadConfigCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace gpuscale::sim

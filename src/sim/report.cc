@@ -1,0 +1,120 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace gpuscale::sim {
+
+Percentiles ComputePercentiles(std::vector<double>& values) {
+  Percentiles p;
+  if (values.empty()) return p;
+  auto rank = [&](double q) {
+    size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
+    k = std::clamp<size_t>(k, 1, values.size()) - 1;
+    std::nth_element(values.begin(), values.begin() + static_cast<long>(k), values.end());
+    return values[k];
+  };
+  p.p50 = rank(0.50);
+  p.p90 = rank(0.90);
+  p.p99 = rank(0.99);
+  return p;
+}
+
+SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const SloSpec& slo,
+                            SimReport report) {
+  std::vector<double> ttft, tpot, e2e;
+  ttft.reserve(requests.size());
+  e2e.reserve(requests.size());
+  tpot.reserve(requests.size());
+  report.requests = static_cast<int64_t>(requests.size());
+  report.completed = 0;
+  report.slo_met = 0;
+  for (const auto& r : requests) {
+    if (r.aborted || r.finish_s < 0) continue;
+    ++report.completed;
+    double first = r.first_token_s - r.arrival_s;
+    ttft.push_back(first);
+    e2e.push_back(r.finish_s - r.arrival_s);
+    bool met = first <= slo.ttft_seconds;
+    if (r.output_tokens > 1) {
+      double per_token = (r.finish_s - r.first_token_s) / (r.output_tokens - 1);
+      tpot.push_back(per_token);
+      met = met && per_token <= slo.tpot_seconds;
+    }
+    if (met) ++report.slo_met;
+  }
+  report.attainment = report.requests
+                          ? static_cast<double>(report.slo_met) /
+                                static_cast<double>(report.requests)
+                          : 0;
+  report.ttft_s = ComputePercentiles(ttft);
+  report.tpot_s = ComputePercentiles(tpot);
+  report.e2e_s = ComputePercentiles(e2e);
+  return report;
+}
+
+std::string FormatReportTable(const SimReport& r, double oracle_gpu_hours) {
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) {
+    out += fmt::format("{:<20} {}\n", key, value);
+  };
+  line("policy", r.policy);
+  line("requests", fmt::format("{} ({} completed, {} aborted)", r.requests, r.completed,
+                               r.aborted));
+  line("slo_attainment", fmt::format("{:.4f} ({} met)", r.attainment, r.slo_met));
+  auto pct = [](const Percentiles& p) {
+    return fmt::format("p50 {:.4f}  p90 {:.4f}  p99 {:.4f}", p.p50, p.p90, p.p99);
+  };
+  line("ttft_s", pct(r.ttft_s));
+  line("tpot_s", pct(r.tpot_s));
+  line("e2e_s", pct(r.e2e_s));
+  line("gpu_hours", fmt::format("{:.3f}", r.gpu_hours));
+  if (oracle_gpu_hours >= 0) {
+    line("oracle_gpu_hours", fmt::format("{:.3f} (ratio {:.3f})", oracle_gpu_hours,
+                                         oracle_gpu_hours > 0 ? r.gpu_hours / oracle_gpu_hours
+                                                              : 0.0));
+  }
+  line("scale_ups", fmt::format("{} ({} replicas started)", r.scale_ups, r.replicas_started));
+  line("scale_downs", fmt::format("{} ({} replicas stopped)", r.scale_downs, r.replicas_stopped));
+  line("peak_replicas", fmt::format("{}", r.peak_replicas));
+  line("duration_s", fmt::format("{:.1f}", r.duration_s));
+  line("controller_errors", fmt::format("{}", r.controller_errors));
+  return out;
+}
+
+std::string FormatTimelineCsv(const std::vector<TimelineRow>& rows) {
+  std::string out =
+      "time_s,arrival_rate,desired,ready,starting,pending,draining,waiting,running,"
+      "gpus_in_use,reason\n";
+  for (const auto& r : rows) {
+    std::string reason = r.reason;
+    std::replace(reason.begin(), reason.end(), '"', '\'');
+    out += fmt::format("{:.3f},{:.3f},{},{},{},{},{},{},{},{},\"{}\"\n", r.time_s,
+                       r.arrival_rate, r.desired, r.ready, r.starting, r.pending, r.draining,
+                       r.waiting, r.running, r.gpus_in_use, reason);
+  }
+  return out;
+}
+
+std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
+                               double oracle_gpu_hours) {
+  std::string out = fmt::format("{:<22} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>5} {:>5} {:>5}\n",
+                                "policy", "attain", "gpu_h", "/oracle", "ttft_p99", "tpot_p99",
+                                "e2e_p99", "ups", "downs", "peak");
+  for (const auto& e : entries) {
+    const auto& r = e.report;
+    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8.3f} {:>9.3f} {:>9.4f} {:>9.2f} {:>5} "
+                       "{:>5} {:>5}\n",
+                       e.name, r.attainment, r.gpu_hours,
+                       oracle_gpu_hours > 0 ? r.gpu_hours / oracle_gpu_hours : 0.0,
+                       r.ttft_s.p99, r.tpot_s.p99, r.e2e_s.p99, r.scale_ups, r.scale_downs,
+                       r.peak_replicas);
+  }
+  out += fmt::format("{:<22} {:>10} {:>10.3f} {:>8.3f}\n", "oracle (lower bound)", "-",
+                     oracle_gpu_hours, 1.0);
+  return out;
+}
+
+}  // namespace gpuscale::sim

@@ -1,0 +1,48 @@
+// Simulation reports: request statistics (SLO attainment, latency percentiles) and pure
+// renderers for the outputs `gpuscale simulate` writes: a text table, the per-tick timeline
+// CSV and the --compare SVG chart. Pure: returns strings; the CLI does the I/O.
+// Thread-safety: free functions over values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/sim_replica.h"
+#include "sim/simulation.h"
+
+namespace gpuscale::sim {
+
+// Fills the request fields of `report` (requests, completed, slo_met, attainment,
+// percentiles) from the request table and returns it. A request meets the SLO when it
+// finished, was not aborted, TTFT <= slo.ttft_seconds and, with more than one output token,
+// (finish - first token) / (output tokens - 1) <= slo.tpot_seconds.
+SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const SloSpec& slo,
+                            SimReport report);
+
+// Nearest-rank percentiles of `values` (reordered in place); zeros when empty.
+Percentiles ComputePercentiles(std::vector<double>& values);
+
+// One run, human-readable (key: value lines). `oracle_gpu_hours` < 0 omits the oracle line.
+std::string FormatReportTable(const SimReport& report, double oracle_gpu_hours);
+
+// The timeline as CSV with a header row; numbers printed with fixed precision so equal runs
+// give byte-identical files.
+std::string FormatTimelineCsv(const std::vector<TimelineRow>& rows);
+
+struct CompareEntry {
+  std::string name;  // config/policy label
+  SimReport report;
+  std::vector<TimelineRow> timeline;
+};
+
+// A table with one row per policy: attainment, GPU-hours, GPU-hours / oracle, p99s, scale
+// events.
+std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
+                               double oracle_gpu_hours);
+
+// Two SVG panels: GPU-hours vs SLO attainment (one point per policy, the oracle as a vertical
+// line), and replicas over time per policy against the arrival rate.
+std::string RenderCompareSvg(const std::vector<CompareEntry>& entries, double oracle_gpu_hours,
+                             double slo_target);
+
+}  // namespace gpuscale::sim

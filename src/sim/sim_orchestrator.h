@@ -1,0 +1,93 @@
+// SimOrchestrator: the simulator's scale::ReplicaOrchestrator. Replicas are SimReplica
+// engines placed on a simulated GPU inventory through alloc::LeaseLedger (the same ledger the
+// daemon uses), so "no free GPUs -> pending" behaves as live. It also keeps the GPU-time
+// account (every second a replica holds GPUs, cold start and drain included).
+//
+// The engine drives time: it turns starting replicas ready (MarkReady) when their cold start
+// ends, routes requests to ReadySlots(), and injects crashes.
+//
+// Ownership: owns the replicas and the ledger; borrows the model and the request table.
+// Thread-safety: none (one simulation thread).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "alloc/lease_ledger.h"
+#include "gpu/gpu_info.h"
+#include "scale/replica_orchestrator.h"
+#include "sim/sim_replica.h"
+#include "sim/simulation.h"
+
+namespace gpuscale::sim {
+
+struct ReplicaSlot {
+  std::string id;
+  scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
+  double phase_since = 0;
+  double placed_at = -1;  // < 0 while holding no GPUs
+  bool gone = false;      // stopped or crashed
+  uint32_t version = 0;   // bumped when the replica's next event time changes
+  std::unique_ptr<SimReplica> engine;
+};
+
+class SimOrchestrator final : public scale::ReplicaOrchestrator {
+ public:
+  SimOrchestrator(const SimulationConfig& config, const ReplicaModel& model,
+                  std::vector<RequestRecord>& requests);
+
+  std::vector<scale::ReplicaStatus> ListReplicas() const override;
+  Result<scale::ReplicaStatus> Start(Seconds now) override;
+  Status Place(const std::string& id, Seconds now) override;
+  Status Drain(const std::string& id, Seconds now) override;
+  Status Resume(const std::string& id, Seconds now) override;
+  Status Stop(const std::string& id, Seconds now) override;
+
+  // Engine hooks.
+  std::vector<ReplicaSlot>& slots() { return slots_; }
+  const std::vector<int>& ready_slots() const { return ready_; }
+  const std::vector<int>& live_slots() const { return live_; }  // not gone, creation order
+  // Slots placed since the last call (their cold start began at phase_since).
+  std::vector<int> TakePlaced();
+  // Slots that left service (stop/crash) since the last call.
+  std::vector<int> TakeRemoved();
+  // Slots that re-entered service via Resume since the last call.
+  std::vector<int> TakeResumed();
+  void MarkReady(int slot, double now);
+  // The replica vanishes with its requests (as a dead process would); GPUs are freed.
+  void Crash(int slot, double now);
+  // Creates an already-ready replica at `now` (initial replicas). False when no GPUs.
+  bool StartWarm(double now);
+
+  double GpuSeconds(double now) const;  // accounted so far, live replicas up to `now`
+  int PlacedReplicas() const { return placed_; }
+  int gpus_in_use() const { return placed_ * gpus_per_replica_; }
+  int64_t aborted() const { return aborted_; }
+  int started() const { return started_; }
+  int stopped() const { return stopped_; }
+  int Count(scale::ReplicaPhase phase) const;
+
+ private:
+  int Find(const std::string& id) const;  // slot index or -1
+  bool TryPlace(int slot, double now);
+  void Release(int slot, double now);
+  void SetReady(int slot, bool ready);
+
+  const SimulationConfig& config_;
+  const ReplicaModel& model_;
+  std::vector<RequestRecord>& requests_;
+  int gpus_per_replica_;
+  gpu::GpuSnapshot inventory_;
+  alloc::LeaseLedger ledger_;
+  std::vector<ReplicaSlot> slots_;
+  std::vector<int> live_;   // slots not gone, creation order
+  std::vector<int> ready_;  // ready slots, creation order
+  std::vector<int> placed_new_, removed_, resumed_;
+  int placed_ = 0;
+  double gpu_seconds_closed_ = 0;
+  int64_t aborted_ = 0;
+  int started_ = 0, stopped_ = 0;
+};
+
+}  // namespace gpuscale::sim

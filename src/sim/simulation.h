@@ -1,0 +1,127 @@
+// The trace-driven simulator's inputs and outputs, and its entry point RunSimulation: a
+// deterministic discrete-event replay of a request trace through the real controller,
+// reconciler and policy code (scale/), a simulated orchestrator placing replicas on
+// simulated GPUs through the alloc lease ledger, continuous-batching replicas
+// (sim_replica.h) and the same metric windows the daemon reads (metric_view.h).
+//
+// Determinism: same config, model, policy, trace -> identical result (no clocks, no
+// unordered iteration, no threads). Different simulations may run on different threads;
+// the ReplicaModel is only read.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "scale/policy.h"
+#include "sim/replica_model.h"
+#include "sim/trace.h"
+
+namespace gpuscale::sim {
+
+struct ClusterSpec {
+  int nodes = 1;                  // simulated GPU nodes
+  int gpus_per_node = 8;
+  std::string gpu_type = "H100";  // shown in GPU names
+  int64_t gpu_memory_mb = 81559;  // per GPU
+};
+
+struct ServiceSpec {
+  std::string name = "llm";
+  int gpus_per_replica = 1;
+  int min_replicas = 1;
+  int max_replicas = 8;
+  int initial_replicas = -1;  // ready at t = 0; -1 = min_replicas
+  Seconds cold_start{60};     // placement -> ready
+  Seconds drain_timeout{300};
+};
+
+enum class RouterKind { kLeastOutstanding, kRoundRobin };
+
+// Per-request SLO: met when TTFT <= ttft_seconds and mean time per output token (after the
+// first) <= tpot_seconds. Attainment = share of trace requests meeting both.
+struct SloSpec {
+  double ttft_seconds = 1.0;
+  double tpot_seconds = 0.05;
+  double target_ratio = 0.99;  // the attainment a policy is expected to reach
+};
+
+// Injected faults (for recovery tests and what-if runs).
+struct FaultSpec {
+  std::vector<double> crash_at_seconds;  // the oldest ready replica crashes at each time
+  std::vector<std::pair<double, double>> metrics_outages;  // [from, to): scrapes fail
+};
+
+struct SimulationConfig {
+  ClusterSpec cluster;
+  ServiceSpec service;
+  ReplicaModelConfig model;
+  RouterKind router = RouterKind::kLeastOutstanding;
+  Seconds control_interval{15};
+  Seconds scrape_interval{5};
+  SloSpec slo;
+  FaultSpec faults;
+  Seconds oracle_bucket{60};  // granularity of the oracle's load profile
+};
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0;
+};
+
+struct SimReport {
+  std::string policy;  // family
+  int64_t requests = 0;
+  int64_t completed = 0;
+  int64_t aborted = 0;  // lost to a replica stop or crash
+  int64_t slo_met = 0;
+  double attainment = 0;  // slo_met / requests
+  Percentiles ttft_s, tpot_s, e2e_s;
+  double duration_s = 0;  // simulated time: until the last request finished
+  double gpu_hours = 0;   // GPU time held by placed replicas (cold start and drain included)
+  int scale_ups = 0;      // ticks that raised the desired count
+  int scale_downs = 0;    // ticks that lowered it
+  int replicas_started = 0;
+  int replicas_stopped = 0;
+  int peak_replicas = 0;  // most replicas holding GPUs at once
+  int controller_errors = 0;
+  int64_t events = 0;     // discrete events processed (for the benchmark)
+};
+
+// One control tick (the --timeline CSV).
+struct TimelineRow {
+  double time_s = 0;
+  double arrival_rate = 0;  // requests/s since the previous tick
+  int desired = 0;
+  int ready = 0, starting = 0, pending = 0, draining = 0;
+  int waiting = 0, running = 0;  // live totals over replicas (+ router queue in waiting)
+  int gpus_in_use = 0;
+  std::string reason;  // the policy's reason
+};
+
+struct SimResult {
+  SimReport report;
+  std::vector<TimelineRow> timeline;
+  std::vector<std::string> errors;  // controller action failures, "t=...: ..."
+};
+
+struct SimOptions {
+  bool record_timeline = true;
+  // Called now and then with the share of arrivals replayed (0..1); may be empty.
+  std::function<void(double)> progress;
+};
+
+// Errors: kInvalidArgument for an empty trace or an invalid config (field named), e.g.
+// gpus_per_replica > gpus_per_node. REQUIRES: policy != nullptr.
+Result<SimResult> RunSimulation(const SimulationConfig& config, const ReplicaModel& model,
+                                std::unique_ptr<scale::Policy> policy, const Trace& trace,
+                                const SimOptions& options = {});
+
+// Checks a config alone (the same checks RunSimulation starts with).
+Status ValidateSimulationConfig(const SimulationConfig& config);
+
+}  // namespace gpuscale::sim

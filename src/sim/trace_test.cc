@@ -1,0 +1,318 @@
+#include "sim/trace.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace gpuscale::sim {
+namespace {
+
+std::string ReadShared(const std::string& relative) {
+  std::ifstream in(std::string(GPUSCALE_SHARED_DATA_DIR) + "/" + relative, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+Trace MustParse(std::string_view text, TraceReadOptions options = {}) {
+  auto trace = ParseTrace(text, options);
+  EXPECT_TRUE(trace.has_value()) << trace.error().ToString();
+  return trace.has_value() ? *trace : Trace{};
+}
+
+bool IsSortedFromZero(const Trace& trace) {
+  return !trace.requests.empty() && trace.requests.front().arrival_s == 0 &&
+         std::is_sorted(trace.requests.begin(), trace.requests.end(),
+                        [](const TraceRequest& a, const TraceRequest& b) {
+                          return a.arrival_s < b.arrival_s;
+                        });
+}
+
+double MeanRate(const Trace& trace) {
+  return static_cast<double>(trace.requests.size()) / trace.requests.back().arrival_s;
+}
+
+// Counts and rates from ../shared/data/README.md.
+struct RealTraceCase {
+  const char* file;
+  const char* format;
+  size_t requests;
+  double rate_per_s;
+  double mean_input_tokens_min;
+};
+
+class RealTraceTest : public testing::TestWithParam<RealTraceCase> {};
+
+TEST_P(RealTraceTest, ParsesEveryRowWithReadmeRate) {
+  const RealTraceCase& c = GetParam();
+  const std::string text = ReadShared(std::string("traces/") + c.file);
+  ASSERT_FALSE(text.empty()) << "cannot read " << c.file;
+  const Trace trace = MustParse(text);
+  EXPECT_EQ(trace.format, c.format);
+  EXPECT_EQ(trace.requests.size(), c.requests);
+  EXPECT_EQ(trace.skipped_rows, 0);
+  EXPECT_TRUE(IsSortedFromZero(trace));
+  EXPECT_NEAR(MeanRate(trace), c.rate_per_s, 0.15 * c.rate_per_s);
+  double input_sum = 0;
+  for (const TraceRequest& r : trace.requests) input_sum += r.input_tokens;
+  EXPECT_GT(input_sum / static_cast<double>(trace.requests.size()), c.mean_input_tokens_min);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedData, RealTraceTest,
+    testing::Values(RealTraceCase{"AzureLLMInferenceTrace_conv.csv", "azure_csv", 19366, 5.5, 1000},
+                    RealTraceCase{"AzureLLMInferenceTrace_code.csv", "azure_csv", 8819, 2.6, 1500},
+                    RealTraceCase{"mooncake_conversation_trace.jsonl", "mooncake_jsonl", 12031, 3.4,
+                                  10000}));
+
+TEST(TraceParseTest, AzureFirstAndLastRowsMatchTheFile) {
+  const Trace trace = MustParse(ReadShared("traces/AzureLLMInferenceTrace_conv.csv"));
+  ASSERT_EQ(trace.requests.size(), 19366u);
+  EXPECT_EQ(trace.requests.front().input_tokens, 374);
+  EXPECT_EQ(trace.requests.front().output_tokens, 44);
+  // 18:15:46.6805900 -> 19:14:08.4025270, last row "...,197,183" without a final newline.
+  EXPECT_NEAR(trace.requests.back().arrival_s, 3501.721937, 1e-6);
+  EXPECT_EQ(trace.requests.back().input_tokens, 197);
+  EXPECT_EQ(trace.requests.back().output_tokens, 183);
+}
+
+TEST(TraceParseTest, AzureTimestampsKeepSubMicrosecondGapsAcrossYearEnd) {
+  const Trace trace = MustParse(
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+      "2023-12-31 23:59:59.9999999,10,1\n"
+      "2024-01-01 00:00:00.0000000,20,2\n"
+      "2024-03-01 00:00:00.0000000,30,3");
+  ASSERT_EQ(trace.requests.size(), 3u);
+  EXPECT_NEAR(trace.requests[1].arrival_s, 1e-7, 1e-12);
+  // 2024 is a leap year: Jan 31 + Feb 29 days after New Year.
+  EXPECT_NEAR(trace.requests[2].arrival_s, 60 * 86400.0 + 1e-7, 1e-6);
+}
+
+TEST(TraceParseTest, PlainCsvIsSortedAndRebasedToFirstArrival) {
+  const Trace trace = MustParse(
+      "arrival_s,input_tokens,output_tokens\r\n"
+      "12.5,100,10\r\n"
+      "\r\n"
+      "10,200,20\r\n"
+      "11,300,30\r\n");
+  EXPECT_EQ(trace.format, "plain_csv");
+  ASSERT_EQ(trace.requests.size(), 3u);
+  EXPECT_EQ(trace.requests[0].input_tokens, 200);
+  EXPECT_DOUBLE_EQ(trace.requests[1].arrival_s, 1.0);
+  EXPECT_DOUBLE_EQ(trace.requests[2].arrival_s, 2.5);
+  EXPECT_EQ(trace.requests[2].output_tokens, 10);
+}
+
+TEST(TraceParseTest, CsvColumnsAreFoundByNameInAnyOrder) {
+  const Trace trace = MustParse(
+      "output_tokens,note,arrival_s,input_tokens\n"
+      "7,hello,0.5,70\n"
+      "8,world,1.5,80");
+  ASSERT_EQ(trace.requests.size(), 2u);
+  EXPECT_EQ(trace.requests[1].input_tokens, 80);
+  EXPECT_EQ(trace.requests[1].output_tokens, 8);
+  EXPECT_DOUBLE_EQ(trace.requests[1].arrival_s, 1.0);
+}
+
+TEST(TraceParseTest, PlainJsonlIgnoresExtraKeysAndNestedValues) {
+  const Trace trace = MustParse(
+      "{\"arrival_s\": 2, \"input_tokens\": 5, \"output_tokens\": 6, \"tag\": \"a,}\"}\n"
+      "{\"meta\": {\"x\": [1, [2, \"]\"]]}, \"output_tokens\": 3, \"input_tokens\": 4, "
+      "\"arrival_s\": 1.5e0}\n");
+  EXPECT_EQ(trace.format, "plain_jsonl");
+  ASSERT_EQ(trace.requests.size(), 2u);
+  EXPECT_EQ(trace.requests[0].input_tokens, 4);
+  EXPECT_EQ(trace.requests[0].output_tokens, 3);
+  EXPECT_DOUBLE_EQ(trace.requests[1].arrival_s, 0.5);
+}
+
+TEST(TraceParseTest, MooncakeTimestampsAreMilliseconds) {
+  const Trace trace = MustParse(
+      "{\"timestamp\": 1000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [0]}\n"
+      "{\"timestamp\": 3500, \"input_length\": 20, \"output_length\": 2, \"hash_ids\": []}");
+  EXPECT_EQ(trace.format, "mooncake_jsonl");
+  ASSERT_EQ(trace.requests.size(), 2u);
+  EXPECT_DOUBLE_EQ(trace.requests[1].arrival_s, 2.5);
+}
+
+TEST(TraceParseTest, HeaderOnlyGivesAnEmptyTrace) {
+  const Trace trace = MustParse("TIMESTAMP,ContextTokens,GeneratedTokens\n");
+  EXPECT_TRUE(trace.requests.empty());
+  EXPECT_EQ(trace.format, "azure_csv");
+}
+
+struct MalformedCase {
+  const char* name;
+  const char* text;
+  TraceFormat format;
+  const char* error;  // Error::ToString()
+};
+
+class MalformedTraceTest : public testing::TestWithParam<MalformedCase> {};
+
+TEST_P(MalformedTraceTest, FailsNamingLineAndColumn) {
+  const MalformedCase& c = GetParam();
+  auto trace = ParseTrace(c.text, TraceReadOptions{c.format, false});
+  ASSERT_FALSE(trace.has_value());
+  EXPECT_EQ(trace.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(trace.error().ToString(), c.error);
+}
+
+constexpr char kAzureHeader[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+constexpr char kAzureRow[] = "2023-11-16 18:15:46.6805900,374,44\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MalformedTraceTest,
+    testing::Values(
+        MalformedCase{"NotANumber",
+                      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                      "2023-11-16 18:15:46.6805900,374,44\n"
+                      "2023-11-16 18:15:47.0000000,x,44\n",
+                      TraceFormat::kAuto,
+                      "line 3: ContextTokens: expected a non-negative integer, got 'x'"},
+        MalformedCase{"Negative", "arrival_s,input_tokens,output_tokens\n1,2,-3\n",
+                      TraceFormat::kAuto,
+                      "line 2: output_tokens: expected a non-negative integer, got '-3'"},
+        MalformedCase{"Overflow", "arrival_s,input_tokens,output_tokens\n1,9999999999,3\n",
+                      TraceFormat::kAuto,
+                      "line 2: input_tokens: expected a non-negative integer, got '9999999999'"},
+        MalformedCase{"BadTimestamp",
+                      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:15:46.6,1,1",
+                      TraceFormat::kAuto,
+                      "line 2: TIMESTAMP: expected 'YYYY-MM-DD HH:MM:SS.fffffff', got "
+                      "'2023-13-16 18:15:46.6'"},
+        MalformedCase{"MissingField",
+                      "TIMESTAMP,ContextTokens,GeneratedTokens\n\n2023-11-16 18:15:46.6,1\n",
+                      TraceFormat::kAuto, "line 3: expected 3 comma-separated fields, got 2"},
+        MalformedCase{"NegativeArrival", "arrival_s,input_tokens,output_tokens\n-1,2,3\n",
+                      TraceFormat::kAuto,
+                      "line 2: arrival_s: expected a non-negative number, got '-1'"},
+        MalformedCase{"JsonMissingKey",
+                      "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1}\n"
+                      "{\"timestamp\": 1, \"input_length\": 5}\n",
+                      TraceFormat::kAuto, "line 2: missing key \"output_length\""},
+        MalformedCase{"JsonTruncated",
+                      "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1}\n"
+                      "{\"timestamp\": 1, \"input_length\": 5, \"hash_ids\": [1, 2\n",
+                      TraceFormat::kAuto, "line 2: malformed JSON: bad value for key \"hash_ids\""},
+        MalformedCase{
+            "JsonBadCount", "{\"arrival_s\": 0, \"input_tokens\": 1.5, \"output_tokens\": 1}",
+            TraceFormat::kAuto, "line 1: input_tokens: expected a non-negative integer, got '1.5'"},
+        MalformedCase{"UnknownHeader", "time,in,out\n1,2,3\n", TraceFormat::kAuto,
+                      "line 1: cannot detect the trace format from 'time,in,out': expected an "
+                      "Azure CSV header (TIMESTAMP,ContextTokens,GeneratedTokens), a plain CSV "
+                      "header (arrival_s,input_tokens,output_tokens), or JSON lines with "
+                      "timestamp/input_length/output_length (Mooncake) or "
+                      "arrival_s/input_tokens/output_tokens"},
+        MalformedCase{"ExplicitFormatMismatch",
+                      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6,1,1",
+                      TraceFormat::kPlainCsv,
+                      "line 1: header lacks column 'arrival_s': expected "
+                      "arrival_s,input_tokens,output_tokens, got "
+                      "'TIMESTAMP,ContextTokens,GeneratedTokens'"},
+        MalformedCase{"Empty", "\n \r\n", TraceFormat::kAuto,
+                      "line 1: trace is empty: expected a header line or one JSON object per "
+                      "line"}),
+    [](const testing::TestParamInfo<MalformedCase>& info) { return info.param.name; });
+
+TEST(TraceParseTest, SkipsAndCountsBadRowsWhenAsked) {
+  const std::string text = std::string(kAzureHeader) + kAzureRow +
+                           "2023-11-16 18:15:47.0000000,x,44\n" + "garbage\n" + kAzureRow +
+                           "2023-11-16 18:15:48.0000000,10,20";
+  auto strict = ParseTrace(text, {});
+  ASSERT_FALSE(strict.has_value());
+  EXPECT_EQ(strict.error().field, "line 3");
+  const Trace trace = MustParse(text, TraceReadOptions{TraceFormat::kAuto, true});
+  EXPECT_EQ(trace.skipped_rows, 2);
+  ASSERT_EQ(trace.requests.size(), 3u);
+  EXPECT_NEAR(trace.requests[2].arrival_s, 1.3194100, 1e-9);
+}
+
+TEST(TraceFormatTest, NamesRoundTrip) {
+  for (TraceFormat f : {TraceFormat::kAuto, TraceFormat::kAzureCsv, TraceFormat::kMooncakeJsonl,
+                        TraceFormat::kPlainCsv, TraceFormat::kPlainJsonl}) {
+    auto parsed = ParseTraceFormat(TraceFormatName(f));
+    ASSERT_TRUE(parsed.has_value());
+    EXPECT_EQ(*parsed, f);
+  }
+  auto bad = ParseTraceFormat("parquet");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "format");
+}
+
+// ---- rate scaling and time compression ----
+
+Trace ConvTrace() { return MustParse(ReadShared("traces/AzureLLMInferenceTrace_conv.csv")); }
+
+TEST(TraceTransformTest, RateTimesTwentyGivesTwentyTimesTheRequests) {
+  const Trace base = ConvTrace();
+  const Trace scaled = TransformTrace(base, {.rate_scale = 20, .time_compress = 1, .seed = 7});
+  EXPECT_EQ(scaled.requests.size(), 20 * base.requests.size());
+  EXPECT_TRUE(IsSortedFromZero(scaled));
+  EXPECT_NEAR(MeanRate(scaled), 20 * MeanRate(base), 0.02 * 20 * MeanRate(base));
+  EXPECT_EQ(scaled.format, "azure_csv");
+}
+
+TEST(TraceTransformTest, FractionalRatesAreMetInExpectation) {
+  const Trace base = ConvTrace();
+  const double n = static_cast<double>(base.requests.size());
+  for (double rate : {0.5, 2.5}) {
+    const Trace scaled = TransformTrace(base, {.rate_scale = rate, .time_compress = 1, .seed = 3});
+    // Binomial spread: sigma <= sqrt(n)/2 ~ 70 requests; allow ~5 sigma.
+    EXPECT_NEAR(static_cast<double>(scaled.requests.size()), rate * n, 350) << rate;
+    EXPECT_TRUE(IsSortedFromZero(scaled)) << rate;
+  }
+}
+
+TEST(TraceTransformTest, SameSeedSameTraceOtherSeedDiffers) {
+  const Trace base = ConvTrace();
+  const TraceTransform t{.rate_scale = 3.3, .time_compress = 1, .seed = 42};
+  const Trace a = TransformTrace(base, t);
+  const Trace b = TransformTrace(base, t);
+  ASSERT_EQ(a.requests.size(), b.requests.size());
+  bool same = true;
+  for (size_t i = 0; i < a.requests.size(); ++i) {
+    same = same && a.requests[i].arrival_s == b.requests[i].arrival_s &&
+           a.requests[i].input_tokens == b.requests[i].input_tokens;
+  }
+  EXPECT_TRUE(same);
+  const Trace c = TransformTrace(base, {.rate_scale = 3.3, .time_compress = 1, .seed = 43});
+  EXPECT_TRUE(c.requests.size() != a.requests.size() ||
+              c.requests[1].arrival_s != a.requests[1].arrival_s);
+}
+
+TEST(TraceTransformTest, SubSamplingKeepsOriginalRequests) {
+  const Trace base = MustParse("arrival_s,input_tokens,output_tokens\n0,1,1\n1,2,2\n2,3,3\n3,4,4");
+  const Trace half = TransformTrace(base, {.rate_scale = 0.5, .time_compress = 1, .seed = 9});
+  for (const TraceRequest& r : half.requests) {
+    // Each kept request's tokens identify it; its time relative to the first kept is integral.
+    EXPECT_DOUBLE_EQ(r.arrival_s, std::round(r.arrival_s));
+  }
+  EXPECT_LE(half.requests.size(), 4u);
+}
+
+TEST(TraceTransformTest, TimeCompressionDividesArrivals) {
+  const Trace base = ConvTrace();
+  const Trace fast = TransformTrace(base, {.rate_scale = 1, .time_compress = 4, .seed = 1});
+  ASSERT_EQ(fast.requests.size(), base.requests.size());
+  EXPECT_DOUBLE_EQ(fast.requests.back().arrival_s, base.requests.back().arrival_s / 4);
+  EXPECT_EQ(fast.requests[100].input_tokens, base.requests[100].input_tokens);
+  EXPECT_NEAR(MeanRate(fast), 4 * MeanRate(base), 1e-9);
+}
+
+TEST(TraceTransformTest, ValidationNamesTheBadField) {
+  EXPECT_TRUE(ValidateTraceTransform({}).has_value());
+  auto rate = ValidateTraceTransform({.rate_scale = 0, .time_compress = 1, .seed = 1});
+  ASSERT_FALSE(rate.has_value());
+  EXPECT_EQ(rate.error().field, "rate_scale");
+  auto compress = ValidateTraceTransform({.rate_scale = 1, .time_compress = -2, .seed = 1});
+  ASSERT_FALSE(compress.has_value());
+  EXPECT_EQ(compress.error().field, "time_compress");
+}
+
+}  // namespace
+}  // namespace gpuscale::sim

@@ -1,0 +1,87 @@
+// Trace rate scaling and time compression (see trace.h). Deterministic across platforms:
+// the PRNG and the uniform draws are written out here rather than taken from <random>.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "sim/trace.h"
+
+namespace gpuscale::sim {
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014), written out so that a seed gives the same stream with
+// every standard library; uniforms are built from the top 53 bits rather than through
+// std::uniform_real_distribution, whose output is implementation-defined.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
+
+ private:
+  uint64_t state_;
+};
+
+// Each request yields floor(rate) copies plus one more with probability frac(rate), so the
+// expected count is rate * n for any rate > 0 (rate < 1 is Bernoulli sub-sampling). The first
+// copy keeps the original time; extra copies land uniformly in the gap to the next request
+// (the mean gap after the last one), which keeps the trace's burst structure.
+std::vector<TraceRequest> ScaleRate(const std::vector<TraceRequest>& in, double rate,
+                                    uint64_t seed) {
+  SplitMix64 rng(seed);
+  const double whole = std::floor(rate);
+  const double frac = rate - whole;
+  const size_t n = in.size();
+  const double mean_gap = n > 1 ? (in.back().arrival_s - in.front().arrival_s) / (n - 1) : 0;
+  std::vector<TraceRequest> out;
+  out.reserve(static_cast<size_t>(static_cast<double>(n) * (whole + (frac > 0 ? 1 : 0))));
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t copies = static_cast<int64_t>(whole) + (rng.Uniform() < frac ? 1 : 0);
+    const double gap = i + 1 < n ? in[i + 1].arrival_s - in[i].arrival_s : mean_gap;
+    for (int64_t c = 0; c < copies; ++c) {
+      TraceRequest r = in[i];
+      if (c > 0) r.arrival_s += rng.Uniform() * gap;
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+bool ValidRate(double v) { return std::isfinite(v) && v > 0 && v <= 10000; }
+bool ValidCompress(double v) { return std::isfinite(v) && v > 0 && v <= 1e6; }
+
+}  // namespace
+
+Status ValidateTraceTransform(const TraceTransform& transform) {
+  if (!ValidRate(transform.rate_scale)) {
+    return InvalidArgument(
+        fmt::format("expected a number in (0, 10000], got {}", transform.rate_scale), "rate_scale");
+  }
+  if (!ValidCompress(transform.time_compress)) {
+    return InvalidArgument(
+        fmt::format("expected a number in (0, 1e6], got {}", transform.time_compress),
+        "time_compress");
+  }
+  return OkStatus();
+}
+
+Trace TransformTrace(const Trace& trace, const TraceTransform& transform) {
+  const double rate = ValidRate(transform.rate_scale) ? transform.rate_scale : 1.0;
+  const double compress = ValidCompress(transform.time_compress) ? transform.time_compress : 1.0;
+  Trace out;
+  out.format = trace.format;
+  out.skipped_rows = trace.skipped_rows;
+  out.requests = rate == 1.0 ? trace.requests : ScaleRate(trace.requests, rate, transform.seed);
+  for (TraceRequest& r : out.requests) r.arrival_s /= compress;
+  SortAndRebase(&out.requests);
+  return out;
+}
+
+}  // namespace gpuscale::sim

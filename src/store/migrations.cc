@@ -1,0 +1,156 @@
+#include "store/migrations.h"
+
+#include <fmt/format.h>
+
+namespace gpuscale::store {
+namespace {
+
+constexpr std::string_view kInitialSchema = R"sql(
+CREATE TABLE services (
+  name TEXT PRIMARY KEY,
+  spec TEXT NOT NULL,
+  paused INTEGER NOT NULL DEFAULT 0,
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL
+);
+CREATE TABLE rules (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  service TEXT NOT NULL REFERENCES services(name) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  aggregation TEXT NOT NULL,
+  comparator TEXT NOT NULL,
+  threshold REAL NOT NULL,
+  step_size INTEGER NOT NULL,
+  cooldown_seconds REAL NOT NULL,
+  min_replicas INTEGER NOT NULL,
+  max_replicas INTEGER NOT NULL,
+  enabled INTEGER NOT NULL,
+  created_at REAL NOT NULL,
+  UNIQUE (service, name)
+);
+CREATE TABLE replicas (
+  id TEXT PRIMARY KEY,
+  service TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  port INTEGER NOT NULL,
+  gpus TEXT NOT NULL,
+  gpu_keys TEXT NOT NULL,
+  lease_owner TEXT NOT NULL,
+  argv TEXT NOT NULL,
+  log_path TEXT NOT NULL,
+  restarts INTEGER NOT NULL,
+  started_at REAL NOT NULL,
+  phase_since REAL NOT NULL,
+  updated_at REAL NOT NULL
+);
+CREATE INDEX replicas_by_service ON replicas (service);
+CREATE TABLE leases (
+  key TEXT PRIMARY KEY,
+  gpu_index INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  acquired_at REAL NOT NULL
+);
+CREATE INDEX leases_by_owner ON leases (owner);
+CREATE TABLE decisions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  service TEXT NOT NULL,
+  at REAL NOT NULL,
+  policy TEXT NOT NULL,
+  current_replicas INTEGER NOT NULL,
+  ready_replicas INTEGER NOT NULL,
+  desired_replicas INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  details TEXT NOT NULL,
+  actions TEXT NOT NULL
+);
+CREATE INDEX decisions_by_service ON decisions (service, id);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at REAL NOT NULL,
+  service TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  replica TEXT NOT NULL,
+  message TEXT NOT NULL,
+  data TEXT NOT NULL
+);
+CREATE INDEX events_by_service ON events (service, id);
+CREATE INDEX events_by_kind ON events (kind, id);
+)sql";
+
+constexpr std::string_view kVersionTable =
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+    "name TEXT NOT NULL, applied_at REAL NOT NULL)";
+
+Status CheckOrder(const std::vector<Migration>& migrations) {
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    if (migrations[i].version != static_cast<int>(i) + 1) {
+      return Internal(fmt::format("migration list out of order: position {} has version {}, "
+                                  "expected {}",
+                                  i, migrations[i].version, i + 1));
+    }
+  }
+  return OkStatus();
+}
+
+Status ApplyOne(Database& db, const Migration& migration, Seconds now) {
+  return db.InTransaction([&]() -> Status {
+    Status applied = db.Exec(migration.sql);
+    if (!applied) {
+      Error error = applied.error();
+      error.message = fmt::format("schema migration {} ({}) failed: {}", migration.version,
+                                  migration.name, error.message);
+      return Unexpected<Error>(std::move(error));
+    }
+    GS_ASSIGN_OR_RETURN(Statement stamp,
+                        db.Prepare("INSERT INTO schema_version (version, name, applied_at) "
+                                   "VALUES (?1, ?2, ?3)"));
+    stamp.Bind(1, int64_t{migration.version}).Bind(2, migration.name).Bind(3, now.count());
+    return stamp.Run();
+  });
+}
+
+}  // namespace
+
+const std::vector<Migration>& SchemaMigrations() {
+  static const std::vector<Migration> migrations = {
+      {1, "initial schema: services, rules, replicas, leases, decisions, events",
+       kInitialSchema},
+  };
+  return migrations;
+}
+
+Result<int> SchemaVersion(Database& db) {
+  GS_ASSIGN_OR_RETURN(Statement exists,
+                      db.Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                                 "name = 'schema_version'"));
+  GS_ASSIGN_OR_RETURN(bool row, exists.Step());
+  if (!row || exists.ColumnInt64(0) == 0) return 0;
+  GS_ASSIGN_OR_RETURN(Statement max, db.Prepare("SELECT coalesce(max(version), 0) FROM "
+                                                "schema_version"));
+  GS_ASSIGN_OR_RETURN(row, max.Step());
+  return row ? static_cast<int>(max.ColumnInt64(0)) : 0;
+}
+
+Result<int> ApplyMigrations(Database& db, const std::vector<Migration>& migrations,
+                            Seconds now) {
+  GS_RETURN_IF_ERROR(CheckOrder(migrations));
+  GS_RETURN_IF_ERROR(db.Exec(kVersionTable));
+  GS_ASSIGN_OR_RETURN(int version, SchemaVersion(db));
+  const int known = static_cast<int>(migrations.size());
+  if (version > known) {
+    return FailedPrecondition(fmt::format(
+        "state database '{}' has schema version {}, but this gpuscale knows versions up to {}; "
+        "run a newer gpuscale or point --state-dir at another directory",
+        db.path().string(), version, known));
+  }
+  for (int v = version + 1; v <= known; ++v) {
+    GS_RETURN_IF_ERROR(ApplyOne(db, migrations[static_cast<size_t>(v - 1)], now));
+  }
+  return known;
+}
+
+}  // namespace gpuscale::store

@@ -1,0 +1,30 @@
+#include "store/store.h"
+
+#include <mutex>
+
+#include "store/migrations.h"
+
+namespace gpuscale::store {
+
+Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& path, Seconds now,
+                                           const OpenOptions& options) {
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path, options));
+  int version = 0;
+  {
+    std::lock_guard<std::mutex> lock(db->mu());
+    GS_ASSIGN_OR_RETURN(version, ApplyMigrations(*db, SchemaMigrations(), now));
+  }
+  return std::unique_ptr<Store>(new Store(std::move(db), version));
+}
+
+Store::Store(std::unique_ptr<Database> db, int schema_version)
+    : db_(std::move(db)),
+      schema_version_(schema_version),
+      services_(*db_),
+      rules_(*db_),
+      replicas_(*db_),
+      leases_(*db_),
+      decisions_(*db_),
+      events_(*db_) {}
+
+}  // namespace gpuscale::store

@@ -1,0 +1,151 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "store/migrations.h"
+#include "store/store_test_util.h"
+
+namespace gpuscale::store {
+namespace {
+
+using StoreOpenTest = TempDirTest;
+
+TEST_F(StoreOpenTest, CreatesDirectoriesAndMigratesFromEmpty) {
+  const auto path = dir_ / "nested" / "state" / "gpuscale.db";
+  auto store = Store::Open(path, Seconds{100});
+  ASSERT_TRUE(store) << store.error().ToString();
+  EXPECT_TRUE(std::filesystem::exists(path));
+  EXPECT_EQ((*store)->schema_version(), static_cast<int>(SchemaMigrations().size()));
+  std::lock_guard<std::mutex> lock((*store)->database().mu());
+  auto version = SchemaVersion((*store)->database());
+  ASSERT_TRUE(version);
+  EXPECT_EQ(*version, 1);
+}
+
+TEST_F(StoreOpenTest, UsesWalJournal) {
+  auto store = Store::Open(dir_ / "gpuscale.db", Seconds{0});
+  ASSERT_TRUE(store) << store.error().ToString();
+  std::lock_guard<std::mutex> lock((*store)->database().mu());
+  auto mode = (*store)->database().JournalMode();
+  ASSERT_TRUE(mode);
+  EXPECT_EQ(*mode, "wal");
+}
+
+TEST_F(StoreOpenTest, ReopenIsIdempotentAndKeepsData) {
+  const auto path = dir_ / "gpuscale.db";
+  {
+    auto store = Store::Open(path, Seconds{1});
+    ASSERT_TRUE(store);
+    ASSERT_TRUE((*store)->services().Put(ServiceRow{"chat", "spec: 1", false, Seconds{1},
+                                                    Seconds{1}}));
+  }
+  auto again = Store::Open(path, Seconds{2});
+  ASSERT_TRUE(again) << again.error().ToString();
+  auto chat = (*again)->services().Get("chat");
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->spec, "spec: 1");
+  std::lock_guard<std::mutex> lock((*again)->database().mu());
+  auto rows = (*again)->database().Prepare("SELECT count(*), min(applied_at) FROM schema_version");
+  ASSERT_TRUE(rows);
+  ASSERT_TRUE(*rows->Step());
+  EXPECT_EQ(rows->ColumnInt64(0), 1);  // not applied a second time
+  EXPECT_DOUBLE_EQ(rows->ColumnDouble(1), 1.0);
+}
+
+TEST_F(StoreOpenTest, RejectsAFileThatIsNotADatabase) {
+  const auto path = dir_ / "not-a-db";
+  std::ofstream(path) << "this is not sqlite, just some text long enough to have a header....";
+  auto store = Store::Open(path, Seconds{0});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(store.error().message.find("not-a-db"), std::string::npos) << store.error().message;
+}
+
+TEST_F(StoreOpenTest, RefusesADatabaseFromANewerGpuscale) {
+  const auto path = dir_ / "gpuscale.db";
+  {
+    auto db = Database::Open(path);
+    ASSERT_TRUE(db);
+    std::lock_guard<std::mutex> lock((*db)->mu());
+    std::vector<Migration> future = SchemaMigrations();
+    future.push_back({2, "from the future", "CREATE TABLE later (x INTEGER)"});
+    ASSERT_TRUE(ApplyMigrations(**db, future, Seconds{0}));
+  }
+  auto store = Store::Open(path, Seconds{0});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(store.error().message.find("schema version 2"), std::string::npos);
+}
+
+TEST_F(StoreOpenTest, ConcurrentWritersFromSeveralThreadsAllLand) {
+  auto store = Store::Open(dir_ / "gpuscale.db", Seconds{0});
+  ASSERT_TRUE(store);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        EXPECT_TRUE((*store)->events().Append(
+            EventRow{0, Seconds{double(i)}, "s" + std::to_string(t), "tick", "", "m", ""}));
+        EXPECT_TRUE((*store)->events().Query(EventQuery{0, "", "", 10}));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(*(*store)->events().LatestId(), 100);
+  EXPECT_EQ((*store)->events().Query(EventQuery{0, "s2", "", 1000})->size(), 25u);
+}
+
+class MigrationTest : public TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    auto db = Database::Open(dir_ / "m.db");
+    ASSERT_TRUE(db);
+    db_ = std::move(*db);
+  }
+  bool HasTable(const std::string& name) {
+    auto stmt = db_->Prepare("SELECT count(*) FROM sqlite_master WHERE name = ?1");
+    stmt->Bind(1, name);
+    return *stmt->Step() && stmt->ColumnInt64(0) == 1;
+  }
+  std::unique_ptr<Database> db_;
+};
+
+TEST_F(MigrationTest, AppliesOnlyPendingMigrationsInOrder) {
+  std::vector<Migration> v1 = {{1, "a", "CREATE TABLE a (x INTEGER)"}};
+  ASSERT_EQ(*ApplyMigrations(*db_, v1, Seconds{0}), 1);
+  std::vector<Migration> v2 = v1;
+  v2.push_back({2, "b", "CREATE TABLE b (x INTEGER); INSERT INTO a VALUES (7);"});
+  // Re-running v1's CREATE TABLE would fail: reaching 2 proves only migration 2 ran.
+  auto reached = ApplyMigrations(*db_, v2, Seconds{0});
+  ASSERT_TRUE(reached) << reached.error().ToString();
+  EXPECT_EQ(*reached, 2);
+  EXPECT_TRUE(HasTable("b"));
+  EXPECT_EQ(*ApplyMigrations(*db_, v2, Seconds{0}), 2);
+}
+
+TEST_F(MigrationTest, FailedMigrationRollsBackAndNamesItsVersion) {
+  std::vector<Migration> list = {
+      {1, "good", "CREATE TABLE good (x INTEGER)"},
+      {2, "broken", "CREATE TABLE half (x INTEGER); CREATE TABLE good (y INTEGER);"}};
+  auto reached = ApplyMigrations(*db_, list, Seconds{0});
+  ASSERT_FALSE(reached);
+  EXPECT_NE(reached.error().message.find("migration 2 (broken)"), std::string::npos)
+      << reached.error().message;
+  EXPECT_EQ(*SchemaVersion(*db_), 1);
+  EXPECT_FALSE(HasTable("half"));  // the failed migration's first statement was rolled back
+}
+
+TEST_F(MigrationTest, RejectsAListWithGaps) {
+  std::vector<Migration> list = {{1, "a", "SELECT 1"}, {3, "c", "SELECT 1"}};
+  auto reached = ApplyMigrations(*db_, list, Seconds{0});
+  ASSERT_FALSE(reached);
+  EXPECT_EQ(reached.error().code, ErrorCode::kInternal);
+  EXPECT_EQ(*SchemaVersion(*db_), 0);
+}
+
+}  // namespace
+}  // namespace gpuscale::store
