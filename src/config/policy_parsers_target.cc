@@ -1,5 +1,5 @@
 // Family parsers for the Kubernetes-style families: `target` (HPA + KEDA) and `kpa`
-// (Knative). docs/policies_target_kpa.md has the schemas. Every error names the field path
+// (Knative). docs/policies.md has the schemas. Every error names the field path
 // and line, e.g. `target.behavior.scale_up.policies[0].type: expected one of Pods, Percent,
 // got 'pods' (line 12)`. Ranges follow the upstream validation (HPA: windows <= 3600 s,
 // periods 1..1800 s; Knative: stable window 6..3600 s, panic threshold 110..1000 %).
