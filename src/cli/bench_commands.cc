@@ -1,7 +1,260 @@
+// `gpuscale bench`: a streaming load generator for OpenAI-compatible servers
+// (loadgen/bench_runner.h). Prints a table for people or, with -o json, one JSON object whose
+// shape is documented in kJsonHelp below and kept stable for scripts.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
 #include "cli/command.h"
+#include "loadgen/bench_runner.h"
+#include "sim/trace.h"
 
 namespace gpuscale::cli {
+namespace {
 
-void AddBenchCommands(CLI::App& /*app*/, CommandContext& /*ctx*/) {}
+using json = nlohmann::ordered_json;
+
+constexpr char kJsonHelp[] = R"(
+JSON output (-o json), one object; times in seconds, rates per second:
+  url, model, mode ("concurrency" | "rate" | "trace"), concurrency (clients, or most
+  requests in flight for rate/trace), rate_per_second (null unless --rate), seed,
+  duration_seconds, elapsed_seconds,
+  requests_sent, requests_completed, requests_failed,
+  errors: {kind: count}  kinds: connection_error, connect_timeout, read_error, write_error,
+          cancelled, client_error, http_<status>, incomplete_stream, invalid_event,
+          server_error_event,
+  input_tokens_total, output_tokens_total (completed requests),
+  request_throughput_per_second, output_token_throughput_per_second,
+  input_token_throughput_per_second,
+  ttft_seconds, inter_token_latency_seconds, time_per_output_token_seconds,
+  e2e_latency_seconds: each {p50, p90, p99, mean, min, max, count} (null values when count
+  is 0).
+Exit status: 0 when at least one request completed, 1 otherwise or when the server cannot
+be reached, 2 for bad flags or an unreadable trace.)";
+
+struct BenchFlags {
+  loadgen::BenchOptions options;
+  double rate = 0;
+  std::string trace;
+  std::string trace_format = "auto";
+  double trace_speedup = 1;
+  double stddev = 0;
+  bool no_progress = false;
+  OutputFormat format = OutputFormat::kTable;
+  CLI::Option* concurrency = nullptr;
+  CLI::Option* rate_option = nullptr;
+  CLI::Option* input_stddev = nullptr;
+  CLI::Option* output_stddev = nullptr;
+};
+
+double Round(double value) { return std::round(value * 1e6) / 1e6; }
+
+json SummaryJson(const loadgen::LatencySummary& s) {
+  const auto value = [&](double v) { return s.count > 0 ? json(Round(v)) : json(nullptr); };
+  return json{{"p50", value(s.p50)},   {"p90", value(s.p90)}, {"p99", value(s.p99)},
+              {"mean", value(s.mean)}, {"min", value(s.min)}, {"max", value(s.max)},
+              {"count", s.count}};
+}
+
+std::string_view ModeName(loadgen::ArrivalMode mode) {
+  switch (mode) {
+    case loadgen::ArrivalMode::kPoisson:
+      return "rate";
+    case loadgen::ArrivalMode::kTrace:
+      return "trace";
+    default:
+      return "concurrency";
+  }
+}
+
+json ReportJson(const loadgen::BenchReport& r, const loadgen::BenchOptions& o) {
+  const bool poisson = o.workload.mode == loadgen::ArrivalMode::kPoisson;
+  return json{{"url", r.url},
+              {"model", r.model},
+              {"mode", ModeName(o.workload.mode)},
+              {"concurrency", o.concurrency},
+              {"rate_per_second", poisson ? json(o.workload.rate_per_second) : json(nullptr)},
+              {"seed", o.workload.seed},
+              {"duration_seconds", o.duration_seconds},
+              {"elapsed_seconds", Round(r.elapsed_seconds)},
+              {"requests_sent", r.requests_sent},
+              {"requests_completed", r.requests_completed},
+              {"requests_failed", r.requests_failed},
+              {"errors", json(r.errors_by_kind)},
+              {"input_tokens_total", r.input_tokens_total},
+              {"output_tokens_total", r.output_tokens_total},
+              {"request_throughput_per_second", Round(r.request_throughput_per_second)},
+              {"output_token_throughput_per_second", Round(r.output_token_throughput_per_second)},
+              {"input_token_throughput_per_second", Round(r.input_token_throughput_per_second)},
+              {"ttft_seconds", SummaryJson(r.ttft_seconds)},
+              {"inter_token_latency_seconds", SummaryJson(r.inter_token_latency_seconds)},
+              {"time_per_output_token_seconds", SummaryJson(r.time_per_output_token_seconds)},
+              {"e2e_latency_seconds", SummaryJson(r.e2e_latency_seconds)}};
+}
+
+std::string Millis(const loadgen::LatencySummary& s, double v) {
+  return s.count > 0 ? fmt::format("{:.1f}", v * 1000) : "-";
+}
+
+std::string LoadDescription(const loadgen::BenchOptions& o) {
+  switch (o.workload.mode) {
+    case loadgen::ArrivalMode::kPoisson:
+      return fmt::format("{} req/s Poisson, at most {} in flight", o.workload.rate_per_second,
+                         o.concurrency);
+    case loadgen::ArrivalMode::kTrace:
+      return fmt::format("trace replay, at most {} in flight", o.concurrency);
+    default:
+      return fmt::format("{} clients", o.concurrency);
+  }
+}
+
+void PrintTable(const loadgen::BenchReport& r, const loadgen::BenchOptions& o, std::ostream& out) {
+  out << fmt::format("bench: {} model '{}', {}, {:.1f} s (elapsed {:.2f} s)\n", r.url, r.model,
+                     LoadDescription(o), o.duration_seconds, r.elapsed_seconds);
+  std::string errors;
+  for (const auto& [kind, count] : r.errors_by_kind) {
+    errors += fmt::format("{}{}: {}", errors.empty() ? " (" : ", ", kind, count);
+  }
+  if (!errors.empty()) errors += ")";
+  out << fmt::format("requests: {} sent, {} completed, {} failed{}\n", r.requests_sent,
+                     r.requests_completed, r.requests_failed, errors);
+  out << fmt::format("throughput: {:.2f} req/s, {:.1f} output tok/s, {:.1f} input tok/s\n",
+                     r.request_throughput_per_second, r.output_token_throughput_per_second,
+                     r.input_token_throughput_per_second);
+  out << fmt::format("{:<24} {:>9} {:>9} {:>9} {:>9}\n", "LATENCY (ms)", "P50", "P90", "P99",
+                     "MEAN");
+  const std::pair<const char*, const loadgen::LatencySummary*> rows[] = {
+      {"time to first token", &r.ttft_seconds},
+      {"inter-token latency", &r.inter_token_latency_seconds},
+      {"time per output token", &r.time_per_output_token_seconds},
+      {"end-to-end", &r.e2e_latency_seconds}};
+  for (const auto& [name, s] : rows) {
+    out << fmt::format("{:<24} {:>9} {:>9} {:>9} {:>9}\n", name, Millis(*s, s->p50),
+                       Millis(*s, s->p90), Millis(*s, s->p99), Millis(*s, s->mean));
+  }
+  if (!r.first_error_detail.empty()) out << "first error: " << r.first_error_detail << "\n";
+}
+
+Result<std::vector<sim::TraceRequest>> LoadTrace(const BenchFlags& flags) {
+  std::ifstream in(flags.trace, std::ios::binary);
+  if (!in) return NotFound(fmt::format("cannot open '{}'", flags.trace), "--trace");
+  std::ostringstream text;
+  text << in.rdbuf();
+  GS_ASSIGN_OR_RETURN(sim::TraceFormat format, sim::ParseTraceFormat(flags.trace_format));
+  Result<sim::Trace> trace = sim::ParseTrace(text.str(), {format, false});
+  if (!trace) {
+    Error e = trace.error();
+    e.message =
+        fmt::format("{}: {}{}", flags.trace, e.field.empty() ? "" : e.field + ": ", e.message);
+    e.field = "--trace";
+    return Unexpected<Error>(e);
+  }
+  sim::TraceTransform transform{1.0, flags.trace_speedup, 1};
+  if (!sim::ValidateTraceTransform(transform)) {
+    return InvalidArgument("expected a factor in (0, 1e6]", "--trace-speedup");
+  }
+  return sim::TransformTrace(*trace, transform).requests;
+}
+
+// Turns the flags into BenchOptions (the mode follows --rate / --trace).
+Status ResolveOptions(BenchFlags& flags, CommandContext& ctx) {
+  loadgen::BenchOptions& o = flags.options;
+  if (flags.input_stddev->count() == 0) o.workload.input.stddev_tokens = flags.stddev;
+  if (flags.output_stddev->count() == 0) o.workload.output.stddev_tokens = flags.stddev;
+  if (!flags.trace.empty()) {
+    o.workload.mode = loadgen::ArrivalMode::kTrace;
+    GS_ASSIGN_OR_RETURN(o.workload.trace, LoadTrace(flags));
+  } else if (flags.rate_option->count() > 0) {
+    o.workload.mode = loadgen::ArrivalMode::kPoisson;
+    o.workload.rate_per_second = flags.rate;
+  }
+  // Open loop: --concurrency caps requests in flight; 256 unless given.
+  if (o.workload.mode != loadgen::ArrivalMode::kClosedLoop && flags.concurrency->count() == 0) {
+    o.concurrency = 256;
+  }
+  if (!flags.no_progress) o.progress = &ctx.err;
+  return OkStatus();
+}
+
+int RunBench(BenchFlags& flags, CommandContext& ctx) {
+  if (Status status = ResolveOptions(flags, ctx); !status) return ctx.Fail(status.error());
+  Result<loadgen::BenchReport> report = loadgen::RunBench(flags.options);
+  if (!report) return ctx.Fail(report.error());
+  if (flags.format == OutputFormat::kJson) {
+    ctx.out << ReportJson(*report, flags.options).dump(2) << "\n";
+  } else {
+    PrintTable(*report, flags.options, ctx.out);
+  }
+  if (report->requests_completed == 0) {
+    return ctx.Fail(Error{ErrorCode::kUnavailable,
+                          fmt::format("no request completed ({} sent)", report->requests_sent),
+                          ""});
+  }
+  return kExitOk;
+}
+
+void AddWorkloadFlags(CLI::App* cmd, BenchFlags& f) {
+  loadgen::WorkloadSpec& w = f.options.workload;
+  cmd->add_option("--input-tokens", w.input.mean_tokens, "Mean prompt length in tokens (words)")
+      ->capture_default_str();
+  cmd->add_option("--output-tokens", w.output.mean_tokens, "Mean max_tokens per request")
+      ->capture_default_str();
+  cmd->add_option("--stddev", f.stddev,
+                  "Standard deviation (tokens) of both lengths, normal distribution")
+      ->capture_default_str();
+  f.input_stddev = cmd->add_option("--input-stddev", w.input.stddev_tokens,
+                                   "Standard deviation of prompt lengths (overrides --stddev)");
+  f.output_stddev = cmd->add_option("--output-stddev", w.output.stddev_tokens,
+                                    "Standard deviation of output lengths (overrides --stddev)");
+  cmd->add_option("--seed", w.seed, "Seed for Poisson arrivals and lengths")->capture_default_str();
+  cmd->add_option("--max-requests", w.max_requests, "Stop after this many requests (0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--trace-format", f.trace_format,
+                  "auto, azure_csv, mooncake_jsonl, plain_csv, plain_jsonl")
+      ->capture_default_str();
+  cmd->add_option("--trace-speedup", f.trace_speedup, "Replay the trace this many times faster")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+void AddBenchCommands(CLI::App& app, CommandContext& ctx) {
+  auto f = std::make_shared<BenchFlags>();
+  loadgen::BenchOptions& o = f->options;
+  o.duration_seconds = 0;
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Load an OpenAI-compatible server with streaming completions and report TTFT, "
+      "inter-token latency, end-to-end latency (p50/p90/p99), throughput and errors");
+  cmd->footer(kJsonHelp);
+  cmd->add_option("--url", o.url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
+  cmd->add_option("--model", o.model, "Model name to request (default: first of /v1/models)");
+  f->concurrency = cmd->add_option(
+      "--concurrency", o.concurrency,
+      "Closed loop: clients sending back to back (default 1). With --rate/--trace: most "
+      "requests in flight (default 256)");
+  f->rate_option = cmd->add_option("--rate", f->rate, "Open loop: Poisson arrivals per second");
+  cmd->add_option("--trace", f->trace, "Replay arrivals and lengths of this trace file")
+      ->excludes(f->rate_option);
+  cmd->add_option("--duration", o.duration_seconds, "Seconds during which requests start")
+      ->required();
+  cmd->add_option("--request-timeout", o.client.read_timeout_seconds,
+                  "Longest silence inside one response before it fails (read_error)")
+      ->capture_default_str();
+  cmd->add_option("--drain-timeout", o.drain_timeout_seconds,
+                  "After --duration: how long requests in flight may finish")
+      ->capture_default_str();
+  cmd->add_flag("--ignore-eos", o.client.ignore_eos,
+                "Send vLLM's ignore_eos so every output reaches --output-tokens");
+  cmd->add_flag("--no-progress", f->no_progress, "No progress line on stderr");
+  AddWorkloadFlags(cmd, *f);
+  AddOutputOption(cmd, f->format);
+  cmd->callback([f, &ctx] { RunBench(*f, ctx); });
+}
 
 }  // namespace gpuscale::cli

@@ -1,0 +1,129 @@
+// BatchEngine: the timing model of an LLM serving engine with continuous batching (the way
+// vLLM schedules), advanced by the caller's clock so its logic runs in unit tests with a
+// ManualClock and in real time under EmulatorServer's scheduler thread.
+//
+// Model (one "step" = one forward pass of the whole batch):
+//   - Requests queue FIFO. At the start of a step the scheduler admits waiting requests from
+//     the head while the batch is below max_batch_size and the KV cache can hold the head's
+//     prompt_tokens + max_tokens. The reservation is made up front, so running requests are
+//     never preempted; a head that does not fit blocks the queue (first-come-first-served, as
+//     vLLM's default scheduler).
+//   - Step duration = decode_ms_base + decode_ms_per_seq * batch size
+//                     + prefill_ms_per_1k_tokens * (prompt tokens admitted this step) / 1000.
+//     Prefill of new requests therefore stalls the decode of the running ones, as in vLLM
+//     without chunked prefill.
+//   - At the end of a step every request in the batch has one more output token (the first
+//     token of a newly admitted request comes from its prefill step). A request that reaches
+//     max_tokens finishes and frees its KV reservation; the next step starts at once when
+//     work is left, else the engine idles until the next Submit.
+//
+// Ownership and thread-safety: owns its request table; not synchronised (EmulatorServer calls
+// it under one mutex). Pure: never reads a clock, sleeps or starts threads.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "emulator/bucket_histogram.h"
+
+namespace gpuscale::emulator {
+
+// Timing and capacity. Defaults resemble an 8B model on one H100 under vLLM, scaled down
+// (about 3x faster steps, smaller batch and cache) so that tests and demos run quickly.
+struct EngineConfig {
+  double prefill_ms_per_1k_tokens = 20.0;  // prefill cost per 1000 prompt tokens in a step
+  double decode_ms_base = 5.0;             // fixed cost of one step
+  double decode_ms_per_seq = 0.1;          // extra step cost per sequence in the batch
+  int32_t max_batch_size = 64;             // most sequences in one step (vLLM max_num_seqs)
+  int64_t kv_cache_tokens = 65536;         // KV-cache capacity in tokens
+};
+
+// Errors: InvalidArgument naming the field (as the `gpuscale emulate` flag, e.g.
+// "--decode-ms-base") when a time is negative or not finite, or a capacity is < 1.
+Status ValidateEngineConfig(const EngineConfig& config);
+
+using RequestId = uint64_t;
+
+enum class RequestState { kWaiting, kRunning, kFinished, kCancelled };
+
+struct RequestProgress {
+  RequestState state = RequestState::kWaiting;
+  int32_t prompt_tokens = 0;
+  int32_t max_tokens = 0;
+  int32_t tokens_generated = 0;
+  Seconds arrived_at{0};
+  std::optional<Seconds> first_token_at;
+  std::optional<Seconds> finished_at;  // finished or cancelled
+};
+
+// Counters, gauges and histograms in the shape of vLLM's /metrics.
+struct EngineStats {
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int64_t kv_used_tokens = 0;  // reserved by running requests
+  int64_t kv_capacity_tokens = 0;
+  int64_t prompt_tokens_total = 0;      // prompt tokens prefilled
+  int64_t generation_tokens_total = 0;  // output tokens produced
+  int64_t requests_finished_total = 0;  // reached max_tokens
+  int64_t requests_cancelled_total = 0;
+  BucketHistogram ttft_seconds{kVllmTtftBucketsSeconds};  // arrival -> first token
+  BucketHistogram e2e_seconds{kVllmE2eBucketsSeconds};    // arrival -> last token
+
+  // kv_used_tokens / kv_capacity_tokens, in [0, 1].
+  double KvUsageRatio() const;
+};
+
+class BatchEngine {
+ public:
+  // REQUIRES: ValidateEngineConfig(config) is ok.
+  explicit BatchEngine(const EngineConfig& config);
+
+  // Advances to `now`, then queues a request arriving at `now`; starts a step at `now` when
+  // the engine was idle. Errors: InvalidArgument (field "prompt_tokens" or "max_tokens") when
+  // either is < 1, or when prompt_tokens + max_tokens exceeds the KV cache, which could never
+  // admit it. REQUIRES: `now` is not before the last time passed in.
+  Result<RequestId> Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now);
+
+  // Completes every step that ends at or before `now`, starting each next step where the
+  // previous one ended. REQUIRES: `now` is not before the last time passed in.
+  void Advance(Seconds now);
+
+  // When the step in progress ends; nullopt when idle.
+  std::optional<Seconds> NextStepEnd() const { return step_end_; }
+
+  // The request's progress, or nullptr when unknown or forgotten.
+  const RequestProgress* Find(RequestId id) const;
+
+  // Drops a waiting or running request (its client went away) and frees its KV reservation.
+  // No-op for finished, cancelled or unknown ids.
+  void Cancel(RequestId id, Seconds now);
+
+  // Forgets a request's record once its client has read it (finished/cancelled), or cancels
+  // and forgets an active one.
+  void Forget(RequestId id, Seconds now);
+
+  // Waiting + running requests.
+  int32_t ActiveRequests() const;
+  const EngineStats& stats() const { return stats_; }
+  const EngineConfig& config() const { return config_; }
+
+ private:
+  void StartStep(Seconds at);
+  void FinishStep(Seconds at);
+  bool CanAdmit(const RequestProgress& request) const;
+
+  EngineConfig config_;
+  RequestId next_id_ = 1;
+  std::unordered_map<RequestId, RequestProgress> requests_;
+  std::deque<RequestId> waiting_;   // FIFO
+  std::vector<RequestId> running_;  // the batch of the step in progress
+  std::optional<Seconds> step_end_;
+  EngineStats stats_;
+};
+
+}  // namespace gpuscale::emulator

@@ -1,0 +1,74 @@
+// EmulatorServer: an OpenAI-compatible HTTP server in front of a BatchEngine that runs in
+// real time, so that gpuscale's collector, autoscaler and `gpuscale bench` can be exercised
+// without GPUs. What `gpuscale emulate` runs; tests start it in-process on port 0.
+//
+// Endpoints:
+//   POST /v1/completions, /v1/chat/completions  (stream: true -> server-sent events, one
+//        token per event, then "data: [DONE]"); 400 with an OpenAI error body for a bad body,
+//        404 for another model name, 503 while loading or draining.
+//   GET  /v1/models   the one model (503 while loading)
+//   GET  /health      503 until the emulated model load (startup_seconds) is over, and again
+//                     while draining; then 200
+//   GET  /metrics     vLLM's metric names (vllm_metrics.h)
+//
+// Threads: cpp-httplib's listener and its worker pool (one worker per open connection, so
+// http_threads bounds concurrent clients), plus one scheduler thread that sleeps until the
+// engine's next step ends, advances the engine and wakes the request handlers waiting on it.
+// One mutex guards the engine; handlers block on a condition variable, never the scheduler.
+//
+// Ownership and thread-safety: Start() returns the owner; Shutdown() and the destructor may
+// be called from any one thread; port() is safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "emulator/batch_engine.h"
+
+namespace gpuscale::emulator {
+
+struct EmulatorOptions {
+  std::string host = "127.0.0.1";  // listen address; 0.0.0.0 to accept remote clients
+  int port = 0;                    // 0 = any free port (read it back with port())
+  std::string model_name = "gpuscale/emulated-llama-3.1-8b";
+  EngineConfig engine;
+  double startup_seconds = 2.0;  // emulated model load: /health is 503 until it has passed
+  int http_threads = 64;         // HTTP worker threads = most concurrent connections served
+  double drain_seconds = 30.0;   // Shutdown(): how long in-flight requests may still run
+};
+
+// Errors: InvalidArgument naming the flag (e.g. "--startup-seconds") for a bad option.
+Status ValidateEmulatorOptions(const EmulatorOptions& options);
+
+class EmulatorServer {
+ public:
+  // Validates the options, binds host:port and starts serving. Errors: InvalidArgument for
+  // bad options; Unavailable (field "--port") when the address cannot be bound.
+  static Result<std::unique_ptr<EmulatorServer>> Start(const EmulatorOptions& options);
+
+  ~EmulatorServer();  // Shutdown()
+  EmulatorServer(const EmulatorServer&) = delete;
+  EmulatorServer& operator=(const EmulatorServer&) = delete;
+
+  // The bound port (the chosen one when options.port was 0).
+  int port() const;
+
+  // Stops accepting connections, answers new requests on open connections with 503, lets
+  // in-flight requests finish for up to options.drain_seconds (then ends their streams
+  // early), and joins every thread. Idempotent.
+  void Shutdown();
+
+  // Engine stats right now (for tests and the CLI's exit summary).
+  EngineStats Stats() const;
+
+  struct Impl;  // in emulator_server.cc; public only so that the .cc's helpers can name it
+
+ private:
+  explicit EmulatorServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuscale::emulator

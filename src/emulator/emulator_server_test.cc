@@ -1,0 +1,252 @@
+// The emulator over real HTTP on 127.0.0.1, port 0: health during load, the OpenAI routes,
+// SSE streams, vLLM /metrics, and a shutdown that drains in-flight streams.
+#include "emulator/emulator_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "emulator/openai_protocol.h"
+#include "metrics/metric_lookup.h"
+#include "metrics/prometheus_text_parser.h"
+
+namespace gpuscale::emulator {
+namespace {
+
+using nlohmann::json;
+
+// Fast steps so a 16-token request takes about 20 ms.
+EmulatorOptions FastOptions() {
+  EmulatorOptions options;
+  options.model_name = "test-model";
+  options.startup_seconds = 0;
+  options.engine.decode_ms_base = 1;
+  options.engine.decode_ms_per_seq = 0.05;
+  options.engine.prefill_ms_per_1k_tokens = 5;
+  options.engine.max_batch_size = 8;
+  options.engine.kv_cache_tokens = 4096;
+  options.http_threads = 8;
+  options.drain_seconds = 10;
+  return options;
+}
+
+// The `data:` payloads of an SSE body, in order.
+std::vector<std::string> SseData(const std::string& body) {
+  std::vector<std::string> data;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = body.find("\n\n", pos);
+    data.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return data;
+}
+
+class EmulatorServerTest : public testing::Test {
+ protected:
+  void StartServer(const EmulatorOptions& options) {
+    Result<std::unique_ptr<EmulatorServer>> server = EmulatorServer::Start(options);
+    ASSERT_TRUE(server.has_value()) << server.error().ToString();
+    server_ = std::move(*server);
+    ASSERT_GT(server_->port(), 0);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(10, 0);
+  }
+  void TearDown() override {
+    client_.reset();
+    if (server_) server_->Shutdown();
+  }
+
+  httplib::Result Post(const std::string& path, const json& body) {
+    return client_->Post(path.c_str(), body.dump(), "application/json");
+  }
+
+  std::unique_ptr<EmulatorServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(EmulatorServerTest, HealthIsUnavailableUntilTheModelIsLoaded) {
+  EmulatorOptions options = FastOptions();
+  options.startup_seconds = 1.0;
+  StartServer(options);
+  httplib::Result loading = client_->Get("/health");
+  ASSERT_TRUE(loading);
+  EXPECT_EQ(loading->status, 503);
+  httplib::Result models = client_->Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 503);
+  EXPECT_EQ(Post("/v1/completions", {{"prompt", "hi"}})->status, 503);
+
+  int status = 0;
+  for (int i = 0; i < 200 && status != 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    status = client_->Get("/health")->status;
+  }
+  EXPECT_EQ(status, 200);
+}
+
+TEST_F(EmulatorServerTest, ListsTheModel) {
+  StartServer(FastOptions());
+  httplib::Result res = client_->Get("/v1/models");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  json body = json::parse(res->body);
+  EXPECT_EQ(body["object"], "list");
+  ASSERT_EQ(body["data"].size(), 1u);
+  EXPECT_EQ(body["data"][0]["id"], "test-model");
+  EXPECT_EQ(body["data"][0]["max_model_len"], 4096);
+}
+
+TEST_F(EmulatorServerTest, AnswersAWholeCompletion) {
+  StartServer(FastOptions());
+  httplib::Result res =
+      Post("/v1/completions", {{"model", "test-model"}, {"prompt", "a b c d"}, {"max_tokens", 5}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json body = json::parse(res->body);
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(CountWords(body["choices"][0]["text"].get<std::string>()), 5);
+}
+
+TEST_F(EmulatorServerTest, StreamsOneEventPerTokenThenDone) {
+  StartServer(FastOptions());
+  httplib::Result res = Post("/v1/completions", {{"prompt", "hello world"},
+                                                 {"max_tokens", 6},
+                                                 {"stream", true},
+                                                 {"stream_options", {{"include_usage", true}}}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  std::vector<std::string> events = SseData(res->body);
+  ASSERT_EQ(events.size(), 8u) << res->body;  // 6 tokens, usage, [DONE]
+  for (int i = 0; i < 6; ++i) {
+    json chunk = json::parse(events[i]);
+    EXPECT_EQ(chunk["choices"][0]["text"], std::string(TokenText(i)));
+    EXPECT_EQ(chunk["choices"][0]["finish_reason"].is_null(), i < 5) << i;
+  }
+  EXPECT_EQ(json::parse(events[6])["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(events[7], "[DONE]");
+}
+
+TEST_F(EmulatorServerTest, StreamsChatCompletions) {
+  StartServer(FastOptions());
+  httplib::Result res =
+      Post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi there"}}}},
+                                    {"max_tokens", 3},
+                                    {"stream", true}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  std::vector<std::string> events = SseData(res->body);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(json::parse(events[0])["object"], "chat.completion.chunk");
+  EXPECT_EQ(json::parse(events[0])["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(events[3], "[DONE]");
+}
+
+TEST_F(EmulatorServerTest, RejectsBadRequestsWithOpenAiErrors) {
+  StartServer(FastOptions());
+  httplib::Result bad = Post("/v1/completions", {{"prompt", "x"}, {"max_tokens", -3}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["param"], "max_tokens");
+  httplib::Result too_long =
+      Post("/v1/completions", {{"prompt_tokens", 4000}, {"max_tokens", 100}});
+  EXPECT_EQ(too_long->status, 400);
+  httplib::Result other_model = Post("/v1/completions", {{"model", "gpt-9"}, {"prompt", "x"}});
+  EXPECT_EQ(other_model->status, 404);
+  EXPECT_EQ(client_->Get("/nope")->status, 404);
+}
+
+TEST_F(EmulatorServerTest, MetricsCountServedRequests) {
+  StartServer(FastOptions());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Post("/v1/completions", {{"prompt_tokens", 100}, {"max_tokens", 4}})->status, 200);
+  }
+  httplib::Result res = client_->Get("/metrics");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  Result<metrics::Exposition> parsed = metrics::ParsePrometheusText(res->body);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  const std::vector<metrics::LabelMatcher> model{{"model_name", "test-model"}};
+  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:request_success_total", model), 3);
+  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:prompt_tokens_total", model), 300);
+  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:generation_tokens_total", model), 12);
+  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:num_requests_running", model), 0);
+  EXPECT_EQ(metrics::FindHistogram(*parsed, "vllm:time_to_first_token_seconds", model)->count, 3);
+  EXPECT_EQ(parsed->FindFamily("vllm:e2e_request_latency_seconds")->type,
+            metrics::MetricType::kHistogram);
+}
+
+TEST_F(EmulatorServerTest, ShutdownLetsInFlightStreamsFinish) {
+  StartServer(FastOptions());
+  std::string body;
+  std::thread request([&] {
+    httplib::Client client("127.0.0.1", server_->port());
+    json request_body{{"prompt", "x"}, {"max_tokens", 100}, {"stream", true}};
+    httplib::Result res = client.Post("/v1/completions", request_body.dump(), "application/json");
+    if (res) body = res->body;
+  });
+  for (int i = 0; i < 1000 && server_->Stats().running == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  server_->Shutdown();
+  request.join();
+  std::vector<std::string> events = SseData(body);
+  ASSERT_EQ(events.size(), 101u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(server_->Stats().requests_finished_total, 1);
+}
+
+TEST_F(EmulatorServerTest, ShutdownEndsStreamsThatOutliveTheDrainTime) {
+  EmulatorOptions options = FastOptions();
+  options.drain_seconds = 0.05;
+  options.engine.kv_cache_tokens = 1'000'000;
+  StartServer(options);
+  std::string body;
+  std::thread request([&] {
+    httplib::Client client("127.0.0.1", server_->port());
+    json request_body{{"prompt", "x"}, {"max_tokens", 500'000}, {"stream", true}};
+    httplib::Result res = client.Post("/v1/completions", request_body.dump(), "application/json");
+    if (res) body = res->body;
+  });
+  for (int i = 0; i < 1000 && server_->Stats().generation_tokens_total == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  server_->Shutdown();  // returns after ~50 ms instead of ~10 minutes
+  request.join();
+  EXPECT_EQ(body.find("[DONE]"), std::string::npos);
+  EXPECT_EQ(server_->Stats().requests_finished_total, 0);
+}
+
+TEST_F(EmulatorServerTest, ReportsAPortInUse) {
+  StartServer(FastOptions());
+  EmulatorOptions options = FastOptions();
+  options.port = server_->port();
+  Result<std::unique_ptr<EmulatorServer>> second = EmulatorServer::Start(options);
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(second.error().field, "--port");
+}
+
+TEST(EmulatorOptionsTest, ValidationNamesTheFlag) {
+  EmulatorOptions options;
+  options.startup_seconds = -1;
+  EXPECT_EQ(ValidateEmulatorOptions(options).error().field, "--startup-seconds");
+  options = EmulatorOptions{};
+  options.http_threads = 0;
+  EXPECT_EQ(ValidateEmulatorOptions(options).error().field, "--http-threads");
+  options = EmulatorOptions{};
+  options.engine.max_batch_size = 0;
+  EXPECT_EQ(ValidateEmulatorOptions(options).error().field, "--max-batch-size");
+}
+
+}  // namespace
+}  // namespace gpuscale::emulator
