@@ -62,6 +62,14 @@ Result<std::optional<FoundParam>> FindParam(const TaskSpec& task,
   return found;
 }
 
+// MiB as an integer, saturating: absurd inputs (a fuzzed params_b of 1e60) must give a huge
+// requirement that no GPU meets, not undefined behaviour in the float-to-int conversion.
+int64_t SaturatingMb(double mb) {
+  constexpr double kMaxMb = 1e15;  // ~1 ZiB: far beyond any GPU, far below INT64_MAX
+  if (!(mb < kMaxMb)) return static_cast<int64_t>(kMaxMb);  // also catches NaN
+  return static_cast<int64_t>(std::ceil(mb));
+}
+
 // Integral value of a scalar, accepting 2.0 but not 2.5, "2" or true.
 std::optional<int64_t> AsInteger(const ParamScalar& scalar) {
   if (const auto* i = std::get_if<int64_t>(&scalar)) return *i;
@@ -216,8 +224,8 @@ int64_t WeightsMemoryMb(const ParamCount& count, const Precision& precision,
                         const ParallelGrid& grid, const TaskSpec& task, std::string& explanation) {
   const double weights_mb =
       count.params * precision.bytes / static_cast<double>(grid.MinShards()) / kBytesPerMib;
-  const auto memory_mb = static_cast<int64_t>(
-      std::ceil(weights_mb * (1.0 + kRuntimeOverheadShare) + static_cast<double>(kCudaContextMb)));
+  const int64_t memory_mb =
+      SaturatingMb(weights_mb * (1.0 + kRuntimeOverheadShare) + static_cast<double>(kCudaContextMb));
   explanation += fmt::format(
       "model {}: {:g}e9 parameters ({}), {} = {:g} bytes each\n"
       "weights per GPU = params x bytes / (tp {} x pp {}, the least sharded grid point) = "
@@ -254,7 +262,7 @@ Result<TotalMemory> ResolveTotalMemory(const TaskSpec& task, const EstimateOptio
 // would not fit in that share (the engine would fail to start).
 int64_t FractionMemoryMb(const FoundParam& param, double fraction, const TotalMemory& total,
                          std::optional<int64_t> weights_memory_mb, std::string& explanation) {
-  const auto memory_mb = static_cast<int64_t>(std::ceil(fraction * static_cast<double>(total.mb)));
+  const int64_t memory_mb = SaturatingMb(fraction * static_cast<double>(total.mb));
   explanation += fmt::format(
       "\nmemory per GPU = {} {:g} x {} MiB GPU total ({}) = {} MiB: the engine reserves that "
       "share of every GPU at start",

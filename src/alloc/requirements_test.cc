@@ -116,6 +116,14 @@ INSTANTIATE_TEST_SUITE_P(
                       // The task field wins over engine parameters.
                       DtypeCase{"fp8", {{"dtype", Str("float32")}}, 1.0}));
 
+// Found by the task_file fuzzer: an absurd size must saturate, not overflow int64.
+TEST(EstimateTest, AbsurdParamsBSaturatesInsteadOfOverflowing) {
+  TaskSpec task = Task("model-9" + std::string(60, '9') + "B");
+  Result<Requirement> r = EstimateRequirement(task);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->memory_mb_per_gpu, int64_t{1'000'000'000'000'000});
+}
+
 TEST(EstimateTest, ExplicitParamsBOverridesModelName) {
   TaskSpec task = Task("my-finetune");
   task.params_b = 46.7;
