@@ -1,7 +1,5 @@
 #include "scale/capability_policy.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -55,12 +53,44 @@ bool ServedByLessSpecialized(const std::vector<const CapabilitySet*>& provided,
   return false;
 }
 
-// One tick's working state: the plan plus the sentences that explain it.
+// One tick's working state: the plan plus the sentences that explain it. Each sentence is
+// appended straight to where the Decision carries it, once the outcome it explains is known.
 struct Tick {
   GroupPlan plan;
   Demand demand;
-  std::vector<std::string> changes;  // one per action, joined into the reason
-  std::vector<std::string> notes;    // held-back changes, into details (first explains a hold)
+  std::string changes;             // one clause per action, "; "-joined into the reason
+  std::vector<std::string> notes;  // held-back changes, into details (first explains a hold)
+
+  std::string& NextChange() {
+    if (changes.empty()) {
+      changes.reserve(kReasonCapacity);
+    } else {
+      changes.append("; ");
+    }
+    return changes;
+  }
+};
+
+// Why a set needs another group: "28 tasks need {} and 5 capable workers give 5.6 tasks
+// per worker > upper_task_ratio 5".
+void AppendNeed(std::string& out, long long tasks, const CapabilitySet& need, long long capable,
+                double ratio, double upper) {
+  AppendCountOf(out, tasks, "task");
+  StrAppend(out, " need ", need, " and ");
+  if (capable == 0) {
+    out.append("no group can serve them");
+    return;
+  }
+  AppendCountOf(out, capable, "capable worker");
+  StrAppend(out, " give ", Num{ratio}, " tasks per worker > upper_task_ratio ", Num{upper});
+}
+
+// What keeps a group alive although its own ratio is low: some pending set would be left
+// without (ratio_after unset) or above upper_task_ratio with it gone.
+struct Blocker {
+  const CapabilitySet* need = nullptr;
+  long long tasks = 0;
+  std::optional<double> ratio_after;
 };
 
 class Planner {
@@ -71,7 +101,8 @@ class Planner {
   void EnforceBounds();
 
  private:
-  std::optional<std::string> ShutdownBlocker(size_t index) const;
+  std::optional<Blocker> ShutdownBlocker(size_t index) const;
+  void AppendBlocker(std::string& out, const Blocker& blocker) const;
   void ConsiderShutdown(const CapabilitySet& have,
                         const std::vector<const CapabilitySet*>& provided);
 
@@ -86,54 +117,54 @@ void Planner::ScaleUp() {
     const long long capable = tick_.plan.CapableWorkers(need);
     const double ratio = TaskRatio(tasks, capable);
     if (ratio <= config_.upper_task_ratio) continue;
-    const std::string why =
-        capable == 0
-            ? fmt::format("{} need {} and no group can serve them", CountOf(tasks, "task"),
-                          FormatCapabilities(need))
-            : fmt::format("{} need {} and {} give {} tasks per worker > upper_task_ratio {}",
-                          CountOf(tasks, "task"), FormatCapabilities(need),
-                          CountOf(capable, "capable worker"), FormatNumber(ratio),
-                          FormatNumber(config_.upper_task_ratio));
     if (tick_.plan.size() >= config_.max_replicas) {
-      tick_.notes.push_back(
-          fmt::format("{}, but max_replicas {} is reached", why, config_.max_replicas));
+      std::string& note = tick_.notes.emplace_back();
+      AppendNeed(note, tasks, need, capable, ratio, config_.upper_task_ratio);
+      StrAppend(note, ", but max_replicas ", config_.max_replicas, " is reached");
       continue;
     }
     const GroupPlan::Adapter* adapter = tick_.plan.AdapterFor(need);
     if (adapter == nullptr) {
-      tick_.notes.push_back(
-          fmt::format("{}, but no adapter with room provides {}", why, FormatCapabilities(need)));
+      std::string& note = tick_.notes.emplace_back();
+      AppendNeed(note, tasks, need, capable, ratio, config_.upper_task_ratio);
+      StrAppend(note, ", but no adapter with room provides ", need);
       continue;
     }
-    tick_.changes.push_back(fmt::format("start a {} group on adapter '{}' ({})",
-                                        FormatCapabilities(need), adapter->capacity->name, why));
+    std::string& change = tick_.NextChange();
+    StrAppend(change, "start a ", need, " group on adapter '", adapter->capacity->name, "' (");
+    AppendNeed(change, tasks, need, capable, ratio, config_.upper_task_ratio);
+    change.push_back(')');
     tick_.plan.Start(*adapter, need);
   }
 }
 
-std::optional<std::string> Planner::ShutdownBlocker(size_t index) const {
+std::optional<Blocker> Planner::ShutdownBlocker(size_t index) const {
   const GroupPlan::Group& group = tick_.plan.groups()[index];
   for (const auto& [need_set, tasks] : tick_.demand) {
     const CapabilitySet& need = *need_set;
     if (tasks == 0 || !IsSubset(need, *group.capabilities)) continue;
     const long long after = tick_.plan.CapableWorkers(need, index);
-    if (after == 0) {
-      return fmt::format("it is the last group able to serve {} pending {} {}", tasks,
-                         FormatCapabilities(need), tasks == 1 ? "task" : "tasks");
-    }
+    if (after == 0) return Blocker{&need, tasks, std::nullopt};
     const double ratio = TaskRatio(tasks, after);
-    if (ratio > config_.upper_task_ratio) {
-      return fmt::format(
-          "without it {} tasks would get {} tasks per worker > upper_task_ratio {}, an "
-          "immediate scale-up",
-          FormatCapabilities(need), FormatNumber(ratio), FormatNumber(config_.upper_task_ratio));
-    }
+    if (ratio > config_.upper_task_ratio) return Blocker{&need, tasks, ratio};
   }
   return std::nullopt;
 }
 
+void Planner::AppendBlocker(std::string& out, const Blocker& blocker) const {
+  if (!blocker.ratio_after) {
+    StrAppend(out, "it is the last group able to serve ", blocker.tasks, " pending ", *blocker.need,
+              blocker.tasks == 1 ? " task" : " tasks");
+    return;
+  }
+  StrAppend(out, "without it ", *blocker.need, " tasks would get ", Num{*blocker.ratio_after},
+            " tasks per worker > upper_task_ratio ", Num{config_.upper_task_ratio},
+            ", an immediate scale-up");
+}
+
 // Judges the groups that provide exactly `have`: their share of tasks per worker below
 // lower_task_ratio shuts down their last running group, unless a guard objects.
+// A little over 40 lines: the outcome is settled before its sentence is written.
 void Planner::ConsiderShutdown(const CapabilitySet& have,
                                const std::vector<const CapabilitySet*>& provided) {
   long long workers = 0;
@@ -149,18 +180,24 @@ void Planner::ConsiderShutdown(const CapabilitySet& have,
   auto index =
       tick_.plan.LastRunning([&](const GroupPlan::Group& g) { return *g.capabilities == have; });
   if (!index) return;
-  const std::string why =
-      fmt::format("{} for {} providing {} = {} < lower_task_ratio {}", CountOf(tasks, "task"),
-                  CountOf(workers, "worker"), FormatCapabilities(have), FormatNumber(ratio),
-                  FormatNumber(config_.lower_task_ratio));
   const std::string_view id = tick_.plan.groups()[*index].id;
-  if (tick_.plan.size() <= config_.min_replicas) {
-    tick_.notes.push_back(
-        fmt::format("kept group '{}': {}, but min_replicas is {}", id, why, config_.min_replicas));
-  } else if (auto blocker = ShutdownBlocker(*index)) {
-    tick_.notes.push_back(fmt::format("kept group '{}': {}, but {}", id, why, *blocker));
+  const bool at_min = tick_.plan.size() <= config_.min_replicas;
+  const std::optional<Blocker> blocker = at_min ? std::nullopt : ShutdownBlocker(*index);
+  const bool shut_down = !at_min && !blocker;
+  std::string& out = shut_down ? tick_.NextChange() : tick_.notes.emplace_back();
+  StrAppend(out, shut_down ? "shut down group '" : "kept group '", id, shut_down ? "' (" : "': ");
+  AppendCountOf(out, tasks, "task");
+  out.append(" for ");
+  AppendCountOf(out, workers, "worker");
+  StrAppend(out, " providing ", have, " = ", Num{ratio}, " < lower_task_ratio ",
+            Num{config_.lower_task_ratio});
+  if (at_min) {
+    StrAppend(out, ", but min_replicas is ", config_.min_replicas);
+  } else if (blocker) {
+    out.append(", but ");
+    AppendBlocker(out, *blocker);
   } else {
-    tick_.changes.push_back(fmt::format("shut down group '{}' ({})", id, why));
+    out.push_back(')');
     tick_.plan.Shutdown(*index);
   }
 }
@@ -180,19 +217,19 @@ void Planner::EnforceBounds() {
   while (tick_.plan.size() < config_.min_replicas) {
     const GroupPlan::Adapter* adapter = tick_.plan.AdapterFor({});
     if (adapter == nullptr) {
-      tick_.notes.push_back(
-          fmt::format("below min_replicas {}, but no adapter has room", config_.min_replicas));
+      StrAppend(tick_.notes.emplace_back(), "below min_replicas ", config_.min_replicas,
+                ", but no adapter has room");
       return;
     }
-    tick_.changes.push_back(fmt::format("start a group on adapter '{}' to reach min_replicas {}",
-                                        adapter->capacity->name, config_.min_replicas));
+    StrAppend(tick_.NextChange(), "start a group on adapter '", adapter->capacity->name,
+              "' to reach min_replicas ", config_.min_replicas);
     tick_.plan.Start(*adapter, adapter->capacity->capabilities);
   }
   while (tick_.plan.size() > std::max(config_.max_replicas, config_.min_replicas)) {
     auto index = tick_.plan.LastRunning([](const GroupPlan::Group&) { return true; });
     if (!index) return;
-    tick_.changes.push_back(fmt::format("shut down group '{}' to respect max_replicas {}",
-                                        tick_.plan.groups()[*index].id, config_.max_replicas));
+    StrAppend(tick_.NextChange(), "shut down group '", tick_.plan.groups()[*index].id,
+              "' to respect max_replicas ", config_.max_replicas);
     tick_.plan.Shutdown(*index);
   }
 }
@@ -223,20 +260,19 @@ Decision CapabilityPolicy::Evaluate(const ScalingInput& input) {
   decision.desired_replicas = tick.plan.size();
   decision.actions = tick.plan.TakeActions();
   decision.details = std::move(tick.notes);
-  std::string why;
+  std::string& reason = decision.reason;
+  reason.reserve(kReasonCapacity + tick.changes.size());
+  AppendGroupChange(reason, current, decision.desired_replicas, !decision.actions.empty());
+  reason.append(": ");
   if (!tick.changes.empty()) {
-    why = fmt::format("{}", fmt::join(tick.changes, "; "));
+    reason.append(tick.changes);
   } else if (!decision.details.empty()) {
-    why = decision.details.front();
+    reason.append(decision.details.front());
   } else {
-    why = fmt::format(
-        "every capability set is within [lower_task_ratio {}, upper_task_ratio {}] tasks per "
-        "worker",
-        FormatNumber(config_.lower_task_ratio), FormatNumber(config_.upper_task_ratio));
+    StrAppend(reason, "every capability set is within [lower_task_ratio ",
+              Num{config_.lower_task_ratio}, ", upper_task_ratio ", Num{config_.upper_task_ratio},
+              "] tasks per worker");
   }
-  decision.reason = fmt::format(
-      "{}: {}", FormatGroupChange(current, decision.desired_replicas, !decision.actions.empty()),
-      why);
   return decision;
 }
 

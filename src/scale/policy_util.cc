@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <iterator>
 #include <limits>
 
 namespace gpuscale::scale {
@@ -127,29 +129,132 @@ int ClampReplicas(int desired, int min_replicas, int max_replicas) {
   return std::clamp(desired, lo, hi);
 }
 
+namespace {
+
+constexpr double kPow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7};
+constexpr double kDecadeStart[] = {1e3, 1e2, 1e1, 1, 1e-1, 1e-2, 1e-3};
+
+// Digits after the decimal point that "{:.4g}" prints (before trailing zeros are dropped)
+// for a magnitude in [1e-4, 1e4): 4 significant digits in fixed notation.
+int FixedDecimals(double magnitude) {
+  int decimals = 0;
+  while (decimals < 7 && magnitude < kDecadeStart[decimals]) ++decimals;
+  return decimals;
+}
+
+// "{:.4g}" for the values reasons carry (|value| in [1e-4, 1e4), or +0) without fmt's
+// general floating-point path, which dominated reason building. Returns false, appending
+// nothing, outside that range and when the scaled value lies within 1e-6 of a rounding tie:
+// the scaling multiply is off by at most ~1e-12 here, so away from ties it rounds exactly
+// as fmt's exact decimal conversion does, and near ties fmt decides.
+bool AppendFourSignificantDigits(std::string& out, double value) {
+  if (value == 0 && !std::signbit(value)) {
+    out.push_back('0');
+    return true;
+  }
+  const double magnitude = std::fabs(value);
+  if (!(magnitude >= 1e-4 && magnitude < 1e4)) return false;
+  const int decimals = FixedDecimals(magnitude);
+  const double scaled = magnitude * kPow10[decimals];  // in [1000, 10000] up to rounding
+  const int whole = static_cast<int>(scaled);          // floor: scaled is positive
+  const double fraction = scaled - whole;
+  if (std::fabs(fraction - 0.5) < 1e-6) return false;
+  const int digits = whole + (fraction > 0.5 ? 1 : 0);
+  // Outside [1000, 9999]: rounded up to the next power of ten (9999.7 -> "1e+04").
+  if (digits < 1000 || digits > 9999) return false;
+  char text[16];  // "-0.000dddd" at most
+  char* p = text;
+  if (value < 0) *p++ = '-';
+  const char d[4] = {
+      static_cast<char>('0' + digits / 1000), static_cast<char>('0' + digits / 100 % 10),
+      static_cast<char>('0' + digits / 10 % 10), static_cast<char>('0' + digits % 10)};
+  const int int_digits = std::max(4 - decimals, 0);
+  if (int_digits == 0) *p++ = '0';
+  for (int i = 0; i < int_digits; ++i) *p++ = d[i];
+  char* point = p;
+  *p++ = '.';
+  for (int i = 4; i < decimals; ++i) *p++ = '0';
+  for (int i = int_digits; i < 4; ++i) *p++ = d[i];
+  while (p > point + 1 && p[-1] == '0') --p;  // "%g" drops trailing zeros ...
+  if (p == point + 1) p = point;              // ... and a bare point
+  out.append(text, p);
+  return true;
+}
+
+}  // namespace
+
+namespace internal {
+void AppendPart(std::string& out, long long value) {
+  char text[24];
+  const auto end = std::to_chars(text, text + sizeof(text), value).ptr;
+  out.append(text, end);
+}
+}  // namespace internal
+
+void AppendNumber(std::string& out, double value) {
+  if (std::isnan(value)) {
+    out += "NaN";
+  } else if (std::isinf(value)) {
+    out += value > 0 ? "inf" : "-inf";
+  } else if (!AppendFourSignificantDigits(out, value)) {
+    fmt::format_to(std::back_inserter(out), "{:.4g}", value);
+  }
+}
+
+void AppendCapabilities(std::string& out, const CapabilitySet& capabilities) {
+  out.push_back('{');
+  const char* separator = "";
+  for (const std::string& c : capabilities) {
+    StrAppend(out, separator, c);
+    separator = ", ";
+  }
+  out.push_back('}');
+}
+
+void AppendCountOf(std::string& out, long long count, std::string_view noun) {
+  StrAppend(out, count, ' ', noun, count == 1 ? "" : "s");
+}
+
+void AppendGroupChange(std::string& out, int current, int desired, bool has_actions) {
+  if (has_actions && current == desired) {
+    StrAppend(out, "rebalance at ", current);
+  } else if (desired > current) {
+    StrAppend(out, "scale out ", current, " -> ", desired);
+  } else if (desired < current) {
+    StrAppend(out, "scale in ", current, " -> ", desired);
+  } else {
+    StrAppend(out, "hold at ", current);
+  }
+}
+
 std::string FormatCapabilities(const CapabilitySet& capabilities) {
-  return fmt::format("{{{}}}", fmt::join(capabilities, ", "));
+  std::string out;
+  AppendCapabilities(out, capabilities);
+  return out;
 }
 
 std::string FormatNumber(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return fmt::format("{:.4g}", value);
+  std::string out;
+  AppendNumber(out, value);
+  return out;
 }
 
 std::string FormatChange(int current, int desired) {
-  if (desired > current) return fmt::format("scale out {} -> {}", current, desired);
-  if (desired < current) return fmt::format("scale in {} -> {}", current, desired);
-  return fmt::format("hold at {}", current);
+  std::string out;
+  AppendGroupChange(out, current, desired, false);
+  return out;
 }
 
 std::string CountOf(long long count, std::string_view noun) {
-  return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
+  std::string out;
+  AppendCountOf(out, count, noun);
+  return out;
 }
 
 std::string FormatGroupChange(int current, int desired, bool has_actions) {
-  if (has_actions && current == desired) return fmt::format("rebalance at {}", current);
-  return FormatChange(current, desired);
+  std::string out;
+  AppendGroupChange(out, current, desired, has_actions);
+  return out;
 }
 
 double TaskRatio(long long tasks, long long workers) {

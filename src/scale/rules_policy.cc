@@ -161,106 +161,129 @@ RulesPolicy::RuleCheck RulesPolicy::CheckRule(size_t index, const ScalingInput& 
   return check;
 }
 
-std::string RulesPolicy::Explain(size_t index, const RuleCheck& check,
-                                 const ScalingInput& input) const {
-  const ScalingRule& rule = config_.rules[index];
-  if (check.outcome == Outcome::kNoData) {
-    return fmt::format("rule '{}': {} has no usable value ({})", rule.name, rule.metric,
-                       check.reading.problem);
-  }
-  const std::string observed =
-      fmt::format("rule '{}': {} {} {}", rule.name, rule.metric, AggregationName(rule.aggregation),
-                  FormatNumber(*check.reading.value));
-  const std::string_view symbol = ComparatorSymbol(rule.comparator);
-  const std::string threshold = FormatNumber(rule.threshold);
-  if (check.outcome == Outcome::kNoMatch) {
-    return fmt::format("{} is not {} {}", observed, symbol, threshold);
-  }
-  const std::string held = fmt::format("{} {} {}", observed, symbol, threshold);
-  switch (check.outcome) {
-    case Outcome::kMissingDataForScaleIn:
-      return fmt::format("{} but {}, and gpuscale never scales in on incomplete data", held,
-                         check.reading.problem);
-    case Outcome::kOutOfBounds:
-      return fmt::format(
-          "{} but step {:+d} would give {} replicas, outside the rule's bounds [{}, {}]", held,
-          rule.step_size, input.current_replicas + rule.step_size,
-          std::max(rule.min_replicas, config_.min_replicas),
-          std::min(rule.max_replicas, config_.max_replicas));
-    case Outcome::kCooldown:
-      return fmt::format(
-          "{} but the rule's {}s cooldown holds it for another {}s", held,
-          FormatNumber(rule.cooldown.count()),
-          FormatNumber((rule.cooldown - (input.now - *last_trigger_[index])).count()));
-    default:
-      return fmt::format("{} (step {:+d})", held, rule.step_size);
-  }
+namespace {
+
+// fmt's "{:+d}": the sign is always written.
+void AppendStep(std::string& out, int step) {
+  if (step >= 0) out.push_back('+');
+  StrAppend(out, step);
 }
 
-std::string RulesPolicy::HoldReason(int current, int desired, const std::vector<RuleCheck>& checks,
+}  // namespace
+
+void RulesPolicy::AppendExplanation(std::string& out, size_t index, const RuleCheck& check,
                                     const ScalingInput& input) const {
-  if (desired > current) {
-    return fmt::format("{}: raised to min_replicas {}", FormatChange(current, desired), desired);
+  const ScalingRule& rule = config_.rules[index];
+  StrAppend(out, "rule '", rule.name, "': ", rule.metric);
+  if (check.outcome == Outcome::kNoData) {
+    StrAppend(out, " has no usable value (", check.reading.problem, ')');
+    return;
   }
-  if (desired < current) {
-    return fmt::format("{}: lowered to max_replicas {}", FormatChange(current, desired), desired);
+  StrAppend(out, ' ', AggregationName(rule.aggregation), ' ', Num{*check.reading.value}, ' ');
+  if (check.outcome == Outcome::kNoMatch) out.append("is not ");
+  StrAppend(out, ComparatorSymbol(rule.comparator), ' ', Num{rule.threshold});
+  switch (check.outcome) {
+    case Outcome::kNoMatch:
+      break;
+    case Outcome::kMissingDataForScaleIn:
+      StrAppend(out, " but ", check.reading.problem,
+                ", and gpuscale never scales in on incomplete data");
+      break;
+    case Outcome::kOutOfBounds:
+      out.append(" but step ");
+      AppendStep(out, rule.step_size);
+      StrAppend(out, " would give ", input.current_replicas + rule.step_size,
+                " replicas, outside the rule's bounds [",
+                std::max(rule.min_replicas, config_.min_replicas), ", ",
+                std::min(rule.max_replicas, config_.max_replicas), ']');
+      break;
+    case Outcome::kCooldown:
+      StrAppend(out, " but the rule's ", Num{rule.cooldown.count()},
+                "s cooldown holds it for another ",
+                Num{(rule.cooldown - (input.now - *last_trigger_[index])).count()}, 's');
+      break;
+    default:
+      out.append(" (step ");
+      AppendStep(out, rule.step_size);
+      out.push_back(')');
+      break;
   }
-  // The rule that came closest to firing explains the hold best.
-  auto best = std::max_element(
-      checks.begin(), checks.end(),
-      [](const RuleCheck& a, const RuleCheck& b) { return a.outcome < b.outcome; });
-  if (best == checks.end()) {
-    return fmt::format("{}: no rules configured", FormatChange(current, desired));
-  }
-  const char* prefix = best->outcome == Outcome::kNoMatch ? "no rule matched; " : "";
-  return fmt::format("{}: {}{}", FormatChange(current, desired), prefix,
-                     Explain(static_cast<size_t>(best - checks.begin()), *best, input));
 }
 
-// Longer than 40 lines by a little: the combine step, the opposite-direction note and the
-// reason are one decision and read best together.
+void RulesPolicy::AppendHoldReason(std::string& out, int current, int desired, int best_index,
+                                   const RuleCheck& best, const std::vector<std::string>& details,
+                                   const ScalingInput& input) const {
+  AppendGroupChange(out, current, desired, false);
+  if (desired > current) {
+    StrAppend(out, ": raised to min_replicas ", desired);
+  } else if (desired < current) {
+    StrAppend(out, ": lowered to max_replicas ", desired);
+  } else if (best_index < 0) {
+    out.append(": no rules configured");
+  } else {
+    // The rule that came closest to firing explains the hold best.
+    out.append(best.outcome == Outcome::kNoMatch ? ": no rule matched; " : ": ");
+    if (best.detail >= 0) {
+      out.append(details[static_cast<size_t>(best.detail)]);
+    } else {
+      AppendExplanation(out, static_cast<size_t>(best_index), best, input);
+    }
+  }
+}
+
+// Longer than 40 lines: the combine step, the opposite-direction note and the reason are
+// one decision and read best together.
 Decision RulesPolicy::Evaluate(const ScalingInput& input) {
   Decision decision;
   decision.details = warnings_;
   const int current = input.current_replicas;
-  std::vector<RuleCheck> checks;
-  checks.reserve(config_.rules.size());
+  RuleCheck best;  // of the first rule that came closest to firing, for a hold's reason
+  int best_index = -1;
   int chosen = -1;
+  int chosen_detail = -1;
   int fired = 0;
   const ScalingRule* first_out = nullptr;
   const ScalingRule* first_in = nullptr;
   for (size_t i = 0; i < config_.rules.size(); ++i) {
-    checks.push_back(CheckRule(i, input));
+    RuleCheck check = CheckRule(i, input);
     // Rules whose condition held (or could not be judged) are worth a note; silent ones not.
-    if (checks.back().outcome == Outcome::kNoMatch) continue;
-    decision.details.push_back(Explain(i, checks.back(), input));
-    if (checks.back().outcome != Outcome::kFired) continue;
+    if (check.outcome != Outcome::kNoMatch) {
+      check.detail = static_cast<int>(decision.details.size());
+      AppendExplanation(decision.details.emplace_back(), i, check, input);
+    }
     const ScalingRule& rule = config_.rules[i];
-    ++fired;
-    if (rule.step_size > 0 && first_out == nullptr) first_out = &rule;
-    if (rule.step_size < 0 && first_in == nullptr) first_in = &rule;
-    if (chosen < 0 || rule.step_size > config_.rules[chosen].step_size) {
-      chosen = static_cast<int>(i);
+    if (check.outcome == Outcome::kFired) {
+      ++fired;
+      if (rule.step_size > 0 && first_out == nullptr) first_out = &rule;
+      if (rule.step_size < 0 && first_in == nullptr) first_in = &rule;
+      if (chosen < 0 || rule.step_size > config_.rules[chosen].step_size) {
+        chosen = static_cast<int>(i);
+        chosen_detail = check.detail;
+      }
+    }
+    if (best_index < 0 || check.outcome > best.outcome) {
+      best = std::move(check);
+      best_index = static_cast<int>(i);
     }
   }
   if (first_out && first_in) {
-    decision.details.push_back(fmt::format(
-        "warning: rules '{}' (scale out) and '{}' (scale in) fired in the same tick; the "
-        "largest step wins",
-        first_out->name, first_in->name));
+    StrAppend(decision.details.emplace_back(), "warning: rules '", first_out->name,
+              "' (scale out) and '", first_in->name,
+              "' (scale in) fired in the same tick; the largest step wins");
   }
+  std::string& reason = decision.reason;
+  reason.reserve(kReasonCapacity);
   if (chosen < 0) {
     decision.desired_replicas = ClampReplicas(current, config_.min_replicas, config_.max_replicas);
-    decision.reason = HoldReason(current, decision.desired_replicas, checks, input);
+    AppendHoldReason(reason, current, decision.desired_replicas, best_index, best, decision.details,
+                     input);
     return decision;
   }
-  const ScalingRule& rule = config_.rules[chosen];
-  decision.desired_replicas =
-      ClampReplicas(current + rule.step_size, config_.min_replicas, config_.max_replicas);
-  decision.reason = fmt::format(
-      "{}: {}{}", FormatChange(current, decision.desired_replicas),
-      Explain(static_cast<size_t>(chosen), checks[chosen], input),
-      fired > 1 ? fmt::format("; largest step of {} fired rules", fired) : std::string());
+  decision.desired_replicas = ClampReplicas(current + config_.rules[chosen].step_size,
+                                            config_.min_replicas, config_.max_replicas);
+  AppendGroupChange(reason, current, decision.desired_replicas, false);
+  StrAppend(reason, ": ", decision.details[static_cast<size_t>(chosen_detail)]);
+  if (fired > 1) StrAppend(reason, "; largest step of ", fired, " fired rules");
   last_trigger_[chosen] = input.now;
   return decision;
 }

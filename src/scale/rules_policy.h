@@ -73,14 +73,20 @@ class RulesPolicy final : public Policy {
   struct RuleCheck {
     Outcome outcome = Outcome::kNoMatch;
     MetricReading reading;
+    int detail = -1;  // index of this rule's explanation in Decision::details, if any
   };
 
   // Judging is cheap; the sentence is built only for rules a Decision talks about (a
-  // fleet-wide tick evaluates 10,000 policies, bench/policy_tick_bench.cc).
+  // fleet-wide tick evaluates 10,000 policies, bench/policy_tick_bench.cc), appended to
+  // one buffer, and reused from the details when the reason repeats it.
   RuleCheck CheckRule(size_t index, const ScalingInput& input) const;
-  std::string Explain(size_t index, const RuleCheck& check, const ScalingInput& input) const;
-  std::string HoldReason(int current, int desired, const std::vector<RuleCheck>& checks,
+  void AppendExplanation(std::string& out, size_t index, const RuleCheck& check,
                          const ScalingInput& input) const;
+  // `best` is the check of rule `best_index`, the first that came closest to firing
+  // (best_index < 0 when there are no rules).
+  void AppendHoldReason(std::string& out, int current, int desired, int best_index,
+                        const RuleCheck& best, const std::vector<std::string>& details,
+                        const ScalingInput& input) const;
 
   RulesPolicyConfig config_;
   std::vector<std::optional<Seconds>> last_trigger_;  // per rule

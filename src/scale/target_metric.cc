@@ -88,9 +88,9 @@ std::string_view AggregationName(MetricAggregation aggregation) {
   return "average";
 }
 
-MetricReading Failed(const TargetMetric& metric, std::string why) {
-  MetricReading r;
-  r.status = MetricReading::Status::kFailed;
+TargetReading Failed(const TargetMetric& metric, std::string why) {
+  TargetReading r;
+  r.status = TargetReading::Status::kFailed;
   r.note = fmt::format("{}: {}", metric.name, why);
   return r;
 }
@@ -111,10 +111,10 @@ std::string_view MetricTargetTypeName(MetricTargetType type) {
 
 namespace {
 
-MetricReading FromService(const TargetMetric& metric, double value, int current, double tolerance) {
+TargetReading FromService(const TargetMetric& metric, double value, int current, double tolerance) {
   if (!Usable(value)) return Failed(metric, fmt::format("invalid value {}", value));
-  MetricReading r;
-  r.status = MetricReading::Status::kOk;
+  TargetReading r;
+  r.status = TargetReading::Status::kOk;
   r.value = value;
   // A service-level Utilization is already an average over replicas: scale like Value.
   r.proposal = metric.type == MetricTargetType::kAverageValue
@@ -125,7 +125,7 @@ MetricReading FromService(const TargetMetric& metric, double value, int current,
   return r;
 }
 
-MetricReading FromReplicas(const TargetMetric& metric, const std::vector<double>& reported,
+TargetReading FromReplicas(const TargetMetric& metric, const std::vector<double>& reported,
                            int current, double tolerance) {
   std::vector<double> values;
   for (double v : reported) {
@@ -133,13 +133,13 @@ MetricReading FromReplicas(const TargetMetric& metric, const std::vector<double>
   }
   if (values.empty()) {
     if (!reported.empty()) return Failed(metric, "no valid per-replica value");
-    MetricReading r;
-    r.status = MetricReading::Status::kNoData;
+    TargetReading r;
+    r.status = TargetReading::Status::kNoData;
     r.note = fmt::format("{}: no ready replica reported a value", metric.name);
     return r;
   }
-  MetricReading r;
-  r.status = MetricReading::Status::kOk;
+  TargetReading r;
+  r.status = TargetReading::Status::kOk;
   r.value = Aggregate(values, metric.aggregation);
   const int reporting = static_cast<int>(values.size());
   if (metric.type == MetricTargetType::kValue) {
@@ -157,7 +157,7 @@ MetricReading FromReplicas(const TargetMetric& metric, const std::vector<double>
 
 }  // namespace
 
-MetricReading ReadMetric(const TargetMetric& metric, const MetricValue* value, int current,
+TargetReading ReadMetric(const TargetMetric& metric, const MetricValue* value, int current,
                          double tolerance) {
   if (value == nullptr) return Failed(metric, "not reported this tick");
   current = std::max(current, 0);

@@ -33,7 +33,7 @@ struct TargetMetric {
   std::string query;  // PromQL the daemon runs for this metric; empty = scraped by name
 };
 
-struct MetricReading {
+struct TargetReading {
   enum class Status {
     kOk,      // `proposal` is valid
     kNoData,  // nothing to decide on (no ready replica reported a value); not an error
@@ -51,7 +51,7 @@ struct MetricReading {
 // With per-replica AverageValue/Utilization metrics, replicas without a value count as 0
 // when scaling up and as exactly on target when scaling down (HPA's missing-pods rule), so
 // missing data never causes a scale-down.
-MetricReading ReadMetric(const TargetMetric& metric, const MetricValue* value, int current,
+TargetReading ReadMetric(const TargetMetric& metric, const MetricValue* value, int current,
                          double tolerance);
 
 std::string_view MetricTargetTypeName(MetricTargetType type);

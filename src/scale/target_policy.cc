@@ -27,7 +27,7 @@ Decision TargetPolicy::Evaluate(const ScalingInput& input) {
   const int hi = std::max(0, config_.max_replicas);
   const int lo = std::min(std::max(0, config_.min_replicas), hi);
   decision.desired_replicas = std::clamp(decision.desired_replicas, lo, hi);
-  for (MetricReading& r : readings.metrics) decision.details.push_back(std::move(r.note));
+  for (TargetReading& r : readings.metrics) decision.details.push_back(std::move(r.note));
   return decision;
 }
 
@@ -36,16 +36,16 @@ TargetPolicy::Readings TargetPolicy::ReadAll(const ScalingInput& input, int curr
   for (size_t i = 0; i < config_.metrics.size(); ++i) {
     const TargetMetric& metric = config_.metrics[i];
     const auto it = input.metrics.find(metric.name);
-    MetricReading r = ReadMetric(metric, it == input.metrics.end() ? nullptr : &it->second, current,
+    TargetReading r = ReadMetric(metric, it == input.metrics.end() ? nullptr : &it->second, current,
                                  config_.tolerance);
-    if (r.status == MetricReading::Status::kOk) {
+    if (r.status == TargetReading::Status::kOk) {
       consecutive_failures_[i] = 0;
       out.any_active = out.any_active || r.value > metric.activation_threshold;
-    } else if (r.status == MetricReading::Status::kFailed) {
+    } else if (r.status == TargetReading::Status::kFailed) {
       ++consecutive_failures_[i];
       // KEDA pkg/fallback: the fallback applies once failures exceed the threshold.
       if (config_.fallback && consecutive_failures_[i] > config_.fallback->failure_threshold) {
-        r.status = MetricReading::Status::kOk;
+        r.status = TargetReading::Status::kOk;
         r.proposal = config_.fallback->replicas;
         r.note += fmt::format(
             "; {} consecutive failures > failure_threshold {}: fallback "
@@ -60,8 +60,8 @@ TargetPolicy::Readings TargetPolicy::ReadAll(const ScalingInput& input, int curr
       out.any_missing = true;
     }
     out.metrics.push_back(std::move(r));
-    const MetricReading& last = out.metrics.back();
-    if (last.status == MetricReading::Status::kOk &&
+    const TargetReading& last = out.metrics.back();
+    if (last.status == TargetReading::Status::kOk &&
         (out.winner < 0 || last.proposal > out.metrics[out.winner].proposal)) {
       out.winner = static_cast<int>(i);
     }

@@ -57,7 +57,7 @@ class TargetPolicy final : public Policy {
 
  private:
   struct Readings {
-    std::vector<MetricReading> metrics;
+    std::vector<TargetReading> metrics;
     int winner = -1;           // index of the largest usable proposal, -1 when none
     bool any_active = false;   // some metric above its activation threshold
     bool any_missing = false;  // failed (without fallback) or no data
