@@ -4,11 +4,15 @@
 //   slo:
 //     target_attainment: 0.99         # share of requests meeting the SLO, (0, 1]
 //     initial_capacity_rps: 10        # per-replica requests/s at the SLO, > 0 (learned after)
+//     output_token_weight: 0          # >= 0; > 0 counts load in prompt-token equivalents
+//     initial_capacity_tokens_per_second: 0  # > 0 when output_token_weight > 0
 //     target_utilization: 0.85        # (0, 1]
 //     forecast_horizon_seconds: 75    # >= 0, about cold start + control interval
+//     trend_window_seconds: 120       # >= 0, history that must confirm a rising trend
 //     burst_z: 2                      # >= 0
 //     scale_down_delay_seconds: 300   # >= 0
 //     max_scale_down_step: 1          # >= 1
+//     spare_replicas: 0               # >= 0, warm replicas beyond the forecast need
 //     learn_capacity: true
 #include <cmath>
 
@@ -34,6 +38,58 @@ Result<double> ReadRanged(const YAML::Node& block, std::string_view key, const s
   return v;
 }
 
+// Reads an integer >= lo, naming the field and line on error.
+Result<int> ReadAtLeast(const YAML::Node& block, std::string_view key, const std::string& path,
+                        int fallback, int lo) {
+  GS_ASSIGN_OR_RETURN(int v, yaml::ReadInt(block, key, path, fallback));
+  if (v < lo) {
+    return yaml::FieldError(block[std::string(key)], yaml::Join(path, key),
+                            fmt::format("must be >= {}", lo));
+  }
+  return v;
+}
+
+// The capacity and load-unit fields: initial_capacity_rps, output_token_weight and
+// initial_capacity_tokens_per_second (required > 0 once output_token_weight > 0).
+Status ReadCapacity(const YAML::Node& block, const std::string& path, scale::SloPolicyConfig& c) {
+  constexpr double kBig = 1e9;
+  GS_ASSIGN_OR_RETURN(c.initial_capacity_rps, ReadRanged(block, "initial_capacity_rps", path,
+                                                         c.initial_capacity_rps, 0, true, kBig));
+  GS_ASSIGN_OR_RETURN(c.output_token_weight, ReadRanged(block, "output_token_weight", path,
+                                                        c.output_token_weight, 0, false, kBig));
+  GS_ASSIGN_OR_RETURN(c.initial_capacity_tokens_per_second,
+                      ReadRanged(block, "initial_capacity_tokens_per_second", path,
+                                 c.initial_capacity_tokens_per_second, 0, false, kBig));
+  if (c.output_token_weight > 0 && c.initial_capacity_tokens_per_second <= 0) {
+    const std::string key = "initial_capacity_tokens_per_second";
+    return yaml::FieldError(block[key].IsDefined() ? block[key] : block, yaml::Join(path, key),
+                            "must be > 0 when output_token_weight is set (token mode)");
+  }
+  return OkStatus();
+}
+
+// The forecast and scale-in fields.
+Status ReadDynamics(const YAML::Node& block, const std::string& path, scale::SloPolicyConfig& c) {
+  constexpr double kBig = 1e9;
+  GS_ASSIGN_OR_RETURN(c.target_utilization, ReadRanged(block, "target_utilization", path,
+                                                       c.target_utilization, 0, true, 1));
+  GS_ASSIGN_OR_RETURN(double horizon, ReadRanged(block, "forecast_horizon_seconds", path,
+                                                 c.forecast_horizon.count(), 0, false, kBig));
+  c.forecast_horizon = Seconds{horizon};
+  GS_ASSIGN_OR_RETURN(double trend_window, ReadRanged(block, "trend_window_seconds", path,
+                                                      c.trend_window.count(), 0, false, kBig));
+  c.trend_window = Seconds{trend_window};
+  GS_ASSIGN_OR_RETURN(c.burst_z, ReadRanged(block, "burst_z", path, c.burst_z, 0, false, 100));
+  GS_ASSIGN_OR_RETURN(double delay, ReadRanged(block, "scale_down_delay_seconds", path,
+                                               c.scale_down_delay.count(), 0, false, kBig));
+  c.scale_down_delay = Seconds{delay};
+  GS_ASSIGN_OR_RETURN(c.max_scale_down_step,
+                      ReadAtLeast(block, "max_scale_down_step", path, c.max_scale_down_step, 1));
+  GS_ASSIGN_OR_RETURN(c.spare_replicas,
+                      ReadAtLeast(block, "spare_replicas", path, c.spare_replicas, 0));
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
@@ -46,29 +102,15 @@ Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
     if (!block.IsMap()) return yaml::FieldError(block, path, "expected a mapping");
     GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
         block, path,
-        {"target_attainment", "initial_capacity_rps", "target_utilization",
-         "forecast_horizon_seconds", "burst_z", "scale_down_delay_seconds",
-         "max_scale_down_step", "learn_capacity"}));
-    constexpr double kBig = 1e9;
+        {"target_attainment", "initial_capacity_rps", "output_token_weight",
+         "initial_capacity_tokens_per_second", "target_utilization",
+         "forecast_horizon_seconds", "trend_window_seconds", "burst_z",
+         "scale_down_delay_seconds", "max_scale_down_step", "spare_replicas",
+         "learn_capacity"}));
     GS_ASSIGN_OR_RETURN(c.target_attainment, ReadRanged(block, "target_attainment", path,
                                                         c.target_attainment, 0, true, 1));
-    GS_ASSIGN_OR_RETURN(c.initial_capacity_rps, ReadRanged(block, "initial_capacity_rps", path,
-                                                           c.initial_capacity_rps, 0, true, kBig));
-    GS_ASSIGN_OR_RETURN(c.target_utilization, ReadRanged(block, "target_utilization", path,
-                                                         c.target_utilization, 0, true, 1));
-    GS_ASSIGN_OR_RETURN(double horizon, ReadRanged(block, "forecast_horizon_seconds", path,
-                                                   c.forecast_horizon.count(), 0, false, kBig));
-    c.forecast_horizon = Seconds{horizon};
-    GS_ASSIGN_OR_RETURN(c.burst_z, ReadRanged(block, "burst_z", path, c.burst_z, 0, false, 100));
-    GS_ASSIGN_OR_RETURN(double delay, ReadRanged(block, "scale_down_delay_seconds", path,
-                                                 c.scale_down_delay.count(), 0, false, kBig));
-    c.scale_down_delay = Seconds{delay};
-    GS_ASSIGN_OR_RETURN(c.max_scale_down_step,
-                        yaml::ReadInt(block, "max_scale_down_step", path, c.max_scale_down_step));
-    if (c.max_scale_down_step < 1) {
-      return yaml::FieldError(block["max_scale_down_step"],
-                              yaml::Join(path, "max_scale_down_step"), "must be >= 1");
-    }
+    GS_RETURN_IF_ERROR(ReadCapacity(block, path, c));
+    GS_RETURN_IF_ERROR(ReadDynamics(block, path, c));
     GS_ASSIGN_OR_RETURN(c.learn_capacity,
                         yaml::ReadBool(block, "learn_capacity", path, c.learn_capacity));
   }

@@ -17,6 +17,12 @@ inline constexpr std::string_view kKvUsage = "vllm:gpu_cache_usage_perc";
 inline constexpr std::string_view kSuccessRate30s = "sum(rate(vllm:request_success_total[30s]))";
 inline constexpr std::string_view kSuccessRate2m = "sum(rate(vllm:request_success_total[2m]))";
 
+// Service values: prompt / generated tokens per second over the last 30 s (vLLM counters).
+inline constexpr std::string_view kPromptTokensRate30s =
+    "sum(rate(vllm:prompt_tokens_total[30s]))";
+inline constexpr std::string_view kGenerationTokensRate30s =
+    "sum(rate(vllm:generation_tokens_total[30s]))";
+
 // Service values: share of the requests finished in the last minute whose time to first
 // token (resp. mean time per output token) exceeded the service's SLO, from the histograms'
 // bucket increases (bucket resolution: put SLO thresholds on vLLM bucket bounds).

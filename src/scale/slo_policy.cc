@@ -36,7 +36,28 @@ std::optional<double> SumPerReplica(const ScalingInput& input, std::string_view 
 }  // namespace
 
 SloPolicy::SloPolicy(SloPolicyConfig config)
-    : config_(config), capacity_rps_(std::max(config.initial_capacity_rps, 1e-3)) {}
+    : config_(config),
+      initial_capacity_(std::max(config.output_token_weight > 0
+                                     ? config.initial_capacity_tokens_per_second
+                                     : config.initial_capacity_rps,
+                                 1e-3)),
+      capacity_(initial_capacity_) {}
+
+bool SloPolicy::ToWorkUnits(const ScalingInput& input, Observation& obs) {
+  if (config_.output_token_weight <= 0) return true;
+  auto done = ServiceValue(input, names::kSuccessRate30s);
+  auto prompt = ServiceValue(input, names::kPromptTokensRate30s);
+  auto generated = ServiceValue(input, names::kGenerationTokensRate30s);
+  if (done && prompt && generated && *done > 0) {
+    work_per_request_ = (*prompt + config_.output_token_weight * *generated) / *done;
+  }
+  if (!work_per_request_) return false;
+  obs.unit = *work_per_request_;
+  if (obs.rate_short) *obs.rate_short *= obs.unit;
+  if (obs.rate_long) *obs.rate_long *= obs.unit;
+  obs.waiting *= obs.unit;
+  return true;
+}
 
 std::optional<SloPolicy::Observation> SloPolicy::Observe(const ScalingInput& input) {
   if (input.metrics_error) return std::nullopt;
@@ -72,47 +93,75 @@ void SloPolicy::LearnCapacity(const Observation& obs, int ready, Seconds now) {
     // Only load near capacity explains a violation; at light load it is a transient
     // (cold-start backlog) and must not teach a low capacity. One cut per cooldown: the
     // violation window lags the cut by a minute.
-    if (cooled && per_replica >= 0.6 * capacity_rps_) {
-      capacity_rps_ = std::max(0.9 * capacity_rps_, 0.25 * config_.initial_capacity_rps);
+    if (cooled && per_replica >= 0.6 * capacity_) {
+      capacity_ = std::max(0.9 * capacity_, 0.25 * initial_capacity_);
       last_cut_ = now;
     }
   } else if (*obs.violation <= allowed / 4 && cooled) {
     // The SLO held at this load: the capacity is at least that, and probably a bit more.
-    if (per_replica > capacity_rps_)
-      capacity_rps_ = per_replica;
-    else if (per_replica > 0.7 * capacity_rps_)
-      capacity_rps_ *= 1.005;
+    if (per_replica > capacity_)
+      capacity_ = per_replica;
+    else if (per_replica > 0.7 * capacity_)
+      capacity_ *= 1.005;
   }
 }
 
-int SloPolicy::Need(const Observation& obs, double* forecast) const {
+double SloPolicy::Trend(const Observation& obs, Seconds now) {
+  const double short_rate = *obs.rate_short;
+  const double window_trend =
+      (short_rate - obs.rate_long.value_or(short_rate)) / kTrendBaseSeconds;
+  while (!recent_rates_.empty() && now - recent_rates_.front().first > config_.trend_window) {
+    recent_rates_.pop_front();
+  }
+  recent_rates_.emplace_back(now, short_rate);
+  if (window_trend <= 0) return 0;
+  // Least-squares slope over the history; needs three samples spanning half a short window.
+  const size_t n = recent_rates_.size();
+  if (n < 3 || (now - recent_rates_.front().first).count() < kBurstWindowSeconds / 2) {
+    return window_trend;
+  }
+  double mean_t = 0, mean_r = 0;
+  for (const auto& [t, r] : recent_rates_) {
+    mean_t += t.count() / n;
+    mean_r += r / n;
+  }
+  double cov = 0, var = 0;
+  for (const auto& [t, r] : recent_rates_) {
+    cov += (t.count() - mean_t) * (r - mean_r);
+    var += (t.count() - mean_t) * (t.count() - mean_t);
+  }
+  const double slope = var > 0 ? cov / var : window_trend;
+  return std::clamp(slope, 0.0, window_trend);
+}
+
+int SloPolicy::Need(const Observation& obs, double trend, double* forecast) const {
   double short_rate = *obs.rate_short;
   double long_rate = obs.rate_long.value_or(short_rate);
   double base = std::max(short_rate, long_rate);
-  double trend = std::max(0.0, (short_rate - long_rate) / kTrendBaseSeconds);
   double f = base + trend * config_.forecast_horizon.count() +
-             config_.burst_z * std::sqrt(base / kBurstWindowSeconds) +
+             config_.burst_z * std::sqrt(base * obs.unit / kBurstWindowSeconds) +
              obs.waiting / kBacklogDrainSeconds;
   *forecast = f;
-  double per_replica = capacity_rps_ * config_.target_utilization;
-  return static_cast<int>(std::ceil(f / per_replica - 1e-9));
+  double per_replica = capacity_ * config_.target_utilization;
+  return static_cast<int>(std::ceil(f / per_replica - 1e-9)) + config_.spare_replicas;
 }
 
 Decision SloPolicy::Evaluate(const ScalingInput& input) {
   const int current = input.current_replicas;
   auto clamp = [&](int n) { return ClampReplicas(n, config_.min_replicas, config_.max_replicas); };
   auto obs = Observe(input);
-  if (!obs || !obs->rate_short) {
+  if (!obs || !obs->rate_short || !ToWorkUnits(input, *obs)) {
     return {clamp(current),
-            fmt::format(
-                "hold at {}: {}", current,
-                input.metrics_error ? "metrics unavailable this tick" : "no arrival-rate data yet"),
+            fmt::format("hold at {}: {}", current,
+                        input.metrics_error ? "metrics unavailable this tick"
+                        : obs && obs->rate_short ? "no token-rate data yet"
+                                                 : "no arrival-rate data yet"),
             input.metric_errors,
             {}};
   }
   LearnCapacity(*obs, input.ready_replicas, input.now);
   double forecast = 0;
-  int need = Need(*obs, &forecast);
+  int need = Need(*obs, Trend(*obs, input.now), &forecast);
   double allowed = 1 - config_.target_attainment;
   bool violating = obs->violation && *obs->violation > allowed;
   if (violating && obs->waiting > 0 && current == input.ready_replicas) {
@@ -124,11 +173,12 @@ Decision SloPolicy::Evaluate(const ScalingInput& input) {
     recent_needs_.pop_front();
   }
   recent_needs_.emplace_back(input.now, need);
+  const char* unit = config_.output_token_weight > 0 ? "tokens/s" : "req/s";
   std::string why = fmt::format(
-      "forecast {} req/s over {} s (now {}), capacity {} req/s per replica at the SLO, "
+      "forecast {} {} over {} s (now {}), capacity {} {} per replica at the SLO, "
       "violations {}",
-      FormatNumber(forecast), FormatNumber(config_.forecast_horizon.count()),
-      FormatNumber(*obs->rate_short), FormatNumber(capacity_rps_),
+      FormatNumber(forecast), unit, FormatNumber(config_.forecast_horizon.count()),
+      FormatNumber(*obs->rate_short), FormatNumber(capacity_), unit,
       obs->violation ? FormatNumber(*obs->violation) : std::string("n/a"));
   if (need >= current) {
     return {need, fmt::format("{}: {} -> need {}", FormatChange(current, need), why, need), {}, {}};

@@ -5,21 +5,28 @@
 //  1. Arrival rate. Requests finishing per second (sum(rate(vllm:request_success_total)))
 //     plus the growth of the requests in the system (sum of waiting + running over the
 //     replicas, differenced between ticks): what arrives either finishes or piles up. Two
-//     horizons: short (30 s) and long (2 min).
-//  2. Per-replica capacity at the SLO, mu (requests/s). Starts at initial_capacity_rps (a
-//     load-test figure) and is learned from what the replicas show: when the SLO violation
-//     ratio (TTFT or TPOT over target in the last minute) exceeds 3x the allowed share while
-//     the load per replica is above 60 % of mu, mu drops by 10 % (at most once per 2 min);
+//     horizons: short (30 s) and long (2 min). In token mode (output_token_weight > 0) every
+//     rate, the backlog and the capacity below are multiplied into work units: the finished
+//     requests' prompt + weight x generated tokens per request, from vLLM's token counters
+//     over 30 s (the last value is kept while nothing finishes).
+//  2. Per-replica capacity at the SLO, mu (requests/s, or work units/s in token mode).
+//     Starts at initial_capacity_rps / _tokens_per_second (a load-test figure) and is
+//     learned from what the replicas show: when the SLO violation ratio (TTFT or TPOT over
+//     target in the last minute) exceeds 3x the allowed share while the load per replica is
+//     above 60 % of mu, mu drops by 10 % (at most once per 2 min);
 //     when the SLO holds (violations under a quarter of the allowed share) a load per replica
 //     above mu raises mu to it, and a load above 70 % of mu probes mu up by 0.5 % per tick.
 //  3. Forecast over the cold-start horizon: the larger of both rates, plus the upward trend
-//     (short minus long, per second) times horizon, plus burst headroom (z standard
-//     deviations of a Poisson count over 30 s) and the backlog (waiting requests) drained
-//     over 30 s.
-//  4. Need = ceil(forecast / (mu * target_utilization)). Scale up at once (and by at least
-//     one replica while the SLO is violated and requests queue). Scale down only to the
-//     largest need seen in the last scale_down_delay, by at most max_scale_down_step per tick.
-//     Missing metrics never scale down.
+//     times horizon, plus burst headroom (z standard deviations of a Poisson count over 30 s)
+//     and the backlog (waiting requests) drained over 30 s. The trend is the smaller of the
+//     window difference (short minus long, per second) and the least-squares slope of the
+//     short rate over the last trend_window: a rise must show in both before it buys
+//     replicas a cold start ahead, so one noisy 30 s window does not (a 30 s window of a
+//     bursty trace swings by tens of percent, and the horizon multiplies that).
+//  4. Need = ceil(forecast / (mu * target_utilization)) + spare_replicas. Scale up at once
+//     (and by at least one replica while the SLO is violated and requests queue). Scale down
+//     only to the largest need seen in the last scale_down_delay, by at most
+//     max_scale_down_step per tick. Missing metrics never scale down.
 //
 // It reads only ScalingInput metrics (scale/metric_names.h), so it runs live as in the
 // simulator. Ownership: owns its config and history. Not thread-safe (see Policy).
@@ -39,11 +46,22 @@ struct SloPolicyConfig {
   int max_replicas = 1;
   double target_attainment = 0.99;   // share of requests that must meet the SLO
   double initial_capacity_rps = 10;  // per-replica requests/s at the SLO, before learning
+  // Token mode (> 0): demand and capacity are counted in prompt-token equivalents per second,
+  // a generated token weighing this many prompt tokens (its decode cost over a prompt
+  // token's prefill cost, e.g. from a load test or the simulator's replica model), so a
+  // shift to longer prompts or outputs is seen as more load. 0: count requests.
+  double output_token_weight = 0;
+  // Token mode: per-replica prompt-token equivalents/s at the SLO, before learning (> 0).
+  double initial_capacity_tokens_per_second = 0;
   double target_utilization = 0.85;  // of mu; the rest absorbs noise between ticks
   Seconds forecast_horizon{75};      // ~ cold start + one control interval
+  // History over which the upward trend is confirmed by a least-squares slope of the
+  // short-window rate (0: the window difference alone).
+  Seconds trend_window{120};
   double burst_z = 2.0;              // burst headroom in Poisson standard deviations
   Seconds scale_down_delay{300};     // hysteresis window for scale-in
   int max_scale_down_step = 1;       // replicas removed per tick at most
+  int spare_replicas = 0;            // warm replicas kept beyond the forecast need
   bool learn_capacity = true;
 };
 
@@ -56,26 +74,35 @@ class SloPolicy final : public Policy {
   int MaxReplicas() const override { return config_.max_replicas; }
   Decision Evaluate(const ScalingInput& input) override;
 
-  double capacity_rps() const { return capacity_rps_; }
+  // mu: requests/s per replica, or prompt-token equivalents/s in token mode.
+  double capacity() const { return capacity_; }
   const SloPolicyConfig& config() const { return config_; }
 
  private:
   struct Observation {
     std::optional<double> rate_short, rate_long;  // arrival estimates, requests/s
     double in_system = 0;
-    double waiting = 0;
+    double waiting = 0;               // requests (work units in token mode)
+    double unit = 1;                  // work units per request (1 counting requests)
     std::optional<double> violation;  // max of TTFT/TPOT violation ratios
   };
   std::optional<Observation> Observe(const ScalingInput& input);
+  // Token mode: converts obs's rates and backlog to work units; false while the work per
+  // request is still unknown (nothing has finished yet).
+  bool ToWorkUnits(const ScalingInput& input, Observation& obs);
   void LearnCapacity(const Observation& obs, int ready, Seconds now);
-  int Need(const Observation& obs, double* forecast) const;
+  double Trend(const Observation& obs, Seconds now);
+  int Need(const Observation& obs, double trend, double* forecast) const;
   Decision ScaleDown(const ScalingInput& input, int need, std::string why);
 
   SloPolicyConfig config_;
-  double capacity_rps_;
+  const double initial_capacity_;  // requests/s or work units/s (token mode)
+  double capacity_;
+  std::optional<double> work_per_request_;  // token mode: last measured, work units
   std::optional<std::pair<Seconds, double>> last_in_system_;  // (time, requests)
   double growth_rps_ = 0;                                     // d(in_system)/dt, smoothed
   std::deque<std::pair<Seconds, int>> recent_needs_;          // for scale-down hysteresis
+  std::deque<std::pair<Seconds, double>> recent_rates_;       // short rate, for the trend
   std::optional<Seconds> last_cut_;                           // last capacity decrease
 };
 

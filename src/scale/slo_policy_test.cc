@@ -108,9 +108,9 @@ TEST(SloPolicyTest, LearnsLowerCapacityFromViolationsAtLoad) {
   c.learn_capacity = true;
   SloPolicy policy(c);
   policy.Evaluate(Input(0, 4, {36, 0, 5, 0.2}));  // 9 req/s per replica violates
-  EXPECT_NEAR(policy.capacity_rps(), 9.0, 1e-9);
+  EXPECT_NEAR(policy.capacity(), 9.0, 1e-9);
   policy.Evaluate(Input(15, 4, {36, 0, 5, 0.2}));  // inside the cut cooldown: no second cut
-  EXPECT_NEAR(policy.capacity_rps(), 9.0, 1e-9);
+  EXPECT_NEAR(policy.capacity(), 9.0, 1e-9);
 }
 
 TEST(SloPolicyTest, LearnsHigherCapacityWhenSloHoldsAboveEstimate) {
@@ -118,7 +118,7 @@ TEST(SloPolicyTest, LearnsHigherCapacityWhenSloHoldsAboveEstimate) {
   c.learn_capacity = true;
   SloPolicy policy(c);
   policy.Evaluate(Input(0, 4, {48}));  // 12 req/s per replica, no violations
-  EXPECT_NEAR(policy.capacity_rps(), 12.0, 1e-9);
+  EXPECT_NEAR(policy.capacity(), 12.0, 1e-9);
 }
 
 TEST(SloPolicyTest, StaysWithinBounds) {
@@ -128,6 +128,72 @@ TEST(SloPolicyTest, StaysWithinBounds) {
   EXPECT_EQ(policy.Evaluate(Input(0, 4, {500})).desired_replicas, 6);
   SloPolicy idle(Config());
   EXPECT_EQ(idle.Evaluate(Input(0, 1, {0, 0, 0})).desired_replicas, 1);
+}
+
+// A rising trend buys replicas a cold start ahead only when the history confirms it: one
+// window that jumps after two flat minutes is mostly noise, a steady ramp is not.
+TEST(SloPolicyTest, ExtrapolatesOnlyATrendTheHistoryConfirms) {
+  auto c = Config();
+  c.forecast_horizon = Seconds{90};
+  auto jump_at_end = [&](Seconds trend_window) {
+    c.trend_window = trend_window;
+    SloPolicy policy(c);
+    for (int t = 0; t <= 120; t += 15) policy.Evaluate(Input(t, 5, {50}));
+    auto in = Input(135, 5, {60});
+    in.metrics[std::string(names::kSuccessRate2m)].service_value = 50;
+    return policy.Evaluate(in).desired_replicas;
+  };
+  // Window difference alone: 60 + (10 / 45) * 90 = 80 -> 8. Confirmed by the 2-minute
+  // least-squares slope (0.036 req/s per s): 60 + 3.3 -> 7.
+  EXPECT_EQ(jump_at_end(Seconds{0}), 8);
+  EXPECT_EQ(jump_at_end(Seconds{120}), 7);
+
+  c.trend_window = Seconds{120};
+  SloPolicy ramp(c);
+  int desired = 0;
+  for (int t = 0; t <= 120; t += 15) {  // +2 req/s every 15 s, the long window 45 s behind
+    auto in = Input(t, 5, {40 + t * 2.0 / 15});
+    in.metrics[std::string(names::kSuccessRate2m)].service_value = 40 + (t - 45) * 2.0 / 15;
+    desired = ramp.Evaluate(in).desired_replicas;
+  }
+  // 56 + (2 / 15) * 90 = 68 -> 7: the whole trend counts.
+  EXPECT_EQ(desired, 7);
+}
+
+TEST(SloPolicyTest, KeepsSpareReplicasWarm) {
+  auto c = Config();
+  c.spare_replicas = 2;
+  SloPolicy policy(c);
+  EXPECT_EQ(policy.Evaluate(Input(0, 4, {95})).desired_replicas, 12);
+}
+
+// Token mode: the same request rate with twice the prompt tokens is (almost) twice the load.
+TEST(SloPolicyTest, TokenModeCountsPromptAndWeightedOutputTokens) {
+  auto c = Config();
+  c.output_token_weight = 2;
+  c.initial_capacity_tokens_per_second = 10000;
+  auto with_tokens = [](ScalingInput in, double prompt_tps, double generated_tps) {
+    in.metrics[std::string(names::kPromptTokensRate30s)].service_value = prompt_tps;
+    in.metrics[std::string(names::kGenerationTokensRate30s)].service_value = generated_tps;
+    return in;
+  };
+  SloPolicy policy(c);
+  // 50 req/s x (800 prompt + 2 x 100 generated) = 50,000 tokens/s -> 5 replicas.
+  EXPECT_EQ(policy.Evaluate(with_tokens(Input(0, 5, {50}), 40000, 5000)).desired_replicas, 5);
+  // Prompts of 1,600 tokens: 50 x 1,800 = 90,000 tokens/s -> 9 replicas.
+  auto d = policy.Evaluate(with_tokens(Input(15, 5, {50}), 80000, 5000));
+  EXPECT_EQ(d.desired_replicas, 9);
+  EXPECT_NE(d.reason.find("tokens/s"), std::string::npos) << d.reason;
+}
+
+TEST(SloPolicyTest, TokenModeHoldsUntilTokenRatesArrive) {
+  auto c = Config();
+  c.output_token_weight = 2;
+  c.initial_capacity_tokens_per_second = 10000;
+  SloPolicy policy(c);
+  auto d = policy.Evaluate(Input(0, 3, {50}));  // no token counters
+  EXPECT_EQ(d.desired_replicas, 3);
+  EXPECT_NE(d.reason.find("no token-rate data yet"), std::string::npos) << d.reason;
 }
 
 }  // namespace

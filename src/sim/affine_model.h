@@ -6,6 +6,7 @@
 // Thread-safety: immutable after construction; safe to share between simulations.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "sim/replica_model.h"
@@ -34,6 +35,14 @@ class AffineReplicaModel final : public ReplicaModel {
   double DecodeStepSeconds(int batch, int64_t context_tokens) const override {
     return c_.decode_base_s + c_.decode_per_seq_s * batch +
            c_.decode_per_context_token_s * static_cast<double>(context_tokens);
+  }
+  // The fixed costs overlap (one pass over the weights): the larger one is paid once.
+  double MixedStepSeconds(int64_t prompt_tokens, int batch,
+                          int64_t context_tokens) const override {
+    if (prompt_tokens <= 0) return DecodeStepSeconds(batch, context_tokens);
+    if (batch <= 0) return PrefillSeconds(prompt_tokens);
+    return PrefillSeconds(prompt_tokens) + DecodeStepSeconds(batch, context_tokens) -
+           std::min(c_.prefill_base_s, c_.decode_base_s);
   }
   int MaxBatchSize() const override { return c_.max_batch_size; }
   int64_t KvCacheTokens() const override { return c_.kv_cache_tokens; }

@@ -34,6 +34,7 @@ void MetricView::Scrape(Seconds now, int slot, const SimReplica& replica) {
     s = std::make_unique<Series>(Series{
         metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
         metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
+        metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
         metrics::HistogramWindow(kRetention), metrics::HistogramWindow(kRetention),
         metrics::HistogramWindow(kRetention)});
   }
@@ -44,6 +45,8 @@ void MetricView::Scrape(Seconds now, int slot, const SimReplica& replica) {
   s->running.Add(now, replica.Running());
   s->kv_usage.Add(now, replica.KvUsageRatio());
   s->success.Add(now, static_cast<double>(replica.completed()));
+  s->prompt_tokens.Add(now, static_cast<double>(replica.prompt_tokens()));
+  s->generation_tokens.Add(now, static_cast<double>(replica.generation_tokens()));
   AddHistogram(s->e2e, now, kE2e, replica.e2e());
   AddHistogram(s->ttft, now, kTtft, replica.ttft());
   AddHistogram(s->tpot, now, kTpot, replica.tpot());
@@ -51,10 +54,11 @@ void MetricView::Scrape(Seconds now, int slot, const SimReplica& replica) {
 
 void MetricView::Forget(int slot) { series_.erase(slot); }
 
-std::optional<double> MetricView::SumRate(Seconds now, Seconds window) const {
+std::optional<double> MetricView::SumRate(Seconds now, Seconds window,
+                                          metrics::SeriesWindow Series::*counter) const {
   std::optional<double> total;
   for (const auto& [slot, s] : series_) {
-    if (auto r = s->success.Rate(now, window)) total = total.value_or(0) + *r;
+    if (auto r = ((*s).*counter).Rate(now, window)) total = total.value_or(0) + *r;
   }
   return total;
 }
@@ -99,8 +103,11 @@ void MetricView::Fill(Seconds now, const std::vector<int>& ready_slots,
     v.service_value = *value;
     input.metrics[std::string(name)] = std::move(v);
   };
-  service(names::kSuccessRate30s, SumRate(now, Seconds{30}));
-  service(names::kSuccessRate2m, SumRate(now, Seconds{120}));
+  service(names::kSuccessRate30s, SumRate(now, Seconds{30}, &Series::success));
+  service(names::kSuccessRate2m, SumRate(now, Seconds{120}, &Series::success));
+  service(names::kPromptTokensRate30s, SumRate(now, Seconds{30}, &Series::prompt_tokens));
+  service(names::kGenerationTokensRate30s,
+          SumRate(now, Seconds{30}, &Series::generation_tokens));
   service(names::kTtftViolationRatio,
           FractionAbove(now, Seconds{60}, slo_.ttft_seconds, &Series::ttft));
   service(names::kTpotViolationRatio,

@@ -39,13 +39,15 @@ class MetricView {
 
  private:
   struct Series {
-    metrics::SeriesWindow waiting, running, kv_usage, success;
+    metrics::SeriesWindow waiting, running, kv_usage, success, prompt_tokens, generation_tokens;
     metrics::HistogramWindow e2e, ttft, tpot;
   };
   // Weighted fraction above `threshold` over all replicas (PromQL sum-of-rates ratio).
   std::optional<double> FractionAbove(Seconds now, Seconds window, double threshold,
                                       metrics::HistogramWindow Series::*histogram) const;
-  std::optional<double> SumRate(Seconds now, Seconds window) const;
+  // sum(rate(counter[window])) over the replicas.
+  std::optional<double> SumRate(Seconds now, Seconds window,
+                                metrics::SeriesWindow Series::*counter) const;
 
   SloSpec slo_;
   std::map<int, std::unique_ptr<Series>> series_;  // by slot; ordered for determinism

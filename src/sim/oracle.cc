@@ -15,6 +15,39 @@ constexpr int kBisectionSteps = 14;
 
 }  // namespace
 
+// Layer-cake: the cost is an integral over levels y of the cost of the buckets with
+// need_b >= y, which is constant between consecutive distinct values of need; so the optimum
+// is exact, in O(levels x buckets).
+double StartReplicaSeconds(const std::vector<double>& need, const std::vector<double>& len,
+                           double initial, double cold_start_s) {
+  if (cold_start_s <= 0) return 0;
+  std::vector<double> levels = need;
+  levels.push_back(0);
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  double total = 0;
+  for (size_t k = 1; k < levels.size(); ++k) {
+    const double y = levels[k];
+    const double thickness = y - levels[k - 1];
+    // Ready replicas at this level at t = 0 (a part of the layer when `initial` cuts it).
+    const double live_share = std::clamp((initial - levels[k - 1]) / thickness, 0.0, 1.0);
+    double t = 0, covered_end = -1, live_cost = 0, cold_cost = 0;
+    for (size_t b = 0; b < need.size(); t += len[b], ++b) {
+      if (need[b] < y) continue;
+      if (covered_end < 0) {  // the first needed bucket at this level
+        live_cost = std::min(t, cold_start_s);
+        cold_cost = cold_start_s;
+      } else if (t > covered_end) {
+        live_cost += std::min(t - covered_end, cold_start_s);
+        cold_cost += std::min(t - covered_end, cold_start_s);
+      }
+      covered_end = t + len[b];
+    }
+    total += thickness * (live_share * live_cost + (1 - live_share) * cold_cost);
+  }
+  return total;
+}
+
 WorkWeights ComputeWorkWeights(const ReplicaModel& model, const Trace& trace) {
   double chunk = std::max(model.MaxBatchedTokens(), 1);
   double context = 0;
@@ -91,14 +124,23 @@ Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const Rep
     load[b] += work(r);
   }
   double replica_seconds = 0;
+  std::vector<double> lengths;
   for (size_t b = 0; b < buckets; ++b) {
     double len = std::min(bound.bucket_s, end_s - b * bound.bucket_s);
     double n = std::max<double>(config.service.min_replicas,
                                 load[b] / (bound.capacity_work_per_s * len));
     bound.replicas.push_back(n);
+    lengths.push_back(len);
     replica_seconds += n * len;
   }
-  bound.gpu_hours = replica_seconds * config.service.gpus_per_replica / 3600.0;
+  const int initial = config.service.initial_replicas >= 0 ? config.service.initial_replicas
+                                                           : config.service.min_replicas;
+  const double gpus = config.service.gpus_per_replica;
+  bound.serving_gpu_hours = replica_seconds * gpus / 3600.0;
+  bound.start_gpu_hours =
+      StartReplicaSeconds(bound.replicas, lengths, initial, config.service.cold_start.count()) *
+      gpus / 3600.0;
+  bound.gpu_hours = bound.serving_gpu_hours + bound.start_gpu_hours;
   return bound;
 }
 

@@ -1,6 +1,8 @@
 #include "sim/oracle.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -76,15 +78,24 @@ TEST(OracleTest, NoPolicyMeetingTheTargetUsesLessThanTheBound) {
   // Over [0, last arrival]: no more than the bound over any run's longer duration.
   auto bound = ComputeOracleBound(config, model, trace, end);
   ASSERT_TRUE(bound);
+  std::vector<double> lengths;
+  for (size_t b = 0; b < bound->replicas.size(); ++b) {
+    lengths.push_back(std::min(bound->bucket_s, end - b * bound->bucket_s));
+  }
   int meeting = 0;
   auto check = [&](std::unique_ptr<scale::Policy> policy, int initial) {
     std::string name(policy->Family());
     config.service.initial_replicas = initial;  // a warm start, as the oracle has
+    // The bound's cold starts start from the same replicas ready at t = 0 as the run.
+    const double bound_gpu_hours =
+        bound->serving_gpu_hours +
+        StartReplicaSeconds(bound->replicas, lengths, initial, config.service.cold_start.count()) /
+            3600.0;
     auto run = RunSimulation(config, model, std::move(policy), trace);
     ASSERT_TRUE(run);
     if (run->report.attainment < config.slo.target_ratio) return;
     ++meeting;
-    EXPECT_GE(run->report.gpu_hours, bound->gpu_hours)
+    EXPECT_GE(run->report.gpu_hours, bound_gpu_hours)
         << name << " (initial " << initial << ") attainment " << run->report.attainment;
   };
   for (int n = 1; n <= 12; ++n) check(Fixed(n), n);
@@ -102,6 +113,38 @@ TEST(OracleTest, HonoursMinReplicasAndRejectsEmptyTrace) {
   ASSERT_TRUE(bound);
   EXPECT_NEAR(bound->gpu_hours, 3.0, 1e-9);
   EXPECT_FALSE(ComputeOracleBound(config, model, Trace{}, 10));
+}
+
+TEST(OracleTest, ColdStartsOfTheCheapestPlanAreAdded) {
+  // Need 1, 5, 1, 5 replicas over four minutes, 1 ready at t = 0. Four replicas start for
+  // minute 2; over the 60 s dip they are kept or restarted (both cost the gap when the cold
+  // start is 60 s), so the layer 1..5 pays cold start + min(gap, cold start).
+  const std::vector<double> need = {1, 5, 1, 5};
+  const std::vector<double> len = {60, 60, 60, 60};
+  struct Case {
+    double initial, cold_start_s, want;
+  };
+  for (const Case& c : {Case{1, 60, 4 * (60 + 60)}, Case{1, 30, 4 * (30 + 30)},
+                        Case{1, 120, 4 * (120 + 60)}, Case{5, 120, 4 * (60 + 60)},
+                        // half the layer is ready at t = 0 (waits 60 s), half starts cold
+                        Case{3, 120, 4 * (0.5 * 120 + 0.5 * 180)}, Case{1, 0, 0}}) {
+    EXPECT_NEAR(StartReplicaSeconds(need, len, c.initial, c.cold_start_s), c.want, 1e-9)
+        << "initial " << c.initial << " cold start " << c.cold_start_s;
+  }
+  // Replicas ready at t = 0 and never needed cost nothing; a flat need costs nothing.
+  EXPECT_NEAR(StartReplicaSeconds({2, 2, 2}, {60, 60, 60}, 8, 60), 0, 1e-9);
+}
+
+TEST(OracleTest, BoundIncludesColdStartsOfBursts) {
+  AffineReplicaModel model;
+  auto trace = SyntheticTrace(600);
+  auto config = Config();
+  config.service.initial_replicas = 1;
+  auto bound = ComputeOracleBound(config, model, trace, 600);
+  ASSERT_TRUE(bound);
+  // The rate alternates every minute: each rise to the high level is a cold start.
+  EXPECT_GT(bound->start_gpu_hours, 0);
+  EXPECT_NEAR(bound->gpu_hours, bound->serving_gpu_hours + bound->start_gpu_hours, 1e-12);
 }
 
 }  // namespace

@@ -209,6 +209,24 @@ double CalibratedReplicaModel::DecodeStepSeconds(int batch, int64_t context_toke
   return std::max(gpu_s, profile_.host_s_per_sequence * batch);
 }
 
+double CalibratedReplicaModel::MixedStepSeconds(int64_t prompt_tokens, int batch,
+                                                 int64_t context_tokens) const {
+  if (prompt_tokens <= 0) return DecodeStepSeconds(batch, context_tokens);
+  if (batch <= 0) return PrefillSeconds(prompt_tokens);
+  const double n = static_cast<double>(prompt_tokens);
+  const double b = batch;
+  const double logits_s = std::max(
+      0.0, InterpolatePerf(profile_.decode, b) - InterpolatePerf(profile_.prefill, b));
+  const double gpu_s =
+      InterpolatePerf(profile_.prefill, n + b) + profile_.prefill_s_per_token2 * n * n +
+      logits_s +
+      profile_.kv_read_s_per_token * static_cast<double>(std::max<int64_t>(context_tokens, 0));
+  // Where the chunk is compute-bound the decode tokens cost about as much fused as a
+  // separate step would; an engine never does worse than running both back to back.
+  return std::min(std::max(gpu_s, profile_.host_s_per_sequence * b),
+                  PrefillSeconds(prompt_tokens) + DecodeStepSeconds(batch, context_tokens));
+}
+
 Result<std::unique_ptr<ReplicaModel>> MakeReplicaModel(const ReplicaModelConfig& config) {
   if (config.max_batch_size < 1) {
     return InvalidArgument(fmt::format("expected >= 1, got {}", config.max_batch_size),

@@ -29,6 +29,14 @@ class ReplicaModel {
   virtual double PrefillSeconds(int64_t prompt_tokens) const = 0;
   // Seconds for one decode step of `batch` sequences holding `context_tokens` in KV cache.
   virtual double DecodeStepSeconds(int batch, int64_t context_tokens) const = 0;
+  // Seconds for one fused iteration (chunked prefill): `prompt_tokens` prompt tokens prefilled
+  // while `batch` sequences holding `context_tokens` decode one token each. The linear layers
+  // run once over all prompt_tokens + batch tokens, so the per-step fixed cost (weight reads,
+  // launches, LM-head read) is paid once, not once for the prefill and again for the decode.
+  // Equals PrefillSeconds(prompt_tokens) for batch <= 0 and DecodeStepSeconds(batch,
+  // context_tokens) for prompt_tokens <= 0.
+  virtual double MixedStepSeconds(int64_t prompt_tokens, int batch,
+                                  int64_t context_tokens) const = 0;
   virtual int MaxBatchSize() const = 0;
   virtual int64_t KvCacheTokens() const = 0;
   virtual int MaxBatchedTokens() const = 0;

@@ -5,11 +5,18 @@
 //   PrefillSeconds(n)        = prefill_table(n) + prefill_s_per_token2 * n^2
 //   DecodeStepSeconds(b, c)  = max(decode_table(b) + kv_read_s_per_token * c,
 //                                  host_s_per_sequence * b)
+//   MixedStepSeconds(n, b, c) = min(max(prefill_table(n + b) + prefill_s_per_token2 * n^2
+//                                       + max(0, decode_table(b) - prefill_table(b))
+//                                       + kv_read_s_per_token * c,  host_s_per_sequence * b),
+//                                   PrefillSeconds(n) + DecodeStepSeconds(b, c))
 //
 // n^2 is causal attention over the n prompt tokens (treated as one sequence, an upper bound
 // for a chunk of several prompts); c is the KV cache the decoding batch reads; the max() is
 // the engine's host-side work (scheduling, sampling, detokenizing), which vLLM >= 0.6 overlaps
-// with GPU work so it only shows once it exceeds the GPU time (large batches).
+// with GPU work so it only shows once it exceeds the GPU time (large batches). A fused step
+// runs the linear layers once over the n prompt and b decode tokens (one fixed cost); the
+// decode tokens add what a decode token costs beyond a prefill token (their logits: the
+// decode table's excess over the prefill table at b tokens) and their KV reads.
 //
 // Ownership: owns its tables (copied in). Thread-safety: immutable after construction, so
 // const methods may be called from several threads.
@@ -100,6 +107,8 @@ class CalibratedReplicaModel final : public ReplicaModel {
   double PrefillSeconds(int64_t prompt_tokens) const override;
   // 0 for batch <= 0; context_tokens is the total over the batch (negative counts as 0).
   double DecodeStepSeconds(int batch, int64_t context_tokens) const override;
+  double MixedStepSeconds(int64_t prompt_tokens, int batch,
+                          int64_t context_tokens) const override;
   int MaxBatchSize() const override { return max_batch_size_; }
   int64_t KvCacheTokens() const override { return kv_cache_tokens_; }
   int MaxBatchedTokens() const override { return max_batched_tokens_; }

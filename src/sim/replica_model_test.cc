@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -198,6 +199,35 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"NegativeKv", With([](ReplicaModelConfig& c) { c.kv_cache_tokens = -1; }),
                       ErrorCode::kInvalidArgument, "kv_cache_tokens"}),
     [](const testing::TestParamInfo<BadConfigCase>& info) { return info.param.name; });
+
+// A chunked-prefill iteration fused with a decode step reads the weights once: it costs at
+// least either part alone and never more than both back to back (which paid the fixed
+// per-step cost twice), and reduces to the plain step when either part is empty.
+TEST(ReplicaModelTest, MixedStepPaysTheFixedCostOnce) {
+  for (const ReplicaModelConfig& c : SupportedConfigs()) {
+    auto model = MustMake(c);
+    ASSERT_NE(model, nullptr);
+    SCOPED_TRACE(c.model + " " + c.gpu + " tp" + std::to_string(c.tensor_parallel));
+    for (int64_t n : {64, 512, 2048, 8192}) {
+      for (int b : {1, 16, 64, 256}) {
+        const int64_t context = int64_t{b} * 1500;
+        const double prefill = model->PrefillSeconds(n);
+        const double decode = model->DecodeStepSeconds(b, context);
+        const double mixed = model->MixedStepSeconds(n, b, context);
+        EXPECT_GE(mixed, std::max(prefill, decode) - 1e-12) << n << " " << b;
+        EXPECT_LE(mixed, prefill + decode + 1e-12) << n << " " << b;
+      }
+    }
+    EXPECT_DOUBLE_EQ(model->MixedStepSeconds(0, 32, 50000), model->DecodeStepSeconds(32, 50000));
+    EXPECT_DOUBLE_EQ(model->MixedStepSeconds(4096, 0, 0), model->PrefillSeconds(4096));
+  }
+  // Llama-3-8B on one H100, a 512-token chunk beside 16 decoding sequences (memory-bound):
+  // fusing saves at least the 1.5 ms per-step overhead, which the old sum paid twice.
+  auto model = MustMake(Config("llama-3-8b", "h100", 1));
+  ASSERT_NE(model, nullptr);
+  const double separate = model->PrefillSeconds(512) + model->DecodeStepSeconds(16, 16 * 1500);
+  EXPECT_GT(separate - model->MixedStepSeconds(512, 16, 16 * 1500), 1.5e-3);
+}
 
 }  // namespace
 }  // namespace gpuscale::sim

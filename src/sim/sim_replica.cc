@@ -147,8 +147,8 @@ void SimReplica::StartPrefill(double now) {
     prefilling_.push_back(id);
     take(id);
   }
-  double seconds = model_.PrefillSeconds(total);
-  if (segment_batch_ > 0) seconds += model_.DecodeStepSeconds(segment_batch_, context_tokens_);
+  // One fused iteration: the per-step fixed cost is paid once (MixedStepSeconds).
+  double seconds = model_.MixedStepSeconds(total, segment_batch_, context_tokens_);
   segment_start_ = now;
   segment_end_ = now + seconds;
 }
@@ -196,6 +196,8 @@ void SimReplica::Complete(uint32_t id, double now) {
   r.finish_s = now;
   kv_reserved_ -= Footprint(id);
   ++completed_;
+  prompt_tokens_ += r.input_tokens;
+  generation_tokens_ += r.output_tokens;
   e2e_.Observe(E2eBuckets(), now - r.arrival_s);
   if (r.output_tokens > 1) {
     tpot_.Observe(TpotBuckets(), (now - r.first_token_s) / (r.output_tokens - 1));

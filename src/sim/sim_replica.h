@@ -73,6 +73,10 @@ class SimReplica {
   int Outstanding() const { return Waiting() + Running(); }
   double KvUsageRatio() const;
   int64_t completed() const { return completed_; }
+  // vLLM's vllm:prompt_tokens_total / vllm:generation_tokens_total, counted per finished
+  // request (so their rates line up with request_success_total's).
+  int64_t prompt_tokens() const { return prompt_tokens_; }
+  int64_t generation_tokens() const { return generation_tokens_; }
   const HistogramCounts& e2e() const { return e2e_; }
   const HistogramCounts& ttft() const { return ttft_; }
   const HistogramCounts& tpot() const { return tpot_; }
@@ -120,6 +124,8 @@ class SimReplica {
   std::vector<Chunk> chunks_;  // prompt tokens prefilled by this segment
 
   int64_t completed_ = 0;
+  int64_t prompt_tokens_ = 0;
+  int64_t generation_tokens_ = 0;
   HistogramCounts e2e_, ttft_, tpot_;
 };
 
