@@ -44,6 +44,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   AddEmulateCommands(app, ctx);
   AddBenchCommands(app, ctx);
   AddServeCommands(app, ctx);
+  AddRenderCommands(app, ctx);
 
   // CLI11 parses argv in reverse order from a vector.
   std::vector<std::string> reversed(args.rbegin(), args.rend());

@@ -49,6 +49,7 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx);  // simulate
 void AddEmulateCommands(CLI::App& app, CommandContext& ctx);   // emulate
 void AddBenchCommands(CLI::App& app, CommandContext& ctx);     // bench
 void AddServeCommands(CLI::App& app, CommandContext& ctx);     // serve
+void AddRenderCommands(CLI::App& app, CommandContext& ctx);    // render
 
 // Runs the CLI. `args` excludes the program name. Never throws.
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -1,7 +1,213 @@
+// `gpuscale serve`: the daemon (daemon::Daemon) plus the REST API (api::ApiServer) until
+// SIGINT/SIGTERM. Signals are blocked before any thread starts and taken with sigwait on
+// this thread, so no work happens in a signal handler and every thread inherits the mask
+// (replica processes get a clean mask from the orchestrator).
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <charconv>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "api/api_server.h"
 #include "cli/command.h"
+#include "core/clock.h"
+#include "daemon/daemon.h"
+#include "daemon/daemon_config.h"
+#include "k8s/external_scaler_server.h"
 
 namespace gpuscale::cli {
+namespace {
 
-void AddServeCommands(CLI::App& /*app*/, CommandContext& /*ctx*/) {}
+struct ServeFlags {
+  std::string config_path;
+  std::string listen;
+  std::string state_dir;
+  std::string token;
+  double loop_interval_seconds = 0;  // 0 = the config's
+  bool keep_replicas = false;
+  std::string web_root;  // "" = look next to the binary (DefaultWebRoot)
+  std::string keda_scaler_listen;  // "" = no KEDA external scaler
+};
+
+std::string SelfExe() {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("gpuscale") : p.string();
+}
+
+// The built dashboard when the binary runs from a build tree (build/gpuscale ->
+// web/dist) or an install prefix (bin/gpuscale -> share/gpuscale/web); "" when neither exists,
+// so the daemon runs without the UI rather than failing.
+std::string DefaultWebRoot() {
+  const std::filesystem::path exe_dir = std::filesystem::path(SelfExe()).parent_path();
+  for (const std::filesystem::path& candidate :
+       {exe_dir.parent_path() / "web" / "dist", exe_dir.parent_path() / "share" / "gpuscale" / "web"}) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate / "index.html", ec)) return candidate.string();
+  }
+  return "";
+}
+
+// "host:port" (host may be empty for 127.0.0.1). Errors name --listen.
+Status ApplyListen(const std::string& listen, daemon::ApiConfig& api) {
+  const size_t colon = listen.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos) {
+    const char* begin = listen.data() + colon + 1;
+    const char* end = listen.data() + listen.size();
+    auto [ptr, ec] = std::from_chars(begin, end, port);
+    if (ec != std::errc() || ptr != end) port = -1;
+  }
+  if (port < 0 || port > 65535) {
+    return InvalidArgument(
+        fmt::format("expected HOST:PORT with PORT in 0..65535 (0 = any free port), got '{}'",
+                    listen),
+        "--listen");
+  }
+  if (colon > 0) api.host = listen.substr(0, colon);
+  api.port = port;
+  return OkStatus();
+}
+
+// Starts KEDA's external scaler (gRPC) on `listen` (HOST:PORT) over the daemon.
+Result<int> StartKedaScaler(const std::string& listen, daemon::Daemon& d,
+                            std::unique_ptr<k8s::ExternalScalerServer>& keda) {
+  daemon::ApiConfig where;
+  if (Status ok = ApplyListen(listen, where); !ok) {
+    Error e = ok.error();
+    e.field = "--keda-scaler-listen";
+    return Unexpected<Error>(e);
+  }
+  keda = std::make_unique<k8s::ExternalScalerServer>(
+      d, k8s::ExternalScalerOptions{where.host, where.port});
+  return keda->Start();
+}
+
+Result<daemon::DaemonConfig> LoadConfig(const ServeFlags& flags) {
+  daemon::DaemonConfig config;
+  if (flags.config_path.empty()) {
+    config = daemon::EmbeddedDefaultConfig(SelfExe());
+  } else {
+    GS_ASSIGN_OR_RETURN(config, daemon::LoadDaemonConfig(flags.config_path));
+  }
+  if (!flags.listen.empty()) GS_RETURN_IF_ERROR(ApplyListen(flags.listen, config.api));
+  if (!flags.state_dir.empty()) config.state_dir = flags.state_dir;
+  if (!flags.token.empty()) config.api.token = flags.token;
+  if (flags.loop_interval_seconds < 0) {
+    return InvalidArgument("must be > 0 seconds", "--loop-interval");
+  }
+  if (flags.loop_interval_seconds > 0) config.loop_interval = Seconds{flags.loop_interval_seconds};
+  return config;
+}
+
+void PrintStartup(CommandContext& ctx, const daemon::DaemonConfig& config, int port,
+                  const std::string& web_root, daemon::Daemon& d) {
+  const std::string base = fmt::format("http://{}:{}", config.api.host, port);
+  ctx.out << fmt::format("gpuscale serve: API {}  metrics {}/metrics\n", base, base);
+  ctx.out << (web_root.empty()
+                  ? std::string("dashboard: not built (scripts/setup builds web/dist)\n")
+                  : fmt::format("dashboard: {}/ (from {})\n", base, web_root));
+  ctx.out << fmt::format("state: {}\n", config.state_dir);
+  for (const daemon::ServiceView& s : d.ListServices()) {
+    ctx.out << fmt::format("services: {} ({}, {}..{} replicas)\n", s.config.name, s.policy_family,
+                           s.config.min_replicas, s.config.max_replicas);
+  }
+  ctx.out << std::flush;
+}
+
+void RunServe(const ServeFlags& flags, CommandContext& ctx) {
+  sigset_t stop_signals, previous;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
+  struct RestoreMask {
+    sigset_t mask;
+    ~RestoreMask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{previous};
+
+  Result<daemon::DaemonConfig> config = LoadConfig(flags);
+  if (!config) {
+    // Any config problem is the user's input: exit 2 with the field and line.
+    Error e = config.error();
+    if (e.code != ErrorCode::kInvalidArgument) e.code = ErrorCode::kInvalidArgument;
+    ctx.Fail(e);
+    return;
+  }
+  Result<std::unique_ptr<daemon::Daemon>> d =
+      daemon::Daemon::Open(*config, SystemClock::Instance());
+  if (!d) {
+    ctx.Fail(d.error());
+    return;
+  }
+  api::ApiServerOptions api_options;
+  api_options.host = config->api.host;
+  api_options.port = config->api.port;
+  api_options.token = config->api.token;
+  api_options.web_root = flags.web_root.empty() ? DefaultWebRoot() : flags.web_root;
+  api::ApiServer server(**d, api_options);
+  Result<int> port = server.Start();
+  if (!port) {
+    (*d)->Shutdown(/*stop_replicas=*/false);
+    ctx.Fail(port.error());
+    return;
+  }
+  std::unique_ptr<k8s::ExternalScalerServer> keda;
+  if (!flags.keda_scaler_listen.empty()) {
+    Result<int> keda_port = StartKedaScaler(flags.keda_scaler_listen, **d, keda);
+    if (!keda_port) {
+      server.Stop();
+      (*d)->Shutdown(/*stop_replicas=*/false);
+      ctx.Fail(keda_port.error());
+      return;
+    }
+    const size_t colon = flags.keda_scaler_listen.rfind(':');
+    const std::string host = colon > 0 ? flags.keda_scaler_listen.substr(0, colon) : "127.0.0.1";
+    ctx.out << fmt::format("KEDA external scaler: {}:{} (gRPC)\n", host, *keda_port);
+  }
+  (*d)->Run();
+  PrintStartup(ctx, *config, *port, api_options.web_root, **d);
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  ctx.err << fmt::format("gpuscale serve: received {}; {}\n",
+                         signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
+                         flags.keep_replicas ? "leaving replicas running" : "stopping replicas")
+          << std::flush;
+  if (keda) keda->Stop();
+  server.Stop();
+  (*d)->Shutdown(!flags.keep_replicas);
+}
+
+}  // namespace
+
+void AddServeCommands(CLI::App& app, CommandContext& ctx) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Run the autoscaling daemon: GPU monitor, services of replicas, the control loop and "
+      "the REST API (docs/api.md). Without --config: simulated GPUs (4 x H100) and one demo "
+      "service of emulated replicas. Stops on SIGINT/SIGTERM.");
+  cmd->add_option("--config", flags->config_path, "Daemon config file (YAML), e.g. gpuscale.yaml");
+  cmd->add_option("--listen", flags->listen,
+                  "API address HOST:PORT (overrides api.listen; "
+                  "port 0 = any free port)");
+  cmd->add_option("--state-dir", flags->state_dir,
+                  "State directory: SQLite database and replica logs (overrides state_dir)");
+  cmd->add_option("--token", flags->token, "Bearer token the API requires (overrides api.token)");
+  cmd->add_option("--loop-interval", flags->loop_interval_seconds,
+                  "Seconds between control ticks (overrides loop_interval_seconds)");
+  cmd->add_option("--web-root", flags->web_root,
+                  "Directory of the built dashboard served at / (default: web/dist next to "
+                  "the build tree, or share/gpuscale/web of the install prefix)");
+  cmd->add_option("--keda-scaler-listen", flags->keda_scaler_listen,
+                  "HOST:PORT for KEDA's external scaler (gRPC, docs/cluster.md); off unless "
+                  "given");
+  cmd->add_flag("--keep-replicas-on-exit", flags->keep_replicas,
+                "Leave replicas running on exit, for the next `serve` to adopt");
+  cmd->callback([flags, &ctx] { RunServe(*flags, ctx); });
+}
 
 }  // namespace gpuscale::cli

@@ -22,6 +22,12 @@
 #include "scale/node_plan.h"
 #include "scale/policy.h"
 
+namespace gpuscale::scale {
+// scale/rules_policy.h; declared here only, since that header and scale/target_metric.h
+// both define a scale::MetricReading and cannot share a translation unit.
+struct ScalingRule;
+}  // namespace gpuscale::scale
+
 namespace gpuscale::config {
 
 struct PolicySpec {
@@ -45,6 +51,13 @@ Result<PolicySpec> LoadCorrinoRecipeFile(const std::string& path);
 Result<std::unique_ptr<scale::Policy>> ParseRulesPolicy(const YAML::Node& block,
                                                         const std::string& path,
                                                         const CommonPolicyFields& common);
+// One rule of the `rules` family (reference 001's fields: name, source, metric, aggregation,
+// comparator, threshold, step_size, cooldown_seconds, min_replicas, max_replicas). Also what
+// the REST API validates a rule body with. `path` prefixes field names in errors ("" for an
+// API body) and is the rule's default name. Errors: kInvalidArgument naming the field and
+// line (unknown key, bad enum spelling, step_size 0, cooldown < 0, max < min).
+Result<scale::ScalingRule> ParseScalingRule(const YAML::Node& node, const std::string& path,
+                                            const CommonPolicyFields& common);
 Result<std::unique_ptr<scale::Policy>> ParseRatioPolicy(const YAML::Node& block,
                                                         const std::string& path,
                                                         const CommonPolicyFields& common);

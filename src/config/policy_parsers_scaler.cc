@@ -53,6 +53,8 @@ const EnumTable<scale::MetricSource>& Sources() {
   static const EnumTable<scale::MetricSource> table = {
       {"inference_framework", scale::MetricSource::kInferenceFramework},
       {"kernel", scale::MetricSource::kKernel},
+      // The metric is a PromQL expression the daemon sends to its Prometheus server.
+      {"prometheus", scale::MetricSource::kPrometheus},
   };
   return table;
 }
@@ -83,39 +85,6 @@ Status ParseRuleBounds(const YAML::Node& node, const std::string& path,
         fmt::format("must be >= min_replicas ({}), got {}", rule.min_replicas, rule.max_replicas));
   }
   return OkStatus();
-}
-
-Result<scale::ScalingRule> ParseRule(const YAML::Node& node, const std::string& path,
-                                     const CommonPolicyFields& common) {
-  GS_RETURN_IF_ERROR(
-      yaml::CheckKnownKeys(node, path,
-                           {"name", "source", "metric", "aggregation", "comparator", "threshold",
-                            "step_size", "cooldown_seconds", "min_replicas", "max_replicas"}));
-  scale::ScalingRule rule;
-  GS_ASSIGN_OR_RETURN(rule.name, yaml::ReadString(node, "name", path, path));
-  GS_ASSIGN_OR_RETURN(rule.source, ReadEnum(node, "source", path, Sources(),
-                                            {scale::MetricSource::kInferenceFramework}));
-  GS_ASSIGN_OR_RETURN(rule.metric, yaml::ReadString(node, "metric", path));
-  if (rule.metric.empty()) {
-    return yaml::FieldError(node["metric"], yaml::Join(path, "metric"), "must not be empty");
-  }
-  GS_ASSIGN_OR_RETURN(rule.aggregation, ReadEnum(node, "aggregation", path, Aggregations(),
-                                                 {scale::Aggregation::kAverage}));
-  GS_ASSIGN_OR_RETURN(rule.comparator, ReadEnum(node, "comparator", path, Comparators()));
-  GS_ASSIGN_OR_RETURN(rule.threshold, yaml::ReadDouble(node, "threshold", path));
-  GS_ASSIGN_OR_RETURN(rule.step_size, yaml::ReadInt(node, "step_size", path));
-  if (rule.step_size == 0) {
-    return yaml::FieldError(node["step_size"], yaml::Join(path, "step_size"),
-                            "must not be 0 (positive scales out, negative scales in)");
-  }
-  GS_ASSIGN_OR_RETURN(double cooldown, yaml::ReadDouble(node, "cooldown_seconds", path, 0.0));
-  if (cooldown < 0) {
-    return yaml::FieldError(node["cooldown_seconds"], yaml::Join(path, "cooldown_seconds"),
-                            "must be >= 0");
-  }
-  rule.cooldown = Seconds{cooldown};
-  GS_RETURN_IF_ERROR(ParseRuleBounds(node, path, common, rule));
-  return rule;
 }
 
 struct TaskRatios {
@@ -154,6 +123,39 @@ Status CheckOptionalBlock(const YAML::Node& block, const std::string& path,
 
 }  // namespace
 
+Result<scale::ScalingRule> ParseScalingRule(const YAML::Node& node, const std::string& path,
+                                            const CommonPolicyFields& common) {
+  GS_RETURN_IF_ERROR(
+      yaml::CheckKnownKeys(node, path,
+                           {"name", "source", "metric", "aggregation", "comparator", "threshold",
+                            "step_size", "cooldown_seconds", "min_replicas", "max_replicas"}));
+  scale::ScalingRule rule;
+  GS_ASSIGN_OR_RETURN(rule.name, yaml::ReadString(node, "name", path, path));
+  GS_ASSIGN_OR_RETURN(rule.source, ReadEnum(node, "source", path, Sources(),
+                                            {scale::MetricSource::kInferenceFramework}));
+  GS_ASSIGN_OR_RETURN(rule.metric, yaml::ReadString(node, "metric", path));
+  if (rule.metric.empty()) {
+    return yaml::FieldError(node["metric"], yaml::Join(path, "metric"), "must not be empty");
+  }
+  GS_ASSIGN_OR_RETURN(rule.aggregation, ReadEnum(node, "aggregation", path, Aggregations(),
+                                                 {scale::Aggregation::kAverage}));
+  GS_ASSIGN_OR_RETURN(rule.comparator, ReadEnum(node, "comparator", path, Comparators()));
+  GS_ASSIGN_OR_RETURN(rule.threshold, yaml::ReadDouble(node, "threshold", path));
+  GS_ASSIGN_OR_RETURN(rule.step_size, yaml::ReadInt(node, "step_size", path));
+  if (rule.step_size == 0) {
+    return yaml::FieldError(node["step_size"], yaml::Join(path, "step_size"),
+                            "must not be 0 (positive scales out, negative scales in)");
+  }
+  GS_ASSIGN_OR_RETURN(double cooldown, yaml::ReadDouble(node, "cooldown_seconds", path, 0.0));
+  if (cooldown < 0) {
+    return yaml::FieldError(node["cooldown_seconds"], yaml::Join(path, "cooldown_seconds"),
+                            "must be >= 0");
+  }
+  rule.cooldown = Seconds{cooldown};
+  GS_RETURN_IF_ERROR(ParseRuleBounds(node, path, common, rule));
+  return rule;
+}
+
 Result<std::unique_ptr<scale::Policy>> ParseRulesPolicy(const YAML::Node& block,
                                                         const std::string& path,
                                                         const CommonPolicyFields& common) {
@@ -164,7 +166,7 @@ Result<std::unique_ptr<scale::Policy>> ParseRulesPolicy(const YAML::Node& block,
   std::set<std::string> names;
   for (size_t i = 0; i < block.size(); ++i) {
     const std::string rule_path = yaml::Index(path, i);
-    GS_ASSIGN_OR_RETURN(scale::ScalingRule rule, ParseRule(block[i], rule_path, common));
+    GS_ASSIGN_OR_RETURN(scale::ScalingRule rule, ParseScalingRule(block[i], rule_path, common));
     if (!names.insert(rule.name).second) {
       return yaml::FieldError(block[i]["name"], yaml::Join(rule_path, "name"),
                               fmt::format("duplicate rule name '{}'", rule.name));

@@ -1,0 +1,199 @@
+// GET /v1/events (query validation, data as JSON) and the live SSE stream.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "api/api_test_util.h"
+#include "api/event_stream.h"
+
+namespace gpuscale::api {
+namespace {
+
+using nlohmann::json;
+
+TEST_F(ApiServerTest, ListsEventsWithFilters) {
+  daemon_.AddEvent("chat", "decision", "scale to 2", R"({"desired": 2})");
+  daemon_.AddEvent("batch", "replica_started", "batch-1 started", "not json");
+  daemon_.AddEvent("chat", "replica_started", "chat-1 started");
+  httplib::Result all = client_->Get("/v1/events");
+  ASSERT_EQ(all->status, 200);
+  json body = Body(all);
+  ASSERT_EQ(body["events"].size(), 3u);
+  EXPECT_EQ(body["last_id"], 3);
+  EXPECT_EQ(body["events"][0]["data"], json({{"desired", 2}}));
+  EXPECT_EQ(body["events"][1]["data"], "not json");
+  EXPECT_TRUE(body["events"][2]["data"].is_null());
+  EXPECT_EQ(body["events"][0]["at"], "2023-11-14T22:13:21.000Z");
+
+  httplib::Result filtered = client_->Get("/v1/events?since_id=1&service=chat&limit=5");
+  ASSERT_EQ(filtered->status, 200);
+  ASSERT_EQ(Body(filtered)["events"].size(), 1u);
+  EXPECT_EQ(Body(filtered)["events"][0]["id"], 3);
+  EXPECT_EQ(daemon_.last_event_query().limit, 5);
+  EXPECT_EQ(Body(client_->Get("/v1/events?kind=decision"))["events"].size(), 1u);
+}
+
+TEST_F(ApiServerTest, BadEventQueryIs400NamingTheParameter) {
+  for (const auto& [query, field] :
+       std::vector<std::pair<std::string, std::string>>{{"limit=0", "limit"},
+                                                        {"limit=10001", "limit"},
+                                                        {"limit=x", "limit"},
+                                                        {"since_id=-1", "since_id"},
+                                                        {"since_id=1e3", "since_id"}}) {
+    httplib::Result res = client_->Get(("/v1/events?" + query).c_str());
+    EXPECT_EQ(res->status, 400) << query;
+    EXPECT_EQ(ErrorOf(res)["field"], field) << query;
+  }
+}
+
+// Reads an SSE response until `done` says stop; collects the raw text.
+struct SseReader {
+  std::mutex mu;
+  std::string text;
+  std::atomic<bool> stop{false};
+
+  bool Append(const char* data, size_t size) {
+    std::lock_guard lock(mu);
+    text.append(data, size);
+    return !stop.load();
+  }
+  std::string Text() {
+    std::lock_guard lock(mu);
+    return text;
+  }
+  // Waits (bounded, so that a bug fails instead of hanging) until `needle` arrived.
+  bool WaitFor(const std::string& needle) {
+    for (int i = 0; i < 1000; ++i) {
+      if (Text().find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  // Opens the stream on a thread and returns once its response headers arrived (the
+  // server has then chosen its starting point).
+  std::thread Open(int port, std::string path, httplib::Headers headers = {}) {
+    std::thread thread([this, port, path, headers] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_read_timeout(30, 0);
+      client.Get(
+          path.c_str(), headers,
+          [this](const httplib::Response& res) {
+            std::lock_guard lock(mu);
+            content_type = res.get_header_value("Content-Type");
+            connected = true;
+            return true;
+          },
+          [this](const char* data, size_t size) { return Append(data, size); });
+      returned = true;
+    });
+    for (int i = 0; i < 1000 && !connected && !returned; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return thread;
+  }
+
+  std::string content_type;  // guarded by mu
+  std::atomic<bool> connected{false};
+  std::atomic<bool> returned{false};
+};
+
+TEST_F(ApiServerTest, StreamsLiveEventsAsSse) {
+  daemon_.AddEvent("chat", "decision", "old event, before the stream");
+  SseReader reader;
+  std::thread client = reader.Open(port_, "/v1/events/stream");
+  EXPECT_TRUE(reader.connected.load());
+  // Events appended after connecting arrive; the old one is not replayed.
+  daemon_.AddEvent("chat", "replica_started", "chat-1 started", R"({"port": 8001})");
+  daemon_.AddEvent("chat", "decision", "scale to 2");
+  EXPECT_TRUE(reader.WaitFor("id: 3\n"));
+  reader.stop = true;
+  daemon_.AddEvent("chat", "decision", "wake the stream so the client can leave");
+  client.join();
+  const std::string text = reader.Text();
+  EXPECT_EQ(reader.content_type, "text/event-stream");
+  EXPECT_EQ(text.find("old event"), std::string::npos);
+  const std::string first = "id: 2\nevent: replica_started\ndata: {\"id\":2,";
+  EXPECT_NE(text.find(first), std::string::npos) << text;
+  EXPECT_NE(text.find("\"data\":{\"port\":8001}}\n\n"), std::string::npos) << text;
+  EXPECT_LT(text.find("id: 2\n"), text.find("id: 3\n"));
+}
+
+TEST_F(ApiServerTest, StreamResumesFromLastEventId) {
+  for (int i = 0; i < 4; ++i) daemon_.AddEvent("chat", "decision", "event");
+  SseReader reader;
+  std::thread client = reader.Open(port_, "/v1/events/stream", {{"Last-Event-ID", "2"}});
+  EXPECT_TRUE(reader.WaitFor("id: 4\n"));
+  reader.stop = true;
+  daemon_.AddEvent("chat", "decision", "wake");
+  client.join();
+  EXPECT_EQ(reader.Text().find("id: 2\n"), std::string::npos);
+  EXPECT_NE(reader.Text().find("id: 3\n"), std::string::npos);
+}
+
+TEST_F(ApiServerTest, StreamFiltersBySinceIdAndKind) {
+  daemon_.AddEvent("chat", "decision", "one");
+  daemon_.AddEvent("chat", "replica_started", "two");
+  daemon_.AddEvent("chat", "decision", "three");
+  SseReader reader;
+  std::thread client = reader.Open(port_, "/v1/events/stream?since_id=0&kind=decision");
+  EXPECT_TRUE(reader.WaitFor("id: 3\n"));
+  reader.stop = true;
+  daemon_.AddEvent("chat", "decision", "wake");
+  client.join();
+  EXPECT_NE(reader.Text().find("id: 1\n"), std::string::npos);
+  EXPECT_EQ(reader.Text().find("id: 2\n"), std::string::npos);
+}
+
+TEST_F(ApiServerTest, StopEndsOpenStreams) {
+  SseReader reader;
+  std::thread client = reader.Open(port_, "/v1/events/stream");
+  EXPECT_TRUE(reader.connected.load());
+  server_->Stop();  // would hang (until the client's 30 s timeout) if streams did not end
+  client.join();
+  EXPECT_TRUE(reader.returned.load());
+}
+
+class ApiServerKeepaliveTest : public ApiServerTest {
+ protected:
+  void SetUp() override { StartServer({.sse_keepalive = Seconds{0.05}}); }
+};
+
+TEST_F(ApiServerKeepaliveTest, IdleStreamSendsKeepaliveComments) {
+  SseReader reader;
+  std::thread client = reader.Open(port_, "/v1/events/stream");
+  EXPECT_TRUE(reader.WaitFor(": keepalive\n\n"));
+  reader.stop = true;
+  client.join();
+}
+
+TEST(EventStreamTest, FormatsOneEventPerSseBlock) {
+  store::EventRow event;
+  event.id = 7;
+  event.at = Seconds{1700000000.0};
+  event.kind = "decision";
+  event.message = "line one\nline two";
+  const std::string text = FormatSseEvent(event);
+  EXPECT_EQ(text.rfind("id: 7\nevent: decision\ndata: {", 0), 0u) << text;
+  EXPECT_EQ(text.substr(text.size() - 3), "}\n\n");
+  // The message's newline is escaped inside the JSON, so the data stays one line.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);
+}
+
+TEST(EventStreamTest, SkipsFilteredOutIdsWithoutSpinning) {
+  FakeDaemonApi daemon;
+  daemon.AddEvent("other", "decision", "filtered out");
+  store::EventQuery filter;
+  filter.service = "chat";
+  EventStream stream(daemon, filter, {.poll = Seconds{0}, .keepalive = Seconds{3600}});
+  Result<std::string> text = stream.Poll();
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(*text, "");
+  EXPECT_EQ(stream.last_id(), 1);
+}
+
+}  // namespace
+}  // namespace gpuscale::api

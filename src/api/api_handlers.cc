@@ -1,0 +1,241 @@
+#include "api/api_handlers.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "api/request_parsing.h"
+
+namespace gpuscale::api {
+namespace {
+
+const std::string& Param(const HandlerContext& ctx, size_t i) { return ctx.params.at(i); }
+
+std::string ServicePath(const std::string& name) { return "/v1/services/" + name; }
+
+Status SendService(HandlerContext& ctx, int status, Result<daemon::ServiceView> service) {
+  if (!service) return Unexpected<Error>(service.error());
+  if (status == 201) ctx.response.set_header("Location", ServicePath(service->config.name));
+  SendJson(ctx.response, status, ServiceJson(*service));
+  return OkStatus();
+}
+
+Status SendNoContent(HandlerContext& ctx, Status status) {
+  GS_RETURN_IF_ERROR(status);
+  ctx.response.status = 204;
+  return OkStatus();
+}
+
+Result<int64_t> ParseRuleId(std::string_view text, std::string_view field) {
+  Result<int64_t> id = ParseNonNegativeInt(text, field);
+  if (!id || *id == 0) {
+    return InvalidArgument(fmt::format("expected a rule id (an integer >= 1), got '{}'", text),
+                           std::string(field));
+  }
+  return id;
+}
+
+}  // namespace
+
+int HttpStatusFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return 400;
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kFailedPrecondition:
+    case ErrorCode::kResourceExhausted:
+      return 409;
+    case ErrorCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+void SendJson(httplib::Response& response, int status, const Json& body) {
+  response.status = status;
+  // replace: a stray invalid UTF-8 byte in a message must not turn the reply into a 500.
+  response.set_content(body.dump(2, ' ', false, Json::error_handler_t::replace) + "\n",
+                       "application/json");
+}
+
+void SendError(httplib::Response& response, const Error& error) {
+  SendJson(response, HttpStatusFor(error.code), ErrorJson(error));
+}
+
+void SendErrorBody(httplib::Response& response, int status, std::string_view code,
+                   std::string_view message) {
+  SendJson(response, status,
+           Json{{"error", {{"code", code}, {"message", message}, {"field", nullptr}}}});
+}
+
+Status HandleHealthz(HandlerContext& ctx) {
+  SendJson(ctx.response, 200, Json{{"status", "ok"}});
+  return OkStatus();
+}
+
+Status HandleReadyz(HandlerContext& ctx) {
+  GS_RETURN_IF_ERROR(ctx.daemon.Ready());
+  SendJson(ctx.response, 200, Json{{"status", "ready"}});
+  return OkStatus();
+}
+
+Status HandleMetrics(HandlerContext& ctx) {
+  ctx.response.status = 200;
+  ctx.response.set_content(ctx.daemon.MetricsText(), "text/plain; version=0.0.4; charset=utf-8");
+  return OkStatus();
+}
+
+Status HandleGpus(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(gpu::GpuSnapshot snapshot, ctx.daemon.Gpus());
+  SendJson(ctx.response, 200, SnapshotJson(snapshot, ctx.daemon.ScoreWeights()));
+  return OkStatus();
+}
+
+Status HandleGpuHistory(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(Seconds window, ParseHistoryWindow(ctx.request.params));
+  SendJson(ctx.response, 200,
+           HistoryJson(ctx.daemon.GpuHistory(window), ctx.daemon.ScoreWeights()));
+  return OkStatus();
+}
+
+Status HandleListServices(HandlerContext& ctx) {
+  Json services = Json::array();
+  for (const daemon::ServiceView& service : ctx.daemon.ListServices()) {
+    services.push_back(ServiceJson(service));
+  }
+  SendJson(ctx.response, 200, Json{{"services", std::move(services)}});
+  return OkStatus();
+}
+
+Status HandleCreateService(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(daemon::ServiceConfig config, ParseServiceBody(ctx.request.body, ""));
+  return SendService(ctx, 201, ctx.daemon.CreateService(config));
+}
+
+Status HandleGetService(HandlerContext& ctx) {
+  return SendService(ctx, 200, ctx.daemon.GetService(Param(ctx, 0)));
+}
+
+Status HandleUpdateService(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(daemon::ServiceConfig config,
+                      ParseServiceBody(ctx.request.body, Param(ctx, 0)));
+  return SendService(ctx, 200, ctx.daemon.UpdateService(config));
+}
+
+Status HandleDeleteService(HandlerContext& ctx) {
+  return SendNoContent(ctx, ctx.daemon.DeleteService(Param(ctx, 0)));
+}
+
+Status HandleListRules(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(std::vector<daemon::RuleView> rules, ctx.daemon.ListRules(Param(ctx, 0)));
+  Json array = Json::array();
+  for (const daemon::RuleView& rule : rules) array.push_back(RuleJson(rule));
+  SendJson(ctx.response, 200, Json{{"rules", std::move(array)}});
+  return OkStatus();
+}
+
+Status HandleAddRule(HandlerContext& ctx) {
+  const std::string& name = Param(ctx, 0);
+  // The service first: 404 for an unknown one, and its bounds are the rule's defaults.
+  GS_ASSIGN_OR_RETURN(daemon::ServiceView service, ctx.daemon.GetService(name));
+  GS_ASSIGN_OR_RETURN(daemon::RuleView rule, ParseRuleBody(ctx.request.body, service.config));
+  GS_ASSIGN_OR_RETURN(daemon::RuleView added, ctx.daemon.AddRule(name, rule));
+  ctx.response.set_header("Location", fmt::format("{}/rules/{}", ServicePath(name), added.id));
+  SendJson(ctx.response, 201, RuleJson(added));
+  return OkStatus();
+}
+
+Status HandleGetRule(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(int64_t id, ParseRuleId(Param(ctx, 1), "id"));
+  GS_ASSIGN_OR_RETURN(std::vector<daemon::RuleView> rules, ctx.daemon.ListRules(Param(ctx, 0)));
+  for (const daemon::RuleView& rule : rules) {
+    if (rule.id == id) {
+      SendJson(ctx.response, 200, RuleJson(rule));
+      return OkStatus();
+    }
+  }
+  return NotFound(fmt::format("service '{}' has no rule {}", Param(ctx, 0), id), "id");
+}
+
+Status HandleDeleteRule(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(int64_t id, ParseRuleId(Param(ctx, 1), "id"));
+  return SendNoContent(ctx, ctx.daemon.DeleteRule(Param(ctx, 0), id));
+}
+
+Status HandleDeleteRuleByQuery(HandlerContext& ctx) {
+  if (!ctx.request.has_param("id")) {
+    return InvalidArgument("required: ?id=N (or DELETE /v1/services/{name}/rules/{id})", "id");
+  }
+  GS_ASSIGN_OR_RETURN(int64_t id, ParseRuleId(ctx.request.get_param_value("id"), "id"));
+  return SendNoContent(ctx, ctx.daemon.DeleteRule(Param(ctx, 0), id));
+}
+
+Status HandleGetReplicas(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(std::vector<orch::ReplicaInfo> replicas,
+                      ctx.daemon.ListReplicas(Param(ctx, 0)));
+  Json array = Json::array();
+  for (const orch::ReplicaInfo& replica : replicas) array.push_back(ReplicaJson(replica));
+  SendJson(ctx.response, 200, Json{{"service", Param(ctx, 0)}, {"replicas", std::move(array)}});
+  return OkStatus();
+}
+
+Status HandleSetReplicas(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(std::optional<int> replicas, ParseReplicasBody(ctx.request.body));
+  return SendService(ctx, 200, ctx.daemon.SetDesiredReplicas(Param(ctx, 0), replicas));
+}
+
+Status HandleLeases(HandlerContext& ctx) {
+  Json array = Json::array();
+  for (const alloc::Lease& lease : ctx.daemon.Leases()) array.push_back(LeaseJson(lease));
+  SendJson(ctx.response, 200, Json{{"leases", std::move(array)}});
+  return OkStatus();
+}
+
+Status HandleEvents(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(store::EventQuery query, ParseEventQuery(ctx.request.params));
+  GS_ASSIGN_OR_RETURN(std::vector<store::EventRow> events, ctx.daemon.Events(query));
+  Json array = Json::array();
+  int64_t last_id = query.since_id;
+  for (const store::EventRow& event : events) {
+    array.push_back(EventJson(event));
+    last_id = std::max(last_id, event.id);
+  }
+  SendJson(ctx.response, 200, Json{{"events", std::move(array)}, {"last_id", last_id}});
+  return OkStatus();
+}
+
+// Validates the query, then streams from a worker thread until the client leaves, the
+// daemon's event store fails, or the server stops.
+Status HandleEventStream(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(store::EventQuery query, ParseEventQuery(ctx.request.params));
+  bool resume = ctx.request.has_param("since_id");
+  if (ctx.request.has_header("Last-Event-ID")) {  // a reconnecting EventSource wins
+    GS_ASSIGN_OR_RETURN(
+        query.since_id,
+        ParseNonNegativeInt(ctx.request.get_header_value("Last-Event-ID"), "Last-Event-ID"));
+    resume = true;
+  }
+  auto stream = std::make_shared<EventStream>(ctx.daemon, query, ctx.stream_options);
+  if (!resume) stream->StartAtNewest();
+  ctx.response.status = 200;
+  ctx.response.set_header("Cache-Control", "no-cache");
+  ctx.response.set_header("X-Accel-Buffering", "no");  // nginx: do not buffer the stream
+  const std::atomic<bool>* stopping = &ctx.stopping;
+  ctx.response.set_chunked_content_provider(
+      "text/event-stream", [stream, stopping](size_t, httplib::DataSink& sink) {
+        if (stopping->load()) {
+          sink.done();
+          return true;
+        }
+        Result<std::string> text = stream->Poll();
+        if (!text) return false;
+        return text->empty() || sink.write(text->data(), text->size());
+      });
+  return OkStatus();
+}
+
+}  // namespace gpuscale::api

@@ -1,0 +1,69 @@
+// The REST API's request handlers, one function per route, and the helpers that write JSON
+// replies and map error codes to HTTP statuses. ApiServer (api_server.cc) routes, checks
+// the token and calls these; they hold no business logic (DaemonApi does the work).
+//
+// This is an api/-internal header: it exposes cpp-httplib and nlohmann types, so only api/
+// .cc files include it (STYLE.md rule 4).
+//
+// Thread-safety: handlers run on HTTP worker threads concurrently; they share only the
+// DaemonApi (thread-safe by contract) and read-only options.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/event_stream.h"
+#include "api/json_views.h"
+#include "core/result.h"
+#include "daemon/daemon_api.h"
+
+namespace gpuscale::api {
+
+struct HandlerContext {
+  daemon::DaemonApi& daemon;
+  const httplib::Request& request;
+  httplib::Response& response;
+  const std::vector<std::string>& params;  // the route's {placeholders}, in order
+  const std::atomic<bool>& stopping;       // set by ApiServer::Stop(): end streams
+  const EventStreamOptions& stream_options;
+};
+
+// A handler writes its reply on success; on error the caller writes the error body.
+using Handler = Status (*)(HandlerContext&);
+
+// The one HTTP status of each error code (daemon_api.h): 400, 404, 409, 503, else 500.
+int HttpStatusFor(ErrorCode code);
+
+void SendJson(httplib::Response& response, int status, const Json& body);
+void SendError(httplib::Response& response, const Error& error);
+// An error body with a code string of the HTTP layer's own ("unauthenticated",
+// "method_not_allowed", "payload_too_large", ...).
+void SendErrorBody(httplib::Response& response, int status, std::string_view code,
+                   std::string_view message);
+
+Status HandleHealthz(HandlerContext& ctx);
+Status HandleReadyz(HandlerContext& ctx);
+Status HandleMetrics(HandlerContext& ctx);
+Status HandleGpus(HandlerContext& ctx);
+Status HandleGpuHistory(HandlerContext& ctx);
+Status HandleListServices(HandlerContext& ctx);
+Status HandleCreateService(HandlerContext& ctx);
+Status HandleGetService(HandlerContext& ctx);
+Status HandleUpdateService(HandlerContext& ctx);
+Status HandleDeleteService(HandlerContext& ctx);
+Status HandleListRules(HandlerContext& ctx);
+Status HandleAddRule(HandlerContext& ctx);
+Status HandleGetRule(HandlerContext& ctx);
+Status HandleDeleteRule(HandlerContext& ctx);         // /rules/{id}
+Status HandleDeleteRuleByQuery(HandlerContext& ctx);  // /rules?id=N
+Status HandleGetReplicas(HandlerContext& ctx);
+Status HandleSetReplicas(HandlerContext& ctx);
+Status HandleLeases(HandlerContext& ctx);
+Status HandleEvents(HandlerContext& ctx);
+Status HandleEventStream(HandlerContext& ctx);
+
+}  // namespace gpuscale::api

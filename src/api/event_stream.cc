@@ -1,0 +1,57 @@
+#include "api/event_stream.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "api/json_views.h"
+
+namespace gpuscale::api {
+
+std::string FormatSseEvent(const store::EventRow& event) {
+  // SSE fields end at a newline; JSON dump() without indent escapes every newline inside
+  // strings, and the kind is our own identifier, but strip line breaks defensively.
+  std::string kind = event.kind;
+  std::replace(kind.begin(), kind.end(), '\n', ' ');
+  std::replace(kind.begin(), kind.end(), '\r', ' ');
+  return fmt::format("id: {}\nevent: {}\ndata: {}\n\n", event.id, kind.empty() ? "event" : kind,
+                     EventJson(event).dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+EventStream::EventStream(daemon::DaemonApi& daemon, store::EventQuery filter,
+                         EventStreamOptions options)
+    : daemon_(daemon),
+      filter_(std::move(filter)),
+      options_(options),
+      last_write_(std::chrono::steady_clock::now()) {
+  filter_.limit = std::max(1, options_.batch);
+}
+
+void EventStream::StartAtNewest() {
+  filter_.since_id = std::max(filter_.since_id, daemon_.WaitForEvents(0, Seconds{0}));
+}
+
+Result<std::string> EventStream::Poll() {
+  const int64_t newest = daemon_.WaitForEvents(filter_.since_id, options_.poll);
+  std::string text;
+  if (newest > filter_.since_id) {
+    GS_ASSIGN_OR_RETURN(std::vector<store::EventRow> events, daemon_.Events(filter_));
+    for (const store::EventRow& event : events) {
+      text += FormatSseEvent(event);
+      filter_.since_id = std::max(filter_.since_id, event.id);
+    }
+    // A page short of the limit means nothing else matches up to `newest`: skip the
+    // filtered-out ids so that the next wait does not return at once.
+    if (static_cast<int>(events.size()) < filter_.limit) {
+      filter_.since_id = std::max(filter_.since_id, newest);
+    }
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (text.empty() && now - last_write_ >= options_.keepalive) text = ": keepalive\n\n";
+  if (!text.empty()) last_write_ = now;
+  return text;
+}
+
+}  // namespace gpuscale::api

@@ -1,0 +1,62 @@
+// EventStream: the server side of GET /v1/events/stream (server-sent events). Each Poll()
+// waits a short while for new events (DaemonApi::WaitForEvents), fetches them with
+// DaemonApi::Events and returns them as SSE text:
+//
+//   id: 42
+//   event: replica_started
+//   data: {"id":42,"at":"...","service":"chat","kind":"replica_started",...}
+//
+// plus a `: keepalive` comment when nothing was sent for `keepalive` (so that proxies and
+// clients do not drop an idle stream). Resuming: the stream starts after `filter.since_id`
+// (from Last-Event-ID or ?since_id); StartAtNewest() skips what is already stored.
+//
+// Polls are short (options.poll) so that the caller can check its own stop flag between
+// them: the HTTP server ends streams promptly on Stop().
+//
+// Thread-safety: one stream per connection, used by that connection's thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "daemon/daemon_api.h"
+#include "store/records.h"
+
+namespace gpuscale::api {
+
+struct EventStreamOptions {
+  Seconds poll{0.25};     // longest wait per Poll()
+  Seconds keepalive{15};  // idle time before a `: keepalive` comment
+  int batch = 500;        // most events fetched per Events() call
+};
+
+// One event as SSE text ("id: ...\nevent: ...\ndata: ...\n\n").
+std::string FormatSseEvent(const store::EventRow& event);
+
+class EventStream {
+ public:
+  // `filter`: since_id = resume point; service/kind filter the stream ("" = all).
+  EventStream(daemon::DaemonApi& daemon, store::EventQuery filter, EventStreamOptions options);
+
+  // Moves the resume point to the newest stored event (a stream without Last-Event-ID shows
+  // only what happens from now on).
+  void StartAtNewest();
+
+  // Waits up to options.poll for events after the resume point and returns them as SSE text
+  // (or a keepalive comment, or "" when there is nothing to send yet). Errors: those of
+  // DaemonApi::Events (the caller ends the stream).
+  Result<std::string> Poll();
+
+  int64_t last_id() const { return filter_.since_id; }
+
+ private:
+  daemon::DaemonApi& daemon_;
+  store::EventQuery filter_;
+  EventStreamOptions options_;
+  std::chrono::steady_clock::time_point last_write_;
+};
+
+}  // namespace gpuscale::api

@@ -1,0 +1,250 @@
+// FakeDaemonApi: an in-memory daemon::DaemonApi for the API tests (test-only; no control
+// loop). Services, rules, replicas, leases and events live in maps; tests seed GPUs,
+// replicas, leases and events directly and read back what the API asked for.
+//
+// Behaviour follows daemon_api.h's contract where the API depends on it: duplicate service
+// -> kFailedPrecondition, unknown service/rule -> kNotFound, manual replicas outside
+// [min, max] -> kInvalidArgument naming "replicas", AddRule on a service whose policy is
+// in its spec -> kFailedPrecondition, WaitForEvents blocks on a condition variable.
+//
+// Thread-safety: every method locks mu_ (the API calls it from many worker threads).
+#pragma once
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/daemon_api.h"
+#include "daemon/daemon_config.h"
+
+namespace gpuscale::api {
+
+class FakeDaemonApi : public daemon::DaemonApi {
+ public:
+  // --- seeding (tests) ---
+  void SetGpus(Result<gpu::GpuSnapshot> snapshot) {
+    std::lock_guard lock(mu_);
+    gpus_ = std::move(snapshot);
+  }
+  void SetHistory(std::vector<gpu::HistoryPoint> history) {
+    std::lock_guard lock(mu_);
+    history_ = std::move(history);
+  }
+  void SetReplicas(const std::string& service, std::vector<orch::ReplicaInfo> replicas) {
+    std::lock_guard lock(mu_);
+    replicas_[service] = std::move(replicas);
+  }
+  void SetLeases(std::vector<alloc::Lease> leases) {
+    std::lock_guard lock(mu_);
+    leases_ = std::move(leases);
+  }
+  void SetReady(Status ready) {
+    std::lock_guard lock(mu_);
+    ready_ = std::move(ready);
+  }
+  void SetLastDecision(const std::string& service, Seconds at, std::string reason) {
+    std::lock_guard lock(mu_);
+    auto it = services_.find(service);
+    if (it == services_.end()) return;
+    it->second.last_decision_at = at;
+    it->second.last_reason = std::move(reason);
+    it->second.last_details = {"detail one"};
+  }
+  // Appends an event (ids 1, 2, ...) and wakes WaitForEvents.
+  int64_t AddEvent(std::string service, std::string kind, std::string message,
+                   std::string data = {}) {
+    std::lock_guard lock(mu_);
+    store::EventRow event;
+    event.id = static_cast<int64_t>(events_.size()) + 1;
+    event.at = Seconds{1700000000.0 + static_cast<double>(event.id)};
+    event.service = std::move(service);
+    event.kind = std::move(kind);
+    event.message = std::move(message);
+    event.data = std::move(data);
+    events_.push_back(std::move(event));
+    events_cv_.notify_all();
+    return events_.back().id;
+  }
+  // What the API last asked for.
+  Seconds last_history_window() const {
+    std::lock_guard lock(mu_);
+    return last_history_window_;
+  }
+  store::EventQuery last_event_query() const {
+    std::lock_guard lock(mu_);
+    return last_event_query_;
+  }
+
+  // --- DaemonApi ---
+  Result<gpu::GpuSnapshot> Gpus() override {
+    std::lock_guard lock(mu_);
+    return gpus_;
+  }
+  gpu::ScoreWeights ScoreWeights() const override { return {}; }
+  std::vector<gpu::HistoryPoint> GpuHistory(Seconds window) override {
+    std::lock_guard lock(mu_);
+    last_history_window_ = window;
+    return history_;
+  }
+
+  std::vector<daemon::ServiceView> ListServices() override {
+    std::lock_guard lock(mu_);
+    std::vector<daemon::ServiceView> views;
+    for (const auto& [name, view] : services_) views.push_back(view);
+    return views;
+  }
+  Result<daemon::ServiceView> GetService(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    auto it = services_.find(name);
+    if (it == services_.end()) return NotFound(fmt_no_service(name), "name");
+    return it->second;
+  }
+  Result<daemon::ServiceView> CreateService(const daemon::ServiceConfig& config) override {
+    std::lock_guard lock(mu_);
+    if (services_.count(config.name) > 0) {
+      return FailedPrecondition("service '" + config.name + "' already exists", "name");
+    }
+    daemon::ServiceView view = MakeView(config);
+    view.created_at = Seconds{1700000000.0};
+    services_[config.name] = view;
+    return view;
+  }
+  Result<daemon::ServiceView> UpdateService(const daemon::ServiceConfig& config) override {
+    std::lock_guard lock(mu_);
+    auto it = services_.find(config.name);
+    if (it == services_.end()) return NotFound(fmt_no_service(config.name), "name");
+    daemon::ServiceView view = MakeView(config);
+    view.created_at = it->second.created_at;
+    view.manual_replicas = it->second.manual_replicas;
+    it->second = view;
+    return view;
+  }
+  Status DeleteService(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    if (services_.erase(name) == 0) return NotFound(fmt_no_service(name), "name");
+    return OkStatus();
+  }
+
+  Result<std::vector<daemon::RuleView>> ListRules(const std::string& service) override {
+    std::lock_guard lock(mu_);
+    if (services_.count(service) == 0) return NotFound(fmt_no_service(service), "name");
+    std::vector<daemon::RuleView> rules;
+    for (const daemon::RuleView& rule : rules_) {
+      if (rule.service == service) rules.push_back(rule);
+    }
+    return rules;
+  }
+  Result<daemon::RuleView> AddRule(const std::string& service,
+                                   const daemon::RuleView& rule) override {
+    std::lock_guard lock(mu_);
+    auto it = services_.find(service);
+    if (it == services_.end()) return NotFound(fmt_no_service(service), "name");
+    if (!it->second.config.policy_yaml.empty()) {
+      return FailedPrecondition("service '" + service + "' has its policy in its spec");
+    }
+    daemon::RuleView added = rule;
+    added.id = next_rule_id_++;
+    added.service = service;
+    added.created_at = Seconds{1700000100.0};
+    rules_.push_back(added);
+    return added;
+  }
+  Status DeleteRule(const std::string& service, int64_t rule_id) override {
+    std::lock_guard lock(mu_);
+    if (services_.count(service) == 0) return NotFound(fmt_no_service(service), "name");
+    auto it = std::find_if(rules_.begin(), rules_.end(), [&](const daemon::RuleView& r) {
+      return r.service == service && r.id == rule_id;
+    });
+    if (it == rules_.end()) return NotFound("no rule " + std::to_string(rule_id), "id");
+    rules_.erase(it);
+    return OkStatus();
+  }
+
+  Result<daemon::ServiceView> SetDesiredReplicas(const std::string& service,
+                                                 std::optional<int> replicas) override {
+    std::lock_guard lock(mu_);
+    auto it = services_.find(service);
+    if (it == services_.end()) return NotFound(fmt_no_service(service), "name");
+    const daemon::ServiceConfig& config = it->second.config;
+    if (replicas && (*replicas < config.min_replicas || *replicas > config.max_replicas)) {
+      return InvalidArgument("outside [min_replicas, max_replicas]", "replicas");
+    }
+    it->second.manual_replicas = replicas;
+    if (replicas) it->second.desired_replicas = *replicas;
+    return it->second;
+  }
+  Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string& service) override {
+    std::lock_guard lock(mu_);
+    if (services_.count(service) == 0) return NotFound(fmt_no_service(service), "name");
+    return replicas_[service];
+  }
+
+  std::vector<alloc::Lease> Leases() override {
+    std::lock_guard lock(mu_);
+    return leases_;
+  }
+
+  Result<std::vector<store::EventRow>> Events(const store::EventQuery& query) override {
+    std::lock_guard lock(mu_);
+    last_event_query_ = query;
+    std::vector<store::EventRow> out;
+    for (const store::EventRow& event : events_) {
+      if (event.id <= query.since_id) continue;
+      if (!query.service.empty() && event.service != query.service) continue;
+      if (!query.kind.empty() && event.kind != query.kind) continue;
+      if (static_cast<int>(out.size()) >= query.limit) break;
+      out.push_back(event);
+    }
+    return out;
+  }
+  int64_t WaitForEvents(int64_t after_id, Seconds timeout) override {
+    std::unique_lock lock(mu_);
+    events_cv_.wait_for(lock, timeout, [&] { return NewestLocked() > after_id; });
+    return std::max(after_id, NewestLocked());
+  }
+
+  std::string MetricsText() override {
+    return "# HELP gpuscale_up 1 while the daemon runs.\n# TYPE gpuscale_up gauge\n"
+           "gpuscale_up 1\n";
+  }
+  Status Ready() override {
+    std::lock_guard lock(mu_);
+    return ready_;
+  }
+
+ private:
+  static std::string fmt_no_service(const std::string& name) {
+    return "no service named '" + name + "'";
+  }
+  static daemon::ServiceView MakeView(const daemon::ServiceConfig& config) {
+    daemon::ServiceView view;
+    view.config = config;
+    view.spec_yaml = daemon::ServiceConfigToYaml(config);
+    view.policy_family = config.policy_family;
+    view.desired_replicas = config.min_replicas;
+    return view;
+  }
+  int64_t NewestLocked() const { return events_.empty() ? 0 : events_.back().id; }
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable events_cv_;
+  Result<gpu::GpuSnapshot> gpus_ = gpu::GpuSnapshot{};
+  std::vector<gpu::HistoryPoint> history_;
+  std::map<std::string, daemon::ServiceView> services_;
+  std::vector<daemon::RuleView> rules_;
+  int64_t next_rule_id_ = 1;
+  std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_;
+  std::vector<alloc::Lease> leases_;
+  std::vector<store::EventRow> events_;
+  Status ready_;
+  Seconds last_history_window_{0};
+  store::EventQuery last_event_query_;
+};
+
+}  // namespace gpuscale::api

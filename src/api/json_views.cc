@@ -1,0 +1,223 @@
+#include "api/json_views.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "core/clock.h"
+#include "scale/replica_orchestrator.h"
+
+namespace gpuscale::api {
+namespace {
+
+template <typename T>
+Json OrNull(const std::optional<T>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+// Rounds for output so JSON does not show 0.30000000000000004.
+double Round(double value, double scale = 1000.0) { return std::round(value * scale) / scale; }
+
+std::string Time(Seconds at) { return FormatRfc3339(at); }
+
+Json GpuArray(const std::vector<gpu::GpuInfo>& gpus, const gpu::ScoreWeights& weights) {
+  Json array = Json::array();
+  for (const gpu::GpuInfo& gpu : gpus) array.push_back(GpuJson(gpu, weights));
+  return array;
+}
+
+bool IsNumberText(const std::string& text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.' &&
+        c != 'e' && c != 'E') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A plain (unquoted) YAML scalar read as YAML 1.2's core schema would: null, bool, integer,
+// float, else string.
+Json PlainScalarJson(const std::string& text) {
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") {
+    return nullptr;
+  }
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  if (!IsNumberText(text)) return text;
+  int64_t integer = 0;
+  const char* end = text.data() + text.size();
+  if (auto [ptr, ec] = std::from_chars(text.data(), end, integer);
+      ec == std::errc() && ptr == end) {
+    return integer;
+  }
+  char* parsed_end = nullptr;
+  const double number = std::strtod(text.c_str(), &parsed_end);
+  if (parsed_end == text.c_str() + text.size() && std::isfinite(number)) return number;
+  return text;
+}
+
+// Recursion depth is bounded by the YAML parser's own nesting limit.
+Json NodeJson(const YAML::Node& node, bool text_scalars) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      Json object = Json::object();
+      for (const auto& entry : node) {
+        object[entry.first.Scalar()] = NodeJson(entry.second, text_scalars);
+      }
+      return object;
+    }
+    case YAML::NodeType::Sequence: {
+      Json array = Json::array();
+      for (const auto& item : node) array.push_back(NodeJson(item, text_scalars));
+      return array;
+    }
+    case YAML::NodeType::Scalar:
+      if (text_scalars || node.Tag() == "!") return node.Scalar();
+      return PlainScalarJson(node.Scalar());
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+Json GpuJson(const gpu::GpuInfo& gpu, const gpu::ScoreWeights& weights) {
+  return Json{{"index", gpu.index},
+              {"uuid", gpu.uuid},
+              {"name", gpu.name},
+              {"memory_total_mb", OrNull(gpu.memory_total_mb)},
+              {"memory_used_mb", OrNull(gpu.memory_used_mb)},
+              {"memory_free_mb", OrNull(gpu.memory_free_mb)},
+              {"utilization_percent", OrNull(gpu.utilization_percent)},
+              {"temperature_c", OrNull(gpu.temperature_c)},
+              {"power_draw_w", OrNull(gpu.power_draw_w)},
+              {"score", Round(gpu::AvailabilityScore(gpu, weights), 10000.0)}};
+}
+
+Json SnapshotJson(const gpu::GpuSnapshot& snapshot, const gpu::ScoreWeights& weights) {
+  return Json{{"backend", snapshot.backend},
+              {"timestamp", Time(snapshot.taken_at)},
+              {"gpus", GpuArray(snapshot.gpus, weights)}};
+}
+
+Json HistoryJson(const std::vector<gpu::HistoryPoint>& points, const gpu::ScoreWeights& weights) {
+  Json array = Json::array();
+  for (const gpu::HistoryPoint& point : points) {
+    array.push_back(
+        Json{{"timestamp", Time(point.taken_at)}, {"gpus", GpuArray(point.gpus, weights)}});
+  }
+  return Json{{"points", std::move(array)}};
+}
+
+Json ServiceJson(const daemon::ServiceView& service) {
+  Json last_decision = nullptr;
+  if (service.last_decision_at) {
+    last_decision = Json{{"at", Time(*service.last_decision_at)},
+                         {"reason", service.last_reason},
+                         {"details", service.last_details}};
+  }
+  return Json{{"name", service.config.name},
+              {"policy_family", service.policy_family},
+              {"min_replicas", service.config.min_replicas},
+              {"max_replicas", service.config.max_replicas},
+              {"desired_replicas", service.desired_replicas},
+              {"manual_replicas", OrNull(service.manual_replicas)},
+              {"replicas", service.replicas},
+              {"ready_replicas", service.ready_replicas},
+              {"pending_replicas", service.pending_replicas},
+              {"draining_replicas", service.draining_replicas},
+              {"last_decision", std::move(last_decision)},
+              {"metric_errors", service.metric_errors},
+              {"created_at", Time(service.created_at)},
+              {"spec", YamlTextToJson(service.spec_yaml)}};
+}
+
+Json RuleJson(const daemon::RuleView& rule) {
+  return Json{{"id", rule.id},
+              {"service", rule.service},
+              {"name", rule.name},
+              {"source", rule.source},
+              {"metric", rule.metric},
+              {"aggregation", rule.aggregation},
+              {"comparator", rule.comparator},
+              {"threshold", rule.threshold},
+              {"step_size", rule.step_size},
+              {"cooldown_seconds", rule.cooldown.count()},
+              {"min_replicas", rule.min_replicas},
+              {"max_replicas", rule.max_replicas},
+              {"enabled", rule.enabled},
+              {"created_at", Time(rule.created_at)}};
+}
+
+Json ReplicaJson(const orch::ReplicaInfo& replica) {
+  return Json{{"id", replica.id},
+              {"phase", scale::ReplicaPhaseName(replica.phase)},
+              {"state", replica.state},
+              {"phase_since", Time(replica.phase_since)},
+              {"host", replica.host},
+              {"port", replica.port},
+              {"gpus", replica.gpus},
+              {"pid", replica.pid},
+              {"restarts", replica.restarts},
+              {"uptime_seconds", Round(replica.uptime.count())},
+              {"outstanding_requests", replica.outstanding_requests},
+              {"adopted", replica.adopted},
+              {"last_error", replica.last_error},
+              {"log_path", replica.log_path}};
+}
+
+Json LeaseJson(const alloc::Lease& lease) {
+  return Json{{"key", lease.key},
+              {"gpu_index", lease.gpu_index},
+              {"node", lease.node},
+              {"owner", lease.owner},
+              {"acquired_at", Time(lease.acquired_at)}};
+}
+
+Json EventJson(const store::EventRow& event) {
+  Json data = event.data.empty() ? Json(nullptr) : Json(event.data);
+  if (!event.data.empty()) {
+    Json parsed = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_discarded()) data = std::move(parsed);
+  }
+  return Json{{"id", event.id},
+              {"at", Time(event.at)},
+              {"service", event.service},
+              {"kind", event.kind},
+              {"replica", event.replica},
+              {"message", event.message},
+              {"data", std::move(data)}};
+}
+
+Json ErrorJson(const Error& error) {
+  return Json{{"error",
+               {{"code", ErrorCodeName(error.code)},
+                {"message", error.message},
+                {"field", error.field.empty() ? Json(nullptr) : Json(error.field)}}}};
+}
+
+Json YamlTextToJson(std::string_view yaml_text) {
+  if (yaml_text.empty()) return nullptr;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const std::exception&) {
+    return std::string(yaml_text);
+  }
+  if (!root.IsMap()) return NodeJson(root, false);
+  Json object = Json::object();
+  for (const auto& entry : root) {
+    const std::string& key = entry.first.Scalar();
+    object[key] = NodeJson(entry.second, key == "command" || key == "env");
+  }
+  return object;
+}
+
+}  // namespace gpuscale::api

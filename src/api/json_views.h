@@ -1,0 +1,51 @@
+// JSON views of the daemon's domain values as the REST API shows them (shapes documented in
+// docs/api.md): GPUs (the same shape as `gpuscale gpus -o json`), services, rules, replicas,
+// leases, events and the error body. Times are RFC 3339 UTC strings; absent values are null.
+//
+// This is an api/-internal header: it exposes nlohmann::json, so only api/ .cc files include
+// it (STYLE.md rule 4); api_server.h never does.
+//
+// Thread-safety: pure functions over plain values.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "daemon/daemon_api.h"
+#include "gpu/availability_score.h"
+#include "gpu/gpu_info.h"
+#include "gpu/monitor.h"
+#include "orch/local_process_orchestrator.h"
+#include "store/records.h"
+
+namespace gpuscale::api {
+
+// Ordered so that keys print in the documented order.
+using Json = nlohmann::ordered_json;
+
+Json GpuJson(const gpu::GpuInfo& gpu, const gpu::ScoreWeights& weights);
+// {"backend", "timestamp", "gpus": [...]}
+Json SnapshotJson(const gpu::GpuSnapshot& snapshot, const gpu::ScoreWeights& weights);
+// {"points": [{"timestamp", "gpus": [...]}]}
+Json HistoryJson(const std::vector<gpu::HistoryPoint>& points, const gpu::ScoreWeights& weights);
+
+Json ServiceJson(const daemon::ServiceView& service);
+Json RuleJson(const daemon::RuleView& rule);
+Json ReplicaJson(const orch::ReplicaInfo& replica);
+Json LeaseJson(const alloc::Lease& lease);
+// `data` is embedded as JSON when it parses as JSON, else as a string.
+Json EventJson(const store::EventRow& event);
+
+// {"error": {"code", "message", "field"}}; field is null when the error names none.
+Json ErrorJson(const Error& error);
+
+// A YAML document (e.g. a service's spec_yaml) as JSON: maps -> objects, sequences ->
+// arrays, quoted scalars -> strings, plain scalars -> null/bool/integer/number/string as
+// they read. Scalars under the top-level keys `command` and `env` stay strings (argv words
+// and environment values are text even when they look like numbers). Unparsable text
+// gives a JSON string holding the text.
+Json YamlTextToJson(std::string_view yaml_text);
+
+}  // namespace gpuscale::api

@@ -1,0 +1,227 @@
+#include "api/request_parsing.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <exception>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "config/policy_config.h"
+#include "scale/policy_util.h"
+#include "scale/rules_policy.h"
+#include "yaml/yaml_util.h"
+
+namespace gpuscale::api {
+namespace {
+
+constexpr int64_t kMaxHistorySeconds = 86400;
+constexpr int kMaxEventLimit = 10000;
+
+// 1-based line and column of a JSON syntax error. nlohmann reports how many bytes it read;
+// the last of them is where it gave up, unless that was trailing whitespace or the end of
+// the text, in which case the last non-blank character read is the culprit.
+std::pair<int, int> LineColumn(std::string_view text, size_t bytes_read) {
+  size_t pos = std::min(bytes_read > 0 ? bytes_read - 1 : 0, text.size());
+  while (pos > 0 && (pos == text.size() || std::isspace(static_cast<unsigned char>(text[pos])))) {
+    --pos;
+  }
+  int line = 1;
+  int column = 1;
+  for (size_t i = 0; i < pos; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+// nlohmann's what() starts with "[json.exception.parse_error.101] parse error at line 1,
+// column 2: "; keep only the explanation after the position.
+std::string Explanation(const std::string& what) {
+  const size_t colon = what.find(": ");
+  return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+// Deeper bodies are refused: no valid body nests beyond a few levels, and the YAML parser
+// and JSON serializer recurse once per level.
+constexpr int kMaxJsonDepth = 64;
+
+Result<nlohmann::json> ParseJsonObject(std::string_view body) {
+  nlohmann::json value;
+  int deepest = 0;
+  try {
+    value = nlohmann::json::parse(
+        body, [&deepest](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+          deepest = std::max(deepest, depth);
+          return true;
+        });
+  } catch (const nlohmann::json::parse_error& e) {
+    const auto [line, column] = LineColumn(body, e.byte);
+    return InvalidArgument(fmt::format("malformed JSON at line {}, column {}: {}", line, column,
+                                       Explanation(e.what())),
+                           "body");
+  } catch (const std::exception& e) {
+    return InvalidArgument(fmt::format("malformed JSON: {}", e.what()), "body");
+  }
+  if (deepest > kMaxJsonDepth) {
+    return InvalidArgument(fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth), "body");
+  }
+  if (!value.is_object()) {
+    return InvalidArgument(
+        fmt::format("expected a JSON object ({{...}}), got a JSON {}", value.type_name()), "body");
+  }
+  return value;
+}
+
+std::string_view SourceName(scale::MetricSource source) {
+  switch (source) {
+    case scale::MetricSource::kInferenceFramework:
+      return "inference_framework";
+    case scale::MetricSource::kKernel:
+      return "kernel";
+    case scale::MetricSource::kPrometheus:
+      return "prometheus";
+  }
+  return "inference_framework";
+}
+
+// Reads and removes the API-only keys of a rule body (`enabled`, and `source: prometheus`,
+// which the policy-file parser does not accept because policy files cannot name a
+// Prometheus server), so that config::ParseScalingRule validates the rest.
+Status TakeApiOnlyRuleKeys(YAML::Node& node, daemon::RuleView& rule, bool& prometheus) {
+  GS_ASSIGN_OR_RETURN(rule.enabled, yaml::ReadBool(node, "enabled", "", true));
+  node.remove("enabled");
+  prometheus = false;
+  const YAML::Node source = std::as_const(node)["source"];  // const: no lookup side effect
+  if (source.IsDefined() && source.IsScalar() && source.Scalar() == "prometheus") {
+    prometheus = true;
+    node.remove("source");
+  }
+  return OkStatus();
+}
+
+Result<int64_t> ParseIntParam(const QueryParams& params, const std::string& name, int64_t fallback,
+                              int64_t min, int64_t max) {
+  auto it = params.find(name);
+  if (it == params.end()) return fallback;
+  Result<int64_t> value = ParseNonNegativeInt(it->second, name);
+  if (!value || *value < min || *value > max) {
+    return InvalidArgument(
+        fmt::format("expected an integer in {}..{}, got '{}'", min, max, it->second), name);
+  }
+  return *value;
+}
+
+}  // namespace
+
+Status CheckJsonObject(std::string_view body) {
+  GS_RETURN_IF_ERROR(ParseJsonObject(body));
+  return OkStatus();
+}
+
+Result<daemon::ServiceConfig> ParseServiceBody(std::string_view body,
+                                               const std::string& path_name) {
+  GS_RETURN_IF_ERROR(CheckJsonObject(body));
+  if (path_name.empty()) return daemon::ParseServiceConfigText(std::string(body), "request body");
+  GS_ASSIGN_OR_RETURN(YAML::Node node, yaml::ParseYaml(body, "request body"));
+  const YAML::Node name = std::as_const(node)["name"];
+  if (!name.IsDefined() || name.IsNull()) {
+    node["name"] = path_name;
+  } else if (!name.IsScalar() || name.Scalar() != path_name) {
+    return InvalidArgument(
+        fmt::format("must match the service in the path ('{}'), got '{}' (or leave it out)",
+                    path_name, name.IsScalar() ? name.Scalar() : std::string("a non-scalar")),
+        "name");
+  }
+  return daemon::ParseServiceConfig(node, "");
+}
+
+Result<daemon::RuleView> ParseRuleBody(std::string_view body,
+                                       const daemon::ServiceConfig& service) {
+  GS_RETURN_IF_ERROR(CheckJsonObject(body));
+  GS_ASSIGN_OR_RETURN(YAML::Node node, yaml::ParseYaml(body, "request body"));
+  daemon::RuleView rule;
+  bool prometheus = false;
+  GS_RETURN_IF_ERROR(TakeApiOnlyRuleKeys(node, rule, prometheus));
+  const YAML::Node name = std::as_const(node)["name"];
+  if (!name.IsDefined() || !name.IsScalar() || name.Scalar().empty()) {
+    return yaml::FieldError(name, "name", "required: a name for the rule, shown in decisions");
+  }
+  const config::CommonPolicyFields common{service.min_replicas, service.max_replicas};
+  GS_ASSIGN_OR_RETURN(scale::ScalingRule parsed, config::ParseScalingRule(node, "", common));
+  rule.service = service.name;
+  rule.name = parsed.name;
+  rule.source = prometheus ? "prometheus" : std::string(SourceName(parsed.source));
+  rule.metric = parsed.metric;
+  rule.aggregation = std::string(scale::AggregationName(parsed.aggregation));
+  rule.comparator = std::string(scale::ComparatorName(parsed.comparator));
+  rule.threshold = parsed.threshold;
+  rule.step_size = parsed.step_size;
+  rule.cooldown = parsed.cooldown;
+  rule.min_replicas = parsed.min_replicas;
+  rule.max_replicas = parsed.max_replicas;
+  return rule;
+}
+
+Result<std::optional<int>> ParseReplicasBody(std::string_view body) {
+  GS_ASSIGN_OR_RETURN(nlohmann::json object, ParseJsonObject(body));
+  for (const auto& [key, value] : object.items()) {
+    if (key != "replicas") {
+      return InvalidArgument(fmt::format("unknown field '{}'; expected only 'replicas'", key), key);
+    }
+  }
+  if (!object.contains("replicas")) {
+    return InvalidArgument("required: an integer >= 0, or null to return control to the policy",
+                           "replicas");
+  }
+  const nlohmann::json& replicas = object["replicas"];
+  if (replicas.is_null()) return std::optional<int>();
+  if (!replicas.is_number_integer() || replicas.get<int64_t>() < 0 ||
+      replicas.get<int64_t>() > std::numeric_limits<int>::max()) {
+    // Echo short scalars only: the value may be a megabyte of text or of nesting.
+    const std::string got = replicas.is_primitive() && replicas.dump().size() <= 40
+                                ? replicas.dump()
+                                : fmt::format("a JSON {}", replicas.type_name());
+    return InvalidArgument(fmt::format("expected an integer >= 0 or null, got {}", got),
+                           "replicas");
+  }
+  return std::optional<int>(static_cast<int>(replicas.get<int64_t>()));
+}
+
+Result<Seconds> ParseHistoryWindow(const QueryParams& params) {
+  GS_ASSIGN_OR_RETURN(int64_t seconds,
+                      ParseIntParam(params, "seconds", 300, 1, kMaxHistorySeconds));
+  return Seconds{static_cast<double>(seconds)};
+}
+
+Result<store::EventQuery> ParseEventQuery(const QueryParams& params) {
+  store::EventQuery query;
+  GS_ASSIGN_OR_RETURN(query.since_id,
+                      ParseIntParam(params, "since_id", 0, 0, std::numeric_limits<int64_t>::max()));
+  GS_ASSIGN_OR_RETURN(int64_t limit, ParseIntParam(params, "limit", 100, 1, kMaxEventLimit));
+  query.limit = static_cast<int>(limit);
+  if (auto it = params.find("service"); it != params.end()) query.service = it->second;
+  if (auto it = params.find("kind"); it != params.end()) query.kind = it->second;
+  return query;
+}
+
+Result<int64_t> ParseNonNegativeInt(std::string_view text, std::string_view field) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || text[0] == '-' || ec != std::errc() || ptr != end) {
+    return InvalidArgument(fmt::format("expected a non-negative integer, got '{}'", text),
+                           std::string(field));
+  }
+  return value;
+}
+
+}  // namespace gpuscale::api

@@ -1,0 +1,59 @@
+// Request parsing for the REST API: JSON bodies and query parameters -> domain values, with
+// errors a client can act on (kInvalidArgument naming the field, or the line and column of a
+// JSON syntax error). No HTTP types: the functions take the body text and the query
+// parameters, so they are unit-tested and fuzzed (fuzz/api_body_fuzz.cc) without a server.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "daemon/daemon_api.h"
+#include "daemon/daemon_config.h"
+#include "store/records.h"
+
+namespace gpuscale::api {
+
+// Query parameters, name -> value (the same type as httplib::Params).
+using QueryParams = std::multimap<std::string, std::string>;
+
+// Largest request body accepted; larger bodies get 413 before they are parsed.
+inline constexpr size_t kMaxBodyBytes = 1 << 20;  // 1 MiB
+
+// Errors: kInvalidArgument (field "body") when `body` is not one JSON object; a syntax
+// error's message names its line and column.
+Status CheckJsonObject(std::string_view body);
+
+// A service object in the daemon config schema (a `services[i]` entry). `path_name` is the
+// {name} of PUT /v1/services/{name} ("" for POST): the body's name must equal it, or be
+// absent and is then taken from the path. Errors: kInvalidArgument naming the field, e.g.
+// "gpus_per_replica", or "name" when it differs from the path.
+Result<daemon::ServiceConfig> ParseServiceBody(std::string_view body, const std::string& path_name);
+
+// A scaling rule of `service` (reference 001's fields plus optional `enabled`, default
+// true), validated with config::ParseScalingRule so errors name the field. `name` is
+// required; min_replicas/max_replicas default to the service's bounds; `source` also accepts
+// "prometheus" (a PromQL-backed service value). Errors: kInvalidArgument naming the field.
+Result<daemon::RuleView> ParseRuleBody(std::string_view body, const daemon::ServiceConfig& service);
+
+// {"replicas": N} (N >= 0) or {"replicas": null} (back to the policy). Errors:
+// kInvalidArgument with field "replicas".
+Result<std::optional<int>> ParseReplicasBody(std::string_view body);
+
+// ?seconds=N of /v1/gpus/history: default 300, 1..86400. Errors: field "seconds".
+Result<Seconds> ParseHistoryWindow(const QueryParams& params);
+
+// ?since_id, ?service, ?kind, ?limit of /v1/events (limit default 100, 1..10000; since_id
+// >= 0). Errors: kInvalidArgument naming the parameter.
+Result<store::EventQuery> ParseEventQuery(const QueryParams& params);
+
+// A non-negative decimal integer (ids, counts). Errors: kInvalidArgument naming `field`.
+Result<int64_t> ParseNonNegativeInt(std::string_view text, std::string_view field);
+
+}  // namespace gpuscale::api

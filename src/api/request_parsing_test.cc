@@ -1,0 +1,142 @@
+// Body and query parsing without a server (the same functions api_body_fuzz exercises).
+#include "api/request_parsing.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace gpuscale::api {
+namespace {
+
+daemon::ServiceConfig Service() {
+  daemon::ServiceConfig s;
+  s.name = "batch";
+  s.min_replicas = 2;
+  s.max_replicas = 8;
+  return s;
+}
+
+TEST(CheckJsonObjectTest, NamesLineAndColumnOfSyntaxError) {
+  Status status = CheckJsonObject("{\n  \"a\": 1,\n  \"b\": tru\n}");
+  ASSERT_FALSE(status.has_value());
+  EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(status.error().field, "body");
+  EXPECT_NE(status.error().message.find("line 3, column 10"), std::string::npos)
+      << status.error().message;
+}
+
+TEST(CheckJsonObjectTest, RejectsNonObjects) {
+  for (const char* body : {"[]", "42", "\"text\"", "null"}) {
+    Status status = CheckJsonObject(body);
+    ASSERT_FALSE(status.has_value()) << body;
+    EXPECT_NE(status.error().message.find("expected a JSON object"), std::string::npos);
+  }
+  EXPECT_TRUE(CheckJsonObject("{}").has_value());
+}
+
+TEST(CheckJsonObjectTest, RefusesDeepNestingWithoutRecursingOnIt) {
+  const std::string deep =
+      "{\"replicas\": " + std::string(200000, '[') + std::string(200000, ']') + "}";
+  Status status = CheckJsonObject(deep);
+  ASSERT_FALSE(status.has_value());
+  EXPECT_NE(status.error().message.find("nested deeper than 64"), std::string::npos);
+  EXPECT_FALSE(ParseReplicasBody(deep).has_value());
+  EXPECT_FALSE(ParseServiceBody(deep, "").has_value());
+  EXPECT_FALSE(ParseRuleBody(deep, Service()).has_value());
+}
+
+TEST(ParseServiceBodyTest, PostTakesTheBodyAsIs) {
+  Result<daemon::ServiceConfig> s =
+      ParseServiceBody(R"({"name":"chat","command":["serve","{port}"],"max_replicas":3})", "");
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  EXPECT_EQ(s->name, "chat");
+  EXPECT_EQ(s->command, (std::vector<std::string>{"serve", "{port}"}));
+  EXPECT_EQ(s->max_replicas, 3);
+}
+
+TEST(ParseServiceBodyTest, PutFillsOrChecksTheName) {
+  Result<daemon::ServiceConfig> filled = ParseServiceBody(R"({"command": ["x"]})", "chat");
+  ASSERT_TRUE(filled.has_value()) << filled.error().ToString();
+  EXPECT_EQ(filled->name, "chat");
+  EXPECT_TRUE(ParseServiceBody(R"({"name": "chat", "command": ["x"]})", "chat").has_value());
+  Result<daemon::ServiceConfig> other =
+      ParseServiceBody(R"({"name": "other", "command": ["x"]})", "chat");
+  ASSERT_FALSE(other.has_value());
+  EXPECT_EQ(other.error().field, "name");
+}
+
+TEST(ParseServiceBodyTest, ErrorsCarryTheBodyLine) {
+  Result<daemon::ServiceConfig> s = ParseServiceBody(
+      "{\n\"name\": \"chat\",\n\"command\": [\"x\"],\n\"gpus_per_replica\": -1\n}", "");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().field, "gpus_per_replica");
+  EXPECT_NE(s.error().message.find("line 4"), std::string::npos) << s.error().message;
+}
+
+TEST(ParseRuleBodyTest, MapsEveryFieldToTheRow) {
+  Result<daemon::RuleView> rule = ParseRuleBody(
+      R"({"name": "hot", "source": "kernel", "metric": "gpu_utilization", "aggregation": "max",
+          "comparator": "GREATER_THAN_OR_EQUAL", "threshold": 90.5, "step_size": 2,
+          "cooldown_seconds": 30, "min_replicas": 3, "max_replicas": 7, "enabled": false})",
+      Service());
+  ASSERT_TRUE(rule.has_value()) << rule.error().ToString();
+  EXPECT_EQ(rule->service, "batch");
+  EXPECT_EQ(rule->name, "hot");
+  EXPECT_EQ(rule->source, "kernel");
+  EXPECT_EQ(rule->metric, "gpu_utilization");
+  EXPECT_EQ(rule->aggregation, "max");
+  EXPECT_EQ(rule->comparator, "GREATER_THAN_OR_EQUAL");
+  EXPECT_DOUBLE_EQ(rule->threshold, 90.5);
+  EXPECT_EQ(rule->step_size, 2);
+  EXPECT_EQ(rule->cooldown, Seconds{30});
+  EXPECT_EQ(rule->min_replicas, 3);
+  EXPECT_EQ(rule->max_replicas, 7);
+  EXPECT_FALSE(rule->enabled);
+}
+
+TEST(ParseRuleBodyTest, BoundsDefaultToTheService) {
+  Result<daemon::RuleView> rule = ParseRuleBody(
+      R"({"name": "q", "metric": "m", "comparator": "LESS_THAN", "threshold": 0,
+          "step_size": -1})",
+      Service());
+  ASSERT_TRUE(rule.has_value()) << rule.error().ToString();
+  EXPECT_EQ(rule->min_replicas, 2);
+  EXPECT_EQ(rule->max_replicas, 8);
+  EXPECT_TRUE(rule->enabled);
+  EXPECT_EQ(rule->source, "inference_framework");
+}
+
+TEST(ParseReplicasBodyTest, AcceptsCountOrNull) {
+  EXPECT_EQ(*ParseReplicasBody(R"({"replicas": 0})"), std::optional<int>(0));
+  EXPECT_EQ(*ParseReplicasBody(R"({"replicas": null})"), std::nullopt);
+  for (const char* bad : {R"({"replicas": -2})", R"({"replicas": true})", R"({"count": 1})",
+                          R"({"replicas": 99999999999})", "{"}) {
+    Result<std::optional<int>> r = ParseReplicasBody(bad);
+    EXPECT_FALSE(r.has_value()) << bad;
+  }
+  EXPECT_EQ(ParseReplicasBody(R"({"count": 1})").error().field, "count");
+}
+
+TEST(ParseEventQueryTest, DefaultsAndValues) {
+  Result<store::EventQuery> defaults = ParseEventQuery({});
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->since_id, 0);
+  EXPECT_EQ(defaults->limit, 100);
+  Result<store::EventQuery> q = ParseEventQuery(
+      {{"since_id", "41"}, {"limit", "10000"}, {"service", "chat"}, {"kind", "decision"}});
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->since_id, 41);
+  EXPECT_EQ(q->limit, 10000);
+  EXPECT_EQ(q->service, "chat");
+  EXPECT_EQ(q->kind, "decision");
+  EXPECT_EQ(ParseEventQuery({{"since_id", "99999999999999999999"}}).error().field, "since_id");
+}
+
+TEST(ParseHistoryWindowTest, BoundsAreInclusive) {
+  EXPECT_EQ(*ParseHistoryWindow({{"seconds", "1"}}), Seconds{1});
+  EXPECT_EQ(*ParseHistoryWindow({{"seconds", "86400"}}), Seconds{86400});
+  EXPECT_EQ(ParseHistoryWindow({{"seconds", ""}}).error().field, "seconds");
+}
+
+}  // namespace
+}  // namespace gpuscale::api

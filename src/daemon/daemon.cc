@@ -1,0 +1,361 @@
+// Daemon: the control loop, persistence of each tick and shutdown (daemon.h).
+#include "daemon/daemon.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "daemon/daemon_internal.h"
+#include "daemon/replica_rows.h"
+
+namespace gpuscale::daemon {
+namespace {
+
+std::vector<store::ReplicaRow> RowsOf(const std::string& service,
+                                      const orch::LocalProcessOrchestrator& orch) {
+  std::vector<store::ReplicaRow> rows;
+  for (const orch::ReplicaRecord& r : orch.Records()) rows.push_back(ToReplicaRow(r, service));
+  return rows;
+}
+
+std::string ActionText(const scale::ReplicaAction& a) {
+  std::string text(scale::ActionKindName(a.kind));
+  if (!a.replica_id.empty()) text += " " + a.replica_id;
+  if (!a.reason.empty()) text += ": " + a.reason;
+  return text;
+}
+
+}  // namespace
+
+Daemon::~Daemon() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+  if (monitor_) monitor_->Stop();
+}
+
+void Daemon::Log(std::string_view message) { options_.log(message); }
+
+void Daemon::StoreError(std::string_view what, const Error& error) {
+  Log(fmt::format("state store: {} failed: {} (the control loop continues)", what,
+                  error.ToString()));
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_.AddStoreError();
+}
+
+void Daemon::Run() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (loop_.joinable() || stop_) return;
+  loop_ = std::thread([this] { LoopMain(); });
+}
+
+void Daemon::LoopMain() {
+  for (;;) {
+    const auto started = std::chrono::steady_clock::now();
+    try {
+      Tick();
+    } catch (const std::exception& e) {
+      // Nothing below should throw; if a library does, the loop must survive it.
+      Log(fmt::format("control tick failed: {}", e.what()));
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto next = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    config_.loop_interval);
+    if (loop_cv_.wait_until(lock, next, [this] { return stop_; })) return;
+  }
+}
+
+void Daemon::Shutdown(bool stop_replicas) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return;
+    shut_down_ = stop_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+  std::lock_guard<std::mutex> loop_lock(loop_mu_);
+  if (!stop_replicas) {
+    Log("leaving replicas running for the next daemon to adopt");
+    return;
+  }
+  const Seconds now = clock_.Now();
+  for (auto& [name, slot] : services_) Retire(std::move(slot), now);
+  services_.clear();
+  // stop_grace for SIGTERM, then SIGKILL and a little time for the kernel to reap.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            options_.stop_grace + Seconds{3});
+  std::vector<store::EventRow> events;
+  while (!retiring_.empty() && std::chrono::steady_clock::now() < deadline) {
+    PollRetiring(clock_.Now(), events);
+    if (!retiring_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  PersistLeases();
+  AppendEvents(events);
+  if (!retiring_.empty()) Log("some replicas did not exit in time; they are left to adoption");
+  monitor_->Stop();
+}
+
+// Stops every replica of `slot` and keeps polling it until its processes are gone.
+void Daemon::Retire(std::unique_ptr<Slot> slot, Seconds now) {
+  slot->orch->StopAll(now);
+  slot->runtime.reset();
+  retiring_.push_back(std::move(slot));
+}
+
+void Daemon::PollRetiring(Seconds now, std::vector<store::EventRow>& events) {
+  for (auto it = retiring_.begin(); it != retiring_.end();) {
+    Slot& slot = **it;
+    slot.orch->Poll(now);
+    for (orch::OrchestratorEvent& e : slot.orch->TakeEvents()) {
+      events.push_back(MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
+    }
+    // Retiring rows stay persisted until the processes are gone, so a crash meanwhile still
+    // lets the next daemon finish the stop; a live service of the same name owns the rows
+    // again once it exists (creation waits for the retirement: ApplyCommand).
+    PersistReplicas(slot.name, *slot.orch, slot.persisted);
+    if (slot.orch->HasProcesses()) {
+      ++it;
+    } else {
+      it = retiring_.erase(it);
+    }
+  }
+}
+
+void Daemon::PersistReplicas(const std::string& service, orch::LocalProcessOrchestrator& orch,
+                             std::vector<store::ReplicaRow>& persisted) {
+  std::vector<store::ReplicaRow> rows = RowsOf(service, orch);
+  if (!persisted.empty() && SameReplicaRows(rows, persisted)) return;
+  const Seconds now = clock_.Now();
+  for (store::ReplicaRow& row : rows) row.updated_at = now;
+  if (Status s = store_->replicas().ReplaceForService(service, rows); !s) {
+    return StoreError("writing replicas of " + service, s.error());
+  }
+  persisted = std::move(rows);
+}
+
+void Daemon::PersistLeases() {
+  std::vector<store::LeaseRow> rows;
+  for (const alloc::Lease& lease : ledger_.Leases()) rows.push_back(ToLeaseRow(lease));
+  if (SameLeaseRows(rows, persisted_leases_) && tick_count_ > 0) return;
+  if (Status s = store_->leases().ReplaceAll(rows); !s) {
+    return StoreError("writing leases", s.error());
+  }
+  persisted_leases_ = std::move(rows);
+}
+
+void Daemon::PersistDecision(Slot& slot, const ServiceTickResult& result, Seconds now) {
+  const scale::ControllerTick& t = result.tick;
+  ++slot.ticks_since_decision;
+  if (!result.desired_changed && t.actions.empty() &&
+      slot.ticks_since_decision < options_.decision_every_ticks) {
+    return;
+  }
+  slot.ticks_since_decision = 0;
+  store::DecisionRow row;
+  row.service = slot.name;
+  row.at = now;
+  row.policy = std::string(slot.runtime->policy_family());
+  row.current_replicas = t.current_replicas;
+  row.ready_replicas = t.ready_replicas;
+  row.desired_replicas = t.desired_replicas;
+  row.reason = t.decision.reason;
+  row.details = t.decision.details;
+  for (const scale::ReplicaAction& a : t.actions) row.actions.push_back(ActionText(a));
+  if (Result<int64_t> id = store_->decisions().Append(row); !id) {
+    StoreError("writing a decision of " + slot.name, id.error());
+  }
+}
+
+void Daemon::AppendEvents(std::vector<store::EventRow>& events) {
+  int64_t latest = 0;
+  for (store::EventRow& e : events) {
+    Result<int64_t> id = store_->events().Append(e);
+    if (!id) {
+      StoreError("appending event " + e.kind, id.error());
+      continue;
+    }
+    latest = *id;
+  }
+  events.clear();
+  if (latest == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    latest_event_id_ = std::max(latest_event_id_, latest);
+  }
+  events_cv_.notify_all();
+}
+
+Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) {
+  Observed observed;
+  for (auto& [name, slot] : services_) {
+    Observed::Range& range = observed.ranges[name];
+    range.scrape_begin = observed.scrapes.size();
+    for (orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
+      const bool serving =
+          r.phase == scale::ReplicaPhase::kReady || r.phase == scale::ReplicaPhase::kDraining;
+      if (!serving || r.port <= 0 || r.state == "stopping") continue;
+      ScrapeJob job;
+      job.url = fmt::format("http://{}:{}{}", r.host, r.port, slot->runtime->config().metrics_path);
+      observed.scrapes.push_back(std::move(job));
+      range.replicas.push_back(std::move(r));
+    }
+    range.scrape_end = observed.scrapes.size();
+    range.query_begin = observed.queries.size();
+    range.prom = slot->runtime->PromQueries();
+    for (const PromQuery& q : range.prom) observed.queries.push_back({q.promql});
+    range.query_end = observed.queries.size();
+  }
+  CollectorOptions options;
+  options.scrape_timeout = options_.scrape_timeout;
+  options.prometheus_url = config_.prometheus.url;
+  options.query_timeout = config_.prometheus.timeout;
+  options.max_threads = options_.collector_threads;
+  daemon::Collect(observed.scrapes, observed.queries, options);
+  return observed;
+}
+
+// Events of one service tick: a changed desired count, failed actions, and metric errors
+// when they start, change or clear (not every tick: a dead endpoint would flood the log).
+void Daemon::TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now,
+                        std::vector<store::EventRow>& events) {
+  const scale::ControllerTick& t = result.tick;
+  if (result.desired_changed) {
+    events.push_back(MakeEvent(now, slot.name, "decision", "",
+                               fmt::format("desired {} -> {}: {}", t.current_replicas,
+                                           t.desired_replicas, t.decision.reason)));
+  }
+  for (const std::string& error : t.errors) {
+    events.push_back(MakeEvent(now, slot.name, "action_failed", "", error));
+  }
+  std::string errors = fmt::format("{}", fmt::join(result.metric_errors, "; "));
+  if (errors != slot.last_metric_errors) {
+    events.push_back(MakeEvent(now, slot.name,
+                               errors.empty() ? "metrics_recovered" : "metrics_error", "",
+                               errors.empty() ? "metrics read again" : errors));
+    slot.last_metric_errors = std::move(errors);
+  }
+}
+
+void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu::GpuSnapshot* gpus,
+                         std::vector<store::EventRow>& events) {
+  Observed::Range& range = observed.ranges[slot.name];
+  ServiceObservation obs;
+  for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
+    const orch::ReplicaInfo& info = range.replicas[i - range.scrape_begin];
+    obs.replicas.push_back({info.id, info.gpus, info.phase == scale::ReplicaPhase::kReady,
+                            std::move(observed.scrapes[i].result)});
+  }
+  for (size_t i = range.query_begin; i < range.query_end; ++i) {
+    obs.queries.push_back(
+        {range.prom[i - range.query_begin].key, std::move(observed.queries[i].result)});
+  }
+  orch::LocalProcessOrchestrator& orch = *slot.orch;
+  const ServiceTickResult result =
+      slot.runtime->Tick(now, obs, gpus, [&orch](const std::string& id, int outstanding) {
+        (void)orch.ReportOutstanding(id, outstanding);
+      });
+  TickEvents(slot, result, now, events);
+  for (orch::OrchestratorEvent& e : orch.TakeEvents()) {
+    events.push_back(MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
+  }
+  PersistReplicas(slot.name, orch, slot.persisted);
+  PersistDecision(slot, result, now);
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_.AddDecision(slot.name);
+  if (result.scrape_errors > 0) metrics_.AddScrapeErrors(slot.name, result.scrape_errors);
+}
+
+// One control tick; see daemon.h for the steps. Longer than 40 lines would be: the steps
+// are each one call, kept in one place so the order is visible.
+void Daemon::Tick() {
+  std::lock_guard<std::mutex> loop_lock(loop_mu_);
+  const auto started = std::chrono::steady_clock::now();
+  const Seconds now = clock_.Now();
+  std::vector<store::EventRow> events;
+  ApplyCommands(now);
+  for (auto& [name, slot] : services_) slot->orch->Poll(now);
+  PollRetiring(now, events);
+  Result<gpu::GpuSnapshot> gpus = monitor_->Snapshot();
+  const gpu::GpuSnapshot* snapshot = gpus ? &*gpus : nullptr;
+  Observed observed = Collect(now, snapshot);
+  for (auto& [name, slot] : services_) TickService(*slot, now, observed, snapshot, events);
+  PersistLeases();
+  AppendEvents(events);
+  if (now - last_retention_ > Seconds{3600}) {
+    last_retention_ = now;
+    (void)store_->events().DeleteBefore(now - options_.retention);
+    (void)store_->decisions().DeleteBefore(now - options_.retention);
+  }
+  ++tick_count_;
+  PublishViews(now);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_.ObserveLoop(seconds);
+  first_tick_done_ = true;
+}
+
+ServiceView Daemon::ViewOf(const Slot& slot, Seconds now) const {
+  (void)now;
+  ServiceView v;
+  v.config = slot.runtime->config();
+  v.spec_yaml = ServiceConfigToYaml(v.config);
+  v.policy_family = std::string(slot.runtime->policy_family());
+  v.manual_replicas = slot.runtime->manual_replicas();
+  v.created_at = slot.created_at;
+  for (const scale::ReplicaStatus& r : slot.orch->ListReplicas()) {
+    switch (r.phase) {
+      case scale::ReplicaPhase::kPending:
+        ++v.pending_replicas;
+        ++v.replicas;
+        break;
+      case scale::ReplicaPhase::kStarting:
+        ++v.replicas;
+        break;
+      case scale::ReplicaPhase::kReady:
+        ++v.ready_replicas;
+        ++v.replicas;
+        break;
+      case scale::ReplicaPhase::kDraining:
+        ++v.draining_replicas;
+        break;
+    }
+  }
+  if (const auto& last = slot.runtime->last_tick()) {
+    v.desired_replicas = last->tick.desired_replicas;
+    v.last_reason = last->tick.decision.reason;
+    v.last_details = last->tick.decision.details;
+    v.last_decision_at = last->tick.now;
+    v.metric_errors = last->metric_errors;
+  }
+  return v;
+}
+
+// Copies what the API shows into mu_-guarded snapshots. Services with queued commands keep
+// the view the API request set (their change is applied on the next tick).
+void Daemon::PublishViews(Seconds now) {
+  std::map<std::string, ServiceView> views;
+  std::map<std::string, std::vector<orch::ReplicaInfo>> replicas;
+  for (auto& [name, slot] : services_) {
+    views[name] = ViewOf(*slot, now);
+    replicas[name] = slot->orch->Replicas(now);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Command& c : commands_) {
+    if (c.kind == Command::Kind::kDelete) {
+      views.erase(c.service);
+    } else if (auto it = views_.find(c.service); it != views_.end()) {
+      views[c.service] = it->second;
+    }
+  }
+  views_ = std::move(views);
+  replicas_ = std::move(replicas);
+}
+
+}  // namespace gpuscale::daemon

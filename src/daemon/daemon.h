@@ -1,0 +1,196 @@
+// Daemon: `gpuscale serve`'s core. It owns the GPU backend and monitor, the lease ledger, the
+// state store (<state_dir>/gpuscale.db) and one local-process orchestrator + ServiceRuntime
+// per service, runs the control loop, and answers the REST API (DaemonApi).
+//
+// Open(): services = the config's (upserted into the store; the config wins for a name in
+// both) + those created earlier through the API (from the store). Each service's
+// orchestrator then Adopt()s the replica rows persisted for it; rows of services that no
+// longer exist are adopted by a temporary orchestrator and stopped. The lease ledger ends up
+// holding exactly the re-acquired leases, and the store's lease table is rewritten to match
+// (stale leases dropped). Adoption outcomes become events.
+//
+// One Tick(): apply queued API changes; per service, orchestrator Poll; scrape every ready or
+// draining replica and run the policies' PromQL queries (all services in parallel,
+// metric_collector.h); ServiceRuntime::Tick (metrics -> policy or manual override ->
+// reconcile); persist replicas and leases when they changed, the decision when the desired
+// count or the actions changed or every DaemonOptions::decision_every_ticks ticks (keeps the
+// database small at a 15 s loop: an idle service writes ~240 rows a day), and events:
+// orchestrator events, desired-count changes, failed actions, metric errors when they change.
+// A failing store write is logged and counted (gpuscale_store_errors_total); the loop goes on.
+//
+// API changes (create/update/delete service, rules, manual override) are validated and
+// persisted at once, shown by the API at once, and take effect on the next tick.
+//
+// Ownership: owns everything above; replica processes outlive the Daemon unless
+// Shutdown(true) stopped them (so that a restarted daemon adopts them).
+// Thread-safety: DaemonApi methods may be called from any thread, concurrently with the loop.
+// loop_mu_ serializes ticks and shutdown and guards services_/retiring_ (orchestrators are
+// single-threaded); mu_ guards the API-visible snapshots, queued commands and counters.
+// Lock order: loop_mu_ before mu_.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "alloc/lease_ledger.h"
+#include "core/clock.h"
+#include "core/result.h"
+#include "daemon/daemon_api.h"
+#include "daemon/daemon_config.h"
+#include "daemon/daemon_metrics.h"
+#include "daemon/service_metric_view.h"
+#include "daemon/service_runtime.h"
+#include "gpu/monitor.h"
+#include "orch/local_process_orchestrator.h"
+#include "store/store.h"
+
+namespace gpuscale::daemon {
+
+struct DaemonOptions {
+  Seconds scrape_timeout{2};      // per replica scrape
+  size_t collector_threads = 16;  // concurrent scrapes/queries per tick
+  int decision_every_ticks = 20;  // an unchanged decision is stored this often
+  Seconds stop_grace{10};         // replica SIGTERM -> SIGKILL (scale-in and shutdown)
+  Seconds probe_interval{1};      // readiness probes of starting replicas
+  Seconds health_interval{10};    // health probes of ready replicas; 0 = none
+  Seconds restart_backoff_initial{1};
+  Seconds restart_backoff_max{60};
+  Seconds retention{7 * 24 * 3600};  // events and decisions older than this are deleted
+  SloThresholds slo;
+  // Where operational messages go (store errors, shutdown); default: stderr.
+  std::function<void(std::string_view)> log;
+};
+
+class Daemon final : public DaemonApi {
+ public:
+  // Builds everything and adopts persisted replicas (see the header comment); starts the GPU
+  // sampler but not the loop. Errors: the GPU backend's (kUnavailable "no GPU found ..."),
+  // the store's (kUnavailable naming the database path), kInvalidArgument naming
+  // services[i].<field> for a config service whose policy or command is invalid.
+  static Result<std::unique_ptr<Daemon>> Open(DaemonConfig config, Clock& clock,
+                                              DaemonOptions options = {});
+  // Stops the loop (not the replicas: see Shutdown).
+  ~Daemon() override;
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Starts the loop thread: Tick(), then wait loop_interval (interruptible). No-op when
+  // running.
+  void Run();
+  // Stops the loop thread; then, when `stop_replicas`, stops every replica and waits (about
+  // stop_grace at most, escalating to SIGKILL) until their processes are gone; otherwise
+  // leaves them running for a later adoption. Idempotent.
+  void Shutdown(bool stop_replicas);
+  // One control tick at clock.Now() (the loop calls it; tests call it directly).
+  void Tick();
+
+  const DaemonConfig& config() const { return config_; }
+
+  // DaemonApi (daemon_api.h).
+  Result<gpu::GpuSnapshot> Gpus() override;
+  gpu::ScoreWeights ScoreWeights() const override;
+  std::vector<gpu::HistoryPoint> GpuHistory(Seconds window) override;
+  std::vector<ServiceView> ListServices() override;
+  Result<ServiceView> GetService(const std::string& name) override;
+  Result<ServiceView> CreateService(const ServiceConfig& config) override;
+  Result<ServiceView> UpdateService(const ServiceConfig& config) override;
+  Status DeleteService(const std::string& name) override;
+  Result<std::vector<RuleView>> ListRules(const std::string& service) override;
+  Result<RuleView> AddRule(const std::string& service, const RuleView& rule) override;
+  Status DeleteRule(const std::string& service, int64_t rule_id) override;
+  Result<ServiceView> SetDesiredReplicas(const std::string& service,
+                                         std::optional<int> replicas) override;
+  Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string& service) override;
+  std::vector<alloc::Lease> Leases() override;
+  Result<std::vector<store::EventRow>> Events(const store::EventQuery& query) override;
+  int64_t WaitForEvents(int64_t after_id, Seconds timeout) override;
+  std::string MetricsText() override;
+  Status Ready() override;
+
+ private:
+  struct Slot;      // one service: orchestrator + runtime + persistence bookkeeping
+  struct Command;   // a queued API change
+  struct Observed;  // one tick's collected metrics
+
+  Daemon(DaemonConfig config, Clock& clock, DaemonOptions options);
+
+  // Open (daemon_open.cc)
+  Status OpenState();
+  Result<std::vector<ServiceConfig>> LoadServices(Seconds now);
+  Result<std::unique_ptr<Slot>> MakeSlot(const ServiceConfig& service, Seconds now);
+  Result<std::unique_ptr<orch::LocalProcessOrchestrator>> MakeOrchestrator(
+      const ServiceConfig& service);
+  void AdoptAll(Seconds now);
+  size_t StaleLeaseCount();
+  void AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now);
+
+  // Tick (daemon.cc; commands in daemon_commands.cc)
+  void ApplyCommands(Seconds now);
+  void ApplyCommand(Command& command, Seconds now, std::vector<store::EventRow>& events);
+  void ApplySpec(Command& command, Seconds now, std::vector<store::EventRow>& events);
+  void ApplyDelete(Command& command, Seconds now, std::vector<store::EventRow>& events);
+  void ApplyRules(Command& command, Seconds now, std::vector<store::EventRow>& events);
+  void ApplyManual(Command& command, Seconds now, std::vector<store::EventRow>& events);
+  Observed Collect(Seconds now, const gpu::GpuSnapshot* gpus);
+  void TickService(Slot& slot, Seconds now, Observed& observed, const gpu::GpuSnapshot* gpus,
+                   std::vector<store::EventRow>& events);
+  void TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now,
+                  std::vector<store::EventRow>& events);
+  void PollRetiring(Seconds now, std::vector<store::EventRow>& events);
+  void PersistReplicas(const std::string& service, orch::LocalProcessOrchestrator& orch,
+                       std::vector<store::ReplicaRow>& persisted);
+  void PersistLeases();
+  void PersistDecision(Slot& slot, const ServiceTickResult& result, Seconds now);
+  void AppendEvents(std::vector<store::EventRow>& events);
+  void Retire(std::unique_ptr<Slot> slot, Seconds now);
+  void PublishViews(Seconds now);
+  ServiceView ViewOf(const Slot& slot, Seconds now) const;
+  void StoreError(std::string_view what, const Error& error);
+  void Log(std::string_view message);
+  void LoopMain();
+
+  // API helpers (daemon_requests.cc)
+  Result<ServiceConfig> ValidateService(const ServiceConfig& config,
+                                        const std::vector<store::RuleRow>& rules);
+  Status Enqueue(Command command);
+
+  DaemonConfig config_;
+  Clock& clock_;
+  DaemonOptions options_;
+
+  std::unique_ptr<gpu::GpuBackend> backend_;
+  std::unique_ptr<gpu::Monitor> monitor_;
+  alloc::LeaseLedger ledger_;
+  std::unique_ptr<store::Store> store_;
+
+  std::mutex loop_mu_;  // serializes Tick/Shutdown; guards the members up to mu_
+  std::map<std::string, std::unique_ptr<Slot>> services_;
+  // Deleted services and orphans whose replicas are still stopping.
+  std::vector<std::unique_ptr<Slot>> retiring_;
+  std::vector<store::LeaseRow> persisted_leases_;
+  int64_t tick_count_ = 0;
+  Seconds last_retention_{0};
+
+  mutable std::mutex mu_;                                           // guards the members below
+  std::map<std::string, ServiceView> views_;                        // API-visible services
+  std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_;  // last tick's replicas
+  std::vector<Command> commands_;                                   // queued API changes
+  DaemonMetrics metrics_;
+  bool first_tick_done_ = false;
+  int64_t latest_event_id_ = 0;
+  std::condition_variable events_cv_;  // notified (with mu_) when events are appended
+  bool stop_ = false;
+  bool shut_down_ = false;
+  std::condition_variable loop_cv_;  // wakes the loop's wait on stop_
+  std::thread loop_;
+};
+
+}  // namespace gpuscale::daemon

@@ -1,0 +1,103 @@
+// DaemonApi: everything the REST API (api/) may ask of the running daemon, as one narrow
+// interface, so the HTTP layer holds no business logic and can be tested with a fake.
+// Implemented by daemon::Daemon.
+//
+// Error codes map to HTTP statuses in api/ (one each): kInvalidArgument -> 400 (Error::field
+// names the offending field), kNotFound -> 404, kFailedPrecondition -> 409 (e.g. a service
+// that already exists), kResourceExhausted -> 409, kUnavailable -> 503, others -> 500.
+//
+// Thread-safety: every method may be called from any HTTP worker thread concurrently with
+// the control loop.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "alloc/lease_ledger.h"
+#include "core/clock.h"
+#include "core/result.h"
+#include "daemon/daemon_config.h"
+#include "gpu/gpu_info.h"
+#include "gpu/monitor.h"
+#include "orch/local_process_orchestrator.h"
+#include "store/records.h"
+
+namespace gpuscale::daemon {
+
+// A service as the API shows it.
+struct ServiceView {
+  ServiceConfig config;
+  std::string spec_yaml;                // ServiceConfigToYaml(config)
+  std::string policy_family;            // "target", "rules", ...
+  int desired_replicas = 0;             // what the last tick aimed at (after override/clamp)
+  std::optional<int> manual_replicas;   // PUT /replicas override; nullopt = policy decides
+  int replicas = 0;                     // pending + starting + ready (not draining)
+  int ready_replicas = 0;
+  int pending_replicas = 0;
+  int draining_replicas = 0;
+  std::string last_reason;              // the last Decision's reason ("" before the first tick)
+  std::vector<std::string> last_details;
+  std::optional<Seconds> last_decision_at;
+  std::vector<std::string> metric_errors;  // from the last tick's collection
+  Seconds created_at{0};
+};
+
+// A rule as reference 001 spells its fields (store::RuleRow holds them).
+using RuleView = store::RuleRow;
+
+class DaemonApi {
+ public:
+  virtual ~DaemonApi() = default;
+
+  // GPUs through the daemon's monitor (cached). Errors: the backend's.
+  virtual Result<gpu::GpuSnapshot> Gpus() = 0;
+  // Availability score weights the daemon ranks GPUs with (for the API's `score` field).
+  virtual gpu::ScoreWeights ScoreWeights() const = 0;
+  // Sampler history points taken within the last `window` seconds, oldest first.
+  virtual std::vector<gpu::HistoryPoint> GpuHistory(Seconds window) = 0;
+
+  virtual std::vector<ServiceView> ListServices() = 0;  // by name
+  virtual Result<ServiceView> GetService(const std::string& name) = 0;
+  // Errors: kInvalidArgument (bad name/fields), kFailedPrecondition when the name exists.
+  virtual Result<ServiceView> CreateService(const ServiceConfig& config) = 0;
+  // Replaces the spec of an existing service (name from config.name); replicas started
+  // with the old command keep running until scaled in. Errors: kNotFound, kInvalidArgument.
+  virtual Result<ServiceView> UpdateService(const ServiceConfig& config) = 0;
+  // Stops the service's replicas (drain skipped), releases their GPUs, forgets the service.
+  virtual Status DeleteService(const std::string& name) = 0;
+
+  // Rules of a `rules`-policy service stored in SQLite (reference 001's rule API).
+  virtual Result<std::vector<RuleView>> ListRules(const std::string& service) = 0;
+  // Validates (comparator, source, step_size != 0, min <= max ...) and stores; the
+  // service's rules policy is rebuilt on the next tick. Errors: kNotFound (service),
+  // kInvalidArgument naming the field, kFailedPrecondition when the service's policy is
+  // not `rules` from the store (its policy is in its spec).
+  virtual Result<RuleView> AddRule(const std::string& service, const RuleView& rule) = 0;
+  virtual Status DeleteRule(const std::string& service, int64_t rule_id) = 0;
+
+  // Manual override of the desired count (clamped to [min, max] is NOT applied: a value
+  // outside gets kInvalidArgument naming "replicas"); nullopt returns control to the policy.
+  virtual Result<ServiceView> SetDesiredReplicas(const std::string& service,
+                                                 std::optional<int> replicas) = 0;
+  virtual Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string& service) = 0;
+
+  virtual std::vector<alloc::Lease> Leases() = 0;
+
+  // Stored events (decisions, replica lifecycle, adoption...). Errors: store's.
+  virtual Result<std::vector<store::EventRow>> Events(const store::EventQuery& query) = 0;
+  // Blocks until an event with id > after_id exists or `timeout` passes (SSE). Returns the
+  // newest event id (== after_id on timeout).
+  virtual int64_t WaitForEvents(int64_t after_id, Seconds timeout) = 0;
+
+  // gpuscale's own metrics in Prometheus text format (HELP/TYPE): GPU gauges per GPU,
+  // desired/ready replicas per service, decisions, scrape errors, loop duration.
+  virtual std::string MetricsText() = 0;
+
+  // Liveness is implied by answering; readiness = state loaded and first tick done.
+  // Errors: kUnavailable with what is missing.
+  virtual Status Ready() = 0;
+};
+
+}  // namespace gpuscale::daemon

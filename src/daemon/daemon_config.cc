@@ -1,0 +1,290 @@
+// The daemon config file: top-level sections (gpu, api, state_dir, loop, prometheus), the
+// service list with its uniqueness check, and the embedded default. Services themselves are
+// read in daemon_config_service.cc.
+#include "daemon/daemon_config.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "daemon/daemon_config_internal.h"
+#include "yaml/yaml_util.h"
+
+namespace gpuscale::daemon {
+
+YAML::Node Child(const YAML::Node& parent, std::string_view key) {
+  if (!parent.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node child = parent[std::string(key)];
+  if (!child.IsDefined() || child.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+  return child;
+}
+
+Result<int> ReadIntAtLeast(const YAML::Node& parent, std::string_view key, const std::string& path,
+                           int fallback, int min) {
+  GS_ASSIGN_OR_RETURN(int value, yaml::ReadInt(parent, key, path, fallback));
+  if (value < min) {
+    return yaml::FieldError(Child(parent, key), yaml::Join(path, key),
+                            fmt::format("expected an integer >= {}, got {}", min, value));
+  }
+  return value;
+}
+
+Result<Seconds> ReadDuration(const YAML::Node& parent, std::string_view key,
+                             const std::string& path, Seconds fallback, bool positive) {
+  GS_ASSIGN_OR_RETURN(double value, yaml::ReadDouble(parent, key, path, fallback.count()));
+  if ((positive ? !(value > 0) : !(value >= 0)) || !std::isfinite(value)) {
+    return yaml::FieldError(Child(parent, key), yaml::Join(path, key),
+                            fmt::format("expected a finite number of seconds {} 0, got {}",
+                                        positive ? ">" : ">=", value));
+  }
+  return Seconds{value};
+}
+
+bool IsValidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    // Sequence length and the smallest code point it may encode (no overlong forms).
+    const int length = byte < 0x80           ? 1
+                       : (byte >> 5) == 0x6  ? 2
+                       : (byte >> 4) == 0xE  ? 3
+                       : (byte >> 3) == 0x1E ? 4
+                                             : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    uint32_t code = length == 1 ? byte : byte & (0x7F >> length);
+    for (int k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kMin[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+namespace {
+
+using yaml::CheckKnownKeys;
+using yaml::FieldError;
+
+// $XDG_STATE_HOME/gpuscale, else $HOME/.local/state/gpuscale; without either (a bare
+// service account), a directory under the system temp dir so that start-up still works.
+std::string DefaultStateDir() {
+  const char* xdg = std::getenv("XDG_STATE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return fmt::format("{}/gpuscale", xdg);
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] != '\0') return fmt::format("{}/.local/state/gpuscale", home);
+  return (std::filesystem::temp_directory_path() / "gpuscale").string();
+}
+
+Status ParseGpu(const YAML::Node& n, GpuConfig& gpu) {
+  if (!n.IsDefined()) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "gpu",
+                                    {"backend", "inventory", "nvidia_smi", "nvml_library",
+                                     "cache_ttl_seconds", "sample_interval_seconds"}));
+  gpu::BackendOptions& b = gpu.backend;
+  GS_ASSIGN_OR_RETURN(b.kind, yaml::ReadString(n, "backend", "gpu", b.kind));
+  if (b.kind != "auto" && b.kind != "nvml" && b.kind != "nvidia-smi" && b.kind != "simulated") {
+    return FieldError(
+        Child(n, "backend"), "gpu.backend",
+        fmt::format("expected one of auto, nvml, nvidia-smi, simulated, got '{}'", b.kind));
+  }
+  GS_ASSIGN_OR_RETURN(b.inventory_path, yaml::ReadString(n, "inventory", "gpu", b.inventory_path));
+  GS_ASSIGN_OR_RETURN(b.nvidia_smi_path,
+                      yaml::ReadString(n, "nvidia_smi", "gpu", b.nvidia_smi_path));
+  GS_ASSIGN_OR_RETURN(b.nvml_library_path,
+                      yaml::ReadString(n, "nvml_library", "gpu", b.nvml_library_path));
+  GS_ASSIGN_OR_RETURN(gpu.cache_ttl,
+                      ReadDuration(n, "cache_ttl_seconds", "gpu", gpu.cache_ttl, false));
+  // A zero sampling period would make the sampler thread spin.
+  GS_ASSIGN_OR_RETURN(gpu.sample_interval,
+                      ReadDuration(n, "sample_interval_seconds", "gpu", gpu.sample_interval, true));
+  return OkStatus();
+}
+
+// "host:port" with port 0..65535; "[::1]:8080" for an IPv6 address.
+Status ParseListen(const YAML::Node& n, ApiConfig& api) {
+  GS_ASSIGN_OR_RETURN(
+      std::string listen,
+      yaml::ReadString(n, "listen", "api", fmt::format("{}:{}", api.host, api.port)));
+  const size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port_text = colon == std::string::npos ? "" : listen.substr(colon + 1);
+  int port = -1;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (host.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 ||
+      port > 65535) {
+    return FieldError(Child(n, "listen"), "api.listen",
+                      fmt::format("expected host:port with port 0..65535 (e.g. "
+                                  "127.0.0.1:8080), got '{}'",
+                                  listen));
+  }
+  api.host = host;
+  api.port = port;
+  return OkStatus();
+}
+
+// The first line of the file, without surrounding whitespace.
+Result<std::string> ReadTokenFile(const YAML::Node& n, const std::string& file) {
+  std::ifstream in(file);
+  if (!in) {
+    return FieldError(Child(n, "token_file"), "api.token_file",
+                      fmt::format("cannot read token file '{}': {}", file, std::strerror(errno)));
+  }
+  std::string line;
+  std::getline(in, line);
+  const size_t begin = line.find_first_not_of(" \t\r\n");
+  const size_t end = line.find_last_not_of(" \t\r\n");
+  if (begin == std::string::npos) {
+    // An empty token would silently turn authentication off.
+    return FieldError(Child(n, "token_file"), "api.token_file",
+                      fmt::format("token file '{}' has an empty first line", file));
+  }
+  return line.substr(begin, end - begin + 1);
+}
+
+Status ParseApi(const YAML::Node& n, ApiConfig& api) {
+  if (!n.IsDefined()) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "api", {"listen", "token", "token_file"}));
+  GS_RETURN_IF_ERROR(ParseListen(n, api));
+  GS_ASSIGN_OR_RETURN(api.token, yaml::ReadString(n, "token", "api", std::string()));
+  GS_ASSIGN_OR_RETURN(std::string file, yaml::ReadString(n, "token_file", "api", std::string()));
+  if (file.empty()) return OkStatus();
+  if (Child(n, "token").IsDefined()) {
+    return FieldError(Child(n, "token_file"), "api.token_file",
+                      "set either api.token or api.token_file, not both");
+  }
+  GS_ASSIGN_OR_RETURN(api.token, ReadTokenFile(n, file));
+  return OkStatus();
+}
+
+Status ParsePrometheus(const YAML::Node& n, PrometheusConfig& prometheus) {
+  if (!n.IsDefined()) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "prometheus", {"url", "timeout_seconds"}));
+  GS_ASSIGN_OR_RETURN(prometheus.url, yaml::ReadString(n, "url", "prometheus"));
+  if (!prometheus.url.starts_with("http://") || prometheus.url.size() <= 7) {
+    return FieldError(Child(n, "url"), "prometheus.url",
+                      fmt::format("expected an http:// URL such as http://127.0.0.1:9090 "
+                                  "(https is not supported), got '{}'",
+                                  prometheus.url));
+  }
+  GS_ASSIGN_OR_RETURN(prometheus.timeout,
+                      ReadDuration(n, "timeout_seconds", "prometheus", prometheus.timeout, true));
+  return OkStatus();
+}
+
+Status ParseServices(const YAML::Node& n, std::vector<ServiceConfig>& services) {
+  if (!n.IsDefined()) return OkStatus();
+  if (!n.IsSequence()) return FieldError(n, "services", "expected a list of services");
+  std::map<std::string, int> first_line;  // name -> line of its first definition
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string path = yaml::Index("services", i);
+    GS_ASSIGN_OR_RETURN(ServiceConfig service, ParseServiceConfig(n[i], path));
+    const int line = yaml::LineOf(n[i]["name"]);
+    const auto [it, inserted] = first_line.emplace(service.name, line);
+    if (!inserted) {
+      return InvalidArgument(
+          fmt::format("duplicate service '{}' (first at line {})", service.name, it->second),
+          yaml::Join(path, "name"));
+    }
+    services.push_back(std::move(service));
+  }
+  return OkStatus();
+}
+
+Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
+  DaemonConfig config;
+  config.state_dir = DefaultStateDir();
+  if (root.IsNull() || !root.IsDefined()) return config;  // an empty file: all defaults
+  GS_RETURN_IF_ERROR(CheckKnownKeys(
+      root, "", {"gpu", "api", "state_dir", "loop_interval_seconds", "prometheus", "services"}));
+  GS_RETURN_IF_ERROR(ParseGpu(Child(root, "gpu"), config.gpu));
+  GS_RETURN_IF_ERROR(ParseApi(Child(root, "api"), config.api));
+  GS_ASSIGN_OR_RETURN(config.state_dir, yaml::ReadString(root, "state_dir", "", config.state_dir));
+  if (config.state_dir.starts_with("~/")) {
+    const char* home = std::getenv("HOME");
+    if (home != nullptr) config.state_dir = home + config.state_dir.substr(1);
+  }
+  if (config.state_dir.empty()) {
+    return FieldError(Child(root, "state_dir"), "state_dir", "expected a directory path");
+  }
+  GS_ASSIGN_OR_RETURN(config.loop_interval,
+                      ReadDuration(root, "loop_interval_seconds", "", config.loop_interval, true));
+  GS_RETURN_IF_ERROR(ParsePrometheus(Child(root, "prometheus"), config.prometheus));
+  GS_RETURN_IF_ERROR(ParseServices(Child(root, "services"), config.services));
+  return config;
+}
+
+}  // namespace
+
+Result<DaemonConfig> ParseDaemonConfig(const YAML::Node& root) {
+  try {
+    return ParseRoot(root);
+  } catch (const YAML::Exception& e) {
+    // A malformed tree (e.g. a mapping used as a key) makes yaml-cpp throw on conversion.
+    return InvalidArgument(fmt::format("unexpected YAML structure: {}", e.msg), "<root>");
+  }
+}
+
+Result<DaemonConfig> ParseDaemonConfigText(const std::string& text, const std::string& source) {
+  GS_ASSIGN_OR_RETURN(YAML::Node root, yaml::ParseYaml(text, source));
+  return ParseDaemonConfig(root);
+}
+
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
+  GS_ASSIGN_OR_RETURN(YAML::Node root, yaml::LoadYamlFile(path));
+  return ParseDaemonConfig(root);
+}
+
+DaemonConfig EmbeddedDefaultConfig(const std::string& self_exe) {
+  DaemonConfig config;
+  config.gpu.backend.kind = "simulated";  // empty inventory: built-in 4 x H100 80 GB
+  config.state_dir = DefaultStateDir();
+  ServiceConfig demo;
+  demo.name = "demo";
+  // Short emulated model load and drain so that scaling is visible within seconds.
+  demo.command = {self_exe,     "emulate",           "--port", "{port}",          "--model",
+                  "demo-model", "--startup-seconds", "2",      "--drain-seconds", "5"};
+  demo.gpus_per_replica = 1;
+  demo.startup_timeout = Seconds{60};
+  demo.drain_timeout = Seconds{10};
+  demo.min_replicas = 1;
+  demo.max_replicas = 4;
+  demo.policy_family = "target";
+  // Keep about 5 waiting requests per replica (HPA AverageValue; docs/policies.md).
+  demo.policy_yaml =
+      "family: target\n"
+      "min_replicas: 1\n"
+      "max_replicas: 4\n"
+      "target:\n"
+      "  metrics:\n"
+      "    - name: vllm:num_requests_waiting\n"
+      "      type: AverageValue\n"
+      "      average_value: 5\n";
+  // Through the parser once: validates the default and gives the canonical policy_yaml, so
+  // that the store's copy of the spec round-trips.
+  if (auto canonical = ParseServiceConfigText(ServiceConfigToYaml(demo), "embedded default")) {
+    demo = std::move(*canonical);
+  }
+  config.services.push_back(std::move(demo));
+  return config;
+}
+
+}  // namespace gpuscale::daemon

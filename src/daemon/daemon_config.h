@@ -1,0 +1,124 @@
+// The daemon's configuration (`gpuscale serve --config gpuscale.yaml`): GPU backend, API
+// listen address and token, state directory, control-loop period, and the services it
+// manages. Also what POST/PUT /v1/services accept (a JSON body is read by the same parser,
+// since yaml-cpp reads JSON), and what the store keeps as a service's spec.
+//
+//   gpu:      {backend: auto|nvml|nvidia-smi|simulated, inventory: FILE, nvidia_smi: PATH,
+//              nvml_library: PATH, cache_ttl_seconds: 1, sample_interval_seconds: 5}
+//   api:      {listen: "127.0.0.1:8080", token: "...", token_file: FILE}
+//             (token and token_file exclude each other; relative paths are relative to
+//             the working directory)
+//   state_dir: ~/.local/state/gpuscale        (SQLite database, replica logs; a leading
+//             "~/" is $HOME; default $XDG_STATE_HOME/gpuscale, else that)
+//   loop_interval_seconds: 15
+//   prometheus: {url: "http://127.0.0.1:9090", timeout_seconds: 5}   # optional, for PromQL
+//   services:
+//     - name: chat
+//       command: [vllm, serve, Qwen/Qwen2.5-7B, --port, "{port}"]   # argv template, no shell
+//       env: {HF_HOME: /data/hf}
+//       gpus_per_replica: 1
+//       min_memory_free_mb: 20000
+//       readiness_path: /health
+//       metrics_path: /metrics
+//       startup_timeout_seconds: 900
+//       drain_timeout_seconds: 300
+//       min_replicas: 1
+//       max_replicas: 4
+//       policy: {family: target, target: {...}}   # config/policy_config.h envelope; the
+//                                                  # service's min/max replicas apply to it
+//                                                  # (set in both places they must agree;
+//                                                  # set only in the policy, they are the
+//                                                  # service's). No policy = `rules` whose
+//                                                  # rules live in the store.
+//
+// Errors name the field path and line: `services[0].gpus_per_replica: expected an integer
+// >= 0, got 'two' (line 12)`.
+//
+// Pure parsing (plus reading the token file); thread-compatible plain values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "gpu/backend_factory.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace gpuscale::daemon {
+
+struct GpuConfig {
+  gpu::BackendOptions backend;    // kind defaults to "auto"
+  Seconds cache_ttl{1};           // gpu::Monitor snapshot cache
+  Seconds sample_interval{5};     // gpu::Monitor sampler (history, /v1/gpus/history)
+};
+
+struct ApiConfig {
+  std::string host = "127.0.0.1";  // `listen: host:port`; loopback unless asked otherwise
+  int port = 8080;                 // 0 = the kernel picks one (tests); printed at start-up
+  std::string token;               // bearer token; empty = no auth. token_file is read
+                                   // into this at parse time (first line, trimmed).
+};
+
+struct PrometheusConfig {
+  std::string url;  // e.g. "http://127.0.0.1:9090"; empty = no Prometheus server
+  Seconds timeout{5};
+};
+
+struct ServiceConfig {
+  std::string name;  // [a-z0-9][a-z0-9-]{0,62}; unique
+  std::vector<std::string> command;                          // argv template, required
+  std::vector<std::pair<std::string, std::string>> env;      // in file order
+  int gpus_per_replica = 1;
+  int64_t min_memory_free_mb = 0;
+  std::string readiness_path = "/health";
+  std::string metrics_path = "/metrics";
+  Seconds startup_timeout{900};
+  Seconds drain_timeout{300};
+  int min_replicas = 1;
+  int max_replicas = 1;
+  // The policy block as YAML text, re-parsed (config::ParsePolicy) whenever a policy
+  // instance is built; min_replicas/max_replicas above are merged into its envelope.
+  // Validated at parse time. Empty = a `rules` policy whose rules live in the store
+  // (managed with /v1/services/{name}/rules).
+  std::string policy_yaml;
+  std::string policy_family;  // "target", "rules", ... as parsed (for display)
+
+  friend bool operator==(const ServiceConfig&, const ServiceConfig&) = default;
+};
+
+struct DaemonConfig {
+  GpuConfig gpu;
+  ApiConfig api;
+  std::string state_dir;  // default: $XDG_STATE_HOME/gpuscale or ~/.local/state/gpuscale
+  Seconds loop_interval{15};
+  PrometheusConfig prometheus;
+  std::vector<ServiceConfig> services;
+};
+
+// Whole file / text. Unknown keys are rejected with the list of known ones.
+Result<DaemonConfig> ParseDaemonConfig(const YAML::Node& root);
+Result<DaemonConfig> ParseDaemonConfigText(const std::string& text, const std::string& source);
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
+
+// One service (a `services[i]` entry or an API body). `path` prefixes field names
+// ("services[0]" in a file, "" for an API body).
+Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::string& path);
+Result<ServiceConfig> ParseServiceConfigText(const std::string& text, const std::string& source);
+
+// Canonical YAML of a service (what the store keeps and GET /v1/services/{name} shows as
+// `spec`); ParseServiceConfigText(ServiceConfigToYaml(s)) gives back `s`.
+std::string ServiceConfigToYaml(const ServiceConfig& service);
+
+// The embedded default for `gpuscale serve` without --config: simulated GPUs (4 x H100
+// 80 GB), API on 127.0.0.1:8080, and one service "demo" of emulated replicas
+// (`<self_exe> emulate --port {port} ...`, 1 GPU each, 1..4 replicas, target policy on
+// vllm:num_requests_waiting) so the whole system runs on a machine without GPUs.
+DaemonConfig EmbeddedDefaultConfig(const std::string& self_exe);
+
+}  // namespace gpuscale::daemon

@@ -1,0 +1,34 @@
+// Field readers shared by daemon_config.cc and daemon_config_service.cc (not part of the
+// module's interface). They add range checks to yaml/yaml_util.h's readers with the same
+// "field: message (line N)" errors.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+#include "core/result.h"
+
+namespace gpuscale::daemon {
+
+// parent[key], or an undefined node when the key is absent or null (never inserts).
+YAML::Node Child(const YAML::Node& parent, std::string_view key);
+
+// An integer >= `min`; `fallback` when absent.
+Result<int> ReadIntAtLeast(const YAML::Node& parent, std::string_view key, const std::string& path,
+                           int fallback, int min);
+
+// `<key>` in seconds (the key carries the unit, e.g. "startup_timeout_seconds"): > 0 when
+// `positive`, else >= 0; `fallback` when absent.
+Result<Seconds> ReadDuration(const YAML::Node& parent, std::string_view key,
+                             const std::string& path, Seconds fallback, bool positive);
+
+// True when `text` is well-formed UTF-8. YAML is Unicode text: other bytes cannot be written
+// back (ServiceConfigToYaml) unchanged, so the parser rejects them.
+bool IsValidUtf8(std::string_view text);
+
+}  // namespace gpuscale::daemon

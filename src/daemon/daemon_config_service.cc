@@ -1,0 +1,279 @@
+// One service of the daemon config (a `services[i]` entry or a POST /v1/services body):
+// field readers, the policy envelope merge, and the canonical YAML the store keeps.
+// daemon_config.h documents the schema.
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <string_view>
+
+#include "config/policy_config.h"
+#include "daemon/daemon_config.h"
+#include "daemon/daemon_config_internal.h"
+#include "orch/argv_template.h"
+#include "yaml/yaml_util.h"
+
+namespace gpuscale::daemon {
+namespace {
+
+using yaml::FieldError;
+using yaml::Join;
+
+bool ValidServiceName(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || c != '-')) return false;
+  }
+  return true;
+}
+
+bool ValidEnvName(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Moves an error from validation code that knows only local field names ("command[2]",
+// "target.metrics[0].target") under `prefix` ("services[0]", "services[0].policy").
+Unexpected<Error> Prefixed(Error error, const std::string& prefix) {
+  if (error.field.empty() || error.field == "<root>") {
+    error.field = prefix.empty() ? error.field : prefix;
+  } else {
+    error.field = Join(prefix, error.field);
+  }
+  return Unexpected<Error>(std::move(error));
+}
+
+Result<std::vector<std::string>> ReadCommand(const YAML::Node& n, const std::string& path) {
+  const std::string field = Join(path, "command");
+  const YAML::Node node = Child(n, "command");
+  if (!node.IsDefined()) {
+    return FieldError(n, field,
+                      "required field is missing: the replica's argv, program first, e.g. "
+                      "[vllm, serve, MODEL, --port, \"{port}\"]");
+  }
+  if (!node.IsSequence()) {
+    return FieldError(node, field,
+                      "expected a list of arguments (no shell string), e.g. [vllm, serve, "
+                      "MODEL, --port, \"{port}\"]");
+  }
+  std::vector<std::string> command;
+  for (size_t i = 0; i < node.size(); ++i) {
+    if (!node[i].IsScalar() || !IsValidUtf8(node[i].Scalar())) {
+      return FieldError(node[i], yaml::Index(field, i), "expected a (UTF-8) string");
+    }
+    command.push_back(node[i].Scalar());
+  }
+  if (auto valid = orch::ValidateArgvTemplate(command); !valid) {
+    Error error = valid.error();
+    const int line = yaml::LineOf(node);
+    if (line > 0) error.message += fmt::format(" (line {})", line);
+    return Prefixed(std::move(error), path);
+  }
+  return command;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ReadEnv(const YAML::Node& n,
+                                                                 const std::string& path) {
+  const std::string field = Join(path, "env");
+  const YAML::Node node = Child(n, "env");
+  std::vector<std::pair<std::string, std::string>> env;
+  if (!node.IsDefined()) return env;
+  if (!node.IsMap()) return FieldError(node, field, "expected a mapping NAME: value");
+  for (const auto& entry : node) {
+    const std::string name = entry.first.Scalar();
+    const std::string name_field = Join(field, name);
+    if (!ValidEnvName(name)) {
+      return FieldError(entry.first, name_field,
+                        "expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    }
+    if (entry.second.IsNull()) {
+      env.emplace_back(name, "");
+    } else if (entry.second.IsScalar() && IsValidUtf8(entry.second.Scalar())) {
+      env.emplace_back(name, entry.second.Scalar());
+    } else {
+      return FieldError(entry.second, name_field, "expected a (UTF-8) string value");
+    }
+  }
+  return env;
+}
+
+Result<std::string> ReadUrlPath(const YAML::Node& n, std::string_view key, const std::string& path,
+                                const std::string& fallback) {
+  GS_ASSIGN_OR_RETURN(std::string value, yaml::ReadString(n, key, path, fallback));
+  if (value.empty() || value[0] != '/' || !IsValidUtf8(value)) {
+    return FieldError(Child(n, key), Join(path, key),
+                      fmt::format("expected an HTTP path starting with '/', got '{}'", value));
+  }
+  return value;
+}
+
+Status ReadScalars(const YAML::Node& n, const std::string& path, ServiceConfig& s) {
+  GS_ASSIGN_OR_RETURN(s.name, yaml::ReadString(n, "name", path));
+  if (!ValidServiceName(s.name)) {
+    return FieldError(Child(n, "name"), Join(path, "name"),
+                      fmt::format("expected 1-63 characters [a-z0-9-], starting with a letter "
+                                  "or digit, got '{}'",
+                                  s.name));
+  }
+  GS_ASSIGN_OR_RETURN(s.command, ReadCommand(n, path));
+  GS_ASSIGN_OR_RETURN(s.env, ReadEnv(n, path));
+  GS_ASSIGN_OR_RETURN(s.gpus_per_replica, ReadIntAtLeast(n, "gpus_per_replica", path, 1, 0));
+  GS_ASSIGN_OR_RETURN(s.min_memory_free_mb, ReadIntAtLeast(n, "min_memory_free_mb", path, 0, 0));
+  GS_ASSIGN_OR_RETURN(s.readiness_path, ReadUrlPath(n, "readiness_path", path, "/health"));
+  GS_ASSIGN_OR_RETURN(s.metrics_path, ReadUrlPath(n, "metrics_path", path, "/metrics"));
+  GS_ASSIGN_OR_RETURN(s.startup_timeout,
+                      ReadDuration(n, "startup_timeout_seconds", path, Seconds{900}, true));
+  GS_ASSIGN_OR_RETURN(s.drain_timeout,
+                      ReadDuration(n, "drain_timeout_seconds", path, Seconds{300}, false));
+  return OkStatus();
+}
+
+// The service's replica bounds. A bound set only in the policy block is adopted (a policy
+// file pasted in as it is keeps working); one set in both places must agree.
+Status ReadReplicaBounds(const YAML::Node& n, const YAML::Node& policy, const std::string& path,
+                         ServiceConfig& s) {
+  const std::string policy_path = Join(path, "policy");
+  for (std::string_view key : {"min_replicas", "max_replicas"}) {
+    int& bound = key == "min_replicas" ? s.min_replicas : s.max_replicas;
+    const bool in_service = Child(n, key).IsDefined();
+    if (in_service) {
+      GS_ASSIGN_OR_RETURN(bound, yaml::ReadInt(n, key, path));
+    }
+    if (!policy.IsMap() || !Child(policy, key).IsDefined()) continue;
+    GS_ASSIGN_OR_RETURN(int in_policy, yaml::ReadInt(policy, key, policy_path));
+    if (in_service && in_policy != bound) {
+      return FieldError(Child(policy, key), Join(policy_path, key),
+                        fmt::format("is {} but the service's {} is {}; set it in one place "
+                                    "(the service's value applies to the policy)",
+                                    in_policy, Join(path, key), bound));
+    }
+    bound = in_policy;
+  }
+  if (s.min_replicas < 0) {
+    return FieldError(Child(n, "min_replicas"), Join(path, "min_replicas"),
+                      fmt::format("must be >= 0, got {}", s.min_replicas));
+  }
+  if (s.max_replicas < 1 || s.max_replicas < s.min_replicas) {
+    return FieldError(Child(n, "max_replicas"), Join(path, "max_replicas"),
+                      fmt::format("must be >= 1 and >= min_replicas ({}), got {}", s.min_replicas,
+                                  s.max_replicas));
+  }
+  return OkStatus();
+}
+
+// The policy envelope with the service's bounds: family, min_replicas, max_replicas, then
+// the block's other keys. Value nodes are shared with `policy` (not copied) so that
+// ParsePolicy's errors keep the file's line numbers.
+YAML::Node MergedPolicy(const YAML::Node& policy, const ServiceConfig& s) {
+  YAML::Node merged(YAML::NodeType::Map);
+  for (const auto& entry : policy) {
+    if (entry.first.Scalar() == "family") merged.force_insert(entry.first, entry.second);
+  }
+  merged.force_insert("min_replicas", s.min_replicas);
+  merged.force_insert("max_replicas", s.max_replicas);
+  for (const auto& entry : policy) {
+    const std::string& key = entry.first.Scalar();
+    if (key == "family" || key == "min_replicas" || key == "max_replicas") continue;
+    merged.force_insert(entry.first, entry.second);
+  }
+  return merged;
+}
+
+Status ReadPolicy(const YAML::Node& policy, const std::string& path, ServiceConfig& s) {
+  const std::string policy_path = Join(path, "policy");
+  if (!policy.IsDefined()) {
+    s.policy_yaml.clear();
+    s.policy_family = "rules";  // rules live in the store (/v1/services/{name}/rules)
+    return OkStatus();
+  }
+  if (!policy.IsMap()) {
+    return FieldError(policy, policy_path,
+                      "expected a mapping {family: ..., <family>: {...}} (docs/policies.md)");
+  }
+  const YAML::Node merged = MergedPolicy(policy, s);
+  if (auto parsed = config::ParsePolicy(merged); !parsed) {
+    return Prefixed(parsed.error(), policy_path);
+  }
+  s.policy_family = merged["family"].Scalar();
+  YAML::Emitter out;
+  out << merged;
+  s.policy_yaml = out.c_str();
+  return OkStatus();
+}
+
+void EmitPolicy(YAML::Emitter& out, const std::string& policy_yaml) {
+  try {
+    out << YAML::Key << "policy" << YAML::Value << YAML::Load(policy_yaml);
+  } catch (const YAML::Exception&) {
+    // policy_yaml comes from ReadPolicy's emitter; unparsable means a hand-built config.
+    out << YAML::Null;
+  }
+}
+
+}  // namespace
+
+Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::string& path) {
+  try {
+    if (!node.IsMap()) {
+      return FieldError(node, path.empty() ? "<root>" : path,
+                        "expected a mapping with name, command, ... (see examples/gpuscale.yaml)");
+    }
+    GS_RETURN_IF_ERROR(
+        yaml::CheckKnownKeys(node, path,
+                             {"name", "command", "env", "gpus_per_replica", "min_memory_free_mb",
+                              "readiness_path", "metrics_path", "startup_timeout_seconds",
+                              "drain_timeout_seconds", "min_replicas", "max_replicas", "policy"}));
+    ServiceConfig s;
+    GS_RETURN_IF_ERROR(ReadScalars(node, path, s));
+    const YAML::Node policy = Child(node, "policy");
+    GS_RETURN_IF_ERROR(ReadReplicaBounds(node, policy, path, s));
+    GS_RETURN_IF_ERROR(ReadPolicy(policy, path, s));
+    return s;
+  } catch (const YAML::Exception& e) {
+    // A malformed tree (e.g. a mapping used as a key) makes yaml-cpp throw on conversion.
+    return InvalidArgument(fmt::format("unexpected YAML structure: {}", e.msg),
+                           path.empty() ? "<root>" : path);
+  }
+}
+
+Result<ServiceConfig> ParseServiceConfigText(const std::string& text, const std::string& source) {
+  GS_ASSIGN_OR_RETURN(YAML::Node root, yaml::ParseYaml(text, source));
+  return ParseServiceConfig(root, "");
+}
+
+std::string ServiceConfigToYaml(const ServiceConfig& s) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << s.name;
+  out << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& arg : s.command) out << YAML::DoubleQuoted << arg;
+  out << YAML::EndSeq;
+  out << YAML::Key << "env" << YAML::Value;
+  if (s.env.empty()) out << YAML::Flow;
+  out << YAML::BeginMap;
+  for (const auto& [name, value] : s.env) {
+    out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "gpus_per_replica" << YAML::Value << s.gpus_per_replica;
+  out << YAML::Key << "min_memory_free_mb" << YAML::Value << s.min_memory_free_mb;
+  out << YAML::Key << "readiness_path" << YAML::Value << s.readiness_path;
+  out << YAML::Key << "metrics_path" << YAML::Value << s.metrics_path;
+  out << YAML::Key << "startup_timeout_seconds" << YAML::Value
+      << fmt::format("{}", s.startup_timeout.count());
+  out << YAML::Key << "drain_timeout_seconds" << YAML::Value
+      << fmt::format("{}", s.drain_timeout.count());
+  out << YAML::Key << "min_replicas" << YAML::Value << s.min_replicas;
+  out << YAML::Key << "max_replicas" << YAML::Value << s.max_replicas;
+  if (!s.policy_yaml.empty()) EmitPolicy(out, s.policy_yaml);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace gpuscale::daemon

@@ -1,0 +1,425 @@
+#include "daemon/daemon_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "config/policy_config.h"
+#include "yaml/yaml_util.h"
+
+namespace gpuscale::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kMinimalService[] = R"(
+name: chat
+command: [vllm, serve, m, --port, "{port}"]
+)";
+
+// The error text "field: message" of a failed parse (or "ok").
+template <typename T>
+std::string ErrorText(const Result<T>& result) {
+  return result ? "ok" : result.error().ToString();
+}
+
+TEST(DaemonConfigTest, EmptyFileGivesDefaults) {
+  auto config = ParseDaemonConfigText("", "test");
+  ASSERT_TRUE(config) << ErrorText(config);
+  EXPECT_EQ(config->gpu.backend.kind, "auto");
+  EXPECT_EQ(config->api.host, "127.0.0.1");
+  EXPECT_EQ(config->api.port, 8080);
+  EXPECT_EQ(config->loop_interval, Seconds{15});
+  EXPECT_TRUE(config->services.empty());
+  EXPECT_THAT(config->state_dir, HasSubstr("gpuscale"));
+}
+
+TEST(DaemonConfigTest, ServiceDefaultsWithoutPolicyAreStoreRules) {
+  auto s = ParseServiceConfigText(kMinimalService, "test");
+  ASSERT_TRUE(s) << ErrorText(s);
+  EXPECT_EQ(s->name, "chat");
+  EXPECT_EQ(s->command.size(), 5u);
+  EXPECT_EQ(s->gpus_per_replica, 1);
+  EXPECT_EQ(s->readiness_path, "/health");
+  EXPECT_EQ(s->metrics_path, "/metrics");
+  EXPECT_EQ(s->startup_timeout, Seconds{900});
+  EXPECT_EQ(s->drain_timeout, Seconds{300});
+  EXPECT_EQ(s->min_replicas, 1);
+  EXPECT_EQ(s->max_replicas, 1);
+  EXPECT_EQ(s->policy_yaml, "");
+  EXPECT_EQ(s->policy_family, "rules");
+}
+
+TEST(DaemonConfigTest, ReadsEveryTopLevelField) {
+  auto config = ParseDaemonConfigText(R"(
+gpu: {backend: nvidia-smi, nvidia_smi: /opt/smi, cache_ttl_seconds: 0.5,
+      sample_interval_seconds: 2, inventory: inv.yaml, nvml_library: /x/libnvml.so}
+api: {listen: "0.0.0.0:0", token: sekret}
+state_dir: /var/lib/gpuscale
+loop_interval_seconds: 2.5
+prometheus: {url: "http://prom:9090", timeout_seconds: 3}
+)",
+                                      "test");
+  ASSERT_TRUE(config) << ErrorText(config);
+  EXPECT_EQ(config->gpu.backend.kind, "nvidia-smi");
+  EXPECT_EQ(config->gpu.backend.nvidia_smi_path, "/opt/smi");
+  EXPECT_EQ(config->gpu.backend.inventory_path, "inv.yaml");
+  EXPECT_EQ(config->gpu.backend.nvml_library_path, "/x/libnvml.so");
+  EXPECT_EQ(config->gpu.cache_ttl, Seconds{0.5});
+  EXPECT_EQ(config->gpu.sample_interval, Seconds{2});
+  EXPECT_EQ(config->api.host, "0.0.0.0");
+  EXPECT_EQ(config->api.port, 0);
+  EXPECT_EQ(config->api.token, "sekret");
+  EXPECT_EQ(config->state_dir, "/var/lib/gpuscale");
+  EXPECT_EQ(config->loop_interval, Seconds{2.5});
+  EXPECT_EQ(config->prometheus.url, "http://prom:9090");
+  EXPECT_EQ(config->prometheus.timeout, Seconds{3});
+}
+
+TEST(DaemonConfigTest, ListenAcceptsBracketedIpv6) {
+  auto config = ParseDaemonConfigText("api: {listen: \"[::1]:9000\"}", "test");
+  ASSERT_TRUE(config) << ErrorText(config);
+  EXPECT_EQ(config->api.host, "::1");
+  EXPECT_EQ(config->api.port, 9000);
+}
+
+struct BadConfigCase {
+  const char* name;
+  const char* yaml;
+  const char* want;  // substring of "field: message"
+};
+
+void PrintTo(const BadConfigCase& c, std::ostream* os) { *os << c.name; }
+
+class BadDaemonConfigTest : public ::testing::TestWithParam<BadConfigCase> {};
+
+TEST_P(BadDaemonConfigTest, NamesFieldAndLine) {
+  auto config = ParseDaemonConfigText(GetParam().yaml, "test");
+  ASSERT_FALSE(config) << GetParam().name;
+  EXPECT_EQ(config.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(config.error().ToString(), HasSubstr(GetParam().want));
+}
+
+// Services start on line 2 ("services:") with the first entry's `name` on line 3.
+const BadConfigCase kBadConfigs[] = {
+    {"UnknownTopKey", "gpus: {}", "gpus: unknown field; accepted fields: gpu, api"},
+    {"UnknownGpuKey", "gpu: {backnd: nvml}", "gpu.backnd: unknown field"},
+    {"BadBackend", "gpu: {backend: cuda}",
+     "gpu.backend: expected one of auto, nvml, "
+     "nvidia-smi, simulated, got 'cuda' (line 1)"},
+    {"NegativeTtl", "gpu: {cache_ttl_seconds: -1}",
+     "gpu.cache_ttl_seconds: expected a finite number of seconds >= 0"},
+    {"ZeroSampling", "gpu: {sample_interval_seconds: 0}", "gpu.sample_interval_seconds"},
+    {"ListenNoPort", "api: {listen: localhost}", "api.listen: expected host:port"},
+    {"ListenBigPort", "api: {listen: \"h:70000\"}", "api.listen: expected host:port"},
+    {"ListenNoHost", "api: {listen: \":80\"}", "api.listen"},
+    {"ListenJunkPort", "api: {listen: \"h:80x\"}", "api.listen"},
+    {"TokenAndFile", "api: {token: a, token_file: /etc/passwd}",
+     "api.token_file: set either api.token or api.token_file, not both"},
+    {"MissingTokenFile", "api: {token_file: /nonexistent/gpuscale-token}",
+     "api.token_file: cannot read token file '/nonexistent/gpuscale-token'"},
+    {"ZeroLoop", "loop_interval_seconds: 0",
+     "loop_interval_seconds: expected a finite number of seconds > 0"},
+    {"LoopInfinite", "loop_interval_seconds: .inf", "loop_interval_seconds: expected a finite"},
+    {"LoopNotNumber", "loop_interval_seconds: soon", "loop_interval_seconds: expected a number"},
+    {"HttpsPrometheus", "prometheus: {url: \"https://p:9090\"}",
+     "prometheus.url: expected an http://"},
+    {"PrometheusNoUrl", "prometheus: {timeout_seconds: 1}", "prometheus.url: required field"},
+    {"ServicesNotList", "services: {chat: {}}", "services: expected a list"},
+    {"ServiceNameBad", "services:\n  - {name: Chat, command: [x]}",
+     "services[0].name: expected 1-63 characters [a-z0-9-]"},
+    {"ServiceNameDash", "services:\n  - {name: -chat, command: [x]}", "services[0].name"},
+    {"ServiceNameLong",
+     "services:\n  - {name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, "
+     "command: [x]}",
+     "services[0].name"},
+    {"ServiceNoCommand", "services:\n  - {name: chat}", "services[0].command: required field"},
+    {"CommandString", "services:\n  - {name: chat, command: \"vllm serve\"}",
+     "services[0].command: expected a list of arguments"},
+    {"CommandEmpty", "services:\n  - {name: chat, command: []}",
+     "services[0].command: expected a "
+     "command"},
+    {"CommandNested", "services:\n  - {name: chat, command: [a, [b]]}",
+     "services[0].command[1]: expected a (UTF-8) string"},
+    {"CommandTypo", "services:\n  - {name: chat, command: [a, \"{prot}\"]}",
+     "services[0].command[1]: unknown placeholder '{prot}'"},
+    {"CommandInvalidUtf8", "services:\n  - {name: chat, command: [a, \"b\xff\"]}",
+     "services[0].command[1]: expected a (UTF-8) string"},
+    {"EnvInvalidUtf8", "services:\n  - {name: chat, command: [x], env: {A: \"\xc3\x28\"}}",
+     "services[0].env.A: expected a (UTF-8) string value"},
+    {"EnvList", "services:\n  - {name: chat, command: [x], env: [A]}",
+     "services[0].env: expected a mapping"},
+    {"EnvBadName", "services:\n  - {name: chat, command: [x], env: {\"A-B\": x}}",
+     "services[0].env.A-B: expected an environment variable name"},
+    {"EnvNested", "services:\n  - {name: chat, command: [x], env: {A: [x]}}",
+     "services[0].env.A: expected a (UTF-8) string value"},
+    {"GpusWord", "services:\n  - name: chat\n    command: [x]\n    gpus_per_replica: two",
+     "services[0].gpus_per_replica: expected an integer, got 'two' (line 4)"},
+    {"GpusNegative", "services:\n  - {name: chat, command: [x], gpus_per_replica: -1}",
+     "services[0].gpus_per_replica: expected an integer >= 0, got -1"},
+    {"MemoryNegative", "services:\n  - {name: chat, command: [x], min_memory_free_mb: -5}",
+     "services[0].min_memory_free_mb: expected an integer >= 0"},
+    {"ReadinessRelative", "services:\n  - {name: chat, command: [x], readiness_path: health}",
+     "services[0].readiness_path: expected an HTTP path starting with '/'"},
+    {"MetricsEmpty", "services:\n  - {name: chat, command: [x], metrics_path: \"\"}",
+     "services[0].metrics_path"},
+    {"StartupZero", "services:\n  - {name: chat, command: [x], startup_timeout_seconds: 0}",
+     "services[0].startup_timeout_seconds: expected a finite number of seconds > 0"},
+    {"DrainNegative", "services:\n  - {name: chat, command: [x], drain_timeout_seconds: -1}",
+     "services[0].drain_timeout_seconds: expected a finite number of seconds >= 0"},
+    {"MinNegative", "services:\n  - {name: chat, command: [x], min_replicas: -1}",
+     "services[0].min_replicas: must be >= 0"},
+    {"MaxBelowMin", "services:\n  - {name: chat, command: [x], min_replicas: 3, max_replicas: 2}",
+     "services[0].max_replicas: must be >= 1 and >= min_replicas (3), got 2"},
+    {"MaxZero", "services:\n  - {name: chat, command: [x], min_replicas: 0, max_replicas: 0}",
+     "services[0].max_replicas"},
+    {"UnknownServiceKey", "services:\n  - {name: chat, command: [x], replicas: 2}",
+     "services[0].replicas: unknown field"},
+    {"Duplicate",
+     "services:\n  - name: chat\n    command: [x]\n  - name: other\n    command: [x]\n"
+     "  - name: chat\n    command: [y]",
+     "services[2].name: duplicate service 'chat' (first at line 2)"},
+    {"PolicyNotMap", "services:\n  - {name: chat, command: [x], policy: target}",
+     "services[0].policy: expected a mapping"},
+    {"PolicyBadFamily", "services:\n  - {name: chat, command: [x], policy: {family: magic}}",
+     "services[0].policy.family: unknown policy family 'magic'"},
+    {"PolicyBoundsDiffer",
+     "services:\n  - name: chat\n    command: [x]\n    min_replicas: 1\n    max_replicas: 4\n"
+     "    policy: {family: target, min_replicas: 2, target: {metrics: [{name: m, "
+     "average_value: 5}]}}",
+     "services[0].policy.min_replicas: is 2 but the service's services[0].min_replicas is 1"},
+    {"PolicyNestedField",
+     "services:\n  - name: chat\n    command: [x]\n    max_replicas: 4\n    policy:\n"
+     "      family: target\n      target:\n        metrics:\n          - name: m\n"
+     "            average_value: -5\n",
+     "services[0].policy.target.metrics[0].average_value: must be > 0, got -5 (line 10)"},
+    {"PolicyUnknownKey",
+     "services:\n  - name: chat\n    command: [x]\n    policy: {family: target, tagret: {}}",
+     "services[0].policy.tagret: unknown field"},
+    {"YamlKeyIsMap", "services:\n  - {name: chat, command: [x], env: {{a: 1}: b}}", "services[0]"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, BadDaemonConfigTest, ::testing::ValuesIn(kBadConfigs),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(DaemonConfigTest, PolicyGetsServiceBoundsAndKeepsFamily) {
+  auto s = ParseServiceConfigText(R"(
+name: chat
+command: [x, "{port}"]
+min_replicas: 2
+max_replicas: 6
+policy:
+  family: target
+  target:
+    metrics: [{name: vllm:num_requests_waiting, average_value: 5}]
+)",
+                                  "test");
+  ASSERT_TRUE(s) << ErrorText(s);
+  EXPECT_EQ(s->policy_family, "target");
+  auto node = yaml::ParseYaml(s->policy_yaml, "policy_yaml");
+  ASSERT_TRUE(node);
+  EXPECT_EQ((*node)["min_replicas"].as<int>(), 2);
+  EXPECT_EQ((*node)["max_replicas"].as<int>(), 6);
+  auto spec = config::ParsePolicy(*node);
+  ASSERT_TRUE(spec) << ErrorText(spec);
+}
+
+TEST(DaemonConfigTest, BoundsSetOnlyInPolicyBecomeTheServices) {
+  auto s = ParseServiceConfigText(R"(
+name: chat
+command: [x]
+policy: {family: target, min_replicas: 0, max_replicas: 3,
+         target: {metrics: [{name: m, average_value: 5}]}}
+)",
+                                  "test");
+  ASSERT_TRUE(s) << ErrorText(s);
+  EXPECT_EQ(s->min_replicas, 0);
+  EXPECT_EQ(s->max_replicas, 3);
+}
+
+TEST(DaemonConfigTest, ApiBodyErrorsHaveNoPrefix) {
+  auto s = ParseServiceConfigText(
+      "{\"name\": \"chat\", \"command\": [\"x\"], "
+      "\"gpus_per_replica\": -2}",
+      "body");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().field, "gpus_per_replica");
+  auto p = ParseServiceConfigText(
+      "{\"name\": \"chat\", \"command\": [\"x\"], \"max_replicas\": 2, "
+      "\"policy\": {\"family\": \"target\", \"target\": {\"metrics\": "
+      "[{\"name\": \"m\", \"average_value\": 0}]}}}",
+      "body");
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().field, "policy.target.metrics[0].average_value");
+}
+
+TEST(DaemonConfigTest, EnvKeepsFileOrderAndStringifiesScalars) {
+  auto s = ParseServiceConfigText(R"(
+name: chat
+command: [x]
+env: {Z: last, A: 1, EMPTY: ""}
+)",
+                                  "test");
+  ASSERT_TRUE(s) << ErrorText(s);
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(s->env, (Env{{"Z", "last"}, {"A", "1"}, {"EMPTY", ""}}));
+}
+
+TEST(DaemonConfigTest, ServiceRoundTripsThroughCanonicalYaml) {
+  auto first = ParseServiceConfigText(R"(
+name: chat-2
+command: [vllm, serve, "Qwen/Qwen2.5-7B", --port, "{port}", --gpus, "{gpus}",
+          "{\"temperature\": 0}", "a b; c", "true", "~", "", "123"]
+env: {HF_HOME: /data/hf, FLAG: "yes", NUM: "007", NULLISH: "null", GREETING: "héllo 世界 \x01"}
+gpus_per_replica: 2
+min_memory_free_mb: 20000
+readiness_path: /v1/models
+metrics_path: /m
+startup_timeout_seconds: 12.5
+drain_timeout_seconds: 0
+min_replicas: 0
+max_replicas: 5
+policy:
+  family: target
+  target:
+    tolerance: 0.2
+    metrics:
+      - name: "vllm:num_requests_waiting"
+        type: AverageValue
+        average_value: 5
+    behavior: {scale_down: {stabilization_window_seconds: 60}}
+)",
+                                      "test");
+  ASSERT_TRUE(first) << ErrorText(first);
+  const std::string text = ServiceConfigToYaml(*first);
+  auto second = ParseServiceConfigText(text, "canonical");
+  ASSERT_TRUE(second) << ErrorText(second) << "\n" << text;
+  EXPECT_EQ(*second, *first) << text;
+  EXPECT_EQ(ServiceConfigToYaml(*second), text);
+}
+
+TEST(DaemonConfigTest, ServiceWithoutPolicyRoundTrips) {
+  auto first = ParseServiceConfigText(kMinimalService, "test");
+  ASSERT_TRUE(first);
+  auto second = ParseServiceConfigText(ServiceConfigToYaml(*first), "canonical");
+  ASSERT_TRUE(second) << ErrorText(second);
+  EXPECT_EQ(*second, *first);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpuscale-cfg-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(DaemonConfigTest, TokenFileFirstLineIsTrimmed) {
+  TempDir dir;
+  const std::string file = dir.path() + "/token";
+  std::ofstream(file) << "  s3cret \t\r\nsecond line\n";
+  auto config = ParseDaemonConfigText("api: {token_file: " + file + "}", "test");
+  ASSERT_TRUE(config) << ErrorText(config);
+  EXPECT_EQ(config->api.token, "s3cret");
+}
+
+TEST(DaemonConfigTest, EmptyTokenFileIsAnError) {
+  TempDir dir;
+  const std::string file = dir.path() + "/token";
+  std::ofstream(file) << "   \n";
+  auto config = ParseDaemonConfigText("api: {token_file: " + file + "}", "test");
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().field, "api.token_file");
+}
+
+TEST(DaemonConfigTest, LoadMissingFileIsNotFound) {
+  auto config = LoadDaemonConfig("/nonexistent/gpuscale.yaml");
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().code, ErrorCode::kNotFound);
+}
+
+// setenv/unsetenv for one test, restored afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+TEST(DaemonConfigTest, StateDirDefaultsFollowXdgThenHome) {
+  {
+    ScopedEnv xdg("XDG_STATE_HOME", "/xdg/state");
+    ScopedEnv home("HOME", "/home/u");
+    EXPECT_EQ(ParseDaemonConfigText("{}", "t")->state_dir, "/xdg/state/gpuscale");
+    EXPECT_EQ(ParseDaemonConfigText("state_dir: ~/s", "t")->state_dir, "/home/u/s");
+  }
+  ScopedEnv xdg("XDG_STATE_HOME", nullptr);
+  ScopedEnv home("HOME", "/home/u");
+  EXPECT_EQ(ParseDaemonConfigText("{}", "t")->state_dir, "/home/u/.local/state/gpuscale");
+}
+
+TEST(DaemonConfigTest, EmbeddedDefaultPassesItsOwnValidation) {
+  const DaemonConfig config = EmbeddedDefaultConfig("/usr/bin/gpuscale");
+  EXPECT_EQ(config.gpu.backend.kind, "simulated");
+  EXPECT_EQ(config.gpu.backend.inventory_path, "");
+  EXPECT_EQ(config.api.host, "127.0.0.1");
+  EXPECT_EQ(config.api.port, 8080);
+  EXPECT_EQ(config.loop_interval, Seconds{15});
+  ASSERT_EQ(config.services.size(), 1u);
+  const ServiceConfig& demo = config.services[0];
+  EXPECT_EQ(demo.name, "demo");
+  ASSERT_GE(demo.command.size(), 4u);
+  EXPECT_EQ(demo.command[0], "/usr/bin/gpuscale");
+  EXPECT_EQ(demo.command[1], "emulate");
+  EXPECT_THAT(demo.command, ::testing::Contains("{port}"));
+  EXPECT_EQ(demo.gpus_per_replica, 1);
+  EXPECT_EQ(demo.min_replicas, 1);
+  EXPECT_EQ(demo.max_replicas, 4);
+  EXPECT_EQ(demo.policy_family, "target");
+  EXPECT_THAT(demo.policy_yaml, HasSubstr("vllm:num_requests_waiting"));
+  auto reparsed = ParseServiceConfigText(ServiceConfigToYaml(demo), "embedded");
+  ASSERT_TRUE(reparsed) << ErrorText(reparsed);
+  EXPECT_EQ(*reparsed, demo);
+  auto policy = yaml::ParseYaml(demo.policy_yaml, "policy");
+  ASSERT_TRUE(policy);
+  EXPECT_TRUE(config::ParsePolicy(*policy));
+}
+
+TEST(DaemonConfigTest, ExampleFileParses) {
+  auto config = LoadDaemonConfig(std::string(GPUSCALE_SOURCE_DIR) + "/examples/gpuscale.yaml");
+  ASSERT_TRUE(config) << ErrorText(config);
+  ASSERT_EQ(config->services.size(), 2u);
+  EXPECT_EQ(config->services[0].policy_family, "target");
+  EXPECT_THAT(config->services[0].policy_yaml, HasSubstr("vllm:num_requests_waiting"));
+  EXPECT_EQ(config->services[1].policy_family, "rules");
+  EXPECT_EQ(config->services[1].min_replicas, 0);
+  EXPECT_EQ(config->prometheus.url, "http://127.0.0.1:9090");
+}
+
+}  // namespace
+}  // namespace gpuscale::daemon

@@ -1,0 +1,51 @@
+// Daemon's private types, shared by daemon.cc, daemon_open.cc and daemon_requests.cc.
+// Not part of the module's interface.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/daemon.h"
+#include "daemon/metric_collector.h"
+
+namespace gpuscale::daemon {
+
+struct Daemon::Slot {
+  std::string name;
+  std::unique_ptr<orch::LocalProcessOrchestrator> orch;
+  std::unique_ptr<ServiceRuntime> runtime;  // null for orphans being stopped
+  Seconds created_at{0};
+  std::vector<store::ReplicaRow> persisted;  // last rows written (skip unchanged writes)
+  int ticks_since_decision = 0;
+  std::string last_metric_errors;  // joined, to emit an event only when they change
+};
+
+struct Daemon::Command {
+  enum class Kind { kCreate, kUpdate, kDelete, kRules, kManual };
+  Kind kind = Kind::kCreate;
+  std::string service;
+  ServiceConfig config;       // kCreate, kUpdate
+  std::optional<int> manual;  // kManual
+  Seconds created_at{0};      // kCreate
+};
+
+// Jobs of one tick, with the slices that belong to each service.
+struct Daemon::Observed {
+  std::vector<ScrapeJob> scrapes;
+  std::vector<QueryJob> queries;
+  struct Range {
+    size_t scrape_begin = 0, scrape_end = 0, query_begin = 0, query_end = 0;
+    std::vector<orch::ReplicaInfo> replicas;  // scraped ones, same order as the scrapes
+    std::vector<PromQuery> prom;              // same order as the queries
+  };
+  std::map<std::string, Range> ranges;  // by service
+};
+
+// An event row stamped `now` (store::EventRow has no constructor).
+store::EventRow MakeEvent(Seconds now, std::string service, std::string kind, std::string replica,
+                          std::string message);
+
+}  // namespace gpuscale::daemon

@@ -1,0 +1,215 @@
+// Daemon start-up: GPU backend, store, services, adoption of persisted replicas
+// (daemon.h describes the order and why).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <set>
+#include <utility>
+
+#include "daemon/daemon.h"
+#include "daemon/daemon_internal.h"
+#include "daemon/replica_rows.h"
+#include "daemon/service_policy.h"
+#include "gpu/backend_factory.h"
+#include "yaml/yaml_util.h"
+
+namespace gpuscale::daemon {
+
+store::EventRow MakeEvent(Seconds now, std::string service, std::string kind, std::string replica,
+                          std::string message) {
+  store::EventRow e;
+  e.at = now;
+  e.service = std::move(service);
+  e.kind = std::move(kind);
+  e.replica = std::move(replica);
+  e.message = std::move(message);
+  return e;
+}
+
+Daemon::Daemon(DaemonConfig config, Clock& clock, DaemonOptions options)
+    : config_(std::move(config)), clock_(clock), options_(std::move(options)) {}
+
+Result<std::unique_ptr<Daemon>> Daemon::Open(DaemonConfig config, Clock& clock,
+                                             DaemonOptions options) {
+  if (!options.log) {
+    options.log = [](std::string_view m) {
+      std::fprintf(stderr, "gpuscale serve: %.*s\n", static_cast<int>(m.size()), m.data());
+    };
+  }
+  std::unique_ptr<Daemon> daemon(new Daemon(std::move(config), clock, std::move(options)));
+  GS_RETURN_IF_ERROR(daemon->OpenState());
+  return daemon;
+}
+
+Status Daemon::OpenState() {
+  const Seconds now = clock_.Now();
+  GS_ASSIGN_OR_RETURN(backend_, gpu::MakeBackend(config_.gpu.backend));
+  gpu::MonitorOptions monitor_options;
+  monitor_options.cache_ttl = config_.gpu.cache_ttl;
+  monitor_options.sample_interval = config_.gpu.sample_interval;
+  monitor_ = std::make_unique<gpu::Monitor>(*backend_, clock_, monitor_options);
+  if (config_.state_dir.empty()) return InvalidArgument("must not be empty", "state_dir");
+  GS_ASSIGN_OR_RETURN(store_, store::Store::Open(config_.state_dir + "/gpuscale.db", now));
+  GS_ASSIGN_OR_RETURN(std::vector<ServiceConfig> services, LoadServices(now));
+  for (size_t i = 0; i < services.size(); ++i) {
+    Result<std::unique_ptr<Slot>> slot = MakeSlot(services[i], now);
+    if (!slot) {
+      Error e = slot.error();
+      e.field = yaml::Join(fmt::format("services[{}]", i), e.field);
+      return Unexpected<Error>(std::move(e));
+    }
+    services_[services[i].name] = std::move(*slot);
+  }
+  AdoptAll(now);
+  GS_ASSIGN_OR_RETURN(latest_event_id_, store_->events().LatestId());
+  PublishViews(now);
+  monitor_->Start();
+  return OkStatus();
+}
+
+// Config services first (written to the store: the config wins), then API-created ones.
+// Config services come before store ones so that index i in an error is services[i].
+Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
+  std::vector<ServiceConfig> services = config_.services;
+  std::set<std::string> names;
+  for (const ServiceConfig& s : services) {
+    names.insert(s.name);
+    store::ServiceRow row;
+    row.name = s.name;
+    row.spec = ServiceConfigToYaml(s);
+    row.created_at = now;
+    row.updated_at = now;
+    GS_RETURN_IF_ERROR(store_->services().Put(row));
+  }
+  GS_ASSIGN_OR_RETURN(std::vector<store::ServiceRow> rows, store_->services().List());
+  std::vector<store::EventRow> events;
+  for (const store::ServiceRow& row : rows) {
+    if (names.count(row.name) != 0) continue;
+    Result<ServiceConfig> parsed = ParseServiceConfigText(row.spec, "stored service " + row.name);
+    if (!parsed) {
+      // A spec this binary cannot read (written by another version): leave it in the store.
+      Log(fmt::format("service '{}' skipped: {}", row.name, parsed.error().ToString()));
+      events.push_back(MakeEvent(now, row.name, "service_skipped", "", parsed.error().ToString()));
+      continue;
+    }
+    services.push_back(std::move(*parsed));
+  }
+  AppendEvents(events);
+  return services;
+}
+
+Result<std::unique_ptr<orch::LocalProcessOrchestrator>> Daemon::MakeOrchestrator(
+    const ServiceConfig& service) {
+  orch::LocalProcessConfig c;
+  c.service = service.name;
+  c.command = service.command;
+  c.env = service.env;
+  c.gpus_per_replica = service.gpus_per_replica;
+  c.min_memory_free_mb = service.min_memory_free_mb;
+  c.state_dir = config_.state_dir;
+  c.readiness_path = service.readiness_path;
+  c.startup_timeout = service.startup_timeout;
+  c.probe_interval = options_.probe_interval;
+  c.health_interval = options_.health_interval;
+  c.restart_backoff_initial = options_.restart_backoff_initial;
+  c.restart_backoff_max = options_.restart_backoff_max;
+  c.stop_grace = options_.stop_grace;
+  c.capabilities = {"gpu"};
+  gpu::Monitor* monitor = monitor_.get();
+  return orch::LocalProcessOrchestrator::Create(std::move(c), ledger_,
+                                                [monitor](Seconds) { return monitor->Snapshot(); });
+}
+
+Result<std::unique_ptr<Daemon::Slot>> Daemon::MakeSlot(const ServiceConfig& service, Seconds now) {
+  std::vector<store::RuleRow> rules;
+  if (service.policy_yaml.empty()) {
+    GS_ASSIGN_OR_RETURN(rules, store_->rules().ListForService(service.name));
+  }
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<scale::Policy> policy, BuildServicePolicy(service, rules));
+  auto slot = std::make_unique<Slot>();
+  slot->name = service.name;
+  GS_ASSIGN_OR_RETURN(slot->orch, MakeOrchestrator(service));
+  slot->runtime =
+      std::make_unique<ServiceRuntime>(service, std::move(policy), *slot->orch, options_.slo);
+  slot->created_at = now;
+  if (Result<store::ServiceRow> row = store_->services().Get(service.name)) {
+    slot->created_at = row->created_at;
+  }
+  return slot;
+}
+
+// Stored leases the ledger no longer holds (adoption did not re-acquire them).
+size_t Daemon::StaleLeaseCount() {
+  Result<std::vector<store::LeaseRow>> stored = store_->leases().List();
+  if (!stored) return 0;
+  std::set<std::string> held;
+  for (const alloc::Lease& l : ledger_.Leases()) held.insert(l.key);
+  size_t stale = 0;
+  for (const store::LeaseRow& lease : *stored) stale += held.count(lease.key) == 0 ? 1 : 0;
+  return stale;
+}
+
+// Re-adopts what the previous daemon persisted; see daemon.h.
+void Daemon::AdoptAll(Seconds now) {
+  Result<std::vector<store::ReplicaRow>> rows = store_->replicas().List();
+  if (!rows) return StoreError("reading replicas for adoption", rows.error());
+  std::map<std::string, std::vector<orch::ReplicaRecord>> records;
+  std::vector<store::ReplicaRow> orphans;
+  for (const store::ReplicaRow& row : *rows) {
+    if (services_.count(row.service) != 0) {
+      records[row.service].push_back(ToReplicaRecord(row));
+    } else {
+      orphans.push_back(row);
+    }
+  }
+  std::vector<store::EventRow> events;
+  size_t adopted = 0, cleaned = 0;
+  for (auto& [name, slot] : services_) {
+    const orch::AdoptionReport report = slot->orch->Adopt(records[name], now);
+    adopted += report.adopted.size();
+    cleaned += report.cleaned_up.size();
+    for (const std::string& error : report.errors) {
+      events.push_back(MakeEvent(now, name, "adoption_error", "", error));
+    }
+    for (orch::OrchestratorEvent& e : slot->orch->TakeEvents()) {
+      events.push_back(MakeEvent(e.at, name, e.kind, e.replica, e.message));
+    }
+    PersistReplicas(name, *slot->orch, slot->persisted);
+  }
+  AdoptOrphans(orphans, now);
+  const size_t dropped = StaleLeaseCount();
+  PersistLeases();
+  events.push_back(MakeEvent(
+      now, "", "daemon_started", "",
+      fmt::format("{} services; adopted {} running replicas, cleaned up {}; {} stale leases "
+                  "dropped",
+                  services_.size(), adopted, cleaned, dropped)));
+  AppendEvents(events);
+}
+
+// Replicas of services that no longer exist: adopted by a throw-away orchestrator only to be
+// stopped (their GPU leases are released once the processes are gone).
+void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now) {
+  std::map<std::string, std::vector<orch::ReplicaRecord>> by_service;
+  for (const store::ReplicaRow& row : rows) by_service[row.service].push_back(ToReplicaRecord(row));
+  for (auto& [service, records] : by_service) {
+    ServiceConfig orphan;
+    orphan.name = service;
+    orphan.command = {"orphan"};  // never started: the orchestrator only adopts and stops
+    orphan.readiness_path = "";
+    Result<std::unique_ptr<orch::LocalProcessOrchestrator>> orch = MakeOrchestrator(orphan);
+    if (!orch) {
+      Log(fmt::format("cannot clean up replicas of removed service '{}': {}", service,
+                      orch.error().ToString()));
+      continue;
+    }
+    auto slot = std::make_unique<Slot>();
+    slot->name = service;
+    slot->orch = std::move(*orch);
+    (void)slot->orch->Adopt(records, now);
+    slot->orch->StopAll(now);
+    retiring_.push_back(std::move(slot));
+  }
+}
+
+}  // namespace gpuscale::daemon

@@ -1,0 +1,260 @@
+// Daemon: the DaemonApi requests and the queued changes they make (daemon.h). Requests
+// validate and persist at once and update the API's view; the control loop applies the
+// queued Command on its next tick (orchestrators are driven by the loop thread only).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "daemon/daemon.h"
+#include "daemon/daemon_internal.h"
+#include "daemon/service_policy.h"
+
+namespace gpuscale::daemon {
+namespace {
+
+bool ValidName(const std::string& name) {
+  if (name.empty() || name.size() > 63) return false;
+  auto ok = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
+  return name[0] != '-' && std::all_of(name.begin(), name.end(), ok);
+}
+
+Unexpected<Error> NoService(const std::string& name) {
+  return NotFound(fmt::format("no service named '{}' (GET /v1/services lists them)", name), "name");
+}
+
+}  // namespace
+
+Result<ServiceConfig> Daemon::ValidateService(const ServiceConfig& config,
+                                              const std::vector<store::RuleRow>& rules) {
+  if (!ValidName(config.name)) {
+    return InvalidArgument(fmt::format("expected [a-z0-9][a-z0-9-]{{0,62}}, got '{}'", config.name),
+                           "name");
+  }
+  if (config.min_replicas < 0) return InvalidArgument("must be >= 0", "min_replicas");
+  if (config.max_replicas < config.min_replicas) {
+    return InvalidArgument(fmt::format("must be >= min_replicas ({}), got {}", config.min_replicas,
+                                       config.max_replicas),
+                           "max_replicas");
+  }
+  orch::LocalProcessConfig local;
+  local.service = config.name;
+  local.command = config.command;
+  local.gpus_per_replica = config.gpus_per_replica;
+  local.state_dir = config_.state_dir;
+  GS_RETURN_IF_ERROR(orch::ValidateLocalProcessConfig(local));
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<scale::Policy> policy, BuildServicePolicy(config, rules));
+  ServiceConfig valid = config;
+  valid.policy_family = std::string(policy->Family());
+  return valid;
+}
+
+Result<gpu::GpuSnapshot> Daemon::Gpus() { return monitor_->Snapshot(); }
+
+gpu::ScoreWeights Daemon::ScoreWeights() const { return config_.gpu.backend.weights; }
+
+std::vector<gpu::HistoryPoint> Daemon::GpuHistory(Seconds window) {
+  const Seconds since = clock_.Now() - window;
+  std::vector<gpu::HistoryPoint> points = monitor_->History();
+  std::erase_if(points, [&](const gpu::HistoryPoint& p) { return p.taken_at < since; });
+  return points;
+}
+
+std::vector<ServiceView> Daemon::ListServices() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ServiceView> views;
+  for (const auto& [name, view] : views_) views.push_back(view);
+  return views;
+}
+
+Result<ServiceView> Daemon::GetService(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = views_.find(name);
+  if (it == views_.end()) return NoService(name);
+  return it->second;
+}
+
+Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
+  GS_ASSIGN_OR_RETURN(ServiceConfig valid, ValidateService(config, {}));
+  const Seconds now = clock_.Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (views_.count(valid.name) != 0) {
+    return FailedPrecondition(fmt::format("service '{}' already exists (PUT "
+                                          "/v1/services/{} changes it)",
+                                          valid.name, valid.name),
+                              "name");
+  }
+  store::ServiceRow row{valid.name, ServiceConfigToYaml(valid), false, now, now};
+  GS_RETURN_IF_ERROR(store_->services().Put(row));
+  ServiceView view;
+  view.config = valid;
+  view.spec_yaml = row.spec;
+  view.policy_family = valid.policy_family;
+  view.created_at = now;
+  views_[valid.name] = view;
+  Command c;
+  c.kind = Command::Kind::kCreate;
+  c.service = valid.name;
+  c.config = std::move(valid);
+  c.created_at = now;
+  commands_.push_back(std::move(c));
+  return view;
+}
+
+Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (views_.count(config.name) == 0) return NoService(config.name);
+  }
+  GS_ASSIGN_OR_RETURN(std::vector<store::RuleRow> rules,
+                      store_->rules().ListForService(config.name));
+  GS_ASSIGN_OR_RETURN(ServiceConfig valid, ValidateService(config, rules));
+  const Seconds now = clock_.Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = views_.find(valid.name);
+  if (it == views_.end()) return NoService(valid.name);
+  store::ServiceRow row{valid.name, ServiceConfigToYaml(valid), false, now, now};
+  GS_RETURN_IF_ERROR(store_->services().Put(row));
+  ServiceView& view = it->second;
+  view.config = valid;
+  view.spec_yaml = row.spec;
+  view.policy_family = valid.policy_family;
+  if (view.manual_replicas &&
+      (*view.manual_replicas < valid.min_replicas || *view.manual_replicas > valid.max_replicas)) {
+    view.manual_replicas.reset();  // outside the new bounds: the policy decides again
+  }
+  Command c;
+  c.kind = Command::Kind::kUpdate;
+  c.service = valid.name;
+  c.config = std::move(valid);
+  c.manual = view.manual_replicas;
+  commands_.push_back(std::move(c));
+  return view;
+}
+
+Status Daemon::DeleteService(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (views_.count(name) == 0) return NoService(name);
+  GS_RETURN_IF_ERROR(store_->services().Delete(name));
+  views_.erase(name);
+  Command c;
+  c.kind = Command::Kind::kDelete;
+  c.service = name;
+  commands_.push_back(std::move(c));
+  return OkStatus();
+}
+
+Result<std::vector<RuleView>> Daemon::ListRules(const std::string& service) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (views_.count(service) == 0) return NoService(service);
+  }
+  return store_->rules().ListForService(service);
+}
+
+Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rule) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = views_.find(service);
+  if (it == views_.end()) return NoService(service);
+  const ServiceConfig& config = it->second.config;
+  if (!config.policy_yaml.empty()) {
+    return FailedPrecondition(
+        fmt::format("service '{}' has a {} policy in its spec; stored rules apply only to "
+                    "services without a `policy` block",
+                    service, config.policy_family),
+        "policy");
+  }
+  GS_RETURN_IF_ERROR(RuleFromRow(rule, config));
+  store::RuleRow row = rule;
+  row.service = service;
+  row.created_at = clock_.Now();
+  GS_ASSIGN_OR_RETURN(int64_t id, store_->rules().Add(row));
+  Command c;
+  c.kind = Command::Kind::kRules;
+  c.service = service;
+  commands_.push_back(std::move(c));
+  return store_->rules().Get(id);
+}
+
+Status Daemon::DeleteRule(const std::string& service, int64_t rule_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (views_.count(service) == 0) return NoService(service);
+  Result<store::RuleRow> rule = store_->rules().Get(rule_id);
+  if (!rule || rule->service != service) {
+    return NotFound(fmt::format("service '{}' has no rule {}", service, rule_id), "id");
+  }
+  GS_RETURN_IF_ERROR(store_->rules().Delete(rule_id));
+  Command c;
+  c.kind = Command::Kind::kRules;
+  c.service = service;
+  commands_.push_back(std::move(c));
+  return OkStatus();
+}
+
+Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
+                                               std::optional<int> replicas) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = views_.find(service);
+  if (it == views_.end()) return NoService(service);
+  const ServiceConfig& config = it->second.config;
+  if (replicas && (*replicas < config.min_replicas || *replicas > config.max_replicas)) {
+    return InvalidArgument(fmt::format("must be within the service's bounds [{}, {}], got {}",
+                                       config.min_replicas, config.max_replicas, *replicas),
+                           "replicas");
+  }
+  it->second.manual_replicas = replicas;
+  Command c;
+  c.kind = Command::Kind::kManual;
+  c.service = service;
+  c.manual = replicas;
+  commands_.push_back(std::move(c));
+  return it->second;
+}
+
+Result<std::vector<orch::ReplicaInfo>> Daemon::ListReplicas(const std::string& service) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (views_.count(service) == 0) return NoService(service);
+  auto it = replicas_.find(service);
+  if (it == replicas_.end()) return std::vector<orch::ReplicaInfo>{};
+  return it->second;
+}
+
+std::vector<alloc::Lease> Daemon::Leases() { return ledger_.Leases(); }
+
+Result<std::vector<store::EventRow>> Daemon::Events(const store::EventQuery& query) {
+  return store_->events().Query(query);
+}
+
+int64_t Daemon::WaitForEvents(int64_t after_id, Seconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  events_cv_.wait_for(lock, timeout, [&] { return latest_event_id_ > after_id || stop_; });
+  return std::max(latest_event_id_, after_id);
+}
+
+std::string Daemon::MetricsText() {
+  Result<gpu::GpuSnapshot> gpus = monitor_->Snapshot();
+  const size_t leases = ledger_.size();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ServiceGauges> gauges;
+  for (const auto& [name, view] : views_) {
+    ServiceGauges g;
+    g.service = name;
+    g.pending = view.pending_replicas;
+    g.starting = view.replicas - view.pending_replicas - view.ready_replicas;
+    g.ready = view.ready_replicas;
+    g.draining = view.draining_replicas;
+    g.desired = view.desired_replicas;
+    gauges.push_back(std::move(g));
+  }
+  return metrics_.Render(gpus ? &*gpus : nullptr, config_.gpu.backend.weights, gauges, leases);
+}
+
+Status Daemon::Ready() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!first_tick_done_) {
+    return Unavailable("state loaded; waiting for the first control tick");
+  }
+  return OkStatus();
+}
+
+}  // namespace gpuscale::daemon

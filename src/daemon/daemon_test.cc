@@ -1,0 +1,245 @@
+// Daemon with real replica processes (`sleep`, ready as soon as they run), simulated GPUs, a
+// temporary state directory and a manual clock: ticks, API requests, adoption after a
+// restart, pending replicas, shutdown. Every test stops what it started (TearDown).
+#include "daemon/daemon.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace gpuscale::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpuscale_daemon_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (daemon_) daemon_->Shutdown(/*stop_replicas=*/true);
+    daemon_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  DaemonConfig Config(int min, int max, int gpus = 0) {
+    DaemonConfig c;
+    c.gpu.backend.kind = "simulated";
+    if (gpus > 0) {
+      std::ofstream(dir_ + "/inventory.yaml") << "gpus:\n"
+                                              << [&] {
+                                                   std::string s;
+                                                   for (int i = 0; i < gpus; ++i)
+                                                     s += "  - index: " + std::to_string(i) + "\n";
+                                                   return s;
+                                                 }();
+      c.gpu.backend.inventory_path = dir_ + "/inventory.yaml";
+    }
+    c.state_dir = dir_ + "/state";
+    ServiceConfig s;
+    s.name = "svc";
+    s.command = {"sleep", "300"};
+    s.readiness_path = "";  // ready once the process runs
+    s.min_replicas = min;
+    s.max_replicas = max;
+    c.services.push_back(s);
+    return c;
+  }
+
+  void Open(DaemonConfig config) {
+    DaemonOptions options;
+    options.health_interval = Seconds{0};
+    options.scrape_timeout = Seconds{0.2};
+    options.log = [](std::string_view) {};
+    auto d = Daemon::Open(std::move(config), clock_, options);
+    ASSERT_TRUE(d) << d.error().ToString();
+    daemon_ = std::move(*d);
+  }
+
+  void Tick(int n = 1) {
+    for (int i = 0; i < n; ++i) {
+      clock_.Advance(Seconds{1});
+      daemon_->Tick();
+    }
+  }
+
+  std::vector<orch::ReplicaInfo> Replicas(const std::string& service = "svc") {
+    auto r = daemon_->ListReplicas(service);
+    EXPECT_TRUE(r) << r.error().ToString();
+    return r ? *r : std::vector<orch::ReplicaInfo>{};
+  }
+
+  std::string dir_;
+  ManualClock clock_{Seconds{1000}};
+  std::unique_ptr<Daemon> daemon_;
+};
+
+TEST_F(DaemonTest, FirstTickStartsMinReplicasAndMakesItReady) {
+  Open(Config(2, 3));
+  EXPECT_FALSE(daemon_->Ready());
+  Tick();
+  EXPECT_TRUE(daemon_->Ready());
+  Tick();  // the second poll sees the processes running
+  const auto replicas = Replicas();
+  ASSERT_EQ(replicas.size(), 2u);
+  for (const auto& r : replicas) EXPECT_GT(r.pid, 0);
+  EXPECT_EQ(daemon_->Leases().size(), 2u);
+  auto view = daemon_->GetService("svc");
+  ASSERT_TRUE(view);
+  EXPECT_EQ(view->desired_replicas, 2);
+  EXPECT_EQ(view->policy_family, "rules");
+  auto events = daemon_->Events({});
+  ASSERT_TRUE(events);
+  std::set<std::string> kinds;
+  for (const auto& e : *events) kinds.insert(e.kind);
+  EXPECT_TRUE(kinds.count("daemon_started"));
+  EXPECT_TRUE(kinds.count("replica_started"));
+  EXPECT_TRUE(kinds.count("decision"));
+}
+
+TEST_F(DaemonTest, ManualOverrideScalesAndIsValidated) {
+  Open(Config(1, 3));
+  Tick();
+  auto bad = daemon_->SetDesiredReplicas("svc", 4);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "replicas");
+  auto view = daemon_->SetDesiredReplicas("svc", 3);
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_EQ(view->manual_replicas, 3);
+  Tick();
+  EXPECT_EQ(Replicas().size(), 3u);
+  EXPECT_THAT(daemon_->GetService("svc")->last_reason, HasSubstr("manual override"));
+  EXPECT_FALSE(daemon_->SetDesiredReplicas("nope", 1));
+}
+
+TEST_F(DaemonTest, ReplicaWithoutGpusIsPendingWithTheAllocatorsReason) {
+  Open(Config(2, 2, /*gpus=*/1));
+  Tick(2);
+  const auto replicas = Replicas();
+  ASSERT_EQ(replicas.size(), 2u);
+  int pending = 0;
+  for (const auto& r : replicas) {
+    if (r.phase != scale::ReplicaPhase::kPending) continue;
+    ++pending;
+    EXPECT_FALSE(r.last_error.empty());
+  }
+  EXPECT_EQ(pending, 1);
+  EXPECT_EQ(daemon_->GetService("svc")->pending_replicas, 1);
+}
+
+TEST_F(DaemonTest, RestartAdoptsRunningReplicasWithoutDuplicatesOrLeakedLeases) {
+  Open(Config(2, 2));
+  Tick(2);
+  std::set<int> pids;
+  for (const auto& r : Replicas()) pids.insert(r.pid);
+  ASSERT_EQ(pids.size(), 2u);
+  daemon_->Shutdown(/*stop_replicas=*/false);
+  daemon_.reset();
+
+  Open(Config(2, 2));
+  EXPECT_EQ(daemon_->Leases().size(), 2u);
+  Tick(2);
+  std::set<int> adopted;
+  for (const auto& r : Replicas()) {
+    adopted.insert(r.pid);
+    EXPECT_TRUE(r.adopted);
+  }
+  EXPECT_EQ(adopted, pids);
+  EXPECT_EQ(daemon_->Leases().size(), 2u);
+  std::set<std::string> owners;
+  for (const auto& l : daemon_->Leases()) owners.insert(l.owner);
+  EXPECT_EQ(owners.size(), 2u);
+}
+
+TEST_F(DaemonTest, DeadReplicasAreCleanedUpAtRestart) {
+  Open(Config(1, 1));
+  Tick(2);
+  const int pid = Replicas().at(0).pid;
+  daemon_->Shutdown(false);
+  daemon_.reset();
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) usleep(10000);  // our child: a zombie
+  Open(Config(1, 1));
+  Tick(2);
+  const auto replicas = Replicas();
+  ASSERT_EQ(replicas.size(), 1u);
+  EXPECT_NE(replicas[0].pid, pid);
+  EXPECT_EQ(daemon_->Leases().size(), 1u);
+}
+
+TEST_F(DaemonTest, ServicesCreatedThroughTheApiRunAndDeleteStopsThem) {
+  Open(Config(1, 1));
+  ServiceConfig s = Config(1, 1).services[0];
+  s.name = "extra";
+  auto created = daemon_->CreateService(s);
+  ASSERT_TRUE(created) << created.error().ToString();
+  EXPECT_EQ(daemon_->CreateService(s).error().code, ErrorCode::kFailedPrecondition);
+  s.name = "Bad_Name";
+  EXPECT_EQ(daemon_->CreateService(s).error().field, "name");
+  Tick(2);
+  ASSERT_EQ(Replicas("extra").size(), 1u);
+  EXPECT_EQ(daemon_->Leases().size(), 2u);
+  ASSERT_TRUE(daemon_->DeleteService("extra"));
+  EXPECT_FALSE(daemon_->GetService("extra"));
+  for (int i = 0; i < 50 && daemon_->Leases().size() != 1u; ++i) {
+    Tick();
+    usleep(20000);
+  }
+  EXPECT_EQ(daemon_->Leases().size(), 1u);
+  EXPECT_EQ(daemon_->ListServices().size(), 1u);
+}
+
+TEST_F(DaemonTest, RulesAreValidatedAndOnlyForServicesWithoutSpecPolicy) {
+  Open(Config(1, 3));
+  store::RuleRow rule;
+  rule.name = "queue";
+  rule.metric = "vllm:num_requests_waiting";
+  rule.comparator = "BIGGER";
+  rule.step_size = 1;
+  auto bad = daemon_->AddRule("svc", rule);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "comparator");
+  rule.comparator = "GREATER_THAN";
+  auto added = daemon_->AddRule("svc", rule);
+  ASSERT_TRUE(added) << added.error().ToString();
+  EXPECT_GT(added->id, 0);
+  EXPECT_EQ(daemon_->ListRules("svc")->size(), 1u);
+  Tick();
+  ASSERT_TRUE(daemon_->DeleteRule("svc", added->id));
+  EXPECT_EQ(daemon_->DeleteRule("svc", added->id).error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(DaemonTest, UnreachableMetricsAreErrorsNotScaleIn) {
+  Open(Config(1, 3));
+  Tick(3);
+  auto view = daemon_->GetService("svc");
+  ASSERT_TRUE(view);
+  ASSERT_FALSE(view->metric_errors.empty());  // `sleep` serves no /metrics
+  EXPECT_EQ(view->replicas, 1);
+  const std::string text = daemon_->MetricsText();
+  EXPECT_THAT(text, HasSubstr("gpuscale_scrape_errors_total{service=\"svc\"}"));
+  EXPECT_THAT(text, HasSubstr("gpuscale_gpu_utilization_ratio{gpu=\"0\""));
+  EXPECT_THAT(text, HasSubstr("gpuscale_service_replicas{service=\"svc\",phase=\"ready\"} 1"));
+}
+
+TEST_F(DaemonTest, ShutdownStopsReplicas) {
+  Open(Config(2, 2));
+  Tick(2);
+  std::vector<int> pids;
+  for (const auto& r : Replicas()) pids.push_back(r.pid);
+  ASSERT_EQ(pids.size(), 2u);
+  daemon_->Shutdown(/*stop_replicas=*/true);
+  for (int pid : pids) EXPECT_NE(kill(pid, 0), 0) << pid;  // reaped: gone
+  daemon_.reset();
+}
+
+}  // namespace
+}  // namespace gpuscale::daemon

@@ -1,0 +1,84 @@
+// Orchestrator records <-> store rows (replica_rows.h).
+#include "daemon/replica_rows.h"
+
+#include <tuple>
+
+namespace gpuscale::daemon {
+namespace {
+
+constexpr std::string_view kStopping = "stopping";
+
+auto Key(const store::ReplicaRow& r) {
+  return std::tie(r.id, r.service, r.phase, r.pid, r.port, r.gpus, r.gpu_keys, r.lease_owner,
+                  r.argv, r.log_path, r.restarts, r.started_at, r.phase_since);
+}
+
+auto Key(const store::LeaseRow& l) {
+  return std::tie(l.key, l.gpu_index, l.node, l.owner, l.acquired_at);
+}
+
+}  // namespace
+
+store::ReplicaRow ToReplicaRow(const orch::ReplicaRecord& record, const std::string& service) {
+  store::ReplicaRow row;
+  row.id = record.id;
+  row.service = service;
+  row.phase =
+      record.stopping ? std::string(kStopping) : std::string(scale::ReplicaPhaseName(record.phase));
+  row.pid = record.pid;
+  row.port = record.port;
+  row.gpus = record.gpus;
+  row.gpu_keys = record.gpu_keys;
+  row.lease_owner = record.lease_owner;
+  row.argv = record.argv;
+  row.log_path = record.log_path;
+  row.restarts = record.restarts;
+  row.started_at = record.started_at;
+  row.phase_since = record.phase_since;
+  return row;
+}
+
+orch::ReplicaRecord ToReplicaRecord(const store::ReplicaRow& row) {
+  orch::ReplicaRecord record;
+  record.id = row.id;
+  record.stopping = row.phase == kStopping;
+  record.phase = scale::ReplicaPhase::kPending;
+  for (scale::ReplicaPhase p : {scale::ReplicaPhase::kStarting, scale::ReplicaPhase::kReady,
+                                scale::ReplicaPhase::kDraining}) {
+    if (row.phase == scale::ReplicaPhaseName(p)) record.phase = p;
+  }
+  record.phase_since = row.phase_since;
+  record.pid = static_cast<int>(row.pid);
+  record.port = row.port;
+  record.gpus = row.gpus;
+  record.gpu_keys = row.gpu_keys;
+  record.lease_owner = row.lease_owner;
+  record.argv = row.argv;
+  record.log_path = row.log_path;
+  record.restarts = row.restarts;
+  record.started_at = row.started_at;
+  return record;
+}
+
+store::LeaseRow ToLeaseRow(const alloc::Lease& lease) {
+  return {lease.key, lease.gpu_index, lease.node, lease.owner, lease.acquired_at};
+}
+
+bool SameReplicaRows(const std::vector<store::ReplicaRow>& a,
+                     const std::vector<store::ReplicaRow>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (Key(a[i]) != Key(b[i])) return false;
+  }
+  return true;
+}
+
+bool SameLeaseRows(const std::vector<store::LeaseRow>& a, const std::vector<store::LeaseRow>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (Key(a[i]) != Key(b[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace gpuscale::daemon

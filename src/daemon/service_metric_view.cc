@@ -1,0 +1,242 @@
+#include "daemon/service_metric_view.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "metrics/metric_lookup.h"
+#include "metrics/metric_window.h"
+#include "scale/metric_names.h"
+
+namespace gpuscale::daemon {
+
+namespace names = scale::metric_names;
+
+namespace {
+
+// vLLM's histogram families and finished-request counter (vllm/engine/metrics.py).
+constexpr std::string_view kTtftHistogram = "vllm:time_to_first_token_seconds";
+constexpr std::string_view kTpotHistogram = "vllm:time_per_output_token_seconds";
+constexpr std::string_view kE2eHistogram = "vllm:e2e_request_latency_seconds";
+constexpr std::string_view kSuccessCounter = "vllm:request_success_total";
+
+// reference 003's KEDA query: share of requests slower than 5 s end to end.
+constexpr double kE2eThresholdSeconds = 5.0;
+
+// Adds the histogram `name` (label sets summed) to `window`; absent histograms add nothing,
+// so a replica that does not expose one simply does not count towards its ratio.
+void AddHistogram(metrics::HistogramWindow& window, Seconds now,
+                  const metrics::Exposition& exposition, std::string_view name) {
+  auto h = metrics::FindHistogram(exposition, name);
+  if (!h) return;
+  window.Add(now, h->upper_bounds, h->cumulative_counts, h->sum);
+}
+
+// Sum over the label sets of every gauge, counter and untyped family. Histograms and
+// summaries have no single value (their samples mix buckets, sums and counts).
+std::map<std::string, double> FamilyValues(const metrics::Exposition& exposition) {
+  std::map<std::string, double> values;
+  for (const metrics::MetricFamily& family : exposition.families) {
+    if (family.type == metrics::MetricType::kHistogram ||
+        family.type == metrics::MetricType::kSummary || family.samples.empty()) {
+      continue;
+    }
+    double sum = 0;
+    for (const metrics::Sample& sample : family.samples) sum += sample.value;
+    values[family.name] += sum;  // a family split by another family in between: add up
+  }
+  return values;
+}
+
+// A GPU's reading for one kernel metric; nullopt when the backend does not know it.
+using GpuReading = std::function<std::optional<double>(const gpu::GpuInfo&)>;
+
+const std::vector<std::pair<std::string_view, GpuReading>>& KernelMetrics() {
+  static const auto* kMetrics = new std::vector<std::pair<std::string_view, GpuReading>>{
+      {"gpu_utilization", [](const gpu::GpuInfo& g) { return g.utilization_percent; }},
+      {"gpu_memory_used_mb",
+       [](const gpu::GpuInfo& g) -> std::optional<double> {
+         if (!g.memory_used_mb) return std::nullopt;
+         return static_cast<double>(*g.memory_used_mb);
+       }},
+      {"gpu_memory_usage_percent",
+       [](const gpu::GpuInfo& g) -> std::optional<double> {
+         if (!g.memory_used_mb || !g.memory_total_mb || *g.memory_total_mb <= 0) {
+           return std::nullopt;
+         }
+         return 100.0 * static_cast<double>(*g.memory_used_mb) /
+                static_cast<double>(*g.memory_total_mb);
+       }},
+      {"gpu_power_w", [](const gpu::GpuInfo& g) { return g.power_draw_w; }},
+      {"gpu_temperature_c", [](const gpu::GpuInfo& g) { return g.temperature_c; }},
+  };
+  return *kMetrics;
+}
+
+// Mean of `reading` over the replica's GPUs that report it; nullopt when none does.
+std::optional<double> MeanOverGpus(const gpu::GpuSnapshot& snapshot, const std::vector<int>& gpus,
+                                   const GpuReading& reading) {
+  double sum = 0;
+  int n = 0;
+  for (int index : gpus) {
+    for (const gpu::GpuInfo& info : snapshot.gpus) {
+      if (info.index != index) continue;
+      if (auto v = reading(info)) {
+        sum += *v;
+        ++n;
+      }
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
+
+void FillKernel(const std::vector<ReadyReplicaRef>& ready, const gpu::GpuSnapshot& snapshot,
+                scale::ScalingInput& input) {
+  for (const auto& [name, reading] : KernelMetrics()) {
+    scale::MetricValue value;
+    value.source = scale::MetricSource::kKernel;
+    for (const ReadyReplicaRef& replica : ready) {
+      if (auto mean = MeanOverGpus(snapshot, replica.gpus, reading)) {
+        value.per_replica.push_back(*mean);
+      }
+    }
+    if (!value.per_replica.empty()) input.metrics[std::string(name)] = std::move(value);
+  }
+}
+
+}  // namespace
+
+struct ServiceMetricView::ReplicaWindows {
+  explicit ReplicaWindows(Seconds retention)
+      : success(retention), ttft(retention), tpot(retention), e2e(retention) {}
+
+  Seconds last_scrape{-std::numeric_limits<double>::infinity()};
+  std::map<std::string, double> latest;  // family -> value of the latest scrape
+  metrics::SeriesWindow success;
+  metrics::HistogramWindow ttft, tpot, e2e;
+};
+
+ServiceMetricView::ServiceMetricView(SloThresholds slo, Seconds retention)
+    : slo_(slo), retention_(retention) {}
+ServiceMetricView::~ServiceMetricView() = default;
+ServiceMetricView::ServiceMetricView(ServiceMetricView&&) noexcept = default;
+ServiceMetricView& ServiceMetricView::operator=(ServiceMetricView&&) noexcept = default;
+
+void ServiceMetricView::Record(Seconds now, const std::string& replica,
+                               const metrics::Exposition& exposition) {
+  auto& w = replicas_[replica];
+  if (!w) w = std::make_unique<ReplicaWindows>(retention_);
+  if (now < w->last_scrape) return;  // out of order: the windows would drop it too
+  w->last_scrape = now;
+  w->latest = FamilyValues(exposition);
+  // A replica that has not finished a request may not expose the counter yet: that is 0.
+  auto success = metrics::FindValue(exposition, kSuccessCounter, {}, metrics::Combine::kSum);
+  w->success.Add(now, success ? *success : 0.0);
+  AddHistogram(w->ttft, now, exposition, kTtftHistogram);
+  AddHistogram(w->tpot, now, exposition, kTpotHistogram);
+  AddHistogram(w->e2e, now, exposition, kE2eHistogram);
+}
+
+void ServiceMetricView::Forget(const std::string& replica) { replicas_.erase(replica); }
+
+void ServiceMetricView::Retain(const std::vector<std::string>& replicas) {
+  const std::set<std::string> keep(replicas.begin(), replicas.end());
+  std::erase_if(replicas_, [&](const auto& entry) { return !keep.contains(entry.first); });
+}
+
+namespace {
+
+// sum(rate(counter[window])) over every replica with a rate (PromQL drops series with fewer
+// than two samples in the range).
+std::optional<double> SumRate(const std::vector<const metrics::SeriesWindow*>& series, Seconds now,
+                              Seconds window) {
+  std::optional<double> total;
+  for (const metrics::SeriesWindow* s : series) {
+    if (auto r = s->Rate(now, window)) total = total.value_or(0) + *r;
+  }
+  return total;
+}
+
+// 1 - sum(rate(bucket{le=T})) / sum(rate(count)): each replica's fraction weighted by its
+// observation rate, as in sim::MetricView.
+std::optional<double> FractionAbove(const std::vector<const metrics::HistogramWindow*>& windows,
+                                    Seconds now, Seconds window, double threshold) {
+  double above = 0, all = 0;
+  for (const metrics::HistogramWindow* h : windows) {
+    auto rate = h->ObservationRate(now, window);
+    auto fraction = h->FractionAbove(now, window, threshold);
+    if (!rate || !fraction) continue;
+    above += *fraction * *rate;
+    all += *rate;
+  }
+  if (all <= 0) return std::nullopt;
+  return above / all;
+}
+
+void SetServiceValue(scale::ScalingInput& input, std::string_view name,
+                     std::optional<double> value) {
+  if (!value) return;
+  scale::MetricValue v;
+  v.source = scale::MetricSource::kPrometheus;
+  v.service_value = *value;
+  input.metrics[std::string(name)] = std::move(v);
+}
+
+// Per ready, scraped replica (in order): every family's latest value, and the task demand.
+// The vLLM gauges always appear (possibly empty), as in the simulator, so a policy sees "no
+// replica reported" rather than "metric unknown".
+void FillPerReplica(const std::vector<const std::map<std::string, double>*>& scraped,
+                    scale::ScalingInput& input) {
+  std::map<std::string, scale::MetricValue> per_replica;
+  for (std::string_view name : {names::kWaiting, names::kRunning, names::kKvUsage}) {
+    per_replica[std::string(name)];
+  }
+  auto count = [](const std::map<std::string, double>& latest, std::string_view name) {
+    auto it = latest.find(std::string(name));
+    return it != latest.end() && std::isfinite(it->second) ? static_cast<int>(it->second) : 0;
+  };
+  int queued = 0, running = 0;
+  for (const std::map<std::string, double>* latest : scraped) {
+    for (const auto& [name, value] : *latest) per_replica[name].per_replica.push_back(value);
+    queued += count(*latest, names::kWaiting);
+    running += count(*latest, names::kRunning);
+  }
+  for (auto& [name, value] : per_replica) input.metrics[name] = std::move(value);
+  input.tasks = {scale::TaskDemand{{}, queued, running}};
+}
+
+}  // namespace
+
+void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready,
+                             const gpu::GpuSnapshot* gpus, scale::ScalingInput& input) const {
+  std::vector<const std::map<std::string, double>*> scraped;
+  for (const ReadyReplicaRef& ref : ready) {
+    if (auto it = replicas_.find(ref.id); it != replicas_.end()) {
+      scraped.push_back(&it->second->latest);
+    }
+  }
+  FillPerReplica(scraped, input);
+  std::vector<const metrics::SeriesWindow*> success;
+  std::vector<const metrics::HistogramWindow*> ttft, tpot, e2e;
+  for (const auto& [id, w] : replicas_) {
+    success.push_back(&w->success);
+    ttft.push_back(&w->ttft);
+    tpot.push_back(&w->tpot);
+    e2e.push_back(&w->e2e);
+  }
+  SetServiceValue(input, names::kSuccessRate30s, SumRate(success, now, Seconds{30}));
+  SetServiceValue(input, names::kSuccessRate2m, SumRate(success, now, Seconds{120}));
+  SetServiceValue(input, names::kTtftViolationRatio,
+                  FractionAbove(ttft, now, Seconds{60}, slo_.ttft_seconds));
+  SetServiceValue(input, names::kTpotViolationRatio,
+                  FractionAbove(tpot, now, Seconds{60}, slo_.tpot_seconds));
+  SetServiceValue(input, names::kE2eOver5sRatio,
+                  FractionAbove(e2e, now, Seconds{300}, kE2eThresholdSeconds));
+  if (gpus != nullptr) FillKernel(ready, *gpus, input);
+}
+
+}  // namespace gpuscale::daemon

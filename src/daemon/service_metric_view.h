@@ -1,0 +1,78 @@
+// ServiceMetricView: the live counterpart of sim::MetricView. Every control tick the daemon
+// scrapes each ready replica's /metrics and Records the exposition here; Fill turns the
+// windows into the ScalingInput metrics policies read (names in scale/metric_names.h), with
+// the same aggregation as the simulator so policies behave alike live and simulated:
+//  - per replica (source kInferenceFramework, latest scrape): every gauge, counter and
+//    untyped family seen in the exposition, keyed by family name, value = sum over its label
+//    sets (so `vllm:num_requests_waiting` with a model_name label is one number per replica).
+//    Histograms and summaries are not (no single value; see the service values below).
+//    Only ready replicas that have been scraped contribute, in the order given; a replica
+//    that lacks a family adds nothing to it. kWaiting, kRunning and kKvUsage are always set
+//    (empty per_replica when no replica reports), as in the simulator.
+//  - service values (source kPrometheus, computed locally from the windows exactly as the
+//    PromQL in metric_names.h would): kSuccessRate30s/2m (sum of per-replica rates of
+//    vllm:request_success_total, summed over label sets; a replica whose exposition lacks
+//    the counter, as vLLM before its first finished request, counts 0),
+//    kTtftViolationRatio / kTpotViolationRatio (histogram bucket increases over 1 min vs
+//    the SLO thresholds), kE2eOver5sRatio (5 min). These read
+//    every replica with windows (as Prometheus reads every scraped target); Forget/Retain
+//    decide which. A value with no data (fewer than two scrapes, no observations) is absent.
+//  - tasks: one TaskDemand {queued = sum waiting, running = sum running}.
+//  - kernel metrics (source kKernel) per ready replica from its GPUs in the snapshot, mean
+//    over the replica's GPUs: "gpu_utilization" (percent), "gpu_memory_used_mb",
+//    "gpu_memory_usage_percent", "gpu_power_w", "gpu_temperature_c". Replicas without GPUs
+//    or readings are skipped.
+//
+// Pure: no I/O, time is a parameter. Ownership: owns the windows, keyed by replica id.
+// Thread-safety: none (the control loop thread owns it).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "gpu/gpu_info.h"
+#include "metrics/prometheus_text_parser.h"
+#include "scale/policy.h"
+
+namespace gpuscale::daemon {
+
+struct SloThresholds {
+  double ttft_seconds = 1.0;   // for kTtftViolationRatio
+  double tpot_seconds = 0.05;  // for kTpotViolationRatio
+};
+
+struct ReadyReplicaRef {
+  std::string id;
+  std::vector<int> gpus;  // device indices, for kernel metrics
+};
+
+class ServiceMetricView {
+ public:
+  explicit ServiceMetricView(SloThresholds slo = {}, Seconds retention = Seconds{600});
+  ~ServiceMetricView();
+  ServiceMetricView(ServiceMetricView&&) noexcept;
+  ServiceMetricView& operator=(ServiceMetricView&&) noexcept;
+
+  // One scrape of `replica` at `now`.
+  void Record(Seconds now, const std::string& replica, const metrics::Exposition& exposition);
+  // Drops a stopped replica's windows.
+  void Forget(const std::string& replica);
+  // Keeps only these replicas' windows (drops every other one).
+  void Retain(const std::vector<std::string>& replicas);
+
+  // Adds the metrics described above to `input.metrics` (existing keys are overwritten) and
+  // sets input.tasks. `gpus` may be null (no kernel metrics).
+  void Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready, const gpu::GpuSnapshot* gpus,
+            scale::ScalingInput& input) const;
+
+ private:
+  struct ReplicaWindows;
+  SloThresholds slo_;
+  Seconds retention_;
+  std::map<std::string, std::unique_ptr<ReplicaWindows>> replicas_;
+};
+
+}  // namespace gpuscale::daemon

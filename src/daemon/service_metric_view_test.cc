@@ -1,0 +1,234 @@
+#include "daemon/service_metric_view.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "scale/metric_names.h"
+
+namespace gpuscale::daemon {
+namespace {
+
+namespace names = scale::metric_names;
+using ::testing::ElementsAre;
+
+metrics::Exposition Parse(const std::string& text) {
+  auto exposition = metrics::ParsePrometheusText(text);
+  EXPECT_TRUE(exposition) << exposition.error().ToString() << "\n" << text;
+  return exposition ? *exposition : metrics::Exposition{};
+}
+
+// A histogram family in text format: cumulative `counts` per bound in `bounds` (the last
+// bound is +Inf, and its count is also _count).
+std::string Histogram(const std::string& name, const std::vector<std::string>& bounds,
+                      const std::vector<int>& counts) {
+  std::string text = fmt::format("# TYPE {} histogram\n", name);
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    text += fmt::format("{}_bucket{{model_name=\"m\",le=\"{}\"}} {}\n", name, bounds[i], counts[i]);
+  }
+  text += fmt::format("{}_sum{{model_name=\"m\"}} 1.5\n", name);
+  text += fmt::format("{}_count{{model_name=\"m\"}} {}\n", name, counts.back());
+  return text;
+}
+
+std::string Gauges(double waiting, double running) {
+  return fmt::format(
+      "# TYPE vllm:num_requests_waiting gauge\n"
+      "vllm:num_requests_waiting{{model_name=\"m\"}} {}\n"
+      "# TYPE vllm:num_requests_running gauge\n"
+      "vllm:num_requests_running{{model_name=\"m\"}} {}\n",
+      waiting, running);
+}
+
+// The finished-request counter split over two finished_reason label sets.
+std::string Success(int stop, int length) {
+  return fmt::format(
+      "# TYPE vllm:request_success_total counter\n"
+      "vllm:request_success_total{{finished_reason=\"stop\",model_name=\"m\"}} {}\n"
+      "vllm:request_success_total{{finished_reason=\"length\",model_name=\"m\"}} {}\n",
+      stop, length);
+}
+
+std::vector<ReadyReplicaRef> Ready(std::vector<std::string> ids) {
+  std::vector<ReadyReplicaRef> refs;
+  for (auto& id : ids) refs.push_back({std::move(id), {}});
+  return refs;
+}
+
+scale::ScalingInput FillAt(const ServiceMetricView& view, Seconds now,
+                           const std::vector<ReadyReplicaRef>& ready,
+                           const gpu::GpuSnapshot* gpus = nullptr) {
+  scale::ScalingInput input;
+  view.Fill(now, ready, gpus, input);
+  return input;
+}
+
+TEST(ServiceMetricViewTest, PerReplicaValuesSumLabelSetsInReadyOrder) {
+  ServiceMetricView view;
+  view.Record(Seconds{100}, "r1",
+              Parse("# TYPE vllm:num_requests_waiting gauge\n"
+                    "vllm:num_requests_waiting{model_name=\"a\"} 3\n"
+                    "vllm:num_requests_waiting{model_name=\"b\"} 2\n"
+                    "# TYPE vllm:num_requests_running gauge\n"
+                    "vllm:num_requests_running{model_name=\"a\"} 4\n"
+                    "custom_untyped 7\n"));
+  view.Record(Seconds{100}, "r2", Parse(Gauges(1, 2)));
+  const auto input = FillAt(view, Seconds{100}, Ready({"r2", "r1"}));
+  const auto& waiting = input.metrics.at(std::string(names::kWaiting));
+  EXPECT_EQ(waiting.source, scale::MetricSource::kInferenceFramework);
+  EXPECT_THAT(waiting.per_replica, ElementsAre(1, 5));
+  EXPECT_THAT(input.metrics.at(std::string(names::kRunning)).per_replica, ElementsAre(2, 4));
+  EXPECT_THAT(input.metrics.at("custom_untyped").per_replica, ElementsAre(7));
+  // Present but empty: no replica reports the KV-cache gauge.
+  EXPECT_TRUE(input.metrics.at(std::string(names::kKvUsage)).per_replica.empty());
+  ASSERT_EQ(input.tasks.size(), 1u);
+  EXPECT_EQ(input.tasks[0].queued, 6);
+  EXPECT_EQ(input.tasks[0].running, 6);
+}
+
+TEST(ServiceMetricViewTest, ReplicaNotReadyIsExcludedFromPerReplicaValues) {
+  ServiceMetricView view;
+  view.Record(Seconds{10}, "r1", Parse(Gauges(4, 1)));
+  view.Record(Seconds{10}, "r2", Parse(Gauges(9, 9)));
+  // r3 is ready but never scraped: it does not report.
+  const auto input = FillAt(view, Seconds{10}, Ready({"r1", "r3"}));
+  EXPECT_THAT(input.metrics.at(std::string(names::kWaiting)).per_replica, ElementsAre(4));
+  EXPECT_EQ(input.tasks[0].queued, 4);
+  EXPECT_EQ(input.tasks[0].running, 1);
+}
+
+TEST(ServiceMetricViewTest, HistogramFamiliesAreNotPerReplicaValues) {
+  ServiceMetricView view;
+  view.Record(Seconds{1}, "r1",
+              Parse(Histogram("vllm:e2e_request_latency_seconds", {"1", "+Inf"}, {1, 2})));
+  const auto input = FillAt(view, Seconds{1}, Ready({"r1"}));
+  EXPECT_FALSE(input.metrics.contains("vllm:e2e_request_latency_seconds"));
+}
+
+TEST(ServiceMetricViewTest, SuccessRatesSumPerReplicaRatesOverLabelSets) {
+  ServiceMetricView view;
+  // r1: 0 -> 60 -> 180 finished requests at t = 0, 60, 120 (split over two label sets).
+  view.Record(Seconds{0}, "r1", Parse(Success(0, 0)));
+  view.Record(Seconds{60}, "r1", Parse(Success(50, 10)));
+  view.Record(Seconds{120}, "r1", Parse(Success(150, 30)));
+  // r2 exposes no counter before its first request: counts as 0, then 120 at t = 120.
+  view.Record(Seconds{0}, "r2", Parse(Gauges(0, 0)));
+  view.Record(Seconds{60}, "r2", Parse(Gauges(0, 0)));
+  view.Record(Seconds{120}, "r2", Parse(Success(120, 0)));
+  const auto input = FillAt(view, Seconds{120}, Ready({"r1", "r2"}));
+  // 30 s window: baseline t = 60. r1: 120 / 60 = 2, r2: 120 / 60 = 2.
+  const auto& rate30 = input.metrics.at(std::string(names::kSuccessRate30s));
+  EXPECT_EQ(rate30.source, scale::MetricSource::kPrometheus);
+  EXPECT_DOUBLE_EQ(*rate30.service_value, 4.0);
+  // 2 min window: baseline t = 0. r1: 180 / 120 = 1.5, r2: 120 / 120 = 1.
+  EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kSuccessRate2m)).service_value, 2.5);
+}
+
+TEST(ServiceMetricViewTest, ViolationRatiosWeightReplicasByObservations) {
+  ServiceMetricView view(SloThresholds{.ttft_seconds = 1.0, .tpot_seconds = 0.05});
+  const std::vector<std::string> ttft_bounds = {"0.5", "1.0", "2.5", "+Inf"};
+  const std::string ttft = "vllm:time_to_first_token_seconds";
+  const std::string tpot = "vllm:time_per_output_token_seconds";
+  const std::string e2e = "vllm:e2e_request_latency_seconds";
+  view.Record(Seconds{0}, "r1",
+              Parse(Histogram(ttft, ttft_bounds, {0, 0, 0, 0}) +
+                    Histogram(tpot, {"0.025", "0.05", "0.1", "+Inf"}, {0, 0, 0, 0}) +
+                    Histogram(e2e, {"1.0", "5.0", "10.0", "+Inf"}, {0, 0, 0, 0})));
+  view.Record(Seconds{60}, "r1",
+              Parse(Histogram(ttft, ttft_bounds, {5, 8, 9, 10}) +
+                    Histogram(tpot, {"0.025", "0.05", "0.1", "+Inf"}, {2, 6, 9, 10}) +
+                    Histogram(e2e, {"1.0", "5.0", "10.0", "+Inf"}, {3, 7, 9, 10})));
+  view.Record(Seconds{0}, "r2", Parse(Histogram(ttft, ttft_bounds, {0, 0, 0, 0})));
+  view.Record(Seconds{60}, "r2", Parse(Histogram(ttft, ttft_bounds, {0, 15, 20, 30})));
+  const auto input = FillAt(view, Seconds{60}, Ready({"r1", "r2"}));
+  // TTFT > 1 s: r1 2 of 10, r2 15 of 30 -> 17 / 40.
+  EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kTtftViolationRatio)).service_value,
+                   17.0 / 40.0);
+  // TPOT > 0.05 s: r1 only, 4 of 10.
+  EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kTpotViolationRatio)).service_value, 0.4);
+  // E2E > 5 s: 3 of 10.
+  EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kE2eOver5sRatio)).service_value, 0.3);
+}
+
+TEST(ServiceMetricViewTest, NoObservationsMeansNoRatioAndOneScrapeNoRate) {
+  ServiceMetricView view;
+  view.Record(Seconds{0}, "r1", Parse(Success(3, 0)));
+  const auto input = FillAt(view, Seconds{0}, Ready({"r1"}));
+  EXPECT_FALSE(input.metrics.contains(std::string(names::kSuccessRate30s)));
+  EXPECT_FALSE(input.metrics.contains(std::string(names::kTtftViolationRatio)));
+}
+
+TEST(ServiceMetricViewTest, KernelMetricsAreMeansOverTheReplicasGpus) {
+  gpu::GpuSnapshot snapshot;
+  gpu::GpuInfo g0, g1, g2;
+  g0.index = 0;
+  g0.utilization_percent = 50;
+  g0.memory_used_mb = 1000;
+  g0.memory_total_mb = 4000;
+  g0.power_draw_w = 100;
+  g0.temperature_c = 60;
+  g1.index = 1;
+  g1.utilization_percent = 70;
+  g1.memory_used_mb = 3000;
+  g1.memory_total_mb = 4000;
+  g1.temperature_c = 70;  // no power reading
+  g2.index = 2;           // no readings at all
+  snapshot.gpus = {g0, g1, g2};
+  ServiceMetricView view;
+  const std::vector<ReadyReplicaRef> ready = {{"a", {0, 1}}, {"b", {2}}, {"c", {}}};
+  const auto input = FillAt(view, Seconds{0}, ready, &snapshot);
+  const auto& util = input.metrics.at("gpu_utilization");
+  EXPECT_EQ(util.source, scale::MetricSource::kKernel);
+  EXPECT_THAT(util.per_replica, ElementsAre(60));
+  EXPECT_THAT(input.metrics.at("gpu_memory_used_mb").per_replica, ElementsAre(2000));
+  EXPECT_THAT(input.metrics.at("gpu_memory_usage_percent").per_replica, ElementsAre(50));
+  EXPECT_THAT(input.metrics.at("gpu_power_w").per_replica, ElementsAre(100));
+  EXPECT_THAT(input.metrics.at("gpu_temperature_c").per_replica, ElementsAre(65));
+  EXPECT_FALSE(FillAt(view, Seconds{0}, ready).metrics.contains("gpu_utilization"));
+}
+
+TEST(ServiceMetricViewTest, ForgetAndRetainDropWindows) {
+  ServiceMetricView view;
+  for (const char* id : {"r1", "r2", "r3"}) {
+    view.Record(Seconds{0}, id, Parse(Gauges(1, 0) + Success(0, 0)));
+    view.Record(Seconds{10}, id, Parse(Gauges(1, 0) + Success(10, 0)));
+  }
+  const auto all = Ready({"r1", "r2", "r3"});
+  EXPECT_DOUBLE_EQ(*FillAt(view, Seconds{10}, all).metrics.at(std::string(names::kSuccessRate30s))
+                        .service_value,
+                   3.0);
+  view.Retain({"r1", "r2"});
+  auto input = FillAt(view, Seconds{10}, all);
+  EXPECT_THAT(input.metrics.at(std::string(names::kWaiting)).per_replica, ElementsAre(1, 1));
+  EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kSuccessRate30s)).service_value, 2.0);
+  view.Forget("r1");
+  view.Forget("r2");
+  input = FillAt(view, Seconds{10}, all);
+  EXPECT_TRUE(input.metrics.at(std::string(names::kWaiting)).per_replica.empty());
+  EXPECT_FALSE(input.metrics.contains(std::string(names::kSuccessRate30s)));
+}
+
+TEST(ServiceMetricViewTest, OutOfOrderScrapeIsIgnoredAndFillOverwrites) {
+  ServiceMetricView view;
+  view.Record(Seconds{20}, "r1", Parse(Gauges(2, 0)));
+  view.Record(Seconds{10}, "r1", Parse(Gauges(99, 0)));
+  scale::ScalingInput input;
+  input.metrics[std::string(names::kWaiting)].per_replica = {42, 42};
+  view.Fill(Seconds{20}, Ready({"r1"}), nullptr, input);
+  EXPECT_THAT(input.metrics.at(std::string(names::kWaiting)).per_replica, ElementsAre(2));
+}
+
+TEST(ServiceMetricViewTest, MovedViewKeepsWindows) {
+  ServiceMetricView view;
+  view.Record(Seconds{1}, "r1", Parse(Gauges(3, 0)));
+  ServiceMetricView moved = std::move(view);
+  EXPECT_THAT(FillAt(moved, Seconds{1}, Ready({"r1"})).metrics.at(std::string(names::kWaiting))
+                  .per_replica,
+              ElementsAre(3));
+}
+
+}  // namespace
+}  // namespace gpuscale::daemon

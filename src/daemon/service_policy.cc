@@ -1,0 +1,160 @@
+// Service policies: spec block or stored rules -> scale::Policy (service_policy.h).
+#include "daemon/service_policy.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <cmath>
+#include <string_view>
+#include <utility>
+
+#include "config/policy_config.h"
+#include "scale/metric_names.h"
+#include "scale/policy_util.h"
+#include "yaml/yaml_util.h"
+
+namespace gpuscale::daemon {
+namespace internal {
+// The target family's {metric name, query} pairs (service_policy_target.cc: in its own file
+// because scale/target_metric.h and scale/policy_util.h both declare scale::MetricReading).
+std::vector<std::pair<std::string, std::string>> TargetPolicyQueries(const scale::Policy& policy);
+}  // namespace internal
+
+namespace {
+
+template <typename E>
+using Spellings = std::array<std::pair<std::string_view, E>, 4>;
+
+constexpr Spellings<scale::Comparator> kComparators = {{
+    {"LESS_THAN", scale::Comparator::kLessThan},
+    {"LESS_THAN_OR_EQUAL", scale::Comparator::kLessThanOrEqual},
+    {"GREATER_THAN", scale::Comparator::kGreaterThan},
+    {"GREATER_THAN_OR_EQUAL", scale::Comparator::kGreaterThanOrEqual},
+}};
+
+constexpr Spellings<scale::Aggregation> kAggregations = {{
+    {"average", scale::Aggregation::kAverage},
+    {"max", scale::Aggregation::kMax},
+    {"min", scale::Aggregation::kMin},
+    {"sum", scale::Aggregation::kSum},
+}};
+
+// Only three sources exist; the fourth slot repeats one so the table shape is shared.
+constexpr Spellings<scale::MetricSource> kSources = {{
+    {"inference_framework", scale::MetricSource::kInferenceFramework},
+    {"kernel", scale::MetricSource::kKernel},
+    {"prometheus", scale::MetricSource::kPrometheus},
+    {"prometheus", scale::MetricSource::kPrometheus},
+}};
+
+template <typename E>
+Result<E> Lookup(const Spellings<E>& table, const std::string& text, std::string_view field) {
+  std::vector<std::string_view> names;
+  for (const auto& [name, value] : table) {
+    if (name == text) return value;
+    if (names.empty() || names.back() != name) names.push_back(name);
+  }
+  return InvalidArgument(fmt::format("expected one of {}, got '{}'", fmt::join(names, ", "), text),
+                         std::string(field));
+}
+
+// Names ServiceMetricView computes from scrapes (no Prometheus server needed).
+bool ComputedLocally(std::string_view name) {
+  namespace mn = scale::metric_names;
+  return name == mn::kSuccessRate30s || name == mn::kSuccessRate2m ||
+         name == mn::kTtftViolationRatio || name == mn::kTpotViolationRatio ||
+         name == mn::kE2eOver5sRatio;
+}
+
+Status CheckRuleBounds(const store::RuleRow& row, const ServiceConfig& service,
+                       scale::ScalingRule& rule) {
+  const bool service_bounds = row.min_replicas == 0 && row.max_replicas == 0;
+  rule.min_replicas = service_bounds ? service.min_replicas : row.min_replicas;
+  rule.max_replicas = service_bounds ? service.max_replicas : row.max_replicas;
+  if (rule.min_replicas < 0) return InvalidArgument("must be >= 0", "min_replicas");
+  if (rule.max_replicas < rule.min_replicas) {
+    return InvalidArgument(
+        fmt::format("must be >= min_replicas ({}), got {}", rule.min_replicas, rule.max_replicas),
+        "max_replicas");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<scale::ScalingRule> RuleFromRow(const store::RuleRow& row, const ServiceConfig& service) {
+  scale::ScalingRule rule;
+  if (row.name.empty()) return InvalidArgument("must not be empty", "name");
+  rule.name = row.name;
+  if (row.metric.empty()) return InvalidArgument("must not be empty", "metric");
+  rule.metric = row.metric;
+  GS_ASSIGN_OR_RETURN(rule.source, Lookup(kSources, row.source, "source"));
+  GS_ASSIGN_OR_RETURN(rule.aggregation, Lookup(kAggregations, row.aggregation, "aggregation"));
+  GS_ASSIGN_OR_RETURN(rule.comparator, Lookup(kComparators, row.comparator, "comparator"));
+  if (!std::isfinite(row.threshold)) return InvalidArgument("must be a finite number", "threshold");
+  rule.threshold = row.threshold;
+  if (row.step_size == 0) {
+    return InvalidArgument("must not be 0 (positive scales out, negative scales in)", "step_size");
+  }
+  rule.step_size = row.step_size;
+  if (row.cooldown.count() < 0 || !std::isfinite(row.cooldown.count())) {
+    return InvalidArgument("must be >= 0", "cooldown_seconds");
+  }
+  rule.cooldown = row.cooldown;
+  GS_RETURN_IF_ERROR(CheckRuleBounds(row, service, rule));
+  return rule;
+}
+
+Result<std::unique_ptr<scale::Policy>> BuildServicePolicy(
+    const ServiceConfig& service, const std::vector<store::RuleRow>& rules) {
+  if (service.policy_yaml.empty()) {
+    scale::RulesPolicyConfig config;
+    config.min_replicas = service.min_replicas;
+    config.max_replicas = service.max_replicas;
+    for (const store::RuleRow& row : rules) {
+      if (!row.enabled) continue;
+      Result<scale::ScalingRule> rule = RuleFromRow(row, service);
+      if (!rule) {
+        Error e = rule.error();
+        e.field = fmt::format("rules[{}].{}", row.id, e.field);
+        return Unexpected<Error>(std::move(e));
+      }
+      config.rules.push_back(std::move(*rule));
+    }
+    return std::unique_ptr<scale::Policy>(std::make_unique<scale::RulesPolicy>(std::move(config)));
+  }
+  GS_ASSIGN_OR_RETURN(YAML::Node root,
+                      yaml::ParseYaml(service.policy_yaml, service.name + " policy"));
+  if (!root.IsMap()) return InvalidArgument("expected a mapping with `family`", "policy");
+  // The service's bounds are the policy's bounds (daemon_config.h).
+  root["min_replicas"] = service.min_replicas;
+  root["max_replicas"] = service.max_replicas;
+  Result<config::PolicySpec> spec = config::ParsePolicy(root);
+  if (!spec) {
+    Error e = spec.error();
+    e.field = yaml::Join("policy", e.field);
+    return Unexpected<Error>(std::move(e));
+  }
+  return std::move(spec->policy);
+}
+
+std::vector<PromQuery> PromQueriesOf(const scale::Policy& policy) {
+  std::vector<PromQuery> queries;
+  auto add = [&queries](const std::string& key, const std::string& promql) {
+    if (ComputedLocally(key)) return;
+    for (const PromQuery& q : queries) {
+      if (q.key == key) return;
+    }
+    queries.push_back({key, promql});
+  };
+  for (const auto& [key, promql] : internal::TargetPolicyQueries(policy)) add(key, promql);
+  if (const auto* rules = dynamic_cast<const scale::RulesPolicy*>(&policy)) {
+    for (const scale::ScalingRule& r : rules->config().rules) {
+      if (r.source == scale::MetricSource::kPrometheus) add(r.metric, r.metric);
+    }
+  }
+  return queries;
+}
+
+}  // namespace gpuscale::daemon

@@ -1,0 +1,143 @@
+// ServiceRuntime: one service's observe -> decide -> reconcile step (service_runtime.h).
+#include "daemon/service_runtime.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <utility>
+
+#include "scale/metric_names.h"
+
+namespace gpuscale::daemon {
+
+// The service's policy with a manual override on top. The inner policy is still evaluated
+// under an override so its windows and cooldowns keep up with the live metrics, and handing
+// control back does not start from stale state.
+class ServiceRuntime::OverridablePolicy final : public scale::Policy {
+ public:
+  explicit OverridablePolicy(std::unique_ptr<scale::Policy> inner) : inner_(std::move(inner)) {}
+
+  std::string_view Family() const override { return inner_->Family(); }
+  int MinReplicas() const override { return inner_->MinReplicas(); }
+  int MaxReplicas() const override { return inner_->MaxReplicas(); }
+  scale::Decision Evaluate(const scale::ScalingInput& input) override {
+    scale::Decision decision = inner_->Evaluate(input);
+    if (!manual_) return decision;
+    scale::Decision manual;
+    manual.desired_replicas = *manual_;
+    manual.reason = fmt::format(
+        "manual override: {} replicas (set with PUT /replicas; the {} "
+        "policy would choose {})",
+        *manual_, inner_->Family(), decision.desired_replicas);
+    manual.details.push_back("policy: " + decision.reason);
+    return manual;
+  }
+
+  const scale::Policy& inner() const { return *inner_; }
+  void set_inner(std::unique_ptr<scale::Policy> inner) { inner_ = std::move(inner); }
+  std::optional<int> manual() const { return manual_; }
+  void set_manual(std::optional<int> manual) { manual_ = manual; }
+
+ private:
+  std::unique_ptr<scale::Policy> inner_;
+  std::optional<int> manual_;
+};
+
+ServiceRuntime::ServiceRuntime(ServiceConfig config, std::unique_ptr<scale::Policy> policy,
+                               scale::ReplicaOrchestrator& orchestrator, SloThresholds slo)
+    : config_(std::move(config)), orchestrator_(orchestrator), view_(slo) {
+  auto wrapped = std::make_unique<OverridablePolicy>(std::move(policy));
+  policy_ = wrapped.get();
+  scale::ControllerConfig controller_config;
+  controller_config.reconciler.drain_timeout = config_.drain_timeout;
+  controller_ =
+      std::make_unique<scale::Controller>(std::move(wrapped), orchestrator_, controller_config);
+}
+
+ServiceRuntime::~ServiceRuntime() = default;
+
+std::optional<double> SumOfFamily(const metrics::Exposition& exposition, std::string_view name) {
+  const metrics::MetricFamily* family = exposition.FindFamily(name);
+  if (family == nullptr || family->samples.empty()) return std::nullopt;
+  double sum = 0;
+  for (const metrics::Sample& s : family->samples) sum += s.value;
+  return sum;
+}
+
+scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservation& observation,
+                                            const gpu::GpuSnapshot* gpus,
+                                            const OutstandingSink& sink,
+                                            ServiceTickResult& result) {
+  std::vector<ReadyReplicaRef> ready;
+  std::vector<std::string> seen;
+  for (const ReplicaObservation& r : observation.replicas) {
+    seen.push_back(r.id);
+    if (!r.exposition) {
+      ++result.scrape_errors;
+      // A draining replica's scrape only feeds the drain; its failure is no policy input.
+      if (r.ready) result.metric_errors.push_back(r.exposition.error().ToString());
+      continue;
+    }
+    if (sink) {
+      const double running = SumOfFamily(*r.exposition, scale::metric_names::kRunning).value_or(0);
+      const double waiting = SumOfFamily(*r.exposition, scale::metric_names::kWaiting).value_or(0);
+      const double outstanding = running + waiting;
+      if (std::isfinite(outstanding) && outstanding >= 0) {
+        sink(r.id, static_cast<int>(std::lround(outstanding)));
+      }
+    }
+    if (!r.ready) continue;
+    view_.Record(now, r.id, *r.exposition);
+    ready.push_back({r.id, r.gpus});
+  }
+  view_.Retain(seen);
+
+  scale::ScalingInput input;
+  view_.Fill(now, ready, gpus, input);
+  for (const QueryObservation& q : observation.queries) {
+    if (q.value) {
+      input.metrics[q.key] = scale::MetricValue{scale::MetricSource::kPrometheus, {}, *q.value};
+    } else {
+      result.metric_errors.push_back(
+          fmt::format("query '{}': {}", q.key, q.value.error().ToString()));
+    }
+  }
+  input.metrics_error = !result.metric_errors.empty();
+  input.metric_errors = result.metric_errors;
+  return input;
+}
+
+ServiceTickResult ServiceRuntime::Tick(Seconds now, const ServiceObservation& observation,
+                                       const gpu::GpuSnapshot* gpus,
+                                       const OutstandingSink& report_outstanding) {
+  ServiceTickResult result;
+  scale::ScalingInput input = Observe(now, observation, gpus, report_outstanding, result);
+  result.tick = controller_->Tick(now, std::move(input));
+  result.desired_changed = !last_ || last_->tick.desired_replicas != result.tick.desired_replicas;
+  last_ = result;
+  return result;
+}
+
+Status ServiceRuntime::SetManualReplicas(std::optional<int> replicas) {
+  if (replicas && (*replicas < config_.min_replicas || *replicas > config_.max_replicas)) {
+    return InvalidArgument(fmt::format("must be within the service's bounds [{}, {}], got {}",
+                                       config_.min_replicas, config_.max_replicas, *replicas),
+                           "replicas");
+  }
+  policy_->set_manual(replicas);
+  return OkStatus();
+}
+
+std::optional<int> ServiceRuntime::manual_replicas() const { return policy_->manual(); }
+
+void ServiceRuntime::ReplacePolicy(std::unique_ptr<scale::Policy> policy) {
+  policy_->set_inner(std::move(policy));
+}
+
+std::vector<PromQuery> ServiceRuntime::PromQueries() const {
+  return PromQueriesOf(policy_->inner());
+}
+
+std::string_view ServiceRuntime::policy_family() const { return policy_->Family(); }
+
+}  // namespace gpuscale::daemon

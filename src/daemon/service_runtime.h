@@ -1,0 +1,120 @@
+// ServiceRuntime: one service's control step in the daemon, independent of how replicas run.
+// It owns the service's policy (behind a manual-override wrapper), the scale::Controller and
+// the ServiceMetricView, and borrows a scale::ReplicaOrchestrator (local processes live,
+// testing::FakeOrchestrator in tests and bench/control_loop_bench.cc).
+//
+// One Tick(now, observation):
+//   1. every scraped replica's exposition is Recorded into the metric view; the replica's
+//      in-flight requests (vllm:num_requests_running + waiting) go to `report_outstanding`
+//      (the orchestrator uses them to finish drains); a failed scrape is a metric error;
+//   2. the view fills the ScalingInput (per-replica values, service values, kernel metrics
+//      from the GPU snapshot), then the PromQL results are added (failures are metric
+//      errors, so the policy never scales in on them);
+//   3. scale::Controller::Tick evaluates the policy -- or the manual override, whose decision
+//      says "manual override" -- and applies the reconciler's actions.
+// I/O (scraping, queries, orchestrator polling) is the caller's: the daemon does it in
+// parallel for all services before ticking them.
+//
+// Ownership: owns policy, controller and metric view; borrows the orchestrator (must outlive
+// this object). Thread-safety: not thread-safe; the daemon's control-loop thread calls it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "daemon/daemon_config.h"
+#include "daemon/service_metric_view.h"
+#include "daemon/service_policy.h"
+#include "gpu/gpu_info.h"
+#include "metrics/prometheus_text_parser.h"
+#include "scale/controller.h"
+#include "scale/policy.h"
+#include "scale/replica_orchestrator.h"
+
+namespace gpuscale::daemon {
+
+// What the daemon observed of one ready or draining replica this tick.
+struct ReplicaObservation {
+  std::string id;
+  std::vector<int> gpus;  // device indices, for kernel metrics
+  bool ready = true;      // false: draining (scraped for its in-flight count only)
+  // The scrape's result; an error makes the tick's input carry metrics_error.
+  Result<metrics::Exposition> exposition = Unavailable("not scraped");
+};
+
+// A PromQL result for one PromQuery key (error: the query failed or no server is set).
+struct QueryObservation {
+  std::string key;
+  Result<double> value = Unavailable("not queried");
+};
+
+struct ServiceObservation {
+  std::vector<ReplicaObservation> replicas;
+  std::vector<QueryObservation> queries;
+};
+
+struct ServiceTickResult {
+  scale::ControllerTick tick;
+  bool desired_changed = false;  // desired_replicas differs from the previous tick's
+  int scrape_errors = 0;
+  std::vector<std::string> metric_errors;  // scrape and query failures, one line each
+};
+
+// Called with each scraped replica's in-flight request count before the controller runs.
+using OutstandingSink = std::function<void(const std::string& replica, int outstanding)>;
+
+class ServiceRuntime {
+ public:
+  // REQUIRES: policy != nullptr. `orchestrator` must outlive the runtime.
+  ServiceRuntime(ServiceConfig config, std::unique_ptr<scale::Policy> policy,
+                 scale::ReplicaOrchestrator& orchestrator, SloThresholds slo = {});
+  ~ServiceRuntime();
+  ServiceRuntime(const ServiceRuntime&) = delete;
+  ServiceRuntime& operator=(const ServiceRuntime&) = delete;
+
+  // One control step (see the header comment). `gpus` may be null (no kernel metrics).
+  // REQUIRES: `now` does not go backwards.
+  ServiceTickResult Tick(Seconds now, const ServiceObservation& observation,
+                         const gpu::GpuSnapshot* gpus, const OutstandingSink& report_outstanding);
+
+  // Manual desired count; nullopt hands control back to the policy. Errors: kInvalidArgument
+  // (field "replicas") outside [min_replicas, max_replicas].
+  Status SetManualReplicas(std::optional<int> replicas);
+  std::optional<int> manual_replicas() const;
+
+  // Swaps the policy (rules changed); the override and metric windows are kept. Rules
+  // cooldowns restart with the new instance. REQUIRES: policy != nullptr.
+  void ReplacePolicy(std::unique_ptr<scale::Policy> policy);
+
+  // Queries the current policy needs from a Prometheus server.
+  std::vector<PromQuery> PromQueries() const;
+
+  const ServiceConfig& config() const { return config_; }
+  std::string_view policy_family() const;
+  const std::optional<ServiceTickResult>& last_tick() const { return last_; }
+  scale::ReplicaOrchestrator& orchestrator() { return orchestrator_; }
+
+ private:
+  class OverridablePolicy;
+
+  scale::ScalingInput Observe(Seconds now, const ServiceObservation& observation,
+                              const gpu::GpuSnapshot* gpus, const OutstandingSink& sink,
+                              ServiceTickResult& result);
+
+  ServiceConfig config_;
+  scale::ReplicaOrchestrator& orchestrator_;
+  OverridablePolicy* policy_;  // owned by controller_
+  std::unique_ptr<scale::Controller> controller_;
+  ServiceMetricView view_;
+  std::optional<ServiceTickResult> last_;
+};
+
+// Sum of the samples of family `name` in `exposition` (over label sets); nullopt when absent.
+std::optional<double> SumOfFamily(const metrics::Exposition& exposition, std::string_view name);
+
+}  // namespace gpuscale::daemon

@@ -1,0 +1,137 @@
+// ServiceRuntime over an in-memory orchestrator: metrics in, policy/override, reconcile out.
+#include "daemon/service_runtime.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "metrics/prometheus_text_parser.h"
+#include "testing/fake_orchestrator.h"
+
+namespace gpuscale::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+metrics::Exposition Vllm(double waiting, double running) {
+  auto parsed = metrics::ParsePrometheusText(
+      "# TYPE vllm:num_requests_waiting gauge\n"
+      "vllm:num_requests_waiting{model_name=\"m\"} " +
+      std::to_string(waiting) +
+      "\n"
+      "# TYPE vllm:num_requests_running gauge\n"
+      "vllm:num_requests_running{model_name=\"m\"} " +
+      std::to_string(running) + "\n");
+  return *parsed;
+}
+
+ServiceConfig Service(int min, int max) {
+  ServiceConfig c;
+  c.name = "chat";
+  c.command = {"serve"};
+  c.min_replicas = min;
+  c.max_replicas = max;
+  return c;
+}
+
+class ServiceRuntimeTest : public ::testing::Test {
+ protected:
+  ServiceRuntimeTest() : orch_(/*slots=*/8, Seconds{0}) {
+    auto policy = std::make_unique<testing::ScriptedPolicy>(1, 4);
+    policy_ = policy.get();
+    runtime_ = std::make_unique<ServiceRuntime>(Service(1, 4), std::move(policy), orch_);
+  }
+
+  // Ready replicas all report `waiting` queued requests.
+  ServiceObservation Observe(double waiting, Seconds now) {
+    orch_.Advance(now);
+    ServiceObservation obs;
+    for (const auto& r : orch_.ListReplicas()) {
+      if (r.phase != scale::ReplicaPhase::kReady) continue;
+      obs.replicas.push_back({r.id, {}, true, Vllm(waiting, 1)});
+    }
+    return obs;
+  }
+
+  testing::FakeOrchestrator orch_;
+  testing::ScriptedPolicy* policy_;
+  std::unique_ptr<ServiceRuntime> runtime_;
+  std::map<std::string, int> outstanding_;
+  OutstandingSink sink_ = [this](const std::string& id, int n) { outstanding_[id] = n; };
+};
+
+TEST_F(ServiceRuntimeTest, ScrapedMetricsReachThePolicyAndOutstandingIsReported) {
+  policy_->desired = 2;
+  runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
+  ServiceTickResult r = runtime_->Tick(Seconds{1}, Observe(7, Seconds{1}), nullptr, sink_);
+  ASSERT_EQ(policy_->inputs.size(), 2u);
+  const scale::ScalingInput& in = policy_->inputs.back();
+  ASSERT_EQ(in.metrics.count("vllm:num_requests_waiting"), 1u);
+  EXPECT_EQ(in.metrics.at("vllm:num_requests_waiting").per_replica, (std::vector<double>{7, 7}));
+  EXPECT_FALSE(in.metrics_error);
+  EXPECT_EQ(outstanding_.size(), 2u);
+  EXPECT_EQ(outstanding_.begin()->second, 8);  // running 1 + waiting 7
+  EXPECT_EQ(r.tick.desired_replicas, 2);
+}
+
+TEST_F(ServiceRuntimeTest, FailedScrapeIsAMetricErrorForThePolicy) {
+  policy_->desired = 1;
+  runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
+  ServiceObservation obs = Observe(0, Seconds{1});
+  ASSERT_EQ(obs.replicas.size(), 1u);
+  obs.replicas[0].exposition = Unavailable("connection refused");
+  ServiceTickResult r = runtime_->Tick(Seconds{1}, obs, nullptr, sink_);
+  EXPECT_EQ(r.scrape_errors, 1);
+  ASSERT_EQ(r.metric_errors.size(), 1u);
+  EXPECT_THAT(r.metric_errors[0], HasSubstr("connection refused"));
+  EXPECT_TRUE(policy_->inputs.back().metrics_error);
+}
+
+TEST_F(ServiceRuntimeTest, QueryResultsBecomeServiceValuesAndFailuresAreErrors) {
+  ServiceObservation obs;
+  obs.queries.push_back({"sum(q)", 12.5});
+  obs.queries.push_back({"bad", Unavailable("prometheus down")});
+  runtime_->Tick(Seconds{0}, obs, nullptr, sink_);
+  const scale::ScalingInput& in = policy_->inputs.back();
+  ASSERT_EQ(in.metrics.count("sum(q)"), 1u);
+  EXPECT_EQ(in.metrics.at("sum(q)").service_value, 12.5);
+  EXPECT_EQ(in.metrics.at("sum(q)").source, scale::MetricSource::kPrometheus);
+  EXPECT_TRUE(in.metrics_error);
+  EXPECT_THAT(in.metric_errors.at(0), HasSubstr("prometheus down"));
+}
+
+TEST_F(ServiceRuntimeTest, ManualOverrideWinsAndSaysSo) {
+  policy_->desired = 1;
+  ASSERT_TRUE(runtime_->SetManualReplicas(3));
+  ServiceTickResult r = runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
+  EXPECT_EQ(r.tick.desired_replicas, 3);
+  EXPECT_THAT(r.tick.decision.reason, HasSubstr("manual override"));
+  EXPECT_EQ(orch_.ListReplicas().size(), 3u);
+  EXPECT_EQ(policy_->inputs.size(), 1u);  // the policy still sees every tick
+
+  ASSERT_TRUE(runtime_->SetManualReplicas(std::nullopt));
+  r = runtime_->Tick(Seconds{1}, {}, nullptr, sink_);
+  EXPECT_EQ(r.tick.desired_replicas, 1);
+  EXPECT_TRUE(r.desired_changed);
+}
+
+TEST_F(ServiceRuntimeTest, ManualOverrideOutsideBoundsIsRejectedNamingReplicas) {
+  Status s = runtime_->SetManualReplicas(5);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.error().field, "replicas");
+  EXPECT_FALSE(runtime_->SetManualReplicas(0));
+  EXPECT_EQ(runtime_->manual_replicas(), std::nullopt);
+}
+
+TEST_F(ServiceRuntimeTest, DesiredChangedOnlyWhenTheCountMoves) {
+  policy_->desired = 2;
+  EXPECT_TRUE(runtime_->Tick(Seconds{0}, {}, nullptr, sink_).desired_changed);
+  EXPECT_FALSE(runtime_->Tick(Seconds{1}, {}, nullptr, sink_).desired_changed);
+  policy_->desired = 3;
+  EXPECT_TRUE(runtime_->Tick(Seconds{2}, {}, nullptr, sink_).desired_changed);
+}
+
+}  // namespace
+}  // namespace gpuscale::daemon

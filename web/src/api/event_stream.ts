@@ -1,0 +1,168 @@
+// EventStreamClient: the live event feed (GET /v1/events/stream, server-sent events) read with
+// fetch() so that it can carry the bearer token (EventSource cannot send headers). It parses
+// the stream with SseParser, hands each event to onEvent, and reconnects with exponential
+// backoff, resuming with Last-Event-ID so that no event is lost or repeated. A stream silent
+// for longer than idleTimeoutMs (the server sends a keepalive every ~15 s) is treated as dead.
+// A 401 asks the TokenProvider for a token; cancelling stops the stream.
+//
+// Single-threaded (browser event loop); start() once, stop() any time.
+
+import { errorFromResponse, describeError } from './errors';
+import type { FetchLike } from './client';
+import { SseParser } from './sse_parser';
+import { authHeaders, type TokenProvider } from './token_store';
+import type { GpuscaleEvent } from './types';
+
+export type StreamStatus = 'connecting' | 'open' | 'reconnecting' | 'unauthorized' | 'stopped';
+
+export interface EventStreamOptions {
+  url: string; // e.g. "/v1/events/stream"
+  tokens: TokenProvider;
+  onEvent: (event: GpuscaleEvent) => void;
+  onStatus?: (status: StreamStatus, detail: string) => void;
+  fetch?: FetchLike;
+  retryMs?: number; // first reconnect delay (default 1000)
+  maxRetryMs?: number; // backoff cap (default 15000)
+  idleTimeoutMs?: number; // default 45000
+}
+
+function isEvent(value: unknown): value is GpuscaleEvent {
+  if (typeof value !== 'object' || value === null) return false;
+  const record = value as Record<string, unknown>;
+  return typeof record.id === 'number' && typeof record.kind === 'string';
+}
+
+export class EventStreamClient {
+  private stopped = true;
+  private abort: AbortController | null = null;
+  private wake: (() => void) | null = null;
+  private lastId = '';
+  private readonly fetchImpl: FetchLike;
+
+  constructor(private readonly options: EventStreamOptions) {
+    this.fetchImpl = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  get lastEventId(): string {
+    return this.lastId;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    void this.run();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort?.abort();
+    this.wake?.();
+    this.setStatus('stopped', '');
+  }
+
+  private setStatus(status: StreamStatus, detail: string): void {
+    this.options.onStatus?.(status, detail);
+  }
+
+  private async run(): Promise<void> {
+    const base = this.options.retryMs ?? 1000;
+    let delay = base;
+    while (!this.stopped) {
+      const outcome = await this.connectOnce();
+      if (this.stopped) return;
+      if (outcome.kind === 'unauthorized') {
+        this.setStatus('unauthorized', outcome.detail);
+        const token = await this.options.tokens.requestToken(outcome.detail);
+        if (token === null) {
+          this.stop();
+          return;
+        }
+        continue;
+      }
+      if (outcome.kind === 'opened') delay = base;
+      this.setStatus('reconnecting', outcome.detail);
+      await this.sleep(delay);
+      delay = Math.min(delay * 2, this.options.maxRetryMs ?? 15000);
+    }
+  }
+
+  // One connection: resolves when it ends, with why.
+  private async connectOnce(): Promise<{ kind: 'opened' | 'failed' | 'unauthorized'; detail: string }> {
+    this.abort = new AbortController();
+    const headers: Record<string, string> = {
+      Accept: 'text/event-stream',
+      ...authHeaders(this.options.tokens.token()),
+    };
+    if (this.lastId) headers['Last-Event-ID'] = this.lastId;
+    this.setStatus('connecting', '');
+    let response: Response;
+    try {
+      response = await this.fetchImpl(this.options.url, {
+        headers,
+        signal: this.abort.signal,
+        cache: 'no-store',
+      });
+    } catch (error) {
+      return { kind: 'failed', detail: `cannot reach the daemon (${describeError(error)})` };
+    }
+    if (response.status === 401) {
+      const error = errorFromResponse(401, await response.text());
+      return { kind: 'unauthorized', detail: error.message };
+    }
+    if (!response.ok || !response.body) {
+      const error = errorFromResponse(response.status, await response.text());
+      return { kind: 'failed', detail: error.message };
+    }
+    this.setStatus('open', '');
+    try {
+      await this.read(response.body);
+      return { kind: 'opened', detail: 'the stream ended' };
+    } catch (error) {
+      return { kind: 'opened', detail: `the stream broke (${describeError(error)})` };
+    }
+  }
+
+  private async read(body: ReadableStream<Uint8Array>): Promise<void> {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    const parser = new SseParser();
+    const idleMs = this.options.idleTimeoutMs ?? 45000;
+    let watchdog = setTimeout(() => this.abort?.abort(), idleMs);
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        clearTimeout(watchdog);
+        if (done || this.stopped) return;
+        watchdog = setTimeout(() => this.abort?.abort(), idleMs);
+        for (const message of parser.push(decoder.decode(value, { stream: true }))) {
+          if (message.id) this.lastId = message.id;
+          this.deliver(message.data);
+        }
+      }
+    } finally {
+      clearTimeout(watchdog);
+      reader.releaseLock();
+    }
+  }
+
+  private deliver(data: string): void {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      return; // not an event object: nothing to show
+    }
+    if (isEvent(parsed)) this.options.onEvent(parsed);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}

@@ -1,0 +1,104 @@
+// Formatting of API values for display, always with units. Null (a reading the backend does
+// not provide) shows as an em dash. Pure functions; times use the browser's locale and zone
+// unless a zone is given (tests pin UTC).
+
+export const MISSING = '—';
+
+function fixed(value: number, digits: number): string {
+  return value.toFixed(digits);
+}
+
+export function formatPercent(value: number | null | undefined, digits = 0): string {
+  return value === null || value === undefined || !Number.isFinite(value)
+    ? MISSING
+    : `${fixed(value, digits)} %`;
+}
+
+// MiB (the API's _mb fields, as NVML reports them) in GiB above 1 GiB.
+export function formatMib(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return MISSING;
+  if (Math.abs(value) >= 1024) return `${fixed(value / 1024, 1)} GiB`;
+  return `${fixed(value, 0)} MiB`;
+}
+
+export function formatMemory(usedMb: number | null, totalMb: number | null): string {
+  if (usedMb === null && totalMb === null) return MISSING;
+  return `${formatMib(usedMb)} / ${formatMib(totalMb)}`;
+}
+
+// used / total as a percentage, null when either is missing or total is 0.
+export function memoryPercent(usedMb: number | null, totalMb: number | null): number | null {
+  if (usedMb === null || totalMb === null || totalMb <= 0) return null;
+  return (100 * usedMb) / totalMb;
+}
+
+export function formatTemperature(celsius: number | null | undefined): string {
+  return celsius === null || celsius === undefined ? MISSING : `${fixed(celsius, 0)} °C`;
+}
+
+export function formatPower(watts: number | null | undefined): string {
+  return watts === null || watts === undefined ? MISSING : `${fixed(watts, 0)} W`;
+}
+
+// Availability score 0..1 (higher = freer GPU).
+export function formatScore(score: number | null | undefined): string {
+  return score === null || score === undefined ? MISSING : fixed(score, 2);
+}
+
+// "45 s", "3 min 05 s", "2 h 07 min", "3 d 4 h".
+export function formatDuration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds) || seconds < 0) {
+    return MISSING;
+  }
+  const s = Math.floor(seconds);
+  if (s < 60) return `${s} s`;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (s < 3600) return `${Math.floor(s / 60)} min ${pad(s % 60)} s`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ${pad(Math.floor((s % 3600) / 60))} min`;
+  return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+}
+
+// RFC 3339 -> seconds since the epoch (NaN when unparsable).
+export function parseTime(rfc3339: string): number {
+  return Date.parse(rfc3339) / 1000;
+}
+
+// "14:03:27" (today) as wall-clock time; the date is added when `withDate`.
+export function formatClock(rfc3339: string, withDate = false, timeZone?: string): string {
+  const ms = Date.parse(rfc3339);
+  if (Number.isNaN(ms)) return rfc3339 || MISSING;
+  const options: Intl.DateTimeFormatOptions = {
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hour12: false,
+    ...(timeZone ? { timeZone } : {}),
+    ...(withDate ? { year: 'numeric', month: '2-digit', day: '2-digit' } : {}),
+  };
+  return new Intl.DateTimeFormat('en-GB', options).format(new Date(ms));
+}
+
+// "12 s ago" relative to `nowSeconds`.
+export function formatAgo(rfc3339: string, nowSeconds: number): string {
+  const at = parseTime(rfc3339);
+  if (Number.isNaN(at)) return MISSING;
+  return `${formatDuration(Math.max(0, nowSeconds - at))} ago`;
+}
+
+// "1 / 4 ready" style counts.
+export function formatReplicaRange(min: number, max: number): string {
+  return `${min}–${max} replicas`;
+}
+
+export function formatGpuList(gpus: readonly number[]): string {
+  return gpus.length === 0 ? MISSING : gpus.map((g) => `GPU ${g}`).join(', ');
+}
+
+// Window choices for GPU history charts, seconds -> label.
+export const HISTORY_WINDOWS: ReadonlyArray<{ seconds: number; label: string }> = [
+  { seconds: 300, label: '5 min' },
+  { seconds: 900, label: '15 min' },
+  { seconds: 3600, label: '1 h' },
+  { seconds: 21600, label: '6 h' },
+  { seconds: 86400, label: '24 h' },
+];

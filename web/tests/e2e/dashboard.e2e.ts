@@ -1,0 +1,200 @@
+// End-to-end: the dashboard served by a real `gpuscale serve` (simulated GPUs, emulated
+// replicas), driven in Chromium. The tests run in order against one daemon and one page;
+// each saves a full-page screenshot under build/screenshots/.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GpuSnapshot, Replica, Rule, Service } from '../../src/api/types';
+import { formatMib } from '../../src/format';
+import { launchBrowser, newPage, screenshot } from './browser';
+import { Daemon, GPUSCALE_BIN } from './daemon';
+
+let daemon: Daemon;
+let browser: Browser;
+let page: Page;
+let pageErrors: string[] = [];
+let bench: ChildProcess | null = null;
+
+async function go(hash: string): Promise<void> {
+  await page.evaluate((h) => {
+    window.location.hash = h;
+  }, hash);
+}
+
+async function fillRule(values: Record<string, string>): Promise<void> {
+  for (const [name, value] of Object.entries(values)) {
+    const field = page.locator(`#rule-form [name="${name}"]`);
+    if ((await field.evaluate((e) => e.tagName)) === 'SELECT') await field.selectOption(value);
+    else await field.fill(value);
+  }
+  await page.click('#rule-form button[type=submit]');
+}
+
+beforeAll(async () => {
+  const problem = Daemon.check();
+  if (problem) throw new Error(`cannot run the dashboard e2e tests: ${problem}`);
+  daemon = new Daemon();
+  await daemon.start();
+  browser = await launchBrowser();
+  ({ page, errors: pageErrors } = await newPage(browser));
+  await page.goto(`${daemon.url}/`);
+});
+
+afterAll(async () => {
+  if (bench?.pid && bench.exitCode === null) {
+    try {
+      process.kill(-bench.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  await browser?.close().catch(() => undefined);
+  await daemon?.stop();
+});
+
+describe('dashboard against gpuscale serve', () => {
+  it('lists the same GPUs as /v1/gpus', async () => {
+    const { body } = await daemon.api<GpuSnapshot>('/v1/gpus');
+    expect(body.gpus.length).toBeGreaterThan(0);
+    await page.waitForSelector('.gpu-card');
+    await page.waitForFunction((n) => document.querySelectorAll('.gpu-card').length === n, body.gpus.length);
+    const cards = await page.$$eval('.gpu-card', (els) => els.map((e) => ({
+      index: Number((e as HTMLElement).dataset.gpuIndex),
+      name: e.querySelector('.gpu-name')?.textContent ?? '',
+      uuid: e.querySelector('.uuid')?.textContent ?? '',
+      text: e.textContent ?? '',
+    })));
+    expect(cards.map((c) => c.index)).toEqual(body.gpus.map((g) => g.index));
+    expect(cards.map((c) => c.name)).toEqual(body.gpus.map((g) => g.name));
+    expect(cards.map((c) => c.uuid)).toEqual(body.gpus.map((g) => g.uuid));
+    cards.forEach((card, i) => {
+      const api = body.gpus[i];
+      expect(card.text).toMatch(/Utilization(\d+ %|—)/);
+      expect(card.text).toContain(`/ ${formatMib(api?.memory_total_mb)}`);
+      expect(card.text).toMatch(/Temperature(\d+ °C|—)/);
+      expect(card.text).toMatch(/Power(\d+ W|—)/);
+    });
+  });
+
+  it('draws the GPU history charts with data points', async () => {
+    await page.waitForFunction(() => {
+      const charts = [...document.querySelectorAll<HTMLElement>('#gpu-charts .chart')];
+      return charts.length === 4 && charts.every((c) => Number(c.dataset.points) > 0);
+    }, undefined, { timeout: 30_000 });
+    expect(await page.locator('#gpu-charts .chart canvas').count()).toBeGreaterThanOrEqual(4);
+    // one line per GPU: the legend lists them
+    const { body } = await daemon.api<GpuSnapshot>('/v1/gpus');
+    const legend = await page.locator('#gpu-charts .chart').first().locator('.u-legend .u-series').count();
+    expect(legend).toBe(body.gpus.length + 1); // + the time column
+    await screenshot(page, 'gpus');
+  });
+
+  it('lists services', async () => {
+    await go('#/services');
+    await page.waitForSelector('#services-table tr[data-service="demo"]');
+    await page.waitForSelector('#services-table tr[data-service="ruled"]');
+    await screenshot(page, 'services');
+  });
+
+  it('adds a rule through the form', async () => {
+    await go('#/services/ruled');
+    await page.waitForSelector('#rule-form');
+    await fillRule({ name: 'e2e-queue-high', source: 'inference_framework', metric: 'vllm:num_requests_waiting',
+      aggregation: 'average', comparator: 'GREATER_THAN', threshold: '8', step_size: '1', cooldown_seconds: '30' });
+    await page.waitForSelector('#rules-table td:text-is("e2e-queue-high")');
+    const { body } = await daemon.api<{ rules: Rule[] }>('/v1/services/ruled/rules');
+    const stored = body.rules.find((r) => r.name === 'e2e-queue-high');
+    expect(stored).toMatchObject({ metric: 'vllm:num_requests_waiting', comparator: 'GREATER_THAN', threshold: 8,
+      step_size: 1, cooldown_seconds: 30, enabled: true });
+  });
+
+  it('shows the API\'s message beside a bad threshold', async () => {
+    await fillRule({ name: 'e2e-bad', threshold: 'high' });
+    const slot = page.locator('#rule-form [data-error-for="threshold"]');
+    await expect.poll(async () => (await slot.textContent()) ?? '', { timeout: 10_000 }).not.toBe('');
+    const direct = await daemon.api<{ error: { message: string; field: string } }>('/v1/services/ruled/rules', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'e2e-bad', source: 'inference_framework', metric: 'vllm:num_requests_waiting',
+        aggregation: 'average', comparator: 'GREATER_THAN', threshold: 'high', step_size: 1, cooldown_seconds: 30,
+        enabled: true }),
+    });
+    expect(direct.status).toBe(400);
+    expect(await slot.textContent()).toBe(direct.body.error.message);
+    expect(await page.getAttribute('#rule-form [name="threshold"]', 'aria-invalid')).toBe('true');
+    const { body } = await daemon.api<{ rules: Rule[] }>('/v1/services/ruled/rules');
+    expect(body.rules.some((r) => r.name === 'e2e-bad')).toBe(false);
+    await screenshot(page, 'service-rules');
+  });
+
+  it('shows a scale-out caused by bench load live, without a reload', async () => {
+    await go('#/services/demo');
+    await page.waitForSelector('#replicas-table tr[data-state="ready"]', { timeout: 30_000 });
+    await page.evaluate(() => {
+      (window as unknown as { e2eMarker: number }).e2eMarker = 42; // lost on any reload
+    });
+    const before = await page.locator('#replicas-table tbody tr').count();
+    const decisionsBefore = await page.locator('#decision-log .decision').count();
+    const { body } = await daemon.api<{ replicas: Replica[] }>('/v1/services/demo/replicas');
+    const ready = body.replicas.find((r) => r.state === 'ready');
+    expect(ready).toBeDefined();
+    bench = spawn(GPUSCALE_BIN, ['bench', '--url', `http://127.0.0.1:${ready?.port}`, '--concurrency', '32',
+      '--duration', '20', '--no-progress'], { detached: true, stdio: 'ignore' });
+    await page.waitForFunction((n) => document.querySelectorAll('#replicas-table tbody tr').length > n, before,
+      { timeout: 45_000 });
+    await page.waitForFunction(() => document.querySelectorAll('#replicas-table tr[data-state="ready"]').length > 1,
+      undefined, { timeout: 30_000 });
+    await page.waitForFunction((n) => document.querySelectorAll('#decision-log .decision').length > n,
+      decisionsBefore, { timeout: 15_000 });
+    expect(await page.locator('#decision-log .decision').first().textContent()).toMatch(/desired 1 -> [23]/);
+    const service = await daemon.api<Service>('/v1/services/demo');
+    expect(service.body.desired_replicas).toBeGreaterThan(1);
+    expect(await page.evaluate(() => (window as unknown as { e2eMarker?: number }).e2eMarker)).toBe(42);
+    expect(Number(await page.getAttribute('#replica-chart .chart', 'data-points'))).toBeGreaterThan(0);
+    await screenshot(page, 'service-demo');
+  });
+
+  it('streams events live and filters them by kind', async () => {
+    await go('#/events');
+    await page.waitForSelector('#events-table tr[data-kind]');
+    await page.waitForSelector('#events-stream-status[data-status="open"]');
+    await screenshot(page, 'events');
+    await page.selectOption('#events-kind', 'decision');
+    await page.waitForFunction(() => window.location.hash === '#/events?kind=decision');
+    await page.waitForSelector('#events-table tr[data-kind]');
+    const kinds = await page.$$eval('#events-table tr[data-kind]', (rows) => rows.map((r) => (r as HTMLElement).dataset.kind));
+    expect(new Set(kinds)).toEqual(new Set(['decision']));
+  });
+
+  it('says that the tasks API is not there yet', async () => {
+    await go('#/tasks');
+    const status = (await fetch(`${daemon.url}/v1/tasks`)).status;
+    if (status === 404) {
+      await page.waitForSelector('#tasks-unavailable');
+      expect(await page.textContent('#tasks-unavailable')).toContain('not available');
+    } else {
+      await page.waitForSelector('#tasks-table, .state-empty');
+    }
+    await screenshot(page, 'tasks');
+  });
+
+  it('fits a phone-width screen', async () => {
+    const phone = await newPage(browser, 390, 844);
+    try {
+      for (const [hash, name] of [['#/gpus', 'gpus-phone'], ['#/services/demo', 'service-demo-phone']] as const) {
+        await phone.page.goto(`${daemon.url}/${hash}`);
+        await phone.page.waitForSelector(hash === '#/gpus' ? '.gpu-card' : '#replicas-table');
+        const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        expect(overflow).toBeLessThanOrEqual(0);
+        await screenshot(phone.page, name);
+      }
+      expect(phone.errors.filter((e) => e.startsWith('pageerror'))).toEqual([]);
+    } finally {
+      await phone.page.close();
+    }
+  });
+
+  it('raised no uncaught page errors', () => {
+    expect(pageErrors.filter((e) => e.startsWith('pageerror'))).toEqual([]);
+  });
+});

@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import { ApiClient, eventQueryString, recentEvents, unwrapList, type FetchLike } from '../../src/api/client';
+import { ApiError } from '../../src/api/errors';
+import type { TokenProvider } from '../../src/api/token_store';
+import { TokenStore, type KeyValueStorage } from '../../src/api/token_store';
+import type { EventQuery, GpuscaleEvent } from '../../src/api/types';
+import { event } from './fixtures';
+
+interface Call { url: string; init: RequestInit | undefined }
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+}
+
+function fakeFetch(answer: (call: Call) => Response): { fetch: FetchLike; calls: Call[] } {
+  const calls: Call[] = [];
+  return {
+    calls,
+    fetch: async (url, init) => {
+      const call = { url, init };
+      calls.push(call);
+      return answer(call);
+    },
+  };
+}
+
+class MemoryStorage implements KeyValueStorage {
+  private readonly map = new Map<string, string>();
+  getItem(key: string): string | null { return this.map.get(key) ?? null; }
+  setItem(key: string, value: string): void { this.map.set(key, value); }
+  removeItem(key: string): void { this.map.delete(key); }
+}
+
+// A token prompt that answers with the queued tokens (null = the user cancels).
+function scriptedTokens(answers: (string | null)[]): TokenProvider & { asked: string[] } {
+  const store = new TokenStore(new MemoryStorage());
+  const asked: string[] = [];
+  return {
+    asked,
+    token: () => store.get(),
+    requestToken: async (reason) => {
+      asked.push(reason);
+      const answer = answers.shift() ?? null;
+      if (answer !== null) store.set(answer);
+      return answer;
+    },
+  };
+}
+
+function header(init: RequestInit | undefined, name: string): string | undefined {
+  return (init?.headers as Record<string, string> | undefined)?.[name];
+}
+
+const unauthorized = () => json(401, { error: { code: 'unauthenticated', message: 'missing bearer token', field: null } });
+
+describe('ApiClient', () => {
+  it('asks for a token after a 401 and retries with it', async () => {
+    const tokens = scriptedTokens(['s3cret']);
+    const { fetch, calls } = fakeFetch(({ init }) =>
+      header(init, 'Authorization') === 'Bearer s3cret' ? json(200, { services: [] }) : unauthorized());
+    const api = new ApiClient(tokens, fetch);
+    await expect(api.services()).resolves.toEqual([]);
+    expect(tokens.asked).toEqual(['missing bearer token']);
+    expect(calls).toHaveLength(2);
+    expect(tokens.token()).toBe('s3cret');
+  });
+
+  it('keeps asking while the token is wrong and gives up when the user cancels', async () => {
+    const tokens = scriptedTokens(['wrong', null]);
+    const { fetch, calls } = fakeFetch(unauthorized);
+    const api = new ApiClient(tokens, fetch);
+    const error = await api.gpus().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).status).toBe(401);
+    expect(calls).toHaveLength(2);
+    expect(tokens.asked).toHaveLength(2);
+  });
+
+  it('sends JSON bodies and maps error fields', async () => {
+    const { fetch, calls } = fakeFetch(() =>
+      json(400, { error: { code: 'invalid_argument', message: 'threshold: expected a number', field: 'threshold' } }));
+    const api = new ApiClient(scriptedTokens([]), fetch);
+    const error = (await api.addRule('chat', { name: 'r', threshold: 'high' }).catch((e: unknown) => e)) as ApiError;
+    expect(error.field).toBe('threshold');
+    expect(calls[0]?.url).toBe('/v1/services/chat/rules');
+    expect(calls[0]?.init?.method).toBe('POST');
+    expect(JSON.parse(String(calls[0]?.init?.body))).toEqual({ name: 'r', threshold: 'high' });
+    expect(header(calls[0]?.init, 'Content-Type')).toBe('application/json');
+  });
+
+  it('escapes names in paths and sends null to return replicas to the policy', async () => {
+    const { fetch, calls } = fakeFetch(() => json(200, {}));
+    const api = new ApiClient(scriptedTokens([]), fetch);
+    await api.setReplicas('a/b', null);
+    expect(calls[0]?.url).toBe('/v1/services/a%2Fb/replicas');
+    expect(calls[0]?.init?.body).toBe('{"replicas":null}');
+  });
+
+  it('reports an unreachable daemon', async () => {
+    const api = new ApiClient(scriptedTokens([]), async () => { throw new TypeError('Failed to fetch'); });
+    const error = (await api.gpus().catch((e: unknown) => e)) as ApiError;
+    expect(error.unreachable).toBe(true);
+  });
+
+  it('turns a 404 from /v1/tasks into "no tasks API"', async () => {
+    const { fetch } = fakeFetch(() => json(404, { error: { code: 'not_found', message: 'no route', field: null } }));
+    await expect(new ApiClient(scriptedTokens([]), fetch).tasks()).resolves.toBeNull();
+    const failing = fakeFetch(() => json(500, { error: { code: 'internal', message: 'boom', field: null } }));
+    await expect(new ApiClient(scriptedTokens([]), failing.fetch).tasks()).rejects.toThrow('boom');
+  });
+});
+
+describe('list answers and event queries', () => {
+  it('unwraps lists and rejects other shapes', () => {
+    expect(unwrapList<number>({ rules: [1, 2] }, 'rules')).toEqual([1, 2]);
+    expect(unwrapList<number>([3], 'rules')).toEqual([3]);
+    expect(() => unwrapList({ other: [] }, 'rules')).toThrow('"rules"');
+    expect(() => unwrapList(null, 'rules')).toThrow(ApiError);
+  });
+
+  it('builds event query strings', () => {
+    expect(eventQueryString({})).toBe('');
+    expect(eventQueryString({ since_id: 0, service: 'chat', kind: 'decision', limit: 50 }))
+      .toBe('?since_id=0&service=chat&kind=decision&limit=50');
+  });
+
+  it('pages forward through stored events and keeps the newest', async () => {
+    const all = Array.from({ length: 25 }, (_, i) => event(i + 1));
+    const queries: EventQuery[] = [];
+    const api = {
+      events: async (q: EventQuery): Promise<GpuscaleEvent[]> => {
+        queries.push(q);
+        return all.filter((e) => e.id > (q.since_id ?? 0)).slice(0, q.limit);
+      },
+    };
+    const recent = await recentEvents(api, { service: 'chat' }, 7, 10);
+    expect(recent.map((e) => e.id)).toEqual([19, 20, 21, 22, 23, 24, 25]);
+    expect(queries.map((q) => q.since_id)).toEqual([0, 10, 20]);
+    expect(queries[0]?.service).toBe('chat');
+  });
+});

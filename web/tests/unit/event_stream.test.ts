@@ -1,0 +1,109 @@
+import { describe, expect, it, vi } from 'vitest';
+import type { FetchLike } from '../../src/api/client';
+import { EventStreamClient, type StreamStatus } from '../../src/api/event_stream';
+import type { TokenProvider } from '../../src/api/token_store';
+import type { GpuscaleEvent } from '../../src/api/types';
+import { event } from './fixtures';
+
+function sse(e: GpuscaleEvent): string {
+  return `id: ${e.id}\nevent: ${e.kind}\ndata: ${JSON.stringify(e)}\n\n`;
+}
+
+// A body that sends `chunks` and then ends, or stays open until aborted when `hold`.
+function streamResponse(chunks: string[], signal: AbortSignal | null | undefined, hold = false): Response {
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const c of chunks) controller.enqueue(encoder.encode(c));
+      if (!hold) controller.close();
+      signal?.addEventListener('abort', () => controller.error(new DOMException('aborted', 'AbortError')));
+    },
+  });
+  return new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } });
+}
+
+function tokens(answer: string | null): TokenProvider & { current: string | null } {
+  const provider = {
+    current: null as string | null,
+    token: () => provider.current,
+    requestToken: async () => {
+      provider.current = answer;
+      return answer;
+    },
+  };
+  return provider;
+}
+
+describe('EventStreamClient', () => {
+  it('delivers events, reconnects with Last-Event-ID and re-authenticates after a 401', async () => {
+    const headers: Record<string, string>[] = [];
+    const received: number[] = [];
+    const statuses: StreamStatus[] = [];
+    const auth = tokens('tok');
+    let call = 0;
+    const fetch: FetchLike = async (_url, init) => {
+      headers.push({ ...(init?.headers as Record<string, string>) });
+      call += 1;
+      if (call === 1) return streamResponse([sse(event(1)).slice(0, 10), sse(event(1)).slice(10), sse(event(2))], init?.signal);
+      if (call === 2) return new Response('{"error":{"code":"unauthenticated","message":"bad token","field":null}}', { status: 401 });
+      return streamResponse([': keepalive\n\n', sse(event(3))], init?.signal, true);
+    };
+    const client = new EventStreamClient({
+      url: '/v1/events/stream', tokens: auth, fetch, retryMs: 1,
+      onEvent: (e) => received.push(e.id),
+      onStatus: (s) => statuses.push(s),
+    });
+    client.start();
+    await vi.waitFor(() => expect(received).toEqual([1, 2, 3]));
+    client.stop();
+    expect(headers[0]?.['Last-Event-ID']).toBeUndefined();
+    expect(headers[1]?.['Last-Event-ID']).toBe('2');
+    expect(headers[2]?.['Last-Event-ID']).toBe('2');
+    expect(headers[2]?.Authorization).toBe('Bearer tok');
+    expect(statuses).toContain('unauthorized');
+    expect(statuses).toContain('reconnecting');
+    expect(statuses[statuses.length - 1]).toBe('stopped');
+  });
+
+  it('stops when the user cancels the token prompt', async () => {
+    const statuses: StreamStatus[] = [];
+    const fetch: FetchLike = async () => new Response('', { status: 401 });
+    const client = new EventStreamClient({
+      url: '/s', tokens: tokens(null), fetch, retryMs: 1, onEvent: () => undefined,
+      onStatus: (s) => statuses.push(s),
+    });
+    client.start();
+    await vi.waitFor(() => expect(statuses[statuses.length - 1]).toBe('stopped'));
+  });
+
+  it('retries with backoff while the daemon is unreachable and skips non-event data', async () => {
+    let calls = 0;
+    const received: number[] = [];
+    const fetch: FetchLike = async (_url, init) => {
+      calls += 1;
+      if (calls < 3) throw new TypeError('connection refused');
+      return streamResponse(['data: not json\n\n', sse(event(9))], init?.signal, true);
+    };
+    const client = new EventStreamClient({
+      url: '/s', tokens: tokens(null), fetch, retryMs: 1, onEvent: (e) => received.push(e.id),
+    });
+    client.start();
+    await vi.waitFor(() => expect(received).toEqual([9]));
+    client.stop();
+    expect(calls).toBe(3);
+  });
+
+  it('treats a silent stream as dead and reconnects', async () => {
+    let calls = 0;
+    const fetch: FetchLike = async (_url, init) => {
+      calls += 1;
+      return streamResponse([], init?.signal, true);
+    };
+    const client = new EventStreamClient({
+      url: '/s', tokens: tokens(null), fetch, retryMs: 1, idleTimeoutMs: 5, onEvent: () => undefined,
+    });
+    client.start();
+    await vi.waitFor(() => expect(calls).toBeGreaterThanOrEqual(2));
+    client.stop();
+  });
+});

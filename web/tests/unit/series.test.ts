@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import {
+  SampleBuffer,
+  countPoints,
+  gpuHistorySeries,
+  replicaChartData,
+  sampleFromService,
+  type ReplicaSample,
+} from '../../src/charts/series';
+import { gpu, service } from './fixtures';
+
+const T0 = '2025-01-01T00:00:00Z';
+const T1 = '2025-01-01T00:00:05Z';
+const T2 = '2025-01-01T00:00:10Z';
+
+describe('GPU history series', () => {
+  const points = [
+    { timestamp: T1, gpus: [gpu(1, { utilization_percent: 20 }), gpu(0, { utilization_percent: 10 })] },
+    { timestamp: T0, gpus: [gpu(0, { utilization_percent: 5 })] },
+    { timestamp: T2, gpus: [gpu(0, { utilization_percent: null }), gpu(1, { utilization_percent: 30 })] },
+  ];
+
+  it('orders points by time and draws one line per GPU with gaps', () => {
+    const data = gpuHistorySeries(points, 'utilization');
+    expect(data.x).toEqual([0, 5, 10].map((s) => Date.parse(T0) / 1000 + s));
+    expect(data.series).toEqual([
+      { label: 'GPU 0', values: [5, 10, null] },
+      { label: 'GPU 1', values: [null, 20, 30] },
+    ]);
+    expect(countPoints(data)).toBe(4);
+  });
+
+  it('derives memory percent, temperature and power', () => {
+    const one = [{ timestamp: T0, gpus: [gpu(0, { memory_used_mb: 20, memory_total_mb: 80, temperature_c: 70, power_draw_w: 400 })] }];
+    expect(gpuHistorySeries(one, 'memory').series[0]?.values).toEqual([25]);
+    expect(gpuHistorySeries(one, 'temperature').series[0]?.values).toEqual([70]);
+    expect(gpuHistorySeries(one, 'power').series[0]?.values).toEqual([400]);
+  });
+
+  it('gives an empty chart for an empty history and drops bad timestamps', () => {
+    expect(gpuHistorySeries([], 'power')).toEqual({ x: [], series: [] });
+    const data = gpuHistorySeries([{ timestamp: 'nope', gpus: [gpu(0)] }], 'power');
+    expect(countPoints(data)).toBe(0);
+  });
+});
+
+describe('replica samples', () => {
+  it('splits replicas into ready, starting and pending', () => {
+    const s = sampleFromService(service({ replicas: 5, ready_replicas: 2, pending_replicas: 1, desired_replicas: 6, draining_replicas: 1 }), 100);
+    expect(s).toEqual({ t: 100, desired: 6, ready: 2, starting: 2, pending: 1, draining: 1 });
+    expect(sampleFromService(service({ replicas: 0, ready_replicas: 1, pending_replicas: 0 }), 1).starting).toBe(0);
+  });
+
+  it('keeps samples bounded by count and age, in time order', () => {
+    const buffer = new SampleBuffer<{ t: number }>(3, 100);
+    [1, 2, 2, 0, 3, 4].forEach((t) => buffer.push({ t }));
+    expect(buffer.all.map((s) => s.t)).toEqual([2, 3, 4]);
+    buffer.push({ t: 200 });
+    expect(buffer.all.map((s) => s.t)).toEqual([200]);
+  });
+
+  it('charts desired, ready, starting and pending', () => {
+    const samples: ReplicaSample[] = [
+      { t: 1, desired: 2, ready: 1, starting: 1, pending: 0, draining: 0 },
+      { t: 2, desired: 3, ready: 2, starting: 0, pending: 1, draining: 0 },
+    ];
+    const data = replicaChartData(samples);
+    expect(data.x).toEqual([1, 2]);
+    expect(data.series.map((s) => s.label)).toEqual(['desired', 'ready', 'starting', 'pending']);
+    expect(data.series[3]?.values).toEqual([0, 1]);
+  });
+});
