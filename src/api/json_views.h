@@ -2,8 +2,9 @@
 // docs/api.md): GPUs (the same shape as `gpuscale gpus -o json`), services, rules, replicas,
 // leases, events and the error body. Times are RFC 3339 UTC strings; absent values are null.
 //
-// This is an api/-internal header: it exposes nlohmann::json, so only api/ .cc files include
-// it (STYLE.md rule 4); api_server.h never does.
+// This is an adapter-side header: it exposes nlohmann::json, so only api/ and cli/ .cc files
+// include it (STYLE.md rule 4; `gpuscale gpus -o json` prints SnapshotJson); api_server.h
+// never does.
 //
 // Thread-safety: pure functions over plain values.
 #pragma once

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "api/json_views.h"
 #include "cli/backend_flags.h"
 #include "cli/command.h"
 #include "core/clock.h"
@@ -24,11 +25,6 @@ namespace {
 // Ordered so the keys print in the documented order.
 using json = nlohmann::ordered_json;
 
-template <typename T>
-json OrNull(const std::optional<T>& value) {
-  return value ? json(*value) : json(nullptr);
-}
-
 // Rounds for output so JSON does not show 0.30000000000000004.
 double Round(double value, double scale = 1000.0) { return std::round(value * scale) / scale; }
 
@@ -38,19 +34,6 @@ std::string Cell(const std::optional<double>& value, std::string_view unit, int 
 
 std::string Cell(const std::optional<int64_t>& value) {
   return value ? fmt::format("{}", *value) : "-";
-}
-
-json GpuJson(const gpu::GpuInfo& gpu, const gpu::ScoreWeights& weights) {
-  return json{{"index", gpu.index},
-              {"uuid", gpu.uuid},
-              {"name", gpu.name},
-              {"memory_total_mb", OrNull(gpu.memory_total_mb)},
-              {"memory_used_mb", OrNull(gpu.memory_used_mb)},
-              {"memory_free_mb", OrNull(gpu.memory_free_mb)},
-              {"utilization_percent", OrNull(gpu.utilization_percent)},
-              {"temperature_c", OrNull(gpu.temperature_c)},
-              {"power_draw_w", OrNull(gpu.power_draw_w)},
-              {"score", Round(gpu::AvailabilityScore(gpu, weights), 10000.0)}};
 }
 
 void PrintGpusTable(const gpu::GpuSnapshot& snapshot, const gpu::ScoreWeights& weights,
@@ -82,13 +65,8 @@ int RunGpus(const GpusArgs& args, CommandContext& ctx) {
     PrintGpusTable(*snapshot, args.backend.weights, ctx.out);
     return kExitOk;
   }
-  json gpus = json::array();
-  for (const gpu::GpuInfo& gpu : snapshot->gpus) gpus.push_back(GpuJson(gpu, args.backend.weights));
-  ctx.out << json{{"backend", snapshot->backend},
-                  {"timestamp", FormatRfc3339(snapshot->taken_at)},
-                  {"gpus", std::move(gpus)}}
-                 .dump(2)
-          << "\n";
+  // The same view GET /v1/gpus answers with, so the CLI and the API cannot drift apart.
+  ctx.out << api::SnapshotJson(*snapshot, args.backend.weights).dump(2) << "\n";
   return kExitOk;
 }
 
