@@ -36,20 +36,44 @@ Result<Selection> LeaseLedger::Allocate(const gpu::GpuSnapshot& snapshot,
 }
 
 Status LeaseLedger::Release(std::string_view key, std::string_view owner) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = leases_.find(std::string(key));
-  if (it == leases_.end()) return NotFound(fmt::format("GPU '{}' is not leased", key), "key");
-  if (it->second.owner != owner) {
-    return FailedPrecondition(
-        fmt::format("GPU '{}' is leased to '{}', not '{}'", key, it->second.owner, owner), "owner");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = leases_.find(std::string(key));
+    if (it == leases_.end()) return NotFound(fmt::format("GPU '{}' is not leased", key), "key");
+    if (it->second.owner != owner) {
+      return FailedPrecondition(
+          fmt::format("GPU '{}' is leased to '{}', not '{}'", key, it->second.owner, owner),
+          "owner");
+    }
+    leases_.erase(it);
   }
-  leases_.erase(it);
+  NotifyReleased();
   return OkStatus();
 }
 
 size_t LeaseLedger::ReleaseOwner(std::string_view owner) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return std::erase_if(leases_, [owner](const auto& entry) { return entry.second.owner == owner; });
+  size_t released = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    released = std::erase_if(
+        leases_, [owner](const auto& entry) { return entry.second.owner == owner; });
+  }
+  if (released > 0) NotifyReleased();
+  return released;
+}
+
+void LeaseLedger::SetReleaseListener(std::function<void()> listener) {
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  release_listener_ = std::move(listener);
+}
+
+void LeaseLedger::NotifyReleased() {
+  std::function<void()> listener;
+  {
+    std::lock_guard<std::mutex> lock(listener_mu_);
+    listener = release_listener_;
+  }
+  if (listener) listener();
 }
 
 std::vector<Lease> LeaseLedger::Reap() {
@@ -67,15 +91,18 @@ std::vector<Lease> LeaseLedger::Reap() {
   }
   std::vector<Lease> reaped;
   if (gone.empty()) return reaped;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = leases_.begin(); it != leases_.end();) {
-    if (gone.contains(it->second.owner)) {
-      reaped.push_back(std::move(it->second));
-      it = leases_.erase(it);
-    } else {
-      ++it;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = leases_.begin(); it != leases_.end();) {
+      if (gone.contains(it->second.owner)) {
+        reaped.push_back(std::move(it->second));
+        it = leases_.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
+  if (!reaped.empty()) NotifyReleased();
   SortByKey(reaped);
   return reaped;
 }

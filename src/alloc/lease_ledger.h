@@ -11,7 +11,8 @@
 // Thread-safety: every public member is safe to call from several threads at once; one
 // mutex (mu_) guards the lease table, and Allocate() selects and leases under it, so two
 // concurrent requests never receive the same GPU. The liveness predicate is called without
-// the lock held (it may be slow); it must itself be thread-safe.
+// the lock held (it may be slow); it must itself be thread-safe. So is the release listener
+// (SetReleaseListener): waiters for GPUs may call back into the ledger from it.
 #pragma once
 
 #include <functional>
@@ -62,6 +63,12 @@ class LeaseLedger {
   // Releases the leases of every owner the predicate reports gone; returns them.
   std::vector<Lease> Reap();
 
+  // `listener` is called after Release, ReleaseOwner or Reap actually released at least one
+  // lease, on the releasing thread, without the ledger's lock held (so it may call back into
+  // the ledger, e.g. to wake a waiter that allocates). Replaces any previous listener; an
+  // empty function removes it. It must be thread-safe and quick (e.g. notify a condition).
+  void SetReleaseListener(std::function<void()> listener);
+
   // All leases, ordered by key (a copy: callers need no lock).
   std::vector<Lease> Leases() const;
   std::vector<Lease> LeasesOf(std::string_view owner) const;
@@ -69,8 +76,14 @@ class LeaseLedger {
 
  private:
   OwnerAlive alive_;  // immutable after construction
+  void NotifyReleased();  // calls the listener (a copy, taken under listener_mu_)
+
   mutable std::mutex mu_;
   std::unordered_map<std::string, Lease> leases_;  // by key; guarded by mu_
+  // Its own mutex so that setting the listener never waits for an allocation, and calling it
+  // never holds mu_.
+  std::mutex listener_mu_;
+  std::function<void()> release_listener_;  // guarded by listener_mu_
 };
 
 }  // namespace gpuscale::alloc

@@ -99,6 +99,44 @@ TEST(LeaseLedgerTest, ReapReleasesOnlyGoneOwners) {
   EXPECT_EQ(ledger.LeasesOf("pid:1").size(), 1u);
 }
 
+// The listener fires once per call that released something (never for a no-op), and may
+// call back into the ledger: it runs without the ledger's lock.
+TEST(LeaseLedgerTest, ReleaseListenerFiresOnlyWhenSomethingWasReleased) {
+  std::set<std::string> alive = {"job-a", "job-b"};
+  LeaseLedger ledger([&](std::string_view owner) { return alive.contains(std::string(owner)); });
+  int calls = 0;
+  size_t leases_seen = 99;
+  ledger.SetReleaseListener([&] {
+    ++calls;
+    leases_seen = ledger.size();  // would deadlock if called under the lock
+  });
+  ASSERT_TRUE(ledger.Allocate(IdleSnapshot(4), Gpus(2), "job-a", Seconds{0}).has_value());
+  ASSERT_TRUE(ledger.Allocate(IdleSnapshot(4), Gpus(1), "job-b", Seconds{0}).has_value());
+  ASSERT_TRUE(ledger.Allocate(IdleSnapshot(4), Gpus(1), "job-c", Seconds{0}).has_value());
+  EXPECT_EQ(calls, 0);
+
+  EXPECT_FALSE(ledger.Release("GPU-0", "job-b").has_value());  // wrong owner: no release
+  EXPECT_FALSE(ledger.Release("GPU-9", "job-a").has_value());  // not leased
+  EXPECT_EQ(ledger.ReleaseOwner("nobody"), 0u);
+  EXPECT_TRUE(ledger.Reap().size() == 1u);  // job-c is gone
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(leases_seen, 3u);
+  EXPECT_TRUE(ledger.Reap().empty());
+  EXPECT_EQ(calls, 1);
+
+  ASSERT_TRUE(ledger.Release("GPU-2", "job-b").has_value());
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(leases_seen, 2u);
+  EXPECT_EQ(ledger.ReleaseOwner("job-a"), 2u);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(leases_seen, 0u);
+
+  ledger.SetReleaseListener({});  // removed: releases no longer call it
+  ASSERT_TRUE(ledger.Allocate(IdleSnapshot(4), Gpus(1), "job-a", Seconds{1}).has_value());
+  EXPECT_EQ(ledger.ReleaseOwner("job-a"), 1u);
+  EXPECT_EQ(calls, 3);
+}
+
 TEST(LeaseLedgerTest, ReapWithoutPredicateKeepsEveryLease) {
   LeaseLedger ledger;
   ASSERT_TRUE(ledger.Allocate(IdleSnapshot(1), Gpus(1), "pid:1", Seconds{0}).has_value());

@@ -65,5 +65,12 @@ Status HandleSetReplicas(HandlerContext& ctx);
 Status HandleLeases(HandlerContext& ctx);
 Status HandleEvents(HandlerContext& ctx);
 Status HandleEventStream(HandlerContext& ctx);
+// Tasks and experiments (task_handlers.cc; views from task/task_json.h).
+Status HandleSubmitTask(HandlerContext& ctx);
+Status HandleListTasks(HandlerContext& ctx);
+Status HandleGetTask(HandlerContext& ctx);
+Status HandleCancelTask(HandlerContext& ctx);
+Status HandleListTaskExperiments(HandlerContext& ctx);
+Status HandleGetExperiment(HandlerContext& ctx);
 
 }  // namespace gpuscale::api

@@ -57,6 +57,12 @@ const std::vector<Route>& Routes() {
       {"GET", "/v1/leases", HandleLeases},
       {"GET", "/v1/events", HandleEvents},
       {"GET", "/v1/events/stream", HandleEventStream},
+      {"GET", "/v1/tasks", HandleListTasks},
+      {"POST", "/v1/tasks", HandleSubmitTask},
+      {"GET", "/v1/tasks/{id}", HandleGetTask},
+      {"DELETE", "/v1/tasks/{id}", HandleCancelTask},
+      {"GET", "/v1/tasks/{id}/experiments", HandleListTaskExperiments},
+      {"GET", "/v1/experiments/{id}", HandleGetExperiment},
   };
   return routes;
 }

@@ -2,10 +2,15 @@
 // loop). Services, rules, replicas, leases and events live in maps; tests seed GPUs,
 // replicas, leases and events directly and read back what the API asked for.
 //
+// Tasks and experiments live in maps too: SubmitTask stores the task with one queued
+// experiment per grid point; tests seed and update tasks and experiments with PutTask /
+// PutExperiment (there is no queue: nothing runs unless a test says so).
+//
 // Behaviour follows daemon_api.h's contract where the API depends on it: duplicate service
 // -> kFailedPrecondition, unknown service/rule -> kNotFound, manual replicas outside
 // [min, max] -> kInvalidArgument naming "replicas", AddRule on a service whose policy is
-// in its spec -> kFailedPrecondition, WaitForEvents blocks on a condition variable.
+// in its spec -> kFailedPrecondition, WaitForEvents blocks on a condition variable, unknown
+// task/experiment -> kNotFound naming "id", cancel of an ended task -> kFailedPrecondition.
 //
 // Thread-safety: every method locks mu_ (the API calls it from many worker threads).
 #pragma once
@@ -22,6 +27,7 @@
 
 #include "daemon/daemon_api.h"
 #include "daemon/daemon_config.h"
+#include "task/task_types.h"
 
 namespace gpuscale::api {
 
@@ -71,6 +77,34 @@ class FakeDaemonApi : public daemon::DaemonApi {
     events_cv_.notify_all();
     return events_.back().id;
   }
+  // --- tasks (seeding) ---
+  // Stores or replaces a task (record.id >= 1); SubmitTask ids continue after the largest.
+  void PutTask(task::TaskRecord record) {
+    std::lock_guard lock(mu_);
+    tasks_[record.id] = std::move(record);
+  }
+  // Stores or replaces an experiment (id >= 1, task_id of a stored task).
+  void PutExperiment(task::ExperimentRecord experiment) {
+    std::lock_guard lock(mu_);
+    next_experiment_id_ = std::max(next_experiment_id_, experiment.id + 1);
+    experiments_[experiment.id] = std::move(experiment);
+  }
+  // The next SubmitTask fails with `error` (once), as the TaskManager's checks would.
+  void FailNextSubmit(Error error) {
+    std::lock_guard lock(mu_);
+    submit_error_ = std::move(error);
+  }
+  // Every task method fails with `status` (e.g. kUnavailable: no TaskManager wired).
+  void SetTasksStatus(Status status) {
+    std::lock_guard lock(mu_);
+    tasks_status_ = std::move(status);
+  }
+  // Tasks SubmitTask accepted, in order (definition and source text as received).
+  std::vector<task::TaskRecord> submitted() const {
+    std::lock_guard lock(mu_);
+    return submitted_;
+  }
+
   // What the API last asked for.
   Seconds last_history_window() const {
     std::lock_guard lock(mu_);
@@ -209,6 +243,82 @@ class FakeDaemonApi : public daemon::DaemonApi {
     return std::max(after_id, NewestLocked());
   }
 
+  Result<task::TaskRecord> SubmitTask(task::TaskDefinition definition,
+                                      std::string source_text) override {
+    std::lock_guard lock(mu_);
+    GS_RETURN_IF_ERROR(tasks_status_);
+    if (submit_error_) {
+      Error error = *std::move(submit_error_);
+      submit_error_.reset();
+      return Unexpected<Error>(std::move(error));
+    }
+    task::TaskRecord record;
+    record.id = NextTaskIdLocked();
+    record.definition = std::move(definition);
+    record.source_text = std::move(source_text);
+    record.created_at = Seconds{1700000200.0 + static_cast<double>(record.id)};
+    AddGridExperimentsLocked(record);
+    tasks_[record.id] = record;
+    submitted_.push_back(record);
+    return record;
+  }
+  std::vector<task::TaskRecord> ListTasks() override {
+    std::lock_guard lock(mu_);
+    std::vector<task::TaskRecord> newest_first;
+    if (!tasks_status_) return newest_first;
+    for (auto it = tasks_.rbegin(); it != tasks_.rend(); ++it) newest_first.push_back(it->second);
+    return newest_first;
+  }
+  Result<task::TaskRecord> GetTask(int64_t id) override {
+    std::lock_guard lock(mu_);
+    GS_RETURN_IF_ERROR(tasks_status_);
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) return NotFound("no task " + std::to_string(id), "id");
+    return it->second;
+  }
+  // As the contract says: cancelling an ended task is kFailedPrecondition.
+  Result<task::TaskRecord> CancelTask(int64_t id) override {
+    std::lock_guard lock(mu_);
+    GS_RETURN_IF_ERROR(tasks_status_);
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) return NotFound("no task " + std::to_string(id), "id");
+    task::TaskRecord& record = it->second;
+    if (record.status != task::TaskStatus::kQueued &&
+        record.status != task::TaskStatus::kRunning) {
+      return FailedPrecondition("task " + std::to_string(id) + " already ended (" +
+                                    std::string(task::TaskStatusName(record.status)) + ")",
+                                "id");
+    }
+    record.status = task::TaskStatus::kCancelled;
+    record.finished_at = Seconds{1700000900.0};
+    record.message = "cancelled by request";
+    for (auto& [experiment_id, experiment] : experiments_) {
+      if (experiment.task_id != id || task::IsTerminal(experiment.status)) continue;
+      experiment.status = task::ExperimentStatus::kCancelled;
+      experiment.finished_at = record.finished_at;
+      ++record.experiments_done;
+    }
+    return record;
+  }
+  Result<std::vector<task::ExperimentRecord>> ListExperiments(int64_t task_id) override {
+    std::lock_guard lock(mu_);
+    GS_RETURN_IF_ERROR(tasks_status_);
+    if (tasks_.count(task_id) == 0) return NotFound("no task " + std::to_string(task_id), "id");
+    std::vector<task::ExperimentRecord> by_index;
+    for (const auto& [id, experiment] : experiments_) {
+      if (experiment.task_id == task_id) by_index.push_back(experiment);
+    }
+    std::sort(by_index.begin(), by_index.end(),
+              [](const auto& a, const auto& b) { return a.index < b.index; });
+    return by_index;
+  }
+  Result<task::ExperimentRecord> GetExperiment(int64_t id) override {
+    std::lock_guard lock(mu_);
+    GS_RETURN_IF_ERROR(tasks_status_);
+    auto it = experiments_.find(id);
+    if (it == experiments_.end()) return NotFound("no experiment " + std::to_string(id), "id");
+    return it->second;
+  }
   std::string MetricsText() override {
     return "# HELP gpuscale_up 1 while the daemon runs.\n# TYPE gpuscale_up gauge\n"
            "gpuscale_up 1\n";
@@ -231,6 +341,29 @@ class FakeDaemonApi : public daemon::DaemonApi {
     return view;
   }
   int64_t NewestLocked() const { return events_.empty() ? 0 : events_.back().id; }
+  int64_t NextTaskIdLocked() const { return tasks_.empty() ? 1 : tasks_.rbegin()->first + 1; }
+  // One queued experiment per grid point (parameters in name order, the last varying
+  // fastest, as task/grid.h orders them), so that submitted tasks have experiments to show.
+  void AddGridExperimentsLocked(task::TaskRecord& record) {
+    const auto& grid = record.definition.spec.parameters;
+    int total = 1;
+    for (const auto& [name, value] : grid) total *= static_cast<int>(value.items.size());
+    for (int index = 0; index < total; ++index) {
+      task::ExperimentRecord experiment;
+      experiment.id = next_experiment_id_++;
+      experiment.task_id = record.id;
+      experiment.index = index;
+      experiment.queued_at = record.created_at;
+      int rest = index;
+      for (auto it = grid.rbegin(); it != grid.rend(); ++it) {
+        const int size = static_cast<int>(it->second.items.size());
+        experiment.parameters[it->first] = it->second.items[rest % size];
+        rest /= size;
+      }
+      experiments_[experiment.id] = std::move(experiment);
+    }
+    record.experiments_total = total;
+  }
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable events_cv_;
@@ -245,6 +378,12 @@ class FakeDaemonApi : public daemon::DaemonApi {
   Status ready_;
   Seconds last_history_window_{0};
   store::EventQuery last_event_query_;
+  std::map<int64_t, task::TaskRecord> tasks_;
+  std::map<int64_t, task::ExperimentRecord> experiments_;
+  int64_t next_experiment_id_ = 1;
+  std::optional<Error> submit_error_;
+  Status tasks_status_;
+  std::vector<task::TaskRecord> submitted_;
 };
 
 }  // namespace gpuscale::api

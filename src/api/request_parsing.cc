@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "config/policy_config.h"
+#include "config/task_definition.h"
 #include "scale/policy_util.h"
 #include "scale/rules_policy.h"
 #include "yaml/yaml_util.h"
@@ -211,6 +212,50 @@ Result<store::EventQuery> ParseEventQuery(const QueryParams& params) {
   if (auto it = params.find("service"); it != params.end()) query.service = it->second;
   if (auto it = params.find("kind"); it != params.end()) query.kind = it->second;
   return query;
+}
+
+namespace {
+
+// The media type of a Content-Type header, lower case, without parameters or blanks.
+std::string MediaType(std::string_view content_type) {
+  std::string type(content_type.substr(0, content_type.find(';')));
+  std::erase_if(type, [](unsigned char c) { return std::isspace(c) != 0; });
+  std::transform(type.begin(), type.end(), type.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return type;
+}
+
+bool IsJsonBody(std::string_view body, std::string_view content_type) {
+  const std::string type = MediaType(content_type);
+  if (type == "application/yaml" || type == "text/yaml" || type == "application/x-yaml") {
+    return false;
+  }
+  if (type == "application/json") return true;
+  const size_t first = body.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && body[first] == '{';
+}
+
+}  // namespace
+
+Result<task::TaskDefinition> ParseTaskBody(std::string_view body, std::string_view content_type) {
+  // JSON first through nlohmann: its syntax errors name the line and column, where the YAML
+  // parser would report a JSON typo less precisely.
+  if (IsJsonBody(body, content_type)) GS_RETURN_IF_ERROR(CheckJsonObject(body));
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return InvalidArgument("empty body; expected a task definition (YAML or JSON)", "body");
+  }
+  return config::ParseTaskDefinitionText(body, "request body");
+}
+
+Result<int64_t> ParsePositiveId(std::string_view text, std::string_view field,
+                                std::string_view what) {
+  Result<int64_t> id = ParseNonNegativeInt(text, field);
+  if (!id || *id == 0) {
+    return InvalidArgument(
+        fmt::format("expected a {} id (an integer >= 1), got '{}'", what, text),
+        std::string(field));
+  }
+  return id;
 }
 
 Result<int64_t> ParseNonNegativeInt(std::string_view text, std::string_view field) {

@@ -17,6 +17,7 @@
 #include "daemon/daemon_api.h"
 #include "daemon/daemon_config.h"
 #include "store/records.h"
+#include "task/task_types.h"
 
 namespace gpuscale::api {
 
@@ -52,6 +53,19 @@ Result<Seconds> ParseHistoryWindow(const QueryParams& params);
 // ?since_id, ?service, ?kind, ?limit of /v1/events (limit default 100, 1..10000; since_id
 // >= 0). Errors: kInvalidArgument naming the parameter.
 Result<store::EventQuery> ParseEventQuery(const QueryParams& params);
+
+// The body of POST /v1/tasks: a task definition (docs/tasks.md) as YAML when `content_type`
+// is application/yaml, text/yaml or application/x-yaml (parameters such as
+// "; charset=utf-8" ignored), as JSON when it is application/json or, for any other or no
+// Content-Type (curl -d), when the body starts with '{'; else as YAML. JSON syntax errors
+// name their line and column (field "body"); definition errors name the field and line
+// (config::ParseTaskDefinitionText with source "request body").
+Result<task::TaskDefinition> ParseTaskBody(std::string_view body, std::string_view content_type);
+
+// A resource id in a path: a decimal integer >= 1. `what` names the resource in the message
+// ("task", "experiment"). Errors: kInvalidArgument naming `field`.
+Result<int64_t> ParsePositiveId(std::string_view text, std::string_view field,
+                                std::string_view what);
 
 // A non-negative decimal integer (ids, counts). Errors: kInvalidArgument naming `field`.
 Result<int64_t> ParseNonNegativeInt(std::string_view text, std::string_view field);

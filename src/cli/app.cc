@@ -45,6 +45,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   AddBenchCommands(app, ctx);
   AddServeCommands(app, ctx);
   AddRenderCommands(app, ctx);
+  AddTaskCommands(app, ctx);
 
   // CLI11 parses argv in reverse order from a vector.
   std::vector<std::string> reversed(args.rbegin(), args.rend());

@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "loadgen/bench_runner.h"
 #include "sim/trace.h"
+#include "task/task_json.h"
 
 namespace gpuscale::cli {
 namespace {
@@ -52,15 +53,6 @@ struct BenchFlags {
   CLI::Option* output_stddev = nullptr;
 };
 
-double Round(double value) { return std::round(value * 1e6) / 1e6; }
-
-json SummaryJson(const loadgen::LatencySummary& s) {
-  const auto value = [&](double v) { return s.count > 0 ? json(Round(v)) : json(nullptr); };
-  return json{{"p50", value(s.p50)},   {"p90", value(s.p90)}, {"p99", value(s.p99)},
-              {"mean", value(s.mean)}, {"min", value(s.min)}, {"max", value(s.max)},
-              {"count", s.count}};
-}
-
 std::string_view ModeName(loadgen::ArrivalMode mode) {
   switch (mode) {
     case loadgen::ArrivalMode::kPoisson:
@@ -72,29 +64,22 @@ std::string_view ModeName(loadgen::ArrivalMode mode) {
   }
 }
 
+// The report's keys come from task::BenchReportJson (what experiments store and the API
+// serves), with the options echoed after url and model, so the two cannot drift apart.
 json ReportJson(const loadgen::BenchReport& r, const loadgen::BenchOptions& o) {
   const bool poisson = o.workload.mode == loadgen::ArrivalMode::kPoisson;
-  return json{{"url", r.url},
-              {"model", r.model},
-              {"mode", ModeName(o.workload.mode)},
-              {"concurrency", o.concurrency},
-              {"rate_per_second", poisson ? json(o.workload.rate_per_second) : json(nullptr)},
-              {"seed", o.workload.seed},
-              {"duration_seconds", o.duration_seconds},
-              {"elapsed_seconds", Round(r.elapsed_seconds)},
-              {"requests_sent", r.requests_sent},
-              {"requests_completed", r.requests_completed},
-              {"requests_failed", r.requests_failed},
-              {"errors", json(r.errors_by_kind)},
-              {"input_tokens_total", r.input_tokens_total},
-              {"output_tokens_total", r.output_tokens_total},
-              {"request_throughput_per_second", Round(r.request_throughput_per_second)},
-              {"output_token_throughput_per_second", Round(r.output_token_throughput_per_second)},
-              {"input_token_throughput_per_second", Round(r.input_token_throughput_per_second)},
-              {"ttft_seconds", SummaryJson(r.ttft_seconds)},
-              {"inter_token_latency_seconds", SummaryJson(r.inter_token_latency_seconds)},
-              {"time_per_output_token_seconds", SummaryJson(r.time_per_output_token_seconds)},
-              {"e2e_latency_seconds", SummaryJson(r.e2e_latency_seconds)}};
+  json report = task::BenchReportJson(r);
+  json out{{"url", report["url"]},
+           {"model", report["model"]},
+           {"mode", ModeName(o.workload.mode)},
+           {"concurrency", o.concurrency},
+           {"rate_per_second", poisson ? json(o.workload.rate_per_second) : json(nullptr)},
+           {"seed", o.workload.seed},
+           {"duration_seconds", o.duration_seconds}};
+  for (auto& [key, value] : report.items()) {
+    if (key != "url" && key != "model") out[key] = std::move(value);
+  }
+  return out;
 }
 
 std::string Millis(const loadgen::LatencySummary& s, double v) {

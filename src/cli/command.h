@@ -50,6 +50,7 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx);   // emulate
 void AddBenchCommands(CLI::App& app, CommandContext& ctx);     // bench
 void AddServeCommands(CLI::App& app, CommandContext& ctx);     // serve
 void AddRenderCommands(CLI::App& app, CommandContext& ctx);    // render
+void AddTaskCommands(CLI::App& app, CommandContext& ctx);      // task ..., experiment show
 
 // Runs the CLI. `args` excludes the program name. Never throws.
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

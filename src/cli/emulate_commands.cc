@@ -1,7 +1,8 @@
 // `gpuscale emulate`: runs the replica emulator (emulator/emulator_server.h) in the
 // foreground until SIGTERM or SIGINT, then drains in-flight requests and exits 0. Prints
 // "listening on HOST:PORT" on stdout once bound, so scripts and tests using --port 0 can
-// read the chosen port.
+// read the chosen port. Also accepts the vLLM engine flags an autotuner sweeps
+// (emulator/engine_flags.h) and lets them change the emulated timing.
 #include <fmt/format.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 
 #include "cli/command.h"
 #include "emulator/emulator_server.h"
+#include "emulator/engine_flags.h"
 
 namespace gpuscale::cli {
 namespace {
@@ -43,6 +45,29 @@ class StopSignalScope {
   struct sigaction old_int_ {};
 };
 
+// The engine flags and what CLI11 did not recognise, folded into the emulator options.
+struct EmulateFlags {
+  emulator::EmulatorOptions options;
+  emulator::EngineFlags engine;
+  bool accept_unknown_flags = false;
+};
+
+// Applies the engine flags (and -tp/-pp or ignored flags among `extras`) to the options;
+// prints a warning per ignored flag. Errors as ApplyExtraArgs / ApplyEngineFlags.
+Result<emulator::EmulatorOptions> ResolveOptions(EmulateFlags flags,
+                                                 const std::vector<std::string>& extras,
+                                                 CommandContext& ctx) {
+  GS_ASSIGN_OR_RETURN(std::vector<std::string> ignored,
+                      emulator::ApplyExtraArgs(extras, flags.accept_unknown_flags, flags.engine));
+  for (const std::string& flag : ignored) {
+    ctx.err << fmt::format("warning: ignoring engine flag the emulator does not model: {}\n",
+                           flag);
+  }
+  GS_ASSIGN_OR_RETURN(flags.options.engine,
+                      emulator::ApplyEngineFlags(flags.options.engine, flags.engine));
+  return flags.options;
+}
+
 int RunEmulate(const emulator::EmulatorOptions& options, CommandContext& ctx) {
   // Before binding: a SIGTERM sent as soon as the port is printed must not kill us.
   StopSignalScope signals;
@@ -52,10 +77,14 @@ int RunEmulate(const emulator::EmulatorOptions& options, CommandContext& ctx) {
   ctx.out << fmt::format("listening on {}:{}\n", options.host, (*server)->port()) << std::flush;
   ctx.err << fmt::format(
       "emulating model '{}': prefill {} ms/1k tokens, decode {} ms + {} ms/seq, batch <= {}, "
-      "KV cache {} tokens, ready in {} s\n",
+      "KV cache {} tokens, tp {}, pp {}, step x{:.3g} (1 seq, no prefill), ready in {} s\n",
       options.model_name, options.engine.prefill_ms_per_1k_tokens, options.engine.decode_ms_base,
       options.engine.decode_ms_per_seq, options.engine.max_batch_size,
-      options.engine.kv_cache_tokens, options.startup_seconds);
+      options.engine.kv_cache_tokens, options.engine.tensor_parallel_size,
+      options.engine.pipeline_parallel_size,
+      emulator::StepMilliseconds(options.engine, 1, 0) /
+          (options.engine.decode_ms_base + options.engine.decode_ms_per_seq),
+      options.startup_seconds);
   while (g_stop_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ctx.err << fmt::format("received {}: draining in-flight requests (up to {} s)\n",
                          g_stop_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT",
@@ -71,19 +100,51 @@ int RunEmulate(const emulator::EmulatorOptions& options, CommandContext& ctx) {
 
 }  // namespace
 
+// The vLLM engine flags (engine_flags.h says what each changes).
+void AddEngineFlagOptions(CLI::App* cmd, EmulateFlags& flags) {
+  emulator::EngineFlags& engine = flags.engine;
+  cmd->add_option("--tensor-parallel-size", engine.tensor_parallel_size,
+                  "GPUs a step is split over (also -tp): step x (1/tp + 0.1 (tp-1)/tp), KV x tp")
+      ->capture_default_str();
+  cmd->add_option("--pipeline-parallel-size", engine.pipeline_parallel_size,
+                  "Pipeline stages (also -pp): step x (1/pp + 0.25 (pp-1)/pp), KV x pp")
+      ->capture_default_str();
+  cmd->add_option("--max-model-len", engine.max_model_len,
+                  "Most prompt + output tokens per request; 0 = no limit")
+      ->capture_default_str();
+  cmd->add_option("--gpu-memory-utilization", engine.gpu_memory_utilization,
+                  "KV cache scales with it (--kv-cache-tokens is the size at 0.9)")
+      ->capture_default_str();
+  cmd->add_flag("--enable-chunked-prefill", engine.enable_chunked_prefill,
+                "Split prompts over steps within the token budget (default budget 2048)");
+  cmd->add_option("--max-num-batched-tokens", engine.max_num_batched_tokens,
+                  "Token budget of one step (decodes + prefill); 0 = no limit")
+      ->capture_default_str();
+  cmd->add_option("--dtype", engine.dtype, "auto|half|float16|bfloat16|float|float32")
+      ->capture_default_str();
+  cmd->add_option("--quantization,-q", engine.quantization,
+                  "fp8 (decode 0.7x) | awq, gptq, awq_marlin, gptq_marlin (decode 0.6x) | none");
+  cmd->add_flag("--accept-unknown-flags", flags.accept_unknown_flags,
+                "Ignore (with a warning) engine flags the emulator does not model, instead of "
+                "failing like vLLM's argument parser");
+}
+
 void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
-  auto options = std::make_shared<emulator::EmulatorOptions>();
+  auto flags = std::make_shared<EmulateFlags>();
+  emulator::EmulatorOptions* options = &flags->options;
   options->port = 8000;
   CLI::App* cmd = app.add_subcommand(
       "emulate",
       "Serve an OpenAI-compatible API that emulates an LLM engine's timing (no GPU needed): "
       "/v1/completions, /v1/chat/completions (stream: true = SSE), /v1/models, /health, and "
       "vLLM's /metrics. Runs until SIGTERM/SIGINT, then drains and exits 0.");
+  cmd->allow_extras();  // -tp/-pp and unknown engine flags: ResolveOptions decides
   cmd->add_option("--port", options->port, "TCP port; 0 picks a free one (printed on stdout)")
       ->capture_default_str();
   cmd->add_option("--host", options->host, "Listen address (0.0.0.0 for remote clients)")
       ->capture_default_str();
-  cmd->add_option("--model", options->model_name, "Model name served and required in requests")
+  cmd->add_option("--model,--served-model-name", options->model_name,
+                  "Model name served and required in requests")
       ->capture_default_str();
   cmd->add_option("--prefill-ms-per-1k-tokens", options->engine.prefill_ms_per_1k_tokens,
                   "Prefill time per 1000 prompt tokens admitted in a step")
@@ -94,11 +155,12 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--decode-ms-per-seq", options->engine.decode_ms_per_seq,
                   "Extra step time per sequence in the batch")
       ->capture_default_str();
-  cmd->add_option("--max-batch-size", options->engine.max_batch_size,
+  cmd->add_option("--max-batch-size,--max-num-seqs", options->engine.max_batch_size,
                   "Most requests running at once (vLLM max_num_seqs); others wait")
       ->capture_default_str();
   cmd->add_option("--kv-cache-tokens", options->engine.kv_cache_tokens,
-                  "KV-cache capacity; a request reserves prompt + max_tokens, others wait")
+                  "KV-cache capacity at --gpu-memory-utilization 0.9 and tp = pp = 1; a "
+                  "request reserves prompt + max_tokens, others wait")
       ->capture_default_str();
   cmd->add_option("--startup-seconds", options->startup_seconds,
                   "Emulated model load: /health answers 503 until it has passed")
@@ -109,7 +171,15 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--drain-seconds", options->drain_seconds,
                   "On SIGTERM: how long in-flight requests may still run")
       ->capture_default_str();
-  cmd->callback([options, &ctx] { RunEmulate(*options, ctx); });
+  AddEngineFlagOptions(cmd, *flags);
+  cmd->callback([flags, cmd, &ctx] {
+    Result<emulator::EmulatorOptions> resolved = ResolveOptions(*flags, cmd->remaining(), ctx);
+    if (!resolved) {
+      ctx.Fail(resolved.error());
+      return;
+    }
+    RunEmulate(*resolved, ctx);
+  });
 }
 
 }  // namespace gpuscale::cli

@@ -18,6 +18,7 @@
 #include "gpu/availability_score.h"
 #include "gpu/backend_factory.h"
 #include "gpu/monitor.h"
+#include "task/task_json.h"
 
 namespace gpuscale::cli {
 namespace {
@@ -70,26 +71,11 @@ int RunGpus(const GpusArgs& args, CommandContext& ctx) {
   return kExitOk;
 }
 
-// {min, max, mean} (+ samples) of one metric; null values when it never had a reading.
-json StatsJson(const gpu::MetricStats& stats, bool with_samples) {
-  const bool seen = stats.samples > 0;
-  json result{{"min", seen ? json(Round(stats.min)) : json(nullptr)},
-              {"max", seen ? json(Round(stats.max)) : json(nullptr)},
-              {"mean", seen ? json(Round(*stats.Mean())) : json(nullptr)}};
-  if (with_samples) result["samples"] = stats.samples;
-  return result;
-}
-
 json MonitorJson(const gpu::Monitor& monitor, double elapsed_seconds) {
   json gpu_stats = json::object();
+  // The per-GPU object experiments store as gpu_monitoring: one codec, same keys.
   for (const auto& [index, stats] : monitor.Stats()) {
-    gpu_stats[std::to_string(index)] = {
-        {"name", stats.name},
-        {"utilization", StatsJson(stats.utilization_percent, /*with_samples=*/true)},
-        {"memory_used_mb", StatsJson(stats.memory_used_mb, false)},
-        {"memory_usage_percent", StatsJson(stats.memory_usage_percent, false)},
-        {"temperature_c", StatsJson(stats.temperature_c, false)},
-        {"power_draw_w", StatsJson(stats.power_draw_w, false)}};
+    gpu_stats[std::to_string(index)] = task::GpuStatsJson(stats);
   }
   return json{{"monitoring_duration_seconds", Round(elapsed_seconds)},
               {"sample_count", monitor.sample_count()},

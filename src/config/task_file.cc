@@ -7,6 +7,7 @@
 
 #include "alloc/model_size.h"
 #include "alloc/requirements.h"
+#include "config/task_spec_reader.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::config {
@@ -109,8 +110,15 @@ Status ReadSizing(const YAML::Node& root, alloc::TaskSpec& task) {
 }
 
 Result<alloc::TaskSpec> ParseTaskSpecUnguarded(const YAML::Node& root) {
-  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
-      root, "", {"name", "model", "params_b", "dtype", "gpu_memory_mb", "parameters"}));
+  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(root, "", {GPUSCALE_TASK_SPEC_KEYS}));
+  return internal::ReadTaskSpecFields(root);
+}
+
+}  // namespace
+
+namespace internal {
+
+Result<alloc::TaskSpec> ReadTaskSpecFields(const YAML::Node& root) {
   alloc::TaskSpec task;
   GS_ASSIGN_OR_RETURN(task.name, yaml::ReadString(root, "name", "", std::string()));
   GS_ASSIGN_OR_RETURN(task.model, ReadModel(root));
@@ -120,7 +128,7 @@ Result<alloc::TaskSpec> ParseTaskSpecUnguarded(const YAML::Node& root) {
   return task;
 }
 
-}  // namespace
+}  // namespace internal
 
 Result<alloc::TaskSpec> ParseTaskSpec(const YAML::Node& root) {
   // yaml-cpp throws on some malformed shapes (e.g. a sequence used as a map key); no

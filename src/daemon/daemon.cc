@@ -14,7 +14,7 @@ namespace gpuscale::daemon {
 namespace {
 
 std::vector<store::ReplicaRow> RowsOf(const std::string& service,
-                                      const orch::LocalProcessOrchestrator& orch) {
+                                      const orch::ServiceOrchestrator& orch) {
   std::vector<store::ReplicaRow> rows;
   for (const orch::ReplicaRecord& r : orch.Records()) rows.push_back(ToReplicaRow(r, service));
   return rows;
@@ -36,6 +36,8 @@ Daemon::~Daemon() {
   }
   loop_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
+  ShutdownTasks();
+  ledger_.SetReleaseListener({});  // it points at tasks_, destroyed before ledger_
   if (monitor_) monitor_->Stop();
 }
 
@@ -52,6 +54,7 @@ void Daemon::Run() {
   std::lock_guard<std::mutex> lock(mu_);
   if (loop_.joinable() || stop_) return;
   loop_ = std::thread([this] { LoopMain(); });
+  if (tasks_) tasks_->Start();
 }
 
 void Daemon::LoopMain() {
@@ -78,6 +81,9 @@ void Daemon::Shutdown(bool stop_replicas) {
   }
   loop_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
+  // Experiment servers never outlive the daemon (experiments are not adopted); their leases
+  // are released before the final PersistLeases below.
+  ShutdownTasks();
   std::lock_guard<std::mutex> loop_lock(loop_mu_);
   if (!stop_replicas) {
     Log("leaving replicas running for the next daemon to adopt");
@@ -127,7 +133,7 @@ void Daemon::PollRetiring(Seconds now, std::vector<store::EventRow>& events) {
   }
 }
 
-void Daemon::PersistReplicas(const std::string& service, orch::LocalProcessOrchestrator& orch,
+void Daemon::PersistReplicas(const std::string& service, orch::ServiceOrchestrator& orch,
                              std::vector<store::ReplicaRow>& persisted) {
   std::vector<store::ReplicaRow> rows = RowsOf(service, orch);
   if (!persisted.empty() && SameReplicaRows(rows, persisted)) return;
@@ -190,6 +196,8 @@ void Daemon::AppendEvents(std::vector<store::EventRow>& events) {
   }
   events_cv_.notify_all();
 }
+
+void Daemon::PublishEvents(std::vector<store::EventRow> events) { AppendEvents(events); }
 
 Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) {
   Observed observed;
@@ -255,7 +263,7 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
     obs.queries.push_back(
         {range.prom[i - range.query_begin].key, std::move(observed.queries[i].result)});
   }
-  orch::LocalProcessOrchestrator& orch = *slot.orch;
+  orch::ServiceOrchestrator& orch = *slot.orch;
   const ServiceTickResult result =
       slot.runtime->Tick(now, obs, gpus, [&orch](const std::string& id, int outstanding) {
         (void)orch.ReportOutstanding(id, outstanding);

@@ -48,6 +48,7 @@
 #include "daemon/daemon_metrics.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
+#include "experiments/task_manager.h"
 #include "gpu/monitor.h"
 #include "orch/local_process_orchestrator.h"
 #include "store/store.h"
@@ -112,6 +113,13 @@ class Daemon final : public DaemonApi {
   std::vector<alloc::Lease> Leases() override;
   Result<std::vector<store::EventRow>> Events(const store::EventQuery& query) override;
   int64_t WaitForEvents(int64_t after_id, Seconds timeout) override;
+  Result<task::TaskRecord> SubmitTask(task::TaskDefinition definition,
+                                      std::string source_text) override;
+  std::vector<task::TaskRecord> ListTasks() override;
+  Result<task::TaskRecord> GetTask(int64_t id) override;
+  Result<task::TaskRecord> CancelTask(int64_t id) override;
+  Result<std::vector<task::ExperimentRecord>> ListExperiments(int64_t task_id) override;
+  Result<task::ExperimentRecord> GetExperiment(int64_t id) override;
   std::string MetricsText() override;
   Status Ready() override;
 
@@ -126,11 +134,16 @@ class Daemon final : public DaemonApi {
   Status OpenState();
   Result<std::vector<ServiceConfig>> LoadServices(Seconds now);
   Result<std::unique_ptr<Slot>> MakeSlot(const ServiceConfig& service, Seconds now);
-  Result<std::unique_ptr<orch::LocalProcessOrchestrator>> MakeOrchestrator(
+  // The service's engine (local processes or Slurm jobs, by service.engine).
+  Result<std::unique_ptr<orch::ServiceOrchestrator>> MakeOrchestrator(
       const ServiceConfig& service);
   void AdoptAll(Seconds now);
   size_t StaleLeaseCount();
   void AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now);
+  // Tasks (daemon_tasks.cc): the TaskManager, after adoption (its experiments' leases were
+  // not re-acquired, so a restarted daemon reconciles them without leaks).
+  Status OpenTasks();
+  void ShutdownTasks();
 
   // Tick (daemon.cc; commands in daemon_commands.cc)
   void ApplyCommands(Seconds now);
@@ -145,11 +158,14 @@ class Daemon final : public DaemonApi {
   void TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now,
                   std::vector<store::EventRow>& events);
   void PollRetiring(Seconds now, std::vector<store::EventRow>& events);
-  void PersistReplicas(const std::string& service, orch::LocalProcessOrchestrator& orch,
+  void PersistReplicas(const std::string& service, orch::ServiceOrchestrator& orch,
                        std::vector<store::ReplicaRow>& persisted);
   void PersistLeases();
   void PersistDecision(Slot& slot, const ServiceTickResult& result, Seconds now);
   void AppendEvents(std::vector<store::EventRow>& events);
+  // The TaskManager's publisher: appends and wakes SSE readers like AppendEvents. Callable
+  // from any thread (it takes only the store's lock and mu_).
+  void PublishEvents(std::vector<store::EventRow> events);
   void Retire(std::unique_ptr<Slot> slot, Seconds now);
   void PublishViews(Seconds now);
   ServiceView ViewOf(const Slot& slot, Seconds now) const;
@@ -170,6 +186,8 @@ class Daemon final : public DaemonApi {
   std::unique_ptr<gpu::Monitor> monitor_;
   alloc::LeaseLedger ledger_;
   std::unique_ptr<store::Store> store_;
+  // Tasks/experiments (daemon_tasks.cc); destroyed before the store and ledger it borrows.
+  std::unique_ptr<experiments::TaskManager> tasks_;
 
   std::mutex loop_mu_;  // serializes Tick/Shutdown; guards the members up to mu_
   std::map<std::string, std::unique_ptr<Slot>> services_;

@@ -23,6 +23,7 @@
 #include "gpu/monitor.h"
 #include "orch/local_process_orchestrator.h"
 #include "store/records.h"
+#include "task/task_types.h"
 
 namespace gpuscale::daemon {
 
@@ -90,6 +91,15 @@ class DaemonApi {
   // Blocks until an event with id > after_id exists or `timeout` passes (SSE). Returns the
   // newest event id (== after_id on timeout).
   virtual int64_t WaitForEvents(int64_t after_id, Seconds timeout) = 0;
+
+  // Tasks and experiments (experiments/task_manager.h has the semantics and errors).
+  virtual Result<task::TaskRecord> SubmitTask(task::TaskDefinition definition,
+                                              std::string source_text) = 0;
+  virtual std::vector<task::TaskRecord> ListTasks() = 0;  // newest first
+  virtual Result<task::TaskRecord> GetTask(int64_t id) = 0;
+  virtual Result<task::TaskRecord> CancelTask(int64_t id) = 0;
+  virtual Result<std::vector<task::ExperimentRecord>> ListExperiments(int64_t task_id) = 0;
+  virtual Result<task::ExperimentRecord> GetExperiment(int64_t id) = 0;
 
   // gpuscale's own metrics in Prometheus text format (HELP/TYPE): GPU gauges per GPU,
   // desired/ready replicas per service, decisions, scrape errors, loop duration.

@@ -70,8 +70,32 @@ struct PrometheusConfig {
   Seconds timeout{5};
 };
 
+// A service's `slurm:` block (engine: slurm): how to reach Slurm and what each replica's
+// batch job asks for. docs/cluster.md explains every field.
+struct SlurmServiceConfig {
+  std::string transport = "cli";  // "cli" (sbatch/squeue/sinfo/scancel) or "rest" (slurmrestd)
+  std::string url;                // rest: "http://host:6820"; required for rest
+  std::string user;               // rest: X-SLURM-USER-NAME
+  std::string token;              // rest: X-SLURM-USER-TOKEN (JWT); prefer token_file
+  std::string token_file;         // rest: read (first line, trimmed) when the service starts
+  std::string slurm_conf;         // cli: exported as SLURM_CONF; "" = inherit
+  std::string bin_dir;            // cli: where sbatch & co. live; "" = PATH
+  std::string partition;          // "" = the cluster's default
+  std::string gres_type;          // --gres=gpu:<type>:N; "" = any GPU type
+  std::string account;            // "" = the user's default
+  int time_limit_minutes = 0;     // --time; 0 = the partition's default
+  std::vector<std::string> extra_sbatch_args;  // cli only, e.g. ["--qos=inference"]
+  int port_range_start = 20000;   // `port_range: [start, end]`, inclusive; replica ports
+  int port_range_end = 20999;
+  Seconds timeout{15};            // `timeout_seconds`: per Slurm command / request
+
+  friend bool operator==(const SlurmServiceConfig&, const SlurmServiceConfig&) = default;
+};
+
 struct ServiceConfig {
   std::string name;  // [a-z0-9][a-z0-9-]{0,62}; unique
+  std::string engine = "local";  // "local" (processes on this machine) or "slurm"
+  SlurmServiceConfig slurm;      // read only with engine: slurm
   std::vector<std::string> command;                          // argv template, required
   std::vector<std::pair<std::string, std::string>> env;      // in file order
   int gpus_per_replica = 1;

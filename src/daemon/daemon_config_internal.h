@@ -32,3 +32,17 @@ Result<Seconds> ReadDuration(const YAML::Node& parent, std::string_view key,
 bool IsValidUtf8(std::string_view text);
 
 }  // namespace gpuscale::daemon
+
+#include "daemon/daemon_config.h"
+
+namespace gpuscale::daemon {
+
+// `engine` and, for engine: slurm, the `slurm:` block of the service at `path`
+// (daemon_config_slurm.cc). Errors: "services[i].slurm.<field>: message (line N)".
+Status ReadEngine(const YAML::Node& n, const std::string& path, ServiceConfig& s);
+
+// Writes `engine` and `slurm` into a service map being emitted (nothing for engine: local,
+// so local services keep their canonical YAML).
+void EmitEngine(YAML::Emitter& out, const ServiceConfig& s);
+
+}  // namespace gpuscale::daemon

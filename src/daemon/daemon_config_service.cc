@@ -226,11 +226,13 @@ Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::stri
     }
     GS_RETURN_IF_ERROR(
         yaml::CheckKnownKeys(node, path,
-                             {"name", "command", "env", "gpus_per_replica", "min_memory_free_mb",
-                              "readiness_path", "metrics_path", "startup_timeout_seconds",
-                              "drain_timeout_seconds", "min_replicas", "max_replicas", "policy"}));
+                             {"name", "engine", "slurm", "command", "env", "gpus_per_replica",
+                              "min_memory_free_mb", "readiness_path", "metrics_path",
+                              "startup_timeout_seconds", "drain_timeout_seconds", "min_replicas",
+                              "max_replicas", "policy"}));
     ServiceConfig s;
     GS_RETURN_IF_ERROR(ReadScalars(node, path, s));
+    GS_RETURN_IF_ERROR(ReadEngine(node, path, s));
     const YAML::Node policy = Child(node, "policy");
     GS_RETURN_IF_ERROR(ReadReplicaBounds(node, policy, path, s));
     GS_RETURN_IF_ERROR(ReadPolicy(policy, path, s));
@@ -251,6 +253,7 @@ std::string ServiceConfigToYaml(const ServiceConfig& s) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << s.name;
+  EmitEngine(out, s);
   out << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const std::string& arg : s.command) out << YAML::DoubleQuoted << arg;
   out << YAML::EndSeq;

@@ -201,6 +201,41 @@ const BadConfigCase kBadConfigs[] = {
      "services:\n  - name: chat\n    command: [x]\n    policy: {family: target, tagret: {}}",
      "services[0].policy.tagret: unknown field"},
     {"YamlKeyIsMap", "services:\n  - {name: chat, command: [x], env: {{a: 1}: b}}", "services[0]"},
+    {"UnknownEngine", "services:\n  - name: chat\n    command: [x]\n    engine: pbs",
+     "services[0].engine: expected local or slurm, got 'pbs' (line 4)"},
+    {"SlurmBlockOnLocal", "services:\n  - name: chat\n    command: [x]\n    slurm: {}",
+     "services[0].slurm: a slurm block needs `engine: slurm`"},
+    {"SlurmUnknownKey",
+     "services:\n  - name: chat\n    command: [x]\n    engine: slurm\n    slurm: {partion: gpu}",
+     "services[0].slurm.partion: unknown field"},
+    {"SlurmBadTransport",
+     "services:\n  - name: chat\n    command: [x]\n    engine: slurm\n    slurm:\n"
+     "      transport: ssh\n",
+     "services[0].slurm.transport: expected cli or rest, got 'ssh' (line 6)"},
+    {"SlurmRestNeedsUrl",
+     "services:\n  - name: chat\n    command: [x]\n    engine: slurm\n"
+     "    slurm: {transport: rest}",
+     "services[0].slurm.url: transport rest needs slurmrestd's url"},
+    {"SlurmSocketUnsupported",
+     "services:\n  - name: chat\n    command: [x]\n    engine: slurm\n"
+     "    slurm: {transport: rest, socket: /run/slurmrestd.sock}",
+     "services[0].slurm.socket: slurmrestd over a unix socket is not supported"},
+    {"SlurmRestNoSbatchArgs",
+     "services:\n  - name: chat\n    command: [x]\n    engine: slurm\n"
+     "    slurm: {transport: rest, url: \"http://h:6820\", extra_sbatch_args: [--qos=a]}",
+     "services[0].slurm.extra_sbatch_args: only the cli transport"},
+    {"SlurmCliNoToken",
+     "services:\n  - name: chat\n    command: [x]\n    engine: slurm\n"
+     "    slurm: {token: abc}",
+     "services[0].slurm.token: only used by `transport: rest`"},
+    {"SlurmBadPortRange",
+     "services:\n  - name: chat\n    command: [x]\n    engine: slurm\n"
+     "    slurm:\n      port_range: [30000, 20000]\n",
+     "services[0].slurm.port_range: expected [start, end] with 1 <= start <= end <= 65535"},
+    {"SlurmNegativeTime",
+     "services:\n  - name: chat\n    command: [x]\n    engine: slurm\n"
+     "    slurm: {time_limit_minutes: -5}",
+     "services[0].slurm.time_limit_minutes: expected an integer >= 0, got -5"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, BadDaemonConfigTest, ::testing::ValuesIn(kBadConfigs),
@@ -300,6 +335,57 @@ policy:
   ASSERT_TRUE(second) << ErrorText(second) << "\n" << text;
   EXPECT_EQ(*second, *first) << text;
   EXPECT_EQ(ServiceConfigToYaml(*second), text);
+}
+
+TEST(DaemonConfigTest, SlurmServiceReadsEveryFieldAndRoundTrips) {
+  auto first = ParseServiceConfigText(R"(
+name: chat
+engine: slurm
+command: [vllm, serve, m, --port, "{port}"]
+slurm:
+  transport: rest
+  url: http://slurmrestd:6820
+  user: alice
+  token_file: /etc/gpuscale/slurm.jwt
+  partition: gpu
+  gres_type: a100
+  account: inference
+  time_limit_minutes: 720
+  port_range: [21000, 21099]
+  timeout_seconds: 5
+)",
+                                      "test");
+  ASSERT_TRUE(first) << ErrorText(first);
+  EXPECT_EQ(first->engine, "slurm");
+  const SlurmServiceConfig& c = first->slurm;
+  EXPECT_EQ(c.transport, "rest");
+  EXPECT_EQ(c.url, "http://slurmrestd:6820");
+  EXPECT_EQ(c.user, "alice");
+  EXPECT_EQ(c.token_file, "/etc/gpuscale/slurm.jwt");
+  EXPECT_EQ(c.partition, "gpu");
+  EXPECT_EQ(c.gres_type, "a100");
+  EXPECT_EQ(c.account, "inference");
+  EXPECT_EQ(c.time_limit_minutes, 720);
+  EXPECT_EQ(c.port_range_start, 21000);
+  EXPECT_EQ(c.port_range_end, 21099);
+  EXPECT_EQ(c.timeout, Seconds{5});
+  const std::string text = ServiceConfigToYaml(*first);
+  auto second = ParseServiceConfigText(text, "canonical");
+  ASSERT_TRUE(second) << ErrorText(second) << "\n" << text;
+  EXPECT_EQ(*second, *first) << text;
+}
+
+TEST(DaemonConfigTest, SlurmEngineDefaultsToTheCliTransport) {
+  auto s = ParseServiceConfigText(
+      "name: chat\nengine: slurm\ncommand: [x]\nslurm: {extra_sbatch_args: [--qos=hi]}\n", "t");
+  ASSERT_TRUE(s) << ErrorText(s);
+  EXPECT_EQ(s->slurm.transport, "cli");
+  EXPECT_EQ(s->slurm.extra_sbatch_args, std::vector<std::string>{"--qos=hi"});
+  EXPECT_EQ(s->slurm.port_range_start, 20000);
+  auto local = ParseServiceConfigText(kMinimalService, "t");
+  ASSERT_TRUE(local);
+  EXPECT_EQ(local->engine, "local");
+  EXPECT_EQ(ServiceConfigToYaml(*local).find("engine"), std::string::npos);
 }
 
 TEST(DaemonConfigTest, ServiceWithoutPolicyRoundTrips) {
@@ -408,6 +494,17 @@ TEST(DaemonConfigTest, EmbeddedDefaultPassesItsOwnValidation) {
   auto policy = yaml::ParseYaml(demo.policy_yaml, "policy");
   ASSERT_TRUE(policy);
   EXPECT_TRUE(config::ParsePolicy(*policy));
+}
+
+TEST(DaemonConfigTest, SlurmExampleFileParses) {
+  auto config =
+      LoadDaemonConfig(std::string(GPUSCALE_SOURCE_DIR) + "/examples/slurm-service.yaml");
+  ASSERT_TRUE(config) << ErrorText(config);
+  ASSERT_EQ(config->services.size(), 1u);
+  EXPECT_EQ(config->services[0].engine, "slurm");
+  EXPECT_EQ(config->services[0].slurm.extra_sbatch_args,
+            std::vector<std::string>{"--qos=serving"});
+  EXPECT_EQ(config->services[0].slurm.port_range_end, 20099);
 }
 
 TEST(DaemonConfigTest, ExampleFileParses) {

@@ -15,7 +15,7 @@ namespace gpuscale::daemon {
 
 struct Daemon::Slot {
   std::string name;
-  std::unique_ptr<orch::LocalProcessOrchestrator> orch;
+  std::unique_ptr<orch::ServiceOrchestrator> orch;
   std::unique_ptr<ServiceRuntime> runtime;  // null for orphans being stopped
   Seconds created_at{0};
   std::vector<store::ReplicaRow> persisted;  // last rows written (skip unchanged writes)

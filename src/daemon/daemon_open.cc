@@ -10,6 +10,7 @@
 #include "daemon/daemon_internal.h"
 #include "daemon/replica_rows.h"
 #include "daemon/service_policy.h"
+#include "daemon/slurm_adapter.h"
 #include "gpu/backend_factory.h"
 #include "yaml/yaml_util.h"
 
@@ -62,6 +63,7 @@ Status Daemon::OpenState() {
   }
   AdoptAll(now);
   GS_ASSIGN_OR_RETURN(latest_event_id_, store_->events().LatestId());
+  GS_RETURN_IF_ERROR(OpenTasks());
   PublishViews(now);
   monitor_->Start();
   return OkStatus();
@@ -98,8 +100,19 @@ Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
   return services;
 }
 
-Result<std::unique_ptr<orch::LocalProcessOrchestrator>> Daemon::MakeOrchestrator(
+// A service's engine: local processes (default) or Slurm jobs (engine: slurm).
+Result<std::unique_ptr<orch::ServiceOrchestrator>> Daemon::MakeOrchestrator(
     const ServiceConfig& service) {
+  if (service.engine == "slurm") {
+    SlurmAdapterOptions o;
+    o.state_dir = config_.state_dir;
+    o.probe_interval = options_.probe_interval;
+    o.restart_backoff_initial = options_.restart_backoff_initial;
+    o.restart_backoff_max = options_.restart_backoff_max;
+    GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::SlurmOrchestrator> slurm,
+                        MakeSlurmOrchestrator(service, o));
+    return std::unique_ptr<orch::ServiceOrchestrator>(std::move(slurm));
+  }
   orch::LocalProcessConfig c;
   c.service = service.name;
   c.command = service.command;
@@ -116,8 +129,11 @@ Result<std::unique_ptr<orch::LocalProcessOrchestrator>> Daemon::MakeOrchestrator
   c.stop_grace = options_.stop_grace;
   c.capabilities = {"gpu"};
   gpu::Monitor* monitor = monitor_.get();
-  return orch::LocalProcessOrchestrator::Create(std::move(c), ledger_,
-                                                [monitor](Seconds) { return monitor->Snapshot(); });
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::LocalProcessOrchestrator> local,
+                      orch::LocalProcessOrchestrator::Create(
+                          std::move(c), ledger_,
+                          [monitor](Seconds) { return monitor->Snapshot(); }));
+  return std::unique_ptr<orch::ServiceOrchestrator>(std::move(local));
 }
 
 Result<std::unique_ptr<Daemon::Slot>> Daemon::MakeSlot(const ServiceConfig& service, Seconds now) {
@@ -197,7 +213,7 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
     orphan.name = service;
     orphan.command = {"orphan"};  // never started: the orchestrator only adopts and stops
     orphan.readiness_path = "";
-    Result<std::unique_ptr<orch::LocalProcessOrchestrator>> orch = MakeOrchestrator(orphan);
+    Result<std::unique_ptr<orch::ServiceOrchestrator>> orch = MakeOrchestrator(orphan);
     if (!orch) {
       Log(fmt::format("cannot clean up replicas of removed service '{}': {}", service,
                       orch.error().ToString()));

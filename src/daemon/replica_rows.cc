@@ -10,7 +10,8 @@ constexpr std::string_view kStopping = "stopping";
 
 auto Key(const store::ReplicaRow& r) {
   return std::tie(r.id, r.service, r.phase, r.pid, r.port, r.gpus, r.gpu_keys, r.lease_owner,
-                  r.argv, r.log_path, r.restarts, r.started_at, r.phase_since);
+                  r.argv, r.log_path, r.restarts, r.started_at, r.phase_since, r.host,
+                  r.engine_id);
 }
 
 auto Key(const store::LeaseRow& l) {
@@ -35,6 +36,8 @@ store::ReplicaRow ToReplicaRow(const orch::ReplicaRecord& record, const std::str
   row.restarts = record.restarts;
   row.started_at = record.started_at;
   row.phase_since = record.phase_since;
+  row.host = record.host;
+  row.engine_id = record.engine_id;
   return row;
 }
 
@@ -57,6 +60,8 @@ orch::ReplicaRecord ToReplicaRecord(const store::ReplicaRow& row) {
   record.log_path = row.log_path;
   record.restarts = row.restarts;
   record.started_at = row.started_at;
+  record.host = row.host;
+  record.engine_id = row.engine_id;
   return record;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace gpuscale::emulator {
@@ -17,7 +18,73 @@ Status CheckMilliseconds(double value, const char* flag) {
   return OkStatus();
 }
 
+Status CheckFactor(double value, const char* flag) {
+  if (!std::isfinite(value) || value <= 0) {
+    return InvalidArgument(fmt::format("expected a finite factor > 0, got {}", value), flag);
+  }
+  return OkStatus();
+}
+
+Status CheckOverhead(double value, const char* name) {
+  if (!std::isfinite(value) || value < 0 || value > 1) {
+    return InvalidArgument(fmt::format("expected a ratio in [0, 1], got {}", value), name);
+  }
+  return OkStatus();
+}
+
+// The parallel split of a step over n GPUs: 1/n of the work each, plus the share `overhead`
+// that does not shrink (communication, bubbles) on the other (n-1)/n.
+double ParallelFactor(int32_t n, double overhead) {
+  const double gpus = static_cast<double>(n);
+  return 1.0 / gpus + overhead * (gpus - 1.0) / gpus;
+}
+
+// The parallelism, budget and length limits (split out to keep the validator short).
+Status ValidateEngineLimits(const EngineConfig& config) {
+  if (config.tensor_parallel_size < 1 || config.tensor_parallel_size > 1024) {
+    return InvalidArgument(
+        fmt::format("expected 1..1024 GPUs, got {}", config.tensor_parallel_size),
+        "--tensor-parallel-size");
+  }
+  if (config.pipeline_parallel_size < 1 || config.pipeline_parallel_size > 1024) {
+    return InvalidArgument(
+        fmt::format("expected 1..1024 stages, got {}", config.pipeline_parallel_size),
+        "--pipeline-parallel-size");
+  }
+  GS_RETURN_IF_ERROR(CheckOverhead(config.tp_overhead_ratio, "tp_overhead_ratio"));
+  GS_RETURN_IF_ERROR(CheckOverhead(config.pp_overhead_ratio, "pp_overhead_ratio"));
+  GS_RETURN_IF_ERROR(CheckFactor(config.decode_time_factor, "--quantization"));
+  GS_RETURN_IF_ERROR(CheckFactor(config.prefill_time_factor, "--quantization"));
+  if (config.max_num_batched_tokens < 0) {
+    return InvalidArgument(
+        fmt::format("expected 0 (no limit) or more tokens, got {}", config.max_num_batched_tokens),
+        "--max-num-batched-tokens");
+  }
+  if (config.chunked_prefill && config.max_num_batched_tokens == 0) {
+    return InvalidArgument("chunked prefill needs a token budget per step",
+                           "--max-num-batched-tokens");
+  }
+  if (config.max_model_len < 0) {
+    return InvalidArgument(
+        fmt::format("expected 0 (no limit) or more tokens, got {}", config.max_model_len),
+        "--max-model-len");
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+double StepMilliseconds(const EngineConfig& config, int32_t batch_size, int64_t prefill_tokens) {
+  const double decode_ms =
+      (config.decode_ms_base + config.decode_ms_per_seq * static_cast<double>(batch_size)) *
+      config.decode_time_factor;
+  const double prefill_ms = config.prefill_ms_per_1k_tokens *
+                            static_cast<double>(prefill_tokens) / 1000.0 *
+                            config.prefill_time_factor;
+  return (decode_ms + prefill_ms) *
+         ParallelFactor(config.tensor_parallel_size, config.tp_overhead_ratio) *
+         ParallelFactor(config.pipeline_parallel_size, config.pp_overhead_ratio);
+}
 
 Status ValidateEngineConfig(const EngineConfig& config) {
   GS_RETURN_IF_ERROR(
@@ -38,7 +105,7 @@ Status ValidateEngineConfig(const EngineConfig& config) {
                     config.kv_cache_tokens),
         "--kv-cache-tokens");
   }
-  return OkStatus();
+  return ValidateEngineLimits(config);
 }
 
 double EngineStats::KvUsageRatio() const {
@@ -59,6 +126,14 @@ Result<RequestId> BatchEngine::Submit(int32_t prompt_tokens, int32_t max_tokens,
     return InvalidArgument(fmt::format("expected at least 1, got {}", max_tokens), "max_tokens");
   }
   const int64_t need = int64_t{prompt_tokens} + max_tokens;
+  if (config_.max_model_len > 0 && need > config_.max_model_len) {
+    // vLLM's wording, so clients that parse it behave the same.
+    return InvalidArgument(
+        fmt::format("This model's maximum context length is {} tokens. However, you requested "
+                    "{} tokens ({} in the prompt, {} in the completion)",
+                    config_.max_model_len, need, prompt_tokens, max_tokens),
+        "max_tokens");
+  }
   if (need > config_.kv_cache_tokens) {
     return InvalidArgument(
         fmt::format("prompt ({} tokens) + max_tokens ({}) = {} exceeds the KV cache of {} tokens",
@@ -92,25 +167,65 @@ bool BatchEngine::CanAdmit(const RequestProgress& request) const {
              config_.kv_cache_tokens;
 }
 
-void BatchEngine::StartStep(Seconds at) {
-  int64_t prefill_tokens = 0;
-  while (!waiting_.empty()) {
+// Gives running requests that are still prefilling their next chunk (oldest first); returns
+// the prompt tokens planned. Without chunked prefill every prompt was planned whole on
+// admission, so nothing is left here.
+int64_t BatchEngine::PlanPrefill(int64_t budget) {
+  int64_t planned = 0;
+  for (RequestId id : running_) {
+    const RequestProgress& request = requests_.at(id);
+    const int64_t left = request.prompt_tokens - request.prefilled_tokens;
+    if (left <= 0 || budget <= 0) continue;
+    const int32_t chunk = static_cast<int32_t>(std::min(left, budget));
+    step_prefill_[id] = chunk;
+    planned += chunk;
+    budget -= chunk;
+  }
+  return planned;
+}
+
+// Admits waiting requests from the head while batch, KV cache and token budget allow;
+// returns the prompt tokens planned for this step.
+int64_t BatchEngine::AdmitWaiting(int64_t budget) {
+  int64_t planned = 0;
+  while (!waiting_.empty() && budget > 0) {
     RequestProgress& head = requests_.at(waiting_.front());
     if (!CanAdmit(head)) break;  // FCFS: a head that does not fit blocks those behind it
+    // Without chunking a prompt is prefilled whole: it must fit the budget left, unless it
+    // is alone in the step (else it could never run).
+    if (!config_.chunked_prefill && head.prompt_tokens > budget && planned > 0) break;
+    const int32_t chunk = config_.chunked_prefill
+                              ? static_cast<int32_t>(std::min<int64_t>(head.prompt_tokens, budget))
+                              : head.prompt_tokens;
     head.state = RequestState::kRunning;
     stats_.kv_used_tokens += head.prompt_tokens + head.max_tokens;
     stats_.prompt_tokens_total += head.prompt_tokens;
-    prefill_tokens += head.prompt_tokens;
+    step_prefill_[waiting_.front()] = chunk;
+    planned += chunk;
+    budget -= chunk;
     running_.push_back(waiting_.front());
     waiting_.pop_front();
   }
+  return planned;
+}
+
+void BatchEngine::StartStep(Seconds at) {
+  step_prefill_.clear();
+  int64_t budget = config_.max_num_batched_tokens > 0 ? config_.max_num_batched_tokens
+                                                      : std::numeric_limits<int64_t>::max();
+  // Decoding sequences take one token of the budget each (vLLM schedules decodes first).
+  for (RequestId id : running_) {
+    const RequestProgress& request = requests_.at(id);
+    if (request.prefilled_tokens >= request.prompt_tokens) --budget;
+  }
+  int64_t prefill_tokens = PlanPrefill(budget);
+  prefill_tokens += AdmitWaiting(budget - prefill_tokens);
   stats_.running = static_cast<int32_t>(running_.size());
   stats_.waiting = static_cast<int32_t>(waiting_.size());
   // Empty only if nothing runs and the head cannot fit an empty cache, which Submit rules out.
   if (running_.empty()) return;
   const double step_ms =
-      config_.decode_ms_base + config_.decode_ms_per_seq * static_cast<double>(running_.size()) +
-      config_.prefill_ms_per_1k_tokens * static_cast<double>(prefill_tokens) / 1000.0;
+      StepMilliseconds(config_, static_cast<int32_t>(running_.size()), prefill_tokens);
   step_end_ = at + Seconds{step_ms / 1000.0};
 }
 
@@ -119,6 +234,13 @@ void BatchEngine::FinishStep(Seconds at) {
   still_running.reserve(running_.size());
   for (RequestId id : running_) {
     RequestProgress& request = requests_.at(id);
+    if (auto chunk = step_prefill_.find(id); chunk != step_prefill_.end()) {
+      request.prefilled_tokens += chunk->second;
+    }
+    if (request.prefilled_tokens < request.prompt_tokens) {  // more chunks to go
+      still_running.push_back(id);
+      continue;
+    }
     ++request.tokens_generated;
     ++stats_.generation_tokens_total;
     if (!request.first_token_at) {

@@ -8,14 +8,28 @@
 //     prompt_tokens + max_tokens. The reservation is made up front, so running requests are
 //     never preempted; a head that does not fit blocks the queue (first-come-first-served, as
 //     vLLM's default scheduler).
-//   - Step duration = decode_ms_base + decode_ms_per_seq * batch size
-//                     + prefill_ms_per_1k_tokens * (prompt tokens admitted this step) / 1000.
-//     Prefill of new requests therefore stalls the decode of the running ones, as in vLLM
-//     without chunked prefill.
-//   - At the end of a step every request in the batch has one more output token (the first
-//     token of a newly admitted request comes from its prefill step). A request that reaches
+//   - Step duration (StepMilliseconds) =
+//       [ (decode_ms_base + decode_ms_per_seq * batch size) * decode_time_factor
+//         + prefill_ms_per_1k_tokens * (prompt tokens prefilled this step) / 1000
+//           * prefill_time_factor ]
+//       * Parallel(tensor_parallel_size, tp_overhead_ratio)
+//       * Parallel(pipeline_parallel_size, pp_overhead_ratio)
+//     where Parallel(n, a) = 1/n + a * (n-1)/n: the work is split over n GPUs, and a share `a`
+//     of it does not shrink (all-reduce per layer for tensor parallelism, pipeline bubbles
+//     for pipeline parallelism). With the defaults a = 0.1 (tp) and 0.25 (pp), tp=2 makes a
+//     step 0.55x as long, tp=4 0.325x. decode/prefill_time_factor model dtype and weight
+//     quantization (engine_flags.h). Prefill of new requests stalls the decode of the
+//     running ones, as in vLLM.
+//   - Token budget (max_num_batched_tokens > 0, vLLM's --max-num-batched-tokens): a step
+//     processes at most that many tokens, one per decoding sequence plus prefill tokens.
+//     With chunked_prefill a prompt is prefilled in chunks over several steps (running
+//     prefills first, then newly admitted ones); without it admission stops at the first
+//     prompt that does not fit the remaining budget (a prompt alone in a step always fits).
+//   - At the end of a step every decoding request has one more output token; a request whose
+//     prompt became fully prefilled in the step gets its first token. A request that reaches
 //     max_tokens finishes and frees its KV reservation; the next step starts at once when
 //     work is left, else the engine idles until the next Submit.
+//   - max_model_len > 0: a request with prompt + max_tokens above it is rejected (as vLLM).
 //
 // Ownership and thread-safety: owns its request table; not synchronised (EmulatorServer calls
 // it under one mutex). Pure: never reads a clock, sleeps or starts threads.
@@ -41,7 +55,20 @@ struct EngineConfig {
   double decode_ms_per_seq = 0.1;          // extra step cost per sequence in the batch
   int32_t max_batch_size = 64;             // most sequences in one step (vLLM max_num_seqs)
   int64_t kv_cache_tokens = 65536;         // KV-cache capacity in tokens
+  int32_t tensor_parallel_size = 1;        // GPUs a step is split over (vLLM -tp)
+  int32_t pipeline_parallel_size = 1;      // pipeline stages (vLLM -pp)
+  double tp_overhead_ratio = 0.1;          // share of a step tensor parallelism cannot split
+  double pp_overhead_ratio = 0.25;         // share lost to pipeline bubbles
+  double decode_time_factor = 1.0;         // dtype/quantization: scales the decode part
+  double prefill_time_factor = 1.0;        // dtype/quantization: scales the prefill part
+  int64_t max_num_batched_tokens = 0;      // token budget per step; 0 = unlimited
+  bool chunked_prefill = false;            // split prompts over steps within the budget
+  int32_t max_model_len = 0;               // most prompt + output tokens; 0 = unlimited
 };
+
+// How long one step takes with `batch_size` sequences of which `prefill_tokens` prompt
+// tokens are prefilled in it (the model above). REQUIRES: config is valid.
+double StepMilliseconds(const EngineConfig& config, int32_t batch_size, int64_t prefill_tokens);
 
 // Errors: InvalidArgument naming the field (as the `gpuscale emulate` flag, e.g.
 // "--decode-ms-base") when a time is negative or not finite, or a capacity is < 1.
@@ -56,6 +83,7 @@ struct RequestProgress {
   int32_t prompt_tokens = 0;
   int32_t max_tokens = 0;
   int32_t tokens_generated = 0;
+  int32_t prefilled_tokens = 0;  // of prompt_tokens; the first token follows the last chunk
   Seconds arrived_at{0};
   std::optional<Seconds> first_token_at;
   std::optional<Seconds> finished_at;  // finished or cancelled
@@ -85,8 +113,8 @@ class BatchEngine {
 
   // Advances to `now`, then queues a request arriving at `now`; starts a step at `now` when
   // the engine was idle. Errors: InvalidArgument (field "prompt_tokens" or "max_tokens") when
-  // either is < 1, or when prompt_tokens + max_tokens exceeds the KV cache, which could never
-  // admit it. REQUIRES: `now` is not before the last time passed in.
+  // either is < 1, or when prompt_tokens + max_tokens exceeds max_model_len or the KV cache,
+  // which could never admit it. REQUIRES: `now` is not before the last time passed in.
   Result<RequestId> Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now);
 
   // Completes every step that ends at or before `now`, starting each next step where the
@@ -116,12 +144,15 @@ class BatchEngine {
   void StartStep(Seconds at);
   void FinishStep(Seconds at);
   bool CanAdmit(const RequestProgress& request) const;
+  int64_t PlanPrefill(int64_t budget);
+  int64_t AdmitWaiting(int64_t budget);
 
   EngineConfig config_;
   RequestId next_id_ = 1;
   std::unordered_map<RequestId, RequestProgress> requests_;
   std::deque<RequestId> waiting_;   // FIFO
   std::vector<RequestId> running_;  // the batch of the step in progress
+  std::unordered_map<RequestId, int32_t> step_prefill_;  // prompt tokens prefilled this step
   std::optional<Seconds> step_end_;
   EngineStats stats_;
 };

@@ -72,6 +72,22 @@ class FakeScalerDaemon : public daemon::DaemonApi {
     return Unavailable("fake");
   }
   int64_t WaitForEvents(int64_t after_id, Seconds) override { return after_id; }
+  Result<task::TaskRecord> SubmitTask(task::TaskDefinition, std::string) override {
+    return Unexpected<Error>(Error{ErrorCode::kUnavailable, "no tasks in this fake", ""});
+  }
+  std::vector<task::TaskRecord> ListTasks() override { return {}; }
+  Result<task::TaskRecord> GetTask(int64_t) override {
+    return Unexpected<Error>(Error{ErrorCode::kNotFound, "no tasks in this fake", ""});
+  }
+  Result<task::TaskRecord> CancelTask(int64_t) override {
+    return Unexpected<Error>(Error{ErrorCode::kNotFound, "no tasks in this fake", ""});
+  }
+  Result<std::vector<task::ExperimentRecord>> ListExperiments(int64_t) override {
+    return Unexpected<Error>(Error{ErrorCode::kNotFound, "no tasks in this fake", ""});
+  }
+  Result<task::ExperimentRecord> GetExperiment(int64_t) override {
+    return Unexpected<Error>(Error{ErrorCode::kNotFound, "no tasks in this fake", ""});
+  }
   std::string MetricsText() override { return {}; }
   Status Ready() override { return OkStatus(); }
 

@@ -127,8 +127,9 @@ void BenchRun::Dispatch() {
     if (!next) break;
     const SteadyClock::time_point due = start_ + ToDuration(next->send_at_seconds);
     if (due >= deadline_) break;
-    std::this_thread::sleep_until(due);
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    // Waits on cv_ (not a sleep) so that a cancel wakes the dispatcher at once.
+    if (cv_.wait_until(lock, due, [&] { return cancelled_; })) break;
     queue_.push_back(*next);
     if (idle_workers_ == 0 && std::ssize(workers_) < options_.concurrency) {
       workers_.emplace_back([this] { Worker(/*closed_loop=*/false); });
@@ -159,7 +160,8 @@ void BenchRun::PrintProgress(bool final_line) {
   options_.progress->flush();
 }
 
-// Prints progress and cancels what is still running once the drain time is over.
+// Prints progress and cancels what is still running once the drain time is over or the
+// caller's cancel flag is set.
 void BenchRun::Watch() {
   const SteadyClock::time_point cancel_at = deadline_ + ToDuration(options_.drain_timeout_seconds);
   SteadyClock::time_point next_print = start_;
@@ -170,7 +172,8 @@ void BenchRun::Watch() {
       PrintProgress(false);
       next_print = now + ToDuration(options_.progress_interval_seconds);
     }
-    if (!cancelled && now >= cancel_at) {
+    const bool cancel_requested = options_.cancel != nullptr && options_.cancel->load();
+    if (!cancelled && (now >= cancel_at || cancel_requested)) {
       CancelAll();
       cancelled = true;
     }
@@ -182,6 +185,8 @@ void BenchRun::Watch() {
 BenchReport BenchRun::Run() {
   start_ = SteadyClock::now();
   deadline_ = start_ + ToDuration(options_.duration_seconds);
+  // Cancelled before it began: no request may start, not even before the watcher looks.
+  if (options_.cancel != nullptr && options_.cancel->load()) cancelled_ = true;
   std::thread watcher([this] { Watch(); });
   if (options_.workload.mode == ArrivalMode::kClosedLoop) {
     for (int32_t i = 0; i < options_.concurrency; ++i) {

@@ -8,7 +8,8 @@
 // `concurrency` requests are in flight; arrivals beyond that queue in the bench (their
 // queueing delay is not part of the latencies). No new request starts after
 // duration_seconds; requests in flight then may finish for drain_timeout_seconds more, then
-// are cancelled (error kind "cancelled"). A closed-loop client waits 50 ms after a failed
+// are cancelled (error kind "cancelled"), as they are at once when BenchOptions::cancel turns
+// true. A closed-loop client waits 50 ms after a failed
 // request before its next one, so that a server refusing connections is not hammered.
 //
 // Threads: one per client (closed loop: `concurrency`; open loop: started as arrivals need
@@ -16,6 +17,7 @@
 // All are joined before RunBench returns.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <ostream>
@@ -38,6 +40,10 @@ struct BenchOptions {
   ClientOptions client;
   std::ostream* progress = nullptr;  // a progress line, rewritten in place; nullptr = none
   double progress_interval_seconds = 0.5;
+  // When set and it turns true (e.g. the experiment was cancelled): no new request starts and
+  // those in flight are cancelled (error kind "cancelled") within about 20 ms; RunBench then
+  // returns the report of what ran so far. Not owned; must outlive RunBench.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Errors: InvalidArgument naming the flag (--url, --concurrency, --duration,

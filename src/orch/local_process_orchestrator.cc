@@ -297,7 +297,7 @@ std::vector<ReplicaRecord> LocalProcessOrchestrator::Records() const {
   for (const Replica& r : replicas_) {
     out.push_back(ReplicaRecord{r.id, r.phase, r.stopping, r.phase_since, r.pid, r.port, r.gpus,
                                 r.gpu_keys, r.owner, r.argv, r.log_path, r.restarts,
-                                r.started_at});
+                                r.started_at, "127.0.0.1", ""});
   }
   return out;
 }

@@ -54,6 +54,7 @@
 #include "core/result.h"
 #include "gpu/gpu_info.h"
 #include "scale/policy.h"
+#include "orch/service_orchestrator.h"
 #include "scale/replica_orchestrator.h"
 
 namespace gpuscale::orch {
@@ -87,70 +88,10 @@ struct LocalProcessConfig {
 // state_dir, port_range_start/end, or a negative duration).
 Status ValidateLocalProcessConfig(const LocalProcessConfig& config);
 
-// What the API shows about one replica.
-struct ReplicaInfo {
-  std::string id;
-  scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
-  // Finer than phase: "pending", "starting", "ready", "draining", "restarting" (waiting out
-  // a backoff), "stopping" (SIGTERM sent; no longer in ListReplicas).
-  std::string state;
-  Seconds phase_since{0};
-  std::string host = "127.0.0.1";
-  int port = 0;                       // 0 while no process runs
-  std::vector<int> gpus;              // device indices (CUDA_VISIBLE_DEVICES)
-  std::vector<std::string> gpu_keys;  // lease keys
-  std::string lease_owner;
-  int pid = 0;
-  std::string log_path;
-  int restarts = 0;
-  Seconds started_at{0};  // of the current process
-  Seconds uptime{0};      // now - started_at while a process runs
-  int outstanding_requests = 0;
-  bool adopted = false;
-  std::string last_error;  // pending reason, last crash, ...
-};
-
-// What the daemon persists per replica and hands back to Adopt() after a restart.
-struct ReplicaRecord {
-  std::string id;
-  scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
-  bool stopping = false;  // SIGTERM was sent; adoption finishes the stop
-  Seconds phase_since{0};
-  int pid = 0;
-  int port = 0;
-  std::vector<int> gpus;
-  std::vector<std::string> gpu_keys;
-  std::string lease_owner;
-  std::vector<std::string> argv;  // expanded command line of the process
-  std::string log_path;
-  int restarts = 0;
-  Seconds started_at{0};
-};
-
-// Something the daemon should store as an event.
-struct OrchestratorEvent {
-  Seconds at{0};
-  std::string replica;
-  // "replica_started", "replica_pending", "replica_ready", "replica_crashed",
-  // "replica_restart_scheduled", "replica_start_failed", "replica_startup_timeout",
-  // "replica_unhealthy", "replica_killed", "replica_stopped", "replica_adopted",
-  // "replica_cleaned_up"
-  std::string kind;
-  std::string message;
-};
-
-struct AdoptionReport {
-  std::vector<std::string> adopted;     // ids now managed again
-  std::vector<std::string> cleaned_up;  // dead, mismatched or stopping: leases released
-  std::vector<std::string> errors;      // e.g. a lease now held by someone else
-};
-
-// Where GPU readings come from (the daemon passes its gpu::Monitor).
-using GpuSource = std::function<Result<gpu::GpuSnapshot>(Seconds now)>;
 // Readiness/health probe: true when GET 127.0.0.1:<port><path> answered 200.
 using ReadinessProbe = std::function<bool(int port, const std::string& path)>;
 
-class LocalProcessOrchestrator final : public scale::ReplicaOrchestrator {
+class LocalProcessOrchestrator final : public ServiceOrchestrator {
  public:
   // `probe` defaults to HttpGetOk with config.probe_timeout. Errors: those of
   // ValidateLocalProcessConfig; kUnavailable when the log directory cannot be created.
@@ -173,28 +114,28 @@ class LocalProcessOrchestrator final : public scale::ReplicaOrchestrator {
   Status Stop(const std::string& id, Seconds now) override;
 
   // Drives every replica's life (see the header comment); call it every control tick.
-  void Poll(Seconds now);
+  void Poll(Seconds now) override;
 
   // Re-adopts persisted replicas. REQUIRES: called before any Start (no replicas yet).
-  AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now);
+  AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now) override;
 
   // In-flight requests (running + waiting) of a replica, from the daemon's scrape.
   // Errors: kNotFound.
-  Status ReportOutstanding(const std::string& id, int outstanding);
+  Status ReportOutstanding(const std::string& id, int outstanding) override;
 
   // Stops every replica (shutdown); Poll until !HasProcesses() to finish.
-  void StopAll(Seconds now);
-  bool HasProcesses() const;
+  void StopAll(Seconds now) override;
+  bool HasProcesses() const override;
 
   // Every replica including stopping ones, creation order.
-  std::vector<ReplicaInfo> Replicas(Seconds now) const;
+  std::vector<ReplicaInfo> Replicas(Seconds now) const override;
   // For the store: what Adopt() needs after a restart (stopping replicas included).
-  std::vector<ReplicaRecord> Records() const;
+  std::vector<ReplicaRecord> Records() const override;
   // Events since the last call, oldest first.
-  std::vector<OrchestratorEvent> TakeEvents();
+  std::vector<OrchestratorEvent> TakeEvents() override;
   // The adapter's heartbeat: max replicas (config, else GPUs / gpus_per_replica, or 0 when
   // GPUs cannot be read), one process per replica, configured capabilities.
-  scale::AdapterCapacity Capacity(Seconds now) const;
+  scale::AdapterCapacity Capacity(Seconds now) const override;
 
   const LocalProcessConfig& config() const { return config_; }
 

@@ -81,6 +81,48 @@ CREATE INDEX events_by_service ON events (service, id);
 CREATE INDEX events_by_kind ON events (kind, id);
 )sql";
 
+// Version 2: replicas run by cluster engines (Slurm: a job on some node) need the node's
+// host and the engine's id of the replica; tasks and their experiments (tasks/experiments
+// feature). Structured results are JSON text written by task/task_codec.
+constexpr std::string_view kEnginesAndTasks = R"sql(
+ALTER TABLE replicas ADD COLUMN host TEXT NOT NULL DEFAULT '127.0.0.1';
+ALTER TABLE replicas ADD COLUMN engine_id TEXT NOT NULL DEFAULT '';
+CREATE TABLE tasks (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  source_text TEXT NOT NULL,
+  status TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  experiments_total INTEGER NOT NULL,
+  experiments_done INTEGER NOT NULL,
+  best_experiment_id INTEGER,
+  message TEXT NOT NULL,
+  created_at REAL NOT NULL,
+  finished_at REAL
+);
+CREATE TABLE experiments (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  parameters TEXT NOT NULL,
+  gpus_required INTEGER NOT NULL,
+  memory_mb_per_gpu INTEGER NOT NULL,
+  results TEXT NOT NULL,
+  server_argv TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  port INTEGER NOT NULL,
+  lease_owner TEXT NOT NULL,
+  log_path TEXT NOT NULL,
+  message TEXT NOT NULL,
+  queued_at REAL NOT NULL,
+  started_at REAL,
+  finished_at REAL,
+  UNIQUE (task_id, idx)
+);
+CREATE INDEX experiments_by_status ON experiments (status, id);
+)sql";
+
 constexpr std::string_view kVersionTable =
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
     "name TEXT NOT NULL, applied_at REAL NOT NULL)";
@@ -119,6 +161,7 @@ const std::vector<Migration>& SchemaMigrations() {
   static const std::vector<Migration> migrations = {
       {1, "initial schema: services, rules, replicas, leases, decisions, events",
        kInitialSchema},
+      {2, "replica host and engine id; tasks and experiments", kEnginesAndTasks},
   };
   return migrations;
 }

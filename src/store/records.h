@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ struct ReplicaRow {
   Seconds started_at{0};  // start of the current process
   Seconds phase_since{0};
   Seconds updated_at{0};
+  std::string host = "127.0.0.1";  // where the replica serves (a Slurm node's address)
+  std::string engine_id;           // the engine's id (Slurm job id); "" for local processes
 };
 
 // A GPU lease (alloc::Lease) as persisted.
@@ -93,6 +96,45 @@ struct EventRow {
   std::string replica;  // "" when not about one replica
   std::string message;
   std::string data;
+};
+
+// A task of the tasks/experiments feature (task/task_types.h holds the domain view; the
+// daemon converts). `source_text` is the task as submitted; re-parsing it gives the
+// definition back after a restart.
+struct TaskRow {
+  int64_t id = 0;  // assigned by Add
+  std::string name;
+  std::string source_text;
+  std::string status;  // task::TaskStatusName
+  int priority = 0;
+  int experiments_total = 0;
+  int experiments_done = 0;
+  std::optional<int64_t> best_experiment_id;
+  std::string message;
+  Seconds created_at{0};
+  std::optional<Seconds> finished_at;
+};
+
+// One experiment of a task. `parameters` and `results` are JSON text (task/task_codec.h);
+// the store keeps them opaque.
+struct ExperimentRow {
+  int64_t id = 0;  // assigned by Add; unique across tasks
+  int64_t task_id = 0;
+  int index = 0;       // grid position (column idx)
+  std::string status;  // task::ExperimentStatusName
+  std::string parameters;  // JSON object
+  int gpus_required = 1;
+  int64_t memory_mb_per_gpu = 0;
+  std::string results = "{}";  // JSON object: bench, gpu_info, gpu_monitoring
+  std::vector<std::string> server_argv;
+  int64_t pid = 0;
+  int port = 0;
+  std::string lease_owner;
+  std::string log_path;
+  std::string message;
+  Seconds queued_at{0};
+  std::optional<Seconds> started_at;
+  std::optional<Seconds> finished_at;
 };
 
 // Filter for EventRepository::Query; empty strings match everything.

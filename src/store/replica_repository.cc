@@ -11,7 +11,7 @@ namespace {
 
 constexpr std::string_view kColumns =
     "id, service, phase, pid, port, gpus, gpu_keys, lease_owner, argv, log_path, restarts, "
-    "started_at, phase_since, updated_at";
+    "started_at, phase_since, updated_at, host, engine_id";
 
 Result<ReplicaRow> ReadRow(const Statement& stmt) {
   ReplicaRow replica;
@@ -29,6 +29,8 @@ Result<ReplicaRow> ReadRow(const Statement& stmt) {
   replica.started_at = Seconds{stmt.ColumnDouble(11)};
   replica.phase_since = Seconds{stmt.ColumnDouble(12)};
   replica.updated_at = Seconds{stmt.ColumnDouble(13)};
+  replica.host = stmt.ColumnText(14);
+  replica.engine_id = stmt.ColumnText(15);
   return replica;
 }
 
@@ -42,7 +44,7 @@ Status ReplicaRepository::PutLocked(const ReplicaRow& replica) {
   GS_ASSIGN_OR_RETURN(Statement stmt,
                       db_.Prepare(fmt::format("INSERT OR REPLACE INTO replicas ({}) VALUES (?1, "
                                               "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                                              "?13, ?14)",
+                                              "?13, ?14, ?15, ?16)",
                                               kColumns)));
   stmt.Bind(1, replica.id)
       .Bind(2, replica.service)
@@ -57,7 +59,9 @@ Status ReplicaRepository::PutLocked(const ReplicaRow& replica) {
       .Bind(11, int64_t{replica.restarts})
       .Bind(12, replica.started_at.count())
       .Bind(13, replica.phase_since.count())
-      .Bind(14, replica.updated_at.count());
+      .Bind(14, replica.updated_at.count())
+      .Bind(15, replica.host)
+      .Bind(16, replica.engine_id);
   return stmt.Run();
 }
 

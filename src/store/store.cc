@@ -25,6 +25,7 @@ Store::Store(std::unique_ptr<Database> db, int schema_version)
       replicas_(*db_),
       leases_(*db_),
       decisions_(*db_),
-      events_(*db_) {}
+      events_(*db_),
+      tasks_(*db_) {}
 
 }  // namespace gpuscale::store

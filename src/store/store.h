@@ -1,7 +1,8 @@
 // Store: gpuscale's state in one SQLite database (WAL mode): services, scaling rules,
-// replicas, GPU leases, decisions and events, each behind a small repository. Opening the
-// store creates the directory and the file as needed and applies pending schema migrations
-// (migrations.h), so `Store::Open(state_dir / "gpuscale.db")` is all the daemon does.
+// replicas, GPU leases, decisions, events, tasks and experiments, each behind a small
+// repository. Opening the store creates the directory and the file as needed and applies
+// pending schema migrations (migrations.h), so `Store::Open(state_dir / "gpuscale.db")` is
+// all the daemon does.
 //
 // Ownership: owns the Database and the repositories; repository references stay valid for
 // the Store's lifetime.
@@ -21,6 +22,7 @@
 #include "store/rule_repository.h"
 #include "store/service_repository.h"
 #include "store/sqlite_db.h"
+#include "store/task_repository.h"
 
 namespace gpuscale::store {
 
@@ -39,6 +41,7 @@ class Store {
   LeaseRepository& leases() { return leases_; }
   DecisionRepository& decisions() { return decisions_; }
   EventRepository& events() { return events_; }
+  TaskRepository& tasks() { return tasks_; }
   Database& database() { return *db_; }
   int schema_version() const { return schema_version_; }
 
@@ -53,6 +56,7 @@ class Store {
   LeaseRepository leases_;
   DecisionRepository decisions_;
   EventRepository events_;
+  TaskRepository tasks_;
 };
 
 }  // namespace gpuscale::store

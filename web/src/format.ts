@@ -102,3 +102,27 @@ export const HISTORY_WINDOWS: ReadonlyArray<{ seconds: number; label: string }> 
   { seconds: 21600, label: '6 h' },
   { seconds: 86400, label: '24 h' },
 ];
+
+// Unix seconds (the tasks API's times) -> "14:03:27", with the date when `withDate`.
+export function formatUnixTime(seconds: number | null | undefined, withDate = true, timeZone?: string): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return MISSING;
+  return formatClock(new Date(seconds * 1000).toISOString(), withDate, timeZone);
+}
+
+// A throughput with its unit: "12.3 req/s", "1,234 tok/s" (1 decimal below 100).
+export function formatRate(value: number | null | undefined, unit: string): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return MISSING;
+  const text = Math.abs(value) >= 100
+    ? Math.round(value).toLocaleString('en-US')
+    : fixed(value, 1);
+  return `${text} ${unit}`;
+}
+
+// A latency in seconds as "850 ms" below 1 s ("12.5 ms" below 100 ms), else "1.25 s".
+export function formatLatency(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return MISSING;
+  const ms = seconds * 1000;
+  if (Math.abs(ms) < 100) return `${fixed(ms, 1)} ms`;
+  if (Math.abs(ms) < 1000) return `${fixed(ms, 0)} ms`;
+  return `${fixed(seconds, 2)} s`;
+}

@@ -12,9 +12,11 @@ import { h, mount } from './ui/dom';
 import { emptyState } from './ui/states';
 import { TokenPrompt } from './ui/token_prompt';
 import { eventsView } from './views/events_view';
+import { experimentView } from './views/experiment_view';
 import { gpusView } from './views/gpus_view';
 import { serviceView } from './views/service_view';
 import { servicesView } from './views/services_view';
+import { taskView } from './views/task_view';
 import { tasksView } from './views/tasks_view';
 import type { Dispose, ViewContext } from './views/view';
 
@@ -38,6 +40,10 @@ function mountView(route: Route, root: HTMLElement, ctx: ViewContext): Dispose {
       return eventsView(root, ctx, { service: route.service, kind: route.kind });
     case 'tasks':
       return tasksView(root, ctx);
+    case 'task':
+      return taskView(root, ctx, route.id);
+    case 'experiment':
+      return experimentView(root, ctx, route.id);
     case 'not_found':
       mount(root, emptyState(`No page at ${route.path}.`, 'Pick a section above.'));
       return () => undefined;

@@ -1,5 +1,5 @@
 // Hash routes of the dashboard ("#/gpus", "#/services/chat", "#/events?service=chat&kind=
-// decision"). Hash routing means the daemon serves one index.html and needs no SPA fallback.
+// decision", "#/tasks/3", "#/experiments/7"). Hash routing means the daemon serves one index.html and needs no SPA fallback.
 // Pure functions: parseRoute(location.hash) and routeHash(route) are inverse.
 
 export type Route =
@@ -8,6 +8,8 @@ export type Route =
   | { view: 'service'; name: string }
   | { view: 'events'; service: string; kind: string }
   | { view: 'tasks' }
+  | { view: 'task'; id: number }
+  | { view: 'experiment'; id: number }
   | { view: 'not_found'; path: string };
 
 export const NAV: ReadonlyArray<{ view: Route['view']; label: string; hash: string }> = [
@@ -16,6 +18,11 @@ export const NAV: ReadonlyArray<{ view: Route['view']; label: string; hash: stri
   { view: 'events', label: 'Events', hash: '#/events' },
   { view: 'tasks', label: 'Tasks', hash: '#/tasks' },
 ];
+
+// A positive integer id ("7"), else null.
+function parseId(text: string): number | null {
+  return /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : null;
+}
 
 function safeDecode(text: string): string | null {
   try {
@@ -43,6 +50,9 @@ export function parseRoute(hash: string): Route {
       return { view: 'events', service: query.get('service') ?? '', kind: query.get('kind') ?? '' };
     }
     if (first === 'tasks' && second === undefined) return { view: 'tasks' };
+    const id = second === undefined ? null : parseId(second);
+    if (first === 'tasks' && id !== null) return { view: 'task', id };
+    if (first === 'experiments' && id !== null) return { view: 'experiment', id };
   }
   return { view: 'not_found', path: `/${pathPart.replace(/^\/+/, '')}` };
 }
@@ -55,6 +65,10 @@ export function routeHash(route: Route): string {
       return `#/${route.view}`;
     case 'service':
       return `#/services/${encodeURIComponent(route.name)}`;
+    case 'task':
+      return `#/tasks/${route.id}`;
+    case 'experiment':
+      return `#/experiments/${route.id}`;
     case 'events': {
       const query = new URLSearchParams();
       if (route.service) query.set('service', route.service);
@@ -70,6 +84,7 @@ export function routeHash(route: Route): string {
 // Which top-level navigation entry a route belongs to (for highlighting).
 export function navSection(route: Route): Route['view'] | null {
   if (route.view === 'service') return 'services';
+  if (route.view === 'task' || route.view === 'experiment') return 'tasks';
   if (route.view === 'not_found') return null;
   return route.view;
 }

@@ -10,15 +10,17 @@ import { ApiError, errorFromResponse, unreachableError } from './errors';
 import { authHeaders, type TokenProvider } from './token_store';
 import type {
   EventQuery,
+  Experiment,
   GpuHistory,
   GpuSnapshot,
   GpuscaleEvent,
-  JsonValue,
   Lease,
   Replica,
   Rule,
   RuleInput,
   Service,
+  Task,
+  TaskSummary,
 } from './types';
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
@@ -101,14 +103,23 @@ export class ApiClient {
     return unwrapList<GpuscaleEvent>(body, 'events');
   }
 
-  // GET /v1/tasks; null when this daemon has no tasks API yet (404).
-  async tasks(): Promise<JsonValue | null> {
+  // GET /v1/tasks (newest first); null when this daemon has no tasks API (404).
+  async tasks(): Promise<TaskSummary[] | null> {
     try {
-      return await this.request<JsonValue>('GET', '/v1/tasks');
+      return unwrapList<TaskSummary>(await this.request('GET', '/v1/tasks'), 'tasks');
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) return null;
       throw error;
     }
+  }
+
+  // The full task: definition and every experiment (by index).
+  task(id: number): Promise<Task> {
+    return this.request<Task>('GET', `/v1/tasks/${id}`);
+  }
+
+  experiment(id: number): Promise<Experiment> {
+    return this.request<Experiment>('GET', `/v1/experiments/${id}`);
   }
 
   // One request; retries after a 401 for as long as the user supplies new tokens.

@@ -135,3 +135,146 @@ export interface EventQuery {
 export interface ApiErrorBody {
   error: { code: string; message: string; field: string | null };
 }
+
+// ---- Tasks and experiments (docs/api.md "Tasks"). Times here are Unix seconds (numbers),
+// null when unset; parameters keep their scalar types.
+
+export type ParamScalar = number | string | boolean;
+
+export type ObjectiveKind = 'max_throughput' | 'min_latency' | 'max_throughput_under_latency';
+
+export interface TaskObjective {
+  kind: ObjectiveKind | string;
+  latency_metric: string; // ttft | tpot | itl | e2e
+  percentile: number; // 50 | 90 | 99
+  throughput_floor_rps: number;
+  latency_ceiling_seconds: number;
+  description: string;
+}
+
+export interface TaskSummary {
+  id: number;
+  name: string;
+  model: string;
+  status: string; // queued | running | succeeded | failed | cancelled
+  priority: number;
+  experiments_total: number;
+  experiments_done: number;
+  experiments_failed: number;
+  experiments_running: number;
+  best_experiment_id: number | null;
+  objective: TaskObjective;
+  message: string;
+  created_at: number;
+  finished_at: number | null;
+}
+
+export interface TaskBench {
+  mode: string; // closed_loop | poisson
+  concurrency: number;
+  rate_per_second: number;
+  input_tokens: number;
+  output_tokens: number;
+  duration_seconds: number;
+}
+
+export interface Task extends TaskSummary {
+  source_text: string;
+  parameters: Record<string, ParamScalar | ParamScalar[]>;
+  server_command: string[];
+  bench: TaskBench;
+  gpu_wait_timeout_seconds: number;
+  max_parallel: number;
+  experiments: Experiment[];
+}
+
+export interface AllocatedGpu {
+  index: number;
+  uuid: string;
+  node: string;
+  name: string;
+  memory_free_mb: number;
+  memory_total_mb: number;
+  utilization_percent: number | null;
+  score: number;
+}
+
+export interface ExperimentGpuInfo {
+  count: number;
+  model: string;
+  indices: number[];
+  allocation_method: string;
+  gpus: AllocatedGpu[];
+}
+
+// {min, max, mean} of one metric over the monitoring window; null without readings.
+export interface MetricStats {
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  samples?: number;
+}
+
+// Per GPU: exactly the keys `gpuscale monitor -o json` prints.
+export interface GpuMonitorStats {
+  name: string;
+  utilization: MetricStats;
+  memory_used_mb: MetricStats;
+  memory_usage_percent: MetricStats;
+  temperature_c: MetricStats;
+  power_draw_w: MetricStats;
+}
+
+export interface GpuMonitoring {
+  monitoring_duration_seconds: number;
+  samples: number;
+  gpus: Record<string, GpuMonitorStats>;
+}
+
+export interface LatencyStats {
+  count: number;
+  mean: number | null;
+  min: number | null;
+  max: number | null;
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+}
+
+// `gpuscale bench -o json`'s report keys.
+export interface BenchReport {
+  requests_completed: number;
+  requests_failed: number;
+  errors_by_kind?: Record<string, number>;
+  errors?: Record<string, number>;
+  request_throughput_per_second: number;
+  output_token_throughput_per_second: number;
+  input_token_throughput_per_second: number;
+  elapsed_seconds: number;
+  ttft_seconds: LatencyStats;
+  inter_token_latency_seconds: LatencyStats;
+  time_per_output_token_seconds: LatencyStats;
+  e2e_latency_seconds: LatencyStats;
+}
+
+export interface Experiment {
+  id: number;
+  task_id: number;
+  index: number;
+  status: string; // queued | starting | running | succeeded | failed | cancelled
+  parameters: Record<string, ParamScalar>;
+  gpus_required: number;
+  memory_mb_per_gpu: number;
+  is_best: boolean;
+  gpu_info: ExperimentGpuInfo | null;
+  gpu_monitoring: GpuMonitoring | null;
+  bench: BenchReport | null;
+  server_argv: string[];
+  pid: number;
+  port: number;
+  log_path: string;
+  message: string;
+  queued_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}

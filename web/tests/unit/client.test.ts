@@ -108,6 +108,16 @@ describe('ApiClient', () => {
     const failing = fakeFetch(() => json(500, { error: { code: 'internal', message: 'boom', field: null } }));
     await expect(new ApiClient(scriptedTokens([]), failing.fetch).tasks()).rejects.toThrow('boom');
   });
+
+  it('unwraps the task list and asks for tasks and experiments by id', async () => {
+    const { fetch, calls } = fakeFetch(({ url }) => url === '/v1/tasks' ? json(200, { tasks: [{ id: 2 }, { id: 1 }] })
+      : json(200, { id: 7 }));
+    const api = new ApiClient(scriptedTokens([]), fetch);
+    expect((await api.tasks())?.map((t) => t.id)).toEqual([2, 1]);
+    expect((await api.task(2)).id).toBe(7);
+    expect((await api.experiment(7)).id).toBe(7);
+    expect(calls.map((c) => c.url)).toEqual(['/v1/tasks', '/v1/tasks/2', '/v1/experiments/7']);
+  });
 });
 
 describe('list answers and event queries', () => {

@@ -14,6 +14,11 @@ describe('router', () => {
     ['#/events', { view: 'events', service: '', kind: '' }],
     ['#/events?service=chat&kind=decision', { view: 'events', service: 'chat', kind: 'decision' }],
     ['#/tasks', { view: 'tasks' }],
+    ['#/tasks/3', { view: 'task', id: 3 }],
+    ['#/experiments/17', { view: 'experiment', id: 17 }],
+    ['#/tasks/0', { view: 'not_found', path: '/tasks/0' }],
+    ['#/tasks/x1', { view: 'not_found', path: '/tasks/x1' }],
+    ['#/experiments/-2', { view: 'not_found', path: '/experiments/-2' }],
     ['#/nope', { view: 'not_found', path: '/nope' }],
     ['#/services/chat/extra', { view: 'not_found', path: '/services/chat/extra' }],
     ['#/services/%E0%A4%A', { view: 'not_found', path: '/services/%E0%A4%A' }],
@@ -29,6 +34,8 @@ describe('router', () => {
     { view: 'events', service: '', kind: '' },
     { view: 'events', service: 'chat', kind: 'replica_ready' },
     { view: 'tasks' },
+    { view: 'task', id: 12 },
+    { view: 'experiment', id: 7 },
   ])('round-trips %j', (route) => {
     expect(parseRoute(routeHash(route))).toEqual(route);
   });
@@ -37,5 +44,7 @@ describe('router', () => {
     expect(navSection({ view: 'service', name: 'x' })).toBe('services');
     expect(navSection({ view: 'not_found', path: '/x' })).toBeNull();
     expect(navSection({ view: 'events', service: '', kind: '' })).toBe('events');
+    expect(navSection({ view: 'task', id: 1 })).toBe('tasks');
+    expect(navSection({ view: 'experiment', id: 1 })).toBe('tasks');
   });
 });

@@ -1,0 +1,34 @@
+// Builds a service's Slurm orchestrator (orch::SlurmOrchestrator with the CLI or REST
+// transport) from its config (ServiceConfig::slurm) and the daemon's options. Kept apart
+// from daemon_open.cc so that the mapping can be unit-tested without a daemon.
+//
+// Thread-safety: pure apart from reading slurm.token_file.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "daemon/daemon_config.h"
+#include "orch/slurm_orchestrator.h"
+
+namespace gpuscale::daemon {
+
+struct SlurmAdapterOptions {
+  std::string state_dir;  // logs/ and slurm/ (job scripts) go under it
+  Seconds probe_interval{1};
+  Seconds restart_backoff_initial{1};
+  Seconds restart_backoff_max{60};
+};
+
+// The orchestrator's config for `service` (engine: slurm).
+orch::SlurmOrchestratorConfig SlurmOrchestratorConfigFor(const ServiceConfig& service,
+                                                         const SlurmAdapterOptions& options);
+
+// Errors: kInvalidArgument naming slurm.token_file when it cannot be read or is empty;
+// those of orch::SlurmOrchestrator::Create.
+Result<std::unique_ptr<orch::SlurmOrchestrator>> MakeSlurmOrchestrator(
+    const ServiceConfig& service, const SlurmAdapterOptions& options);
+
+}  // namespace gpuscale::daemon

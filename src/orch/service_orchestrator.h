@@ -1,0 +1,108 @@
+// ServiceOrchestrator: what the daemon needs of an engine that runs one service's replicas
+// -- local processes (LocalProcessOrchestrator), Slurm jobs (SlurmOrchestrator), ... -- on
+// top of the controller's port (scale::ReplicaOrchestrator): polling, adoption after a
+// daemon restart, in-flight reports for draining, shutdown, and views for the API and store.
+//
+// Ownership: the orchestrator owns its replicas' bookkeeping.
+// Thread-safety: not thread-safe; the daemon's control loop thread calls every method.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "gpu/gpu_info.h"
+#include "scale/policy.h"
+#include "scale/replica_orchestrator.h"
+
+namespace gpuscale::orch {
+
+// What the API shows about one replica.
+struct ReplicaInfo {
+  std::string id;
+  scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
+  // Finer than phase: "pending", "starting", "ready", "draining", "restarting" (waiting out
+  // a backoff), "stopping" (SIGTERM sent; no longer in ListReplicas).
+  std::string state;
+  Seconds phase_since{0};
+  std::string host = "127.0.0.1";
+  int port = 0;                       // 0 while no process runs
+  std::vector<int> gpus;              // device indices (CUDA_VISIBLE_DEVICES)
+  std::vector<std::string> gpu_keys;  // lease keys
+  std::string lease_owner;
+  int pid = 0;
+  std::string log_path;
+  int restarts = 0;
+  Seconds started_at{0};  // of the current process
+  Seconds uptime{0};      // now - started_at while a process runs
+  int outstanding_requests = 0;
+  bool adopted = false;
+  std::string last_error;  // pending reason, last crash, ...
+};
+
+// What the daemon persists per replica and hands back to Adopt() after a restart.
+struct ReplicaRecord {
+  std::string id;
+  scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
+  bool stopping = false;  // SIGTERM was sent; adoption finishes the stop
+  Seconds phase_since{0};
+  int pid = 0;
+  int port = 0;
+  std::vector<int> gpus;
+  std::vector<std::string> gpu_keys;
+  std::string lease_owner;
+  std::vector<std::string> argv;  // expanded command line of the process
+  std::string log_path;
+  int restarts = 0;
+  Seconds started_at{0};
+  std::string host = "127.0.0.1";  // where it serves (a Slurm node's address)
+  std::string engine_id;           // the engine's id (Slurm job id); "" for local processes
+};
+
+// Something the daemon should store as an event.
+struct OrchestratorEvent {
+  Seconds at{0};
+  std::string replica;
+  // "replica_started", "replica_pending", "replica_ready", "replica_crashed",
+  // "replica_restart_scheduled", "replica_start_failed", "replica_startup_timeout",
+  // "replica_unhealthy", "replica_killed", "replica_stopped", "replica_adopted",
+  // "replica_cleaned_up"
+  std::string kind;
+  std::string message;
+};
+
+struct AdoptionReport {
+  std::vector<std::string> adopted;     // ids now managed again
+  std::vector<std::string> cleaned_up;  // dead, mismatched or stopping: leases released
+  std::vector<std::string> errors;      // e.g. a lease now held by someone else
+};
+
+// Where GPU readings come from (the daemon passes its gpu::Monitor).
+using GpuSource = std::function<Result<gpu::GpuSnapshot>(Seconds now)>;
+class ServiceOrchestrator : public scale::ReplicaOrchestrator {
+ public:
+  // Drives every replica's life (process exits, readiness, engine state); call it every
+  // control tick.
+  virtual void Poll(Seconds now) = 0;
+  // Re-adopts persisted replicas. REQUIRES: called before any Start (no replicas yet).
+  virtual AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now) = 0;
+  // In-flight requests (running + waiting) of a replica, from the daemon's scrape.
+  // Errors: kNotFound.
+  virtual Status ReportOutstanding(const std::string& id, int outstanding) = 0;
+  // Stops every replica (shutdown); Poll until !HasProcesses() to finish.
+  virtual void StopAll(Seconds now) = 0;
+  virtual bool HasProcesses() const = 0;
+  // Every replica including stopping ones, creation order.
+  virtual std::vector<ReplicaInfo> Replicas(Seconds now) const = 0;
+  // For the store: what Adopt() needs after a restart (stopping replicas included).
+  virtual std::vector<ReplicaRecord> Records() const = 0;
+  // Events since the last call, oldest first.
+  virtual std::vector<OrchestratorEvent> TakeEvents() = 0;
+  // The adapter's heartbeat (reference 002): how many replicas it can hold now.
+  virtual scale::AdapterCapacity Capacity(Seconds now) const = 0;
+};
+
+}  // namespace gpuscale::orch

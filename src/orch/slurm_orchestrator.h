@@ -1,0 +1,196 @@
+// SlurmOrchestrator: runs one service's replicas as Slurm batch jobs (ServiceOrchestrator,
+// the port the daemon drives), through a SlurmTransport (slurmrestd or the CLI). Slurm
+// decides where a replica runs and on which GPUs; gpuscale leases none itself.
+//
+// Life of a replica (one job each):
+//   Start: pick a port from the configured range, unique among this service's replicas
+//     (ports are per node, and Slurm may put several replicas on one node); build the job
+//     script (slurm_job_script.h: {port}, {replica}; {gpus} = $SLURM_JOB_GPUS on the node);
+//     submit it as job "gpuscale.<service>.<replica>" with comment
+//     "gpuscale service=<service> replica=<replica>", --gres=gpu[:type]:N, the configured
+//     partition / account / time limit / extra sbatch args, output to
+//     <state_dir>/logs/<replica>.log -> `pending` (state "pending", reason in last_error).
+//   Poll(now): one jobs listing and one nodes listing per call. PENDING -> `pending` with
+//     Slurm's reason ("Resources", "Priority", ...); RUNNING -> `starting` with host = the
+//     batch node's NodeAddr, until GET http://<host>:<port><readiness_path> answers 200 ->
+//     `ready` (probed every probe_interval; no answer within startup_timeout -> the job is
+//     cancelled and resubmitted). A job that ended (or vanished) while its replica was wanted
+//     -> `replica_crashed`, resubmitted after an exponential backoff (restart_backoff_initial
+//     doubling up to restart_backoff_max; state "restarting"). Jobs carrying this service's
+//     name prefix that belong to no replica (e.g. a submission whose answer was lost) are
+//     cancelled, so a lost answer never leaves a duplicate running.
+//   Drain: as LocalProcessOrchestrator -- `draining`; outstanding requests come from
+//     ReportOutstanding; until a report arrives the replica reports 1 for drain_grace.
+//   Stop: cancel the job (Slurm sends SIGTERM, then SIGKILL after its KillWait); the replica
+//     leaves ListReplicas at once and Records()/HasProcesses() until Slurm lists the job as
+//     ended. A cancel that fails because Slurm is unreachable is retried every Poll.
+//   Place: a pending replica's job waits in Slurm's queue; Place answers kResourceExhausted
+//     with Slurm's reason (the scheduler, not gpuscale, decides when it runs).
+//
+// Controller outage: when a listing fails, Poll changes no replica (no stop, no submit, no
+//   crash on missing data), emits "engine_unavailable" once with the error, and every
+//   ReplicaInfo carries it in last_error; the first good listing emits "engine_recovered".
+//   Start returns kUnavailable (no replica is created) while submissions fail.
+// Adoption: a record whose job Slurm lists as still pending/running under this replica's
+//   job name is adopted (no new job); others are dropped (reported cleaned up); stopping
+//   records have their job cancelled again. When Slurm cannot be reached during Adopt,
+//   records with a job id are adopted as they were and verified by the first good Poll.
+//
+// Time: every call takes `now` (the daemon's clock). Transport calls and probes block for at
+// most their timeouts.
+// Ownership: owns its transport and its replicas' bookkeeping; the jobs outlive it.
+// Thread-safety: not thread-safe; one control loop thread calls every method.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "orch/service_orchestrator.h"
+#include "orch/slurm_transport.h"
+
+namespace gpuscale::orch {
+
+struct SlurmOrchestratorConfig {
+  std::string service;               // required; replicas are "<service>-<n>"
+  std::vector<std::string> command;  // argv template: {port} {gpus} {replica}; required
+  std::vector<std::pair<std::string, std::string>> env;  // exported by the job script
+  int gpus_per_replica = 1;          // --gres=gpu[:type]:N; 0 = no GRES
+  std::string gres_type;             // "" = any GPU type
+  std::string partition;             // "" = the cluster's default
+  std::string account;               // "" = the user's default
+  int time_limit_minutes = 0;        // 0 = the partition's default
+  std::vector<std::string> extra_sbatch_args;  // CLI transport only
+  int max_replicas = 0;              // Start refuses beyond this many; 0 = no limit
+  std::string state_dir;             // logs and job scripts under it; required; must be
+                                     // visible at the same path on the compute nodes
+  std::string readiness_path = "/health";  // "" = ready as soon as the job runs
+  int port_range_start = 20000;      // replica ports, inclusive range; unique per service
+  int port_range_end = 20999;
+  Seconds startup_timeout{900};      // RUNNING but not ready this long -> resubmitted
+  Seconds probe_interval{1};
+  Seconds probe_timeout{1};
+  Seconds restart_backoff_initial{1};
+  Seconds restart_backoff_max{60};
+  Seconds drain_grace{30};
+  scale::CapabilitySet capabilities;
+};
+
+// Errors: kInvalidArgument naming the field.
+Status ValidateSlurmOrchestratorConfig(const SlurmOrchestratorConfig& config);
+
+// Readiness probe: true when GET http://<host>:<port><path> answered 200.
+using SlurmProbe = std::function<bool(const std::string& host, int port, const std::string& path)>;
+
+class SlurmOrchestrator final : public ServiceOrchestrator {
+ public:
+  // `probe` defaults to an HTTP GET with config.probe_timeout. Errors: those of
+  // ValidateSlurmOrchestratorConfig; kUnavailable when the log directory cannot be created.
+  static Result<std::unique_ptr<SlurmOrchestrator>> Create(
+      SlurmOrchestratorConfig config, std::unique_ptr<SlurmTransport> transport,
+      SlurmProbe probe = {});
+  SlurmOrchestrator(const SlurmOrchestrator&) = delete;
+  SlurmOrchestrator& operator=(const SlurmOrchestrator&) = delete;
+
+  // scale::ReplicaOrchestrator. Start: kResourceExhausted at max_replicas or when no port
+  // is free in the range; kUnavailable / kInvalidArgument when Slurm refused the job (no
+  // replica is created then).
+  std::vector<scale::ReplicaStatus> ListReplicas() const override;
+  Result<scale::ReplicaStatus> Start(Seconds now) override;
+  Status Place(const std::string& id, Seconds now) override;
+  Status Drain(const std::string& id, Seconds now) override;
+  Status Resume(const std::string& id, Seconds now) override;
+  Status Stop(const std::string& id, Seconds now) override;
+
+  void Poll(Seconds now) override;
+  AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now) override;
+  Status ReportOutstanding(const std::string& id, int outstanding) override;
+  void StopAll(Seconds now) override;
+  bool HasProcesses() const override;  // any replica with a job Slurm may still run
+  std::vector<ReplicaInfo> Replicas(Seconds now) const override;
+  std::vector<ReplicaRecord> Records() const override;
+  std::vector<OrchestratorEvent> TakeEvents() override;
+  // Replicas that fit: this service's running replicas + per usable node (in the configured
+  // partition) floor(free GPUs / gpus_per_replica), from the last nodes listing; capped by
+  // max_replicas.
+  scale::AdapterCapacity Capacity(Seconds now) const override;
+
+  // The last transport error while Slurm is unreachable; "" when the last listing worked.
+  const std::string& engine_error() const { return engine_error_; }
+  const SlurmOrchestratorConfig& config() const { return config_; }
+
+  // "gpuscale.<service>.<replica>": how gpuscale recognises its jobs.
+  static std::string JobName(const std::string& service, const std::string& replica);
+
+ private:
+  struct Replica {
+    std::string id;
+    std::string job_id;  // "" while waiting to (re)submit
+    scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
+    Seconds phase_since{0};
+    bool stopping = false;
+    bool cancel_pending = false;  // Stop()ped but the cancel did not reach Slurm yet
+    bool adopted = false;
+    bool backoff = false;         // waiting until restart_at to resubmit
+    bool running = false;         // Slurm says RUNNING
+    std::string host;
+    std::string node;
+    int port = 0;
+    std::vector<std::string> argv;
+    std::string log_path;
+    int restarts = 0;
+    int crash_streak = 0;
+    Seconds submitted_at{0};
+    Seconds started_at{0};  // when Slurm was first seen running it
+    Seconds restart_at{0};
+    Seconds next_probe_at{0};
+    std::optional<int> outstanding;
+    Seconds drain_started{0};
+    std::string last_error;
+  };
+
+  SlurmOrchestrator(SlurmOrchestratorConfig config, std::unique_ptr<SlurmTransport> transport,
+                    SlurmProbe probe);
+
+  Replica* Find(const std::string& id);
+  int OutstandingOf(const Replica& r) const;
+  scale::ReplicaStatus StatusOf(const Replica& r) const;
+  void SetPhase(Replica& r, scale::ReplicaPhase phase, Seconds now);
+  void Emit(Seconds now, const std::string& replica, std::string kind, std::string message);
+  Result<int> PickPort() const;
+  Status Submit(Replica& r, Seconds now);
+  // poll (slurm_orchestrator_poll.cc)
+  bool Refresh(Seconds now);  // listings; false when Slurm is unreachable
+  bool PollOne(Replica& r, const SlurmJob* job, Seconds now);  // false: remove r
+  bool PollStopping(Replica& r, const SlurmJob* job, Seconds now);
+  void OnQueued(Replica& r, const SlurmJob& job, Seconds now);
+  void OnRunning(Replica& r, const SlurmJob& job, Seconds now);
+  bool OnEnded(Replica& r, const std::string& why, Seconds now);
+  void ScheduleResubmit(Replica& r, Seconds now, const std::string& why);
+  void CancelStrays(Seconds now);
+  std::string AddressOf(const std::string& node) const;
+  const SlurmJob* JobById(const std::string& job_id) const;
+  void AdoptOne(const ReplicaRecord& record, Seconds now, bool verified,
+                AdoptionReport& report);
+  void RestoreFromJob(Replica& r, const ReplicaRecord& record, const SlurmJob& job, Seconds now);
+
+  SlurmOrchestratorConfig config_;
+  std::unique_ptr<SlurmTransport> transport_;
+  SlurmProbe probe_;
+  std::vector<Replica> replicas_;  // creation order, stopping ones included
+  std::vector<OrchestratorEvent> events_;
+  std::vector<SlurmJob> jobs_;     // last good listing
+  std::vector<SlurmNode> nodes_;   // last good listing
+  std::string engine_error_;
+  std::set<std::string> strays_cancelled_;  // job ids, so each is cancelled and reported once
+  int next_index_ = 0;
+  Seconds last_now_{0};
+};
+
+}  // namespace gpuscale::orch

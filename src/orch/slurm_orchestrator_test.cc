@@ -1,0 +1,310 @@
+// SlurmOrchestrator against a scripted fake transport: job states -> replica phases,
+// crashes and resubmission with backoff, outages, stray jobs, adoption, capacity.
+// tests/slurm_orchestrator_test.cc runs the same adapter against a real Slurm cluster.
+#include "orch/slurm_orchestrator.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+namespace gpuscale::orch {
+namespace {
+
+using scale::ReplicaPhase;
+
+// A cluster in memory: jobs keyed by id; `down` makes every call kUnavailable.
+struct FakeCluster {
+  std::map<std::string, SlurmJob> jobs;
+  std::vector<SlurmNode> nodes;
+  std::vector<SlurmJobRequest> submitted;
+  std::vector<std::string> cancelled;
+  bool down = false;
+  int next_id = 100;
+};
+
+class FakeTransport final : public SlurmTransport {
+ public:
+  explicit FakeTransport(FakeCluster& cluster) : c_(cluster) {}
+  std::string_view Name() const override { return "fake"; }
+  Result<std::string> Submit(const SlurmJobRequest& request) override {
+    if (c_.down) return Unavailable("controller down");
+    c_.submitted.push_back(request);
+    const std::string id = std::to_string(c_.next_id++);
+    c_.jobs[id] = SlurmJob{id, request.name, request.comment, "PENDING", "Priority", "", ""};
+    return id;
+  }
+  Result<std::vector<SlurmJob>> ListJobs() override {
+    if (c_.down) return Unavailable("controller down");
+    std::vector<SlurmJob> out;
+    for (const auto& [id, job] : c_.jobs) out.push_back(job);
+    return out;
+  }
+  Result<std::vector<SlurmNode>> ListNodes() override {
+    if (c_.down) return Unavailable("controller down");
+    return c_.nodes;
+  }
+  Status Cancel(const std::string& job_id) override {
+    if (c_.down) return Unavailable("controller down");
+    auto it = c_.jobs.find(job_id);
+    if (it == c_.jobs.end()) return NotFound("Invalid job id specified");
+    c_.cancelled.push_back(job_id);
+    it->second.state = "CANCELLED";
+    return OkStatus();
+  }
+
+ private:
+  FakeCluster& c_;
+};
+
+class SlurmOrchestratorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpuscale_slurm_orch_" + std::to_string(getpid()));
+    cluster_.nodes = {
+        SlurmNode{"n1", "10.0.0.1", "h1", "mixed", {}, {"gpu"}, "gpu:tesla:4",
+                  "gpu:tesla:2(IDX:0-1)"},
+        SlurmNode{"n2", "10.0.0.2", "h2", "idle", {}, {"gpu"}, "gpu:tesla:4", "gpu:tesla:0"},
+        SlurmNode{"n3", "10.0.0.3", "h3", "idle", {"DRAIN"}, {"gpu"}, "gpu:tesla:4", ""}};
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  SlurmOrchestratorConfig Config() const {
+    SlurmOrchestratorConfig c;
+    c.service = "chat";
+    c.command = {"server", "--port", "{port}"};
+    c.gpus_per_replica = 2;
+    c.gres_type = "tesla";
+    c.state_dir = dir_.string();
+    c.port_range_start = 21000;
+    c.port_range_end = 21009;
+    c.restart_backoff_initial = Seconds{2};
+    c.restart_backoff_max = Seconds{8};
+    return c;
+  }
+
+  std::unique_ptr<SlurmOrchestrator> Make(SlurmOrchestratorConfig config) {
+    auto orch = SlurmOrchestrator::Create(
+        std::move(config), std::make_unique<FakeTransport>(cluster_),
+        [this](const std::string& host, int port, const std::string&) {
+          probes_.push_back(host + ":" + std::to_string(port));
+          return ready_;
+        });
+    EXPECT_TRUE(orch) << orch.error().ToString();
+    return std::move(*orch);
+  }
+
+  void Run(const std::string& job_id, const std::string& node) {
+    cluster_.jobs[job_id].state = "RUNNING";
+    cluster_.jobs[job_id].reason = "None";
+    cluster_.jobs[job_id].batch_host = node;
+    cluster_.jobs[job_id].nodes = node;
+  }
+
+  static std::vector<std::string> Kinds(const std::vector<OrchestratorEvent>& events) {
+    std::vector<std::string> kinds;
+    for (const auto& e : events) kinds.push_back(e.kind);
+    return kinds;
+  }
+
+  std::filesystem::path dir_;
+  FakeCluster cluster_;
+  std::vector<std::string> probes_;
+  bool ready_ = false;
+};
+
+TEST_F(SlurmOrchestratorTest, SubmitsANamedJobWithGresAndBecomesReadyOnItsNode) {
+  auto orch = Make(Config());
+  Result<scale::ReplicaStatus> started = orch->Start(Seconds{0});
+  ASSERT_TRUE(started) << started.error().ToString();
+  EXPECT_EQ(started->phase, ReplicaPhase::kPending);
+  ASSERT_EQ(cluster_.submitted.size(), 1u);
+  const SlurmJobRequest& job = cluster_.submitted[0];
+  EXPECT_EQ(job.name, "gpuscale.chat.chat-0");
+  EXPECT_EQ(job.comment, "gpuscale service=chat replica=chat-0");
+  EXPECT_EQ(job.gres, "gpu:tesla:2");
+  EXPECT_NE(job.script.find("exec 'server' '--port' '21000'"), std::string::npos) << job.script;
+
+  orch->Poll(Seconds{1});
+  EXPECT_EQ(orch->Replicas(Seconds{1})[0].last_error, "Priority");
+  EXPECT_FALSE(orch->Place("chat-0", Seconds{1}));  // queued: Slurm decides
+
+  Run("100", "n2");
+  orch->Poll(Seconds{2});
+  EXPECT_EQ(orch->ListReplicas()[0].phase, ReplicaPhase::kStarting);
+  EXPECT_EQ(probes_, std::vector<std::string>{"10.0.0.2:21000"});
+  ready_ = true;
+  orch->Poll(Seconds{3});
+  EXPECT_EQ(orch->ListReplicas()[0].phase, ReplicaPhase::kReady);
+  const ReplicaInfo info = orch->Replicas(Seconds{3})[0];
+  EXPECT_EQ(info.host, "10.0.0.2");
+  EXPECT_EQ(info.port, 21000);
+  EXPECT_EQ(orch->Records()[0].engine_id, "100");
+  EXPECT_EQ(Kinds(orch->TakeEvents()),
+            (std::vector<std::string>{"replica_started", "replica_pending", "replica_scheduled",
+                                      "replica_ready"}));
+}
+
+TEST_F(SlurmOrchestratorTest, PortsAreUniqueAmongReplicas) {
+  auto orch = Make(Config());
+  ASSERT_TRUE(orch->Start(Seconds{0}));
+  ASSERT_TRUE(orch->Start(Seconds{0}));
+  EXPECT_NE(cluster_.submitted[0].script, cluster_.submitted[1].script);
+  EXPECT_NE(cluster_.submitted[1].script.find("'21001'"), std::string::npos);
+}
+
+TEST_F(SlurmOrchestratorTest, EndedJobIsResubmittedAfterBackoff) {
+  auto orch = Make(Config());
+  ASSERT_TRUE(orch->Start(Seconds{0}));
+  Run("100", "n1");
+  ready_ = true;
+  orch->Poll(Seconds{1});
+  cluster_.jobs["100"].state = "FAILED";
+  orch->Poll(Seconds{10});
+  EXPECT_EQ(orch->Replicas(Seconds{10})[0].state, "restarting");
+  EXPECT_EQ(cluster_.submitted.size(), 1u);
+  orch->Poll(Seconds{11});  // backoff (2 s) not over
+  EXPECT_EQ(cluster_.submitted.size(), 1u);
+  orch->Poll(Seconds{12});
+  ASSERT_EQ(cluster_.submitted.size(), 2u);
+  EXPECT_EQ(cluster_.submitted[1].name, "gpuscale.chat.chat-0");
+  EXPECT_EQ(orch->Records()[0].engine_id, "101");
+  EXPECT_EQ(orch->Records()[0].restarts, 1);
+}
+
+TEST_F(SlurmOrchestratorTest, OutageKeepsReplicasAndReportsTheEngineUnavailable) {
+  auto orch = Make(Config());
+  ASSERT_TRUE(orch->Start(Seconds{0}));
+  Run("100", "n1");
+  ready_ = true;
+  orch->Poll(Seconds{1});
+  (void)orch->TakeEvents();
+  cluster_.down = true;
+  orch->Poll(Seconds{2});
+  orch->Poll(Seconds{3});
+  EXPECT_EQ(orch->ListReplicas()[0].phase, ReplicaPhase::kReady);
+  EXPECT_NE(orch->Replicas(Seconds{3})[0].last_error.find("controller down"), std::string::npos);
+  EXPECT_EQ(Kinds(orch->TakeEvents()), std::vector<std::string>{"engine_unavailable"});
+  EXPECT_FALSE(orch->Start(Seconds{3}));  // no half-created replica
+  EXPECT_EQ(orch->ListReplicas().size(), 1u);
+  EXPECT_TRUE(cluster_.cancelled.empty());
+
+  cluster_.down = false;
+  orch->Poll(Seconds{4});
+  EXPECT_EQ(Kinds(orch->TakeEvents()), std::vector<std::string>{"engine_recovered"});
+  EXPECT_EQ(orch->engine_error(), "");
+  EXPECT_EQ(cluster_.submitted.size(), 1u);
+}
+
+TEST_F(SlurmOrchestratorTest, StopCancelsAndWaitsForTheJobToEnd) {
+  auto orch = Make(Config());
+  ASSERT_TRUE(orch->Start(Seconds{0}));
+  Run("100", "n1");
+  ready_ = true;
+  orch->Poll(Seconds{1});
+  cluster_.down = true;  // the cancel cannot land yet
+  ASSERT_TRUE(orch->Stop("chat-0", Seconds{2}));
+  EXPECT_TRUE(orch->ListReplicas().empty());
+  EXPECT_TRUE(orch->HasProcesses());
+  cluster_.down = false;
+  orch->Poll(Seconds{3});  // retries the cancel; the job is CANCELLED by the next listing
+  EXPECT_EQ(cluster_.cancelled, std::vector<std::string>{"100"});
+  orch->Poll(Seconds{4});
+  EXPECT_FALSE(orch->HasProcesses());
+  EXPECT_TRUE(orch->Records().empty());
+}
+
+TEST_F(SlurmOrchestratorTest, DrainingReplicaWaitsForReportsThenStops) {
+  auto orch = Make(Config());
+  ASSERT_TRUE(orch->Start(Seconds{0}));
+  Run("100", "n1");
+  ready_ = true;
+  orch->Poll(Seconds{1});
+  ASSERT_TRUE(orch->Drain("chat-0", Seconds{2}));
+  EXPECT_EQ(orch->ListReplicas()[0].outstanding_requests, 1);  // no report yet
+  ASSERT_TRUE(orch->ReportOutstanding("chat-0", 0));
+  EXPECT_EQ(orch->ListReplicas()[0].outstanding_requests, 0);
+  ASSERT_TRUE(orch->Resume("chat-0", Seconds{3}));
+  EXPECT_EQ(orch->ListReplicas()[0].phase, ReplicaPhase::kReady);
+}
+
+TEST_F(SlurmOrchestratorTest, StrayJobsOfTheServiceAreCancelledOnce) {
+  auto orch = Make(Config());
+  cluster_.jobs["7"] = SlurmJob{"7", "gpuscale.chat.chat-41", "", "RUNNING", "None", "n1", "n1"};
+  cluster_.jobs["8"] = SlurmJob{"8", "gpuscale.other.other-0", "", "RUNNING", "None", "n1", "n1"};
+  orch->Poll(Seconds{1});
+  orch->Poll(Seconds{2});
+  EXPECT_EQ(cluster_.cancelled, std::vector<std::string>{"7"});
+  EXPECT_EQ(Kinds(orch->TakeEvents()), std::vector<std::string>{"replica_cleaned_up"});
+}
+
+TEST_F(SlurmOrchestratorTest, AdoptsLiveJobsAndDropsTheRest) {
+  auto first = Make(Config());
+  ASSERT_TRUE(first->Start(Seconds{0}));
+  ASSERT_TRUE(first->Start(Seconds{0}));
+  ASSERT_TRUE(first->Start(Seconds{0}));
+  Run("100", "n1");
+  ready_ = true;
+  first->Poll(Seconds{1});
+  std::vector<ReplicaRecord> records = first->Records();
+  cluster_.jobs["102"].state = "CANCELLED";  // ended while the daemon was away
+  records.push_back(ReplicaRecord{});
+  records.back().id = "chat-9";  // never got a job
+
+  auto second = Make(Config());
+  AdoptionReport report = second->Adopt(records, Seconds{5});
+  EXPECT_EQ(report.adopted, (std::vector<std::string>{"chat-0", "chat-1"}));
+  EXPECT_EQ(report.cleaned_up, (std::vector<std::string>{"chat-2", "chat-9"}));
+  const std::vector<scale::ReplicaStatus> replicas = second->ListReplicas();
+  ASSERT_EQ(replicas.size(), 2u);
+  EXPECT_EQ(replicas[0].phase, ReplicaPhase::kReady);
+  EXPECT_EQ(replicas[1].phase, ReplicaPhase::kPending);
+  second->Poll(Seconds{6});
+  EXPECT_EQ(cluster_.submitted.size(), 3u);  // no duplicate
+  EXPECT_TRUE(cluster_.cancelled.empty());   // adopted jobs are not strays
+  ASSERT_TRUE(second->Start(Seconds{7}));
+  EXPECT_EQ(second->ListReplicas().back().id, "chat-10");
+}
+
+TEST_F(SlurmOrchestratorTest, AdoptionDuringAnOutageKeepsRecordsUnverified) {
+  auto first = Make(Config());
+  ASSERT_TRUE(first->Start(Seconds{0}));
+  const std::vector<ReplicaRecord> records = first->Records();
+  cluster_.down = true;
+  auto second = Make(Config());
+  AdoptionReport report = second->Adopt(records, Seconds{5});
+  EXPECT_EQ(report.adopted, std::vector<std::string>{"chat-0"});
+  EXPECT_EQ(report.errors.size(), 1u);
+  cluster_.down = false;
+  second->Poll(Seconds{6});
+  EXPECT_EQ(second->ListReplicas().size(), 1u);
+  EXPECT_EQ(cluster_.submitted.size(), 1u);
+}
+
+TEST_F(SlurmOrchestratorTest, CapacityCountsFreeGpusOnUsableNodes) {
+  auto orch = Make(Config());
+  orch->Poll(Seconds{0});
+  // n1: 2 free -> 1 replica; n2: 4 free -> 2; n3 drained -> 0.
+  EXPECT_EQ(orch->Capacity(Seconds{0}).max_worker_groups, 3);
+  SlurmOrchestratorConfig capped = Config();
+  capped.max_replicas = 2;
+  auto small = Make(capped);
+  small->Poll(Seconds{0});
+  EXPECT_EQ(small->Capacity(Seconds{0}).max_worker_groups, 2);
+}
+
+TEST_F(SlurmOrchestratorTest, ValidatesTheConfig) {
+  SlurmOrchestratorConfig c = Config();
+  c.port_range_end = 10;
+  Status valid = ValidateSlurmOrchestratorConfig(c);
+  ASSERT_FALSE(valid);
+  EXPECT_EQ(valid.error().field, "port_range_start");
+  c = Config();
+  c.command = {};
+  EXPECT_FALSE(ValidateSlurmOrchestratorConfig(c));
+}
+
+}  // namespace
+}  // namespace gpuscale::orch
