@@ -27,6 +27,12 @@ export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
+// A request body sent exactly as written (not re-serialized): the daemon keeps a submitted
+// task's text as its `source_text`, and its error lines refer to that text.
+export class RawBody {
+  constructor(readonly text: string, readonly contentType = 'application/json') {}
+}
+
 // A list answer: a bare array or {"<key>": [...]}.
 export function unwrapList<T>(body: unknown, key: string): T[] {
   if (Array.isArray(body)) return body as T[];
@@ -118,6 +124,17 @@ export class ApiClient {
     return this.request<Task>('GET', `/v1/tasks/${id}`);
   }
 
+  // POST /v1/tasks with the task file's text as typed (JSON); resolves to the new task.
+  submitTask(definitionText: string): Promise<Task> {
+    return this.request<Task>('POST', '/v1/tasks', new RawBody(definitionText));
+  }
+
+  // DELETE /v1/tasks/{id}: cancels it; resolves to the task (status "cancelled"). A task
+  // that already ended rejects with 409 failed_precondition.
+  cancelTask(id: number): Promise<Task> {
+    return this.request<Task>('DELETE', `/v1/tasks/${id}`);
+  }
+
   experiment(id: number): Promise<Experiment> {
     return this.request<Experiment>('GET', `/v1/experiments/${id}`);
   }
@@ -141,7 +158,10 @@ export class ApiClient {
       ...authHeaders(this.tokens.token()),
     };
     const init: RequestInit = { method, headers, cache: 'no-store' };
-    if (body !== undefined) {
+    if (body instanceof RawBody) {
+      headers['Content-Type'] = body.contentType;
+      init.body = body.text;
+    } else if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
     }

@@ -2,7 +2,8 @@
 // benchmark), its experiments (status, parameters, GPUs, a marker when GPU monitoring data
 // exists, key benchmark figures; the best one highlighted) and a chart comparing the
 // experiments' throughput and TTFT p90. Refreshed every 4 s and at once on each
-// task_* / experiment_* event of this task.
+// task_* / experiment_* event of this task. A queued or running task has a Cancel button
+// (confirm, DELETE /v1/tasks/{id}); a failure shows the API's message beside it.
 
 import { ApiError, describeError } from '../api/errors';
 import type { Experiment, Task } from '../api/types';
@@ -24,6 +25,7 @@ import {
   sortExperiments,
   taskProgress,
 } from './tasks_model';
+import { cancelTaskAfterConfirm, isCancellable } from './task_actions_model';
 import { statusBadge } from './tasks_view';
 import type { Dispose, ViewContext } from './view';
 
@@ -92,40 +94,83 @@ function experimentsTable(task: Task, now: number): HTMLElement {
     h('tbody', null, sortExperiments(task.experiments).map((e) => experimentRow(task, e, now)))));
 }
 
+// The Cancel button and the line under the header that reports its outcome. Built once:
+// polls only show or hide it, so keyboard focus on it survives refreshes.
+class CancelControl {
+  readonly button = h('button', { type: 'button', class: 'danger', id: 'cancel-task', hidden: true }, 'Cancel task');
+  readonly message = h('div', { class: 'action-message', id: 'cancel-message', role: 'status', hidden: true });
+  private task: Task | null = null;
+
+  constructor(ctx: ViewContext, onDone: (task: Task | null) => void, focusAfter: HTMLElement) {
+    this.button.addEventListener('click', () => void (async () => {
+      if (!this.task || this.button.disabled) return;
+      this.message.hidden = true;
+      this.button.disabled = true;
+      const outcome = await cancelTaskAfterConfirm(ctx.api, this.task, (q) => window.confirm(q));
+      this.button.disabled = false;
+      if (outcome.kind === 'declined') return;
+      const failed = outcome.kind === 'failed';
+      this.message.hidden = false;
+      this.message.classList.toggle('form-error', failed);
+      this.message.setAttribute('role', failed ? 'alert' : 'status');
+      this.message.textContent = failed ? outcome.message : `Task ${outcome.task.id} cancelled.`;
+      if (!failed) focusAfter.focus(); // the button disappears; keep focus on the page
+      onDone(failed ? null : outcome.task);
+    })());
+  }
+
+  update(task: Task): void {
+    this.task = task;
+    this.button.hidden = !isCancellable(task.status);
+  }
+}
+
 export function taskView(root: HTMLElement, ctx: ViewContext, id: number): Dispose {
-  const title = h('h1', null, `Task ${id}`);
+  const title = h('h1', { tabindex: -1 }, `Task ${id}`);
   const status = h('span');
   const banner = h('div', { class: 'banner', hidden: true, role: 'alert' });
   const body = h('div', null, loadingState(`task ${id}`));
+  // After a cancel: show the answer's state at once, then poll (also after a 409, when
+  // the task ended meanwhile and the page is behind).
+  const cancel = new CancelControl(ctx, (task) => {
+    if (task) render(task);
+    poller.refresh();
+  }, title);
   mount(root, h('div', { class: 'view-header' },
-    h('a', { href: routeHash({ view: 'tasks' }), class: 'back' }, '← Tasks'), title, status), banner, body);
+    h('a', { href: routeHash({ view: 'tasks' }), class: 'back' }, '← Tasks'), title, status, cancel.button),
+    cancel.message, banner, body);
   const chart = new ComparisonChart('Experiments: output throughput (tok/s) and TTFT p90 (ms)');
   const definition = h('div');
   const source = h('pre', { class: 'source' }); // built once: an opened <details> stays open
   const experiments = h('div');
   let loaded = false;
 
+  const render = (task: Task) => {
+    if (!loaded) {
+      mount(body, h('section', { class: 'panel', id: 'task-definition' }, definition,
+        h('details', null, h('summary', null, 'Task as submitted'), source)),
+        h('section', { class: 'panel' }, h('h2', null, 'Experiments'), experiments),
+        h('section', { class: 'panel', id: 'task-chart' }, chart.element));
+      loaded = true;
+    }
+    title.textContent = `${task.name} (task ${task.id})`;
+    mount(status, statusBadge(task.status));
+    cancel.update(task);
+    mount(definition, definitionList(task));
+    source.textContent = task.source_text;
+    mount(experiments, task.experiments.length === 0
+      ? h('p', { class: 'muted' }, 'No experiments: the parameter grid is empty.') : experimentsTable(task, ctx.now()));
+    chart.setData(comparisonData(task.experiments));
+  };
+
   const poller = new Poller(async () => {
     try {
-      const task = await ctx.api.task(id);
-      if (!loaded) {
-        mount(body, h('section', { class: 'panel', id: 'task-definition' }, definition,
-          h('details', null, h('summary', null, 'Task as submitted'), source)),
-          h('section', { class: 'panel' }, h('h2', null, 'Experiments'), experiments),
-          h('section', { class: 'panel', id: 'task-chart' }, chart.element));
-        loaded = true;
-      }
-      title.textContent = `${task.name} (task ${task.id})`;
-      mount(status, statusBadge(task.status));
-      mount(definition, definitionList(task));
-      source.textContent = task.source_text;
-      mount(experiments, task.experiments.length === 0
-        ? h('p', { class: 'muted' }, 'No experiments: the parameter grid is empty.') : experimentsTable(task, ctx.now()));
-      chart.setData(comparisonData(task.experiments));
+      render(await ctx.api.task(id));
       banner.hidden = true;
     } catch (error) {
       if (!loaded || (error instanceof ApiError && error.status === 404)) {
         mount(body, errorState(`task ${id}`, error));
+        cancel.button.hidden = true;
         loaded = false;
         return;
       }

@@ -1,7 +1,8 @@
 // Tasks view: one row per task (id, name, model, status, experiments done / total, the best
 // experiment's figure for the task's objective, created / finished times), newest first,
 // linking to each task's page. Refreshed every 5 s and at once on any task_* or
-// experiment_* event. A daemon without the tasks API (404) is said so, not hidden.
+// experiment_* event. A daemon without the tasks API (404) is said so, not hidden. Above
+// the list, a "New task" form submits a definition and opens the new task's page.
 
 import { describeError } from '../api/errors';
 import type { Experiment, TaskSummary } from '../api/types';
@@ -10,6 +11,7 @@ import { routeHash } from '../router';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { emptyState, errorHint, errorState, loadingState } from '../ui/states';
+import { NewTaskForm } from './new_task_form';
 import { isTaskEvent, keyFigure, sortTasks, statusTone, taskProgress } from './tasks_model';
 import type { Dispose, ViewContext } from './view';
 
@@ -60,12 +62,16 @@ function unavailable(): HTMLElement {
 export function tasksView(root: HTMLElement, ctx: ViewContext): Dispose {
   const body = h('div', null, loadingState('tasks'));
   const banner = h('div', { class: 'banner', hidden: true, role: 'alert' });
-  mount(root, h('div', { class: 'view-header' }, h('h1', null, 'Tasks and experiments')), banner, body);
+  const form = new NewTaskForm(ctx.api, (task) => {
+    window.location.hash = routeHash({ view: 'task', id: task.id });
+  });
+  mount(root, h('div', { class: 'view-header' }, h('h1', null, 'Tasks and experiments')), form.element, banner, body);
   const bests = new Map<number, Experiment>(); // best experiments' results, by id (final once best)
   let loaded = false;
   const poller = new Poller(async () => {
     try {
       const tasks = await ctx.api.tasks();
+      form.element.hidden = tasks === null; // nowhere to submit to
       if (tasks === null) {
         mount(body, unavailable());
         return;
@@ -81,8 +87,8 @@ export function tasksView(root: HTMLElement, ctx: ViewContext): Dispose {
       loaded = true;
       banner.hidden = true;
       mount(body, tasks.length === 0
-        ? emptyState('No tasks yet.', 'Submit one with `gpuscale task submit FILE` (examples in examples/tasks/) ' +
-          'or POST it to /v1/tasks; its experiments appear here as they run.')
+        ? emptyState('No tasks yet.', 'Submit one with `gpuscale task submit FILE` (examples in examples/tasks/), ' +
+          'with "New task" above, or POST it to /v1/tasks; its experiments appear here as they run.')
         : tasksTable(tasks, bests));
     } catch (error) {
       if (!loaded) mount(body, errorState('tasks', error));

@@ -3,7 +3,10 @@
 // `gpuscale emulate` servers with 1 s benchmarks), watches the tasks view update to
 // `succeeded` without a reload, checks the best experiment's highlight against the API and
 // the experiment's GPU monitoring table against its JSON, and saves full-page screenshots
-// (tasks, task, experiment; also at phone width) under build/screenshots/.
+// (tasks, task, experiment; also at phone width) under build/screenshots/. The task actions:
+// the "New task" form shows JSON errors by position and the API's 400 / 409 messages, submits
+// a task that stays starting (its emulator loads for minutes) and opens its page, where the
+// Cancel button (confirm dialog declined, then accepted) cancels it.
 
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,6 +50,39 @@ function sweep(): Record<string, unknown> {
   };
 }
 
+// One experiment whose server stays in its emulated model load (so the task stays running
+// until cancelled); `overrides` replace top-level fields.
+function slowTask(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: 'e2e-form-cancel',
+    model: 'gpuscale/emulated-llama-3.1-8b',
+    params_b: 1,
+    parameters: { 'tensor-parallel-size': [1] },
+    server: {
+      command: [GPUSCALE_BIN, 'emulate', '--port', '{port}', '--model', '{model}', '--startup-seconds', '300',
+        '--drain-seconds', '0.5'],
+      startup_timeout_seconds: 600,
+    },
+    benchmark: { concurrency: 1, input_tokens: 16, output_tokens: 4, duration_seconds: 1 },
+    gpu_wait_timeout_seconds: 60,
+    ...overrides,
+  };
+}
+
+// Types `text` into the New task form (opening it), submits with the button and returns
+// the message that then appears under the textarea (a different one than before).
+async function submitForm(text: string): Promise<string> {
+  if (!(await page.$eval('#new-task', (d) => (d as HTMLDetailsElement).open))) await page.click('#new-task summary');
+  const before = (await page.textContent('#task-definition-error')) ?? '';
+  await page.fill('#task-definition', text);
+  await page.click('#task-form button[type=submit]');
+  await page.waitForFunction((old) => {
+    const now = document.querySelector('#task-definition-error')?.textContent ?? '';
+    return now !== '' && now !== old;
+  }, before);
+  return (await page.textContent('#task-definition-error')) ?? '';
+}
+
 async function go(hash: string): Promise<void> {
   await page.evaluate((h) => {
     window.location.hash = h;
@@ -65,6 +101,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close().catch(() => undefined);
+  // a task a failed test left running: cancel it so its server stops with the daemon
+  const tasks = await daemon?.api<{ tasks: TaskSummary[] }>('/v1/tasks').catch(() => null);
+  for (const t of tasks?.body.tasks ?? []) {
+    if (t.status === 'queued' || t.status === 'running') await daemon.api(`/v1/tasks/${t.id}`, { method: 'DELETE' }).catch(() => null);
+  }
   await daemon?.stop();
 });
 
@@ -152,6 +193,83 @@ describe('tasks and experiments views against gpuscale serve', () => {
         expect(overflow).toBeLessThanOrEqual(0);
         await screenshot(phone.page, name);
       }
+      expect(phone.errors.filter((e) => e.startsWith('pageerror'))).toEqual([]);
+    } finally {
+      await phone.page.close();
+    }
+  });
+
+  it('shows JSON errors by position and the API\'s 400 / 409 messages beside the form', async () => {
+    await go('#/tasks');
+    await page.waitForSelector('#tasks-table');
+    const before = (await daemon.api<{ tasks: TaskSummary[] }>('/v1/tasks')).body.tasks.length;
+    expect(await submitForm('{\n  "name": "x",\n}'))
+      .toBe("Not valid JSON at line 3, column 1 (character 18): a trailing comma before '}' is not allowed in JSON.");
+    expect(await page.getAttribute('#task-definition', 'aria-invalid')).toBe('true');
+    expect(await page.$eval('#task-definition', (t) => (t as HTMLTextAreaElement).selectionStart)).toBe(17);
+
+    const badField = JSON.stringify(slowTask({ benchmark: { duration_seconds: -1 } }), null, 2);
+    const api400 = await daemon.api<{ error: { field: string; message: string } }>('/v1/tasks', { method: 'POST', body: badField });
+    expect(api400.status).toBe(400);
+    expect(await submitForm(badField)).toBe(`${api400.body.error.field}: ${api400.body.error.message}`);
+
+    expect(await submitForm(JSON.stringify(slowTask({ params_b: 1000, parameters: { 'tensor-parallel-size': [64] } }))))
+      .toMatch(/^parameters: .*64 GPUs/);
+    expect((await daemon.api<{ tasks: TaskSummary[] }>('/v1/tasks')).body.tasks.length).toBe(before);
+    await screenshot(page, 'task-form-errors');
+  });
+
+  it('submits a task through the form and cancels it with the button', async () => {
+    await go('#/tasks');
+    const text = JSON.stringify(slowTask(), null, 2);
+    if (!(await page.$eval('#new-task', (d) => (d as HTMLDetailsElement).open))) await page.click('#new-task summary');
+    await page.fill('#task-definition', text);
+    await page.press('#task-definition', 'Control+Enter'); // the keyboard path
+    await page.waitForFunction(() => /^#\/tasks\/\d+$/.test(window.location.hash));
+    const newId = Number((await page.evaluate(() => window.location.hash)).split('/')[2]);
+    expect(newId).toBeGreaterThan(taskId);
+    const { body: created } = await daemon.api<Task>(`/v1/tasks/${newId}`);
+    expect(created.name).toBe('e2e-form-cancel');
+    expect(created.source_text).toBe(text); // sent as typed
+    await page.waitForSelector('#cancel-task', { state: 'visible' });
+
+    const asked: string[] = [];
+    page.once('dialog', (d) => { asked.push(d.message()); void d.dismiss(); });
+    await page.click('#cancel-task');
+    await page.waitForFunction(() => !document.querySelector<HTMLButtonElement>('#cancel-task')?.disabled);
+    expect(asked[0]).toContain(`Cancel task ${newId} (e2e-form-cancel)?`);
+    expect((await daemon.api<Task>(`/v1/tasks/${newId}`)).body.status).not.toBe('cancelled');
+
+    page.once('dialog', (d) => { asked.push(d.message()); void d.accept(); });
+    await page.focus('#cancel-task');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.view-header [data-status="cancelled"]', { timeout: 20_000 });
+    await page.waitForSelector('#cancel-task', { state: 'hidden' });
+    expect(asked).toHaveLength(2);
+    expect(await page.textContent('#cancel-message')).toBe(`Task ${newId} cancelled.`);
+    const { body: cancelled } = await daemon.api<Task>(`/v1/tasks/${newId}`);
+    expect(cancelled.status).toBe('cancelled');
+    expect(cancelled.experiments.every((e) => e.status === 'cancelled' || e.status === 'failed')).toBe(true);
+    await screenshot(page, 'task-cancelled');
+
+    // an ended task offers no Cancel; the API would answer 409
+    await go(`#/tasks/${taskId}`);
+    await page.waitForSelector('#experiments-table');
+    expect(await page.isHidden('#cancel-task')).toBe(true);
+    expect((await daemon.api(`/v1/tasks/${taskId}`, { method: 'DELETE' })).status).toBe(409);
+  });
+
+  it('fits the open New task form on a phone-width screen', async () => {
+    const phone = await newPage(browser, 390, 844);
+    try {
+      await phone.page.goto(`${daemon.url}/#/tasks`);
+      await phone.page.waitForSelector('#tasks-table');
+      await phone.page.click('#new-task summary');
+      await phone.page.click('#task-example');
+      const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      expect(await phone.page.getAttribute('label[for="task-definition"]', 'for')).toBe('task-definition');
+      await screenshot(phone.page, 'tasks-form-phone');
       expect(phone.errors.filter((e) => e.startsWith('pageerror'))).toEqual([]);
     } finally {
       await phone.page.close();

@@ -120,6 +120,43 @@ describe('ApiClient', () => {
   });
 });
 
+describe('task actions in ApiClient', () => {
+  it('posts a task definition exactly as typed, as JSON', async () => {
+    const { fetch, calls } = fakeFetch(() => json(201, { id: 9, status: 'queued' }));
+    const api = new ApiClient(scriptedTokens([]), fetch);
+    const text = '{\n  "name": "s",   "model": "m"\n}\n';
+    expect((await api.submitTask(text)).id).toBe(9);
+    expect(calls[0]?.url).toBe('/v1/tasks');
+    expect(calls[0]?.init?.method).toBe('POST');
+    expect(calls[0]?.init?.body).toBe(text); // not re-serialized: the API keeps it as source_text
+    expect(header(calls[0]?.init, 'Content-Type')).toBe('application/json');
+  });
+
+  it('sends the token on task actions and re-sends the definition after a 401', async () => {
+    const tokens = scriptedTokens(['s3cret']);
+    const { fetch, calls } = fakeFetch(({ init }) =>
+      header(init, 'Authorization') === 'Bearer s3cret' ? json(201, { id: 4 }) : unauthorized());
+    const api = new ApiClient(tokens, fetch);
+    await expect(api.submitTask('{"name": "a"}')).resolves.toMatchObject({ id: 4 });
+    expect(calls).toHaveLength(2);
+    expect(calls[1]?.init?.body).toBe('{"name": "a"}');
+    await api.cancelTask(4);
+    expect(header(calls[2]?.init, 'Authorization')).toBe('Bearer s3cret');
+  });
+
+  it('cancels with DELETE /v1/tasks/{id} and maps a 409 to the API\'s message', async () => {
+    const { fetch, calls } = fakeFetch(({ url }) => url === '/v1/tasks/3' ? json(200, { id: 3, status: 'cancelled' })
+      : json(409, { error: { code: 'failed_precondition', message: 'task 5 already ended (succeeded)', field: 'id' } }));
+    const api = new ApiClient(scriptedTokens([]), fetch);
+    expect((await api.cancelTask(3)).status).toBe('cancelled');
+    expect(calls[0]?.init?.method).toBe('DELETE');
+    expect(calls[0]?.init?.body).toBeUndefined();
+    const error = (await api.cancelTask(5).catch((e: unknown) => e)) as ApiError;
+    expect(error.status).toBe(409);
+    expect(error.message).toBe('task 5 already ended (succeeded)');
+  });
+});
+
 describe('list answers and event queries', () => {
   it('unwraps lists and rejects other shapes', () => {
     expect(unwrapList<number>({ rules: [1, 2] }, 'rules')).toEqual([1, 2]);
