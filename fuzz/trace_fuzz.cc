@@ -43,8 +43,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       CheckTrace(*trace);
       if (trace->requests.size() <= 4096) {
+        using gpuscale::sim::RateScaleMode;
         CheckTrace(gpuscale::sim::TransformTrace(
-            *trace, {.rate_scale = 2.5, .time_compress = 3, .seed = size}));
+            *trace, {.rate_scale = 2.5,
+                     .time_compress = 3,
+                     .seed = size,
+                     .mode = size % 2 ? RateScaleMode::kReplicate : RateScaleMode::kStreams,
+                     .stream_shift_seconds = 1.0 + static_cast<double>(size % 600)}));
       }
     }
   }

@@ -28,6 +28,8 @@ struct SimulateFlags {
   double rate_scale = 1.0;
   double time_compress = 1.0;
   uint64_t seed = 1;
+  std::string rate_mode = "streams";
+  double stream_shift_seconds = 300;
   std::string timeline;
   std::vector<std::string> compare;
   std::string svg = "sim-compare.svg";
@@ -73,8 +75,18 @@ Result<sim::Trace> LoadTrace(const SimulateFlags& flags) {
     e.field = "--trace";
     return Unexpected<Error>(e);
   }
-  sim::TraceTransform transform{flags.rate_scale, flags.time_compress, flags.seed};
-  GS_RETURN_IF_ERROR(sim::ValidateTraceTransform(transform));
+  auto mode = sim::ParseRateScaleMode(flags.rate_mode);
+  if (!mode) return Unexpected<Error>(Error{mode.error().code, mode.error().message, "--rate-mode"});
+  sim::TraceTransform transform{flags.rate_scale, flags.time_compress, flags.seed, *mode,
+                                flags.stream_shift_seconds};
+  if (auto valid = sim::ValidateTraceTransform(transform); !valid) {
+    Error e = valid.error();  // name the flag the user typed, not the struct field
+    e.field = e.field == "rate_scale"             ? "--rate-scale"
+              : e.field == "time_compress"        ? "--time-compress"
+              : e.field == "stream_shift_seconds" ? "--stream-shift"
+                                                  : e.field;
+    return Unexpected<Error>(e);
+  }
   return sim::TransformTrace(*trace, transform);
 }
 
@@ -245,6 +257,12 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--rate-scale", flags->rate_scale, "Multiply the arrival rate (default 1)");
   cmd->add_option("--time-compress", flags->time_compress, "Play the trace this many times faster");
   cmd->add_option("--seed", flags->seed, "Seed for rate scaling (default 1)");
+  cmd->add_option("--rate-mode", flags->rate_mode,
+                  "How --rate-scale > 1 adds traffic: streams (default: independent copies of "
+                  "the trace, each shifted by up to --stream-shift seconds) | replicate (every "
+                  "request repeated within its gap: every burst multiplied)");
+  cmd->add_option("--stream-shift", flags->stream_shift_seconds,
+                  "Largest shift of a copy in streams mode, seconds (default 300)");
   cmd->add_option("--timeline", flags->timeline, "Write the per-tick timeline CSV here");
   cmd->add_option("--compare", flags->compare,
                   "Run these sim configs (comma-separated or repeated) on the same trace, in "

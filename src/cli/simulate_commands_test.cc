@@ -82,6 +82,35 @@ TEST_F(SimulateCommandTest, BadConfigNamesFileFieldAndLine) {
   EXPECT_NE(err.find("line 2"), std::string::npos) << err;
 }
 
+TEST_F(SimulateCommandTest, RateModeFlagsAreCheckedAndChangeTheTrace) {
+  std::string out, err;
+  EXPECT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("trace.csv"),
+                 "--rate-scale", "3", "--rate-mode", "poisson"},
+                &out, &err),
+            kExitUsage);
+  EXPECT_NE(err.find("--rate-mode"), std::string::npos) << err;
+  EXPECT_NE(err.find("streams or replicate"), std::string::npos) << err;
+  EXPECT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("trace.csv"),
+                 "--rate-scale", "3", "--stream-shift", "0"},
+                &out, &err),
+            kExitUsage);
+  EXPECT_NE(err.find("--stream-shift"), std::string::npos) << err;
+  std::string streams, replicate;
+  const std::vector<std::string> base = {"simulate", "--config", Config("slo"), "--trace",
+                                         Path("trace.csv"), "--rate-scale", "3", "-o", "json",
+                                         "--no-oracle", "--rate-mode"};
+  auto with = [&](const char* mode) {
+    auto args = base;
+    args.push_back(mode);
+    return args;
+  };
+  ASSERT_EQ(Run(with("streams"), &streams), 0);
+  ASSERT_EQ(Run(with("replicate"), &replicate), 0);
+  EXPECT_NE(streams.find("\"requests\": 9000"), std::string::npos) << streams;
+  EXPECT_NE(replicate.find("\"requests\": 9000"), std::string::npos) << replicate;
+  EXPECT_NE(streams, replicate);  // same requests, other arrival times
+}
+
 TEST_F(SimulateCommandTest, MissingTraceIsAUsageError) {
   std::string out, err;
   EXPECT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("none.csv")}, &out, &err),

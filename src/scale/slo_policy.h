@@ -15,7 +15,8 @@
 //     target in the last minute) exceeds 3x the allowed share while the load per replica is
 //     above 60 % of mu, mu drops by 10 % (at most once per 2 min);
 //     when the SLO holds (violations under a quarter of the allowed share) a load per replica
-//     above mu raises mu to it, and a load above 70 % of mu probes mu up by 0.5 % per tick.
+//     above mu raises mu to it, and a load above probe_load_ratio x mu probes mu up by 0.5 %
+//     per tick.
 //  3. Forecast over the cold-start horizon: the larger of both rates, plus the upward trend
 //     times horizon, plus burst headroom (z standard deviations of a Poisson count over 30 s)
 //     and the backlog (waiting requests) drained over 30 s. The trend is the smaller of the
@@ -63,6 +64,9 @@ struct SloPolicyConfig {
   int max_scale_down_step = 1;       // replicas removed per tick at most
   int spare_replicas = 0;            // warm replicas kept beyond the forecast need
   bool learn_capacity = true;
+  // mu is probed up (0.5 % per tick) only while the SLO holds at a load per replica above
+  // this share of mu; 1 turns probing off (mu then rises only to loads seen to hold).
+  double probe_load_ratio = 0.9;
 };
 
 class SloPolicy final : public Policy {

@@ -121,6 +121,24 @@ TEST(SloPolicyTest, LearnsHigherCapacityWhenSloHoldsAboveEstimate) {
   EXPECT_NEAR(policy.capacity(), 12.0, 1e-9);
 }
 
+// A clean minute at a light load says nothing about mu; only loads near it are probed.
+TEST(SloPolicyTest, ProbesCapacityUpOnlyAtLoadsNearTheEstimate) {
+  auto c = Config();
+  c.learn_capacity = true;
+  c.probe_load_ratio = 0.8;
+  SloPolicy policy(c);
+  for (int tick = 0; tick < 20; ++tick) policy.Evaluate(Input(15.0 * tick, 4, {30}));  // 7.5/s
+  EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
+  for (int tick = 20; tick < 40; ++tick) policy.Evaluate(Input(15.0 * tick, 4, {34}));  // 8.5/s
+  // Probed 0.5 % a tick while 8.5/s was above 80 % of mu: mu stops just past 8.5 / 0.8.
+  EXPECT_GT(policy.capacity(), 8.5 / 0.8);
+  EXPECT_LE(policy.capacity(), 8.5 / 0.8 * 1.005);
+  c.probe_load_ratio = 1;  // off: mu stays until a load above it holds the SLO
+  SloPolicy fixed(c);
+  for (int tick = 0; tick < 20; ++tick) fixed.Evaluate(Input(15.0 * tick, 4, {38}));
+  EXPECT_NEAR(fixed.capacity(), 10.0, 1e-9);
+}
+
 TEST(SloPolicyTest, StaysWithinBounds) {
   auto c = Config();
   c.max_replicas = 6;

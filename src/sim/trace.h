@@ -53,21 +53,49 @@ std::string_view TraceFormatName(TraceFormat format);
 // Inverse of TraceFormatName (for a --format flag). Errors: InvalidArgument listing the names.
 Result<TraceFormat> ParseTraceFormat(std::string_view name);
 
+// How rate_scale > 1 multiplies the traffic.
+enum class RateScaleMode {
+  // k independent copies of the trace's user population: copy 0 is the trace itself, every
+  // further copy is the whole trace shifted by its own offset, uniform in
+  // [-stream_shift_seconds, +stream_shift_seconds] and wrapped around the trace's span. The
+  // load's shape at time scales above the shift (the hour's trend) is multiplied by k, while
+  // the fluctuations below it (Poisson noise, a client's burst) add up as independent
+  // streams do: a burst of the trace stays a burst of the same size, k times at different
+  // moments. This is what k times as many users of the same kind produce.
+  kStreams,
+  // Every request is repeated k times inside the gap to the next one: every fluctuation of
+  // the trace, down to single seconds, is multiplied by k (a 10 s burst of 300 requests
+  // becomes one of 12,000 at x40). A worst case: it treats the trace's noise as demand that
+  // all users share.
+  kReplicate,
+};
+
+// "streams" / "replicate" (the names a --rate-mode flag takes); the inverse errors with
+// InvalidArgument listing the names.
+std::string_view RateScaleModeName(RateScaleMode mode);
+Result<RateScaleMode> ParseRateScaleMode(std::string_view name);
+
 struct TraceTransform {
-  // Multiply the arrival rate: < 1 sub-samples, > 1 replicates each request (copies jittered
-  // within the gap to the next request, deterministically from seed). 1 keeps the trace.
+  // Multiply the arrival rate: < 1 sub-samples (Bernoulli, both modes), > 1 adds copies as
+  // `mode` says, deterministically from seed. 1 keeps the trace.
   double rate_scale = 1.0;
   // Divide every arrival time (2 = the trace plays twice as fast). 1 keeps it.
   double time_compress = 1.0;
   uint64_t seed = 1;
+  RateScaleMode mode = RateScaleMode::kStreams;
+  // kStreams: the largest shift of a copy (seconds of the original trace, before
+  // time_compress). 300 s keeps the trend of an hour-long trace and decorrelates bursts of up
+  // to a few minutes.
+  double stream_shift_seconds = 300;
 };
 
 // Sorts by arrival (stable: equal times keep their order) and re-bases the times so that the
 // first request arrives at 0. ParseTrace and TransformTrace return traces in this form.
 void SortAndRebase(std::vector<TraceRequest>* requests);
 
-// Errors: InvalidArgument naming the field when rate_scale is not in (0, 10000] or
-// time_compress is not in (0, 1e6] (or either is not finite).
+// Errors: InvalidArgument naming the field when rate_scale is not in (0, 10000],
+// time_compress is not in (0, 1e6] or stream_shift_seconds is not in (0, 1e9] (or any of them
+// is not finite).
 Status ValidateTraceTransform(const TraceTransform& transform);
 
 // Applies rate scaling, then time compression; the result is sorted and re-based so that its

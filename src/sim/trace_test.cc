@@ -1,10 +1,13 @@
 #include "sim/trace.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -304,6 +307,96 @@ TEST(TraceTransformTest, TimeCompressionDividesArrivals) {
   EXPECT_NEAR(MeanRate(fast), 4 * MeanRate(base), 1e-9);
 }
 
+// Variance over mean of the request counts in consecutive windows around their local mean (the
+// centred average of the 31 windows around each; 5 minutes at 10 s), so that the hour's trend,
+// which every scaling multiplies, does not count as noise. 1 for a Poisson process.
+double LocalDispersionIndex(const Trace& trace, double window_s) {
+  std::vector<double> counts(static_cast<size_t>(trace.requests.back().arrival_s / window_s), 0);
+  for (const TraceRequest& r : trace.requests) {
+    const auto i = static_cast<size_t>(r.arrival_s / window_s);
+    if (i < counts.size()) counts[i] += 1;
+  }
+  const size_t half = 15;
+  double squares = 0, total = 0;
+  for (size_t i = half; i + half < counts.size(); ++i) {
+    double local = 0;
+    for (size_t j = i - half; j <= i + half; ++j) local += counts[j] / (2 * half + 1);
+    squares += (counts[i] - local) * (counts[i] - local);
+    total += counts[i];
+  }
+  return squares / total;  // (squares / n) / (total / n)
+}
+
+double LargestWindowCount(const Trace& trace, double window_s) {
+  std::vector<double> counts(static_cast<size_t>(trace.requests.back().arrival_s / window_s) + 1);
+  for (const TraceRequest& r : trace.requests) counts[static_cast<size_t>(r.arrival_s / window_s)]++;
+  return *std::max_element(counts.begin(), counts.end());
+}
+
+// The conv trace is close to Poisson at 10 s (local index 1.3). Independent streams keep that
+// (fluctuations add like independent sources); replicating every request inside its gap
+// multiplies the variance by rate^2, so the index grows by the rate.
+TEST(TraceTransformTest, StreamsAddFluctuationsLikeIndependentSourcesReplicateMultipliesThem) {
+  const Trace base = ConvTrace();
+  const Trace streams = TransformTrace(base, {.rate_scale = 20, .seed = 1});
+  const Trace replicate =
+      TransformTrace(base, {.rate_scale = 20, .seed = 1, .mode = RateScaleMode::kReplicate});
+  const double d_base = LocalDispersionIndex(base, 10);
+  EXPECT_LT(LocalDispersionIndex(streams, 10), 2 * d_base);
+  EXPECT_GT(LocalDispersionIndex(replicate, 10), 10 * d_base);
+  // The hour's shape (5-minute counts) is kept by both, within the smoothing of the shifts.
+  for (const Trace* scaled : {&streams, &replicate}) {
+    EXPECT_NEAR(LargestWindowCount(*scaled, 300), 20 * LargestWindowCount(base, 300),
+                0.12 * 20 * LargestWindowCount(base, 300));
+  }
+}
+
+// The code trace's largest 10 s burst (327 requests) becomes 40 x 327 when replicated; as 40
+// independent streams the bursts land at different moments.
+TEST(TraceTransformTest, StreamsDoNotStackTheBurstsOfTheCopies) {
+  const Trace base = MustParse(ReadShared("traces/AzureLLMInferenceTrace_code.csv"));
+  const double burst = LargestWindowCount(base, 10);
+  const Trace streams = TransformTrace(base, {.rate_scale = 40, .seed = 1});
+  const Trace replicate =
+      TransformTrace(base, {.rate_scale = 40, .seed = 1, .mode = RateScaleMode::kReplicate});
+  EXPECT_GT(LargestWindowCount(replicate, 10), 30 * burst);
+  EXPECT_LT(LargestWindowCount(streams, 10), 10 * burst);
+  EXPECT_EQ(streams.requests.size(), 40 * base.requests.size());
+}
+
+// Each copy is the whole trace moved by one offset within the shift, wrapped into the span
+// (here 10 s: arrivals 0..9 plus one mean gap); copy 0 is the trace itself.
+TEST(TraceTransformTest, EachStreamIsTheTraceShiftedByOneOffsetWithinTheBound) {
+  std::string csv = "arrival_s,input_tokens,output_tokens\n";
+  for (int i = 0; i < 10; ++i) csv += fmt::format("{},{},1\n", i, 100 + i);
+  const Trace base = MustParse(csv);
+  const Trace out = TransformTrace(base, {.rate_scale = 3, .seed = 5, .stream_shift_seconds = 2});
+  ASSERT_EQ(out.requests.size(), 30u);
+  std::map<int64_t, int> per_request;
+  std::set<int64_t> offsets_ms;
+  for (const TraceRequest& r : out.requests) {
+    const int64_t i = r.input_tokens - 100;
+    per_request[i]++;
+    double offset = std::fmod(r.arrival_s - static_cast<double>(i) + 15, 10) - 5;  // in [-5, 5)
+    EXPECT_LE(std::abs(offset), 2.0 + 1e-9) << i;
+    offsets_ms.insert(std::llround(offset * 1000));
+  }
+  for (const auto& [i, copies] : per_request) EXPECT_EQ(copies, 3) << i;
+  EXPECT_EQ(offsets_ms.size(), 3u);  // 0 and one offset per further copy
+  EXPECT_TRUE(offsets_ms.contains(0));
+}
+
+TEST(TraceTransformTest, RateModeNamesRoundTrip) {
+  for (RateScaleMode mode : {RateScaleMode::kStreams, RateScaleMode::kReplicate}) {
+    auto parsed = ParseRateScaleMode(RateScaleModeName(mode));
+    ASSERT_TRUE(parsed.has_value());
+    EXPECT_EQ(*parsed, mode);
+  }
+  auto bad = ParseRateScaleMode("poisson");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("streams or replicate"), std::string::npos);
+}
+
 TEST(TraceTransformTest, ValidationNamesTheBadField) {
   EXPECT_TRUE(ValidateTraceTransform({}).has_value());
   auto rate = ValidateTraceTransform({.rate_scale = 0, .time_compress = 1, .seed = 1});
@@ -312,6 +405,9 @@ TEST(TraceTransformTest, ValidationNamesTheBadField) {
   auto compress = ValidateTraceTransform({.rate_scale = 1, .time_compress = -2, .seed = 1});
   ASSERT_FALSE(compress.has_value());
   EXPECT_EQ(compress.error().field, "time_compress");
+  auto shift = ValidateTraceTransform({.rate_scale = 2, .stream_shift_seconds = 0});
+  ASSERT_FALSE(shift.has_value());
+  EXPECT_EQ(shift.error().field, "stream_shift_seconds");
 }
 
 }  // namespace

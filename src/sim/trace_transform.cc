@@ -29,10 +29,11 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-// Each request yields floor(rate) copies plus one more with probability frac(rate), so the
-// expected count is rate * n for any rate > 0 (rate < 1 is Bernoulli sub-sampling). The first
-// copy keeps the original time; extra copies land uniformly in the gap to the next request
-// (the mean gap after the last one), which keeps the trace's burst structure.
+// kReplicate, and sub-sampling in both modes: each request yields floor(rate) copies plus one
+// more with probability frac(rate), so the expected count is rate * n for any rate > 0
+// (rate < 1 is Bernoulli sub-sampling). The first copy keeps the original time; extra copies
+// land uniformly in the gap to the next request (the mean gap after the last one), which
+// multiplies every burst of the trace by the rate.
 std::vector<TraceRequest> ScaleRate(const std::vector<TraceRequest>& in, double rate,
                                     uint64_t seed) {
   SplitMix64 rng(seed);
@@ -54,8 +55,43 @@ std::vector<TraceRequest> ScaleRate(const std::vector<TraceRequest>& in, double 
   return out;
 }
 
+// kStreams (see trace.h): copy 0 is the trace itself; copy c > 0 is the trace shifted by one
+// offset of its own, uniform in [-shift, +shift], wrapped into the trace's span (last - first
+// arrival plus one mean gap, so the wrapped end does not land on the first request). Copies
+// numbered below floor(rate) are whole; the one after them keeps each request with
+// probability frac(rate), so the expected count is rate * n.
+std::vector<TraceRequest> SuperposeStreams(const std::vector<TraceRequest>& in, double rate,
+                                           double shift_seconds, uint64_t seed) {
+  SplitMix64 rng(seed);
+  const double whole = std::floor(rate);
+  const double frac = rate - whole;
+  const size_t n = in.size();
+  if (n == 0) return {};
+  const double first = in.front().arrival_s;
+  const double mean_gap = n > 1 ? (in.back().arrival_s - first) / (n - 1) : 0;
+  const double span = in.back().arrival_s - first + mean_gap;
+  const int64_t copies = static_cast<int64_t>(whole) + (frac > 0 ? 1 : 0);
+  std::vector<TraceRequest> out;
+  out.reserve(static_cast<size_t>(static_cast<double>(n) * static_cast<double>(copies)));
+  for (int64_t c = 0; c < copies; ++c) {
+    const double offset = c == 0 ? 0.0 : (2 * rng.Uniform() - 1) * shift_seconds;
+    const bool thinned = static_cast<double>(c) >= whole;
+    for (const TraceRequest& original : in) {
+      if (thinned && rng.Uniform() >= frac) continue;
+      TraceRequest r = original;
+      if (offset != 0 && span > 0) {
+        const double shifted = std::fmod(r.arrival_s - first + offset, span);
+        r.arrival_s = first + (shifted < 0 ? shifted + span : shifted);
+      }
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
 bool ValidRate(double v) { return std::isfinite(v) && v > 0 && v <= 10000; }
 bool ValidCompress(double v) { return std::isfinite(v) && v > 0 && v <= 1e6; }
+bool ValidShift(double v) { return std::isfinite(v) && v > 0 && v <= 1e9; }
 
 }  // namespace
 
@@ -69,7 +105,23 @@ Status ValidateTraceTransform(const TraceTransform& transform) {
         fmt::format("expected a number in (0, 1e6], got {}", transform.time_compress),
         "time_compress");
   }
+  if (!ValidShift(transform.stream_shift_seconds)) {
+    return InvalidArgument(fmt::format("expected seconds in (0, 1e9], got {}",
+                                       transform.stream_shift_seconds),
+                           "stream_shift_seconds");
+  }
   return OkStatus();
+}
+
+std::string_view RateScaleModeName(RateScaleMode mode) {
+  return mode == RateScaleMode::kStreams ? "streams" : "replicate";
+}
+
+Result<RateScaleMode> ParseRateScaleMode(std::string_view name) {
+  if (name == "streams") return RateScaleMode::kStreams;
+  if (name == "replicate") return RateScaleMode::kReplicate;
+  return InvalidArgument(fmt::format("expected streams or replicate, got '{}'", name),
+                         "rate_mode");
 }
 
 Trace TransformTrace(const Trace& trace, const TraceTransform& transform) {
@@ -78,7 +130,15 @@ Trace TransformTrace(const Trace& trace, const TraceTransform& transform) {
   Trace out;
   out.format = trace.format;
   out.skipped_rows = trace.skipped_rows;
-  out.requests = rate == 1.0 ? trace.requests : ScaleRate(trace.requests, rate, transform.seed);
+  const double shift =
+      ValidShift(transform.stream_shift_seconds) ? transform.stream_shift_seconds : 300.0;
+  if (rate == 1.0) {
+    out.requests = trace.requests;
+  } else if (rate > 1.0 && transform.mode == RateScaleMode::kStreams) {
+    out.requests = SuperposeStreams(trace.requests, rate, shift, transform.seed);
+  } else {  // sub-sampling is the same Bernoulli thinning in both modes
+    out.requests = ScaleRate(trace.requests, rate, transform.seed);
+  }
   for (TraceRequest& r : out.requests) r.arrival_s /= compress;
   SortAndRebase(&out.requests);
   return out;
