@@ -4,15 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli_test_util.h"
 
 namespace gpuscale {
 namespace {
@@ -21,18 +19,9 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CliRun {
-  int exit_code = 0;
-  std::string out;
-  std::string err;
-};
+using cli_test::RunResult;
 
-CliRun RunGpuscale(std::vector<std::string> args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = cli::RunCli(args, out, err);
-  return CliRun{code, out.str(), err.str()};
-}
+RunResult RunGpuscale(const std::vector<std::string>& args) { return cli_test::RunInProcess(args); }
 
 // A temporary directory removed with everything in it when the test ends.
 class AllocCliTest : public ::testing::Test {
@@ -46,9 +35,7 @@ class AllocCliTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string Write(const std::string& name, const std::string& text) {
-    const std::filesystem::path path = dir_ / name;
-    std::ofstream(path) << text;
-    return path.string();
+    return cli_test::WriteFile(dir_, name, text).string();
   }
 
   // GPU 0: busy and full; GPU 1: idle with 70000 MiB free; GPU 2: idle, 40000 MiB free;
@@ -66,7 +53,7 @@ class AllocCliTest : public ::testing::Test {
 };
 
 TEST_F(AllocCliTest, AllocatePrintsJsonShapeBestFirst) {
-  CliRun r =
+  RunResult r =
       RunGpuscale({"allocate", "--gpus", "2", "--min-memory-mb", "30000", "--max-utilization", "60",
                    "--backend", "simulated", "--inventory", Inventory(), "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -83,14 +70,14 @@ TEST_F(AllocCliTest, AllocatePrintsJsonShapeBestFirst) {
 }
 
 TEST_F(AllocCliTest, AllocateTableEndsWithCudaVisibleDevices) {
-  CliRun r = RunGpuscale({"allocate", "--gpus", "1", "--inventory", Inventory()});
+  RunResult r = RunGpuscale({"allocate", "--gpus", "1", "--inventory", Inventory()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("CUDA_VISIBLE_DEVICES=1\n"));
 }
 
 TEST_F(AllocCliTest, AllocateThatCannotBeMetExitsThreeWithReasons) {
-  CliRun r = RunGpuscale({"allocate", "--gpus", "3", "--min-memory-mb", "50000",
-                          "--max-utilization", "40", "--inventory", Inventory(), "-o", "json"});
+  RunResult r = RunGpuscale({"allocate", "--gpus", "3", "--min-memory-mb", "50000",
+                             "--max-utilization", "40", "--inventory", Inventory(), "-o", "json"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_TRUE(r.out.empty());
   EXPECT_THAT(r.err, HasSubstr("need 3 GPUs, 1 of 4 eligible"));
@@ -108,32 +95,32 @@ TEST_F(AllocCliTest, AllocateRejectsBadFlagsWithExitTwo) {
         std::vector<std::string>{"allocate", "--gpus", "1", "--max-utilization", "120"},
         std::vector<std::string>{"allocate", "--gpus", "1", "--min-memory-mb", "-5"},
         std::vector<std::string>{"allocate", "--inventory", inventory}}) {
-    CliRun r = RunGpuscale(args);
+    RunResult r = RunGpuscale(args);
     EXPECT_EQ(r.exit_code, 2) << args[2];
     EXPECT_THAT(r.err, HasSubstr("--")) << "the message names the flag: " << r.err;
   }
-  CliRun r = RunGpuscale({"allocate", "--gpus", "1", "--max-utilization", "120"});
+  RunResult r = RunGpuscale({"allocate", "--gpus", "1", "--max-utilization", "120"});
   EXPECT_THAT(r.err, HasSubstr("--max-utilization"));
   EXPECT_THAT(r.err, HasSubstr("expected a percentage in 0..100"));
 }
 
 TEST_F(AllocCliTest, AllocateHelpSaysItLeasesNothing) {
-  CliRun r = RunGpuscale({"allocate", "--help"});
+  RunResult r = RunGpuscale({"allocate", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("leases nothing"));
 }
 
 TEST_F(AllocCliTest, WaitSucceedsAtOnceWhenGpusAreFree) {
-  CliRun r = RunGpuscale({"wait", "--gpus", "2", "--min-memory-mb", "30000", "--timeout", "5",
-                          "--interval", "1", "--inventory", Inventory(), "-o", "json"});
+  RunResult r = RunGpuscale({"wait", "--gpus", "2", "--min-memory-mb", "30000", "--timeout", "5",
+                             "--interval", "1", "--inventory", Inventory(), "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["gpus"], json::array({1, 3}));
   EXPECT_THAT(r.err, HasSubstr("2 GPUs available after 0.0 s (1 check): 1,3"));
 }
 
 TEST_F(AllocCliTest, WaitTimesOutWithExitFourAndProgressLines) {
-  CliRun r = RunGpuscale({"wait", "--gpus", "4", "--min-memory-mb", "30000", "--timeout", "0.2",
-                          "--interval", "0.1", "--inventory", Inventory()});
+  RunResult r = RunGpuscale({"wait", "--gpus", "4", "--min-memory-mb", "30000", "--timeout", "0.2",
+                             "--interval", "0.1", "--inventory", Inventory()});
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_TRUE(r.out.empty());
   EXPECT_THAT(r.err, HasSubstr("waiting: check 1 at 0.0 s"));
@@ -142,7 +129,7 @@ TEST_F(AllocCliTest, WaitTimesOutWithExitFourAndProgressLines) {
 }
 
 TEST_F(AllocCliTest, WaitRejectsBadIntervalWithExitTwo) {
-  CliRun r = RunGpuscale({"wait", "--gpus", "1", "--interval", "0", "--inventory", Inventory()});
+  RunResult r = RunGpuscale({"wait", "--gpus", "1", "--interval", "0", "--inventory", Inventory()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--interval"));
 }
@@ -153,7 +140,7 @@ parameters:
   tp-size: [2, 4]
   dp: 2
 )");
-  CliRun r = RunGpuscale({"estimate", "--task", task, "-o", "json"});
+  RunResult r = RunGpuscale({"estimate", "--task", task, "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(r.out);
   EXPECT_EQ(doc["world_size"], 8);
@@ -169,27 +156,28 @@ TEST_F(AllocCliTest, EstimateUsesBackendTotalMemoryOnlyWhenABackendIsGiven) {
       "task.json", R"({"model": "Qwen2.5-7B", "parameters": {"gpu-memory-utilization": 0.5}})");
   const std::string inventory =
       Write("small.yaml", "gpus:\n  - {index: 0, memory_total_mb: 24000}\n");
-  CliRun without = RunGpuscale({"estimate", "--task", task, "-o", "json"});
+  RunResult without = RunGpuscale({"estimate", "--task", task, "-o", "json"});
   ASSERT_EQ(without.exit_code, 0) << without.err;
   EXPECT_EQ(json::parse(without.out)["memory_mb_per_gpu"], 40780);  // ceil(0.5 x 81559)
-  CliRun with = RunGpuscale({"estimate", "--task", task, "--inventory", inventory, "-o", "json"});
+  RunResult with =
+      RunGpuscale({"estimate", "--task", task, "--inventory", inventory, "-o", "json"});
   ASSERT_EQ(with.exit_code, 0) << with.err;
   EXPECT_EQ(json::parse(with.out)["memory_mb_per_gpu"], 12000);
 }
 
 TEST_F(AllocCliTest, EstimateBadFileExitsTwoNamingFieldAndLine) {
   const std::string task = Write("bad.yaml", "model: m-7B\nname: x\nparameters:\n  tp: abc\n");
-  CliRun r = RunGpuscale({"estimate", "--task", task});
+  RunResult r = RunGpuscale({"estimate", "--task", task});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err,
               HasSubstr("parameters.tp: expected a positive integer or a list of them (line 4)"));
-  CliRun missing = RunGpuscale({"estimate", "--task", (dir_ / "absent.yaml").string()});
+  RunResult missing = RunGpuscale({"estimate", "--task", (dir_ / "absent.yaml").string()});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("absent.yaml"));
 }
 
 TEST_F(AllocCliTest, EstimateTableShowsTheFormula) {
-  CliRun r =
+  RunResult r =
       RunGpuscale({"estimate", "--task", std::string(GPUSCALE_SOURCE_DIR) + "/examples/task.yaml"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("world size: 8\n"));

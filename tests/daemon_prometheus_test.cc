@@ -38,22 +38,18 @@ class DaemonPrometheusTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (access(kPrometheus, X_OK) != 0) GTEST_SKIP() << "prometheus is not installed";
-    char tmpl[] = "/tmp/gpuscale_prom_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    marker_ = "GPUSCALE_TEST_MARK=" + std::filesystem::path(dir_).filename().string();
+    dir_ = MakeTempDir("gpuscale_prom_test_");
+    ASSERT_FALSE(dir_.empty());
+    marker_ = TestMarker(dir_);
   }
   void TearDown() override {
     if (dir_.empty()) return;
-    for (pid_t pid : PidsWithEnv(marker_)) kill(-pid, SIGKILL), kill(pid, SIGKILL);
-    for (pid_t pid : {daemon_pid_, prometheus_pid_}) {
-      if (pid > 0) waitpid(pid, nullptr, 0);
-    }
+    KillMarkedProcesses(marker_);
+    daemon_.Kill(SIGKILL);
+    if (prometheus_pid_ > 0) waitpid(prometheus_pid_, nullptr, 0);
     if (HasFailure()) {
       for (const char* log : {"daemon.err", "bench.err", "prometheus.err"}) {
-        std::ifstream err(dir_ + "/" + log);
-        std::cerr << "--- " << log << " ---\n" << err.rdbuf() << "\n";
-        std::cerr.clear();  // an empty file sets failbit
+        DumpFile(log, dir_ + "/" + log);
       }
     }
     std::filesystem::remove_all(dir_);
@@ -88,29 +84,22 @@ class DaemonPrometheusTest : public ::testing::Test {
   // Points Prometheus at the replicas serving now; returns how many are not draining (only
   // ready ones when `ready_only`).
   int SyncTargets(bool ready_only = false) {
-    HttpReply r = Http(port_, "GET", "/v1/services/x/replicas");
+    const json replicas = ServiceReplicas(Port(), "x");
     std::vector<int> ports;
-    int active = 0;
-    for (const json& replica : r.body["replicas"]) {
+    for (const json& replica : replicas) {
       if (replica["port"].get<int>() > 0) ports.push_back(replica["port"].get<int>());
-      if (replica["phase"] != "draining" && (!ready_only || replica["phase"] == "ready")) {
-        ++active;
-      }
     }
     if (ports != last_ports_) WriteTargets(ports), last_ports_ = ports;
-    return active;
+    return CountReplicas(replicas, ready_only ? "ready" : "");
   }
 
   void StartDaemon() {
-    const std::string mark = marker_.substr(marker_.find('=') + 1);
-    std::ofstream(dir_ + "/gpuscale.yaml")
+    std::ostringstream config;
+    config
         << "gpu: {backend: simulated}\n"
         << "prometheus: {url: \"http://127.0.0.1:" << prom_port_ << "\", timeout_seconds: 2}\n"
         << "services:\n  - name: x\n"
-        << "    command: [" << kBinary << ", emulate, --port, \"{port}\", --model, m,\n"
-        << "              --startup-seconds, \"0.2\", --max-batch-size, \"1\",\n"
-        << "              --decode-ms-base, \"20\", --drain-seconds, \"1\"]\n"
-        << "    env: {GPUSCALE_TEST_MARK: " << mark << "}\n"
+        << EmulatedReplicaYaml(marker_)
         << "    drain_timeout_seconds: 5\n    min_replicas: 1\n    max_replicas: 3\n"
         << "    policy:\n      family: target\n      target:\n        metrics:\n"
         << "          - {name: queue, query: \"sum(vllm:num_requests_waiting)\",\n"
@@ -119,24 +108,15 @@ class DaemonPrometheusTest : public ::testing::Test {
         << "          scale_up: {policies: [{type: Pods, value: 4, period_seconds: 1}]}\n"
         << "          scale_down: {stabilization_window_seconds: 3,\n"
         << "                       policies: [{type: Percent, value: 100, period_seconds: 1}]}\n";
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    daemon_pid_ = Spawn({kBinary, "serve", "--config", dir_ + "/gpuscale.yaml", "--listen",
-                         "127.0.0.1:0", "--state-dir", dir_ + "/state", "--loop-interval", "1"},
-                        fds[1], dir_ + "/daemon.err", {marker_});
-    close(fds[1]);
-    std::string seen;
-    const std::string prefix = "gpuscale serve: API http://127.0.0.1:";
-    std::optional<std::string> line =
-        ReadLineWithPrefix(fds[0], prefix, std::chrono::seconds(20), seen);
-    close(fds[0]);
-    ASSERT_TRUE(line) << seen;
-    port_ = std::atoi(line->c_str() + prefix.size());
+    daemon_.Start(config.str(), {.dir = dir_, .env = {marker_}});
   }
 
+  int Port() const { return daemon_.port(); }
+
   std::string dir_, marker_;
-  pid_t daemon_pid_ = -1, prometheus_pid_ = -1;
-  int port_ = 0, prom_port_ = 0;
+  ServeDaemon daemon_;
+  pid_t prometheus_pid_ = -1;
+  int prom_port_ = 0;
   std::vector<int> last_ports_;
 };
 
@@ -145,16 +125,13 @@ TEST_F(DaemonPrometheusTest, PromQlMetricScalesOutUnderLoadAndBackIn) {
   StartDaemon();
   ASSERT_TRUE(
       WaitFor([&] { return SyncTargets(/*ready_only=*/true) == 1; }, std::chrono::seconds(15)));
-  const pid_t bench =
-      Spawn({kBinary, "bench", "--url", "http://127.0.0.1:" + std::to_string(last_ports_[0]),
-             "--concurrency", "8", "--duration", "30", "--input-tokens", "16", "--output-tokens",
-             "16", "--no-progress"},
-            -1, dir_ + "/bench.err", {marker_});
+  const pid_t bench = Spawn(BenchArgv("http://127.0.0.1:" + std::to_string(last_ports_[0]), 30), -1,
+                            dir_ + "/bench.err", {marker_});
   ASSERT_GT(bench, 0);
   const bool scaled_out = WaitFor([&] { return SyncTargets() == 3; }, std::chrono::seconds(30));
   kill(bench, SIGKILL);
   waitpid(bench, nullptr, 0);
-  HttpReply service = Http(port_, "GET", "/v1/services/x");
+  HttpReply service = Http(Port(), "GET", "/v1/services/x");
   ASSERT_TRUE(scaled_out)
       << service.body.dump() << "\nprometheus: "
       << Http(prom_port_, "GET", "/api/v1/query?query=vllm:num_requests_waiting").body.dump();
@@ -162,7 +139,7 @@ TEST_F(DaemonPrometheusTest, PromQlMetricScalesOutUnderLoadAndBackIn) {
 
   EXPECT_TRUE(WaitFor([&] { return SyncTargets() == 1 && last_ports_.size() == 1; },
                       std::chrono::seconds(30)))
-      << Http(port_, "GET", "/v1/services/x").body.dump();
+      << Http(Port(), "GET", "/v1/services/x").body.dump();
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// Helpers for the `gpuscale serve` integration tests (tests/daemon_*_test.cc): spawn real
-// processes in their own process group, talk JSON to the daemon over loopback, poll with
-// deadlines, and find every process a test started (by an environment marker) to kill it in
-// TearDown even after a failed assertion.
+// Helpers for the `gpuscale serve` integration tests (tests/daemon_*_test.cc, tasks_test.cc,
+// slurm_daemon_test.cc): spawn real processes in their own process group, run the daemon
+// (ServeDaemon), talk JSON to it over loopback, poll with deadlines, and find every process a
+// test started (by an environment marker) to kill it in TearDown even after a failed
+// assertion. Also the service YAML and load the scaling scenarios share. Header-only; the
+// free functions keep no state (any thread); ServeDaemon is driven by one test thread.
 #pragma once
 
 #include <dirent.h>
@@ -15,8 +17,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -24,14 +28,14 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "cli_test_util.h"
 
 namespace gpuscale::daemon_test {
 
+using cli_test::kBinary;
+using cli_test::MakeTempDir;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-inline constexpr char kBinary[] = GPUSCALE_BINARY_DIR "/gpuscale";
 
 // Starts argv[0] (PATH lookup) in a new process group; stdout to `stdout_fd` (or
 // /dev/null), stderr to `stderr_path`. Extra environment entries are appended.
@@ -144,5 +148,144 @@ inline HttpReply Http(int port, const std::string& method, const std::string& pa
   reply.body = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
   return reply;
 }
+
+// The environment entry that tags every process of the test using scratch directory `dir`
+// ("GPUSCALE_TEST_MARK=<dir's name>"): replicas inherit it through the service's `env:`.
+inline std::string TestMarker(const std::string& dir) {
+  return "GPUSCALE_TEST_MARK=" + std::filesystem::path(dir).filename().string();
+}
+
+// The value of a "KEY=VALUE" environment entry such as TestMarker's.
+inline std::string MarkerValue(const std::string& marker) {
+  return marker.substr(marker.find('=') + 1);
+}
+
+// SIGKILLs every live process carrying `marker`, and its process group (replicas lead their
+// own groups), so nothing a failed test started outlives it.
+inline void KillMarkedProcesses(const std::string& marker) {
+  for (pid_t pid : PidsWithEnv(marker)) kill(-pid, SIGKILL), kill(pid, SIGKILL);
+}
+
+// Prints `path` under a "--- label ---" header to stderr (for TearDown after a failure).
+inline void DumpFile(const std::string& label, const std::string& path) {
+  std::ifstream in(path);
+  std::cerr << "--- " << label << " ---\n" << in.rdbuf() << "\n";
+  std::cerr.clear();  // an empty file sets failbit
+}
+
+// GET /v1/services/<service>/replicas: the replica list, [] unless the daemon answers 200.
+inline json ServiceReplicas(int port, const std::string& service, const std::string& token = {}) {
+  HttpReply r = Http(port, "GET", "/v1/services/" + service + "/replicas", token);
+  return r.status == 200 ? r.body["replicas"] : json::array();
+}
+
+// Replicas counted as the controller does (all but draining), only those in `phase` when
+// given.
+inline int CountReplicas(const json& replicas, const std::string& phase = "") {
+  int n = 0;
+  for (const json& r : replicas) {
+    const std::string p = r["phase"];
+    if (p != "draining" && (phase.empty() || p == phase)) ++n;
+  }
+  return n;
+}
+
+// The `command:` lines of a service (indented under `services:`) of `gpuscale emulate`
+// replicas that serve one request per batch in 20 ms decode steps, so the load of BenchArgv
+// keeps a queue on each of them; with a TestMarker, also the `env:` line that tags them.
+inline std::string EmulatedReplicaYaml(const std::string& marker = "") {
+  std::string yaml = std::string("    command: [") + kBinary +
+                     ", emulate, --port, \"{port}\", --model, m,\n"
+                     "              --startup-seconds, \"0.2\", --max-batch-size, \"1\",\n"
+                     "              --decode-ms-base, \"20\", --drain-seconds, \"1\"]\n";
+  if (!marker.empty()) yaml += "    env: {GPUSCALE_TEST_MARK: " + MarkerValue(marker) + "}\n";
+  return yaml;
+}
+
+// A target policy (indented under a service's `policy:`) on the replicas' queue,
+// vllm:num_requests_waiting averaging 2, with short HPA windows (scale up at once, down
+// after 3 s) so scaling scenarios take seconds.
+inline constexpr char kFastQueuePolicyYaml[] =
+    "      family: target\n"
+    "      target:\n"
+    "        metrics:\n"
+    "          - {name: \"vllm:num_requests_waiting\", type: AverageValue, average_value: 2}\n"
+    "        behavior:\n"
+    "          scale_up: {stabilization_window_seconds: 0,\n"
+    "                     policies: [{type: Pods, value: 4, period_seconds: 1}]}\n"
+    "          scale_down: {stabilization_window_seconds: 3,\n"
+    "                       policies: [{type: Percent, value: 100, period_seconds: 1}]}\n";
+
+// argv of `gpuscale bench` against `url`: 8 concurrent 16-token requests for
+// `duration_seconds`, without the progress line. Enough to queue on the replicas above.
+inline std::vector<std::string> BenchArgv(const std::string& url, int duration_seconds) {
+  return {kBinary,          "bench", "--url",           url,
+          "--concurrency",  "8",     "--duration",      std::to_string(duration_seconds),
+          "--input-tokens", "16",    "--output-tokens", "16",
+          "--no-progress"};
+}
+
+// One `gpuscale serve` process of a test: its config in <dir>/gpuscale.yaml, state in
+// <dir>/state, stderr appended to <dir>/daemon.err, the API on a kernel-picked loopback port
+// read from its first stdout line. Owns the process: Kill() or the destructor SIGKILLs its
+// process group. Not thread-safe: one test thread drives it.
+class ServeDaemon {
+ public:
+  struct Options {
+    // Defaults on every member: tests name only what they set (designated initializers).
+    std::string dir = {};                     // the test's scratch directory
+    std::string loop_interval_seconds = "1";  // --loop-interval
+    std::vector<std::string> flags = {};      // more `serve` flags
+    std::vector<std::string> env = {};        // more environment entries (the test marker)
+  };
+
+  ServeDaemon() = default;
+  ServeDaemon(const ServeDaemon&) = delete;
+  ServeDaemon& operator=(const ServeDaemon&) = delete;
+  ~ServeDaemon() { Kill(SIGKILL); }
+
+  // Writes `config` and starts the daemon. Fails the test (fatally, in this function) when
+  // it cannot start or prints no API line within 20 s; stdout read meanwhile is appended to
+  // stdout_seen().
+  void Start(const std::string& config, const Options& options) {
+    static constexpr char kApiPrefix[] = "gpuscale serve: API http://127.0.0.1:";
+    std::ofstream(options.dir + "/gpuscale.yaml") << config;
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    std::vector<std::string> argv = {kBinary,           "serve",
+                                     "--config",        options.dir + "/gpuscale.yaml",
+                                     "--listen",        "127.0.0.1:0",
+                                     "--state-dir",     options.dir + "/state",
+                                     "--loop-interval", options.loop_interval_seconds};
+    argv.insert(argv.end(), options.flags.begin(), options.flags.end());
+    pid_ = Spawn(argv, fds[1], options.dir + "/daemon.err", options.env);
+    close(fds[1]);
+    if (pid_ <= 0) close(fds[0]);
+    ASSERT_GT(pid_, 0) << "cannot start " << kBinary;
+    std::optional<std::string> line =
+        ReadLineWithPrefix(fds[0], kApiPrefix, std::chrono::seconds(20), stdout_seen_);
+    close(fds[0]);
+    ASSERT_TRUE(line) << "no start-up line: " << stdout_seen_;
+    port_ = std::atoi(line->c_str() + std::string(kApiPrefix).size());
+    ASSERT_GT(port_, 0) << *line;
+  }
+
+  // Sends `sig` to the daemon's process group and reaps the daemon; nothing when none runs.
+  void Kill(int sig) {
+    if (pid_ <= 0) return;
+    kill(-pid_, sig);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  pid_t pid() const { return pid_; }
+  int port() const { return port_; }  // 0 before the first Start
+  const std::string& stdout_seen() const { return stdout_seen_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string stdout_seen_;
+};
 
 }  // namespace gpuscale::daemon_test

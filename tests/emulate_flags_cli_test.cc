@@ -3,11 +3,11 @@
 // their flag. (Servers that accept the flags are exercised in experiment_runner_test.cc.)
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli_test_util.h"
 
 namespace gpuscale {
 namespace {
@@ -28,11 +28,10 @@ TEST(EmulateFlagsCliTest, BadEngineFlagsAreUsageErrorsNamingTheFlag) {
       {{"emulate", "--max-num-seqs", "0"}, "--max-batch-size"},
   };
   for (const CliCase& c : cases) {
-    std::ostringstream out, err;
-    EXPECT_EQ(cli::RunCli(c.args, out, err), cli::kExitUsage) << c.args[1];
-    EXPECT_NE(err.str().find(c.expected_in_error), std::string::npos)
-        << c.args[1] << ": " << err.str();
-    EXPECT_EQ(out.str().find("listening"), std::string::npos) << "no server was started";
+    const cli_test::RunResult r = cli_test::RunInProcess(c.args);
+    EXPECT_EQ(r.exit_code, cli::kExitUsage) << c.args[1];
+    EXPECT_NE(r.err.find(c.expected_in_error), std::string::npos) << c.args[1] << ": " << r.err;
+    EXPECT_EQ(r.out.find("listening"), std::string::npos) << "no server was started";
   }
 }
 

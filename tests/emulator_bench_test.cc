@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli_test_util.h"
 #include "emulator/emulator_server.h"
 #include "loadgen/bench_runner.h"
 #include "metrics/metric_lookup.h"
@@ -35,7 +36,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kBinary[] = GPUSCALE_BINARY_DIR "/gpuscale";
+using cli_test::kBinary;
 
 emulator::EmulatorOptions FastEmulator() {
   emulator::EmulatorOptions options;
@@ -63,10 +64,9 @@ class EmulatorBenchTest : public testing::Test {
 
   // Runs the CLI in-process; returns {exit code, stdout}.
   std::pair<int, std::string> Cli(std::vector<std::string> args) {
-    std::ostringstream out, err;
-    const int code = cli::RunCli(args, out, err);
-    last_err_ = err.str();
-    return {code, out.str()};
+    cli_test::RunResult r = cli_test::RunInProcess(args);
+    last_err_ = std::move(r.err);
+    return {r.exit_code, std::move(r.out)};
   }
 
   std::unique_ptr<emulator::EmulatorServer> server_;

@@ -1,53 +1,32 @@
 // End-to-end tests of `gpuscale gpus` and `gpuscale monitor` through the built binary: the
 // JSON contract scripts rely on, exit codes, and each backend (a fake `nvidia-smi` script put
 // on PATH, a fake libnvidia-ml loaded through GPUSCALE_NVML_LIBRARY, simulated inventories).
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
-extern char** environ;
+#include "cli_test_util.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using gpuscale::cli_test::kBinary;
+using gpuscale::cli_test::RunResult;
 using nlohmann::json;
 
-constexpr char kBinary[] = GPUSCALE_BINARY_DIR "/gpuscale";
 constexpr char kFakeNvml[] = GPUSCALE_BINARY_DIR "/tests/fixtures/libfake_nvml.so";
 constexpr char kFakeNvidiaSmi[] = GPUSCALE_SOURCE_DIR "/tests/fixtures/fake_nvidia_smi.sh";
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A scratch directory (PATH entries, inventories, captured output), removed afterwards.
 class GpuCliTest : public testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/gpuscale_gpu_cli_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    dir_ = gpuscale::cli_test::MakeTempDir("gpuscale_gpu_cli_");
+    ASSERT_FALSE(dir_.empty());
     fs::create_directory(dir_ / "bin");
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -56,8 +35,7 @@ class GpuCliTest : public testing::Test {
   void InstallFakeNvidiaSmi() { fs::create_symlink(kFakeNvidiaSmi, dir_ / "bin" / "nvidia-smi"); }
 
   fs::path WriteFile(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return dir_ / name;
+    return gpuscale::cli_test::WriteFile(dir_, name, text);
   }
 
   // Runs the binary with `args`; the environment is ours with PATH = the scratch bin
@@ -66,48 +44,10 @@ class GpuCliTest : public testing::Test {
   RunResult Run(const std::vector<std::string>& args, std::map<std::string, std::string> env = {}) {
     env.try_emplace("PATH", (dir_ / "bin").string() + ":/usr/bin:/bin");
     env.try_emplace("GPUSCALE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string entry = *e;
-      if (!env.contains(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
-    }
-    for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
-    return Spawn(args, env_strings);
+    return gpuscale::cli_test::RunProgram(kBinary, args, dir_,
+                                          gpuscale::cli_test::EnvironmentWith(env));
   }
 
- private:
-  RunResult Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-    std::vector<char*> argv{const_cast<char*>(kBinary)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    const std::string out_path = (dir_ / "stdout").string();
-    const std::string err_path = (dir_ / "stderr").string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
-    pid_t pid = 0;
-    RunResult result;
-    const int rc = posix_spawn(&pid, kBinary, &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      ADD_FAILURE() << "cannot start " << kBinary << ": " << rc;
-      return result;
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = ReadAll(out_path);
-    result.err = ReadAll(err_path);
-    return result;
-  }
-
- protected:
   fs::path dir_;
 };
 

@@ -3,10 +3,8 @@
 // with field + line for bad policy and input files.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -14,49 +12,37 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli_test_util.h"
 
 namespace gpuscale::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using cli_test::RunResult;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
 const fs::path kExamples = fs::path(GPUSCALE_SOURCE_DIR) / "examples";
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
 class PolicyEvalCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/gpuscale_policy_eval_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    dir_ = cli_test::MakeTempDir("gpuscale_policy_eval_");
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   std::string Write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return (dir_ / name).string();
+    return cli_test::WriteFile(dir_, name, text).string();
   }
 
-  static CliResult Run(const std::vector<std::string>& args) {
-    std::ostringstream out;
-    std::ostringstream err;
-    CliResult result;
-    result.exit_code = RunCli(args, out, err);
-    result.out = out.str();
-    result.err = err.str();
-    return result;
+  static RunResult Run(const std::vector<std::string>& args) {
+    return cli_test::RunInProcess(args);
   }
 
   // Runs eval with -o json and returns the parsed steps (asserting success).
   static json EvalJson(const std::string& policy, const std::string& input) {
-    CliResult r = Run({"policy", "eval", "--policy", policy, "--input", input, "-o", "json"});
+    RunResult r = Run({"policy", "eval", "--policy", policy, "--input", input, "-o", "json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     json doc = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
     EXPECT_TRUE(doc.is_object()) << r.out;
@@ -174,7 +160,7 @@ TEST_F(PolicyEvalCliTest, EveryExampleRuns) {
 }
 
 TEST_F(PolicyEvalCliTest, TablePrintsOneRowPerStep) {
-  CliResult r = Run({"policy", "eval", "--policy", (kExamples / "policies/rules.yaml").string(),
+  RunResult r = Run({"policy", "eval", "--policy", (kExamples / "policies/rules.yaml").string(),
                      "--input", (kExamples / "policies/rules_input.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines;
@@ -193,7 +179,7 @@ TEST_F(PolicyEvalCliTest, ContradictoryRulesWarnOnStderr) {
             "  - {name: out, metric: q, comparator: GREATER_THAN, threshold: 5, step_size: 1}\n"
             "  - {name: in, metric: q, comparator: LESS_THAN, threshold: 8, step_size: -1}\n");
   const std::string input = Write("in.json", R"({"replicas": 2, "steps": [{"t": 0}, {"t": 1}]})");
-  CliResult r = Run({"policy", "eval", "--policy", policy, "--input", input, "-o", "json"});
+  RunResult r = Run({"policy", "eval", "--policy", policy, "--input", input, "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("warning: rules 'out'"));
   EXPECT_THAT(r.err, HasSubstr("both hold when 5 < q < 8"));
@@ -202,7 +188,7 @@ TEST_F(PolicyEvalCliTest, ContradictoryRulesWarnOnStderr) {
 
 TEST_F(PolicyEvalCliTest, RecipeDrivesATargetPolicyWithNodes) {
   const std::string input = Write("in.json", R"({"replicas": 1, "steps": [{"t": 0}]})");
-  CliResult r =
+  RunResult r =
       Run({"policy", "eval", "--recipe", (kExamples / "recipes/a10_node_autoscaling.json").string(),
            "--input", input, "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -262,7 +248,7 @@ TEST_F(PolicyEvalCliTest, BadFilesExitTwoNamingFieldAndLine) {
     SCOPED_TRACE(c.name);
     const std::string policy = Write("bad.yaml", c.policy);
     const std::string input = Write("bad.json", c.input);
-    CliResult r = Run({"policy", "eval", "--policy", policy, "--input", input, "-o", "json"});
+    RunResult r = Run({"policy", "eval", "--policy", policy, "--input", input, "-o", "json"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.err, c.expected_err);
     EXPECT_EQ(r.out, "");
@@ -277,7 +263,7 @@ TEST_F(PolicyEvalCliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(
       Run({"policy", "eval", "--policy", policy, "--recipe", policy, "--input", input}).exit_code,
       2);
-  CliResult missing = Run({"policy", "eval", "--policy", "/nonexistent.yaml", "--input", input});
+  RunResult missing = Run({"policy", "eval", "--policy", "/nonexistent.yaml", "--input", input});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent.yaml"));
   EXPECT_EQ(Run({"policy", "eval", "--policy", policy, "--input", input, "-o", "xml"}).exit_code,

@@ -3,10 +3,7 @@
 // tests/fixtures/k8s/ exactly (UPDATE_GOLDEN=1 rewrites them) and every document must pass
 // the Kubernetes and KEDA schemas (tools/k8s-validate, npm packages kubernetes-models and
 // @kubernetes-models/keda). Skipped only when node is not installed.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,26 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using gpuscale::cli_test::kBinary;
+using gpuscale::cli_test::ReadAll;
+using gpuscale::cli_test::RunResult;
 
-constexpr char kBinary[] = GPUSCALE_BINARY_DIR "/gpuscale";
 constexpr char kFixtures[] = GPUSCALE_SOURCE_DIR "/tests/fixtures/k8s";
 constexpr char kValidatorDir[] = GPUSCALE_SOURCE_DIR "/tools/k8s-validate";
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The first executable `node` on PATH, else /usr/bin/node, else "".
 std::string FindNode() {
@@ -52,39 +40,14 @@ std::string FindNode() {
 class RenderCliTest : public testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/gpuscale_render_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    dir_ = gpuscale::cli_test::MakeTempDir("gpuscale_render_");
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   // Runs `program args...`, stdout and stderr captured through files in the scratch dir.
   RunResult Run(const std::string& program, const std::vector<std::string>& args) {
-    std::vector<char*> argv{const_cast<char*>(program.c_str())};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const std::string out_path = (dir_ / "stdout").string();
-    const std::string err_path = (dir_ / "stderr").string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
-    RunResult result;
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      ADD_FAILURE() << "cannot start " << program << ": " << rc;
-      return result;
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = ReadAll(out_path);
-    result.err = ReadAll(err_path);
-    return result;
+    return gpuscale::cli_test::RunProgram(program, args, dir_);
   }
 
   // Renders with `args`, compares with (or, with UPDATE_GOLDEN=1, rewrites) the golden file,

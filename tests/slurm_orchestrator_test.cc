@@ -11,42 +11,26 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <thread>
 
 #include "core/clock.h"
-#include "orch/process_util.h"
 #include "orch/slurm_cli_transport.h"
 #include "orch/slurm_json.h"
 #include "orch/slurm_orchestrator.h"
 #include "orch/slurm_rest_transport.h"
-#include "slurm_fixture.h"
+#include "slurm_cluster_suite.h"
 
 namespace gpuscale::orch {
 namespace {
 
 namespace fs = std::filesystem;
 using scale::ReplicaPhase;
-using slurm_test::SlurmTestCluster;
 
-class SlurmOrchestratorRealTest : public ::testing::TestWithParam<std::string> {
+class SlurmOrchestratorRealTest : public slurm_test::SlurmClusterSuite {
  protected:
-  static void SetUpTestSuite() {
-    if (!SlurmTestCluster::MissingBinaries().empty()) return;
-    Result<std::unique_ptr<SlurmTestCluster>> started = SlurmTestCluster::Start({});
-    if (started) {
-      cluster_ = std::move(*started);
-    } else {
-      start_error_ = started.error().ToString();
-    }
-  }
-  static void TearDownTestSuite() { cluster_.reset(); }
-
   void SetUp() override {
-    if (const std::string missing = SlurmTestCluster::MissingBinaries(); !missing.empty()) {
-      GTEST_SKIP() << missing;
-    }
-    ASSERT_NE(cluster_, nullptr) << start_error_;
+    SlurmClusterSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = fs::temp_directory_path() / fmt::format("gpuscale_slurm_it_{}_{}", getpid(),
                                                    std::string(info->name()).substr(0, 12));
@@ -55,9 +39,7 @@ class SlurmOrchestratorRealTest : public ::testing::TestWithParam<std::string> {
   }
 
   void TearDown() override {
-    if (cluster_ != nullptr) {
-      if (!cluster_->CancelAllJobs(Seconds{15})) ADD_FAILURE() << "jobs left behind";
-    }
+    CancelJobs(Seconds{15});
     fs::remove_all(dir_);
   }
 
@@ -82,15 +64,8 @@ class SlurmOrchestratorRealTest : public ::testing::TestWithParam<std::string> {
     c.gres_type = "tesla";
     c.state_dir = dir_.string();
     c.time_limit_minutes = 10;
-    std::mt19937 random{std::random_device{}()};
-    for (int attempt = 0; attempt < 50; ++attempt) {
-      const int base = 30000 + static_cast<int>(random() % 2000) * 10;
-      bool free = true;
-      for (int p = base; p < base + 10 && free; ++p) free = PickFreePort(p, p, {}).has_value();
-      c.port_range_start = base;
-      c.port_range_end = base + 9;
-      if (free) break;
-    }
+    c.port_range_start = FreePortBase(30000, 2000);
+    c.port_range_end = c.port_range_start + 9;
     c.restart_backoff_initial = Seconds{1};
     c.restart_backoff_max = Seconds{2};
     return c;
@@ -138,13 +113,8 @@ class SlurmOrchestratorRealTest : public ::testing::TestWithParam<std::string> {
 
   static Seconds Now() { return SystemClock::Instance().Now(); }
 
-  static std::unique_ptr<SlurmTestCluster> cluster_;
-  static std::string start_error_;
   fs::path dir_;
 };
-
-std::unique_ptr<SlurmTestCluster> SlurmOrchestratorRealTest::cluster_;
-std::string SlurmOrchestratorRealTest::start_error_;
 
 TEST_P(SlurmOrchestratorRealTest, ReplicaBecomesReadyOnItsNodeAndIsScraped) {
   auto orch = Make(Config("ready"));

@@ -22,7 +22,6 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr int kGpus = 4;
-constexpr char kApiPrefix[] = "gpuscale serve: API http://127.0.0.1:";
 
 // A server process that no longer runs (gone, or a zombie waiting for its new parent).
 bool ProcessGone(int pid) {
@@ -36,22 +35,16 @@ bool ProcessGone(int pid) {
 class TasksTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/gpuscale_tasks_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    mark_ = std::filesystem::path(dir_).filename().string();
+    dir_ = MakeTempDir("gpuscale_tasks_test_");
+    ASSERT_FALSE(dir_.empty());
+    marker_ = TestMarker(dir_);
+    mark_ = MarkerValue(marker_);
   }
 
   void TearDown() override {
-    KillDaemon(SIGKILL);
-    for (pid_t pid : PidsWithEnv("GPUSCALE_TEST_MARK=" + mark_)) {
-      kill(-pid, SIGKILL), kill(pid, SIGKILL);
-    }
-    if (HasFailure()) {
-      std::ifstream err(dir_ + "/daemon.err");
-      std::cerr << "--- daemon stderr ---\n" << err.rdbuf() << "\n";
-      std::cerr.clear();
-    }
+    daemon_.Kill(SIGKILL);
+    KillMarkedProcesses(marker_);
+    if (HasFailure()) DumpFile("daemon stderr", dir_ + "/daemon.err");
     std::filesystem::remove_all(dir_);
   }
 
@@ -75,30 +68,12 @@ class TasksTest : public ::testing::Test {
            "average_value: 2}\n";
   }
 
+  // Starts `gpuscale serve` with a 0.5 s control loop.
   void StartDaemon(const std::string& config) {
-    std::ofstream(dir_ + "/gpuscale.yaml") << config;
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    daemon_pid_ = Spawn({kBinary, "serve", "--config", dir_ + "/gpuscale.yaml", "--listen",
-                         "127.0.0.1:0", "--state-dir", dir_ + "/state", "--loop-interval", "0.5"},
-                        fds[1], dir_ + "/daemon.err", {"GPUSCALE_TEST_MARK=" + mark_});
-    close(fds[1]);
-    ASSERT_GT(daemon_pid_, 0);
-    std::string out;
-    std::optional<std::string> line =
-        ReadLineWithPrefix(fds[0], kApiPrefix, std::chrono::seconds(20), out);
-    close(fds[0]);
-    ASSERT_TRUE(line) << "no start-up line: " << out;
-    port_ = std::atoi(line->c_str() + std::string(kApiPrefix).size());
-    ASSERT_GT(port_, 0);
+    daemon_.Start(config, {.dir = dir_, .loop_interval_seconds = "0.5", .env = {marker_}});
   }
 
-  void KillDaemon(int sig) {
-    if (daemon_pid_ <= 0) return;
-    kill(-daemon_pid_, sig);
-    waitpid(daemon_pid_, nullptr, 0);
-    daemon_pid_ = -1;
-  }
+  int Port() const { return daemon_.port(); }
 
   // A task body (JSON). `parameters` is a JSON object of the grid; the emulator gets the
   // tensor-parallel-size and max-num-seqs placeholders.
@@ -123,8 +98,8 @@ class TasksTest : public ::testing::Test {
     return task;
   }
 
-  HttpReply Submit(const json& task) { return Http(port_, "POST", "/v1/tasks", "", task.dump()); }
-  json GetTask(int64_t id) { return Http(port_, "GET", "/v1/tasks/" + std::to_string(id)).body; }
+  HttpReply Submit(const json& task) { return Http(Port(), "POST", "/v1/tasks", "", task.dump()); }
+  json GetTask(int64_t id) { return Http(Port(), "GET", "/v1/tasks/" + std::to_string(id)).body; }
   // Waits until the task's status is one of the ended ones; returns the full task.
   json WaitEnded(int64_t id, std::chrono::seconds timeout) {
     json task;
@@ -137,14 +112,29 @@ class TasksTest : public ::testing::Test {
         timeout);
     return task;
   }
-  json Leases() { return Http(port_, "GET", "/v1/leases").body["leases"]; }
+  // Submits `task` to run one experiment at a time and waits (15 s) until the first runs its
+  // server; sets the task's id and the server's pid. Fails the test fatally otherwise.
+  void SubmitOneAtATimeAndWaitRunning(json task, int64_t* id, int* pid) {
+    task["max_parallel"] = 1;
+    HttpReply r = Submit(task);
+    ASSERT_EQ(r.status, 201) << r.body.dump();
+    *id = r.body["id"];
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          const json e = GetTask(*id)["experiments"][0];
+          *pid = e.value("pid", 0);
+          return e["status"] == "running" && *pid > 0;
+        },
+        std::chrono::seconds(15)))
+        << GetTask(*id).dump(1);
+  }
+  json Leases() { return Http(Port(), "GET", "/v1/leases").body["leases"]; }
   json Events() {
-    return Http(port_, "GET", "/v1/events?limit=10000").body["events"];
+    return Http(Port(), "GET", "/v1/events?limit=10000").body["events"];
   }
 
-  std::string dir_, mark_;
-  pid_t daemon_pid_ = -1;
-  int port_ = 0;
+  std::string dir_, marker_, mark_;
+  ServeDaemon daemon_;
 };
 
 // Replays the experiments' lease intervals from the event log: a GPU is taken at
@@ -215,11 +205,11 @@ TEST_F(TasksTest, SweepCompletesWithoutSharingGpusAndStoresResults) {
   for (const json& e : task["experiments"]) monitored |= e["gpu_monitoring"].is_object();
   EXPECT_TRUE(monitored);
 
-  const json one = Http(port_, "GET", "/v1/experiments/" +
-                                          std::to_string(task["best_experiment_id"].get<int>()))
+  const json one = Http(Port(), "GET",
+                        "/v1/experiments/" + std::to_string(task["best_experiment_id"].get<int>()))
                        .body;
   EXPECT_EQ(one["is_best"], true) << one.dump(1);
-  const json listed = Http(port_, "GET", "/v1/tasks").body["tasks"];
+  const json listed = Http(Port(), "GET", "/v1/tasks").body["tasks"];
   ASSERT_FALSE(listed.empty());
   EXPECT_EQ(listed[0]["id"], id);
 
@@ -235,12 +225,12 @@ TEST_F(TasksTest, MoreGpusThanExistIsRefusedAtOnce) {
   EXPECT_EQ(r.status, 409) << r.body.dump();
   EXPECT_THAT(r.body["error"]["message"].get<std::string>(), HasSubstr("needs 8 GPUs"));
   EXPECT_THAT(r.body["error"]["message"].get<std::string>(), HasSubstr("has 4"));
-  EXPECT_TRUE(Http(port_, "GET", "/v1/tasks").body["tasks"].empty());
+  EXPECT_TRUE(Http(Port(), "GET", "/v1/tasks").body["tasks"].empty());
 }
 
 TEST_F(TasksTest, WaitsForServiceGpusAndTimesOutWithAllocatorMessage) {
   StartDaemon(Config(/*service=*/true));
-  HttpReply scaled = Http(port_, "PUT", "/v1/services/svc/replicas", "", R"({"replicas": 4})");
+  HttpReply scaled = Http(Port(), "PUT", "/v1/services/svc/replicas", "", R"({"replicas": 4})");
   ASSERT_EQ(scaled.status, 200) << scaled.body.dump();
   ASSERT_TRUE(WaitFor([&] { return Leases().size() == 4; }, std::chrono::seconds(15)));
 
@@ -261,7 +251,7 @@ TEST_F(TasksTest, WaitsForServiceGpusAndTimesOutWithAllocatorMessage) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(GetTask(patient)["experiments"][0]["status"], "queued");
 
-  scaled = Http(port_, "PUT", "/v1/services/svc/replicas", "", R"({"replicas": 2})");
+  scaled = Http(Port(), "PUT", "/v1/services/svc/replicas", "", R"({"replicas": 2})");
   ASSERT_EQ(scaled.status, 200) << scaled.body.dump();
   ended = WaitEnded(patient, std::chrono::seconds(30));
   EXPECT_EQ(ended["status"], "succeeded") << ended.dump(1);
@@ -269,23 +259,13 @@ TEST_F(TasksTest, WaitsForServiceGpusAndTimesOutWithAllocatorMessage) {
 
 TEST_F(TasksTest, CancelStopsRunningAndQueuedExperiments) {
   StartDaemon(Config());
-  json task = Task("cancel-me", {{"tensor-parallel-size", 1}, {"max-num-seqs", {4, 8}}}, 30);
-  task["max_parallel"] = 1;
-  HttpReply r = Submit(task);
-  ASSERT_EQ(r.status, 201) << r.body.dump();
-  const int64_t id = r.body["id"];
+  int64_t id = 0;
   int pid = 0;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const json e = GetTask(id)["experiments"][0];
-        pid = e.value("pid", 0);
-        return e["status"] == "running" && pid > 0;
-      },
-      std::chrono::seconds(15)))
-      << GetTask(id).dump(1);
+  ASSERT_NO_FATAL_FAILURE(SubmitOneAtATimeAndWaitRunning(
+      Task("cancel-me", {{"tensor-parallel-size", 1}, {"max-num-seqs", {4, 8}}}, 30), &id, &pid));
   EXPECT_EQ(Leases().size(), 1u);
 
-  HttpReply cancelled = Http(port_, "DELETE", "/v1/tasks/" + std::to_string(id));
+  HttpReply cancelled = Http(Port(), "DELETE", "/v1/tasks/" + std::to_string(id));
   ASSERT_EQ(cancelled.status, 200) << cancelled.body.dump();
   EXPECT_EQ(cancelled.body["status"], "cancelled");
   const json after = GetTask(id);
@@ -293,26 +273,17 @@ TEST_F(TasksTest, CancelStopsRunningAndQueuedExperiments) {
   EXPECT_EQ(after["experiments"][1]["status"], "cancelled") << after.dump(1);
   EXPECT_TRUE(WaitFor([&] { return ProcessGone(pid); }, std::chrono::seconds(5)));
   EXPECT_TRUE(Leases().empty()) << Leases().dump();
-  EXPECT_EQ(Http(port_, "DELETE", "/v1/tasks/" + std::to_string(id)).status, 409);
+  EXPECT_EQ(Http(Port(), "DELETE", "/v1/tasks/" + std::to_string(id)).status, 409);
 }
 
 TEST_F(TasksTest, RestartFailsRunningExperimentAndResumesQueuedOnes) {
   const std::string config = Config();
   StartDaemon(config);
-  json task = Task("survivor", {{"tensor-parallel-size", 1}, {"max-num-seqs", {2, 4, 8}}}, 1);
-  task["max_parallel"] = 1;
-  HttpReply r = Submit(task);
-  ASSERT_EQ(r.status, 201) << r.body.dump();
-  const int64_t id = r.body["id"];
+  int64_t id = 0;
   int pid = 0;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const json e = GetTask(id)["experiments"][0];
-        pid = e.value("pid", 0);
-        return e["status"] == "running" && pid > 0;
-      },
-      std::chrono::seconds(15)));
-  KillDaemon(SIGKILL);  // the experiment's server runs in its own process group: it survives
+  ASSERT_NO_FATAL_FAILURE(SubmitOneAtATimeAndWaitRunning(
+      Task("survivor", {{"tensor-parallel-size", 1}, {"max-num-seqs", {2, 4, 8}}}, 1), &id, &pid));
+  daemon_.Kill(SIGKILL);  // the experiment's server runs in its own process group: it survives
 
   StartDaemon(config);
   const json ended = WaitEnded(id, std::chrono::seconds(30));

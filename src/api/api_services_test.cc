@@ -286,6 +286,25 @@ TEST_F(ApiServerTest, ListsReplicas) {
   EXPECT_EQ(r["adopted"], false);
   EXPECT_EQ(r["last_error"], "");
   EXPECT_EQ(r["log_path"], "/tmp/chat-1.log");
+  EXPECT_EQ(r["host"], "127.0.0.1");
+}
+
+TEST_F(ApiServerTest, ReplicaWithoutANodeHasANullHost) {
+  ASSERT_EQ(Post("/v1/services", kChatService)->status, 201);
+  orch::ReplicaInfo queued;  // a Slurm job still in the queue: the daemon clears its host
+  queued.id = "chat-1";
+  queued.host = "";
+  orch::ReplicaInfo placed;
+  placed.id = "chat-2";
+  placed.host = "10.0.0.7";
+  placed.port = 20001;
+  daemon_.SetReplicas("chat", {queued, placed});
+  httplib::Result res = client_->Get("/v1/services/chat/replicas");
+  ASSERT_EQ(res->status, 200);
+  json replicas = Body(res)["replicas"];
+  ASSERT_EQ(replicas.size(), 2u) << replicas.dump();
+  EXPECT_TRUE(replicas[0]["host"].is_null()) << replicas[0].dump();
+  EXPECT_EQ(replicas[1]["host"], "10.0.0.7");
 }
 
 }  // namespace

@@ -161,7 +161,8 @@ Json ReplicaJson(const orch::ReplicaInfo& replica) {
               {"phase", scale::ReplicaPhaseName(replica.phase)},
               {"state", replica.state},
               {"phase_since", Time(replica.phase_since)},
-              {"host", replica.host},
+              // "" = not placed yet (a Slurm job still queued): null, not an address.
+              {"host", replica.host.empty() ? Json(nullptr) : Json(replica.host)},
               {"port", replica.port},
               {"gpus", replica.gpus},
               {"pid", replica.pid},

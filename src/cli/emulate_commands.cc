@@ -110,7 +110,7 @@ void AddEngineFlagOptions(CLI::App* cmd, EmulateFlags& flags) {
                   "Pipeline stages (also -pp): step x (1/pp + 0.25 (pp-1)/pp), KV x pp")
       ->capture_default_str();
   cmd->add_option("--max-model-len", engine.max_model_len,
-                  "Most prompt + output tokens per request; 0 = no limit")
+                  "Most prompt + output tokens per request; 0 = the model's context (131072)")
       ->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", engine.gpu_memory_utilization,
                   "KV cache scales with it (--kv-cache-tokens is the size at 0.9)")

@@ -1,13 +1,16 @@
 // Daemon: `gpuscale serve`'s core. It owns the GPU backend and monitor, the lease ledger, the
-// state store (<state_dir>/gpuscale.db) and one local-process orchestrator + ServiceRuntime
-// per service, runs the control loop, and answers the REST API (DaemonApi).
+// state store (<state_dir>/gpuscale.db) and one orchestrator (local processes or Slurm jobs,
+// by the service's engine) + ServiceRuntime per service, runs the control loop, and answers
+// the REST API (DaemonApi).
 //
 // Open(): services = the config's (upserted into the store; the config wins for a name in
-// both) + those created earlier through the API (from the store). Each service's
-// orchestrator then Adopt()s the replica rows persisted for it; rows of services that no
-// longer exist are adopted by a temporary orchestrator and stopped. The lease ledger ends up
-// holding exactly the re-acquired leases, and the store's lease table is rewritten to match
-// (stale leases dropped). Adoption outcomes become events.
+// both) + those created earlier through the API (from the store), each with the manual
+// override stored for it. Each service's orchestrator then Adopt()s the replica rows
+// persisted for it; rows of services that no longer exist are adopted by a temporary
+// orchestrator of the removed service's engine (from its row, kept marked deleting until the
+// replicas are gone) and stopped: Slurm jobs are cancelled through Slurm. The lease ledger
+// ends up holding exactly the re-acquired leases, and the store's lease table is rewritten
+// to match (stale leases dropped). Adoption outcomes become events.
 //
 // One Tick(): apply queued API changes; per service, orchestrator Poll; scrape every ready or
 // draining replica and run the policies' PromQL queries (all services in parallel,
@@ -19,7 +22,11 @@
 // A failing store write is logged and counted (gpuscale_store_errors_total); the loop goes on.
 //
 // API changes (create/update/delete service, rules, manual override) are validated and
-// persisted at once, shown by the API at once, and take effect on the next tick.
+// persisted at once, shown by the API at once, and take effect on the next tick. A deleted
+// service's row stays (marked deleting) until its replicas are gone.
+//
+// Replica views: a cluster engine's replica whose job has no node yet (port 0) shows an
+// empty host, not the loopback default the orchestrator reports.
 //
 // Ownership: owns everything above; replica processes outlive the Daemon unless
 // Shutdown(true) stopped them (so that a restarted daemon adopts them).
@@ -35,6 +42,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -137,9 +145,14 @@ class Daemon final : public DaemonApi {
   // The service's engine (local processes or Slurm jobs, by service.engine).
   Result<std::unique_ptr<orch::ServiceOrchestrator>> MakeOrchestrator(
       const ServiceConfig& service);
+  void RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>& events);
   void AdoptAll(Seconds now);
   size_t StaleLeaseCount();
   void AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now);
+  ServiceConfig OrphanConfig(const std::string& service);
+  void DropEngineRecords(const std::string& service, std::vector<orch::ReplicaRecord>& records,
+                         Seconds now, std::vector<store::EventRow>& events);
+  void FinishDeletedServices(const std::set<std::string>& with_replicas);
   // Tasks (daemon_tasks.cc): the TaskManager, after adoption (its experiments' leases were
   // not re-acquired, so a restarted daemon reconciles them without leaks).
   Status OpenTasks();

@@ -81,6 +81,7 @@ void Daemon::ApplySpec(Command& c, Seconds now, std::vector<store::EventRow>& ev
 void Daemon::ApplyDelete(Command& c, Seconds now, std::vector<store::EventRow>& events) {
   auto it = services_.find(c.service);
   if (it == services_.end()) return;
+  it->second->deleting = true;  // its store row goes once the replicas are gone
   Retire(std::move(it->second), now);
   services_.erase(it);
   {

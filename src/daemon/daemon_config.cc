@@ -1,4 +1,4 @@
-// The daemon config file: top-level sections (gpu, api, state_dir, loop, prometheus), the
+// The daemon config file: top-level sections (gpu, api, state_dir, loop, prometheus, tasks), the
 // service list with its uniqueness check, and the embedded default. Services themselves are
 // read in daemon_config_service.cc.
 #include "daemon/daemon_config.h"
@@ -190,6 +190,37 @@ Status ParsePrometheus(const YAML::Node& n, PrometheusConfig& prometheus) {
   return OkStatus();
 }
 
+// Upper bound of the tasks section's durations: a longer re-check would notice wait timeouts
+// and GPU-reading changes that late, and a longer stop grace would hold a shutdown that long.
+constexpr Seconds kMaxTasksSeconds{3600};
+
+Result<Seconds> ReadTasksDuration(const YAML::Node& n, std::string_view key, Seconds fallback,
+                                  bool positive) {
+  GS_ASSIGN_OR_RETURN(Seconds value, ReadDuration(n, key, "tasks", fallback, positive));
+  if (value > kMaxTasksSeconds) {
+    return FieldError(Child(n, key), yaml::Join("tasks", key),
+                      fmt::format("expected at most {:g} seconds, got {:g}",
+                                  kMaxTasksSeconds.count(), value.count()));
+  }
+  return value;
+}
+
+Status ParseTasks(const YAML::Node& n, TasksConfig& tasks) {
+  if (!n.IsDefined()) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(
+      n, "tasks", {"recheck_interval_seconds", "max_head_skips", "stop_grace_seconds"}));
+  GS_ASSIGN_OR_RETURN(tasks.recheck_interval,
+                      ReadTasksDuration(n, "recheck_interval_seconds", tasks.recheck_interval,
+                                        /*positive=*/true));
+  GS_ASSIGN_OR_RETURN(tasks.max_head_skips,
+                      ReadIntAtLeast(n, "max_head_skips", "tasks", tasks.max_head_skips, 0));
+  if (Child(n, "stop_grace_seconds").IsDefined()) {
+    GS_ASSIGN_OR_RETURN(tasks.stop_grace, ReadTasksDuration(n, "stop_grace_seconds", Seconds{0},
+                                                            /*positive=*/false));
+  }
+  return OkStatus();
+}
+
 Status ParseServices(const YAML::Node& n, std::vector<ServiceConfig>& services) {
   if (!n.IsDefined()) return OkStatus();
   if (!n.IsSequence()) return FieldError(n, "services", "expected a list of services");
@@ -214,7 +245,8 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
   config.state_dir = DefaultStateDir();
   if (root.IsNull() || !root.IsDefined()) return config;  // an empty file: all defaults
   GS_RETURN_IF_ERROR(CheckKnownKeys(
-      root, "", {"gpu", "api", "state_dir", "loop_interval_seconds", "prometheus", "services"}));
+      root, "",
+      {"gpu", "api", "state_dir", "loop_interval_seconds", "prometheus", "tasks", "services"}));
   GS_RETURN_IF_ERROR(ParseGpu(Child(root, "gpu"), config.gpu));
   GS_RETURN_IF_ERROR(ParseApi(Child(root, "api"), config.api));
   GS_ASSIGN_OR_RETURN(config.state_dir, yaml::ReadString(root, "state_dir", "", config.state_dir));
@@ -228,6 +260,7 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
   GS_ASSIGN_OR_RETURN(config.loop_interval,
                       ReadDuration(root, "loop_interval_seconds", "", config.loop_interval, true));
   GS_RETURN_IF_ERROR(ParsePrometheus(Child(root, "prometheus"), config.prometheus));
+  GS_RETURN_IF_ERROR(ParseTasks(Child(root, "tasks"), config.tasks));
   GS_RETURN_IF_ERROR(ParseServices(Child(root, "services"), config.services));
   return config;
 }

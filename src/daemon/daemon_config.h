@@ -12,6 +12,8 @@
 //             "~/" is $HOME; default $XDG_STATE_HOME/gpuscale, else that)
 //   loop_interval_seconds: 15
 //   prometheus: {url: "http://127.0.0.1:9090", timeout_seconds: 5}   # optional, for PromQL
+//   tasks:    {recheck_interval_seconds: 2, max_head_skips: 3, stop_grace_seconds: 10}
+//             (the experiment scheduler; docs/tasks.md "Daemon settings")
 //   services:
 //     - name: chat
 //       command: [vllm, serve, Qwen/Qwen2.5-7B, --port, "{port}"]   # argv template, no shell
@@ -116,12 +118,26 @@ struct ServiceConfig {
   friend bool operator==(const ServiceConfig&, const ServiceConfig&) = default;
 };
 
+// The `tasks:` section: the TaskManager's settings (experiments/task_manager.h).
+struct TasksConfig {
+  // `recheck_interval_seconds`: periodic scheduling round, in (0, 3600]; releases wake the
+  // scheduler at once, so this bounds how late GPU-reading changes and wait timeouts are seen.
+  Seconds recheck_interval{2};
+  // Backfills past the head of the experiment queue before the head reserves GPUs; 0 = strict
+  // FIFO (no backfill).
+  int max_head_skips = 3;
+  // `stop_grace_seconds`: experiment server SIGTERM -> SIGKILL, in [0, 3600]; unset = the
+  // daemon's replica stop grace (DaemonOptions::stop_grace, 10 s).
+  std::optional<Seconds> stop_grace;
+};
+
 struct DaemonConfig {
   GpuConfig gpu;
   ApiConfig api;
   std::string state_dir;  // default: $XDG_STATE_HOME/gpuscale or ~/.local/state/gpuscale
   Seconds loop_interval{15};
   PrometheusConfig prometheus;
+  TasksConfig tasks;
   std::vector<ServiceConfig> services;
 };
 

@@ -80,6 +80,31 @@ prometheus: {url: "http://prom:9090", timeout_seconds: 3}
   EXPECT_EQ(config->prometheus.timeout, Seconds{3});
 }
 
+TEST(DaemonConfigTest, TasksSectionKeepsTheTaskManagerDefaultsWhenAbsent) {
+  for (const char* yaml : {"", "tasks:", "tasks: {}"}) {
+    auto config = ParseDaemonConfigText(yaml, "test");
+    ASSERT_TRUE(config) << yaml << ": " << ErrorText(config);
+    EXPECT_EQ(config->tasks.recheck_interval, Seconds{2}) << yaml;
+    EXPECT_EQ(config->tasks.max_head_skips, 3) << yaml;
+    EXPECT_FALSE(config->tasks.stop_grace.has_value()) << yaml;
+  }
+}
+
+TEST(DaemonConfigTest, TasksSectionReadsEveryField) {
+  auto config = ParseDaemonConfigText(R"(
+tasks:
+  recheck_interval_seconds: 0.5
+  max_head_skips: 0
+  stop_grace_seconds: 0
+)",
+                                      "test");
+  ASSERT_TRUE(config) << ErrorText(config);
+  EXPECT_EQ(config->tasks.recheck_interval, Seconds{0.5});
+  EXPECT_EQ(config->tasks.max_head_skips, 0);  // strict FIFO
+  ASSERT_TRUE(config->tasks.stop_grace.has_value());
+  EXPECT_EQ(*config->tasks.stop_grace, Seconds{0});  // SIGKILL at once
+}
+
 TEST(DaemonConfigTest, ListenAcceptsBracketedIpv6) {
   auto config = ParseDaemonConfigText("api: {listen: \"[::1]:9000\"}", "test");
   ASSERT_TRUE(config) << ErrorText(config);
@@ -129,6 +154,26 @@ const BadConfigCase kBadConfigs[] = {
     {"HttpsPrometheus", "prometheus: {url: \"https://p:9090\"}",
      "prometheus.url: expected an http://"},
     {"PrometheusNoUrl", "prometheus: {timeout_seconds: 1}", "prometheus.url: required field"},
+    {"TasksNotMap", "tasks: 5", "tasks: expected a mapping"},
+    {"TasksUnknownKey", "tasks: {recheck_seconds: 1}",
+     "tasks.recheck_seconds: unknown field; accepted fields: recheck_interval_seconds, "
+     "max_head_skips, stop_grace_seconds"},
+    {"RecheckZero", "tasks:\n  recheck_interval_seconds: 0",
+     "tasks.recheck_interval_seconds: expected a finite number of seconds > 0, got 0 (line 2)"},
+    {"RecheckTooLong", "tasks:\n  recheck_interval_seconds: 7200",
+     "tasks.recheck_interval_seconds: expected at most 3600 seconds, got 7200 (line 2)"},
+    {"RecheckWord", "tasks: {recheck_interval_seconds: often}",
+     "tasks.recheck_interval_seconds: expected a number"},
+    {"HeadSkipsNegative", "tasks:\n  max_head_skips: -1",
+     "tasks.max_head_skips: expected an integer >= 0, got -1 (line 2)"},
+    {"HeadSkipsFraction", "tasks: {max_head_skips: 1.5}",
+     "tasks.max_head_skips: expected an integer"},
+    {"StopGraceNegative", "tasks:\n  stop_grace_seconds: -1",
+     "tasks.stop_grace_seconds: expected a finite number of seconds >= 0, got -1 (line 2)"},
+    {"StopGraceInfinite", "tasks: {stop_grace_seconds: .inf}",
+     "tasks.stop_grace_seconds: expected a finite number"},
+    {"StopGraceTooLong", "tasks: {stop_grace_seconds: 3601}",
+     "tasks.stop_grace_seconds: expected at most 3600 seconds, got 3601"},
     {"ServicesNotList", "services: {chat: {}}", "services: expected a list"},
     {"ServiceNameBad", "services:\n  - {name: Chat, command: [x]}",
      "services[0].name: expected 1-63 characters [a-z0-9-]"},

@@ -17,6 +17,9 @@ struct Daemon::Slot {
   std::string name;
   std::unique_ptr<orch::ServiceOrchestrator> orch;
   std::unique_ptr<ServiceRuntime> runtime;  // null for orphans being stopped
+  // A deleted service (or an orphan): its store row, marked deleting, goes once the
+  // replicas are gone (PollRetiring). False for services retired by Shutdown.
+  bool deleting = false;
   Seconds created_at{0};
   std::vector<store::ReplicaRow> persisted;  // last rows written (skip unchanged writes)
   int ticks_since_decision = 0;

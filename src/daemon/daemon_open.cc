@@ -1,6 +1,7 @@
 // Daemon start-up: GPU backend, store, services, adoption of persisted replicas
 // (daemon.h describes the order and why).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <set>
@@ -52,6 +53,7 @@ Status Daemon::OpenState() {
   if (config_.state_dir.empty()) return InvalidArgument("must not be empty", "state_dir");
   GS_ASSIGN_OR_RETURN(store_, store::Store::Open(config_.state_dir + "/gpuscale.db", now));
   GS_ASSIGN_OR_RETURN(std::vector<ServiceConfig> services, LoadServices(now));
+  std::vector<store::EventRow> events;
   for (size_t i = 0; i < services.size(); ++i) {
     Result<std::unique_ptr<Slot>> slot = MakeSlot(services[i], now);
     if (!slot) {
@@ -59,8 +61,10 @@ Status Daemon::OpenState() {
       e.field = yaml::Join(fmt::format("services[{}]", i), e.field);
       return Unexpected<Error>(std::move(e));
     }
+    RestoreManual(**slot, now, events);
     services_[services[i].name] = std::move(*slot);
   }
+  AppendEvents(events);
   AdoptAll(now);
   GS_ASSIGN_OR_RETURN(latest_event_id_, store_->events().LatestId());
   GS_RETURN_IF_ERROR(OpenTasks());
@@ -70,7 +74,8 @@ Status Daemon::OpenState() {
 }
 
 // Config services first (written to the store: the config wins), then API-created ones.
-// Config services come before store ones so that index i in an error is services[i].
+// Config services come before store ones so that index i in an error is services[i]. Rows
+// marked deleting are no services: AdoptOrphans stops their replicas.
 Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
   std::vector<ServiceConfig> services = config_.services;
   std::set<std::string> names;
@@ -81,12 +86,16 @@ Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
     row.spec = ServiceConfigToYaml(s);
     row.created_at = now;
     row.updated_at = now;
+    // The spec is the config's; a manual override set through the API stays.
+    if (Result<store::ServiceRow> stored = store_->services().Get(s.name)) {
+      row.manual_replicas = stored->manual_replicas;
+    }
     GS_RETURN_IF_ERROR(store_->services().Put(row));
   }
   GS_ASSIGN_OR_RETURN(std::vector<store::ServiceRow> rows, store_->services().List());
   std::vector<store::EventRow> events;
   for (const store::ServiceRow& row : rows) {
-    if (names.count(row.name) != 0) continue;
+    if (names.count(row.name) != 0 || row.deleting) continue;
     Result<ServiceConfig> parsed = ParseServiceConfigText(row.spec, "stored service " + row.name);
     if (!parsed) {
       // A spec this binary cannot read (written by another version): leave it in the store.
@@ -154,6 +163,27 @@ Result<std::unique_ptr<Daemon::Slot>> Daemon::MakeSlot(const ServiceConfig& serv
   return slot;
 }
 
+// The manual override the API set before the restart (kept in the service's row). One the
+// service's bounds no longer allow (the config changed meanwhile) is dropped, with an event.
+void Daemon::RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>& events) {
+  Result<store::ServiceRow> row = store_->services().Get(slot.name);
+  if (!row || !row->manual_replicas) return;
+  const int manual = *row->manual_replicas;
+  if (Status s = slot.runtime->SetManualReplicas(manual); !s) {
+    if (Status cleared = store_->services().SetManualReplicas(slot.name, std::nullopt); !cleared) {
+      StoreError("clearing the manual override of " + slot.name, cleared.error());
+    }
+    events.push_back(MakeEvent(now, slot.name, "manual_override", "",
+                               fmt::format("stored override of {} replicas dropped ({}); control "
+                                           "handed back to the policy",
+                                           manual, s.error().ToString())));
+    return;
+  }
+  events.push_back(MakeEvent(now, slot.name, "manual_override", "",
+                             fmt::format("desired replicas kept at {} (set before the restart)",
+                                         manual)));
+}
+
 // Stored leases the ledger no longer holds (adoption did not re-acquire them).
 size_t Daemon::StaleLeaseCount() {
   Result<std::vector<store::LeaseRow>> stored = store_->leases().List();
@@ -193,6 +223,9 @@ void Daemon::AdoptAll(Seconds now) {
     PersistReplicas(name, *slot->orch, slot->persisted);
   }
   AdoptOrphans(orphans, now);
+  std::set<std::string> orphan_services;
+  for (const store::ReplicaRow& row : orphans) orphan_services.insert(row.service);
+  FinishDeletedServices(orphan_services);
   const size_t dropped = StaleLeaseCount();
   PersistLeases();
   events.push_back(MakeEvent(
@@ -203,28 +236,88 @@ void Daemon::AdoptAll(Seconds now) {
   AppendEvents(events);
 }
 
-// Replicas of services that no longer exist: adopted by a throw-away orchestrator only to be
-// stopped (their GPU leases are released once the processes are gone).
+// How to stop the replicas of a service that is no longer managed: its stored spec while
+// the row is there (a deletion not finished: the row is marked deleting until the replicas
+// are gone), so that Slurm jobs are cancelled through Slurm; otherwise (a row deleted by an
+// older gpuscale, or a spec this binary cannot read) a local-process stand-in, which can stop
+// local processes only.
+ServiceConfig Daemon::OrphanConfig(const std::string& service) {
+  if (Result<store::ServiceRow> row = store_->services().Get(service)) {
+    Result<ServiceConfig> parsed = ParseServiceConfigText(row->spec, "stored service " + service);
+    if (parsed) return std::move(*parsed);
+  }
+  ServiceConfig orphan;
+  orphan.name = service;
+  orphan.command = {"orphan"};  // never started: the orchestrator only adopts and stops
+  orphan.readiness_path = "";
+  return orphan;
+}
+
+// Replicas of services that no longer exist: adopted by a throw-away orchestrator of the
+// service's engine only to be stopped (GPU leases are released once the processes are gone,
+// the service's row once every replica is: PollRetiring). When that orchestrator cannot be
+// built (e.g. Slurm's token file is unreadable), the rows stay for the next start.
 void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now) {
   std::map<std::string, std::vector<orch::ReplicaRecord>> by_service;
   for (const store::ReplicaRow& row : rows) by_service[row.service].push_back(ToReplicaRecord(row));
+  std::vector<store::EventRow> events;
   for (auto& [service, records] : by_service) {
-    ServiceConfig orphan;
-    orphan.name = service;
-    orphan.command = {"orphan"};  // never started: the orchestrator only adopts and stops
-    orphan.readiness_path = "";
-    Result<std::unique_ptr<orch::ServiceOrchestrator>> orch = MakeOrchestrator(orphan);
+    const ServiceConfig config = OrphanConfig(service);
+    if (config.engine == "local") DropEngineRecords(service, records, now, events);
+    Result<std::unique_ptr<orch::ServiceOrchestrator>> orch = MakeOrchestrator(config);
     if (!orch) {
-      Log(fmt::format("cannot clean up replicas of removed service '{}': {}", service,
-                      orch.error().ToString()));
+      const std::string message =
+          fmt::format("cannot stop the replicas of removed service '{}' (retried at the next "
+                      "start): {}",
+                      service, orch.error().ToString());
+      Log(message);
+      events.push_back(MakeEvent(now, service, "orphan_error", "", message));
       continue;
     }
     auto slot = std::make_unique<Slot>();
     slot->name = service;
     slot->orch = std::move(*orch);
+    slot->deleting = true;
     (void)slot->orch->Adopt(records, now);
+    for (orch::OrchestratorEvent& e : slot->orch->TakeEvents()) {
+      events.push_back(MakeEvent(e.at, service, e.kind, e.replica, e.message));
+    }
     slot->orch->StopAll(now);
     retiring_.push_back(std::move(slot));
+  }
+  AppendEvents(events);
+}
+
+// Records of a cluster engine's replicas (they carry the engine's job id) whose engine
+// settings are gone: a local orchestrator cannot stop them, so the user is told which jobs to
+// cancel by hand; their rows go with the next write of the service's replicas.
+void Daemon::DropEngineRecords(const std::string& service,
+                               std::vector<orch::ReplicaRecord>& records, Seconds now,
+                               std::vector<store::EventRow>& events) {
+  std::vector<std::string> jobs;
+  std::erase_if(records, [&](const orch::ReplicaRecord& r) {
+    if (r.engine_id.empty()) return false;
+    jobs.push_back(r.engine_id);
+    return true;
+  });
+  if (jobs.empty()) return;
+  const std::string message = fmt::format(
+      "replicas of removed service '{}' ran as cluster jobs {} but the service's engine "
+      "settings are gone; cancel them by hand (Slurm: scancel {})",
+      service, fmt::join(jobs, ", "), fmt::join(jobs, " "));
+  Log(message);
+  events.push_back(MakeEvent(now, service, "orphan_unmanaged", "", message));
+}
+
+// Rows marked deleting whose replicas were all gone before the restart.
+void Daemon::FinishDeletedServices(const std::set<std::string>& with_replicas) {
+  Result<std::vector<store::ServiceRow>> rows = store_->services().List();
+  if (!rows) return StoreError("listing services", rows.error());
+  for (const store::ServiceRow& row : *rows) {
+    if (!row.deleting || with_replicas.count(row.name) != 0) continue;
+    if (Status s = store_->services().FinishDeleting(row.name); !s) {
+      StoreError("deleting service " + row.name, s.error());
+    }
   }
 }
 

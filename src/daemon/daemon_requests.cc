@@ -84,7 +84,7 @@ Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
                                           valid.name, valid.name),
                               "name");
   }
-  store::ServiceRow row{valid.name, ServiceConfigToYaml(valid), false, now, now};
+  store::ServiceRow row = store::MakeServiceRow(valid.name, ServiceConfigToYaml(valid), now, now);
   GS_RETURN_IF_ERROR(store_->services().Put(row));
   ServiceView view;
   view.config = valid;
@@ -113,16 +113,18 @@ Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = views_.find(valid.name);
   if (it == views_.end()) return NoService(valid.name);
-  store::ServiceRow row{valid.name, ServiceConfigToYaml(valid), false, now, now};
-  GS_RETURN_IF_ERROR(store_->services().Put(row));
   ServiceView& view = it->second;
+  std::optional<int> manual = view.manual_replicas;
+  if (manual && (*manual < valid.min_replicas || *manual > valid.max_replicas)) {
+    manual.reset();  // outside the new bounds: the policy decides again
+  }
+  store::ServiceRow row = store::MakeServiceRow(valid.name, ServiceConfigToYaml(valid), now, now);
+  row.manual_replicas = manual;
+  GS_RETURN_IF_ERROR(store_->services().Put(row));
   view.config = valid;
   view.spec_yaml = row.spec;
   view.policy_family = valid.policy_family;
-  if (view.manual_replicas &&
-      (*view.manual_replicas < valid.min_replicas || *view.manual_replicas > valid.max_replicas)) {
-    view.manual_replicas.reset();  // outside the new bounds: the policy decides again
-  }
+  view.manual_replicas = manual;
   Command c;
   c.kind = Command::Kind::kUpdate;
   c.service = valid.name;
@@ -135,7 +137,9 @@ Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
 Status Daemon::DeleteService(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   if (views_.count(name) == 0) return NoService(name);
-  GS_RETURN_IF_ERROR(store_->services().Delete(name));
+  // The row (with the spec: which engine runs the replicas) stays, marked deleting, until the
+  // replicas are gone, so a daemon restarted meanwhile still stops them (AdoptOrphans).
+  GS_RETURN_IF_ERROR(store_->services().MarkDeleting(name));
   views_.erase(name);
   Command c;
   c.kind = Command::Kind::kDelete;
@@ -202,6 +206,8 @@ Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
                                        config.min_replicas, config.max_replicas, *replicas),
                            "replicas");
   }
+  // Stored at once: the override survives a daemon restart (RestoreManual).
+  GS_RETURN_IF_ERROR(store_->services().SetManualReplicas(service, replicas));
   it->second.manual_replicas = replicas;
   Command c;
   c.kind = Command::Kind::kManual;

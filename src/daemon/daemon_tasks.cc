@@ -14,9 +14,11 @@ Error TasksDisabled() {
 Status Daemon::OpenTasks() {
   experiments::TaskManagerOptions options;
   options.state_dir = config_.state_dir;
+  options.recheck_interval = config_.tasks.recheck_interval;
+  options.max_head_skips = config_.tasks.max_head_skips;
   options.weights = ScoreWeights();
   options.runner.probe_interval = options_.probe_interval;
-  options.runner.stop_grace = options_.stop_grace;
+  options.runner.stop_grace = config_.tasks.stop_grace.value_or(options_.stop_grace);
   options.publish = [this](std::vector<store::EventRow> events) {
     PublishEvents(std::move(events));
   };
@@ -30,10 +32,15 @@ Status Daemon::OpenTasks() {
 }
 
 // Stops running experiments (their servers exit, their leases are released); queued ones
-// stay queued in the store for the next daemon. Idempotent.
+// stay queued in the store for the next daemon. Then writes the lease table: Shutdown(false)
+// returns without the final PersistLeases (replicas keep theirs), and the experiments'
+// released leases must not linger there until the next start drops them as stale.
+// Idempotent. REQUIRES: loop_mu_ not held (taken here, as ticks persist leases too).
 void Daemon::ShutdownTasks() {
   if (!tasks_) return;
   tasks_->Shutdown();
+  std::lock_guard<std::mutex> loop_lock(loop_mu_);
+  PersistLeases();
 }
 
 Result<task::TaskRecord> Daemon::SubmitTask(task::TaskDefinition definition,

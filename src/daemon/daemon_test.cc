@@ -2,6 +2,7 @@
 // temporary state directory and a manual clock: ticks, API requests, adoption after a
 // restart, pending replicas, shutdown. Every test stops what it started (TearDown).
 #include "daemon/daemon.h"
+#include "daemon/daemon_test_fixture.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,18 +18,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class DaemonTest : public ::testing::Test {
+class DaemonTest : public DaemonFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/gpuscale_daemon_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (daemon_) daemon_->Shutdown(/*stop_replicas=*/true);
-    daemon_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  DaemonTest() : DaemonFixture("gpuscale_daemon_test") {}
 
   DaemonConfig Config(int min, int max, int gpus = 0) {
     DaemonConfig c;
@@ -77,9 +69,6 @@ class DaemonTest : public ::testing::Test {
     return r ? *r : std::vector<orch::ReplicaInfo>{};
   }
 
-  std::string dir_;
-  ManualClock clock_{Seconds{1000}};
-  std::unique_ptr<Daemon> daemon_;
 };
 
 TEST_F(DaemonTest, FirstTickStartsMinReplicasAndMakesItReady) {

@@ -18,8 +18,23 @@ namespace gpuscale::emulator {
 
 using SteadyClock = std::chrono::steady_clock;
 
+namespace {
+
+// The engine a server runs: the options' with the served context limit (0 would let a
+// request longer than the model's context in, contradicting GET /v1/models).
+EngineConfig ServedEngine(EngineConfig engine) {
+  engine.max_model_len = ServedMaxModelLen(engine);
+  return engine;
+}
+
+}  // namespace
+
+int32_t ServedMaxModelLen(const EngineConfig& engine) {
+  return engine.max_model_len > 0 ? engine.max_model_len : kDefaultMaxModelLen;
+}
+
 struct EmulatorServer::Impl {
-  explicit Impl(const EmulatorOptions& opts) : options(opts), engine(opts.engine) {}
+  explicit Impl(const EmulatorOptions& opts) : options(opts), engine(ServedEngine(opts.engine)) {}
 
   Seconds Now() const { return SteadyClock::now() - epoch; }
   bool Loaded() const { return Now().count() >= options.startup_seconds; }
@@ -216,7 +231,7 @@ void HandleModels(Impl& impl, httplib::Response& res) {
     return;
   }
   res.set_content(ModelListBody(impl.options.model_name, impl.created_unix_seconds,
-                                impl.options.engine.kv_cache_tokens),
+                                ServedMaxModelLen(impl.options.engine)),
                   "application/json");
 }
 

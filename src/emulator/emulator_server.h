@@ -6,7 +6,9 @@
 //   POST /v1/completions, /v1/chat/completions  (stream: true -> server-sent events, one
 //        token per event, then "data: [DONE]"); 400 with an OpenAI error body for a bad body,
 //        404 for another model name, 503 while loading or draining.
-//   GET  /v1/models   the one model (503 while loading)
+//   GET  /v1/models   the one model and its max_model_len, the longest prompt + max_tokens
+//                     a request may ask for: --max-model-len when given, else the
+//                     emulated model's context (kDefaultMaxModelLen); 503 while loading
 //   GET  /health      503 until the emulated model load (startup_seconds) is over, and again
 //                     while draining; then 200
 //   GET  /metrics     vLLM's metric names (vllm_metrics.h)
@@ -29,6 +31,16 @@
 #include "emulator/batch_engine.h"
 
 namespace gpuscale::emulator {
+
+// The emulated model's context window, what max_model_len is when --max-model-len is not
+// given (as vLLM defaults it to the model's max_position_embeddings): Llama 3.1 8B's, the
+// model the default options resemble. It does not grow with the KV cache (tp, pp, memory
+// utilization), which only decides how many requests fit at once.
+inline constexpr int32_t kDefaultMaxModelLen = 131072;
+
+// The max_model_len a server with `engine` enforces and lists: engine.max_model_len when > 0
+// (--max-model-len), else kDefaultMaxModelLen.
+int32_t ServedMaxModelLen(const EngineConfig& engine);
 
 struct EmulatorOptions {
   std::string host = "127.0.0.1";  // listen address; 0.0.0.0 to accept remote clients

@@ -2,6 +2,7 @@
 // SSE streams, vLLM /metrics, and a shutdown that drains in-flight streams.
 #include "emulator/emulator_server.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "emulator/engine_flags.h"
 #include "emulator/openai_protocol.h"
 #include "metrics/metric_lookup.h"
 #include "metrics/prometheus_text_parser.h"
@@ -99,7 +101,66 @@ TEST_F(EmulatorServerTest, ListsTheModel) {
   EXPECT_EQ(body["object"], "list");
   ASSERT_EQ(body["data"].size(), 1u);
   EXPECT_EQ(body["data"][0]["id"], "test-model");
-  EXPECT_EQ(body["data"][0]["max_model_len"], 4096);
+  // The model's context, not the 4096-token KV cache.
+  EXPECT_EQ(body["data"][0]["max_model_len"], kDefaultMaxModelLen);
+}
+
+struct MaxModelLenCase {
+  const char* name;
+  EngineFlags flags;
+  int64_t want_max_model_len;
+  int64_t want_kv_cache_tokens;  // FastOptions' 4096 after the flags
+};
+
+class ListedMaxModelLenTest : public EmulatorServerTest,
+                              public testing::WithParamInterface<MaxModelLenCase> {};
+
+// The listed max_model_len follows --max-model-len (else the model's context) and never the
+// KV cache, which the parallel sizes and memory utilization scale.
+TEST_P(ListedMaxModelLenTest, IsTheFlagOrTheModelsContextNeverTheKvCache) {
+  EmulatorOptions options = FastOptions();
+  Result<EngineConfig> engine = ApplyEngineFlags(options.engine, GetParam().flags);
+  ASSERT_TRUE(engine) << engine.error().ToString();
+  ASSERT_EQ(engine->kv_cache_tokens, GetParam().want_kv_cache_tokens);
+  options.engine = *engine;
+  StartServer(options);
+  httplib::Result res = client_->Get("/v1/models");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(json::parse(res->body)["data"][0]["max_model_len"], GetParam().want_max_model_len);
+}
+
+EngineFlags Flags(int32_t max_model_len, int32_t tp, double memory_utilization = 0.9) {
+  EngineFlags flags;
+  flags.max_model_len = max_model_len;
+  flags.tensor_parallel_size = tp;
+  flags.gpu_memory_utilization = memory_utilization;
+  return flags;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ListedMaxModelLenTest,
+    testing::Values(MaxModelLenCase{"NoFlag", Flags(0, 1), kDefaultMaxModelLen, 4096},
+                    MaxModelLenCase{"NoFlagTp4", Flags(0, 4), kDefaultMaxModelLen, 16384},
+                    MaxModelLenCase{"FlagBelowKv", Flags(2048, 1), 2048, 4096},
+                    MaxModelLenCase{"FlagWithTp2", Flags(3000, 2), 3000, 8192},
+                    MaxModelLenCase{"FlagAboveKv", Flags(32768, 1, 0.45), 32768, 2048}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// Without --max-model-len the model's context is enforced too, even when the KV cache could
+// hold a longer request, so what GET /v1/models lists is what the server accepts.
+TEST_F(EmulatorServerTest, RejectsRequestsLongerThanTheModelsContext) {
+  EmulatorOptions options = FastOptions();
+  options.engine.kv_cache_tokens = 2 * int64_t{kDefaultMaxModelLen};
+  StartServer(options);
+  httplib::Result res =
+      Post("/v1/completions", {{"prompt_tokens", kDefaultMaxModelLen - 10}, {"max_tokens", 11}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(json::parse(res->body)["error"]["message"].get<std::string>().find(
+                fmt::format("maximum context length is {} tokens", kDefaultMaxModelLen)),
+            std::string::npos)
+      << res->body;
 }
 
 TEST_F(EmulatorServerTest, AnswersAWholeCompletion) {

@@ -7,7 +7,9 @@
 //                                  (more GPUs hold the same weights, so each has more room
 //                                  for KV blocks)
 //   --gpu-memory-utilization       KV cache * utilization / 0.9 (0.9 is vLLM's default)
-//   --max-model-len                requests with prompt + max_tokens above it are rejected
+//   --max-model-len                requests with prompt + max_tokens above it are rejected;
+//                                  GET /v1/models lists it (without it: the emulated model's
+//                                  context, emulator_server.h)
 //   --enable-chunked-prefill, --max-num-batched-tokens
 //                                  token budget per step; prompts split over steps (chunked
 //                                  prefill gets a 2048-token budget when none is given)
@@ -39,7 +41,7 @@ inline constexpr int64_t kDefaultChunkedPrefillTokens = 2048;
 struct EngineFlags {
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
-  int32_t max_model_len = 0;  // 0 = unlimited
+  int32_t max_model_len = 0;  // 0 = the emulated model's context (kDefaultMaxModelLen)
   double gpu_memory_utilization = kDefaultGpuMemoryUtilization;  // (0, 1]
   bool enable_chunked_prefill = false;
   int64_t max_num_batched_tokens = 0;  // 0 = unlimited (or the chunked default)

@@ -3,24 +3,12 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "orch/local_process_orchestrator.h"
 #include "orch/process_util.h"
 
 namespace gpuscale::orch {
 namespace {
-
-// n of "<service>-<n>", or -1 when `id` is not of that form.
-int IndexOf(const std::string& id, const std::string& service) {
-  const std::string prefix = service + "-";
-  if (id.size() <= prefix.size() || id.compare(0, prefix.size(), prefix) != 0) return -1;
-  int index = -1;
-  const char* begin = id.data() + prefix.size();
-  const char* end = id.data() + id.size();
-  auto [ptr, ec] = std::from_chars(begin, end, index);
-  return ec == std::errc() && ptr == end ? index : -1;
-}
 
 // The process is the one we started: alive and running exactly the recorded command line
 // (pids are reused, so a live pid alone proves nothing).
@@ -59,17 +47,11 @@ Status LocalProcessOrchestrator::ReacquireLeases(const ReplicaRecord& record, Se
 LocalProcessOrchestrator::Replica LocalProcessOrchestrator::AdoptedReplica(
     const ReplicaRecord& record, const std::string& owner, Seconds now) {
   Replica r;
-  r.id = record.id;
+  ReplicaBookBase::Restore(r, record);
   r.owner = owner;
-  r.adopted = true;
   r.pid = record.pid;
-  r.port = record.port;
   r.gpus = record.gpus;
   r.gpu_keys = record.gpu_keys;
-  r.argv = record.argv;
-  r.log_path = record.log_path;
-  r.restarts = record.restarts;
-  r.started_at = record.started_at;
   r.next_probe_at = now;
   r.proc = Proc::kRunning;
   // Re-probed before it serves again: starting until the first probe answers.
@@ -89,9 +71,10 @@ void LocalProcessOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now
     if (ours) SignalGroup(record.pid, SIGKILL);
     ledger_.ReleaseOwner(owner);
     report.cleaned_up.push_back(record.id);
-    Emit(now, record.id, "replica_cleaned_up",
-         ours ? fmt::format("pid {} was stopping: killed, GPUs released", record.pid)
-              : fmt::format("pid {} is gone or runs something else: GPUs released", record.pid));
+    book_.Emit(
+        now, record.id, "replica_cleaned_up",
+        ours ? fmt::format("pid {} was stopping: killed, GPUs released", record.pid)
+             : fmt::format("pid {} is gone or runs something else: GPUs released", record.pid));
     return;
   }
   Replica r = AdoptedReplica(record, owner, now);
@@ -105,23 +88,23 @@ void LocalProcessOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now
     r.gpus.clear();
     r.gpu_keys.clear();
     Terminate(r, now, /*restart_after=*/false);
-    Emit(now, r.id, "replica_cleaned_up", r.last_error + "; stopping it");
+    book_.Emit(now, r.id, "replica_cleaned_up", r.last_error + "; stopping it");
   } else {
     report.adopted.push_back(r.id);
-    Emit(now, r.id, "replica_adopted",
-         fmt::format("pid {} on port {} adopted after a daemon restart", r.pid, r.port));
+    book_.Emit(now, r.id, "replica_adopted",
+               fmt::format("pid {} on port {} adopted after a daemon restart", r.pid, r.port));
   }
-  replicas_.push_back(std::move(r));
+  book_.Add(std::move(r));
 }
 
 AdoptionReport LocalProcessOrchestrator::Adopt(const std::vector<ReplicaRecord>& records,
                                                Seconds now) {
-  last_now_ = std::max(last_now_, now);
+  book_.Touch(now);
   AdoptionReport report;
   std::set<std::string> ids;
   std::set<int> pids;
   for (const ReplicaRecord& record : records) {
-    next_index_ = std::max(next_index_, IndexOf(record.id, config_.service) + 1);
+    book_.ReserveId(record.id);
     const bool duplicate = !ids.insert(record.id).second ||
                            (record.pid > 0 && !pids.insert(record.pid).second);
     if (duplicate) {

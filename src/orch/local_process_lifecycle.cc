@@ -4,7 +4,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "orch/argv_template.h"
 #include "orch/local_process_orchestrator.h"
@@ -21,7 +20,7 @@ std::string JoinInts(const std::vector<int>& values) {
 
 std::set<int> LocalProcessOrchestrator::PortsInUse() const {
   std::set<int> ports;
-  for (const Replica& r : replicas_) {
+  for (const Replica& r : book_.records()) {
     if (r.pid > 0) ports.insert(r.port);
   }
   return ports;
@@ -55,26 +54,15 @@ void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
   r.health_failures = 0;
   r.kill_sent = false;
   r.restart_after = false;
-  SetPhase(r, scale::ReplicaPhase::kStarting, now);
-  Emit(now, r.id, "replica_started",
-       fmt::format("pid {} on port {} with GPUs [{}]", r.pid, r.port, gpus));
+  book_.SetPhase(r, scale::ReplicaPhase::kStarting, now);
+  book_.Emit(now, r.id, "replica_started",
+             fmt::format("pid {} on port {} with GPUs [{}]", r.pid, r.port, gpus));
 }
 
 void LocalProcessOrchestrator::ScheduleRestart(Replica& r, Seconds now, const std::string& why) {
-  r.last_error = why;
   r.proc = Proc::kBackoff;
   r.pid = 0;
-  ++r.crash_streak;
-  ++r.restarts;
-  // Exponential backoff as Kubernetes' CrashLoopBackOff: initial * 2^(streak-1), capped.
-  const double factor = std::pow(2.0, std::min(r.crash_streak - 1, 30));
-  const Seconds delay = std::min(config_.restart_backoff_initial * factor,
-                                 config_.restart_backoff_max);
-  r.restart_at = now + delay;
-  SetPhase(r, scale::ReplicaPhase::kStarting, now);
-  Emit(now, r.id, "replica_restart_scheduled",
-       fmt::format("{}; restarting in {:.3g} s (failure {} in a row)", why, delay.count(),
-                   r.crash_streak));
+  book_.ScheduleRestart(r, now, why, "restarting");
 }
 
 void LocalProcessOrchestrator::Terminate(Replica& r, Seconds now, bool restart_after) {
@@ -92,16 +80,17 @@ void LocalProcessOrchestrator::OnExit(Replica& r, int code, Seconds now) {
   r.proc = Proc::kNone;
   if (r.stopping) {
     ReleaseGpus(r);
-    Emit(now, r.id, "replica_stopped", fmt::format("pid {} ended: {}", pid, how));
+    book_.Emit(now, r.id, "replica_stopped", fmt::format("pid {} ended: {}", pid, how));
   } else if (r.restart_after) {
     ScheduleRestart(r, now, r.last_error);
   } else if (r.phase == scale::ReplicaPhase::kDraining) {
     // It finished on its own while draining: as good as stopped.
     r.stopping = true;
     ReleaseGpus(r);
-    Emit(now, r.id, "replica_stopped", fmt::format("pid {} exited while draining: {}", pid, how));
+    book_.Emit(now, r.id, "replica_stopped",
+               fmt::format("pid {} exited while draining: {}", pid, how));
   } else {
-    Emit(now, r.id, "replica_crashed", fmt::format("pid {} exited: {}", pid, how));
+    book_.Emit(now, r.id, "replica_crashed", fmt::format("pid {} exited: {}", pid, how));
     ScheduleRestart(r, now, fmt::format("process exited: {}", how));
   }
 }
@@ -116,14 +105,15 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now) {
   if (r.phase == scale::ReplicaPhase::kStarting) {
     r.next_probe_at = now + config_.probe_interval;
     if (Probe(r)) {
-      SetPhase(r, scale::ReplicaPhase::kReady, now);
+      book_.SetPhase(r, scale::ReplicaPhase::kReady, now);
       r.next_probe_at = now + config_.health_interval;
-      Emit(now, r.id, "replica_ready",
-           fmt::format("ready after {:.3g} s on port {}", (now - r.started_at).count(), r.port));
+      book_.Emit(
+          now, r.id, "replica_ready",
+          fmt::format("ready after {:.3g} s on port {}", (now - r.started_at).count(), r.port));
     } else if (now - r.started_at >= config_.startup_timeout) {
       r.last_error = fmt::format("not ready within startup_timeout ({:.3g} s)",
                                  config_.startup_timeout.count());
-      Emit(now, r.id, "replica_startup_timeout", r.last_error);
+      book_.Emit(now, r.id, "replica_startup_timeout", r.last_error);
       Terminate(r, now, /*restart_after=*/true);
     }
     return;
@@ -137,7 +127,7 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now) {
   if (++r.health_failures < config_.health_failure_threshold) return;
   r.last_error = fmt::format("failed {} health probes in a row ({})", r.health_failures,
                              config_.readiness_path);
-  Emit(now, r.id, "replica_unhealthy", r.last_error);
+  book_.Emit(now, r.id, "replica_unhealthy", r.last_error);
   Terminate(r, now, /*restart_after=*/true);
 }
 
@@ -157,9 +147,9 @@ bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now) {
       if (!r.kill_sent && now - r.term_sent_at >= config_.stop_grace) {
         r.kill_sent = true;
         SignalGroup(r.pid, SIGKILL);
-        Emit(now, r.id, "replica_killed",
-             fmt::format("pid {} still running {:.3g} s after SIGTERM: sent SIGKILL", r.pid,
-                         config_.stop_grace.count()));
+        book_.Emit(now, r.id, "replica_killed",
+                   fmt::format("pid {} still running {:.3g} s after SIGTERM: sent SIGKILL", r.pid,
+                               config_.stop_grace.count()));
       }
       break;
     case Proc::kBackoff:
@@ -172,14 +162,8 @@ bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now) {
 }
 
 void LocalProcessOrchestrator::Poll(Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  for (auto it = replicas_.begin(); it != replicas_.end();) {
-    if (PollOne(*it, now)) {
-      ++it;
-    } else {
-      it = replicas_.erase(it);
-    }
-  }
+  book_.Touch(now);
+  book_.RetainIf([&](Replica& r) { return PollOne(r, now); });
 }
 
 }  // namespace gpuscale::orch

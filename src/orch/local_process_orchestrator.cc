@@ -11,10 +11,14 @@
 namespace gpuscale::orch {
 namespace {
 
-std::string_view StateName(scale::ReplicaPhase phase, bool stopping, bool backoff) {
-  if (stopping) return "stopping";
-  if (backoff) return "restarting";
-  return scale::ReplicaPhaseName(phase);
+// `view` (ReplicaInfo or ReplicaRecord) with the process part of replica `r`.
+template <typename View, typename R>
+View WithProcess(View view, const R& r) {
+  view.pid = r.pid;
+  view.gpus = r.gpus;
+  view.gpu_keys = r.gpu_keys;
+  view.lease_owner = r.owner;
+  return view;
 }
 
 Status ValidateDurations(const LocalProcessConfig& c) {
@@ -98,38 +102,9 @@ LocalProcessOrchestrator::LocalProcessOrchestrator(LocalProcessConfig config,
     : config_(std::move(config)),
       ledger_(ledger),
       gpu_source_(std::move(gpus)),
-      probe_(std::move(probe)) {}
-
-LocalProcessOrchestrator::Replica* LocalProcessOrchestrator::Find(const std::string& id) {
-  for (Replica& r : replicas_) {
-    if (r.id == id && !r.stopping) return &r;
-  }
-  return nullptr;
-}
-
-int LocalProcessOrchestrator::OutstandingOf(const Replica& r) const {
-  if (r.outstanding) return *r.outstanding;
-  // Draining with no report yet: assume busy for drain_grace (see header).
-  if (r.phase == scale::ReplicaPhase::kDraining && last_now_ - r.drain_started < config_.drain_grace) {
-    return 1;
-  }
-  return 0;
-}
-
-scale::ReplicaStatus LocalProcessOrchestrator::StatusOf(const Replica& r) const {
-  return scale::ReplicaStatus{r.id, r.phase, r.phase_since, OutstandingOf(r)};
-}
-
-void LocalProcessOrchestrator::SetPhase(Replica& r, scale::ReplicaPhase phase, Seconds now) {
-  if (r.phase == phase) return;
-  r.phase = phase;
-  r.phase_since = now;
-}
-
-void LocalProcessOrchestrator::Emit(Seconds now, const std::string& replica, std::string kind,
-                                    std::string message) {
-  events_.push_back(OrchestratorEvent{now, replica, std::move(kind), std::move(message)});
-}
+      probe_(std::move(probe)),
+      book_(ReplicaBookConfig{config_.service, config_.drain_grace,
+                              config_.restart_backoff_initial, config_.restart_backoff_max}) {}
 
 Status LocalProcessOrchestrator::TryPlace(Replica& r, Seconds now) {
   if (config_.gpus_per_replica > 0) {
@@ -155,7 +130,7 @@ Status LocalProcessOrchestrator::TryPlace(Replica& r, Seconds now) {
   }
   r.last_error.clear();
   r.crash_streak = 0;
-  SetPhase(r, scale::ReplicaPhase::kStarting, now);
+  book_.SetPhase(r, scale::ReplicaPhase::kStarting, now);
   Launch(r, now);
   return OkStatus();
 }
@@ -167,95 +142,53 @@ void LocalProcessOrchestrator::ReleaseGpus(Replica& r) {
 }
 
 std::vector<scale::ReplicaStatus> LocalProcessOrchestrator::ListReplicas() const {
-  std::vector<scale::ReplicaStatus> out;
-  for (const Replica& r : replicas_) {
-    if (!r.stopping) out.push_back(StatusOf(r));
-  }
-  return out;
+  return book_.ListReplicas();
 }
 
 Result<scale::ReplicaStatus> LocalProcessOrchestrator::Start(Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  const auto active = std::count_if(replicas_.begin(), replicas_.end(),
-                                    [](const Replica& r) { return !r.stopping; });
-  if (config_.max_replicas > 0 && active >= config_.max_replicas) {
-    return ResourceExhausted(fmt::format("too many replicas: service '{}' already has {} "
-                                         "(max_replicas {})",
-                                         config_.service, active, config_.max_replicas),
-                             "max_replicas");
-  }
+  book_.Touch(now);
+  GS_RETURN_IF_ERROR(book_.CheckRoom(book_.ActiveCount(), config_.max_replicas));
   Replica r;
-  r.id = fmt::format("{}-{}", config_.service, next_index_++);
+  r.id = book_.NextId();
   r.owner = "replica/" + r.id;
   r.phase_since = now;
   r.log_path = (std::filesystem::path(config_.state_dir) / "logs" / (r.id + ".log")).string();
-  replicas_.push_back(std::move(r));
-  Replica& added = replicas_.back();
+  Replica& added = book_.Add(std::move(r));
   if (!TryPlace(added, now)) {
-    Emit(now, added.id, "replica_pending", "no GPUs for a new replica: " + added.last_error);
+    book_.Emit(now, added.id, "replica_pending", "no GPUs for a new replica: " + added.last_error);
   }
-  return StatusOf(added);
+  return book_.StatusOf(added);
 }
 
 Status LocalProcessOrchestrator::Place(const std::string& id, Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  if (r->phase != scale::ReplicaPhase::kPending) {
-    return FailedPrecondition(fmt::format("replica '{}' is {}, not pending", id,
-                                          scale::ReplicaPhaseName(r->phase)));
-  }
+  GS_ASSIGN_OR_RETURN(Replica* r, book_.GetPending(id, now));
   return TryPlace(*r, now);
 }
 
 Status LocalProcessOrchestrator::Drain(const std::string& id, Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  if (r->phase != scale::ReplicaPhase::kReady) {
-    return FailedPrecondition(fmt::format("replica '{}' is {}; only ready replicas drain", id,
-                                          scale::ReplicaPhaseName(r->phase)));
-  }
-  SetPhase(*r, scale::ReplicaPhase::kDraining, now);
-  r->drain_started = now;
-  r->outstanding.reset();
-  return OkStatus();
+  return book_.Drain(id, now);
 }
 
 Status LocalProcessOrchestrator::Resume(const std::string& id, Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  if (r->phase != scale::ReplicaPhase::kDraining) {
-    return FailedPrecondition(fmt::format("replica '{}' is {}, not draining", id,
-                                          scale::ReplicaPhaseName(r->phase)));
-  }
-  SetPhase(*r, scale::ReplicaPhase::kReady, now);
-  return OkStatus();
+  return book_.Resume(id, now);
 }
 
 Status LocalProcessOrchestrator::Stop(const std::string& id, Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  r->stopping = true;
+  GS_ASSIGN_OR_RETURN(Replica* r, book_.BeginStop(id, now));
   if (r->proc == Proc::kRunning) {
     Terminate(*r, now, /*restart_after=*/false);
   } else if (r->proc == Proc::kTerminating) {
     r->restart_after = false;  // already going down for a restart: just do not restart
   } else {  // pending or waiting out a backoff: nothing runs
     ReleaseGpus(*r);
-    Emit(now, r->id, "replica_stopped", "stopped (no process was running)");
-    std::erase_if(replicas_, [&](const Replica& x) { return &x == r; });
+    book_.Emit(now, r->id, "replica_stopped", "stopped (no process was running)");
+    book_.Remove(*r);
   }
   return OkStatus();
 }
 
 Status LocalProcessOrchestrator::ReportOutstanding(const std::string& id, int outstanding) {
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  r->outstanding = std::max(0, outstanding);
-  return OkStatus();
+  return book_.ReportOutstanding(id, outstanding);
 }
 
 void LocalProcessOrchestrator::StopAll(Seconds now) {
@@ -263,48 +196,28 @@ void LocalProcessOrchestrator::StopAll(Seconds now) {
 }
 
 bool LocalProcessOrchestrator::HasProcesses() const {
-  return std::any_of(replicas_.begin(), replicas_.end(),
-                     [](const Replica& r) { return r.pid > 0; });
+  return book_.Any([](const Replica& r) { return r.pid > 0; });
 }
 
 std::vector<ReplicaInfo> LocalProcessOrchestrator::Replicas(Seconds now) const {
   std::vector<ReplicaInfo> out;
-  for (const Replica& r : replicas_) {
-    ReplicaInfo info;
-    info.id = r.id;
-    info.phase = r.phase;
-    info.state = StateName(r.phase, r.stopping, r.proc == Proc::kBackoff);
-    info.phase_since = r.phase_since;
-    info.port = r.pid > 0 ? r.port : 0;
-    info.gpus = r.gpus;
-    info.gpu_keys = r.gpu_keys;
-    info.lease_owner = r.owner;
-    info.pid = r.pid;
-    info.log_path = r.log_path;
-    info.restarts = r.restarts;
-    info.started_at = r.started_at;
-    info.uptime = r.pid > 0 ? std::max(Seconds{0}, now - r.started_at) : Seconds{0};
-    info.outstanding_requests = OutstandingOf(r);
-    info.adopted = r.adopted;
-    info.last_error = r.last_error;
-    out.push_back(std::move(info));
+  for (const Replica& r : book_.records()) {
+    ReplicaInfo info = book_.InfoOf(r, now, /*running=*/r.pid > 0,
+                                    /*backoff=*/r.proc == Proc::kBackoff);
+    out.push_back(WithProcess(std::move(info), r));
   }
   return out;
 }
 
 std::vector<ReplicaRecord> LocalProcessOrchestrator::Records() const {
   std::vector<ReplicaRecord> out;
-  for (const Replica& r : replicas_) {
-    out.push_back(ReplicaRecord{r.id, r.phase, r.stopping, r.phase_since, r.pid, r.port, r.gpus,
-                                r.gpu_keys, r.owner, r.argv, r.log_path, r.restarts,
-                                r.started_at, "127.0.0.1", ""});
+  for (const Replica& r : book_.records()) {
+    out.push_back(WithProcess(book_.RecordOf(r), r));
   }
   return out;
 }
 
-std::vector<OrchestratorEvent> LocalProcessOrchestrator::TakeEvents() {
-  return std::exchange(events_, {});
-}
+std::vector<OrchestratorEvent> LocalProcessOrchestrator::TakeEvents() { return book_.TakeEvents(); }
 
 scale::AdapterCapacity LocalProcessOrchestrator::Capacity(Seconds now) const {
   scale::AdapterCapacity capacity;

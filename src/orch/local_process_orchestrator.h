@@ -1,8 +1,9 @@
 // LocalProcessOrchestrator: runs one service's replicas as processes on this machine
 // (scale::ReplicaOrchestrator, the port the controller drives). In the terms of reference
 // 002's worker adapters, a replica is a worker group of one process; Capacity() is the
-// adapter's heartbeat, and commands answer with explicit statuses (OK, kResourceExhausted
-// for "too many replicas", kNotFound for an unknown id).
+// adapter's heartbeat, and commands answer with explicit statuses. Ids, command guards,
+// drain accounting, restart backoff and events follow the rules in replica_book.h; this
+// class adds the process part.
 //
 // Life of a replica:
 //   Start/Place: lease gpus_per_replica GPUs from the shared alloc::LeaseLedger (owner
@@ -13,18 +14,13 @@
 //   Poll(now): reaps exited processes (waitpid per pid, WNOHANG), probes starting replicas
 //     (HTTP GET readiness_path == 200 -> `ready`; startup_timeout passed -> killed and
 //     restarted), health-checks ready ones (health_failure_threshold failures in a row ->
-//     restarted), restarts crashed ones after an exponential backoff (restart_backoff_initial
-//     doubling up to restart_backoff_max; the doubling resets once a replica has run for
-//     stable_after), and escalates SIGTERM to SIGKILL after stop_grace. A restarting replica
-//     keeps its GPUs and reports `starting`.
-//   Drain: `draining` (the daemon stops routing to it); in-flight requests are whatever the
-//     daemon reports through ReportOutstanding (it scrapes vllm:num_requests_running +
-//     waiting). Until a report arrives after the drain began, a draining replica reports 1
-//     outstanding request for drain_grace, then 0, so the reconciler waits the grace period
-//     rather than stopping a replica it knows nothing about.
-//   Stop: SIGTERM to the process group, SIGKILL after stop_grace. The replica leaves
-//     ListReplicas at once; its GPUs are released when its process has exited (the memory
-//     is only free then), so a new replica is never placed on GPUs still in use.
+//     restarted), restarts crashed ones after the backoff (its doubling resets once a
+//     replica has run for stable_after), and escalates SIGTERM to SIGKILL after stop_grace.
+//     A restarting replica keeps its GPUs.
+//   Drain: see replica_book.h; a process that exits while draining counts as stopped.
+//   Stop: SIGTERM to the process group, SIGKILL after stop_grace. Its GPUs are released when
+//     its process has exited (the memory is only free then), so a new replica is never
+//     placed on GPUs still in use.
 //
 // Adoption: the destructor does not stop processes, so a restarted daemon can Adopt() the
 // replicas it persisted (Records()): a record whose pid is alive and whose
@@ -54,6 +50,7 @@
 #include "core/result.h"
 #include "gpu/gpu_info.h"
 #include "scale/policy.h"
+#include "orch/replica_book.h"
 #include "orch/service_orchestrator.h"
 #include "scale/replica_orchestrator.h"
 
@@ -80,7 +77,7 @@ struct LocalProcessConfig {
   Seconds restart_backoff_max{60};
   Seconds stable_after{300};         // running this long resets the backoff doubling
   Seconds stop_grace{30};            // SIGTERM -> SIGKILL
-  Seconds drain_grace{30};           // see "Drain" above
+  Seconds drain_grace{30};           // see "Drain" in replica_book.h
   scale::CapabilitySet capabilities;  // reported by Capacity(), e.g. {"gpu"}
 };
 
@@ -141,42 +138,22 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
 
  private:
   enum class Proc { kNone, kRunning, kBackoff, kTerminating };
-  struct Replica {
-    std::string id;
+  // The process part of a replica; the rest is the book's (replica_book.h).
+  struct Replica : ReplicaEntry {
     std::string owner;  // lease owner
-    scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
-    Seconds phase_since{0};
     Proc proc = Proc::kNone;
-    bool stopping = false;      // Stop()ped: removed once the process is gone
     bool restart_after = false;  // kTerminating for a restart (timeout, unhealthy)
     bool kill_sent = false;
-    bool adopted = false;
     int pid = 0;
-    int port = 0;
     std::vector<int> gpus;
     std::vector<std::string> gpu_keys;
-    std::vector<std::string> argv;
-    std::string log_path;
-    int restarts = 0;
-    int crash_streak = 0;  // consecutive failures; drives the backoff
-    Seconds started_at{0};
-    Seconds restart_at{0};
     Seconds term_sent_at{0};
-    Seconds next_probe_at{0};
     int health_failures = 0;
-    std::optional<int> outstanding;  // last report; reset by Drain
-    Seconds drain_started{0};
-    std::string last_error;
   };
 
   LocalProcessOrchestrator(LocalProcessConfig config, alloc::LeaseLedger& ledger, GpuSource gpus,
                            ReadinessProbe probe);
 
-  Replica* Find(const std::string& id);  // not stopping; nullptr when unknown
-  scale::ReplicaStatus StatusOf(const Replica& r) const;
-  int OutstandingOf(const Replica& r) const;
-  void SetPhase(Replica& r, scale::ReplicaPhase phase, Seconds now);
-  void Emit(Seconds now, const std::string& replica, std::string kind, std::string message);
   Status TryPlace(Replica& r, Seconds now);
   void ReleaseGpus(Replica& r);
   // lifecycle (local_process_lifecycle.cc)
@@ -197,10 +174,7 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   alloc::LeaseLedger& ledger_;
   GpuSource gpu_source_;
   ReadinessProbe probe_;
-  std::vector<Replica> replicas_;  // creation order, stopping ones included
-  std::vector<OrchestratorEvent> events_;
-  int next_index_ = 0;
-  Seconds last_now_{0};  // latest time seen, for drain_grace in ListReplicas
+  ReplicaBook<Replica> book_;  // every replica, stopping ones included; the events
 };
 
 }  // namespace gpuscale::orch

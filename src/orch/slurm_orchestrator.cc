@@ -96,43 +96,15 @@ Result<std::unique_ptr<SlurmOrchestrator>> SlurmOrchestrator::Create(
 
 SlurmOrchestrator::SlurmOrchestrator(SlurmOrchestratorConfig config,
                                      std::unique_ptr<SlurmTransport> transport, SlurmProbe probe)
-    : config_(std::move(config)), transport_(std::move(transport)), probe_(std::move(probe)) {}
-
-SlurmOrchestrator::Replica* SlurmOrchestrator::Find(const std::string& id) {
-  for (Replica& r : replicas_) {
-    if (r.id == id && !r.stopping) return &r;
-  }
-  return nullptr;
-}
-
-int SlurmOrchestrator::OutstandingOf(const Replica& r) const {
-  if (r.outstanding) return *r.outstanding;
-  // Draining with no report yet: assume busy for drain_grace (as the local adapter).
-  if (r.phase == scale::ReplicaPhase::kDraining &&
-      last_now_ - r.drain_started < config_.drain_grace) {
-    return 1;
-  }
-  return 0;
-}
-
-scale::ReplicaStatus SlurmOrchestrator::StatusOf(const Replica& r) const {
-  return scale::ReplicaStatus{r.id, r.phase, r.phase_since, OutstandingOf(r)};
-}
-
-void SlurmOrchestrator::SetPhase(Replica& r, scale::ReplicaPhase phase, Seconds now) {
-  if (r.phase == phase) return;
-  r.phase = phase;
-  r.phase_since = now;
-}
-
-void SlurmOrchestrator::Emit(Seconds now, const std::string& replica, std::string kind,
-                             std::string message) {
-  events_.push_back(OrchestratorEvent{now, replica, std::move(kind), std::move(message)});
-}
+    : config_(std::move(config)),
+      transport_(std::move(transport)),
+      probe_(std::move(probe)),
+      book_(ReplicaBookConfig{config_.service, config_.drain_grace,
+                              config_.restart_backoff_initial, config_.restart_backoff_max}) {}
 
 Result<int> SlurmOrchestrator::PickPort() const {
   std::set<int> used;
-  for (const Replica& r : replicas_) used.insert(r.port);
+  for (const Replica& r : book_.records()) used.insert(r.port);
   for (int port = config_.port_range_start; port <= config_.port_range_end; ++port) {
     if (used.count(port) == 0) return port;
   }
@@ -170,89 +142,48 @@ Status SlurmOrchestrator::Submit(Replica& r, Seconds now) {
   r.node.clear();
   r.submitted_at = now;
   r.last_error.clear();
-  SetPhase(r, scale::ReplicaPhase::kPending, now);
-  Emit(now, r.id, "replica_started",
-       fmt::format("submitted as Slurm job {} (port {}, {} transport)", r.job_id, r.port,
-                   transport_->Name()));
+  book_.SetPhase(r, scale::ReplicaPhase::kPending, now);
+  book_.Emit(now, r.id, "replica_started",
+             fmt::format("submitted as Slurm job {} (port {}, {} transport)", r.job_id, r.port,
+                         transport_->Name()));
   return OkStatus();
 }
 
 std::vector<scale::ReplicaStatus> SlurmOrchestrator::ListReplicas() const {
-  std::vector<scale::ReplicaStatus> out;
-  for (const Replica& r : replicas_) {
-    if (!r.stopping) out.push_back(StatusOf(r));
-  }
-  return out;
+  return book_.ListReplicas();
 }
 
 Result<scale::ReplicaStatus> SlurmOrchestrator::Start(Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  const auto active = std::count_if(replicas_.begin(), replicas_.end(),
-                                    [](const Replica& r) { return !r.stopping; });
-  if (config_.max_replicas > 0 && active >= config_.max_replicas) {
-    return ResourceExhausted(fmt::format("too many replicas: service '{}' already has {} "
-                                         "(max_replicas {})",
-                                         config_.service, active, config_.max_replicas),
-                             "max_replicas");
-  }
+  book_.Touch(now);
+  GS_RETURN_IF_ERROR(book_.CheckRoom(book_.ActiveCount(), config_.max_replicas));
   Replica r;
   // The index advances even when the submission fails: a job whose answer was lost keeps an
   // id no later replica reuses (Poll cancels it as a stray).
-  r.id = fmt::format("{}-{}", config_.service, next_index_++);
+  r.id = book_.NextId();
   r.phase_since = now;
   r.log_path = (std::filesystem::path(config_.state_dir) / "logs" / (r.id + ".log")).string();
   GS_ASSIGN_OR_RETURN(r.port, PickPort());
   GS_RETURN_IF_ERROR(Submit(r, now));
-  replicas_.push_back(std::move(r));
-  return StatusOf(replicas_.back());
+  return book_.StatusOf(book_.Add(std::move(r)));
 }
 
 Status SlurmOrchestrator::Place(const std::string& id, Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  if (r->phase != scale::ReplicaPhase::kPending) {
-    return FailedPrecondition(fmt::format("replica '{}' is {}, not pending", id,
-                                          scale::ReplicaPhaseName(r->phase)));
-  }
+  GS_ASSIGN_OR_RETURN(Replica* r, book_.GetPending(id, now));
   return ResourceExhausted(fmt::format("Slurm job {} is queued: {}", r->job_id,
                                        r->last_error.empty() ? "waiting" : r->last_error));
 }
 
-Status SlurmOrchestrator::Drain(const std::string& id, Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  if (r->phase != scale::ReplicaPhase::kReady) {
-    return FailedPrecondition(fmt::format("replica '{}' is {}; only ready replicas drain", id,
-                                          scale::ReplicaPhaseName(r->phase)));
-  }
-  SetPhase(*r, scale::ReplicaPhase::kDraining, now);
-  r->drain_started = now;
-  r->outstanding.reset();
-  return OkStatus();
-}
+Status SlurmOrchestrator::Drain(const std::string& id, Seconds now) { return book_.Drain(id, now); }
 
 Status SlurmOrchestrator::Resume(const std::string& id, Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  if (r->phase != scale::ReplicaPhase::kDraining) {
-    return FailedPrecondition(fmt::format("replica '{}' is {}, not draining", id,
-                                          scale::ReplicaPhaseName(r->phase)));
-  }
-  SetPhase(*r, scale::ReplicaPhase::kReady, now);
-  return OkStatus();
+  return book_.Resume(id, now);
 }
 
 Status SlurmOrchestrator::Stop(const std::string& id, Seconds now) {
-  last_now_ = std::max(last_now_, now);
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  r->stopping = true;
+  GS_ASSIGN_OR_RETURN(Replica* r, book_.BeginStop(id, now));
   if (r->job_id.empty()) {  // waiting out a backoff: nothing is queued or running
-    Emit(now, r->id, "replica_stopped", "stopped (no Slurm job was queued)");
-    std::erase_if(replicas_, [&](const Replica& x) { return &x == r; });
+    book_.Emit(now, r->id, "replica_stopped", "stopped (no Slurm job was queued)");
+    book_.Remove(*r);
     return OkStatus();
   }
   Status cancelled = transport_->Cancel(r->job_id);
@@ -264,10 +195,7 @@ Status SlurmOrchestrator::Stop(const std::string& id, Seconds now) {
 }
 
 Status SlurmOrchestrator::ReportOutstanding(const std::string& id, int outstanding) {
-  Replica* r = Find(id);
-  if (r == nullptr) return NotFound(fmt::format("no replica '{}'", id), "id");
-  r->outstanding = std::max(0, outstanding);
-  return OkStatus();
+  return book_.ReportOutstanding(id, outstanding);
 }
 
 void SlurmOrchestrator::StopAll(Seconds now) {
@@ -275,31 +203,15 @@ void SlurmOrchestrator::StopAll(Seconds now) {
 }
 
 bool SlurmOrchestrator::HasProcesses() const {
-  return std::any_of(replicas_.begin(), replicas_.end(),
-                     [](const Replica& r) { return !r.job_id.empty(); });
+  return book_.Any([](const Replica& r) { return !r.job_id.empty(); });
 }
 
 std::vector<ReplicaInfo> SlurmOrchestrator::Replicas(Seconds now) const {
   std::vector<ReplicaInfo> out;
-  for (const Replica& r : replicas_) {
-    ReplicaInfo info;
-    info.id = r.id;
-    info.phase = r.phase;
-    info.state = r.stopping  ? "stopping"
-                 : r.backoff ? "restarting"
-                             : std::string(scale::ReplicaPhaseName(r.phase));
-    info.phase_since = r.phase_since;
+  for (const Replica& r : book_.records()) {
+    ReplicaInfo info = book_.InfoOf(r, now, r.running, r.backoff);
     info.host = r.host.empty() ? "127.0.0.1" : r.host;
-    info.port = r.running ? r.port : 0;
-    info.log_path = r.log_path;
-    info.restarts = r.restarts;
-    info.started_at = r.started_at;
-    info.uptime = r.running ? std::max(Seconds{0}, now - r.started_at) : Seconds{0};
-    info.outstanding_requests = OutstandingOf(r);
-    info.adopted = r.adopted;
-    info.last_error = engine_error_.empty()
-                          ? r.last_error
-                          : fmt::format("slurm unreachable: {}", engine_error_);
+    if (!engine_error_.empty()) info.last_error = "slurm unreachable: " + engine_error_;
     out.push_back(std::move(info));
   }
   return out;
@@ -307,17 +219,8 @@ std::vector<ReplicaInfo> SlurmOrchestrator::Replicas(Seconds now) const {
 
 std::vector<ReplicaRecord> SlurmOrchestrator::Records() const {
   std::vector<ReplicaRecord> out;
-  for (const Replica& r : replicas_) {
-    ReplicaRecord record;
-    record.id = r.id;
-    record.phase = r.phase;
-    record.stopping = r.stopping;
-    record.phase_since = r.phase_since;
-    record.port = r.port;
-    record.argv = r.argv;
-    record.log_path = r.log_path;
-    record.restarts = r.restarts;
-    record.started_at = r.started_at;
+  for (const Replica& r : book_.records()) {
+    ReplicaRecord record = book_.RecordOf(r);
     record.host = r.host.empty() ? "127.0.0.1" : r.host;
     record.engine_id = r.job_id;
     out.push_back(std::move(record));
@@ -325,15 +228,14 @@ std::vector<ReplicaRecord> SlurmOrchestrator::Records() const {
   return out;
 }
 
-std::vector<OrchestratorEvent> SlurmOrchestrator::TakeEvents() { return std::exchange(events_, {}); }
+std::vector<OrchestratorEvent> SlurmOrchestrator::TakeEvents() { return book_.TakeEvents(); }
 
 scale::AdapterCapacity SlurmOrchestrator::Capacity(Seconds) const {
   scale::AdapterCapacity capacity;
   capacity.name = "slurm";
   capacity.workers_per_group = 1;
   capacity.capabilities = config_.capabilities;
-  int fits = static_cast<int>(std::count_if(replicas_.begin(), replicas_.end(),
-                                            [](const Replica& r) { return r.running; }));
+  int fits = book_.Count([](const Replica& r) { return r.running; });
   for (const SlurmNode& node : nodes_) {
     const bool in_partition =
         config_.partition.empty() ||

@@ -1,6 +1,8 @@
 // SlurmOrchestrator: runs one service's replicas as Slurm batch jobs (ServiceOrchestrator,
 // the port the daemon drives), through a SlurmTransport (slurmrestd or the CLI). Slurm
-// decides where a replica runs and on which GPUs; gpuscale leases none itself.
+// decides where a replica runs and on which GPUs; gpuscale leases none itself. Ids, command
+// guards, drain accounting, restart backoff and events follow the rules in replica_book.h;
+// this class adds the job part.
 //
 // Life of a replica (one job each):
 //   Start: pick a port from the configured range, unique among this service's replicas
@@ -15,15 +17,13 @@
 //     batch node's NodeAddr, until GET http://<host>:<port><readiness_path> answers 200 ->
 //     `ready` (probed every probe_interval; no answer within startup_timeout -> the job is
 //     cancelled and resubmitted). A job that ended (or vanished) while its replica was wanted
-//     -> `replica_crashed`, resubmitted after an exponential backoff (restart_backoff_initial
-//     doubling up to restart_backoff_max; state "restarting"). Jobs carrying this service's
+//     -> `replica_crashed`, resubmitted after the backoff. Jobs carrying this service's
 //     name prefix that belong to no replica (e.g. a submission whose answer was lost) are
 //     cancelled, so a lost answer never leaves a duplicate running.
-//   Drain: as LocalProcessOrchestrator -- `draining`; outstanding requests come from
-//     ReportOutstanding; until a report arrives the replica reports 1 for drain_grace.
+//   Drain: see replica_book.h; a job that ends while draining counts as stopped.
 //   Stop: cancel the job (Slurm sends SIGTERM, then SIGKILL after its KillWait); the replica
-//     leaves ListReplicas at once and Records()/HasProcesses() until Slurm lists the job as
-//     ended. A cancel that fails because Slurm is unreachable is retried every Poll.
+//     stays in Records()/HasProcesses() until Slurm lists the job as ended. A cancel that
+//     fails because Slurm is unreachable is retried every Poll.
 //   Place: a pending replica's job waits in Slurm's queue; Place answers kResourceExhausted
 //     with Slurm's reason (the scheduler, not gpuscale, decides when it runs).
 //
@@ -52,6 +52,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "orch/replica_book.h"
 #include "orch/service_orchestrator.h"
 #include "orch/slurm_transport.h"
 
@@ -129,40 +130,21 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   static std::string JobName(const std::string& service, const std::string& replica);
 
  private:
-  struct Replica {
-    std::string id;
-    std::string job_id;  // "" while waiting to (re)submit
-    scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
-    Seconds phase_since{0};
-    bool stopping = false;
+  // The job part of a replica; the rest is the book's (replica_book.h). started_at is when
+  // Slurm was first seen running the job.
+  struct Replica : ReplicaEntry {
+    std::string job_id;           // "" while waiting to (re)submit
     bool cancel_pending = false;  // Stop()ped but the cancel did not reach Slurm yet
-    bool adopted = false;
     bool backoff = false;         // waiting until restart_at to resubmit
     bool running = false;         // Slurm says RUNNING
     std::string host;
     std::string node;
-    int port = 0;
-    std::vector<std::string> argv;
-    std::string log_path;
-    int restarts = 0;
-    int crash_streak = 0;
     Seconds submitted_at{0};
-    Seconds started_at{0};  // when Slurm was first seen running it
-    Seconds restart_at{0};
-    Seconds next_probe_at{0};
-    std::optional<int> outstanding;
-    Seconds drain_started{0};
-    std::string last_error;
   };
 
   SlurmOrchestrator(SlurmOrchestratorConfig config, std::unique_ptr<SlurmTransport> transport,
                     SlurmProbe probe);
 
-  Replica* Find(const std::string& id);
-  int OutstandingOf(const Replica& r) const;
-  scale::ReplicaStatus StatusOf(const Replica& r) const;
-  void SetPhase(Replica& r, scale::ReplicaPhase phase, Seconds now);
-  void Emit(Seconds now, const std::string& replica, std::string kind, std::string message);
   Result<int> PickPort() const;
   Status Submit(Replica& r, Seconds now);
   // poll (slurm_orchestrator_poll.cc)
@@ -183,14 +165,11 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   SlurmOrchestratorConfig config_;
   std::unique_ptr<SlurmTransport> transport_;
   SlurmProbe probe_;
-  std::vector<Replica> replicas_;  // creation order, stopping ones included
-  std::vector<OrchestratorEvent> events_;
+  ReplicaBook<Replica> book_;      // every replica, stopping ones included; the events
   std::vector<SlurmJob> jobs_;     // last good listing
   std::vector<SlurmNode> nodes_;   // last good listing
   std::string engine_error_;
   std::set<std::string> strays_cancelled_;  // job ids, so each is cancelled and reported once
-  int next_index_ = 0;
-  Seconds last_now_{0};
 };
 
 }  // namespace gpuscale::orch

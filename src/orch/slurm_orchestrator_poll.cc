@@ -3,28 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 
 #include "orch/slurm_json.h"
 #include "orch/slurm_orchestrator.h"
 
 namespace gpuscale::orch {
-namespace {
-
-// n in "<service>-<n>"; -1 when `id` has another shape.
-int IndexOf(const std::string& service, const std::string& id) {
-  if (id.size() <= service.size() + 1 || id.compare(0, service.size(), service) != 0 ||
-      id[service.size()] != '-') {
-    return -1;
-  }
-  int index = -1;
-  const char* begin = id.data() + service.size() + 1;
-  auto [end, ec] = std::from_chars(begin, id.data() + id.size(), index);
-  return ec == std::errc() && end == id.data() + id.size() ? index : -1;
-}
-
-}  // namespace
 
 const SlurmJob* SlurmOrchestrator::JobById(const std::string& job_id) const {
   if (job_id.empty()) return nullptr;
@@ -51,17 +34,17 @@ bool SlurmOrchestrator::Refresh(Seconds now) {
   const Error* error = !jobs ? &jobs.error() : !nodes ? &nodes.error() : nullptr;
   if (error != nullptr) {
     if (engine_error_.empty()) {
-      Emit(now, "", "engine_unavailable",
-           fmt::format("slurm ({} transport) unreachable: {}; replicas are kept as they are "
-                       "until it answers",
-                       transport_->Name(), error->message));
+      book_.Emit(now, "", "engine_unavailable",
+                 fmt::format("slurm ({} transport) unreachable: {}; replicas are kept as they are "
+                             "until it answers",
+                             transport_->Name(), error->message));
     }
     engine_error_ = error->message;
     return false;
   }
   if (!engine_error_.empty()) {
-    Emit(now, "", "engine_recovered",
-         fmt::format("slurm ({} transport) answers again", transport_->Name()));
+    book_.Emit(now, "", "engine_recovered",
+               fmt::format("slurm ({} transport) answers again", transport_->Name()));
     engine_error_.clear();
   }
   jobs_ = std::move(*jobs);
@@ -70,15 +53,9 @@ bool SlurmOrchestrator::Refresh(Seconds now) {
 }
 
 void SlurmOrchestrator::Poll(Seconds now) {
-  last_now_ = std::max(last_now_, now);
+  book_.Touch(now);
   if (!Refresh(now)) return;  // never act on missing data
-  for (auto it = replicas_.begin(); it != replicas_.end();) {
-    if (PollOne(*it, JobById(it->job_id), now)) {
-      ++it;
-    } else {
-      it = replicas_.erase(it);
-    }
-  }
+  book_.RetainIf([&](Replica& r) { return PollOne(r, JobById(r.job_id), now); });
   CancelStrays(now);
 }
 
@@ -87,7 +64,7 @@ bool SlurmOrchestrator::PollOne(Replica& r, const SlurmJob* job, Seconds now) {
   if (r.job_id.empty()) {  // waiting out a backoff
     if (now < r.restart_at) return true;
     if (Status submitted = Submit(r, now); !submitted) {
-      Emit(now, r.id, "replica_start_failed", submitted.error().message);
+      book_.Emit(now, r.id, "replica_start_failed", submitted.error().message);
       ScheduleResubmit(r, now, submitted.error().message);
     }
     return true;
@@ -110,9 +87,9 @@ bool SlurmOrchestrator::PollOne(Replica& r, const SlurmJob* job, Seconds now) {
 
 bool SlurmOrchestrator::PollStopping(Replica& r, const SlurmJob* job, Seconds now) {
   if (job == nullptr || !SlurmJobActive(job->state)) {
-    Emit(now, r.id, "replica_stopped",
-         fmt::format("Slurm job {} ended{}", r.job_id,
-                     job == nullptr ? "" : fmt::format(": {}", job->state)));
+    book_.Emit(now, r.id, "replica_stopped",
+               fmt::format("Slurm job {} ended{}", r.job_id,
+                           job == nullptr ? "" : fmt::format(": {}", job->state)));
     return false;
   }
   if (r.cancel_pending) {
@@ -128,13 +105,13 @@ void SlurmOrchestrator::OnQueued(Replica& r, const SlurmJob& job, Seconds now) {
   if (r.running) {  // requeued (node failure, preemption): back in the queue
     r.running = false;
     r.host.clear();
-    Emit(now, r.id, "replica_crashed",
-         fmt::format("Slurm job {} went back to the queue ({})", r.job_id, reason));
+    book_.Emit(now, r.id, "replica_crashed",
+               fmt::format("Slurm job {} went back to the queue ({})", r.job_id, reason));
   }
-  if (r.phase != scale::ReplicaPhase::kPending) SetPhase(r, scale::ReplicaPhase::kPending, now);
+  book_.SetPhase(r, scale::ReplicaPhase::kPending, now);
   if (r.last_error != reason) {
-    Emit(now, r.id, "replica_pending",
-         fmt::format("Slurm job {} is {}: {}", r.job_id, job.state, reason));
+    book_.Emit(now, r.id, "replica_pending",
+               fmt::format("Slurm job {} is {}: {}", r.job_id, job.state, reason));
     r.last_error = reason;
   }
 }
@@ -147,23 +124,23 @@ void SlurmOrchestrator::OnRunning(Replica& r, const SlurmJob& job, Seconds now) 
     r.host = AddressOf(r.node);
     r.next_probe_at = now;
     r.last_error.clear();
-    SetPhase(r, scale::ReplicaPhase::kStarting, now);
-    Emit(now, r.id, "replica_scheduled",
-         fmt::format("Slurm job {} runs on node {} ({}), port {}", r.job_id, r.node, r.host,
-                     r.port));
+    book_.SetPhase(r, scale::ReplicaPhase::kStarting, now);
+    book_.Emit(now, r.id, "replica_scheduled",
+               fmt::format("Slurm job {} runs on node {} ({}), port {}", r.job_id, r.node, r.host,
+                           r.port));
   }
   if (r.phase != scale::ReplicaPhase::kStarting || now < r.next_probe_at) return;
   r.next_probe_at = now + config_.probe_interval;
   if (config_.readiness_path.empty() || probe_(r.host, r.port, config_.readiness_path)) {
-    SetPhase(r, scale::ReplicaPhase::kReady, now);
+    book_.SetPhase(r, scale::ReplicaPhase::kReady, now);
     r.crash_streak = 0;
-    Emit(now, r.id, "replica_ready",
-         fmt::format("ready after {:.3g} s on {}:{}", (now - r.started_at).count(), r.host,
-                     r.port));
+    book_.Emit(
+        now, r.id, "replica_ready",
+        fmt::format("ready after {:.3g} s on {}:{}", (now - r.started_at).count(), r.host, r.port));
   } else if (now - r.started_at >= config_.startup_timeout) {
     r.last_error = fmt::format("not ready within startup_timeout ({:.3g} s)",
                                config_.startup_timeout.count());
-    Emit(now, r.id, "replica_startup_timeout", r.last_error);
+    book_.Emit(now, r.id, "replica_startup_timeout", r.last_error);
     // The old job id leaves the replica, so a cancel that does not land now is retried by
     // CancelStrays on the next Poll.
     (void)transport_->Cancel(r.job_id);
@@ -178,50 +155,39 @@ bool SlurmOrchestrator::OnEnded(Replica& r, const std::string& why, Seconds now)
   r.job_id.clear();
   if (r.phase == scale::ReplicaPhase::kDraining) {  // as good as stopped
     r.stopping = true;
-    Emit(now, r.id, "replica_stopped", why + " while draining");
+    book_.Emit(now, r.id, "replica_stopped", why + " while draining");
     return false;
   }
-  Emit(now, r.id, "replica_crashed", why);
+  book_.Emit(now, r.id, "replica_crashed", why);
   ScheduleResubmit(r, now, why);
   return true;
 }
 
 void SlurmOrchestrator::ScheduleResubmit(Replica& r, Seconds now, const std::string& why) {
-  r.last_error = why;
   r.backoff = true;
   r.host.clear();
-  ++r.crash_streak;
-  ++r.restarts;
-  // Exponential backoff as Kubernetes' CrashLoopBackOff: initial * 2^(streak-1), capped.
-  const double factor = std::pow(2.0, std::min(r.crash_streak - 1, 30));
-  const Seconds delay =
-      std::min(config_.restart_backoff_initial * factor, config_.restart_backoff_max);
-  r.restart_at = now + delay;
-  SetPhase(r, scale::ReplicaPhase::kStarting, now);
-  Emit(now, r.id, "replica_restart_scheduled",
-       fmt::format("{}; resubmitting in {:.3g} s (failure {} in a row)", why, delay.count(),
-                   r.crash_streak));
+  book_.ScheduleRestart(r, now, why, "resubmitting");
 }
 
 void SlurmOrchestrator::CancelStrays(Seconds now) {
   const std::string prefix = JobName(config_.service, "");
   for (const SlurmJob& job : jobs_) {
     if (!SlurmJobActive(job.state) || job.name.rfind(prefix, 0) != 0) continue;
-    const bool ours = std::any_of(replicas_.begin(), replicas_.end(),
-                                  [&](const Replica& r) { return r.job_id == job.id; });
+    const bool ours = book_.Any([&](const Replica& r) { return r.job_id == job.id; });
     if (ours || strays_cancelled_.count(job.id) != 0) continue;
     Status cancelled = transport_->Cancel(job.id);
     if (!cancelled && cancelled.error().code != ErrorCode::kNotFound) continue;  // next Poll
     strays_cancelled_.insert(job.id);
-    Emit(now, job.name.substr(prefix.size()), "replica_cleaned_up",
-         fmt::format("cancelled Slurm job {} ({}): it carries this service's name but belongs "
-                     "to no replica",
-                     job.id, job.name));
+    book_.Emit(
+        now, job.name.substr(prefix.size()), "replica_cleaned_up",
+        fmt::format("cancelled Slurm job {} ({}): it carries this service's name but belongs "
+                    "to no replica",
+                    job.id, job.name));
   }
 }
 
 AdoptionReport SlurmOrchestrator::Adopt(const std::vector<ReplicaRecord>& records, Seconds now) {
-  last_now_ = std::max(last_now_, now);
+  book_.Touch(now);
   AdoptionReport report;
   const bool verified = Refresh(now);
   if (!verified) {
@@ -230,7 +196,7 @@ AdoptionReport SlurmOrchestrator::Adopt(const std::vector<ReplicaRecord>& record
                                         engine_error_));
   }
   for (const ReplicaRecord& record : records) {
-    next_index_ = std::max(next_index_, IndexOf(config_.service, record.id) + 1);
+    book_.ReserveId(record.id);
     AdoptOne(record, now, verified, report);
   }
   return report;
@@ -243,33 +209,27 @@ void SlurmOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now, bool 
                      job->name == JobName(config_.service, record.id);
   if (record.engine_id.empty() || (verified && !alive)) {
     report.cleaned_up.push_back(record.id);
-    Emit(now, record.id, "replica_cleaned_up",
-         record.engine_id.empty()
-             ? std::string("no Slurm job was recorded")
-             : fmt::format("Slurm job {} is {}", record.engine_id,
-                           job == nullptr ? "no longer listed" : job->state));
+    book_.Emit(now, record.id, "replica_cleaned_up",
+               record.engine_id.empty()
+                   ? std::string("no Slurm job was recorded")
+                   : fmt::format("Slurm job {} is {}", record.engine_id,
+                                 job == nullptr ? "no longer listed" : job->state));
     return;
   }
   Replica r;
-  r.id = record.id;
+  ReplicaBookBase::Restore(r, record);
   r.job_id = record.engine_id;
-  r.port = record.port;
-  r.argv = record.argv;
-  r.log_path = record.log_path;
-  r.restarts = record.restarts;
-  r.started_at = record.started_at;
   r.host = record.host;
   r.phase = record.phase;
   r.phase_since = record.phase_since;
-  r.adopted = true;
   r.drain_started = now;
   if (record.stopping) {
     r.stopping = true;
     Status cancelled = transport_->Cancel(r.job_id);
     r.cancel_pending = !cancelled && cancelled.error().code != ErrorCode::kNotFound;
     report.cleaned_up.push_back(r.id);
-    Emit(now, r.id, "replica_cleaned_up", fmt::format("finishing its stop: cancelled Slurm job {}",
-                                                      r.job_id));
+    book_.Emit(now, r.id, "replica_cleaned_up",
+               fmt::format("finishing its stop: cancelled Slurm job {}", r.job_id));
   } else {
     if (verified) {
       RestoreFromJob(r, record, *job, now);
@@ -277,18 +237,18 @@ void SlurmOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now, bool 
       r.running = record.phase != scale::ReplicaPhase::kPending;
     }
     report.adopted.push_back(r.id);
-    Emit(now, r.id, "replica_adopted",
-         fmt::format("Slurm job {} ({})", r.job_id, verified ? job->state : "unverified"));
+    book_.Emit(now, r.id, "replica_adopted",
+               fmt::format("Slurm job {} ({})", r.job_id, verified ? job->state : "unverified"));
   }
-  replicas_.push_back(std::move(r));
+  book_.Add(std::move(r));
 }
 
-void SlurmOrchestrator::RestoreFromJob(Replica& r, const ReplicaRecord& record,
-                                       const SlurmJob& job, Seconds now) {
+void SlurmOrchestrator::RestoreFromJob(Replica& r, const ReplicaRecord& record, const SlurmJob& job,
+                                       Seconds now) {
   if (job.state != "RUNNING") {
     r.running = false;
     r.last_error = job.reason;
-    SetPhase(r, scale::ReplicaPhase::kPending, now);
+    book_.SetPhase(r, scale::ReplicaPhase::kPending, now);
     return;
   }
   r.running = true;
@@ -296,7 +256,7 @@ void SlurmOrchestrator::RestoreFromJob(Replica& r, const ReplicaRecord& record,
   r.host = AddressOf(r.node);
   if (record.phase != scale::ReplicaPhase::kReady &&
       record.phase != scale::ReplicaPhase::kDraining) {
-    SetPhase(r, scale::ReplicaPhase::kStarting, now);
+    book_.SetPhase(r, scale::ReplicaPhase::kStarting, now);
     r.next_probe_at = now;
   }
   if (r.started_at <= Seconds{0}) r.started_at = now;

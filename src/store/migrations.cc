@@ -123,6 +123,14 @@ CREATE TABLE experiments (
 CREATE INDEX experiments_by_status ON experiments (status, id);
 )sql";
 
+// Version 3: a deleted service's row is kept (marked deleting) until its replicas are gone,
+// so a restarted daemon stops them through the right engine (e.g. cancels Slurm jobs); the
+// manual replica override survives restarts. NULL manual_replicas = the policy decides.
+constexpr std::string_view kDeletingAndManual = R"sql(
+ALTER TABLE services ADD COLUMN deleting INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE services ADD COLUMN manual_replicas INTEGER;
+)sql";
+
 constexpr std::string_view kVersionTable =
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
     "name TEXT NOT NULL, applied_at REAL NOT NULL)";
@@ -162,6 +170,7 @@ const std::vector<Migration>& SchemaMigrations() {
       {1, "initial schema: services, rules, replicas, leases, decisions, events",
        kInitialSchema},
       {2, "replica host and engine id; tasks and experiments", kEnginesAndTasks},
+      {3, "service deleting flag and persisted manual replica override", kDeletingAndManual},
   };
   return migrations;
 }

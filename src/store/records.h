@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -23,7 +24,22 @@ struct ServiceRow {
   bool paused = false;  // the control loop leaves a paused service's replicas alone
   Seconds created_at{0};  // kept from the first Put
   Seconds updated_at{0};
+  // Deleted, but some replicas may still run: the row (and the spec, which says how to reach
+  // the replicas' engine) stays until they are gone, so a restarted daemon can finish the stop.
+  bool deleting = false;
+  std::optional<int> manual_replicas;  // the API's override of the desired count; none = policy
 };
+
+// A live service's row (not deleting, no manual override).
+inline ServiceRow MakeServiceRow(std::string name, std::string spec, Seconds created_at,
+                                 Seconds updated_at) {
+  ServiceRow row;
+  row.name = std::move(name);
+  row.spec = std::move(spec);
+  row.created_at = created_at;
+  row.updated_at = updated_at;
+  return row;
+}
 
 // One scaling rule of a service (the `rules` policy family; names as in rules_policy.h).
 struct RuleRow {

@@ -13,7 +13,7 @@ class RepositoryTest : public ::testing::Test {
     store_ = std::move(*store);
   }
   void AddService(const std::string& name) {
-    ASSERT_TRUE(store_->services().Put(ServiceRow{name, "spec", false, Seconds{1}, Seconds{1}}));
+    ASSERT_TRUE(store_->services().Put(MakeServiceRow(name, "spec", Seconds{1}, Seconds{1})));
   }
   RuleRow Rule(const std::string& service, const std::string& name) {
     RuleRow rule;
@@ -32,9 +32,11 @@ class RepositoryTest : public ::testing::Test {
 };
 
 TEST_F(RepositoryTest, ServicePutUpdatesButKeepsCreationTime) {
-  ASSERT_TRUE(store_->services().Put(ServiceRow{"chat", "v1", false, Seconds{10}, Seconds{10}}));
-  ASSERT_TRUE(store_->services().Put(ServiceRow{"chat", "v2", true, Seconds{99}, Seconds{20}}));
-  ASSERT_TRUE(store_->services().Put(ServiceRow{"code", "c", false, Seconds{30}, Seconds{30}}));
+  ASSERT_TRUE(store_->services().Put(MakeServiceRow("chat", "v1", Seconds{10}, Seconds{10})));
+  ServiceRow v2 = MakeServiceRow("chat", "v2", Seconds{99}, Seconds{20});
+  v2.paused = true;
+  ASSERT_TRUE(store_->services().Put(v2));
+  ASSERT_TRUE(store_->services().Put(MakeServiceRow("code", "c", Seconds{30}, Seconds{30})));
   auto chat = store_->services().Get("chat");
   ASSERT_TRUE(chat);
   EXPECT_EQ(chat->spec, "v2");
@@ -49,6 +51,49 @@ TEST_F(RepositoryTest, ServicePutUpdatesButKeepsCreationTime) {
   EXPECT_EQ(store_->services().Get("code").error().code, ErrorCode::kNotFound);
   EXPECT_EQ(store_->services().Delete("code").error().code, ErrorCode::kNotFound);
   EXPECT_EQ(store_->services().Put(ServiceRow{}).error().field, "name");
+}
+
+TEST_F(RepositoryTest, ServiceMarkedDeletingKeepsItsSpecButNotItsRulesUntilFinished) {
+  ServiceRow chat = MakeServiceRow("chat", "engine: slurm", Seconds{1}, Seconds{1});
+  chat.manual_replicas = 3;
+  ASSERT_TRUE(store_->services().Put(chat));
+  ASSERT_TRUE(store_->rules().Add(Rule("chat", "queue-high")));
+  ASSERT_TRUE(store_->services().MarkDeleting("chat"));
+  auto marked = store_->services().Get("chat");
+  ASSERT_TRUE(marked);
+  EXPECT_TRUE(marked->deleting);
+  EXPECT_EQ(marked->spec, "engine: slurm");  // how to reach the replicas' engine
+  EXPECT_FALSE(marked->manual_replicas.has_value());
+  EXPECT_TRUE(store_->rules().ListForService("chat")->empty());
+  EXPECT_EQ(store_->services().List()->size(), 1u);  // listed, for the daemon to filter
+  ASSERT_TRUE(store_->services().FinishDeleting("chat"));
+  EXPECT_EQ(store_->services().Get("chat").error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(store_->services().FinishDeleting("chat"));  // nothing left: not an error
+  EXPECT_EQ(store_->services().MarkDeleting("chat").error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(RepositoryTest, FinishDeletingSparesAServiceRecreatedMeanwhile) {
+  AddService("chat");
+  ASSERT_TRUE(store_->services().MarkDeleting("chat"));
+  ASSERT_TRUE(store_->services().Put(MakeServiceRow("chat", "new", Seconds{7}, Seconds{7})));
+  EXPECT_FALSE(store_->services().Get("chat")->deleting);
+  ASSERT_TRUE(store_->services().FinishDeleting("chat"));
+  auto chat = store_->services().Get("chat");
+  ASSERT_TRUE(chat) << "the re-created service's row was deleted";
+  EXPECT_EQ(chat->spec, "new");
+}
+
+TEST_F(RepositoryTest, ManualOverrideIsStoredAndCleared) {
+  AddService("chat");
+  EXPECT_FALSE(store_->services().Get("chat")->manual_replicas.has_value());
+  ASSERT_TRUE(store_->services().SetManualReplicas("chat", 0));
+  EXPECT_EQ(store_->services().Get("chat")->manual_replicas, 0);  // 0 is a value, not "none"
+  ASSERT_TRUE(store_->services().SetManualReplicas("chat", 4));
+  EXPECT_EQ(store_->services().List()->at(0).manual_replicas, 4);
+  ASSERT_TRUE(store_->services().SetManualReplicas("chat", std::nullopt));
+  EXPECT_FALSE(store_->services().Get("chat")->manual_replicas.has_value());
+  EXPECT_EQ(store_->services().SetManualReplicas("nope", 1).error().code,
+            ErrorCode::kNotFound);
 }
 
 TEST_F(RepositoryTest, RuleCrudAndCascadeWithService) {

@@ -40,8 +40,8 @@ TEST_F(StoreOpenTest, ReopenIsIdempotentAndKeepsData) {
   {
     auto store = Store::Open(path, Seconds{1});
     ASSERT_TRUE(store);
-    ASSERT_TRUE((*store)->services().Put(ServiceRow{"chat", "spec: 1", false, Seconds{1},
-                                                    Seconds{1}}));
+    ASSERT_TRUE(
+        (*store)->services().Put(MakeServiceRow("chat", "spec: 1", Seconds{1}, Seconds{1})));
   }
   auto again = Store::Open(path, Seconds{2});
   ASSERT_TRUE(again) << again.error().ToString();
@@ -131,6 +131,30 @@ TEST_F(MigrationTest, AppliesOnlyPendingMigrationsInOrder) {
   EXPECT_EQ(*reached, 2);
   EXPECT_TRUE(HasTable("b"));
   EXPECT_EQ(*ApplyMigrations(*db_, v2, Seconds{0}), 2);
+}
+
+// A database written by a gpuscale with schema 2 (before services had `deleting` and
+// `manual_replicas`) upgrades in place: its rows read back with the new columns' defaults.
+TEST_F(MigrationTest, UpgradesAVersion2DatabaseAndKeepsItsServices) {
+  const std::vector<Migration> v2(SchemaMigrations().begin(), SchemaMigrations().begin() + 2);
+  {
+    std::lock_guard<std::mutex> lock(db_->mu());
+    ASSERT_EQ(*ApplyMigrations(*db_, v2, Seconds{0}), 2);
+    ASSERT_TRUE(db_->Exec("INSERT INTO services (name, spec, paused, created_at, updated_at) "
+                          "VALUES ('chat', 'engine: slurm', 0, 5, 6)"));
+  }
+  db_.reset();
+  auto store = Store::Open(dir_ / "m.db", Seconds{10});
+  ASSERT_TRUE(store) << store.error().ToString();
+  EXPECT_EQ((*store)->schema_version(), 3);
+  auto chat = (*store)->services().Get("chat");
+  ASSERT_TRUE(chat) << chat.error().ToString();
+  EXPECT_EQ(chat->spec, "engine: slurm");
+  EXPECT_EQ(chat->created_at, Seconds{5});
+  EXPECT_FALSE(chat->deleting);
+  EXPECT_FALSE(chat->manual_replicas.has_value());
+  ASSERT_TRUE((*store)->services().SetManualReplicas("chat", 2));
+  EXPECT_EQ((*store)->services().Get("chat")->manual_replicas, 2);
 }
 
 TEST_F(MigrationTest, FailedMigrationRollsBackAndNamesItsVersion) {

@@ -95,7 +95,7 @@ export interface Replica {
   phase: string;
   state: string;
   phase_since: string;
-  host: string;
+  host: string | null; // null while a cluster engine has not placed the replica
   port: number;
   gpus: number[];
   pid: number;

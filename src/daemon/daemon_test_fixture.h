@@ -1,0 +1,44 @@
+// Base fixture of the in-process Daemon tests (daemon_test, daemon_tasks_test,
+// daemon_restart_test): a fresh directory under /tmp per test, a manual clock, and a daemon
+// that TearDown shuts down with its replicas stopped, so that no test leaves processes or GPU
+// leases behind even after a failed assertion; then the directory is removed.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "core/clock.h"
+#include "daemon/daemon.h"
+
+namespace gpuscale::daemon {
+
+class DaemonFixture : public ::testing::Test {
+ protected:
+  // `prefix` names the directory (/tmp/<prefix>_XXXXXX), so a leftover shows which test made it.
+  explicit DaemonFixture(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  void SetUp() override {
+    std::string tmpl = "/tmp/" + prefix_ + "_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    StopDaemon();
+    std::filesystem::remove_all(dir_);
+  }
+  void StopDaemon() {
+    if (daemon_) daemon_->Shutdown(/*stop_replicas=*/true);
+    daemon_.reset();
+  }
+
+  std::string prefix_;
+  std::string dir_;
+  ManualClock clock_{Seconds{1000}};
+  std::unique_ptr<Daemon> daemon_;
+};
+
+}  // namespace gpuscale::daemon
