@@ -5,8 +5,10 @@
 // jobs and back in after the load stops; a job cancelled behind gpuscale's back (`scancel`)
 // is replaced by a new job; a replica Slurm cannot place is `pending` with Slurm's reason; a
 // restarted daemon adopts the running jobs (no duplicates) and deleting the service cancels
-// them. One cluster serves the whole suite; TearDown cancels every job so each test starts
-// from an empty queue.
+// them; a service created through the API and deleted while slurmctld was down, by a daemon
+// killed before Slurm took the cancellation, has its jobs cancelled by the next daemon. One
+// cluster serves the whole suite; TearDown restarts slurmctld when a test stopped it and
+// cancels every job so each test starts from an empty queue.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -35,6 +37,10 @@ class SlurmDaemonTest : public slurm_test::SlurmClusterSuite {
     daemon_.Kill(SIGKILL);
     if (bench_pid_ > 0) kill(-bench_pid_, SIGKILL), waitpid(bench_pid_, nullptr, 0);
     if (HasFailure() && !dir_.empty()) DumpFile("daemon stderr", dir_ + "/daemon.err");
+    if (controller_stopped_) {  // else CancelJobs could not reach Slurm
+      EXPECT_TRUE(cluster_->StartController());
+      controller_stopped_ = false;
+    }
     CancelJobs(Seconds{20});
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
@@ -77,7 +83,69 @@ class SlurmDaemonTest : public slurm_test::SlurmClusterSuite {
     return c.str();
   }
 
+  // A daemon config without services (the same GPU inventory as Config's).
+  std::string ConfigWithoutServices() const {
+    std::ofstream(dir_ + "/inventory.yaml") << "gpus:\n  - index: 0\n";
+    return "gpu: {backend: simulated, inventory: " + dir_ + "/inventory.yaml}\nservices: []\n";
+  }
+
+  // Service "x" as a POST /v1/services body: Config's replicas and Slurm settings, `replicas`
+  // of them pinned by min == max (no policy block: the rules family without rules).
+  json ServiceJson(int replicas) const {
+    const int base = FreePortBase(40000, 1000);
+    json slurm = {{"gres_type", "tesla"},
+                  {"time_limit_minutes", 10},
+                  {"timeout_seconds", 10},
+                  {"port_range", {base, base + 9}}};
+    if (GetParam() == "rest") {
+      slurm.update({{"transport", "rest"},
+                    {"url", cluster_->rest_url()},
+                    {"user", cluster_->user()},
+                    {"token", cluster_->token()}});
+    } else {
+      slurm.update({{"transport", "cli"}, {"slurm_conf", cluster_->conf()}});
+    }
+    const std::vector<std::string> command = {kBinary,
+                                              "emulate",
+                                              "--port",
+                                              "{port}",
+                                              "--model",
+                                              "m",
+                                              "--startup-seconds",
+                                              "0.2",
+                                              "--max-batch-size",
+                                              "1",
+                                              "--decode-ms-base",
+                                              "20",
+                                              "--drain-seconds",
+                                              "1"};
+    return {{"name", "x"},
+            {"engine", "slurm"},
+            {"command", command},
+            {"gpus_per_replica", 1},
+            {"startup_timeout_seconds", 30},
+            {"drain_timeout_seconds", 3},
+            {"min_replicas", replicas},
+            {"max_replicas", replicas},
+            {"slurm", slurm}};
+  }
+
   void StartDaemon(const std::string& config) { daemon_.Start(config, {.dir = dir_}); }
+
+  // Stops slurmctld; TearDown restarts it if the test does not.
+  void StopController() {
+    cluster_->StopController();
+    controller_stopped_ = true;
+  }
+  Status StartController() {
+    controller_stopped_ = false;
+    return cluster_->StartController();
+  }
+
+  // GET /v1/events filtered by `query` (e.g. "service=x&kind=replica_stopped").
+  HttpReply Events(const std::string& query) {
+    return Http(Port(), "GET", "/v1/events?limit=100&" + query);
+  }
 
   int Port() const { return daemon_.port(); }
   json Replicas() { return ServiceReplicas(Port(), "x"); }
@@ -101,6 +169,7 @@ class SlurmDaemonTest : public slurm_test::SlurmClusterSuite {
   std::string dir_;
   ServeDaemon daemon_;
   pid_t bench_pid_ = -1;
+  bool controller_stopped_ = false;
 };
 
 TEST_P(SlurmDaemonTest, BenchLoadScalesOutAsJobsAndBackIn) {
@@ -168,6 +237,14 @@ TEST_P(SlurmDaemonTest, ReplicaSlurmCannotPlaceIsPendingWithSlurmsReason) {
                       std::chrono::seconds(30)))
       << Replicas().dump();
   EXPECT_EQ(LiveJobs().size(), 3u);  // queued in Slurm, not retried by gpuscale
+  // A queued job has no node yet: no address to show.
+  for (const json& r : Replicas()) {
+    if (r["phase"] == "pending") {
+      EXPECT_TRUE(r["host"].is_null()) << r;
+    } else {
+      EXPECT_EQ(r["host"], "127.0.0.1") << r;
+    }
+  }
 }
 
 TEST_P(SlurmDaemonTest, RestartedDaemonAdoptsJobsAndDeleteCancelsThem) {
@@ -189,6 +266,54 @@ TEST_P(SlurmDaemonTest, RestartedDaemonAdoptsJobsAndDeleteCancelsThem) {
   HttpReply deleted = Http(Port(), "DELETE", "/v1/services/x");
   EXPECT_LT(deleted.status, 300) << deleted.body.dump();
   EXPECT_TRUE(WaitFor([&] { return LiveJobs().empty(); }, std::chrono::seconds(30)));
+}
+
+TEST_P(SlurmDaemonTest, RestartedDaemonCancelsJobsOfAServiceDeletedWhileSlurmWasDown) {
+  const std::string config = ConfigWithoutServices();  // x exists only through the API
+  StartDaemon(config);
+  HttpReply created = Http(Port(), "POST", "/v1/services", "", ServiceJson(2).dump());
+  ASSERT_EQ(created.status, 201) << created.body.dump();
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 2; }, std::chrono::seconds(40)))
+      << Replicas().dump();
+  const std::set<std::string> jobs = LiveJobs();
+  ASSERT_EQ(jobs.size(), 2u);
+
+  // Mid-delete death: the daemon applies the delete but Slurm cannot take the cancellation
+  // (slurmctld is down), then the daemon is killed; the jobs run on.
+  StopController();
+  HttpReply deleted = Http(Port(), "DELETE", "/v1/services/x");
+  ASSERT_EQ(deleted.status, 204) << deleted.body.dump();
+  int64_t before_restart = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        HttpReply applied = Events("service=x&kind=service_deleted");
+        if (applied.status != 200) return false;
+        before_restart = applied.body["last_id"].get<int64_t>();
+        return applied.body["events"].size() == 1;
+      },
+      std::chrono::seconds(60)));
+  daemon_.Kill(SIGKILL);
+  ASSERT_TRUE(StartController());
+  ASSERT_EQ(LiveJobs(), jobs);  // nobody cancelled them
+
+  // The next daemon, whose config still lacks x, cancels them through Slurm.
+  StartDaemon(config);
+  EXPECT_TRUE(WaitFor([&] { return LiveJobs().empty(); }, std::chrono::seconds(30)))
+      << "still live: " << fmt::format("{}", fmt::join(LiveJobs(), " "));
+  EXPECT_EQ(Http(Port(), "GET", "/v1/services/x").status, 404);
+  HttpReply stopped;
+  const std::string since =
+      fmt::format("service=x&kind=replica_stopped&since_id={}", before_restart);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        stopped = Events(since);
+        return stopped.status == 200 && stopped.body["events"].size() == 2;
+      },
+      std::chrono::seconds(15)))
+      << stopped.body.dump();
+  for (const std::string& job : jobs) {
+    EXPECT_THAT(stopped.body.dump(), HasSubstr(fmt::format("Slurm job {} ended", job)));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, SlurmDaemonTest, ::testing::Values("cli", "rest"),
