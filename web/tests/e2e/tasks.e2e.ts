@@ -245,6 +245,9 @@ describe('tasks and experiments views against gpuscale serve', () => {
     await page.keyboard.press('Enter');
     await page.waitForSelector('.view-header [data-status="cancelled"]', { timeout: 20_000 });
     await page.waitForSelector('#cancel-task', { state: 'hidden' });
+    // The event stream can refresh the page to "cancelled" before the DELETE answer arrives;
+    // the outcome line is written when that answer does.
+    await page.waitForSelector('#cancel-message:not([hidden])');
     expect(asked).toHaveLength(2);
     expect(await page.textContent('#cancel-message')).toBe(`Task ${newId} cancelled.`);
     const { body: cancelled } = await daemon.api<Task>(`/v1/tasks/${newId}`);
