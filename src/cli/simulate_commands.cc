@@ -148,6 +148,12 @@ Result<double> Oracle(const Run& run, const sim::Trace& trace, bool skip, std::o
   err << fmt::format("simulate: oracle: {:.2f} req/s per replica at the SLO ({:.4f} "
                      "work-s/s), {:.3f} GPU-hours\n",
                      bound.capacity_rps, bound.capacity_work_per_s, bound.gpu_hours);
+  if (bound.best_attainment < run.file.sim.slo.target_ratio) {
+    err << fmt::format("simulate: oracle: the SLO target {:.4f} is out of reach with {} "
+                       "replicas at most: the best plan attains {:.4f} (the bound is its cost)\n",
+                       run.file.sim.slo.target_ratio, run.file.sim.service.max_replicas,
+                       bound.best_attainment);
+  }
   return bound.gpu_hours;
 }
 

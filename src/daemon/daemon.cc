@@ -20,15 +20,6 @@ std::vector<store::ReplicaRow> RowsOf(const std::string& service,
   return rows;
 }
 
-// A cluster engine's replica has an address only once its job runs on a node (it has a port
-// then); before that the orchestrator reports the loopback default, which is no address of
-// the replica.
-void ClearUnplacedHosts(std::vector<orch::ReplicaInfo>& replicas) {
-  for (orch::ReplicaInfo& r : replicas) {
-    if (r.port == 0) r.host.clear();
-  }
-}
-
 std::string ActionText(const scale::ReplicaAction& a) {
   std::string text(scale::ActionKindName(a.kind));
   if (!a.replica_id.empty()) text += " " + a.replica_id;
@@ -367,7 +358,6 @@ void Daemon::PublishViews(Seconds now) {
   for (auto& [name, slot] : services_) {
     views[name] = ViewOf(*slot, now);
     replicas[name] = slot->orch->Replicas(now);
-    if (slot->runtime->config().engine != "local") ClearUnplacedHosts(replicas[name]);
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (const Command& c : commands_) {

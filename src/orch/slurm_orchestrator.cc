@@ -210,7 +210,8 @@ std::vector<ReplicaInfo> SlurmOrchestrator::Replicas(Seconds now) const {
   std::vector<ReplicaInfo> out;
   for (const Replica& r : book_.records()) {
     ReplicaInfo info = book_.InfoOf(r, now, r.running, r.backoff);
-    info.host = r.host.empty() ? "127.0.0.1" : r.host;
+    // A queued job has no node yet: no address to show or scrape.
+    info.host = !r.running ? "" : r.host.empty() ? "127.0.0.1" : r.host;
     if (!engine_error_.empty()) info.last_error = "slurm unreachable: " + engine_error_;
     out.push_back(std::move(info));
   }

@@ -129,6 +129,8 @@ TEST_F(SlurmOrchestratorTest, SubmitsANamedJobWithGresAndBecomesReadyOnItsNode) 
 
   orch->Poll(Seconds{1});
   EXPECT_EQ(orch->Replicas(Seconds{1})[0].last_error, "Priority");
+  EXPECT_EQ(orch->Replicas(Seconds{1})[0].host, "");  // queued: no node, no address yet
+  EXPECT_EQ(orch->Replicas(Seconds{1})[0].port, 0);
   EXPECT_FALSE(orch->Place("chat-0", Seconds{1}));  // queued: Slurm decides
 
   Run("100", "n2");

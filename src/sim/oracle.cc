@@ -83,9 +83,18 @@ double SingleReplicaAttainment(const ReplicaModel& model,
 }
 
 Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const ReplicaModel& model,
-                                       const Trace& trace, double end_s) {
-  if (trace.requests.empty()) return InvalidArgument("the trace has no requests", "trace");
+                                       const Trace& given, double end_s) {
+  if (given.requests.empty()) return InvalidArgument("the trace has no requests", "trace");
   if (!(end_s > 0)) return InvalidArgument("must be > 0", "end_s");
+  auto by_arrival = [](const TraceRequest& a, const TraceRequest& b) {
+    return a.arrival_s < b.arrival_s;
+  };
+  Trace sorted;  // the fleet replays (step 3) need arrival order; loaded traces have it
+  if (!std::is_sorted(given.requests.begin(), given.requests.end(), by_arrival)) {
+    sorted = given;
+    std::stable_sort(sorted.requests.begin(), sorted.requests.end(), by_arrival);
+  }
+  const Trace& trace = sorted.requests.empty() ? given : sorted;
   WorkWeights w = ComputeWorkWeights(model, trace);
   auto work = [&](const TraceRequest& r) {
     return r.input_tokens * w.per_input_token + r.output_tokens * w.per_output_token;
@@ -123,16 +132,23 @@ Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const Rep
     size_t b = std::min(static_cast<size_t>(r.arrival_s / bound.bucket_s), buckets - 1);
     load[b] += work(r);
   }
-  double replica_seconds = 0;
-  std::vector<double> lengths;
+  std::vector<double> start_need, lengths;
   for (size_t b = 0; b < buckets; ++b) {
-    double len = std::min(bound.bucket_s, end_s - b * bound.bucket_s);
-    double n = std::max<double>(config.service.min_replicas,
-                                load[b] / (bound.capacity_work_per_s * len));
-    bound.replicas.push_back(n);
+    const double len = std::min(bound.bucket_s, end_s - static_cast<double>(b) * bound.bucket_s);
+    start_need.push_back(load[b] / (bound.capacity_work_per_s * len));
     lengths.push_back(len);
-    replica_seconds += n * len;
   }
+  bound.allowed_violations =
+      (1 - config.slo.target_ratio) * static_cast<double>(trace.requests.size());
+  const std::vector<FleetCurve> curves = FleetCurves(config, model, trace, start_need,
+                                                     bound.bucket_s, end_s,
+                                                     bound.allowed_violations);
+  double unavoidable = 0;
+  for (const FleetCurve& c : curves) unavoidable += c.violations.back();
+  bound.best_attainment = 1 - unavoidable / static_cast<double>(trace.requests.size());
+  bound.replicas = CheapestPlanWithinBudget(curves, bound.allowed_violations);
+  double replica_seconds = 0;
+  for (size_t b = 0; b < buckets; ++b) replica_seconds += bound.replicas[b] * lengths[b];
   const int initial = config.service.initial_replicas >= 0 ? config.service.initial_replicas
                                                            : config.service.min_replicas;
   const double gpus = config.service.gpus_per_replica;

@@ -1,33 +1,37 @@
-// The oracle lower bound on GPU-hours: what a clairvoyant plan needs that knows the future
-// load, has every replica ready exactly when needed (cold start paid for free, ahead of
-// time), and can hold fractional replicas.
+// The oracle lower bound on GPU-hours: what a clairvoyant plan needs that knows every future
+// request, starts each replica exactly one cold start before it is needed, and spends the
+// SLO's violation budget (1 - target of all requests) wherever it saves the most GPU time.
 //
-// How it is computed:
+// How it is computed (docs/simulation.md, "The oracle lower bound"):
 //  1. Work: each request r costs w_r = in_r * p + out_r * d replica-seconds of a reference
-//     engine, with p the per-token prefill time at a full chunk (PrefillSeconds(chunk) /
-//     chunk) and d the per-sequence decode-step time at batch 64 and the trace's mean context.
-//     Only the ratio p:d matters; it weights the request mix.
-//  2. Capacity: the largest work rate c (work-seconds per second) one replica sustains while
-//     meeting the SLO for slo.target_ratio of requests, found by bisection on simulations
-//     of one replica fed a sample of the trace's own requests at *evenly spaced* arrivals,
-//     the smoothest arrival process, so no real arrival process (and no router spreading
-//     Poisson arrivals) does better per replica.
-//  3. Plan: for each bucket of `oracle_bucket` seconds over [0, end), the replicas needed are
-//     max(min_replicas, W_b / (c * len_b)) for the work W_b arriving in the bucket; the bound
-//     serving part is the sum of replicas * len_b * gpus_per_replica / 3600.
-//  4. Cold starts: a replica becomes ready only after holding its GPUs for cold_start
-//     seconds, so the ready count s(t) costs its integral plus cold_start per unit increase.
-//     The cheapest plan h_b >= replicas_b (starting from initial_replicas ready at t = 0)
-//     is added; per level of the layer-cake an idle gap is bridged (its length) or the
-//     replica restarted (cold_start), whichever is cheaper. This stays a lower bound because
-//     bucket averages never rise more, in total, than the function they average.
-// Any policy meeting the SLO target must have at least that much ready replica-time per
-// bucket (fewer replica-seconds cannot process the work at the SLO); fractional replicas,
-// free routing and drains only lower the bound further. Assumptions, stated in
-// docs/simulation.md: the target is met throughout, not by sacrificing whole load peaks, and
-// work is served in the bucket it arrives in (requests last seconds, buckets a minute).
+//     engine, with p the per-token prefill time at a full chunk and d the per-sequence
+//     decode-step time at batch 64 and the trace's mean context (only the ratio matters).
+//  2. Capacity: the largest work rate c one replica sustains with slo.target_ratio of
+//     requests meeting the SLO, by bisection on simulations of one replica fed a sample of
+//     the trace's own requests at evenly spaced arrivals. Printed as the per-replica figure
+//     a policy can start from, and the first fleet size tried in step 3.
+//  3. Fleet curves: for each bucket of `oracle_bucket` seconds, the bucket's own requests
+//     (at their real arrival times, after 30 s of the preceding requests as warm-up) are
+//     replayed on n warm replicas behind the configured router, for every n from where
+//     the violations exceed the budget up to the first n without violations (or
+//     max_replicas): violations_b(n).
+//  4. Plan: the cheapest per-bucket fleet sizes with sum_b violations_b(n_b) <= budget,
+//     fractional (each bucket may mix two sizes: the LP over the lower convex hulls), which
+//     is never above the best integer plan. Serving GPU-hours = sum(n_b * len_b) * GPUs per
+//     replica / 3600.
+//  5. Cold starts: a replica serves only after holding its GPUs for cold_start seconds, so
+//     the ready count s(t) costs its integral plus cold_start per unit of rise (from
+//     initial_replicas ready at t = 0). The cheapest such plan h_b >= n_b is added, exactly,
+//     as a layer-cake: per level an idle gap is bridged (its length) or the replica
+//     restarted (cold_start), whichever is cheaper.
+// Relaxations, each of which only lowers the bound: fractional fleets, free drains, each
+// bucket's requests served by its own fleet however long they run past its end, the router
+// and the replica model as configured. What it assumes: the policy is judged on the
+// configured router, and a bucket's fleet size is what matters (a policy acts every
+// control interval; the bucket is a minute by default, so a policy that resizes within a
+// minute could, in principle, beat it there).
 //
-// Pure and deterministic. Thread-safety: free function; the model is only read.
+// Pure and deterministic: the buckets of step 3 run on several threads, each alone.
 #pragma once
 
 #include <vector>
@@ -46,7 +50,19 @@ struct OracleBound {
   double capacity_work_per_s = 0;  // c, in work-seconds per second per replica
   double capacity_rps = 0;         // c expressed in requests/s for the trace's mean request
   double bucket_s = 0;
-  std::vector<double> replicas;    // per bucket, fractional
+  double allowed_violations = 0;   // (1 - slo.target_ratio) x requests
+  // The best attainment any plan within max_replicas reaches; below slo.target_ratio the
+  // target is out of reach and the plan is the one with the fewest violations.
+  double best_attainment = 1;
+  std::vector<double> replicas;    // step 4's plan, per bucket, fractional
+};
+
+// Step 3: violations_b(n) for n in [n_low, n_low + violations.size()).
+struct FleetCurve {
+  int n_low = 0;
+  std::vector<int> violations;
+  int scored = 0;   // requests arriving in the bucket
+  double len = 0;   // seconds
 };
 
 // Per-request work weights (step 1); exposed for tests.
@@ -68,6 +84,22 @@ double SingleReplicaAttainment(const ReplicaModel& model, const std::vector<Trac
 // REQUIRES: need.size() == len.size(). Exposed for tests.
 double StartReplicaSeconds(const std::vector<double>& need, const std::vector<double>& len,
                            double initial, double cold_start_s);
+
+// SLO violations among requests[first_scored..] when `replicas` warm replicas behind
+// `router` serve all of `requests` (sorted by arrival). Exposed for tests.
+int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
+                    size_t first_scored, int replicas, RouterKind router, const SloSpec& slo);
+
+// Step 3 for every bucket of `bucket_s` over [0, end_s), starting at ceil(start_need[b]).
+std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const ReplicaModel& model,
+                                    const Trace& trace, const std::vector<double>& start_need,
+                                    double bucket_s, double end_s, double allowed_violations);
+
+// Step 4: per-bucket fleet sizes (fractional) minimizing sum(n_b * len_b) subject to
+// sum violations_b(n_b) <= allowed_violations, over the curves' lower convex hulls. Violations
+// that even the largest evaluated fleet leaves are spent first. Exposed for tests.
+std::vector<double> CheapestPlanWithinBudget(const std::vector<FleetCurve>& curves,
+                                             double allowed_violations);
 
 // Errors: kInvalidArgument for an empty trace or end_s <= 0.
 Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const ReplicaModel& model,

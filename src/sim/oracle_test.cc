@@ -147,5 +147,103 @@ TEST(OracleTest, BoundIncludesColdStartsOfBursts) {
   EXPECT_NEAR(bound->gpu_hours, bound->serving_gpu_hours + bound->start_gpu_hours, 1e-12);
 }
 
+TEST(OracleTest, OneReplicaFleetMatchesTheSingleReplicaReplay) {
+  AffineReplicaModel model;
+  auto trace = SyntheticTrace(120);
+  SloSpec slo;
+  const double attainment = SingleReplicaAttainment(model, trace.requests, slo);
+  const int violations =
+      FleetViolations(model, trace.requests, 0, 1, RouterKind::kLeastOutstanding, slo);
+  EXPECT_NEAR(1.0 - static_cast<double>(violations) / trace.requests.size(), attainment, 1e-12);
+  EXPECT_GT(violations, 0);  // one replica is overloaded at 60 req/s
+  // Larger fleets leave fewer violations, down to none; warm-up requests are not scored.
+  int last = violations;
+  for (int n = 2; n <= 8; ++n) {
+    const int v = FleetViolations(model, trace.requests, 0, n, RouterKind::kLeastOutstanding, slo);
+    EXPECT_LE(v, last) << n << " replicas";
+    last = v;
+  }
+  EXPECT_EQ(last, 0);
+  EXPECT_EQ(FleetViolations(model, trace.requests, trace.requests.size(), 1,
+                            RouterKind::kRoundRobin, slo),
+            0);
+}
+
+TEST(OracleTest, CheapestPlanSpendsTheBudgetWhereItSavesMost) {
+  // Bucket A (60 s): 1 replica -> 10 violations, 2 -> 2, 3 -> 0.
+  // Bucket B (60 s): 1 -> 5, 2 -> 0. Bucket C (30 s): 1 -> 9, 2 -> 8, 3 -> 0 (the hull
+  // skips 2: dropping to 1 costs 9 violations for 2 replicas).
+  const std::vector<FleetCurve> curves = {
+      {1, {10, 2, 0}, 100, 60}, {1, {5, 0}, 100, 60}, {1, {9, 8, 0}, 100, 30}};
+  struct Case {
+    double budget;
+    std::vector<double> want;
+  };
+  for (const Case& c : {
+           Case{0, {3, 2, 3}},
+           Case{2, {2, 2, 3}},             // A's first step: 2 violations / 60 replica-s
+           Case{5, {2, 1.4, 3}},           // then B (5 / 60), 3 of its 5 fit: 0.6 of a replica
+           Case{7, {2, 1, 3}},
+           Case{10, {1.625, 1, 3}},        // then A's second step (8 / 60), 3 of its 8
+           Case{20, {1, 1, 3 - 2 * 5.0 / 9}},  // last C (9 / 2 per 30 s): 5 of its 9
+           Case{100, {1, 1, 1}},
+       }) {
+    const std::vector<double> plan = CheapestPlanWithinBudget(curves, c.budget);
+    ASSERT_EQ(plan.size(), c.want.size());
+    for (size_t b = 0; b < plan.size(); ++b) {
+      EXPECT_NEAR(plan[b], c.want[b], 1e-9) << "budget " << c.budget << " bucket " << b;
+    }
+  }
+  // Violations the largest fleet cannot avoid are spent first.
+  EXPECT_EQ(CheapestPlanWithinBudget({{4, {7, 3}, 50, 60}}, 3), std::vector<double>{5});
+  EXPECT_EQ(CheapestPlanWithinBudget({{4, {7, 3}, 50, 60}}, 7), std::vector<double>{4});
+}
+
+// The same work per minute, either spread evenly or packed into the minute's first 6 s.
+Trace SteadyOrBursty(bool bursty) {
+  Trace trace;
+  for (int minute = 0; minute < 5; ++minute) {
+    for (int i = 0; i < 600; ++i) {
+      const double offset = bursty ? i * 0.01 : i * 0.1;
+      trace.requests.push_back({minute * 60.0 + offset, 400, 100});
+    }
+  }
+  return trace;
+}
+
+TEST(OracleTest, BurstsWithinAMinuteRaiseTheBound) {
+  AffineReplicaModel model;
+  auto config = Config();
+  config.service.max_replicas = 64;
+  config.service.cold_start = Seconds{0};
+  auto steady = ComputeOracleBound(config, model, SteadyOrBursty(false), 300);
+  auto bursty = ComputeOracleBound(config, model, SteadyOrBursty(true), 300);
+  ASSERT_TRUE(steady && bursty);
+  // Same work, so the same capacity estimate; the burst needs a larger fleet to meet the
+  // TTFT target, which the capacity alone (total work / c) does not see.
+  EXPECT_NEAR(steady->capacity_work_per_s, bursty->capacity_work_per_s,
+              0.2 * steady->capacity_work_per_s);
+  EXPECT_GT(bursty->serving_gpu_hours, 1.5 * steady->serving_gpu_hours);
+  EXPECT_NEAR(bursty->allowed_violations, 0.01 * 3000, 1e-9);
+  EXPECT_EQ(bursty->best_attainment, 1.0);
+
+  // Capped at 2 replicas, the bursts cannot all be served in time.
+  config.service.max_replicas = 2;
+  auto capped = ComputeOracleBound(config, model, SteadyOrBursty(true), 300);
+  ASSERT_TRUE(capped);
+  EXPECT_LT(capped->best_attainment, config.slo.target_ratio);
+  EXPECT_NEAR(capped->serving_gpu_hours, 2 * 300 / 3600.0, 1e-9);
+}
+
+TEST(OracleTest, SameInputsSameBound) {
+  AffineReplicaModel model;
+  auto trace = SyntheticTrace(600);
+  auto a = ComputeOracleBound(Config(), model, trace, 600);
+  auto b = ComputeOracleBound(Config(), model, trace, 600);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->gpu_hours, b->gpu_hours);
+  EXPECT_EQ(a->replicas, b->replicas);
+}
+
 }  // namespace
 }  // namespace gpuscale::sim

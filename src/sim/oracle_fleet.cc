@@ -1,0 +1,174 @@
+// Steps 3-4 of the oracle bound (sim/oracle.h): how many violations a fleet of n replicas
+// leaves in each bucket, and the cheapest plan whose violations fit the SLO's budget.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "sim/oracle.h"
+#include "sim/sim_replica.h"
+
+namespace gpuscale::sim {
+namespace {
+
+// Requests before a bucket that are replayed (not scored) so that its fleet starts with the
+// queues and batches it would have, not empty.
+constexpr double kWarmupSeconds = 30;
+
+bool MeetsSlo(const RequestRecord& r, const SloSpec& slo) {
+  if (r.aborted || r.finish_s < 0 || r.first_token_s - r.arrival_s > slo.ttft_seconds) {
+    return false;
+  }
+  return r.output_tokens <= 1 ||
+         (r.finish_s - r.first_token_s) / (r.output_tokens - 1) <= slo.tpot_seconds;
+}
+
+}  // namespace
+
+int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
+                    size_t first_scored, int replicas, RouterKind router, const SloSpec& slo) {
+  std::vector<RequestRecord> records(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    records[i].arrival_s = requests[i].arrival_s;
+    records[i].input_tokens = std::max(requests[i].input_tokens, 0);
+    records[i].output_tokens = std::max(requests[i].output_tokens, 1);
+  }
+  std::vector<SimReplica> fleet;
+  fleet.reserve(static_cast<size_t>(std::max(replicas, 1)));
+  for (int i = 0; i < std::max(replicas, 1); ++i) fleet.emplace_back(model, records);
+  size_t next = 0, cursor = 0;
+  while (true) {
+    // A linear scan: fleets are tens of replicas, and ties go to the lowest index.
+    size_t first = 0;
+    for (size_t i = 1; i < fleet.size(); ++i) {
+      if (fleet[i].NextEventTime() < fleet[first].NextEventTime()) first = i;
+    }
+    const double t_segment = fleet[first].NextEventTime();
+    const double t_arrival = next < records.size() ? records[next].arrival_s : SimReplica::kNever;
+    if (t_segment == SimReplica::kNever && t_arrival == SimReplica::kNever) break;
+    if (t_segment <= t_arrival) {
+      fleet[first].FinishSegment(t_segment);
+      continue;
+    }
+    size_t target = 0;  // the same routers as the engine's
+    if (router == RouterKind::kRoundRobin) {
+      target = cursor++ % fleet.size();
+    } else {
+      for (size_t i = 1; i < fleet.size(); ++i) {
+        if (fleet[i].Outstanding() < fleet[target].Outstanding()) target = i;
+      }
+    }
+    fleet[target].Enqueue(static_cast<uint32_t>(next++), t_arrival);
+  }
+  int violations = 0;
+  for (size_t i = first_scored; i < records.size(); ++i) violations += !MeetsSlo(records[i], slo);
+  return violations;
+}
+
+std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const ReplicaModel& model,
+                                    const Trace& trace, const std::vector<double>& start_need,
+                                    double bucket_s, double end_s, double allowed_violations) {
+  const size_t buckets = start_need.size();
+  const auto& requests = trace.requests;
+  const int min_n = std::max(config.service.min_replicas, 1);
+  const int max_n = std::max(config.service.max_replicas, min_n);
+  auto first_at = [&](double t) {
+    return static_cast<size_t>(
+        std::lower_bound(requests.begin(), requests.end(), t,
+                         [](const TraceRequest& r, double v) { return r.arrival_s < v; }) -
+        requests.begin());
+  };
+  std::vector<FleetCurve> curves(buckets);
+  auto evaluate = [&](size_t b) {
+    FleetCurve& c = curves[b];
+    const double start = static_cast<double>(b) * bucket_s;
+    c.len = std::min(bucket_s, end_s - start);
+    const size_t warm = first_at(start - kWarmupSeconds), s0 = first_at(start);
+    const size_t s1 = b + 1 == buckets ? requests.size() : first_at(start + bucket_s);
+    c.scored = static_cast<int>(s1 - s0);
+    if (c.scored == 0) {
+      c.n_low = min_n;
+      c.violations = {0};
+      return;
+    }
+    const std::vector<TraceRequest> slice(requests.begin() + static_cast<long>(warm),
+                                          requests.begin() + static_cast<long>(s1));
+    auto violations = [&](int n) {
+      return FleetViolations(model, slice, s0 - warm, n, config.router, config.slo);
+    };
+    // From the capacity estimate up to the first fleet without violations, then down while
+    // a smaller fleet could still fit the budget.
+    const int n0 = std::clamp(static_cast<int>(std::ceil(start_need[b])), min_n, max_n);
+    std::vector<int> up{violations(n0)};
+    for (int n = n0 + 1; up.back() > 0 && n <= max_n; ++n) up.push_back(violations(n));
+    std::vector<int> down;
+    for (int n = n0 - 1, last = up.front();
+         n >= min_n && last <= allowed_violations && last < c.scored; --n) {
+      down.push_back(last = violations(n));
+    }
+    c.n_low = n0 - static_cast<int>(down.size());
+    c.violations.assign(down.rbegin(), down.rend());
+    c.violations.insert(c.violations.end(), up.begin(), up.end());
+  };
+  // Buckets are independent: spread them over the cores (results do not depend on it).
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t b = next.fetch_add(1); b < buckets; b = next.fetch_add(1)) evaluate(b);
+  };
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
+                                            std::max<size_t>(buckets, 1));
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  return curves;
+}
+
+std::vector<double> CheapestPlanWithinBudget(const std::vector<FleetCurve>& curves,
+                                             double allowed_violations) {
+  // Greedy over the segments of each curve's lower convex hull, cheapest violations per
+  // replica-second saved first: the optimum of the fractional relaxation (a bucket may run
+  // a mix of two fleet sizes), hence never above the best integer plan.
+  struct Segment {
+    double violations_per_replica_second;
+    size_t bucket;
+    double replicas;    // saved
+    double violations;  // added
+  };
+  std::vector<double> plan(curves.size());
+  std::vector<Segment> segments;
+  double left = allowed_violations;
+  for (size_t b = 0; b < curves.size(); ++b) {
+    const FleetCurve& c = curves[b];
+    int k = static_cast<int>(c.violations.size()) - 1;
+    plan[b] = c.n_low + k;
+    left -= c.violations[static_cast<size_t>(k)];  // forced: even the largest fleet misses them
+    while (k > 0) {  // the hull, from the largest fleet down
+      int best = k - 1;
+      double best_slope = std::numeric_limits<double>::infinity();
+      for (int j = k - 1; j >= 0; --j) {
+        const double slope = static_cast<double>(c.violations[static_cast<size_t>(j)] -
+                                                 c.violations[static_cast<size_t>(k)]) /
+                             (k - j);
+        if (slope < best_slope) best_slope = slope, best = j;
+      }
+      segments.push_back({best_slope / std::max(c.len, 1e-9), b, static_cast<double>(k - best),
+                          static_cast<double>(c.violations[static_cast<size_t>(best)] -
+                                              c.violations[static_cast<size_t>(k)])});
+      k = best;
+    }
+  }
+  std::stable_sort(segments.begin(), segments.end(), [](const Segment& x, const Segment& y) {
+    return x.violations_per_replica_second < y.violations_per_replica_second;
+  });
+  for (const Segment& s : segments) {
+    if (left <= 0) break;
+    const double share = s.violations <= left ? 1.0 : left / s.violations;
+    plan[s.bucket] -= s.replicas * share;
+    left -= s.violations * share;
+  }
+  return plan;
+}
+
+}  // namespace gpuscale::sim
