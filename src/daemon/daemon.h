@@ -214,6 +214,10 @@ class Daemon final : public DaemonApi {
   std::map<std::string, ServiceView> views_;                        // API-visible services
   std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_;  // last tick's replicas
   std::vector<Command> commands_;                                   // queued API changes
+  // Removed services whose replicas this daemon could not stop (AdoptOrphans: their engine
+  // could not be set up), by name -> why. Their names stay taken until a restart stops them:
+  // a new service of that name would overwrite the rows that still track the old replicas.
+  std::map<std::string, std::string> unstoppable_;
   DaemonMetrics metrics_;
   bool first_tick_done_ = false;
   int64_t latest_event_id_ = 0;

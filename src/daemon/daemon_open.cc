@@ -272,6 +272,8 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
                       service, orch.error().ToString());
       Log(message);
       events.push_back(MakeEvent(now, service, "orphan_error", "", message));
+      std::lock_guard<std::mutex> lock(mu_);
+      unstoppable_[service] = orch.error().ToString();
       continue;
     }
     auto slot = std::make_unique<Slot>();

@@ -84,6 +84,14 @@ Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
                                           valid.name, valid.name),
                               "name");
   }
+  if (auto stuck = unstoppable_.find(valid.name); stuck != unstoppable_.end()) {
+    return FailedPrecondition(
+        fmt::format("service '{}' was deleted but its replicas could not be stopped ({}); "
+                    "fix that and restart the daemon, which stops them, then create the "
+                    "service again (or choose another name)",
+                    valid.name, stuck->second),
+        "name");
+  }
   store::ServiceRow row = store::MakeServiceRow(valid.name, ServiceConfigToYaml(valid), now, now);
   GS_RETURN_IF_ERROR(store_->services().Put(row));
   ServiceView view;

@@ -201,6 +201,60 @@ TEST_F(DaemonRestartTest, OrphanJobsWithoutTheirServiceRowAreReportedForManualCa
   EXPECT_TRUE(store->replicas().ListForService("gpu")->empty());  // reported once
 }
 
+// The stored engine settings of a deleted service cannot be set up after a restart (here its
+// REST token file is gone): its jobs cannot be stopped, so its name stays taken rather than
+// letting a new service overwrite the rows that track them; fixed, a restart stops them.
+TEST_F(DaemonRestartTest, NameOfADeletedServiceWhoseJobsCannotBeStoppedStaysTaken) {
+  Open(Config(/*local=*/false));
+  const std::set<std::string> jobs = StartSlurmService();
+  slurm_->SetDown(true);
+  ASSERT_TRUE(daemon_->DeleteService("gpu"));
+  Tick();
+  Crash();
+  std::string good_spec;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    auto row = store->services().Get("gpu");
+    ASSERT_TRUE(row);
+    good_spec = row->spec;
+    ServiceConfig broken = SlurmService(2);
+    broken.slurm.transport = "rest";
+    broken.slurm.url = "http://127.0.0.1:9";
+    broken.slurm.token_file = dir_ + "/no-such-token";
+    row->spec = ServiceConfigToYaml(broken);
+    ASSERT_TRUE(store->services().Put(*row));
+  }
+  slurm_->SetDown(false);
+  Open(Config(/*local=*/false));
+  Tick(2);
+  const auto errors = EventsOfKind("orphan_error");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0].message, HasSubstr("no-such-token"));
+  auto refused = daemon_->CreateService(SlurmService(1));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(refused.error().field, "name");
+  EXPECT_THAT(refused.error().message, HasSubstr("could not be stopped"));
+  EXPECT_THAT(refused.error().message, HasSubstr("no-such-token"));
+  EXPECT_TRUE(slurm_->Cancelled().empty());
+  Crash();
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->replicas().ListForService("gpu")->size(), 2u);  // still tracked
+    auto row = store->services().Get("gpu");
+    ASSERT_TRUE(row);
+    EXPECT_TRUE(row->deleting);
+    row->spec = good_spec;  // the user fixes the engine settings (the token file)
+    ASSERT_TRUE(store->services().Put(*row));
+  }
+  Open(Config(/*local=*/false));
+  Tick(2);
+  EXPECT_EQ(slurm_->Cancelled(), jobs);
+  ASSERT_TRUE(daemon_->CreateService(SlurmService(1)));
+}
+
 TEST_F(DaemonRestartTest, QueuedSlurmReplicasShowNoHost) {
   Open(Config(/*local=*/true, 1, 1));
   StartSlurmService();
