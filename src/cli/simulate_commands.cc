@@ -142,9 +142,12 @@ void Execute(Run& run, const sim::Trace& trace, std::ostream& err, std::mutex& e
 Result<double> Oracle(const Run& run, const sim::Trace& trace, bool skip, std::ostream& err) {
   if (skip || !run.result) return -1.0;
   err << "simulate: computing the oracle bound\n";
+  auto progress = [&err](double share) {
+    err << fmt::format("simulate: oracle {:.0f}%\n", share * 100);
+  };
   GS_ASSIGN_OR_RETURN(sim::OracleBound bound,
                       sim::ComputeOracleBound(run.file.sim, *run.model, trace,
-                                              run.result->report.duration_s));
+                                              run.result->report.duration_s, progress));
   err << fmt::format("simulate: oracle: {:.2f} req/s per replica at the SLO ({:.4f} "
                      "work-s/s), {:.3f} GPU-hours\n",
                      bound.capacity_rps, bound.capacity_work_per_s, bound.gpu_hours);

@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/report.h"
-#include "sim/sim_replica.h"
-
 namespace gpuscale::sim {
 namespace {
 
@@ -63,27 +60,15 @@ WorkWeights ComputeWorkWeights(const ReplicaModel& model, const Trace& trace) {
 
 double SingleReplicaAttainment(const ReplicaModel& model,
                                const std::vector<TraceRequest>& requests, const SloSpec& slo) {
-  std::vector<RequestRecord> records(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    records[i].arrival_s = requests[i].arrival_s;
-    records[i].input_tokens = std::max(requests[i].input_tokens, 0);
-    records[i].output_tokens = std::max(requests[i].output_tokens, 1);
-  }
-  SimReplica replica(model, records);
-  size_t next = 0;
-  while (next < records.size() || replica.NextEventTime() < SimReplica::kNever) {
-    double t_arrival = next < records.size() ? records[next].arrival_s : SimReplica::kNever;
-    if (replica.NextEventTime() <= t_arrival) {
-      replica.FinishSegment(replica.NextEventTime());
-    } else {
-      replica.Enqueue(static_cast<uint32_t>(next++), t_arrival);
-    }
-  }
-  return SummarizeRequests(records, slo, {}).attainment;
+  if (requests.empty()) return 0;
+  const int violations =
+      FleetViolations(model, requests, 0, 1, RouterKind::kLeastOutstanding, slo);
+  return 1 - static_cast<double>(violations) / static_cast<double>(requests.size());
 }
 
 Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const ReplicaModel& model,
-                                       const Trace& given, double end_s) {
+                                       const Trace& given, double end_s,
+                                       const OracleProgress& progress) {
   if (given.requests.empty()) return InvalidArgument("the trace has no requests", "trace");
   if (!(end_s > 0)) return InvalidArgument("must be > 0", "end_s");
   auto by_arrival = [](const TraceRequest& a, const TraceRequest& b) {
@@ -142,7 +127,7 @@ Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const Rep
       (1 - config.slo.target_ratio) * static_cast<double>(trace.requests.size());
   const std::vector<FleetCurve> curves = FleetCurves(config, model, trace, start_need,
                                                      bound.bucket_s, end_s,
-                                                     bound.allowed_violations);
+                                                     bound.allowed_violations, progress);
   double unavoidable = 0;
   for (const FleetCurve& c : curves) unavoidable += c.violations.back();
   bound.best_attainment = 1 - unavoidable / static_cast<double>(trace.requests.size());

@@ -34,6 +34,7 @@
 // Pure and deterministic: the buckets of step 3 run on several threads, each alone.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/result.h"
@@ -90,10 +91,15 @@ double StartReplicaSeconds(const std::vector<double>& need, const std::vector<do
 int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
                     size_t first_scored, int replicas, RouterKind router, const SloSpec& slo);
 
+// Called with the share of buckets replayed (0..1], from the replaying threads one at a
+// time, at most about every 10 %.
+using OracleProgress = std::function<void(double share)>;
+
 // Step 3 for every bucket of `bucket_s` over [0, end_s), starting at ceil(start_need[b]).
 std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const ReplicaModel& model,
                                     const Trace& trace, const std::vector<double>& start_need,
-                                    double bucket_s, double end_s, double allowed_violations);
+                                    double bucket_s, double end_s, double allowed_violations,
+                                    const OracleProgress& progress = {});
 
 // Step 4: per-bucket fleet sizes (fractional) minimizing sum(n_b * len_b) subject to
 // sum violations_b(n_b) <= allowed_violations, over the curves' lower convex hulls. Violations
@@ -103,6 +109,7 @@ std::vector<double> CheapestPlanWithinBudget(const std::vector<FleetCurve>& curv
 
 // Errors: kInvalidArgument for an empty trace or end_s <= 0.
 Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const ReplicaModel& model,
-                                       const Trace& trace, double end_s);
+                                       const Trace& trace, double end_s,
+                                       const OracleProgress& progress = {});
 
 }  // namespace gpuscale::sim

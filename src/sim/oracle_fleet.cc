@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "sim/oracle.h"
@@ -68,7 +69,8 @@ int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& 
 
 std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const ReplicaModel& model,
                                     const Trace& trace, const std::vector<double>& start_need,
-                                    double bucket_s, double end_s, double allowed_violations) {
+                                    double bucket_s, double end_s, double allowed_violations,
+                                    const OracleProgress& progress) {
   const size_t buckets = start_need.size();
   const auto& requests = trace.requests;
   const int min_n = std::max(config.service.min_replicas, 1);
@@ -113,8 +115,18 @@ std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const Replic
   };
   // Buckets are independent: spread them over the cores (results do not depend on it).
   std::atomic<size_t> next{0};
+  size_t done = 0;  // guarded by progress_mu
+  std::mutex progress_mu;
   auto worker = [&] {
-    for (size_t b = next.fetch_add(1); b < buckets; b = next.fetch_add(1)) evaluate(b);
+    for (size_t b = next.fetch_add(1); b < buckets; b = next.fetch_add(1)) {
+      evaluate(b);
+      if (!progress) continue;
+      std::lock_guard<std::mutex> lock(progress_mu);
+      ++done;
+      if (done == buckets || (done * 10) / buckets != ((done - 1) * 10) / buckets) {
+        progress(static_cast<double>(done) / static_cast<double>(buckets));
+      }
+    }
   };
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
                                             std::max<size_t>(buckets, 1));

@@ -238,11 +238,17 @@ TEST(OracleTest, BurstsWithinAMinuteRaiseTheBound) {
 TEST(OracleTest, SameInputsSameBound) {
   AffineReplicaModel model;
   auto trace = SyntheticTrace(600);
-  auto a = ComputeOracleBound(Config(), model, trace, 600);
+  std::vector<double> shares;
+  auto a = ComputeOracleBound(Config(), model, trace, 600,
+                              [&](double share) { shares.push_back(share); });
   auto b = ComputeOracleBound(Config(), model, trace, 600);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->gpu_hours, b->gpu_hours);
   EXPECT_EQ(a->replicas, b->replicas);
+  // Progress: 10 buckets, each reported once, in order, ending at 100 %.
+  ASSERT_EQ(shares.size(), 10u);
+  EXPECT_TRUE(std::is_sorted(shares.begin(), shares.end()));
+  EXPECT_EQ(shares.back(), 1.0);
 }
 
 }  // namespace
