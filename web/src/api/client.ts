@@ -139,23 +139,29 @@ export class ApiClient {
     return this.request<Experiment>('GET', `/v1/experiments/${id}`);
   }
 
-  // One request; retries after a 401 for as long as the user supplies new tokens.
+  // One request; retries after a 401 for as long as the user supplies new tokens. A 401 to
+  // a token that another request's prompt has replaced meanwhile is retried with the new
+  // one without asking again (else a request answered late, as the page's many concurrent
+  // ones can be, would reopen the prompt right after the user entered the right token).
   async request<T = unknown>(method: Method, path: string, body?: unknown): Promise<T> {
     for (;;) {
-      const response = await this.send(method, path, body);
+      const sent = this.tokens.token();
+      const response = await this.send(method, path, body, sent);
       const text = await response.text();
       if (response.ok) return (text ? JSON.parse(text) : null) as T;
       const error = errorFromResponse(response.status, text);
       if (response.status !== 401) throw error;
+      const current = this.tokens.token();
+      if (current !== null && current !== sent) continue;
       const token = await this.tokens.requestToken(error.message);
       if (token === null) throw error;
     }
   }
 
-  private async send(method: Method, path: string, body?: unknown): Promise<Response> {
+  private async send(method: Method, path: string, body: unknown, token: string | null): Promise<Response> {
     const headers: Record<string, string> = {
       Accept: 'application/json',
-      ...authHeaders(this.tokens.token()),
+      ...authHeaders(token),
     };
     const init: RequestInit = { method, headers, cache: 'no-store' };
     if (body instanceof RawBody) {

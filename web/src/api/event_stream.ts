@@ -71,6 +71,9 @@ export class EventStreamClient {
       const outcome = await this.connectOnce();
       if (this.stopped) return;
       if (outcome.kind === 'unauthorized') {
+        // a token another prompt replaced while this connection was refused: just retry
+        const current = this.options.tokens.token();
+        if (current !== null && current !== outcome.sent) continue;
         this.setStatus('unauthorized', outcome.detail);
         const token = await this.options.tokens.requestToken(outcome.detail);
         if (token === null) {
@@ -87,11 +90,12 @@ export class EventStreamClient {
   }
 
   // One connection: resolves when it ends, with why.
-  private async connectOnce(): Promise<{ kind: 'opened' | 'failed' | 'unauthorized'; detail: string }> {
+  private async connectOnce(): Promise<{ kind: 'opened' | 'failed' | 'unauthorized'; detail: string; sent?: string | null }> {
     this.abort = new AbortController();
+    const sent = this.options.tokens.token();
     const headers: Record<string, string> = {
       Accept: 'text/event-stream',
-      ...authHeaders(this.options.tokens.token()),
+      ...authHeaders(sent),
     };
     if (this.lastId) headers['Last-Event-ID'] = this.lastId;
     this.setStatus('connecting', '');
@@ -107,7 +111,7 @@ export class EventStreamClient {
     }
     if (response.status === 401) {
       const error = errorFromResponse(401, await response.text());
-      return { kind: 'unauthorized', detail: error.message };
+      return { kind: 'unauthorized', detail: error.message, sent };
     }
     if (!response.ok || !response.body) {
       const error = errorFromResponse(response.status, await response.text());

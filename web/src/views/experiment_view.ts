@@ -2,7 +2,9 @@
 // (mean and min – max per GPU), charts of those GPUs over the experiment's window from
 // /v1/gpus/history (while the daemon's history still holds it; else a note), the benchmark
 // summary, log path and failure message. The experiment refreshes every 4 s and on each of
-// its events; the history every 10 s.
+// its events; the history every 10 s. While the experiment's task is queued or running, a
+// Cancel button (the task page's control) cancels the whole task; the task is loaded with
+// the experiment until it has ended, to know whether to offer it.
 
 import { ApiError, describeError } from '../api/errors';
 import type { BenchReport, Experiment, GpuHistory } from '../api/types';
@@ -26,6 +28,7 @@ import {
   monitoringSamples,
   windowPoints,
 } from './tasks_model';
+import { CancelControl } from './cancel_control';
 import { statusBadge } from './tasks_view';
 import type { Dispose, ViewContext } from './view';
 
@@ -153,12 +156,19 @@ class WindowCharts {
 
 export function experimentView(root: HTMLElement, ctx: ViewContext, id: number): Dispose {
   const back = h('a', { href: routeHash({ view: 'tasks' }), class: 'back' }, '← Tasks');
-  const title = h('h1', null, `Experiment ${id}`);
+  const title = h('h1', { tabindex: -1 }, `Experiment ${id}`);
   const status = h('span');
   const banner = h('div', { class: 'banner', hidden: true, role: 'alert' });
   const failure = h('div', { class: 'state state-error', id: 'experiment-failure', role: 'alert', hidden: true });
   const body = h('div', null, loadingState(`experiment ${id}`));
-  mount(root, h('div', { class: 'view-header' }, back, title, status), banner, failure, body);
+  // After a cancel: hide the button at once, then poll (the experiment ends too; after a
+  // 409 the task ended meanwhile and the page is behind).
+  const cancel = new CancelControl(ctx, (task) => {
+    if (task) cancel.update(task);
+    poller.refresh();
+  }, title);
+  mount(root, h('div', { class: 'view-header' }, back, title, status, cancel.button), cancel.message, banner, failure,
+    body);
   const sections = { overview: h('div'), gpus: h('div'), monitoring: h('div'), bench: h('div') };
   const charts = new WindowCharts();
   let current: Experiment | null = null;
@@ -184,6 +194,16 @@ export function experimentView(root: HTMLElement, ctx: ViewContext, id: number):
     mount(sections.bench, benchSummary(e));
   };
 
+  // The task's status, for the Cancel button. Its own catch: a failure here is no reason to
+  // replace the experiment shown.
+  const loadTask = async (taskId: number) => {
+    try {
+      cancel.update(await ctx.api.task(taskId));
+    } catch (error) {
+      banner.hidden = false;
+      banner.textContent = `Task ${taskId} status failed: ${describeError(error)} ${errorHint(error)}`;
+    }
+  };
   const poller = new Poller(async () => {
     try {
       const e = await ctx.api.experiment(id);
@@ -191,9 +211,11 @@ export function experimentView(root: HTMLElement, ctx: ViewContext, id: number):
       render(e);
       banner.hidden = true;
       if (first) historyPoller.refresh();
+      if (cancel.wantsTask()) await loadTask(e.task_id);
     } catch (error) {
       if (!current || (error instanceof ApiError && error.status === 404)) {
         mount(body, errorState(`experiment ${id}`, error));
+        cancel.hide();
         current = null;
         return;
       }

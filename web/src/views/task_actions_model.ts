@@ -11,6 +11,7 @@ import type { ApiClient } from '../api/client';
 import { ApiError, describeError } from '../api/errors';
 import type { Task, TaskSummary } from '../api/types';
 import { findJsonSyntaxError } from '../json_syntax';
+import { isEnded } from './tasks_model';
 
 // Where JSON.parse gave up, as 1-based line and column and a 0-based character offset (for
 // placing the cursor), with the parser's own reason. Null fields: the engine did not say.
@@ -140,8 +141,11 @@ export function isCancellable(status: string): boolean {
   return status === 'queued' || status === 'running';
 }
 
+// What the Cancel button needs of a task: a TaskSummary or a full Task both fit.
+export type CancelTarget = Pick<TaskSummary, 'id' | 'name' | 'status' | 'experiments_running' | 'experiments_total' | 'experiments_done'>;
+
 // The question the Cancel button asks first, saying what cancelling does to this task.
-export function cancelQuestion(task: Pick<TaskSummary, 'id' | 'name' | 'experiments_running' | 'experiments_total' | 'experiments_done'>): string {
+export function cancelQuestion(task: Omit<CancelTarget, 'status'>): string {
   const waiting = task.experiments_total - task.experiments_done - task.experiments_running;
   const parts: string[] = [];
   if (task.experiments_running > 0) parts.push(`${task.experiments_running} running experiment(s) are stopped and their GPUs released`);
@@ -169,6 +173,33 @@ export async function cancelTaskAfterConfirm(
   } catch (error) {
     return { kind: 'failed', message: `Could not cancel task ${task.id}: ${describeError(error)}`, status: error instanceof ApiError ? error.status : 0 };
   }
+}
+
+// The line shown under the page header after the Cancel button's outcome; null when the
+// user declined (nothing to say).
+export function cancelOutcomeLine(outcome: CancelOutcome): { text: string; failed: boolean } | null {
+  switch (outcome.kind) {
+    case 'declined':
+      return null;
+    case 'cancelled':
+      return { text: `Task ${outcome.task.id} cancelled.`, failed: false };
+    case 'failed':
+      return { text: outcome.message, failed: true };
+  }
+}
+
+// Whether a page that shows part of a task (the experiment page) should (re)load the task
+// to know whether to offer Cancel: while its status is unknown (null) or it has not ended.
+// An ended task never runs again, so its page stops asking.
+export function taskStatusPending(status: string | null): boolean {
+  return status === null || !isEnded(status);
+}
+
+// True when `answer` is older news than `known` about the same task: `known` has ended (an
+// ended task never runs again) but `answer` still says queued or running, as a load sent
+// before the cancel's DELETE can. Such an answer must not bring the Cancel button back.
+export function isStaleTaskAnswer(known: Pick<TaskSummary, 'id' | 'status'> | null, answer: Pick<TaskSummary, 'id' | 'status'>): boolean {
+  return known !== null && known.id === answer.id && isEnded(known.status) && !isEnded(answer.status);
 }
 
 // A starting point for the form: the emulated sweep of examples/tasks/, as JSON. `gpuscale`

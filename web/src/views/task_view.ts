@@ -25,7 +25,7 @@ import {
   sortExperiments,
   taskProgress,
 } from './tasks_model';
-import { cancelTaskAfterConfirm, isCancellable } from './task_actions_model';
+import { CancelControl } from './cancel_control';
 import { statusBadge } from './tasks_view';
 import type { Dispose, ViewContext } from './view';
 
@@ -94,37 +94,6 @@ function experimentsTable(task: Task, now: number): HTMLElement {
     h('tbody', null, sortExperiments(task.experiments).map((e) => experimentRow(task, e, now)))));
 }
 
-// The Cancel button and the line under the header that reports its outcome. Built once:
-// polls only show or hide it, so keyboard focus on it survives refreshes.
-class CancelControl {
-  readonly button = h('button', { type: 'button', class: 'danger', id: 'cancel-task', hidden: true }, 'Cancel task');
-  readonly message = h('div', { class: 'action-message', id: 'cancel-message', role: 'status', hidden: true });
-  private task: Task | null = null;
-
-  constructor(ctx: ViewContext, onDone: (task: Task | null) => void, focusAfter: HTMLElement) {
-    this.button.addEventListener('click', () => void (async () => {
-      if (!this.task || this.button.disabled) return;
-      this.message.hidden = true;
-      this.button.disabled = true;
-      const outcome = await cancelTaskAfterConfirm(ctx.api, this.task, (q) => window.confirm(q));
-      this.button.disabled = false;
-      if (outcome.kind === 'declined') return;
-      const failed = outcome.kind === 'failed';
-      this.message.hidden = false;
-      this.message.classList.toggle('form-error', failed);
-      this.message.setAttribute('role', failed ? 'alert' : 'status');
-      this.message.textContent = failed ? outcome.message : `Task ${outcome.task.id} cancelled.`;
-      if (!failed) focusAfter.focus(); // the button disappears; keep focus on the page
-      onDone(failed ? null : outcome.task);
-    })());
-  }
-
-  update(task: Task): void {
-    this.task = task;
-    this.button.hidden = !isCancellable(task.status);
-  }
-}
-
 export function taskView(root: HTMLElement, ctx: ViewContext, id: number): Dispose {
   const title = h('h1', { tabindex: -1 }, `Task ${id}`);
   const status = h('span');
@@ -170,7 +139,7 @@ export function taskView(root: HTMLElement, ctx: ViewContext, id: number): Dispo
     } catch (error) {
       if (!loaded || (error instanceof ApiError && error.status === 404)) {
         mount(body, errorState(`task ${id}`, error));
-        cancel.button.hidden = true;
+        cancel.hide();
         loaded = false;
         return;
       }

@@ -1,10 +1,13 @@
 // End-to-end: a daemon with an API token. The dashboard meets a 401, asks for the token,
-// re-asks when it is wrong, then shows the data and opens the live stream with it.
+// re-asks when it is wrong, then shows the data and opens the live stream with it. The
+// New task form POSTs with the token too and opens the new task's page.
 
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Task, TaskSummary } from '../../src/api/types';
 import { launchBrowser, newPage, screenshot } from './browser';
 import { Daemon } from './daemon';
+import { slowTask } from './task_defs';
 
 const TOKEN = 'e2e-secret-token';
 let daemon: Daemon;
@@ -25,6 +28,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close().catch(() => undefined);
+  // a task a failed test left running: cancel it so its server stops with the daemon
+  const tasks = await daemon?.api<{ tasks: TaskSummary[] }>('/v1/tasks').catch(() => null);
+  for (const t of tasks?.body.tasks ?? []) {
+    if (t.status === 'queued' || t.status === 'running') await daemon.api(`/v1/tasks/${t.id}`, { method: 'DELETE' }).catch(() => null);
+  }
   await daemon?.stop();
 });
 
@@ -47,6 +55,39 @@ describe('dashboard with an API token', () => {
     await page.waitForSelector('text=No services yet.');
     expect(errors.filter((e) => e.startsWith('pageerror'))).toEqual([]);
     await page.close();
+  });
+
+  it('submits a task through the New task form with the token', async () => {
+    expect((await fetch(`${daemon.url}/v1/tasks`)).status).toBe(401);
+    const { page, errors } = await newPage(browser); // a new tab: no token stored yet
+    try {
+      await page.goto(`${daemon.url}/#/tasks`);
+      await page.waitForSelector('#token-dialog[open]');
+      await page.fill('#token-input', TOKEN);
+      await page.click('#token-dialog button[type=submit]');
+      await page.waitForSelector('#tasks-table, .state-empty');
+      const text = JSON.stringify(slowTask({ name: 'e2e-auth-form' }), null, 2);
+      await page.click('#new-task summary');
+      await page.fill('#task-definition', text);
+      await page.click('#task-form button[type=submit]');
+      await page.waitForFunction(() => /^#\/tasks\/\d+$/.test(window.location.hash));
+      const id = Number((await page.evaluate(() => window.location.hash)).split('/')[2]);
+      await page.waitForFunction((t) => document.querySelector('h1')?.textContent === `e2e-auth-form (task ${t})`, id);
+      await page.waitForSelector('section#task-definition');
+      expect(await page.isVisible('#token-dialog')).toBe(false);
+      // the daemon took the POST (it answers 401 without the token): the task is there
+      const { status, body: created } = await daemon.api<Task>(`/v1/tasks/${id}`);
+      expect(status).toBe(200);
+      expect(created.name).toBe('e2e-auth-form');
+      expect(created.source_text).toBe(text);
+      const { body: list } = await daemon.api<{ tasks: TaskSummary[] }>('/v1/tasks');
+      expect(list.tasks.map((t) => t.id)).toEqual([id]);
+      await screenshot(page, 'task-form-token');
+      expect((await daemon.api(`/v1/tasks/${id}`, { method: 'DELETE' })).status).toBe(200);
+      expect(errors.filter((e) => e.startsWith('pageerror'))).toEqual([]);
+    } finally {
+      await page.close();
+    }
   });
 });
 

@@ -6,13 +6,15 @@
 // (tasks, task, experiment; also at phone width) under build/screenshots/. The task actions:
 // the "New task" form shows JSON errors by position and the API's 400 / 409 messages, submits
 // a task that stays starting (its emulator loads for minutes) and opens its page, where the
-// Cancel button (confirm dialog declined, then accepted) cancels it.
+// Cancel button (confirm dialog declined, then accepted) cancels it; the same button on a
+// running task's experiment page cancels that task.
 
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Experiment, Task, TaskSummary } from '../../src/api/types';
 import { launchBrowser, newPage, screenshot } from './browser';
-import { Daemon, GPUSCALE_BIN } from './daemon';
+import { Daemon, GPUSCALE_BIN, waitFor } from './daemon';
+import { slowTask } from './task_defs';
 
 let daemon: Daemon;
 let browser: Browser;
@@ -47,25 +49,6 @@ function sweep(): Record<string, unknown> {
     benchmark: { concurrency: 8, input_tokens: 64, output_tokens: 16, duration_seconds: 1 },
     gpu_wait_timeout_seconds: 60,
     objective: { maximize: 'throughput' },
-  };
-}
-
-// One experiment whose server stays in its emulated model load (so the task stays running
-// until cancelled); `overrides` replace top-level fields.
-function slowTask(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    name: 'e2e-form-cancel',
-    model: 'gpuscale/emulated-llama-3.1-8b',
-    params_b: 1,
-    parameters: { 'tensor-parallel-size': [1] },
-    server: {
-      command: [GPUSCALE_BIN, 'emulate', '--port', '{port}', '--model', '{model}', '--startup-seconds', '300',
-        '--drain-seconds', '0.5'],
-      startup_timeout_seconds: 600,
-    },
-    benchmark: { concurrency: 1, input_tokens: 16, output_tokens: 4, duration_seconds: 1 },
-    gpu_wait_timeout_seconds: 60,
-    ...overrides,
   };
 }
 
@@ -260,6 +243,53 @@ describe('tasks and experiments views against gpuscale serve', () => {
     await page.waitForSelector('#experiments-table');
     expect(await page.isHidden('#cancel-task')).toBe(true);
     expect((await daemon.api(`/v1/tasks/${taskId}`, { method: 'DELETE' })).status).toBe(409);
+  });
+
+  it('cancels a running task from its experiment page', async () => {
+    const submitted = await daemon.api<Task>('/v1/tasks', { method: 'POST', body: JSON.stringify(slowTask({ name: 'e2e-experiment-cancel' })) });
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(201);
+    const id = submitted.body.id;
+    const experimentId = submitted.body.experiments[0]?.id ?? 0;
+    expect(experimentId).toBeGreaterThan(0);
+    const running = await waitFor(async () => (await daemon.api<Task>(`/v1/tasks/${id}`)).body.status === 'running', 20_000);
+    expect(running, `task ${id} did not start`).toBe(true);
+    await go(`#/experiments/${experimentId}`);
+    await page.waitForFunction((t) => document.querySelector('h1')?.textContent?.endsWith(`of task ${t}`), id);
+    await page.waitForSelector('#cancel-task', { state: 'visible' });
+    expect(await page.isHidden('#cancel-message')).toBe(true);
+
+    const asked: string[] = [];
+    page.once('dialog', (d) => { asked.push(d.message()); void d.dismiss(); });
+    await page.click('#cancel-task');
+    await page.waitForFunction(() => !document.querySelector<HTMLButtonElement>('#cancel-task')?.disabled);
+    expect(asked[0]).toContain(`Cancel task ${id} (e2e-experiment-cancel)?`);
+    expect(await page.isHidden('#cancel-message')).toBe(true);
+    expect((await daemon.api<Task>(`/v1/tasks/${id}`)).body.status).toBe('running');
+
+    page.once('dialog', (d) => { asked.push(d.message()); void d.accept(); });
+    await page.focus('#cancel-task');
+    await page.keyboard.press('Enter');
+    // The event stream can refresh the page before the DELETE answer arrives: wait for the
+    // outcome line, written when that answer does.
+    await page.waitForSelector('#cancel-message:not([hidden])', { timeout: 20_000 });
+    expect(asked).toHaveLength(2);
+    expect(await page.textContent('#cancel-message')).toBe(`Task ${id} cancelled.`);
+    await page.waitForSelector('#cancel-task', { state: 'hidden' });
+    expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('H1'); // focus stays on the page
+    const { body: cancelled } = await daemon.api<Task>(`/v1/tasks/${id}`);
+    expect(cancelled.status).toBe('cancelled');
+    const { body: experiment } = await daemon.api<Experiment>(`/v1/experiments/${experimentId}`);
+    expect(['cancelled', 'failed']).toContain(experiment.status);
+    await page.waitForSelector(`.view-header [data-status="${experiment.status}"]`, { timeout: 20_000 });
+    await screenshot(page, 'experiment-cancelled');
+
+    // the experiment page of an ended task offers no Cancel
+    const { body: ended } = await daemon.api<Task>(`/v1/tasks/${taskId}`);
+    await go(`#/experiments/${ended.experiments[0]?.id ?? 0}`);
+    await page.waitForFunction((t) => document.querySelector('h1')?.textContent?.endsWith(`of task ${t}`), taskId);
+    await page.waitForSelector('#bench-summary');
+    expect(await page.isHidden('#cancel-task')).toBe(true);
+    expect(await page.isHidden('#cancel-message')).toBe(true);
   });
 
   it('fits the open New task form on a phone-width screen', async () => {

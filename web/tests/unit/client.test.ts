@@ -76,6 +76,24 @@ describe('ApiClient', () => {
     expect(tokens.asked).toHaveLength(2);
   });
 
+  it('retries a late 401 with the token another prompt set meanwhile, without asking again', async () => {
+    const asked: string[] = [];
+    const tokens: TokenProvider & { current: string | null } = {
+      current: 'wrong',
+      token: () => tokens.current,
+      requestToken: async (reason) => { asked.push(reason); return null; },
+    };
+    const { fetch, calls } = fakeFetch(({ init }) => {
+      if (header(init, 'Authorization') === 'Bearer right') return json(200, { services: [] });
+      tokens.current = 'right'; // the user answered another request's prompt while this one was out
+      return unauthorized();
+    });
+    const api = new ApiClient(tokens, fetch);
+    await expect(api.services()).resolves.toEqual([]);
+    expect(calls.map((c) => header(c.init, 'Authorization'))).toEqual(['Bearer wrong', 'Bearer right']);
+    expect(asked).toEqual([]);
+  });
+
   it('sends JSON bodies and maps error fields', async () => {
     const { fetch, calls } = fakeFetch(() =>
       json(400, { error: { code: 'invalid_argument', message: 'threshold: expected a number', field: 'threshold' } }));

@@ -65,6 +65,28 @@ describe('EventStreamClient', () => {
     expect(statuses[statuses.length - 1]).toBe('stopped');
   });
 
+  it('reconnects with a token another prompt set while it was refused, without asking again', async () => {
+    const auth = tokens(null);
+    auth.current = 'wrong';
+    const sent: (string | undefined)[] = [];
+    const statuses: StreamStatus[] = [];
+    const fetch: FetchLike = async (_url, init) => {
+      const authorization = (init?.headers as Record<string, string>).Authorization;
+      sent.push(authorization);
+      if (authorization === 'Bearer right') return streamResponse([], init?.signal, true);
+      auth.current = 'right'; // the user answered a request's prompt meanwhile
+      return new Response('', { status: 401 });
+    };
+    const client = new EventStreamClient({
+      url: '/s', tokens: auth, fetch, retryMs: 1, onEvent: () => undefined, onStatus: (s) => statuses.push(s),
+    });
+    client.start();
+    await vi.waitFor(() => expect(statuses[statuses.length - 1]).toBe('open'));
+    client.stop();
+    expect(sent).toEqual(['Bearer wrong', 'Bearer right']);
+    expect(statuses).not.toContain('unauthorized'); // tokens(null) would have stopped the stream
+  });
+
   it('stops when the user cancels the token prompt', async () => {
     const statuses: StreamStatus[] = [];
     const fetch: FetchLike = async () => new Response('', { status: 401 });

@@ -5,13 +5,16 @@ import {
   EXAMPLE_TASK,
   apiErrorText,
   cancelQuestion,
+  cancelOutcomeLine,
   cancelTaskAfterConfirm,
   checkTaskDefinition,
   isCancellable,
+  isStaleTaskAnswer,
   jsonErrorPlace,
   lineColumn,
   offsetOf,
   submitTaskDefinition,
+  taskStatusPending,
 } from '../../src/views/task_actions_model';
 import { summary, task } from './task_fixtures';
 
@@ -180,5 +183,46 @@ describe('cancelling a task', () => {
     });
     expect(await cancelTaskAfterConfirm(api, summary({ id: 3 }), () => true)).toEqual({
       kind: 'failed', status: 409, message: 'Could not cancel task 3: task 3 already ended (succeeded)' });
+  });
+});
+
+describe('the Cancel button\'s outcome line and task status', () => {
+  it('says nothing when declined, the task id when cancelled, the API\'s message when failed', () => {
+    expect(cancelOutcomeLine({ kind: 'declined' })).toBeNull();
+    expect(cancelOutcomeLine({ kind: 'cancelled', task: task([], { id: 7, status: 'cancelled' }) }))
+      .toEqual({ text: 'Task 7 cancelled.', failed: false });
+    expect(cancelOutcomeLine({ kind: 'failed', status: 409, message: 'Could not cancel task 7: task 7 already ended (failed)' }))
+      .toEqual({ text: 'Could not cancel task 7: task 7 already ended (failed)', failed: true });
+  });
+
+  it('turns a 409 from the API into the failed line end to end', async () => {
+    const api = { cancelTask: async (): Promise<Task> => {
+      throw new ApiError(409, 'failed_precondition', 'task 5 already ended (succeeded)', 'id');
+    } };
+    expect(cancelOutcomeLine(await cancelTaskAfterConfirm(api, summary({ id: 5 }), () => true)))
+      .toEqual({ text: 'Could not cancel task 5: task 5 already ended (succeeded)', failed: true });
+  });
+
+  it.each([
+    [null, true],
+    ['queued', true],
+    ['running', true],
+    ['succeeded', false],
+    ['failed', false],
+    ['cancelled', false],
+  ])('loads the task again while its status is %j: %s', (status, expected) => {
+    expect(taskStatusPending(status)).toBe(expected);
+  });
+
+  it.each([
+    [null, { id: 3, status: 'running' }, false], // nothing known yet
+    [{ id: 3, status: 'running' }, { id: 3, status: 'cancelled' }, false], // news
+    [{ id: 3, status: 'queued' }, { id: 3, status: 'running' }, false],
+    [{ id: 3, status: 'cancelled' }, { id: 3, status: 'running' }, true], // sent before the DELETE
+    [{ id: 3, status: 'succeeded' }, { id: 3, status: 'queued' }, true],
+    [{ id: 3, status: 'cancelled' }, { id: 3, status: 'cancelled' }, false],
+    [{ id: 3, status: 'cancelled' }, { id: 4, status: 'running' }, false], // another task
+  ])('known %j, answer %j: stale %s', (known, answer, expected) => {
+    expect(isStaleTaskAnswer(known, answer)).toBe(expected);
   });
 });
