@@ -128,11 +128,34 @@ Status CheckJsonObject(std::string_view body) {
   return OkStatus();
 }
 
+namespace {
+
+// A body that is a JSON object, as a YAML node for the config parsers (JSON is YAML, which
+// keeps their field and line errors). JSON's whitespace includes a lone carriage return,
+// which yaml-cpp does not read as a line break (it took "\r{\r}" for a scalar): line breaks
+// are normalized first; raw CRs cannot occur inside JSON strings.
+Result<YAML::Node> ParseJsonObjectAsYaml(std::string_view body) {
+  GS_RETURN_IF_ERROR(CheckJsonObject(body));
+  std::string text;
+  text.reserve(body.size());
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i] != '\r') {
+      text += body[i];
+    } else if (i + 1 == body.size() || body[i + 1] != '\n') {
+      text += '\n';
+    }
+  }
+  GS_ASSIGN_OR_RETURN(YAML::Node node, yaml::ParseYaml(text, "request body"));
+  if (!node.IsMap()) return InvalidArgument("expected a JSON object", "body");  // defence
+  return node;
+}
+
+}  // namespace
+
 Result<daemon::ServiceConfig> ParseServiceBody(std::string_view body,
                                                const std::string& path_name) {
-  GS_RETURN_IF_ERROR(CheckJsonObject(body));
-  if (path_name.empty()) return daemon::ParseServiceConfigText(std::string(body), "request body");
-  GS_ASSIGN_OR_RETURN(YAML::Node node, yaml::ParseYaml(body, "request body"));
+  GS_ASSIGN_OR_RETURN(YAML::Node node, ParseJsonObjectAsYaml(body));
+  if (path_name.empty()) return daemon::ParseServiceConfig(node, "");
   const YAML::Node name = std::as_const(node)["name"];
   if (!name.IsDefined() || name.IsNull()) {
     node["name"] = path_name;
@@ -147,8 +170,7 @@ Result<daemon::ServiceConfig> ParseServiceBody(std::string_view body,
 
 Result<daemon::RuleView> ParseRuleBody(std::string_view body,
                                        const daemon::ServiceConfig& service) {
-  GS_RETURN_IF_ERROR(CheckJsonObject(body));
-  GS_ASSIGN_OR_RETURN(YAML::Node node, yaml::ParseYaml(body, "request body"));
+  GS_ASSIGN_OR_RETURN(YAML::Node node, ParseJsonObjectAsYaml(body));
   daemon::RuleView rule;
   bool prometheus = false;
   GS_RETURN_IF_ERROR(TakeApiOnlyRuleKeys(node, rule, prometheus));

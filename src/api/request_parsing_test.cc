@@ -73,6 +73,24 @@ TEST(ParseServiceBodyTest, ErrorsCarryTheBodyLine) {
   EXPECT_NE(s.error().message.find("line 4"), std::string::npos) << s.error().message;
 }
 
+// JSON allows a lone carriage return as whitespace; yaml-cpp read "\r{\r}" as a scalar and
+// threw on subscripting it (found by fuzz/api_body_fuzz). Lines still count.
+TEST(ParseServiceBodyTest, CarriageReturnsAreLineBreaks) {
+  for (const std::string& path : {std::string(""), std::string("chat")}) {
+    Result<daemon::ServiceConfig> s = ParseServiceBody(
+        "\r{\r\"name\": \"chat\",\r\"command\": [\"x\"],\r\n\"gpus_per_replica\": -1\r}\r",
+        path);
+    ASSERT_FALSE(s.has_value()) << path;
+    EXPECT_EQ(s.error().field, "gpus_per_replica") << path;
+    EXPECT_NE(s.error().message.find("line 5"), std::string::npos) << s.error().message;
+  }
+  Result<daemon::ServiceConfig> empty = ParseServiceBody("\r{\r}\r\r\r\r\r", "fuzz");
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_EQ(empty.error().field, "command");
+  EXPECT_TRUE(ParseServiceBody("{\r\"command\": [\"x\"]\r}", "chat").has_value());
+  EXPECT_FALSE(ParseRuleBody("\r{\r}\r", daemon::ServiceConfig{}).has_value());
+}
+
 TEST(ParseRuleBodyTest, MapsEveryFieldToTheRow) {
   Result<daemon::RuleView> rule = ParseRuleBody(
       R"({"name": "hot", "source": "kernel", "metric": "gpu_utilization", "aggregation": "max",
