@@ -125,7 +125,14 @@ Status ReadScalars(const YAML::Node& n, const std::string& path, ServiceConfig& 
   GS_ASSIGN_OR_RETURN(s.env, ReadEnv(n, path));
   GS_ASSIGN_OR_RETURN(s.gpus_per_replica, ReadIntAtLeast(n, "gpus_per_replica", path, 1, 0));
   GS_ASSIGN_OR_RETURN(s.min_memory_free_mb, ReadIntAtLeast(n, "min_memory_free_mb", path, 0, 0));
-  GS_ASSIGN_OR_RETURN(s.readiness_path, ReadUrlPath(n, "readiness_path", path, "/health"));
+  // "" (written out) = no HTTP check: ready as soon as the process / job runs, for servers
+  // without a health endpoint; both orchestrators support it.
+  const YAML::Node readiness = Child(n, "readiness_path");
+  if (readiness.IsScalar() && readiness.Scalar().empty()) {
+    s.readiness_path.clear();
+  } else {
+    GS_ASSIGN_OR_RETURN(s.readiness_path, ReadUrlPath(n, "readiness_path", path, "/health"));
+  }
   GS_ASSIGN_OR_RETURN(s.metrics_path, ReadUrlPath(n, "metrics_path", path, "/metrics"));
   GS_ASSIGN_OR_RETURN(s.startup_timeout,
                       ReadDuration(n, "startup_timeout_seconds", path, Seconds{900}, true));

@@ -433,6 +433,25 @@ TEST(DaemonConfigTest, SlurmEngineDefaultsToTheCliTransport) {
   EXPECT_EQ(ServiceConfigToYaml(*local).find("engine"), std::string::npos);
 }
 
+// readiness_path: "" = ready once running (no health endpoint); a null value keeps the
+// default, and the canonical YAML of either parses back to the same service.
+TEST(DaemonConfigTest, EmptyReadinessPathMeansReadyOnceRunning) {
+  struct Case {
+    std::string yaml, want;
+  };
+  for (const Case& c : {Case{"name: chat\ncommand: [x]\nreadiness_path: \"\"\n", ""},
+                        Case{"{\"name\": \"chat\", \"command\": [\"x\"], \"readiness_path\": \"\"}", ""},
+                        Case{"name: chat\ncommand: [x]\nreadiness_path:\n", "/health"},
+                        Case{"name: chat\ncommand: [x]\n", "/health"}}) {
+    auto first = ParseServiceConfigText(c.yaml, "test");
+    ASSERT_TRUE(first) << ErrorText(first) << "\n" << c.yaml;
+    EXPECT_EQ(first->readiness_path, c.want) << c.yaml;
+    auto second = ParseServiceConfigText(ServiceConfigToYaml(*first), "canonical");
+    ASSERT_TRUE(second) << ErrorText(second) << "\n" << ServiceConfigToYaml(*first);
+    EXPECT_EQ(*second, *first) << c.yaml;
+  }
+}
+
 TEST(DaemonConfigTest, ServiceWithoutPolicyRoundTrips) {
   auto first = ParseServiceConfigText(kMinimalService, "test");
   ASSERT_TRUE(first);
