@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "sim/oracle.h"
+#include "sim/report.h"
 #include "sim/sim_replica.h"
 
 namespace gpuscale::sim {
@@ -16,14 +17,6 @@ namespace {
 // Requests before a bucket that are replayed (not scored) so that its fleet starts with the
 // queues and batches it would have, not empty.
 constexpr double kWarmupSeconds = 30;
-
-bool MeetsSlo(const RequestRecord& r, const SloSpec& slo) {
-  if (r.aborted || r.finish_s < 0 || r.first_token_s - r.arrival_s > slo.ttft_seconds) {
-    return false;
-  }
-  return r.output_tokens <= 1 ||
-         (r.finish_s - r.first_token_s) / (r.output_tokens - 1) <= slo.tpot_seconds;
-}
 
 }  // namespace
 

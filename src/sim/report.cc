@@ -22,6 +22,14 @@ Percentiles ComputePercentiles(std::vector<double>& values) {
   return p;
 }
 
+bool MeetsSlo(const RequestRecord& r, const SloSpec& slo) {
+  if (r.aborted || r.finish_s < 0 || r.first_token_s - r.arrival_s > slo.ttft_seconds) {
+    return false;
+  }
+  return r.output_tokens <= 1 ||
+         (r.finish_s - r.first_token_s) / (r.output_tokens - 1) <= slo.tpot_seconds;
+}
+
 SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const SloSpec& slo,
                             SimReport report) {
   std::vector<double> ttft, tpot, e2e;
@@ -37,13 +45,10 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
     double first = r.first_token_s - r.arrival_s;
     ttft.push_back(first);
     e2e.push_back(r.finish_s - r.arrival_s);
-    bool met = first <= slo.ttft_seconds;
     if (r.output_tokens > 1) {
-      double per_token = (r.finish_s - r.first_token_s) / (r.output_tokens - 1);
-      tpot.push_back(per_token);
-      met = met && per_token <= slo.tpot_seconds;
+      tpot.push_back((r.finish_s - r.first_token_s) / (r.output_tokens - 1));
     }
-    if (met) ++report.slo_met;
+    if (MeetsSlo(r, slo)) ++report.slo_met;
   }
   report.attainment = report.requests
                           ? static_cast<double>(report.slo_met) /

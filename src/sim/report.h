@@ -12,10 +12,13 @@
 
 namespace gpuscale::sim {
 
+// A request meets the SLO when it finished, was not aborted, TTFT <= slo.ttft_seconds and,
+// with more than one output token, (finish - first token) / (output tokens - 1) <=
+// slo.tpot_seconds. The one definition of attainment (runs and the oracle's replays).
+bool MeetsSlo(const RequestRecord& r, const SloSpec& slo);
+
 // Fills the request fields of `report` (requests, completed, slo_met, attainment,
-// percentiles) from the request table and returns it. A request meets the SLO when it
-// finished, was not aborted, TTFT <= slo.ttft_seconds and, with more than one output token,
-// (finish - first token) / (output tokens - 1) <= slo.tpot_seconds.
+// percentiles) from the request table and returns it; met as in MeetsSlo.
 SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const SloSpec& slo,
                             SimReport report);
 
