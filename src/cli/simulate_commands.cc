@@ -16,6 +16,7 @@
 #include "sim/oracle.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
+#include "sim/static_fleet.h"
 #include "sim/trace.h"
 
 namespace gpuscale::cli {
@@ -34,6 +35,7 @@ struct SimulateFlags {
   std::vector<std::string> compare;
   std::string svg = "sim-compare.svg";
   bool no_oracle = false;
+  bool no_static_fleet = false;
   OutputFormat output = OutputFormat::kTable;
 };
 
@@ -160,12 +162,37 @@ Result<double> Oracle(const Run& run, const sim::Trace& trace, bool skip, std::o
   return bound.gpu_hours;
 }
 
+Result<std::optional<sim::StaticFleet>> StaticFleet(const Run& run, const sim::Trace& trace,
+                                                    bool skip, std::ostream& err) {
+  if (skip || !run.result) return std::optional<sim::StaticFleet>();
+  err << "simulate: sizing the static fleet\n";
+  auto progress = [&err](int replicas, double attainment) {
+    err << fmt::format("simulate: static fleet: {} replicas attain {:.4f}\n", replicas,
+                       attainment);
+  };
+  GS_ASSIGN_OR_RETURN(sim::StaticFleet fleet,
+                      sim::SmallestStaticFleet(run.file.sim, *run.model, trace,
+                                               run.result->report.duration_s, progress));
+  return std::optional<sim::StaticFleet>(fleet);
+}
+
+// The oracle bound and the static fleet for a run's config (both depend only on the
+// trace, model, SLO and service).
+Result<sim::References> References(const Run& run, const sim::Trace& trace,
+                                   const SimulateFlags& flags, std::ostream& err) {
+  sim::References refs;
+  GS_ASSIGN_OR_RETURN(refs.oracle_gpu_hours, Oracle(run, trace, flags.no_oracle, err));
+  GS_ASSIGN_OR_RETURN(refs.static_fleet, StaticFleet(run, trace, flags.no_static_fleet, err));
+  return refs;
+}
+
 nlohmann::ordered_json Percentiles(const sim::Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
 }
 
 nlohmann::ordered_json ReportJson(const std::string& name, const sim::SimReport& r,
-                                  double oracle) {
+                                  const sim::References& refs) {
+  const double oracle = refs.oracle_gpu_hours;
   nlohmann::ordered_json j;
   j["name"] = name;
   j["policy"] = r.policy;
@@ -181,6 +208,12 @@ nlohmann::ordered_json ReportJson(const std::string& name, const sim::SimReport&
   if (oracle >= 0) {
     j["oracle_gpu_hours"] = oracle;
     j["gpu_hours_over_oracle"] = oracle > 0 ? r.gpu_hours / oracle : 0.0;
+  }
+  if (const auto& fleet = refs.static_fleet) {
+    j["static_fleet"] = {{"replicas", fleet->replicas},
+                         {"gpu_hours", fleet->gpu_hours},
+                         {"attainment", fleet->attainment},
+                         {"meets_target", fleet->meets_target}};
   }
   j["scale_ups"] = r.scale_ups;
   j["scale_downs"] = r.scale_downs;
@@ -200,8 +233,8 @@ int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
   std::mutex err_mu;
   Execute(*run, *trace, ctx.err, err_mu);
   if (!run->result) return ctx.Fail(run->result.error());
-  auto oracle = Oracle(*run, *trace, flags.no_oracle, ctx.err);
-  if (!oracle) return ctx.Fail(oracle.error());
+  auto refs = References(*run, *trace, flags, ctx.err);
+  if (!refs) return ctx.Fail(refs.error());
   const auto& result = *run->result;
   if (!flags.timeline.empty()) {
     auto written = WriteFile(flags.timeline, sim::FormatTimelineCsv(result.timeline),
@@ -209,9 +242,9 @@ int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
     if (!written) return ctx.Fail(written.error());
   }
   if (flags.output == OutputFormat::kJson) {
-    ctx.out << ReportJson(run->name, result.report, *oracle).dump(2) << "\n";
+    ctx.out << ReportJson(run->name, result.report, *refs).dump(2) << "\n";
   } else {
-    ctx.out << sim::FormatReportTable(result.report, *oracle);
+    ctx.out << sim::FormatReportTable(result.report, *refs);
   }
   return ctx.exit_code;
 }
@@ -236,17 +269,17 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
     if (!run.result) return ctx.Fail(run.result.error());
     entries.push_back({run.name, run.result->report, run.result->timeline});
   }
-  // The bound depends on the trace, model, SLO and service of the first config.
-  auto oracle = Oracle(runs.front(), *trace, flags.no_oracle, ctx.err);
-  if (!oracle) return ctx.Fail(oracle.error());
-  auto svg = sim::RenderCompareSvg(entries, *oracle, runs.front().file.sim.slo.target_ratio);
+  // The references depend on the trace, model, SLO and service of the first config.
+  auto refs = References(runs.front(), *trace, flags, ctx.err);
+  if (!refs) return ctx.Fail(refs.error());
+  auto svg = sim::RenderCompareSvg(entries, *refs, runs.front().file.sim.slo.target_ratio);
   if (auto written = WriteFile(flags.svg, svg, "--svg"); !written) return ctx.Fail(written.error());
   if (flags.output == OutputFormat::kJson) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const auto& e : entries) j.push_back(ReportJson(e.name, e.report, *oracle));
+    for (const auto& e : entries) j.push_back(ReportJson(e.name, e.report, *refs));
     ctx.out << j.dump(2) << "\n";
   } else {
-    ctx.out << sim::FormatCompareTable(entries, *oracle);
+    ctx.out << sim::FormatCompareTable(entries, *refs);
   }
   ctx.err << fmt::format("simulate: chart written to {}\n", flags.svg);
   return ctx.exit_code;
@@ -279,6 +312,8 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx) {
       ->delimiter(',');
   cmd->add_option("--svg", flags->svg, "Chart written by --compare (default sim-compare.svg)");
   cmd->add_flag("--no-oracle", flags->no_oracle, "Skip the oracle lower bound");
+  cmd->add_flag("--no-static-fleet", flags->no_static_fleet,
+                "Skip sizing the smallest static fleet that meets the SLO target");
   AddOutputOption(cmd, flags->output);
   cmd->callback([flags, &ctx] {
     if (!flags->compare.empty()) {

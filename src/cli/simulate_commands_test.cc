@@ -69,7 +69,40 @@ TEST_F(SimulateCommandTest, CompareWritesTableAndSvg) {
   EXPECT_NE(out.find("slo"), std::string::npos);
   EXPECT_NE(out.find("ratio"), std::string::npos);
   EXPECT_NE(out.find("oracle (lower bound)"), std::string::npos);
-  EXPECT_TRUE(fs::exists(Path("chart.svg")));
+  EXPECT_NE(out.find("static fleet ("), std::string::npos) << out;
+  ASSERT_TRUE(fs::exists(Path("chart.svg")));
+  std::ifstream svg(Path("chart.svg"));
+  std::stringstream chart;
+  chart << svg.rdbuf();
+  EXPECT_NE(chart.str().find(">static fleet ("), std::string::npos);
+}
+
+TEST_F(SimulateCommandTest, ReportsTheSmallestStaticFleetMeetingTheTargetUnlessSkipped) {
+  std::vector<std::string> args = {"simulate", "--config", Config("slo"), "--trace",
+                                   Path("trace.csv"), "--rate-scale", "4", "-o", "json"};
+  std::string out, err;
+  ASSERT_EQ(Run(args, &out, &err), 0) << err;
+  auto fleet_at = out.find("\"static_fleet\"");
+  ASSERT_NE(fleet_at, std::string::npos) << out;
+  for (const char* key : {"\"replicas\"", "\"gpu_hours\"", "\"attainment\"",
+                          "\"meets_target\": true"}) {
+    EXPECT_NE(out.find(key, fleet_at), std::string::npos) << key << " in " << out;
+  }
+  EXPECT_NE(err.find("simulate: static fleet: "), std::string::npos) << err;  // progress
+
+  args.push_back("--no-static-fleet");
+  args.push_back("--no-oracle");
+  ASSERT_EQ(Run(args, &out, &err), 0) << err;
+  EXPECT_EQ(out.find("static_fleet"), std::string::npos) << out;
+  EXPECT_EQ(out.find("oracle"), std::string::npos) << out;
+
+  ASSERT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("trace.csv"),
+                 "--no-oracle"},
+                &out, &err),
+            0)
+      << err;
+  EXPECT_NE(out.find("static_fleet         "), std::string::npos) << out;
+  EXPECT_NE(out.find(" replicas, "), std::string::npos) << out;
 }
 
 TEST_F(SimulateCommandTest, BadConfigNamesFileFieldAndLine) {

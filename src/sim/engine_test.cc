@@ -125,7 +125,7 @@ TEST(EngineTest, SameInputsGiveIdenticalResults) {
   auto a = RunSimulation(SmallConfig(), model, Fixed(2), trace);
   auto b = RunSimulation(SmallConfig(), model, Fixed(2), trace);
   ASSERT_TRUE(a && b);
-  EXPECT_EQ(FormatReportTable(a->report, 1.0), FormatReportTable(b->report, 1.0));
+  EXPECT_EQ(FormatReportTable(a->report, {1.0, {}}), FormatReportTable(b->report, {1.0, {}}));
   EXPECT_EQ(FormatTimelineCsv(a->timeline), FormatTimelineCsv(b->timeline));
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "scale/slo_policy.h"
+#include "testing/bursty_trace.h"
 #include "testing/fake_orchestrator.h"
 #include "testing/fake_replica_model.h"
 
@@ -14,24 +15,7 @@ namespace gpuscale::sim {
 namespace {
 
 using testing::AffineReplicaModel;
-
-// A bursty, deterministic trace: the rate alternates between ~20 and ~60 req/s per minute.
-Trace SyntheticTrace(double seconds) {
-  Trace trace;
-  uint64_t state = 12345;
-  auto next = [&] {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53);
-  };
-  double t = 0;
-  while (t < seconds) {
-    double rate = static_cast<int>(t / 60) % 2 == 0 ? 20 : 60;
-    t += -std::log(1 - next()) / rate;
-    trace.requests.push_back({t, 200 + static_cast<int32_t>(next() * 1500),
-                              20 + static_cast<int32_t>(next() * 300)});
-  }
-  return trace;
-}
+using testing::BurstyTrace;
 
 SimulationConfig Config() {
   SimulationConfig c;
@@ -59,7 +43,7 @@ std::unique_ptr<scale::Policy> Slo(double capacity) {
 
 TEST(OracleTest, CapacityIsTheLargestRateMeetingTheTarget) {
   AffineReplicaModel model;
-  auto trace = SyntheticTrace(300);
+  auto trace = BurstyTrace(300);
   auto config = Config();
   auto bound = ComputeOracleBound(config, model, trace, 300);
   ASSERT_TRUE(bound) << bound.error().ToString();
@@ -72,7 +56,7 @@ TEST(OracleTest, CapacityIsTheLargestRateMeetingTheTarget) {
 
 TEST(OracleTest, NoPolicyMeetingTheTargetUsesLessThanTheBound) {
   AffineReplicaModel model;
-  auto trace = SyntheticTrace(900);
+  auto trace = BurstyTrace(900);
   auto config = Config();
   const double end = trace.requests.back().arrival_s;
   // Over [0, last arrival]: no more than the bound over any run's longer duration.
@@ -137,7 +121,7 @@ TEST(OracleTest, ColdStartsOfTheCheapestPlanAreAdded) {
 
 TEST(OracleTest, BoundIncludesColdStartsOfBursts) {
   AffineReplicaModel model;
-  auto trace = SyntheticTrace(600);
+  auto trace = BurstyTrace(600);
   auto config = Config();
   config.service.initial_replicas = 1;
   auto bound = ComputeOracleBound(config, model, trace, 600);
@@ -149,7 +133,7 @@ TEST(OracleTest, BoundIncludesColdStartsOfBursts) {
 
 TEST(OracleTest, OneReplicaFleetMatchesTheSingleReplicaReplay) {
   AffineReplicaModel model;
-  auto trace = SyntheticTrace(120);
+  auto trace = BurstyTrace(120);
   SloSpec slo;
   const double attainment = SingleReplicaAttainment(model, trace.requests, slo);
   const int violations =
@@ -237,7 +221,7 @@ TEST(OracleTest, BurstsWithinAMinuteRaiseTheBound) {
 
 TEST(OracleTest, SameInputsSameBound) {
   AffineReplicaModel model;
-  auto trace = SyntheticTrace(600);
+  auto trace = BurstyTrace(600);
   std::vector<double> shares;
   auto a = ComputeOracleBound(Config(), model, trace, 600,
                               [&](double share) { shares.push_back(share); });

@@ -60,7 +60,18 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
   return report;
 }
 
-std::string FormatReportTable(const SimReport& r, double oracle_gpu_hours) {
+namespace {
+
+std::string StaticFleetSummary(const StaticFleet& fleet) {
+  return fmt::format("{} replicas, {:.3f} GPU-hours, attainment {:.4f}{}", fleet.replicas,
+                     fleet.gpu_hours, fleet.attainment,
+                     fleet.meets_target ? "" : " (the target is out of reach within max_replicas)");
+}
+
+}  // namespace
+
+std::string FormatReportTable(const SimReport& r, const References& references) {
+  const double oracle_gpu_hours = references.oracle_gpu_hours;
   std::string out;
   auto line = [&](std::string_view key, const std::string& value) {
     out += fmt::format("{:<20} {}\n", key, value);
@@ -80,6 +91,9 @@ std::string FormatReportTable(const SimReport& r, double oracle_gpu_hours) {
     line("oracle_gpu_hours", fmt::format("{:.3f} (ratio {:.3f})", oracle_gpu_hours,
                                          oracle_gpu_hours > 0 ? r.gpu_hours / oracle_gpu_hours
                                                               : 0.0));
+  }
+  if (const auto& fleet = references.static_fleet) {
+    line("static_fleet", StaticFleetSummary(*fleet));
   }
   line("scale_ups", fmt::format("{} ({} replicas started)", r.scale_ups, r.replicas_started));
   line("scale_downs", fmt::format("{} ({} replicas stopped)", r.scale_downs, r.replicas_stopped));
@@ -104,7 +118,8 @@ std::string FormatTimelineCsv(const std::vector<TimelineRow>& rows) {
 }
 
 std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
-                               double oracle_gpu_hours) {
+                               const References& references) {
+  const double oracle_gpu_hours = references.oracle_gpu_hours;
   std::string out = fmt::format("{:<22} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>5} {:>5} {:>5}\n",
                                 "policy", "attain", "gpu_h", "/oracle", "ttft_p99", "tpot_p99",
                                 "e2e_p99", "ups", "downs", "peak");
@@ -117,8 +132,17 @@ std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
                        r.ttft_s.p99, r.tpot_s.p99, r.e2e_s.p99, r.scale_ups, r.scale_downs,
                        r.peak_replicas);
   }
-  out += fmt::format("{:<22} {:>10} {:>10.3f} {:>8.3f}\n", "oracle (lower bound)", "-",
-                     oracle_gpu_hours, 1.0);
+  if (const auto& fleet = references.static_fleet) {
+    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8.3f}{}\n",
+                       fmt::format("static fleet ({})", fleet->replicas), fleet->attainment,
+                       fleet->gpu_hours,
+                       oracle_gpu_hours > 0 ? fleet->gpu_hours / oracle_gpu_hours : 0.0,
+                       fleet->meets_target ? "" : "  (target out of reach)");
+  }
+  if (oracle_gpu_hours >= 0) {
+    out += fmt::format("{:<22} {:>10} {:>10.3f} {:>8.3f}\n", "oracle (lower bound)", "-",
+                       oracle_gpu_hours, 1.0);
+  }
   return out;
 }
 

@@ -4,11 +4,13 @@
 // Thread-safety: free functions over values.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/sim_replica.h"
 #include "sim/simulation.h"
+#include "sim/static_fleet.h"
 
 namespace gpuscale::sim {
 
@@ -25,8 +27,15 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
 // Nearest-rank percentiles of `values` (reordered in place); zeros when empty.
 Percentiles ComputePercentiles(std::vector<double>& values);
 
-// One run, human-readable (key: value lines). `oracle_gpu_hours` < 0 omits the oracle line.
-std::string FormatReportTable(const SimReport& report, double oracle_gpu_hours);
+// What runs are measured against: the oracle lower bound (sim/oracle.h) and the smallest
+// static fleet meeting the target (sim/static_fleet.h). Either may be left out.
+struct References {
+  double oracle_gpu_hours = -1;  // < 0: not computed
+  std::optional<StaticFleet> static_fleet;
+};
+
+// One run, human-readable (key: value lines), with a line per computed reference.
+std::string FormatReportTable(const SimReport& report, const References& references);
 
 // The timeline as CSV with a header row; numbers printed with fixed precision so equal runs
 // give byte-identical files.
@@ -39,13 +48,14 @@ struct CompareEntry {
 };
 
 // A table with one row per policy: attainment, GPU-hours, GPU-hours / oracle, p99s, scale
-// events.
+// events; then a row per computed reference.
 std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
-                               double oracle_gpu_hours);
+                               const References& references);
 
 // Two SVG panels: GPU-hours vs SLO attainment (one point per policy, the oracle as a vertical
-// line), and replicas over time per policy against the arrival rate.
-std::string RenderCompareSvg(const std::vector<CompareEntry>& entries, double oracle_gpu_hours,
-                             double slo_target);
+// line, the static fleet as a square), and replicas over time per policy against the arrival
+// rate.
+std::string RenderCompareSvg(const std::vector<CompareEntry>& entries,
+                             const References& references, double slo_target);
 
 }  // namespace gpuscale::sim

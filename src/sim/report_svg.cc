@@ -59,9 +59,15 @@ std::string Ticks(const Axis& x, const Axis& y, double y_px_bottom, int decimals
   return out;
 }
 
-std::string ScatterPanel(const std::vector<CompareEntry>& entries, double oracle,
+std::string ScatterPanel(const std::vector<CompareEntry>& entries, const References& refs,
                          double target, double top) {
+  const double oracle = refs.oracle_gpu_hours;
   double x_lo = oracle > 0 ? oracle : 1e300, x_hi = oracle, y_lo = target;
+  if (const auto& fleet = refs.static_fleet) {
+    x_lo = std::min(x_lo, fleet->gpu_hours);
+    x_hi = std::max(x_hi, fleet->gpu_hours);
+    y_lo = std::min(y_lo, fleet->attainment);
+  }
   for (const auto& e : entries) {
     x_lo = std::min(x_lo, e.report.gpu_hours);
     x_hi = std::max(x_hi, e.report.gpu_hours);
@@ -71,10 +77,19 @@ std::string ScatterPanel(const std::vector<CompareEntry>& entries, double oracle
   Axis y{std::max(0.0, y_lo - 0.01), 1.0, top + kPanel, top};
   std::string out = Frame(top, "GPU-hours vs SLO attainment", "GPU-hours", "SLO attainment");
   out += Ticks(x, y, top + kPanel, 2, 3);
-  out += fmt::format("<line x1='{0:.1f}' x2='{0:.1f}' y1='{1:.1f}' y2='{2:.1f}' "
-                     "stroke='#555' stroke-dasharray='5,4'/>\n<text x='{0:.1f}' y='{3:.1f}' "
-                     "font-size='10'>oracle</text>\n",
-                     x.Map(oracle), top, top + kPanel, top + 12);
+  if (oracle >= 0) {
+    out += fmt::format("<line x1='{0:.1f}' x2='{0:.1f}' y1='{1:.1f}' y2='{2:.1f}' "
+                       "stroke='#555' stroke-dasharray='5,4'/>\n<text x='{0:.1f}' y='{3:.1f}' "
+                       "font-size='10'>oracle</text>\n",
+                       x.Map(oracle), top, top + kPanel, top + 12);
+  }
+  if (const auto& fleet = refs.static_fleet) {
+    const double cx = x.Map(fleet->gpu_hours), cy = y.Map(fleet->attainment);
+    out += fmt::format("<rect x='{:.1f}' y='{:.1f}' width='10' height='10' fill='none' "
+                       "stroke='#333' stroke-width='1.5'/>\n<text x='{:.1f}' y='{:.1f}' "
+                       "font-size='11'>static fleet ({})</text>\n",
+                       cx - 5, cy - 5, cx + 8, cy + 4, fleet->replicas);
+  }
   out += fmt::format("<line x1='{0:.1f}' x2='{1:.1f}' y1='{2:.1f}' y2='{2:.1f}' stroke='#aaa' "
                      "stroke-dasharray='2,3'/>\n",
                      kLeft, kWidth - kRight, y.Map(target));
@@ -130,14 +145,14 @@ std::string TimelinePanel(const std::vector<CompareEntry>& entries, double top) 
 
 }  // namespace
 
-std::string RenderCompareSvg(const std::vector<CompareEntry>& entries, double oracle_gpu_hours,
-                             double slo_target) {
+std::string RenderCompareSvg(const std::vector<CompareEntry>& entries,
+                             const References& references, double slo_target) {
   double height = 2 * kPanel + 150;
   std::string out = fmt::format(
       "<svg xmlns='http://www.w3.org/2000/svg' width='{:.0f}' height='{:.0f}' "
       "font-family='sans-serif'>\n<rect width='100%' height='100%' fill='white'/>\n",
       kWidth, height);
-  out += ScatterPanel(entries, oracle_gpu_hours, slo_target, 30);
+  out += ScatterPanel(entries, references, slo_target, 30);
   out += TimelinePanel(entries, kPanel + 100);
   out += "</svg>\n";
   return out;

@@ -1,0 +1,50 @@
+#include "sim/static_fleet.h"
+
+#include <algorithm>
+
+#include "sim/oracle.h"
+
+namespace gpuscale::sim {
+
+Result<StaticFleet> SmallestStaticFleet(const SimulationConfig& config, const ReplicaModel& model,
+                                        const Trace& trace, double end_s,
+                                        const StaticFleetProgress& progress) {
+  if (trace.requests.empty()) {
+    return InvalidArgument("the trace has no requests to size a fleet for", "trace");
+  }
+  if (!(end_s > 0)) {
+    return InvalidArgument("must be > 0 to cost a fleet", "end_s");
+  }
+  const double requests = static_cast<double>(trace.requests.size());
+  auto attainment = [&](int n) {
+    const int violations =
+        FleetViolations(model, trace.requests, 0, n, config.router, config.slo);
+    const double a = 1 - violations / requests;
+    if (progress) progress(n, a);
+    return a;
+  };
+  const int min_n = std::max(config.service.min_replicas, 1);
+  const int max_n = std::max(config.service.max_replicas, min_n);
+  // Invariant: fleets below `low` miss the target; `high` meets it (or is max_n, unknown).
+  int low = min_n, high = max_n;
+  double high_attainment = -1;
+  while (low < high) {
+    const int mid = low + (high - low) / 2;
+    const double a = attainment(mid);
+    if (a >= config.slo.target_ratio) {
+      high = mid;
+      high_attainment = a;
+    } else {
+      low = mid + 1;
+    }
+  }
+  if (high_attainment < 0) high_attainment = attainment(high);
+  StaticFleet fleet;
+  fleet.replicas = high;
+  fleet.attainment = high_attainment;
+  fleet.meets_target = high_attainment >= config.slo.target_ratio;
+  fleet.gpu_hours = high * config.service.gpus_per_replica * end_s / 3600.0;
+  return fleet;
+}
+
+}  // namespace gpuscale::sim

@@ -1,0 +1,44 @@
+// The static-fleet reference: the smallest constant number of warm replicas that meets the
+// SLO target on a trace, and what it costs. It answers "how many GPUs if I do not
+// autoscale?" and is the yardstick an autoscaler must beat to be worth running: the
+// oracle bound (sim/oracle.h) is what no policy can go below, the static fleet is what
+// doing nothing costs.
+//
+// How: every request of the trace (as transformed: rate scale, time compression) is
+// replayed on n replicas that are warm from t = 0 and never change, behind the configured
+// router and replica model (the oracle's fleet replay, FleetViolations, over the whole
+// trace); attainment = requests meeting the SLO / requests. Attainment does not fall as n
+// grows (pinned by the oracle's tests), so n is found by bisection over
+// [max(min_replicas, 1), max_replicas]: about log2(max_replicas) replays. GPU-hours =
+// n x gpus_per_replica x end_s / 3600, end_s being the policy run's duration so that the
+// figures compare.
+//
+// Pure and deterministic; the replays run one after another on the calling thread.
+#pragma once
+
+#include <functional>
+
+#include "core/result.h"
+#include "sim/replica_model.h"
+#include "sim/simulation.h"
+#include "sim/trace.h"
+
+namespace gpuscale::sim {
+
+struct StaticFleet {
+  // The smallest fleet meeting slo.target_ratio; max_replicas when none within it does.
+  int replicas = 0;
+  double attainment = 0;  // of that fleet
+  double gpu_hours = 0;
+  bool meets_target = false;
+};
+
+// Called after each replay with the fleet size tried and its attainment.
+using StaticFleetProgress = std::function<void(int replicas, double attainment)>;
+
+// Errors: kInvalidArgument for an empty trace or end_s <= 0.
+Result<StaticFleet> SmallestStaticFleet(const SimulationConfig& config, const ReplicaModel& model,
+                                        const Trace& trace, double end_s,
+                                        const StaticFleetProgress& progress = {});
+
+}  // namespace gpuscale::sim

@@ -1,0 +1,106 @@
+#include "sim/static_fleet.h"
+
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sim/oracle.h"
+#include "testing/bursty_trace.h"
+#include "testing/fake_orchestrator.h"
+#include "testing/fake_replica_model.h"
+
+namespace gpuscale::sim {
+namespace {
+
+using testing::AffineReplicaModel;
+using testing::BurstyTrace;
+
+SimulationConfig Config() {
+  SimulationConfig c;
+  c.cluster = {2, 8, "H100", 81559};
+  c.service.gpus_per_replica = 2;
+  c.service.min_replicas = 1;
+  c.service.max_replicas = 16;
+  return c;
+}
+
+double Attainment(const SimulationConfig& config, const ReplicaModel& model, const Trace& trace,
+                  int replicas) {
+  const int violations =
+      FleetViolations(model, trace.requests, 0, replicas, config.router, config.slo);
+  return 1 - violations / static_cast<double>(trace.requests.size());
+}
+
+TEST(StaticFleetTest, IsTheSmallestFleetMeetingTheTargetAndCostsItsGpusForTheRun) {
+  AffineReplicaModel model;
+  const auto trace = BurstyTrace(600);
+  const auto config = Config();
+  std::vector<int> tried;
+  auto fleet = SmallestStaticFleet(config, model, trace, 1800,
+                                   [&](int n, double) { tried.push_back(n); });
+  ASSERT_TRUE(fleet) << fleet.error().ToString();
+  ASSERT_TRUE(fleet->meets_target);
+  ASSERT_GT(fleet->replicas, 1);  // the trace needs more than one replica at its bursts
+  EXPECT_GE(fleet->attainment, config.slo.target_ratio);
+  EXPECT_DOUBLE_EQ(fleet->attainment, Attainment(config, model, trace, fleet->replicas));
+  EXPECT_LT(Attainment(config, model, trace, fleet->replicas - 1), config.slo.target_ratio);
+  // n replicas x 2 GPUs for half an hour.
+  EXPECT_DOUBLE_EQ(fleet->gpu_hours, fleet->replicas * 2 * 0.5);
+  // Bisection over [1, 16]: at most ceil(log2(16)) + 1 replays.
+  EXPECT_LE(tried.size(), 5u);
+}
+
+TEST(StaticFleetTest, AgreesWithAFixedFleetRunThroughTheEngine) {
+  // The same n warm replicas, router and model as a run whose policy never scales.
+  AffineReplicaModel model;
+  const auto trace = BurstyTrace(300);
+  auto config = Config();
+  auto fleet = SmallestStaticFleet(config, model, trace, 300);
+  ASSERT_TRUE(fleet);
+  config.service.initial_replicas = fleet->replicas;
+  auto policy = std::make_unique<testing::ScriptedPolicy>(fleet->replicas, fleet->replicas);
+  policy->desired = fleet->replicas;
+  auto run = RunSimulation(config, model, std::move(policy), trace);
+  ASSERT_TRUE(run) << run.error().ToString();
+  EXPECT_NEAR(run->report.attainment, fleet->attainment, 1e-9);
+}
+
+TEST(StaticFleetTest, SaysWhenNoFleetWithinMaxReplicasMeetsTheTarget) {
+  AffineReplicaModel model;
+  const auto trace = BurstyTrace(300);
+  auto config = Config();
+  config.service.max_replicas = 1;
+  auto fleet = SmallestStaticFleet(config, model, trace, 300);
+  ASSERT_TRUE(fleet);
+  EXPECT_FALSE(fleet->meets_target);
+  EXPECT_EQ(fleet->replicas, 1);
+  EXPECT_DOUBLE_EQ(fleet->attainment, Attainment(config, model, trace, 1));
+  EXPECT_LT(fleet->attainment, config.slo.target_ratio);
+}
+
+TEST(StaticFleetTest, NeverGoesBelowMinReplicas) {
+  AffineReplicaModel model;
+  Trace tiny;
+  tiny.requests = {{0, 10, 10}};
+  auto config = Config();
+  config.service.min_replicas = 3;
+  auto fleet = SmallestStaticFleet(config, model, tiny, 3600);
+  ASSERT_TRUE(fleet);
+  EXPECT_EQ(fleet->replicas, 3);
+  EXPECT_TRUE(fleet->meets_target);
+  EXPECT_DOUBLE_EQ(fleet->gpu_hours, 6.0);
+}
+
+TEST(StaticFleetTest, RejectsAnEmptyTraceAndANonPositiveDuration) {
+  AffineReplicaModel model;
+  auto empty = SmallestStaticFleet(Config(), model, Trace{}, 60);
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().field, "trace");
+  auto zero = SmallestStaticFleet(Config(), model, BurstyTrace(60), 0);
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().field, "end_s");
+}
+
+}  // namespace
+}  // namespace gpuscale::sim
