@@ -154,45 +154,73 @@ class WindowCharts {
   }
 }
 
+// The title row and the failure line, filled in from the experiment once it loads.
+class ExperimentHeader {
+  readonly back = h('a', { href: routeHash({ view: 'tasks' }), class: 'back' }, '← Tasks');
+  readonly title: HTMLElement;
+  readonly status = h('span');
+  readonly failure = h('div', { class: 'state state-error', id: 'experiment-failure', role: 'alert', hidden: true });
+
+  constructor(id: number) {
+    this.title = h('h1', { tabindex: -1 }, `Experiment ${id}`);
+  }
+
+  show(e: Experiment): void {
+    this.back.setAttribute('href', routeHash({ view: 'task', id: e.task_id }));
+    this.back.textContent = `← Task ${e.task_id}`;
+    this.title.textContent = `Experiment #${e.index} of task ${e.task_id}`;
+    mount(this.status, statusBadge(e.status), e.is_best ? h('span', { class: 'badge best-badge' }, 'best') : null);
+    this.failure.hidden = !(e.message && e.status !== 'succeeded');
+    this.failure.textContent = e.status === 'failed' ? `Failed: ${e.message}` : e.message;
+  }
+}
+
+// The four panels of the page body, mounted into it on the first load.
+class ExperimentPanels {
+  readonly charts = new WindowCharts();
+  private readonly sections = { overview: h('div'), gpus: h('div'), monitoring: h('div'), bench: h('div') };
+  private mounted = false;
+
+  show(body: HTMLElement, e: Experiment, now: number): void {
+    const s = this.sections;
+    if (!this.mounted) {
+      mount(body,
+        h('section', { class: 'panel' }, h('h2', null, 'Parameters and timings'), s.overview),
+        h('section', { class: 'panel' }, h('h2', null, 'GPUs'), s.gpus),
+        h('section', { class: 'panel' }, h('h2', null, 'GPU monitoring'), s.monitoring, this.charts.element),
+        h('section', { class: 'panel' }, h('h2', null, 'Benchmark'), s.bench));
+      this.mounted = true;
+    }
+    mount(s.overview, overview(e, now));
+    mount(s.gpus, gpuInfoTable(e));
+    mount(s.monitoring, monitoringTable(e));
+    mount(s.bench, benchSummary(e));
+  }
+
+  // After the body showed something else (an error): mount the panels again on the next load.
+  detach(): void {
+    this.mounted = false;
+  }
+}
+
 export function experimentView(root: HTMLElement, ctx: ViewContext, id: number): Dispose {
-  const back = h('a', { href: routeHash({ view: 'tasks' }), class: 'back' }, '← Tasks');
-  const title = h('h1', { tabindex: -1 }, `Experiment ${id}`);
-  const status = h('span');
+  const header = new ExperimentHeader(id);
   const banner = h('div', { class: 'banner', hidden: true, role: 'alert' });
-  const failure = h('div', { class: 'state state-error', id: 'experiment-failure', role: 'alert', hidden: true });
   const body = h('div', null, loadingState(`experiment ${id}`));
+  const showBanner = (text: string, error: unknown) => {
+    banner.hidden = false;
+    banner.textContent = `${text}: ${describeError(error)} ${errorHint(error)}`;
+  };
   // After a cancel: hide the button at once, then poll (the experiment ends too; after a
   // 409 the task ended meanwhile and the page is behind).
   const cancel = new CancelControl(ctx, (task) => {
     if (task) cancel.update(task);
     poller.refresh();
-  }, title);
-  mount(root, h('div', { class: 'view-header' }, back, title, status, cancel.button), cancel.message, banner, failure,
-    body);
-  const sections = { overview: h('div'), gpus: h('div'), monitoring: h('div'), bench: h('div') };
-  const charts = new WindowCharts();
+  }, header.title);
+  mount(root, h('div', { class: 'view-header' }, header.back, header.title, header.status, cancel.button),
+    cancel.message, banner, header.failure, body);
+  const panels = new ExperimentPanels();
   let current: Experiment | null = null;
-
-  const render = (e: Experiment) => {
-    if (!current) {
-      mount(body,
-        h('section', { class: 'panel' }, h('h2', null, 'Parameters and timings'), sections.overview),
-        h('section', { class: 'panel' }, h('h2', null, 'GPUs'), sections.gpus),
-        h('section', { class: 'panel' }, h('h2', null, 'GPU monitoring'), sections.monitoring, charts.element),
-        h('section', { class: 'panel' }, h('h2', null, 'Benchmark'), sections.bench));
-    }
-    current = e;
-    back.setAttribute('href', routeHash({ view: 'task', id: e.task_id }));
-    back.textContent = `← Task ${e.task_id}`;
-    title.textContent = `Experiment #${e.index} of task ${e.task_id}`;
-    mount(status, statusBadge(e.status), e.is_best ? h('span', { class: 'badge best-badge' }, 'best') : null);
-    failure.hidden = !(e.message && e.status !== 'succeeded');
-    failure.textContent = e.status === 'failed' ? `Failed: ${e.message}` : e.message;
-    mount(sections.overview, overview(e, ctx.now()));
-    mount(sections.gpus, gpuInfoTable(e));
-    mount(sections.monitoring, monitoringTable(e));
-    mount(sections.bench, benchSummary(e));
-  };
 
   // The task's status, for the Cancel button. Its own catch: a failure here is no reason to
   // replace the experiment shown.
@@ -200,35 +228,35 @@ export function experimentView(root: HTMLElement, ctx: ViewContext, id: number):
     try {
       cancel.update(await ctx.api.task(taskId));
     } catch (error) {
-      banner.hidden = false;
-      banner.textContent = `Task ${taskId} status failed: ${describeError(error)} ${errorHint(error)}`;
+      showBanner(`Task ${taskId} status failed`, error);
     }
   };
   const poller = new Poller(async () => {
     try {
       const e = await ctx.api.experiment(id);
       const first = current === null;
-      render(e);
+      panels.show(body, e, ctx.now());
+      header.show(e);
+      current = e;
       banner.hidden = true;
       if (first) historyPoller.refresh();
       if (cancel.wantsTask()) await loadTask(e.task_id);
     } catch (error) {
       if (!current || (error instanceof ApiError && error.status === 404)) {
         mount(body, errorState(`experiment ${id}`, error));
+        panels.detach();
         cancel.hide();
         current = null;
         return;
       }
-      banner.hidden = false;
-      banner.textContent = `Live update failed: ${describeError(error)} ${errorHint(error)}`;
+      showBanner('Live update failed', error);
     }
   }, POLL_MS);
   const historyPoller = new Poller(async () => {
     try {
-      await charts.update(ctx, current);
+      await panels.charts.update(ctx, current);
     } catch (error) {
-      banner.hidden = false;
-      banner.textContent = `GPU history failed: ${describeError(error)} ${errorHint(error)}`;
+      showBanner('GPU history failed', error);
     }
   }, HISTORY_MS);
   const unsubscribe = ctx.events.subscribe((event) => {
@@ -238,6 +266,6 @@ export function experimentView(root: HTMLElement, ctx: ViewContext, id: number):
     poller.stop();
     historyPoller.stop();
     unsubscribe();
-    charts.destroy();
+    panels.charts.destroy();
   };
 }
