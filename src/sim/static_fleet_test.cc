@@ -16,12 +16,12 @@ namespace {
 using testing::AffineReplicaModel;
 using testing::BurstyTrace;
 
+// Two GPUs per replica, so that GPU-hours are not replica-hours.
 SimulationConfig Config() {
   SimulationConfig c;
-  c.cluster = {2, 8, "H100", 81559};
   c.service.gpus_per_replica = 2;
-  c.service.min_replicas = 1;
   c.service.max_replicas = 16;
+  c.cluster = {2, 8, "H100", 81559};
   return c;
 }
 

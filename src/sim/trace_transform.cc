@@ -29,6 +29,12 @@ class SplitMix64 {
   uint64_t state_;
 };
 
+// The mean gap between consecutive arrivals of a sorted trace; 0 below two requests.
+double MeanGap(const std::vector<TraceRequest>& in) {
+  const size_t n = in.size();
+  return n > 1 ? (in.back().arrival_s - in.front().arrival_s) / static_cast<double>(n - 1) : 0;
+}
+
 // kReplicate, and sub-sampling in both modes: each request yields floor(rate) copies plus one
 // more with probability frac(rate), so the expected count is rate * n for any rate > 0
 // (rate < 1 is Bernoulli sub-sampling). The first copy keeps the original time; extra copies
@@ -37,10 +43,10 @@ class SplitMix64 {
 std::vector<TraceRequest> ScaleRate(const std::vector<TraceRequest>& in, double rate,
                                     uint64_t seed) {
   SplitMix64 rng(seed);
-  const double whole = std::floor(rate);
-  const double frac = rate - whole;
+  double whole = 0;
+  const double frac = std::modf(rate, &whole);
   const size_t n = in.size();
-  const double mean_gap = n > 1 ? (in.back().arrival_s - in.front().arrival_s) / (n - 1) : 0;
+  const double mean_gap = MeanGap(in);
   std::vector<TraceRequest> out;
   out.reserve(static_cast<size_t>(static_cast<double>(n) * (whole + (frac > 0 ? 1 : 0))));
   for (size_t i = 0; i < n; ++i) {
@@ -62,17 +68,15 @@ std::vector<TraceRequest> ScaleRate(const std::vector<TraceRequest>& in, double 
 // probability frac(rate), so the expected count is rate * n.
 std::vector<TraceRequest> SuperposeStreams(const std::vector<TraceRequest>& in, double rate,
                                            double shift_seconds, uint64_t seed) {
+  if (in.empty()) return {};
   SplitMix64 rng(seed);
-  const double whole = std::floor(rate);
-  const double frac = rate - whole;
-  const size_t n = in.size();
-  if (n == 0) return {};
+  double whole = 0;
+  const double frac = std::modf(rate, &whole);
   const double first = in.front().arrival_s;
-  const double mean_gap = n > 1 ? (in.back().arrival_s - first) / (n - 1) : 0;
-  const double span = in.back().arrival_s - first + mean_gap;
+  const double span = in.back().arrival_s - first + MeanGap(in);
   const int64_t copies = static_cast<int64_t>(whole) + (frac > 0 ? 1 : 0);
   std::vector<TraceRequest> out;
-  out.reserve(static_cast<size_t>(static_cast<double>(n) * static_cast<double>(copies)));
+  out.reserve(static_cast<size_t>(static_cast<double>(in.size()) * static_cast<double>(copies)));
   for (int64_t c = 0; c < copies; ++c) {
     const double offset = c == 0 ? 0.0 : (2 * rng.Uniform() - 1) * shift_seconds;
     const bool thinned = static_cast<double>(c) >= whole;
