@@ -94,7 +94,7 @@ void SloPolicy::LearnCapacity(const Observation& obs, int ready, Seconds now) {
     // (cold-start backlog) and must not teach a low capacity. One cut per cooldown: the
     // violation window lags the cut by a minute.
     if (cooled && per_replica >= 0.6 * capacity_) {
-      capacity_ = std::max(0.9 * capacity_, 0.25 * initial_capacity_);
+      capacity_ = std::max(0.9 * capacity_, config_.min_capacity_ratio * initial_capacity_);
       last_cut_ = now;
     }
   } else if (*obs.violation <= allowed / 4 && cooled) {

@@ -13,7 +13,8 @@
 //     Starts at initial_capacity_rps / _tokens_per_second (a load-test figure) and is
 //     learned from what the replicas show: when the SLO violation ratio (TTFT or TPOT over
 //     target in the last minute) exceeds 3x the allowed share while the load per replica is
-//     above 60 % of mu, mu drops by 10 % (at most once per 2 min);
+//     above 60 % of mu, mu drops by 10 % (at most once per 2 min; never below
+//     min_capacity_ratio x the initial capacity);
 //     when the SLO holds (violations under a quarter of the allowed share) a load per replica
 //     above mu raises mu to it, and a load above probe_load_ratio x mu probes mu up by 0.5 %
 //     per tick.
@@ -64,6 +65,13 @@ struct SloPolicyConfig {
   int max_scale_down_step = 1;       // replicas removed per tick at most
   int spare_replicas = 0;            // warm replicas kept beyond the forecast need
   bool learn_capacity = true;
+  // Cuts never take mu below this share of the initial capacity. 1 makes the load-test
+  // figure a floor that learning only adds to: a figure measured on one replica fed smooth
+  // load is a lower bound for a replica in a pool under the same smooth load, and a
+  // violation window that lags a minute (or a cold-start backlog) then cannot teach a
+  // capacity below it. Keep it below 1 when the figure may be too high, e.g. for traffic
+  // burstier than the load test (bursts lower what a replica sustains at the SLO).
+  double min_capacity_ratio = 0.25;
   // mu is probed up (0.5 % per tick) only while the SLO holds at a load per replica above
   // this share of mu; 1 turns probing off (mu then rises only to loads seen to hold).
   double probe_load_ratio = 0.9;

@@ -113,6 +113,27 @@ TEST(SloPolicyTest, LearnsLowerCapacityFromViolationsAtLoad) {
   EXPECT_NEAR(policy.capacity(), 9.0, 1e-9);
 }
 
+// With min_capacity_ratio 1 the initial figure is a floor: cuts stop there, learning above it
+// is still cut back.
+TEST(SloPolicyTest, CutsNeverGoBelowTheCapacityFloor) {
+  auto c = Config();
+  c.learn_capacity = true;
+  c.min_capacity_ratio = 1;
+  SloPolicy policy(c);
+  policy.Evaluate(Input(0, 4, {48}));  // 12 req/s per replica held the SLO
+  EXPECT_NEAR(policy.capacity(), 12.0, 1e-9);
+  policy.Evaluate(Input(15, 4, {44, 0, 5, 0.2}));  // 11 req/s per replica violates
+  EXPECT_NEAR(policy.capacity(), 10.8, 1e-9);
+  policy.Evaluate(Input(150, 4, {40, 0, 5, 0.2}));  // past the cooldown: 10.8 -> the floor
+  EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
+  policy.Evaluate(Input(300, 4, {40, 0, 5, 0.2}));
+  EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
+  c.min_capacity_ratio = 0.25;  // the default: cuts go on down to a quarter
+  SloPolicy learning(c);
+  for (int tick = 0; tick < 40; ++tick) learning.Evaluate(Input(150.0 * tick, 4, {36, 0, 5, 0.2}));
+  EXPECT_NEAR(learning.capacity(), 2.5, 1e-9);
+}
+
 TEST(SloPolicyTest, LearnsHigherCapacityWhenSloHoldsAboveEstimate) {
   auto c = Config();
   c.learn_capacity = true;
