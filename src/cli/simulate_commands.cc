@@ -190,17 +190,19 @@ nlohmann::ordered_json Percentiles(const sim::Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
 }
 
-nlohmann::ordered_json ReportJson(const std::string& name, const sim::SimReport& r,
-                                  const sim::References& refs) {
+// One run's report; REQUIRES: run.result holds a value.
+nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs) {
+  const sim::SimReport& r = run.result->report;
   const double oracle = refs.oracle_gpu_hours;
   nlohmann::ordered_json j;
-  j["name"] = name;
+  j["name"] = run.name;
   j["policy"] = r.policy;
   j["requests"] = r.requests;
   j["completed"] = r.completed;
   j["aborted"] = r.aborted;
   j["slo_met"] = r.slo_met;
   j["slo_attainment"] = r.attainment;
+  j["slo_target"] = run.file.sim.slo.target_ratio;
   j["ttft_seconds"] = Percentiles(r.ttft_s);
   j["tpot_seconds"] = Percentiles(r.tpot_s);
   j["e2e_seconds"] = Percentiles(r.e2e_s);
@@ -242,7 +244,7 @@ int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
     if (!written) return ctx.Fail(written.error());
   }
   if (flags.output == OutputFormat::kJson) {
-    ctx.out << ReportJson(run->name, result.report, *refs).dump(2) << "\n";
+    ctx.out << ReportJson(*run, *refs).dump(2) << "\n";
   } else {
     ctx.out << sim::FormatReportTable(result.report, *refs);
   }
@@ -276,7 +278,7 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
   if (auto written = WriteFile(flags.svg, svg, "--svg"); !written) return ctx.Fail(written.error());
   if (flags.output == OutputFormat::kJson) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const auto& e : entries) j.push_back(ReportJson(e.name, e.report, *refs));
+    for (const auto& run : runs) j.push_back(ReportJson(run, *refs));
     ctx.out << j.dump(2) << "\n";
   } else {
     ctx.out << sim::FormatCompareTable(entries, *refs);

@@ -52,6 +52,7 @@ TEST_F(SimulateCommandTest, SameInputsGiveByteIdenticalOutput) {
   EXPECT_EQ(first, second);
   EXPECT_NE(first.find("\"slo_attainment\""), std::string::npos) << first;
   EXPECT_NE(first.find("\"oracle_gpu_hours\""), std::string::npos);
+  EXPECT_NE(first.find("\"slo_target\": 0.99"), std::string::npos) << first;
   std::ifstream a(Path("a.csv")), b(Path("b.csv"));
   std::stringstream ta, tb;
   ta << a.rdbuf();
