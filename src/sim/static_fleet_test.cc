@@ -13,11 +13,11 @@
 namespace gpuscale::sim {
 namespace {
 
-using testing::AffineReplicaModel;
 using testing::BurstyTrace;
+using testing::AffineReplicaModel;
 
 // Two GPUs per replica, so that GPU-hours are not replica-hours.
-SimulationConfig Config() {
+SimulationConfig TwoGpuConfig() {
   SimulationConfig c;
   c.service.gpus_per_replica = 2;
   c.service.max_replicas = 16;
@@ -35,7 +35,7 @@ double Attainment(const SimulationConfig& config, const ReplicaModel& model, con
 TEST(StaticFleetTest, IsTheSmallestFleetMeetingTheTargetAndCostsItsGpusForTheRun) {
   AffineReplicaModel model;
   const auto trace = BurstyTrace(600);
-  const auto config = Config();
+  const auto config = TwoGpuConfig();
   std::vector<int> tried;
   auto fleet = SmallestStaticFleet(config, model, trace, 1800,
                                    [&](int n, double) { tried.push_back(n); });
@@ -55,7 +55,7 @@ TEST(StaticFleetTest, AgreesWithAFixedFleetRunThroughTheEngine) {
   // The same n warm replicas, router and model as a run whose policy never scales.
   AffineReplicaModel model;
   const auto trace = BurstyTrace(300);
-  auto config = Config();
+  auto config = TwoGpuConfig();
   auto fleet = SmallestStaticFleet(config, model, trace, 300);
   ASSERT_TRUE(fleet);
   config.service.initial_replicas = fleet->replicas;
@@ -69,7 +69,7 @@ TEST(StaticFleetTest, AgreesWithAFixedFleetRunThroughTheEngine) {
 TEST(StaticFleetTest, SaysWhenNoFleetWithinMaxReplicasMeetsTheTarget) {
   AffineReplicaModel model;
   const auto trace = BurstyTrace(300);
-  auto config = Config();
+  auto config = TwoGpuConfig();
   config.service.max_replicas = 1;
   auto fleet = SmallestStaticFleet(config, model, trace, 300);
   ASSERT_TRUE(fleet);
@@ -83,7 +83,7 @@ TEST(StaticFleetTest, NeverGoesBelowMinReplicas) {
   AffineReplicaModel model;
   Trace tiny;
   tiny.requests = {{0, 10, 10}};
-  auto config = Config();
+  auto config = TwoGpuConfig();
   config.service.min_replicas = 3;
   auto fleet = SmallestStaticFleet(config, model, tiny, 3600);
   ASSERT_TRUE(fleet);
@@ -94,10 +94,10 @@ TEST(StaticFleetTest, NeverGoesBelowMinReplicas) {
 
 TEST(StaticFleetTest, RejectsAnEmptyTraceAndANonPositiveDuration) {
   AffineReplicaModel model;
-  auto empty = SmallestStaticFleet(Config(), model, Trace{}, 60);
+  auto empty = SmallestStaticFleet(TwoGpuConfig(), model, Trace{}, 60);
   ASSERT_FALSE(empty);
   EXPECT_EQ(empty.error().field, "trace");
-  auto zero = SmallestStaticFleet(Config(), model, BurstyTrace(60), 0);
+  auto zero = SmallestStaticFleet(TwoGpuConfig(), model, BurstyTrace(60), 0);
   ASSERT_FALSE(zero);
   EXPECT_EQ(zero.error().field, "end_s");
 }
