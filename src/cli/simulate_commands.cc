@@ -181,6 +181,7 @@ Result<std::optional<sim::StaticFleet>> StaticFleet(const Run& run, const sim::T
 Result<sim::References> References(const Run& run, const sim::Trace& trace,
                                    const SimulateFlags& flags, std::ostream& err) {
   sim::References refs;
+  refs.slo_target = run.file.sim.slo.target_ratio;
   GS_ASSIGN_OR_RETURN(refs.oracle_gpu_hours, Oracle(run, trace, flags.no_oracle, err));
   GS_ASSIGN_OR_RETURN(refs.static_fleet, StaticFleet(run, trace, flags.no_static_fleet, err));
   return refs;

@@ -143,7 +143,50 @@ std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
     out += fmt::format("{:<22} {:>10} {:>10.3f} {:>8.3f}\n", "oracle (lower bound)", "-",
                        oracle_gpu_hours, 1.0);
   }
+  if (references.slo_target >= 0 && !entries.empty()) {
+    out += "\n" + CompareVerdict(entries, references) + "\n";
+  }
   return out;
+}
+
+std::string CompareVerdict(const std::vector<CompareEntry>& entries,
+                           const References& references) {
+  const double target = references.slo_target;
+  const CompareEntry* cheapest = nullptr;
+  const CompareEntry* best = nullptr;
+  for (const auto& e : entries) {
+    const auto& r = e.report;
+    if (r.attainment >= target && (!cheapest || r.gpu_hours < cheapest->report.gpu_hours)) {
+      cheapest = &e;
+    }
+    if (!best || r.attainment > best->report.attainment) best = &e;
+  }
+  const auto& fleet = references.static_fleet;
+  if (!cheapest) {
+    std::string line = fmt::format("no config meets the SLO target {:.4f}; the best attainment is "
+                                   "{}'s {:.4f}",
+                                   target, best->name, best->report.attainment);
+    if (fleet && fleet->meets_target) {
+      line += fmt::format("; a static fleet of {} replicas meets it at {:.3f} GPU-hours",
+                          fleet->replicas, fleet->gpu_hours);
+    }
+    return line;
+  }
+  std::string line = fmt::format("cheapest config meeting the SLO target {:.4f}: {}, {:.3f} GPU-hours",
+                                 target, cheapest->name, cheapest->report.gpu_hours);
+  if (fleet && fleet->meets_target && fleet->gpu_hours > 0) {
+    const double change = cheapest->report.gpu_hours / fleet->gpu_hours - 1;
+    if (std::abs(change) < 0.005) {
+      return line + fmt::format(", the same as the static fleet of {} replicas", fleet->replicas);
+    }
+    line += change < 0
+                ? fmt::format(", {:.0f} % under the static fleet of {} replicas", -100 * change,
+                              fleet->replicas)
+                : fmt::format(", {:.0f} % over the static fleet of {} replicas (not autoscaling "
+                              "is cheaper here)",
+                              100 * change, fleet->replicas);
+  }
+  return line;
 }
 
 }  // namespace gpuscale::sim

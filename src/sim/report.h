@@ -32,6 +32,7 @@ Percentiles ComputePercentiles(std::vector<double>& values);
 struct References {
   double oracle_gpu_hours = -1;  // < 0: not computed
   std::optional<StaticFleet> static_fleet;
+  double slo_target = -1;        // slo.target_ratio; < 0: no verdict line in the compare table
 };
 
 // One run, human-readable (key: value lines), with a line per computed reference.
@@ -48,9 +49,14 @@ struct CompareEntry {
 };
 
 // A table with one row per policy: attainment, GPU-hours, GPU-hours / oracle, p99s, scale
-// events; then a row per computed reference.
+// events; then a row per computed reference and, given the SLO target, the verdict line.
 std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
                                const References& references);
+
+// Which config to run: the cheapest one meeting the target, against the static fleet (is
+// autoscaling worth it here?); when none meets it, the best attainment, and the static
+// fleet when it meets the target. One line, no trailing newline.
+std::string CompareVerdict(const std::vector<CompareEntry>& entries, const References& references);
 
 // Two SVG panels: GPU-hours vs SLO attainment (one point per policy, the oracle as a vertical
 // line, the static fleet as a square), and replicas over time per policy against the arrival
