@@ -175,31 +175,26 @@ class ExperimentHeader {
   }
 }
 
-// The four panels of the page body, mounted into it on the first load.
+// The four panels of the page body: mounted into it on a first load (again after an error
+// replaced them), refreshed on every load.
 class ExperimentPanels {
   readonly charts = new WindowCharts();
   private readonly sections = { overview: h('div'), gpus: h('div'), monitoring: h('div'), bench: h('div') };
-  private mounted = false;
 
-  show(body: HTMLElement, e: Experiment, now: number): void {
+  mountInto(body: HTMLElement): void {
     const s = this.sections;
-    if (!this.mounted) {
-      mount(body,
-        h('section', { class: 'panel' }, h('h2', null, 'Parameters and timings'), s.overview),
-        h('section', { class: 'panel' }, h('h2', null, 'GPUs'), s.gpus),
-        h('section', { class: 'panel' }, h('h2', null, 'GPU monitoring'), s.monitoring, this.charts.element),
-        h('section', { class: 'panel' }, h('h2', null, 'Benchmark'), s.bench));
-      this.mounted = true;
-    }
-    mount(s.overview, overview(e, now));
-    mount(s.gpus, gpuInfoTable(e));
-    mount(s.monitoring, monitoringTable(e));
-    mount(s.bench, benchSummary(e));
+    mount(body,
+      h('section', { class: 'panel' }, h('h2', null, 'Parameters and timings'), s.overview),
+      h('section', { class: 'panel' }, h('h2', null, 'GPUs'), s.gpus),
+      h('section', { class: 'panel' }, h('h2', null, 'GPU monitoring'), s.monitoring, this.charts.element),
+      h('section', { class: 'panel' }, h('h2', null, 'Benchmark'), s.bench));
   }
 
-  // After the body showed something else (an error): mount the panels again on the next load.
-  detach(): void {
-    this.mounted = false;
+  show(e: Experiment, now: number): void {
+    mount(this.sections.overview, overview(e, now));
+    mount(this.sections.gpus, gpuInfoTable(e));
+    mount(this.sections.monitoring, monitoringTable(e));
+    mount(this.sections.bench, benchSummary(e));
   }
 }
 
@@ -235,7 +230,8 @@ export function experimentView(root: HTMLElement, ctx: ViewContext, id: number):
     try {
       const e = await ctx.api.experiment(id);
       const first = current === null;
-      panels.show(body, e, ctx.now());
+      if (first) panels.mountInto(body);
+      panels.show(e, ctx.now());
       header.show(e);
       current = e;
       banner.hidden = true;
@@ -244,7 +240,6 @@ export function experimentView(root: HTMLElement, ctx: ViewContext, id: number):
     } catch (error) {
       if (!current || (error instanceof ApiError && error.status === 404)) {
         mount(body, errorState(`experiment ${id}`, error));
-        panels.detach();
         cancel.hide();
         current = null;
         return;
