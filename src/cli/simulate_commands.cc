@@ -275,7 +275,7 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
   // The references depend on the trace, model, SLO and service of the first config.
   auto refs = References(runs.front(), *trace, flags, ctx.err);
   if (!refs) return ctx.Fail(refs.error());
-  auto svg = sim::RenderCompareSvg(entries, *refs, runs.front().file.sim.slo.target_ratio);
+  auto svg = sim::RenderCompareSvg(entries, *refs);
   if (auto written = WriteFile(flags.svg, svg, "--svg"); !written) return ctx.Fail(written.error());
   if (flags.output == OutputFormat::kJson) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();

@@ -58,12 +58,16 @@ WorkWeights ComputeWorkWeights(const ReplicaModel& model, const Trace& trace) {
   return w;
 }
 
+double FleetAttainment(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
+                       int replicas, RouterKind router, const SloSpec& slo) {
+  if (requests.empty()) return 0;
+  const int violations = FleetViolations(model, requests, 0, replicas, router, slo);
+  return 1 - static_cast<double>(violations) / static_cast<double>(requests.size());
+}
+
 double SingleReplicaAttainment(const ReplicaModel& model,
                                const std::vector<TraceRequest>& requests, const SloSpec& slo) {
-  if (requests.empty()) return 0;
-  const int violations =
-      FleetViolations(model, requests, 0, 1, RouterKind::kLeastOutstanding, slo);
-  return 1 - static_cast<double>(violations) / static_cast<double>(requests.size());
+  return FleetAttainment(model, requests, 1, RouterKind::kLeastOutstanding, slo);
 }
 
 Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const ReplicaModel& model,

@@ -73,6 +73,12 @@ struct WorkWeights {
 };
 WorkWeights ComputeWorkWeights(const ReplicaModel& model, const Trace& trace);
 
+// Share of `requests` meeting the SLO when `replicas` warm replicas behind `router` serve them
+// all (sorted by arrival): 1 - FleetViolations / requests; 0 for no requests. The static
+// fleet's sizing (sim/static_fleet.h) and the capacity bisection below use it.
+double FleetAttainment(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
+                       int replicas, RouterKind router, const SloSpec& slo);
+
 // Attainment of one replica fed `requests` (arrival times as given). Exposed for tests.
 double SingleReplicaAttainment(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
                                const SloSpec& slo);

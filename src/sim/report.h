@@ -32,7 +32,7 @@ Percentiles ComputePercentiles(std::vector<double>& values);
 struct References {
   double oracle_gpu_hours = -1;  // < 0: not computed
   std::optional<StaticFleet> static_fleet;
-  double slo_target = -1;        // slo.target_ratio; < 0: no verdict line in the compare table
+  double slo_target = -1;        // slo.target_ratio; < 0: no verdict line, no target in the SVG
 };
 
 // One run, human-readable (key: value lines), with a line per computed reference.
@@ -59,9 +59,9 @@ std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
 std::string CompareVerdict(const std::vector<CompareEntry>& entries, const References& references);
 
 // Two SVG panels: GPU-hours vs SLO attainment (one point per policy, the oracle as a vertical
-// line, the static fleet as a square), and replicas over time per policy against the arrival
-// rate.
+// line, the static fleet as a square, the SLO target as a horizontal line when known), and
+// replicas over time per policy against the arrival rate.
 std::string RenderCompareSvg(const std::vector<CompareEntry>& entries,
-                             const References& references, double slo_target);
+                             const References& references);
 
 }  // namespace gpuscale::sim

@@ -60,9 +60,9 @@ std::string Ticks(const Axis& x, const Axis& y, double y_px_bottom, int decimals
 }
 
 std::string ScatterPanel(const std::vector<CompareEntry>& entries, const References& refs,
-                         double target, double top) {
-  const double oracle = refs.oracle_gpu_hours;
-  double x_lo = oracle > 0 ? oracle : 1e300, x_hi = oracle, y_lo = target;
+                         double top) {
+  const double oracle = refs.oracle_gpu_hours, target = refs.slo_target;
+  double x_lo = oracle > 0 ? oracle : 1e300, x_hi = oracle, y_lo = target >= 0 ? target : 1;
   if (const auto& fleet = refs.static_fleet) {
     x_lo = std::min(x_lo, fleet->gpu_hours);
     x_hi = std::max(x_hi, fleet->gpu_hours);
@@ -90,9 +90,11 @@ std::string ScatterPanel(const std::vector<CompareEntry>& entries, const Referen
                        "font-size='11'>static fleet ({})</text>\n",
                        cx - 5, cy - 5, cx + 8, cy + 4, fleet->replicas);
   }
-  out += fmt::format("<line x1='{0:.1f}' x2='{1:.1f}' y1='{2:.1f}' y2='{2:.1f}' stroke='#aaa' "
-                     "stroke-dasharray='2,3'/>\n",
-                     kLeft, kWidth - kRight, y.Map(target));
+  if (target >= 0) {
+    out += fmt::format("<line x1='{0:.1f}' x2='{1:.1f}' y1='{2:.1f}' y2='{2:.1f}' stroke='#aaa' "
+                       "stroke-dasharray='2,3'/>\n",
+                       kLeft, kWidth - kRight, y.Map(target));
+  }
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& r = entries[i].report;
     out += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='5' fill='{}'/>\n<text x='{:.1f}' "
@@ -146,13 +148,13 @@ std::string TimelinePanel(const std::vector<CompareEntry>& entries, double top) 
 }  // namespace
 
 std::string RenderCompareSvg(const std::vector<CompareEntry>& entries,
-                             const References& references, double slo_target) {
+                             const References& references) {
   double height = 2 * kPanel + 150;
   std::string out = fmt::format(
       "<svg xmlns='http://www.w3.org/2000/svg' width='{:.0f}' height='{:.0f}' "
       "font-family='sans-serif'>\n<rect width='100%' height='100%' fill='white'/>\n",
       kWidth, height);
-  out += ScatterPanel(entries, references, slo_target, 30);
+  out += ScatterPanel(entries, references, 30);
   out += TimelinePanel(entries, kPanel + 100);
   out += "</svg>\n";
   return out;

@@ -15,11 +15,8 @@ Result<StaticFleet> SmallestStaticFleet(const SimulationConfig& config, const Re
   if (!(end_s > 0)) {
     return InvalidArgument("must be > 0 to cost a fleet", "end_s");
   }
-  const double requests = static_cast<double>(trace.requests.size());
   auto attainment = [&](int n) {
-    const int violations =
-        FleetViolations(model, trace.requests, 0, n, config.router, config.slo);
-    const double a = 1 - violations / requests;
+    const double a = FleetAttainment(model, trace.requests, n, config.router, config.slo);
     if (progress) progress(n, a);
     return a;
   };

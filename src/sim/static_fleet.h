@@ -6,8 +6,8 @@
 //
 // How: every request of the trace (as transformed: rate scale, time compression) is
 // replayed on n replicas that are warm from t = 0 and never change, behind the configured
-// router and replica model (the oracle's fleet replay, FleetViolations, over the whole
-// trace); attainment = requests meeting the SLO / requests. Attainment does not fall as n
+// router and replica model (the oracle's fleet replay over the whole trace,
+// FleetAttainment); attainment = requests meeting the SLO / requests. Attainment does not fall as n
 // grows (pinned by the oracle's tests), so n is found by bisection over
 // [max(min_replicas, 1), max_replicas]: about log2(max_replicas) replays. GPU-hours =
 // n x gpus_per_replica x end_s / 3600, end_s being the policy run's duration so that the

@@ -27,9 +27,7 @@ SimulationConfig TwoGpuConfig() {
 
 double Attainment(const SimulationConfig& config, const ReplicaModel& model, const Trace& trace,
                   int replicas) {
-  const int violations =
-      FleetViolations(model, trace.requests, 0, replicas, config.router, config.slo);
-  return 1 - violations / static_cast<double>(trace.requests.size());
+  return FleetAttainment(model, trace.requests, replicas, config.router, config.slo);
 }
 
 TEST(StaticFleetTest, IsTheSmallestFleetMeetingTheTargetAndCostsItsGpusForTheRun) {
