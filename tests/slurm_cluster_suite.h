@@ -54,7 +54,10 @@ class SlurmClusterSuite : public ::testing::TestWithParam<std::string> {
 
   // The first of ten consecutive free ports (Slurm replicas' port range: ports are per node,
   // and every node is this host), tried at random among `lowest + 10 * k` for k < `blocks`;
-  // the last one tried when 50 tries find none free.
+  // the last one tried when 50 tries find none free. Keep the blocks below the kernel's
+  // ephemeral ports (32768 and up on Linux): there a client's connection (bench, the daemon's
+  // scrapes, a test running beside this one) can take a port between this check and the
+  // replica's bind, and the replica dies at start.
   static int FreePortBase(int lowest, int blocks) {
     std::mt19937 random{std::random_device{}()};
     int base = lowest;

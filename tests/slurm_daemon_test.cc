@@ -62,7 +62,7 @@ class SlurmDaemonTest : public slurm_test::SlurmClusterSuite {
 
   // One service "x": emulated replicas (1 GPU each, slow enough to queue under bench load).
   std::string Config(int min, int max, int gpus_per_replica = 1) const {
-    const int base = FreePortBase(40000, 1000);
+    const int base = FreePortBase(20000, 600);
     std::ofstream(dir_ + "/inventory.yaml") << "gpus:\n  - index: 0\n";
     std::ostringstream c;
     c << "gpu: {backend: simulated, inventory: " << dir_ << "/inventory.yaml}\n"
@@ -92,7 +92,7 @@ class SlurmDaemonTest : public slurm_test::SlurmClusterSuite {
   // Service "x" as a POST /v1/services body: Config's replicas and Slurm settings, `replicas`
   // of them pinned by min == max (no policy block: the rules family without rules).
   json ServiceJson(int replicas) const {
-    const int base = FreePortBase(40000, 1000);
+    const int base = FreePortBase(20000, 600);
     json slurm = {{"gres_type", "tesla"},
                   {"time_limit_minutes", 10},
                   {"timeout_seconds", 10},

@@ -64,7 +64,7 @@ class SlurmOrchestratorRealTest : public slurm_test::SlurmClusterSuite {
     c.gres_type = "tesla";
     c.state_dir = dir_.string();
     c.time_limit_minutes = 10;
-    c.port_range_start = FreePortBase(30000, 2000);
+    c.port_range_start = FreePortBase(26000, 600);
     c.port_range_end = c.port_range_start + 9;
     c.restart_backoff_initial = Seconds{1};
     c.restart_backoff_max = Seconds{2};

@@ -102,10 +102,17 @@ SlurmOrchestrator::SlurmOrchestrator(SlurmOrchestratorConfig config,
       book_(ReplicaBookConfig{config_.service, config_.drain_grace,
                               config_.restart_backoff_initial, config_.restart_backoff_max}) {}
 
-Result<int> SlurmOrchestrator::PickPort() const {
+Result<int> SlurmOrchestrator::PickPort(int previous) const {
   std::set<int> used;
-  for (const Replica& r : book_.records()) used.insert(r.port);
-  for (int port = config_.port_range_start; port <= config_.port_range_end; ++port) {
+  for (const Replica& r : book_.records()) {
+    if (r.port != previous) used.insert(r.port);
+  }
+  const int first = config_.port_range_start;
+  const int size = config_.port_range_end - first + 1;
+  const bool rotate = previous >= first && previous <= config_.port_range_end;
+  const int start = rotate ? previous - first + 1 : 0;
+  for (int k = 0; k < size; ++k) {
+    const int port = first + (start + k) % size;
     if (used.count(port) == 0) return port;
   }
   return ResourceExhausted(fmt::format("no free port in {}..{} for service '{}'",

@@ -145,7 +145,10 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   SlurmOrchestrator(SlurmOrchestratorConfig config, std::unique_ptr<SlurmTransport> transport,
                     SlurmProbe probe);
 
-  Result<int> PickPort() const;
+  // A port of the range no other replica holds: the lowest, or for a replica that crashed on
+  // `previous`, the next one after it (cyclically), so that a port something else holds on the
+  // node is not retried forever; `previous` itself when it is the only one left.
+  Result<int> PickPort(int previous = 0) const;
   Status Submit(Replica& r, Seconds now);
   // poll (slurm_orchestrator_poll.cc)
   bool Refresh(Seconds now);  // listings; false when Slurm is unreachable

@@ -63,6 +63,8 @@ bool SlurmOrchestrator::PollOne(Replica& r, const SlurmJob* job, Seconds now) {
   if (r.stopping) return PollStopping(r, job, now);
   if (r.job_id.empty()) {  // waiting out a backoff
     if (now < r.restart_at) return true;
+    // Another port: the last job may have died because something on its node held this one.
+    if (Result<int> port = PickPort(r.port)) r.port = *port;
     if (Status submitted = Submit(r, now); !submitted) {
       book_.Emit(now, r.id, "replica_start_failed", submitted.error().message);
       ScheduleResubmit(r, now, submitted.error().message);

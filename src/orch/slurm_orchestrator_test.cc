@@ -176,6 +176,41 @@ TEST_F(SlurmOrchestratorTest, EndedJobIsResubmittedAfterBackoff) {
   EXPECT_EQ(orch->Records()[0].restarts, 1);
 }
 
+// Something else on the node may hold the port (a replica then dies at start, every time):
+// each resubmission tries the next port no other replica holds, wrapping around the range.
+TEST_F(SlurmOrchestratorTest, ResubmissionTriesTheNextFreePort) {
+  SlurmOrchestratorConfig config = Config();
+  config.port_range_end = 21002;  // three ports
+  auto orch = Make(config);
+  ASSERT_TRUE(orch->Start(Seconds{0}));  // chat-0 on 21000
+  ASSERT_TRUE(orch->Start(Seconds{0}));  // chat-1 on 21001
+  const auto fail_and_resubmit = [&](const std::string& job_id, Seconds now) {
+    cluster_.jobs[job_id].state = "FAILED";
+    orch->Poll(now);
+    orch->Poll(now + Seconds{10});  // past the backoff (at most 8 s)
+  };
+  fail_and_resubmit("100", Seconds{1});
+  ASSERT_EQ(cluster_.submitted.size(), 3u);
+  EXPECT_NE(cluster_.submitted[2].script.find("'21002'"), std::string::npos)
+      << cluster_.submitted[2].script;  // 21001 is chat-1's
+  fail_and_resubmit("102", Seconds{20});
+  ASSERT_EQ(cluster_.submitted.size(), 4u);
+  EXPECT_NE(cluster_.submitted[3].script.find("'21000'"), std::string::npos)
+      << cluster_.submitted[3].script;  // wrapped around
+  EXPECT_EQ(orch->Records()[0].port, 21000);
+
+  config.port_range_end = 21000;  // one port: the only one is retried
+  config.service = "solo";
+  auto solo = Make(config);
+  ASSERT_TRUE(solo->Start(Seconds{0}));
+  const std::string job_id = std::to_string(cluster_.next_id - 1);
+  cluster_.jobs[job_id].state = "FAILED";
+  solo->Poll(Seconds{1});
+  solo->Poll(Seconds{11});
+  EXPECT_NE(cluster_.submitted.back().script.find("'21000'"), std::string::npos);
+  EXPECT_EQ(cluster_.submitted.back().name, "gpuscale.solo.solo-0");
+}
+
 TEST_F(SlurmOrchestratorTest, OutageKeepsReplicasAndReportsTheEngineUnavailable) {
   auto orch = Make(Config());
   ASSERT_TRUE(orch->Start(Seconds{0}));
