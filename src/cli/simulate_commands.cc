@@ -141,8 +141,9 @@ void Execute(Run& run, const sim::Trace& trace, std::ostream& err, std::mutex& e
                                   options);
 }
 
-Result<double> Oracle(const Run& run, const sim::Trace& trace, bool skip, std::ostream& err) {
-  if (skip || !run.result) return -1.0;
+Result<std::optional<sim::OracleBound>> Oracle(const Run& run, const sim::Trace& trace, bool skip,
+                                               std::ostream& err) {
+  if (skip || !run.result) return std::optional<sim::OracleBound>();
   err << "simulate: computing the oracle bound\n";
   auto progress = [&err](double share) {
     err << fmt::format("simulate: oracle {:.0f}%\n", share * 100);
@@ -159,7 +160,7 @@ Result<double> Oracle(const Run& run, const sim::Trace& trace, bool skip, std::o
                        run.file.sim.slo.target_ratio, run.file.sim.service.max_replicas,
                        bound.best_attainment);
   }
-  return bound.gpu_hours;
+  return std::optional<sim::OracleBound>(std::move(bound));
 }
 
 Result<std::optional<sim::StaticFleet>> StaticFleet(const Run& run, const sim::Trace& trace,
@@ -182,13 +183,30 @@ Result<sim::References> References(const Run& run, const sim::Trace& trace,
                                    const SimulateFlags& flags, std::ostream& err) {
   sim::References refs;
   refs.slo_target = run.file.sim.slo.target_ratio;
-  GS_ASSIGN_OR_RETURN(refs.oracle_gpu_hours, Oracle(run, trace, flags.no_oracle, err));
+  GS_ASSIGN_OR_RETURN(std::optional<sim::OracleBound> bound,
+                      Oracle(run, trace, flags.no_oracle, err));
+  if (bound) {
+    refs.oracle_gpu_hours = bound->gpu_hours;
+    refs.oracle_plan = sim::OraclePlan{bound->bucket_s, std::move(bound->replicas)};
+  }
   GS_ASSIGN_OR_RETURN(refs.static_fleet, StaticFleet(run, trace, flags.no_static_fleet, err));
   return refs;
 }
 
 nlohmann::ordered_json Percentiles(const sim::Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
+}
+
+// The oracle's plan and where the run's ready replicas stand against it.
+nlohmann::ordered_json PlanJson(const sim::OraclePlan& plan,
+                                const std::vector<sim::TimelineRow>& timeline) {
+  const sim::PlanComparison c = sim::CompareWithPlan(plan, timeline);
+  return {{"bucket_seconds", plan.bucket_s},
+          {"replicas", plan.replicas},
+          {"mean_replicas", c.plan_mean},
+          {"run_mean_ready_replicas", c.run_mean},
+          {"replica_hours_above", c.replica_hours_above},
+          {"replica_hours_below", c.replica_hours_below}};
 }
 
 // One run's report; REQUIRES: run.result holds a value.
@@ -212,6 +230,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs) {
     j["oracle_gpu_hours"] = oracle;
     j["gpu_hours_over_oracle"] = oracle > 0 ? r.gpu_hours / oracle : 0.0;
   }
+  if (refs.oracle_plan) j["oracle_plan"] = PlanJson(*refs.oracle_plan, run.result->timeline);
   if (const auto& fleet = refs.static_fleet) {
     j["static_fleet"] = {{"replicas", fleet->replicas},
                          {"gpu_hours", fleet->gpu_hours},
@@ -247,7 +266,7 @@ int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
   if (flags.output == OutputFormat::kJson) {
     ctx.out << ReportJson(*run, *refs).dump(2) << "\n";
   } else {
-    ctx.out << sim::FormatReportTable(result.report, *refs);
+    ctx.out << sim::FormatReportTable(result.report, *refs, result.timeline);
   }
   return ctx.exit_code;
 }

@@ -53,6 +53,15 @@ TEST_F(SimulateCommandTest, SameInputsGiveByteIdenticalOutput) {
   EXPECT_NE(first.find("\"slo_attainment\""), std::string::npos) << first;
   EXPECT_NE(first.find("\"oracle_gpu_hours\""), std::string::npos);
   EXPECT_NE(first.find("\"slo_target\": 0.99"), std::string::npos) << first;
+  // The oracle's plan: one figure per 60 s bucket of the run (150 s of trace at x2), and
+  // where the run stood against it.
+  const auto plan_at = first.find("\"oracle_plan\"");
+  ASSERT_NE(plan_at, std::string::npos) << first;
+  for (const char* key : {"\"bucket_seconds\": 60", "\"replicas\": [", "\"mean_replicas\"",
+                          "\"run_mean_ready_replicas\"", "\"replica_hours_above\"",
+                          "\"replica_hours_below\""}) {
+    EXPECT_NE(first.find(key, plan_at), std::string::npos) << key << " in " << first;
+  }
   std::ifstream a(Path("a.csv")), b(Path("b.csv"));
   std::stringstream ta, tb;
   ta << a.rdbuf();

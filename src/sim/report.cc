@@ -70,7 +70,41 @@ std::string StaticFleetSummary(const StaticFleet& fleet) {
 
 }  // namespace
 
-std::string FormatReportTable(const SimReport& r, const References& references) {
+PlanComparison CompareWithPlan(const OraclePlan& plan, const std::vector<TimelineRow>& timeline) {
+  PlanComparison c;
+  if (plan.replicas.empty() || timeline.empty() || !(plan.bucket_s > 0)) return c;
+  const auto [lowest, highest] = std::minmax_element(plan.replicas.begin(), plan.replicas.end());
+  c.plan_min = *lowest;
+  c.plan_max = *highest;
+  double seconds = 0, plan_sum = 0, run_sum = 0;
+  for (size_t i = 0; i < timeline.size(); ++i) {
+    const TimelineRow& row = timeline[i];
+    const auto bucket = static_cast<size_t>(std::max(0.0, row.time_s) / plan.bucket_s);
+    if (bucket >= plan.replicas.size()) break;
+    // Until the next tick; the last tick stands for as long as the one before it.
+    double dt = 0;
+    if (i + 1 < timeline.size()) {
+      dt = timeline[i + 1].time_s - row.time_s;
+    } else if (i > 0) {
+      dt = row.time_s - timeline[i - 1].time_s;
+    }
+    const double planned = plan.replicas[bucket];
+    const double ready = row.ready;
+    seconds += dt;
+    plan_sum += planned * dt;
+    run_sum += ready * dt;
+    c.replica_hours_above += std::max(0.0, ready - planned) * dt / 3600;
+    c.replica_hours_below += std::max(0.0, planned - ready) * dt / 3600;
+  }
+  if (seconds > 0) {
+    c.plan_mean = plan_sum / seconds;
+    c.run_mean = run_sum / seconds;
+  }
+  return c;
+}
+
+std::string FormatReportTable(const SimReport& r, const References& references,
+                              const std::vector<TimelineRow>& timeline) {
   const double oracle_gpu_hours = references.oracle_gpu_hours;
   std::string out;
   auto line = [&](std::string_view key, const std::string& value) {
@@ -91,6 +125,15 @@ std::string FormatReportTable(const SimReport& r, const References& references) 
     line("oracle_gpu_hours", fmt::format("{:.3f} (ratio {:.3f})", oracle_gpu_hours,
                                          oracle_gpu_hours > 0 ? r.gpu_hours / oracle_gpu_hours
                                                               : 0.0));
+  }
+  if (references.oracle_plan && !timeline.empty()) {
+    const OraclePlan& plan = *references.oracle_plan;
+    const PlanComparison c = CompareWithPlan(plan, timeline);
+    line("oracle_plan",
+         fmt::format("{:.1f}-{:.1f} ready replicas per {:.0f} s (mean {:.2f}); this run {:.2f}, "
+                     "{:.2f} replica-hours above the plan, {:.2f} below",
+                     c.plan_min, c.plan_max, plan.bucket_s, c.plan_mean, c.run_mean,
+                     c.replica_hours_above, c.replica_hours_below));
   }
   if (const auto& fleet = references.static_fleet) {
     line("static_fleet", StaticFleetSummary(*fleet));

@@ -27,16 +27,39 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
 // Nearest-rank percentiles of `values` (reordered in place); zeros when empty.
 Percentiles ComputePercentiles(std::vector<double>& values);
 
+// The oracle's plan (sim/oracle.h step 4): ready replicas per bucket of `bucket_s` seconds
+// from t = 0, fractional where the plan mixes two fleet sizes within a bucket.
+struct OraclePlan {
+  double bucket_s = 60;
+  std::vector<double> replicas;
+};
+
+// Where a run's fleet stands against the plan: its ready replicas at each tick against the
+// plan's figure for the tick's bucket, each tick weighted by the time to the next one (the
+// fleet holds still between ticks). "Above" is what a policy spends that the clairvoyant plan
+// does not: headroom, scale-down delay, late scale-in; "below" is where it gambled.
+struct PlanComparison {
+  double plan_mean = 0, plan_min = 0, plan_max = 0;  // replicas, over the run's ticks
+  double run_mean = 0;                               // ready replicas, over the same ticks
+  double replica_hours_above = 0;                    // integral of max(0, ready - plan)
+  double replica_hours_below = 0;                    // integral of max(0, plan - ready)
+};
+// Ticks past the plan's last bucket are left out; an empty timeline or plan gives zeros.
+PlanComparison CompareWithPlan(const OraclePlan& plan, const std::vector<TimelineRow>& timeline);
+
 // What runs are measured against: the oracle lower bound (sim/oracle.h) and the smallest
 // static fleet meeting the target (sim/static_fleet.h). Either may be left out.
 struct References {
   double oracle_gpu_hours = -1;  // < 0: not computed
   std::optional<StaticFleet> static_fleet;
   double slo_target = -1;        // slo.target_ratio; < 0: no verdict line, no target in the SVG
+  std::optional<OraclePlan> oracle_plan = std::nullopt;  // computed with the bound
 };
 
-// One run, human-readable (key: value lines), with a line per computed reference.
-std::string FormatReportTable(const SimReport& report, const References& references);
+// One run, human-readable (key: value lines), with a line per computed reference; given the
+// run's timeline and the oracle's plan, a line comparing the two (CompareWithPlan).
+std::string FormatReportTable(const SimReport& report, const References& references,
+                              const std::vector<TimelineRow>& timeline = {});
 
 // The timeline as CSV with a header row; numbers printed with fixed precision so equal runs
 // give byte-identical files.
@@ -60,7 +83,8 @@ std::string CompareVerdict(const std::vector<CompareEntry>& entries, const Refer
 
 // Two SVG panels: GPU-hours vs SLO attainment (one point per policy, the oracle as a vertical
 // line, the static fleet as a square, the SLO target as a horizontal line when known), and
-// replicas over time per policy against the arrival rate.
+// replicas over time per policy against the arrival rate and, when known, the oracle's plan
+// (a dashed step line).
 std::string RenderCompareSvg(const std::vector<CompareEntry>& entries,
                              const References& references);
 

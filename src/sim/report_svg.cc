@@ -106,7 +106,22 @@ std::string ScatterPanel(const std::vector<CompareEntry>& entries, const Referen
   return out;
 }
 
-std::string TimelinePanel(const std::vector<CompareEntry>& entries, double top) {
+// The plan as a step line over the panel's time axis (buckets past `t_hi` are cut).
+std::string PlanSteps(const OraclePlan& plan, const Axis& x, const Axis& y, double t_hi) {
+  std::string points;
+  for (size_t b = 0; b < plan.replicas.size(); ++b) {
+    const double start = static_cast<double>(b) * plan.bucket_s;
+    if (start > t_hi) break;
+    const double end = std::min(start + plan.bucket_s, t_hi);
+    points += fmt::format("{:.1f},{:.1f} {:.1f},{:.1f} ", x.Map(start), y.Map(plan.replicas[b]),
+                          x.Map(end), y.Map(plan.replicas[b]));
+  }
+  return fmt::format("<polyline points='{}' fill='none' stroke='#000' stroke-dasharray='4 3'/>\n",
+                     points);
+}
+
+std::string TimelinePanel(const std::vector<CompareEntry>& entries,
+                          const std::optional<OraclePlan>& plan, double top) {
   double t_hi = 1, r_hi = 1, load_hi = 1e-9;
   for (const auto& e : entries) {
     for (const auto& row : e.timeline) {
@@ -114,6 +129,9 @@ std::string TimelinePanel(const std::vector<CompareEntry>& entries, double top) 
       r_hi = std::max(r_hi, double(row.ready + row.starting + row.draining));
       load_hi = std::max(load_hi, row.arrival_rate);
     }
+  }
+  if (plan && !plan->replicas.empty()) {
+    r_hi = std::max(r_hi, *std::max_element(plan->replicas.begin(), plan->replicas.end()));
   }
   Axis x{0, t_hi, kLeft, kWidth - kRight};
   Axis y{0, r_hi + 1, top + kPanel, top};
@@ -129,6 +147,11 @@ std::string TimelinePanel(const std::vector<CompareEntry>& entries, double top) 
     out += fmt::format("<polyline points='{}' fill='none' stroke='#bbb'/>\n", points);
     out += fmt::format("<text x='{:.1f}' y='{:.1f}' font-size='10'>{:.0f} req/s</text>\n",
                        kWidth - kRight + 4, top + 10, load_hi * 1.05);
+  }
+  if (plan && !plan->replicas.empty()) {
+    out += PlanSteps(*plan, x, y, t_hi);
+    out += fmt::format("<text x='{:.1f}' y='{:.1f}' font-size='11'>- - oracle plan (ready)</text>\n",
+                       kWidth - kRight + 8, top + 30 + 16 * static_cast<double>(entries.size()));
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     std::string points;
@@ -155,7 +178,7 @@ std::string RenderCompareSvg(const std::vector<CompareEntry>& entries,
       "font-family='sans-serif'>\n<rect width='100%' height='100%' fill='white'/>\n",
       kWidth, height);
   out += ScatterPanel(entries, references, 30);
-  out += TimelinePanel(entries, kPanel + 100);
+  out += TimelinePanel(entries, references.oracle_plan, kPanel + 100);
   out += "</svg>\n";
   return out;
 }

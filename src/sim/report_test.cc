@@ -69,5 +69,72 @@ TEST(CompareVerdictTest, TheTableEndsWithTheVerdictOnlyWhenTheTargetIsKnown) {
   EXPECT_EQ(FormatCompareTable(entries, refs).find("cheapest"), std::string::npos);
 }
 
+std::vector<TimelineRow> Ticks(const std::vector<std::pair<double, int>>& time_and_ready) {
+  std::vector<TimelineRow> rows;
+  for (const auto& [t, ready] : time_and_ready) {
+    TimelineRow row;
+    row.time_s = t;
+    row.ready = ready;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// Hand-computed: each tick holds until the next; the last as long as the one before it.
+TEST(CompareWithPlanTest, IntegratesReadyReplicasAgainstThePlanPerTick) {
+  struct Case {
+    const char* what;
+    OraclePlan plan;
+    std::vector<TimelineRow> timeline;
+    PlanComparison want;
+  };
+  const OraclePlan plan{60, {4, 6}};
+  for (const Case& c : {
+           Case{"on the plan", plan, Ticks({{0, 4}, {30, 4}, {60, 6}, {90, 6}}),
+                PlanComparison{5, 4, 6, 5, 0, 0}},
+           // One replica over for 90 s, two under for 30 s.
+           Case{"above and below", plan, Ticks({{0, 5}, {30, 5}, {60, 7}, {90, 4}}),
+                PlanComparison{5, 4, 6, 5.25, 90.0 / 3600, 60.0 / 3600}},
+           // Past the plan's last bucket: left out.
+           Case{"ticks past the plan", plan, Ticks({{0, 4}, {60, 6}, {120, 30}}),
+                PlanComparison{5, 4, 6, 5, 0, 0}},
+           Case{"fractional plan", OraclePlan{60, {5.5}}, Ticks({{0, 5}, {30, 6}}),
+                PlanComparison{5.5, 5.5, 5.5, 5.5, 15.0 / 3600, 15.0 / 3600}},
+           Case{"no timeline", plan, {}, PlanComparison{}},
+           Case{"no plan", OraclePlan{60, {}}, Ticks({{0, 4}}), PlanComparison{}},
+       }) {
+    const PlanComparison got = CompareWithPlan(c.plan, c.timeline);
+    EXPECT_DOUBLE_EQ(got.plan_mean, c.want.plan_mean) << c.what;
+    EXPECT_DOUBLE_EQ(got.plan_min, c.want.plan_min) << c.what;
+    EXPECT_DOUBLE_EQ(got.plan_max, c.want.plan_max) << c.what;
+    EXPECT_DOUBLE_EQ(got.run_mean, c.want.run_mean) << c.what;
+    EXPECT_DOUBLE_EQ(got.replica_hours_above, c.want.replica_hours_above) << c.what;
+    EXPECT_DOUBLE_EQ(got.replica_hours_below, c.want.replica_hours_below) << c.what;
+  }
+}
+
+TEST(CompareWithPlanTest, ReportTableAndChartShowThePlan) {
+  References refs;
+  refs.oracle_gpu_hours = 0.1;
+  refs.oracle_plan = OraclePlan{60, {4, 6}};
+  const std::vector<TimelineRow> timeline = Ticks({{0, 5}, {30, 5}, {60, 7}, {90, 4}});
+  SimReport report;
+  report.gpu_hours = 0.2;
+  EXPECT_NE(FormatReportTable(report, refs, timeline)
+                .find("oracle_plan          4.0-6.0 ready replicas per 60 s (mean 5.00); this "
+                      "run 5.25, 0.03 replica-hours above the plan, 0.02 below"),
+            std::string::npos)
+      << FormatReportTable(report, refs, timeline);
+  EXPECT_EQ(FormatReportTable(report, refs).find("oracle_plan"), std::string::npos);
+
+  CompareEntry entry = Entry("slo", 0.995, 0.2);
+  entry.timeline = timeline;
+  const std::string svg = RenderCompareSvg({entry}, refs);
+  EXPECT_NE(svg.find("stroke-dasharray='4 3'"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("oracle plan (ready)"), std::string::npos);
+  refs.oracle_plan.reset();
+  EXPECT_EQ(RenderCompareSvg({entry}, refs).find("oracle plan"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpuscale::sim
