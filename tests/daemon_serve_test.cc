@@ -2,8 +2,8 @@
 // from `gpuscale bench`, all on 127.0.0.1 with a temporary state directory and a 1 s control
 // loop. Scenarios: scale out under load and back in after it, a killed replica is restarted,
 // a replica without GPUs is pending with the allocator's reason, a kill -9'd daemon's
-// replicas are adopted by the next one without duplicates or leaked leases, and the API's
-// 400/401 answers. TearDown kills the daemon's process group and every process carrying the
+// replicas are adopted by the next one without duplicates or leaked leases, SIGHUP applies
+// an edited config file (and a broken one changes nothing), and the API's 400/401 answers. TearDown kills the daemon's process group and every process carrying the
 // test's environment marker (replicas run in their own process groups).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -145,6 +145,36 @@ TEST_F(DaemonServeTest, RestartedDaemonAdoptsReplicasWithoutLeakingLeases) {
   std::set<std::string> owners;
   for (const json& l : leases) owners.insert(l["owner"].get<std::string>());
   EXPECT_EQ(owners.size(), 2u);
+}
+
+TEST_F(DaemonServeTest, SighupAppliesTheEditedConfigAndABrokenOneChangesNothing) {
+  StartDaemon(Config(Service(1, 1, kFastQueuePolicyYaml)));
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1; }, std::chrono::seconds(15)));
+  const auto events = [&](const std::string& kind) {
+    return Http(Port(), "GET", "/v1/events?kind=" + kind).body["events"];
+  };
+
+  std::ofstream(dir_ + "/gpuscale.yaml") << "services: [\n";  // unterminated
+  ASSERT_EQ(kill(daemon_.pid(), SIGHUP), 0);
+  ASSERT_TRUE(WaitFor([&] { return events("config_reload_failed").size() == 1; },
+                      std::chrono::seconds(10)));
+  const std::string failed = events("config_reload_failed")[0]["message"].get<std::string>();
+  EXPECT_THAT(failed, HasSubstr("not applied, nothing changed: "));
+  EXPECT_THAT(failed, HasSubstr("(line 2"));
+  EXPECT_EQ(Http(Port(), "GET", "/v1/services/x").body["max_replicas"], 1);
+
+  std::ofstream(dir_ + "/gpuscale.yaml") << Config(Service(1, 2, kFastQueuePolicyYaml));
+  ASSERT_EQ(kill(daemon_.pid(), SIGHUP), 0);
+  ASSERT_TRUE(WaitFor([&] { return events("config_reloaded").size() == 1; },
+                      std::chrono::seconds(10)));
+  EXPECT_THAT(events("config_reloaded")[0]["message"].get<std::string>(),
+              HasSubstr("updated x"));
+  EXPECT_EQ(Http(Port(), "GET", "/v1/services/x").body["max_replicas"], 2);
+  EXPECT_EQ(Count("ready"), 1);  // the replica runs on
+  EXPECT_EQ(Http(Port(), "GET", "/healthz").status, 200);
+  std::ifstream err(dir_ + "/daemon.err");
+  const std::string log((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(log, HasSubstr("gpuscale serve: SIGHUP: " + dir_ + "/gpuscale.yaml: created none; updated x"));
 }
 
 TEST_F(DaemonServeTest, BadBodyIs400NamingTheFieldAndWrongTokenIs401) {

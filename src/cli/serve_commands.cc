@@ -1,5 +1,6 @@
 // `gpuscale serve`: the daemon (daemon::Daemon) plus the REST API (api::ApiServer) until
-// SIGINT/SIGTERM. Signals are blocked before any thread starts and taken with sigwait on
+// SIGINT/SIGTERM; SIGHUP reads the config file again and applies its services
+// (Daemon::Reload). Signals are blocked before any thread starts and taken with sigwait on
 // this thread, so no work happens in a signal handler and every thread inherits the mask
 // (replica processes get a clean mask from the orchestrator).
 #include <fmt/format.h>
@@ -118,11 +119,21 @@ void PrintStartup(CommandContext& ctx, const daemon::DaemonConfig& config, int p
   ctx.out << std::flush;
 }
 
+// SIGHUP: the config file again, with the same command-line overrides as at start.
+void Reload(const ServeFlags& flags, daemon::Daemon& d, CommandContext& ctx) {
+  const daemon::ReloadReport report = d.Reload(LoadConfig(flags));
+  ctx.err << fmt::format("gpuscale serve: SIGHUP: {}: {}\n",
+                         flags.config_path.empty() ? "the embedded default" : flags.config_path,
+                         daemon::FormatReloadReport(report))
+          << std::flush;
+}
+
 void RunServe(const ServeFlags& flags, CommandContext& ctx) {
   sigset_t stop_signals, previous;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
   struct RestoreMask {
     sigset_t mask;
@@ -171,7 +182,9 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
   (*d)->Run();
   PrintStartup(ctx, *config, *port, api_options.web_root, **d);
   int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  while (sigwait(&stop_signals, &signal_number) == 0 && signal_number == SIGHUP) {
+    Reload(flags, **d, ctx);
+  }
   ctx.err << fmt::format("gpuscale serve: received {}; {}\n",
                          signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
                          flags.keep_replicas ? "leaving replicas running" : "stopping replicas")
@@ -189,7 +202,8 @@ void AddServeCommands(CLI::App& app, CommandContext& ctx) {
       "serve",
       "Run the autoscaling daemon: GPU monitor, services of replicas, the control loop and "
       "the REST API (docs/api.md). Without --config: simulated GPUs (4 x H100) and one demo "
-      "service of emulated replicas. Stops on SIGINT/SIGTERM.");
+      "service of emulated replicas. Stops on SIGINT/SIGTERM; SIGHUP re-reads the config "
+      "file and applies its services.");
   cmd->add_option("--config", flags->config_path, "Daemon config file (YAML), e.g. gpuscale.yaml");
   cmd->add_option("--listen", flags->listen,
                   "API address HOST:PORT (overrides api.listen; "

@@ -78,6 +78,17 @@ struct DaemonOptions {
   std::function<void(std::string_view)> log;
 };
 
+// What Daemon::Reload did; service names in the file's order.
+struct ReloadReport {
+  std::vector<std::string> created, updated, unchanged;
+  std::vector<std::string> kept;           // running services the file no longer names
+  std::vector<std::string> needs_restart;  // top-level sections that changed ("gpu", "api")
+  std::vector<std::string> errors;         // the file, or a service that was left as it was
+  bool applied = true;                     // false: the file could not be read (errors[0])
+};
+// One line for the log and the event: what changed, or why nothing did.
+std::string FormatReloadReport(const ReloadReport& report);
+
 class Daemon final : public DaemonApi {
  public:
   // Builds everything and adopts persisted replicas (see the header comment); starts the GPU
@@ -102,6 +113,17 @@ class Daemon final : public DaemonApi {
   void Tick();
 
   const DaemonConfig& config() const { return config_; }
+
+  // `gpuscale serve` on SIGHUP: applies the config file read again (`reread`, or why it could
+  // not be read: then nothing changes). Its services: new names are created, changed specs
+  // updated as by PUT /v1/services/{name} (a manual override within the new bounds stays),
+  // identical ones left alone; an invalid one is reported and left as it was while the rest
+  // apply. Services the file no longer names keep running, as after a restart with this file
+  // (the store keeps them); DELETE /v1/services/{name} removes one. The other sections (gpu,
+  // api, state_dir, loop_interval_seconds, prometheus, tasks) take effect at the next start
+  // and are listed in needs_restart. Records a config_reloaded event (config_reload_failed
+  // when the file could not be read). Changes apply on the next tick, like API changes.
+  ReloadReport Reload(const Result<DaemonConfig>& reread);
 
   // DaemonApi (daemon_api.h).
   Result<gpu::GpuSnapshot> Gpus() override;

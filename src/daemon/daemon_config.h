@@ -58,6 +58,8 @@ struct GpuConfig {
   gpu::BackendOptions backend;    // kind defaults to "auto"
   Seconds cache_ttl{1};           // gpu::Monitor snapshot cache
   Seconds sample_interval{5};     // gpu::Monitor sampler (history, /v1/gpus/history)
+
+  friend bool operator==(const GpuConfig&, const GpuConfig&) = default;
 };
 
 struct ApiConfig {
@@ -65,11 +67,15 @@ struct ApiConfig {
   int port = 8080;                 // 0 = the kernel picks one (tests); printed at start-up
   std::string token;               // bearer token; empty = no auth. token_file is read
                                    // into this at parse time (first line, trimmed).
+
+  friend bool operator==(const ApiConfig&, const ApiConfig&) = default;
 };
 
 struct PrometheusConfig {
   std::string url;  // e.g. "http://127.0.0.1:9090"; empty = no Prometheus server
   Seconds timeout{5};
+
+  friend bool operator==(const PrometheusConfig&, const PrometheusConfig&) = default;
 };
 
 // A service's `slurm:` block (engine: slurm): how to reach Slurm and what each replica's
@@ -129,6 +135,8 @@ struct TasksConfig {
   // `stop_grace_seconds`: experiment server SIGTERM -> SIGKILL, in [0, 3600]; unset = the
   // daemon's replica stop grace (DaemonOptions::stop_grace, 10 s).
   std::optional<Seconds> stop_grace;
+
+  friend bool operator==(const TasksConfig&, const TasksConfig&) = default;
 };
 
 struct DaemonConfig {

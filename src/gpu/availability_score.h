@@ -14,6 +14,8 @@ namespace gpuscale::gpu {
 struct ScoreWeights {
   double memory = 0.6;       // weight of the free-memory share
   double utilization = 0.4;  // weight of the idle share
+
+  friend bool operator==(const ScoreWeights&, const ScoreWeights&) = default;
 };
 
 // REQUIRES: weights non-negative, not both zero (validated where configured).

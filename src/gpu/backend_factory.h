@@ -26,6 +26,8 @@ struct BackendOptions {
   std::string nvml_library_path;
   // Availability score weights for consumers that rank GPUs (default 0.6 / 0.4).
   ScoreWeights weights;
+
+  friend bool operator==(const BackendOptions&, const BackendOptions&) = default;
 };
 
 // Builds the backend `options.kind` names. "auto" probes NVML (loads and sees >= 1 GPU),
