@@ -38,22 +38,6 @@ class DaemonReloadTest : public DaemonFixture {
     return c;
   }
 
-  void Open(DaemonConfig config) {
-    DaemonOptions options;
-    options.health_interval = Seconds{0};
-    options.log = [](std::string_view) {};
-    auto d = Daemon::Open(std::move(config), clock_, options);
-    ASSERT_TRUE(d) << d.error().ToString();
-    daemon_ = std::move(*d);
-  }
-
-  void Tick(int n = 1) {
-    for (int i = 0; i < n; ++i) {
-      clock_.Advance(Seconds{1});
-      daemon_->Tick();
-    }
-  }
-
   // Messages of the events of `kind`, oldest first.
   std::vector<std::string> EventMessages(const std::string& kind) {
     store::EventQuery query;

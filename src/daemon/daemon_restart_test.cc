@@ -68,27 +68,15 @@ class DaemonRestartTest : public DaemonFixture {
   }
 
   void Open(DaemonConfig config) {
-    DaemonOptions options;
-    options.health_interval = Seconds{0};
-    options.scrape_timeout = Seconds{0.2};
+    DaemonOptions options = QuietOptions();
     options.stop_grace = Seconds{2};
-    options.log = [](std::string_view) {};
-    auto d = Daemon::Open(std::move(config), clock_, options);
-    ASSERT_TRUE(d) << d.error().ToString();
-    daemon_ = std::move(*d);
+    DaemonFixture::Open(std::move(config), std::move(options));
   }
 
   // The daemon dies: its replicas (processes, jobs) keep running.
   void Crash() {
     daemon_->Shutdown(/*stop_replicas=*/false);
     daemon_.reset();
-  }
-
-  void Tick(int n = 1) {
-    for (int i = 0; i < n; ++i) {
-      clock_.Advance(Seconds{1});
-      daemon_->Tick();
-    }
   }
 
   // Service "gpu" with two queued Slurm jobs; returns their ids.

@@ -42,15 +42,10 @@ class DaemonTasksTest : public DaemonFixture {
   }
 
   void Open() {
-    DaemonOptions options;
-    options.health_interval = Seconds{0};
-    options.scrape_timeout = Seconds{0.2};
+    DaemonOptions options = QuietOptions();
     options.probe_interval = Seconds{0.05};
     options.stop_grace = Seconds{2};
-    options.log = [](std::string_view) {};
-    auto d = Daemon::Open(Config(), clock_, options);
-    ASSERT_TRUE(d) << d.error().ToString();
-    daemon_ = std::move(*d);
+    DaemonFixture::Open(Config(), std::move(options));
   }
 
   // One experiment on one GPU whose server runs but never becomes ready.

@@ -46,23 +46,6 @@ class DaemonTest : public DaemonFixture {
     return c;
   }
 
-  void Open(DaemonConfig config) {
-    DaemonOptions options;
-    options.health_interval = Seconds{0};
-    options.scrape_timeout = Seconds{0.2};
-    options.log = [](std::string_view) {};
-    auto d = Daemon::Open(std::move(config), clock_, options);
-    ASSERT_TRUE(d) << d.error().ToString();
-    daemon_ = std::move(*d);
-  }
-
-  void Tick(int n = 1) {
-    for (int i = 0; i < n; ++i) {
-      clock_.Advance(Seconds{1});
-      daemon_->Tick();
-    }
-  }
-
   std::vector<orch::ReplicaInfo> Replicas(const std::string& service = "svc") {
     auto r = daemon_->ListReplicas(service);
     EXPECT_TRUE(r) << r.error().ToString();

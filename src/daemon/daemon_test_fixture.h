@@ -1,7 +1,8 @@
 // Base fixture of the in-process Daemon tests (daemon_test, daemon_tasks_test,
-// daemon_restart_test): a fresh directory under /tmp per test, a manual clock, and a daemon
-// that TearDown shuts down with its replicas stopped, so that no test leaves processes or GPU
-// leases behind even after a failed assertion; then the directory is removed.
+// daemon_restart_test, daemon_reload_test): a fresh directory under /tmp per test, a manual
+// clock, and a daemon that TearDown shuts down with its replicas stopped, so that no test
+// leaves processes or GPU leases behind even after a failed assertion; then the directory is
+// removed. Open and Tick are the common way in: quiet options, one clock second per tick.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "core/clock.h"
 #include "daemon/daemon.h"
@@ -33,6 +36,30 @@ class DaemonFixture : public ::testing::Test {
   void StopDaemon() {
     if (daemon_) daemon_->Shutdown(/*stop_replicas=*/true);
     daemon_.reset();
+  }
+
+  // Options for tests: no health probes, short scrapes, no log lines; a test adjusts more.
+  static DaemonOptions QuietOptions() {
+    DaemonOptions options;
+    options.health_interval = Seconds{0};
+    options.scrape_timeout = Seconds{0.2};
+    options.log = [](std::string_view) {};
+    return options;
+  }
+
+  // Opens daemon_ on clock_ (fails the test when Open fails).
+  void Open(DaemonConfig config, DaemonOptions options = QuietOptions()) {
+    auto d = Daemon::Open(std::move(config), clock_, std::move(options));
+    ASSERT_TRUE(d) << d.error().ToString();
+    daemon_ = std::move(*d);
+  }
+
+  // `n` ticks, one clock second apart.
+  void Tick(int n = 1) {
+    for (int i = 0; i < n; ++i) {
+      clock_.Advance(Seconds{1});
+      daemon_->Tick();
+    }
   }
 
   std::string prefix_;
