@@ -3,8 +3,9 @@
 // loop. Scenarios: scale out under load and back in after it, a killed replica is restarted,
 // a replica without GPUs is pending with the allocator's reason, a kill -9'd daemon's
 // replicas are adopted by the next one without duplicates or leaked leases, SIGHUP applies
-// an edited config file (and a broken one changes nothing), and the API's 400/401 answers. TearDown kills the daemon's process group and every process carrying the
-// test's environment marker (replicas run in their own process groups).
+// an edited config file (and a broken one changes nothing), and the API's 400/401 answers.
+// TearDown kills the daemon's process group and every process carrying the test's
+// environment marker (replicas run in their own process groups).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -174,7 +175,8 @@ TEST_F(DaemonServeTest, SighupAppliesTheEditedConfigAndABrokenOneChangesNothing)
   EXPECT_EQ(Http(Port(), "GET", "/healthz").status, 200);
   std::ifstream err(dir_ + "/daemon.err");
   const std::string log((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
-  EXPECT_THAT(log, HasSubstr("gpuscale serve: SIGHUP: " + dir_ + "/gpuscale.yaml: created none; updated x"));
+  EXPECT_THAT(log, HasSubstr("gpuscale serve: SIGHUP: " + dir_ +
+                             "/gpuscale.yaml: created none; updated x"));
 }
 
 TEST_F(DaemonServeTest, BadBodyIs400NamingTheFieldAndWrongTokenIs401) {

@@ -15,12 +15,12 @@ namespace {
 std::vector<std::string> SectionsNeedingRestart(const DaemonConfig& running,
                                                 const DaemonConfig& reread) {
   std::vector<std::string> changed;
-  if (!(running.gpu == reread.gpu)) changed.push_back("gpu");
-  if (!(running.api == reread.api)) changed.push_back("api");
+  if (running.gpu != reread.gpu) changed.push_back("gpu");
+  if (running.api != reread.api) changed.push_back("api");
   if (running.state_dir != reread.state_dir) changed.push_back("state_dir");
   if (running.loop_interval != reread.loop_interval) changed.push_back("loop_interval_seconds");
-  if (!(running.prometheus == reread.prometheus)) changed.push_back("prometheus");
-  if (!(running.tasks == reread.tasks)) changed.push_back("tasks");
+  if (running.prometheus != reread.prometheus) changed.push_back("prometheus");
+  if (running.tasks != reread.tasks) changed.push_back("tasks");
   return changed;
 }
 
