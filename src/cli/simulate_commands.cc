@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "config/sim_config.h"
 #include "sim/oracle.h"
+#include "sim/reactive_plan.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "sim/static_fleet.h"
@@ -187,6 +188,8 @@ Result<sim::References> References(const Run& run, const sim::Trace& trace,
                       Oracle(run, trace, flags.no_oracle, err));
   if (bound) {
     refs.oracle_gpu_hours = bound->gpu_hours;
+    refs.reactive_plan = sim::CheapestReactivePlan(
+        bound->curves, sim::ReactiveSettingFor(run.file.sim, bound->bucket_s));
     refs.oracle_plan = sim::OraclePlan{bound->bucket_s, std::move(bound->replicas)};
   }
   GS_ASSIGN_OR_RETURN(refs.static_fleet, StaticFleet(run, trace, flags.no_static_fleet, err));
@@ -231,6 +234,17 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs) {
     j["gpu_hours_over_oracle"] = oracle > 0 ? r.gpu_hours / oracle : 0.0;
   }
   if (refs.oracle_plan) j["oracle_plan"] = PlanJson(*refs.oracle_plan, run.result->timeline);
+  if (const auto& reactive = refs.reactive_plan) {
+    const double over_oracle = oracle > 0 ? reactive->gpu_hours / oracle : 0.0;
+    j["reactive_plan"] = {{"lag_seconds", reactive->lag_buckets * reactive->bucket_s},
+                          {"hold_seconds", reactive->hold_buckets * reactive->bucket_s},
+                          {"spare_replicas", reactive->spare_replicas},
+                          {"gpu_hours", reactive->gpu_hours},
+                          {"gpu_hours_over_oracle", over_oracle},
+                          {"attainment", reactive->attainment},
+                          {"meets_target", reactive->meets_target},
+                          {"replicas", reactive->replicas}};
+  }
   if (const auto& fleet = refs.static_fleet) {
     j["static_fleet"] = {{"replicas", fleet->replicas},
                          {"gpu_hours", fleet->gpu_hours},

@@ -85,6 +85,32 @@ TEST_F(SimulateCommandTest, CompareWritesTableAndSvg) {
   std::stringstream chart;
   chart << svg.rdbuf();
   EXPECT_NE(chart.str().find(">static fleet ("), std::string::npos);
+  EXPECT_NE(out.find("reactive (+"), std::string::npos) << out;
+  EXPECT_NE(chart.str().find(">reactive</text>"), std::string::npos);
+}
+
+TEST_F(SimulateCommandTest, ReportsTheReactiveReferenceWithTheOracle) {
+  std::vector<std::string> args = {"simulate", "--config", Config("slo"), "--trace",
+                                   Path("trace.csv"), "--rate-scale", "4", "-o", "json"};
+  std::string out, err;
+  ASSERT_EQ(Run(args, &out, &err), 0) << err;
+  auto at = out.find("\"reactive_plan\"");
+  ASSERT_NE(at, std::string::npos) << out;
+  // 60 s buckets and the examples' 60 s cold start: each bucket follows the one 120 s
+  // before its start.
+  for (const char* key : {"\"lag_seconds\": 120", "\"hold_seconds\"", "\"spare_replicas\"",
+                          "\"gpu_hours\"", "\"gpu_hours_over_oracle\"", "\"attainment\"",
+                          "\"meets_target\"", "\"replicas\": ["}) {
+    EXPECT_NE(out.find(key, at), std::string::npos) << key << " in " << out;
+  }
+  ASSERT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("trace.csv")}, &out, &err),
+            0)
+      << err;
+  EXPECT_NE(out.find("reactive_plan        "), std::string::npos) << out;
+  EXPECT_NE(out.find(" ending 60 s before it + "), std::string::npos) << out;
+  args.push_back("--no-oracle");  // it is computed from the oracle's fleet replays
+  ASSERT_EQ(Run(args, &out, &err), 0) << err;
+  EXPECT_EQ(out.find("reactive_plan"), std::string::npos) << out;
 }
 
 TEST_F(SimulateCommandTest, ReportsTheSmallestStaticFleetMeetingTheTargetUnlessSkipped) {

@@ -13,6 +13,7 @@
 //     scale_down_delay_seconds: 300   # >= 0
 //     max_scale_down_step: 1          # >= 1
 //     spare_replicas: 0               # >= 0, warm replicas beyond the forecast need
+//     follow_short_rate: true         # false: forecast from the 2-minute rate, no trend
 //     learn_capacity: true
 //     min_capacity_ratio: 0.25        # (0, 1]; cuts never take capacity below this x initial
 //     probe_load_ratio: 0.9           # (0, 1]; 1 = no probing above loads seen to hold
@@ -108,11 +109,13 @@ Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
          "initial_capacity_tokens_per_second", "target_utilization",
          "forecast_horizon_seconds", "trend_window_seconds", "burst_z",
          "scale_down_delay_seconds", "max_scale_down_step", "spare_replicas",
-         "learn_capacity", "probe_load_ratio", "min_capacity_ratio"}));
+         "follow_short_rate", "learn_capacity", "probe_load_ratio", "min_capacity_ratio"}));
     GS_ASSIGN_OR_RETURN(c.target_attainment, ReadRanged(block, "target_attainment", path,
                                                         c.target_attainment, 0, true, 1));
     GS_RETURN_IF_ERROR(ReadCapacity(block, path, c));
     GS_RETURN_IF_ERROR(ReadDynamics(block, path, c));
+    GS_ASSIGN_OR_RETURN(c.follow_short_rate,
+                        yaml::ReadBool(block, "follow_short_rate", path, c.follow_short_rate));
     GS_ASSIGN_OR_RETURN(c.learn_capacity,
                         yaml::ReadBool(block, "learn_capacity", path, c.learn_capacity));
     GS_ASSIGN_OR_RETURN(c.probe_load_ratio, ReadRanged(block, "probe_load_ratio", path,

@@ -22,7 +22,7 @@ TEST(SloPolicyParserTest, ReadsTokenModeTrendAndSpareFields) {
   auto spec = ParseSlo(
       "  output_token_weight: 8\n  initial_capacity_tokens_per_second: 32000\n"
       "  trend_window_seconds: 90\n  spare_replicas: 3\n  probe_load_ratio: 0.8\n"
-      "  min_capacity_ratio: 1\n");
+      "  min_capacity_ratio: 1\n  follow_short_rate: false\n");
   ASSERT_TRUE(spec) << spec.error().ToString();
   const auto& policy = dynamic_cast<const scale::SloPolicy&>(*spec->policy);
   EXPECT_DOUBLE_EQ(policy.config().output_token_weight, 8);
@@ -31,6 +31,7 @@ TEST(SloPolicyParserTest, ReadsTokenModeTrendAndSpareFields) {
   EXPECT_EQ(policy.config().spare_replicas, 3);
   EXPECT_DOUBLE_EQ(policy.config().probe_load_ratio, 0.8);
   EXPECT_DOUBLE_EQ(policy.config().min_capacity_ratio, 1);
+  EXPECT_FALSE(policy.config().follow_short_rate);
   EXPECT_DOUBLE_EQ(policy.capacity(), 32000);  // token mode starts from the token figure
 }
 
@@ -46,6 +47,7 @@ TEST(SloPolicyParserTest, RejectsBadFieldsNamingThem) {
            Case{"  output_token_weight: -1\n", "slo.output_token_weight: must be in [0,"},
            Case{"  probe_load_ratio: 0\n", "slo.probe_load_ratio: must be in (0, 1] (line 4)"},
            Case{"  min_capacity_ratio: 1.5\n", "slo.min_capacity_ratio: must be in (0, 1] (line 4)"},
+           Case{"  follow_short_rate: sometimes\n", "slo.follow_short_rate"},
        }) {
     auto spec = ParseSlo(c.block);
     ASSERT_FALSE(spec) << c.block;

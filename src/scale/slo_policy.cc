@@ -140,7 +140,8 @@ double SloPolicy::Trend(const Observation& obs, Seconds now) {
 int SloPolicy::Need(const Observation& obs, double trend, double* forecast) const {
   double short_rate = *obs.rate_short;
   double long_rate = obs.rate_long.value_or(short_rate);
-  double base = std::max(short_rate, long_rate);
+  double base = config_.follow_short_rate ? std::max(short_rate, long_rate) : long_rate;
+  if (!config_.follow_short_rate) trend = 0;
   double f = base + trend * config_.forecast_horizon.count() +
              config_.burst_z * std::sqrt(base * obs.unit / kBurstWindowSeconds) +
              obs.waiting / kBacklogDrainSeconds;

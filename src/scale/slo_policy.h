@@ -19,8 +19,9 @@
 //     above mu raises mu to it, and a load above probe_load_ratio x mu probes mu up by 0.5 %
 //     per tick.
 //  3. Forecast over the cold-start horizon: the larger of both rates, plus the upward trend
-//     times horizon, plus burst headroom (z standard deviations of a Poisson count over 30 s)
-//     and the backlog (waiting requests) drained over 30 s. The trend is the smaller of the
+//     times horizon (with follow_short_rate off: the long rate alone, no trend), plus burst
+//     headroom (z standard deviations of a Poisson count over 30 s) and the backlog
+//     (waiting requests) drained over 30 s. The trend is the smaller of the
 //     window difference (short minus long, per second) and the least-squares slope of the
 //     short rate over the last trend_window: a rise must show in both before it buys
 //     replicas a cold start ahead, so one noisy 30 s window does not (a 30 s window of a
@@ -64,6 +65,12 @@ struct SloPolicyConfig {
   Seconds scale_down_delay{300};     // hysteresis window for scale-in
   int max_scale_down_step = 1;       // replicas removed per tick at most
   int spare_replicas = 0;            // warm replicas kept beyond the forecast need
+  // false: the forecast starts from the 2-minute rate alone and adds no trend, leaving
+  // swings shorter than that to spare_replicas, the backlog term and the violation reaction.
+  // For traffic whose bursts last less than a cold start: a replica ordered when one shows
+  // arrives after it and is then held through scale_down_delay, so following the 30 s rate
+  // buys replicas that serve nothing (examples/sim/code/slo.yaml).
+  bool follow_short_rate = true;
   bool learn_capacity = true;
   // Cuts never take mu below this share of the initial capacity. 1 makes the load-test
   // figure a floor that learning only adds to: a figure measured on one replica fed smooth

@@ -199,6 +199,28 @@ TEST(SloPolicyTest, ExtrapolatesOnlyATrendTheHistoryConfirms) {
   EXPECT_EQ(desired, 7);
 }
 
+// follow_short_rate off: a 30 s burst (and the trend it implies) buys nothing; the 2-minute
+// rate, the spare replicas and the backlog still do.
+TEST(SloPolicyTest, LongRateAloneIgnoresAShortBurst) {
+  auto c = Config();
+  c.forecast_horizon = Seconds{90};
+  auto burst = [](double waiting) {
+    auto in = Input(0, 5, {90, waiting});
+    in.metrics[std::string(names::kSuccessRate2m)].service_value = 50;
+    return in;
+  };
+  SloPolicy follows(c);
+  // max(90, 50) + (40 / 45) * 90 = 170 -> 17.
+  EXPECT_EQ(follows.Evaluate(burst(0)).desired_replicas, 17);
+  c.follow_short_rate = false;
+  c.spare_replicas = 1;
+  SloPolicy long_only(c);
+  EXPECT_EQ(long_only.Evaluate(burst(0)).desired_replicas, 6);  // 50 -> 5, + 1 spare
+  SloPolicy queued(c);
+  // 6 waiting on each of 5 replicas: + 30 / 30 s -> 51 -> 6, + 1 spare.
+  EXPECT_EQ(queued.Evaluate(burst(6)).desired_replicas, 7);
+}
+
 TEST(SloPolicyTest, KeepsSpareReplicasWarm) {
   auto c = Config();
   c.spare_replicas = 2;

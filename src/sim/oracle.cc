@@ -129,7 +129,7 @@ Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const Rep
   }
   bound.allowed_violations =
       (1 - config.slo.target_ratio) * static_cast<double>(trace.requests.size());
-  const std::vector<FleetCurve> curves = FleetCurves(config, model, trace, start_need,
+  std::vector<FleetCurve> curves = FleetCurves(config, model, trace, start_need,
                                                      bound.bucket_s, end_s,
                                                      bound.allowed_violations, progress);
   double unavoidable = 0;
@@ -146,6 +146,7 @@ Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const Rep
       StartReplicaSeconds(bound.replicas, lengths, initial, config.service.cold_start.count()) *
       gpus / 3600.0;
   bound.gpu_hours = bound.serving_gpu_hours + bound.start_gpu_hours;
+  bound.curves = std::move(curves);
   return bound;
 }
 

@@ -44,6 +44,14 @@
 
 namespace gpuscale::sim {
 
+// Step 3: violations_b(n) for n in [n_low, n_low + violations.size()).
+struct FleetCurve {
+  int n_low = 0;
+  std::vector<int> violations;
+  int scored = 0;   // requests arriving in the bucket
+  double len = 0;   // seconds
+};
+
 struct OracleBound {
   double gpu_hours = 0;            // serving_gpu_hours + start_gpu_hours
   double serving_gpu_hours = 0;    // step 3: replicas ready and serving
@@ -56,14 +64,7 @@ struct OracleBound {
   // target is out of reach and the plan is the one with the fewest violations.
   double best_attainment = 1;
   std::vector<double> replicas;    // step 4's plan, per bucket, fractional
-};
-
-// Step 3: violations_b(n) for n in [n_low, n_low + violations.size()).
-struct FleetCurve {
-  int n_low = 0;
-  std::vector<int> violations;
-  int scored = 0;   // requests arriving in the bucket
-  double len = 0;   // seconds
+  std::vector<FleetCurve> curves;  // step 3, per bucket (sim/reactive_plan.h reads them)
 };
 
 // Per-request work weights (step 1); exposed for tests.

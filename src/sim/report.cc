@@ -68,6 +68,25 @@ std::string StaticFleetSummary(const StaticFleet& fleet) {
                      fleet.meets_target ? "" : " (the target is out of reach within max_replicas)");
 }
 
+// "reactive (+3, hold 2)": the spare replicas and the hold, in buckets.
+std::string ReactiveName(const ReactivePlan& plan) {
+  return fmt::format("reactive (+{}, hold {})", plan.spare_replicas, plan.hold_buckets);
+}
+
+std::string ReactiveSummary(const ReactivePlan& plan) {
+  const double bucket_s = plan.bucket_s;
+  const std::string followed =
+      plan.hold_buckets == 1
+          ? fmt::format("the exact need of the {:.0f} s", bucket_s)
+          : fmt::format("the largest exact need of the {} x {:.0f} s", plan.hold_buckets,
+                        bucket_s);
+  return fmt::format("{:.3f} GPU-hours, attainment {:.4f}{}: every {:.0f} s runs {} ending "
+                     "{:.0f} s before it + {} spare",
+                     plan.gpu_hours, plan.attainment,
+                     plan.meets_target ? "" : " (no such schedule meets the target)", bucket_s,
+                     followed, (plan.lag_buckets - 1) * bucket_s, plan.spare_replicas);
+}
+
 }  // namespace
 
 PlanComparison CompareWithPlan(const OraclePlan& plan, const std::vector<TimelineRow>& timeline) {
@@ -135,6 +154,9 @@ std::string FormatReportTable(const SimReport& r, const References& references,
                      c.plan_min, c.plan_max, plan.bucket_s, c.plan_mean, c.run_mean,
                      c.replica_hours_above, c.replica_hours_below));
   }
+  if (const auto& reactive = references.reactive_plan) {
+    line("reactive_plan", ReactiveSummary(*reactive));
+  }
   if (const auto& fleet = references.static_fleet) {
     line("static_fleet", StaticFleetSummary(*fleet));
   }
@@ -174,6 +196,12 @@ std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
                        oracle_gpu_hours > 0 ? r.gpu_hours / oracle_gpu_hours : 0.0,
                        r.ttft_s.p99, r.tpot_s.p99, r.e2e_s.p99, r.scale_ups, r.scale_downs,
                        r.peak_replicas);
+  }
+  if (const auto& reactive = references.reactive_plan) {
+    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8.3f}{}\n", ReactiveName(*reactive),
+                       reactive->attainment, reactive->gpu_hours,
+                       oracle_gpu_hours > 0 ? reactive->gpu_hours / oracle_gpu_hours : 0.0,
+                       reactive->meets_target ? "" : "  (target out of reach)");
   }
   if (const auto& fleet = references.static_fleet) {
     out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8.3f}{}\n",

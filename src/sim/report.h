@@ -10,6 +10,7 @@
 
 #include "sim/sim_replica.h"
 #include "sim/simulation.h"
+#include "sim/reactive_plan.h"
 #include "sim/static_fleet.h"
 
 namespace gpuscale::sim {
@@ -47,13 +48,16 @@ struct PlanComparison {
 // Ticks past the plan's last bucket are left out; an empty timeline or plan gives zeros.
 PlanComparison CompareWithPlan(const OraclePlan& plan, const std::vector<TimelineRow>& timeline);
 
-// What runs are measured against: the oracle lower bound (sim/oracle.h) and the smallest
-// static fleet meeting the target (sim/static_fleet.h). Either may be left out.
+// What runs are measured against: the oracle lower bound (sim/oracle.h), the reactive
+// reference computed with it (sim/reactive_plan.h) and the smallest static fleet meeting the
+// target (sim/static_fleet.h). Any may be left out.
 struct References {
   double oracle_gpu_hours = -1;  // < 0: not computed
   std::optional<StaticFleet> static_fleet;
   double slo_target = -1;        // slo.target_ratio; < 0: no verdict line, no target in the SVG
   std::optional<OraclePlan> oracle_plan = std::nullopt;  // computed with the bound
+  // From the bound's fleet curves (sim/reactive_plan.h).
+  std::optional<ReactivePlan> reactive_plan = std::nullopt;
 };
 
 // One run, human-readable (key: value lines), with a line per computed reference; given the

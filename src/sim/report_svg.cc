@@ -68,6 +68,11 @@ std::string ScatterPanel(const std::vector<CompareEntry>& entries, const Referen
     x_hi = std::max(x_hi, fleet->gpu_hours);
     y_lo = std::min(y_lo, fleet->attainment);
   }
+  if (const auto& reactive = refs.reactive_plan) {
+    x_lo = std::min(x_lo, reactive->gpu_hours);
+    x_hi = std::max(x_hi, reactive->gpu_hours);
+    y_lo = std::min(y_lo, reactive->attainment);
+  }
   for (const auto& e : entries) {
     x_lo = std::min(x_lo, e.report.gpu_hours);
     x_hi = std::max(x_hi, e.report.gpu_hours);
@@ -89,6 +94,13 @@ std::string ScatterPanel(const std::vector<CompareEntry>& entries, const Referen
                        "stroke='#333' stroke-width='1.5'/>\n<text x='{:.1f}' y='{:.1f}' "
                        "font-size='11'>static fleet ({})</text>\n",
                        cx - 5, cy - 5, cx + 8, cy + 4, fleet->replicas);
+  }
+  if (const auto& reactive = refs.reactive_plan) {
+    const double cx = x.Map(reactive->gpu_hours), cy = y.Map(reactive->attainment);
+    out += fmt::format("<polygon points='{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}' "
+                       "fill='none' stroke='#333' stroke-width='1.5'/>\n<text x='{:.1f}' "
+                       "y='{:.1f}' font-size='11'>reactive</text>\n",
+                       cx, cy - 6, cx + 6, cy, cx, cy + 6, cx - 6, cy, cx + 8, cy + 4);
   }
   if (target >= 0) {
     out += fmt::format("<line x1='{0:.1f}' x2='{1:.1f}' y1='{2:.1f}' y2='{2:.1f}' stroke='#aaa' "
