@@ -81,12 +81,13 @@ std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
                                const References& references);
 
 // Which config to run: the cheapest one meeting the target, against the static fleet (is
-// autoscaling worth it here?); when none meets it, the best attainment, and the static
-// fleet when it meets the target. One line, no trailing newline.
+// autoscaling worth it here?) and the reactive reference when it meets the target (how much
+// could better reactions still save?); when none meets it, the best attainment, and the
+// static fleet when it meets the target. One line, no trailing newline.
 std::string CompareVerdict(const std::vector<CompareEntry>& entries, const References& references);
 
 // Two SVG panels: GPU-hours vs SLO attainment (one point per policy, the oracle as a vertical
-// line, the static fleet as a square, the SLO target as a horizontal line when known), and
+// line, the static fleet as a square, the reactive reference as a diamond, the SLO target as a horizontal line when known), and
 // replicas over time per policy against the arrival rate and, when known, the oracle's plan
 // (a dashed step line).
 std::string RenderCompareSvg(const std::vector<CompareEntry>& entries,

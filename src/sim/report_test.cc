@@ -48,6 +48,36 @@ TEST(CompareVerdictTest, NamesTheCheapestConfigMeetingTheTargetAgainstTheStaticF
   }
 }
 
+TEST(CompareVerdictTest, SaysHowFarTheCheapestIsFromTheReactiveReference) {
+  const std::vector<CompareEntry> entries = {Entry("hpa", 1.0, 22.3), Entry("slo", 0.9995, 7.2)};
+  References refs = WithStaticFleet(8, 8.0, true);
+  const std::string head =
+      "cheapest config meeting the SLO target 0.9900: slo, 7.200 GPU-hours, 10 % under the static "
+      "fleet of 8 replicas";
+  struct Case {
+    double gpu_hours;
+    bool meets;
+    std::string tail;
+  };
+  for (const Case& c : {Case{6.0, true, "; 20 % over the reactive reference"},
+                        Case{8.0, true, "; 10 % under the reactive reference"},
+                        Case{7.21, true, "; level with the reactive reference"},
+                        Case{6.0, false, ""}}) {  // one missing the target is no yardstick
+    refs.reactive_plan = ReactivePlan{};
+    refs.reactive_plan->gpu_hours = c.gpu_hours;
+    refs.reactive_plan->meets_target = c.meets;
+    EXPECT_EQ(CompareVerdict(entries, refs), head + c.tail) << c.gpu_hours;
+  }
+  // With the static fleet level too, both clauses are said.
+  refs = WithStaticFleet(7, 7.2, true);
+  refs.reactive_plan = ReactivePlan{};
+  refs.reactive_plan->gpu_hours = 6.0;
+  refs.reactive_plan->meets_target = true;
+  EXPECT_EQ(CompareVerdict(entries, refs),
+            "cheapest config meeting the SLO target 0.9900: slo, 7.200 GPU-hours, the same as the "
+            "static fleet of 7 replicas; 20 % over the reactive reference");
+}
+
 TEST(CompareVerdictTest, WithoutAConfigMeetingTheTargetNamesTheBestAttainment) {
   const std::vector<CompareEntry> entries = {Entry("keda", 0.59, 9.0), Entry("slo", 0.98, 13.0),
                                              Entry("rules", 0.94, 9.5)};
