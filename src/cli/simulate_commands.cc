@@ -347,7 +347,8 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx) {
                   "parallel, and print a table")
       ->delimiter(',');
   cmd->add_option("--svg", flags->svg, "Chart written by --compare (default sim-compare.svg)");
-  cmd->add_flag("--no-oracle", flags->no_oracle, "Skip the oracle lower bound");
+  cmd->add_flag("--no-oracle", flags->no_oracle,
+                "Skip the oracle lower bound (and the reactive reference computed with it)");
   cmd->add_flag("--no-static-fleet", flags->no_static_fleet,
                 "Skip sizing the smallest static fleet that meets the SLO target");
   AddOutputOption(cmd, flags->output);
