@@ -141,7 +141,6 @@ int SloPolicy::Need(const Observation& obs, double trend, double* forecast) cons
   double short_rate = *obs.rate_short;
   double long_rate = obs.rate_long.value_or(short_rate);
   double base = config_.follow_short_rate ? std::max(short_rate, long_rate) : long_rate;
-  if (!config_.follow_short_rate) trend = 0;
   double f = base + trend * config_.forecast_horizon.count() +
              config_.burst_z * std::sqrt(base * obs.unit / kBurstWindowSeconds) +
              obs.waiting / kBacklogDrainSeconds;
@@ -165,7 +164,9 @@ Decision SloPolicy::Evaluate(const ScalingInput& input) {
   }
   LearnCapacity(*obs, input.ready_replicas, input.now);
   double forecast = 0;
-  int need = Need(*obs, Trend(*obs, input.now), &forecast);
+  // Without the short rate there is no trend to extrapolate (nor its history to keep).
+  const double trend = config_.follow_short_rate ? Trend(*obs, input.now) : 0;
+  int need = Need(*obs, trend, &forecast);
   double allowed = 1 - config_.target_attainment;
   bool violating = obs->violation && *obs->violation > allowed;
   if (violating && obs->waiting > 0 && current == input.ready_replicas) {

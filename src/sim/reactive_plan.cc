@@ -9,37 +9,44 @@ namespace {
 // Holding a need longer than 10 buckets (10 min by default) is what a static fleet does.
 constexpr int kMaxHoldBuckets = 10;
 
-ReactivePlan Schedule(const std::vector<FleetCurve>& curves, const std::vector<int>& needs,
-                      const ReactiveSetting& s, int hold, int spare) {
+// What every schedule shares: the curves, each bucket's need and length, the requests.
+struct Buckets {
+  const std::vector<FleetCurve>& curves;
+  std::vector<int> needs;
+  std::vector<double> lengths;
+  long requests = 0;
+};
+
+ReactivePlan Schedule(const Buckets& in, const ReactiveSetting& s, int hold, int spare) {
   ReactivePlan plan;
   plan.lag_buckets = s.lag_buckets;
   plan.hold_buckets = hold;
   plan.spare_replicas = spare;
   plan.bucket_s = s.bucket_s;
-  const int buckets = static_cast<int>(curves.size());
-  long violations = 0, requests = 0;
+  const int buckets = static_cast<int>(in.curves.size());
+  long violations = 0;
   double replica_seconds = 0;
-  std::vector<double> fleet, lengths;
+  std::vector<double> fleet;  // StartReplicaSeconds takes fractional fleets
   for (int b = 0; b < buckets; ++b) {
     int n = s.initial_replicas;
     if (b >= s.lag_buckets) {
       const int last = b - s.lag_buckets;
       int need = 0;
-      for (int j = std::max(0, last - hold + 1); j <= last; ++j) need = std::max(need, needs[j]);
+      for (int j = std::max(0, last - hold + 1); j <= last; ++j) {
+        need = std::max(need, in.needs[j]);
+      }
       n = std::min(need + spare, s.max_replicas);
     }
     n = std::max(n, 1);
     plan.replicas.push_back(n);
-    violations += CurveViolations(curves[b], n);
-    requests += curves[b].scored;
-    replica_seconds += n * curves[b].len;
+    violations += CurveViolations(in.curves[b], n);
+    replica_seconds += n * in.lengths[b];
     fleet.push_back(n);
-    lengths.push_back(curves[b].len);
   }
-  replica_seconds += StartReplicaSeconds(fleet, lengths, s.initial_replicas, s.cold_start_s);
+  replica_seconds += StartReplicaSeconds(fleet, in.lengths, s.initial_replicas, s.cold_start_s);
   plan.gpu_hours = replica_seconds * s.gpus_per_replica / 3600.0;
   plan.attainment =
-      requests > 0 ? 1 - static_cast<double>(violations) / static_cast<double>(requests) : 1;
+      in.requests > 0 ? 1 - static_cast<double>(violations) / static_cast<double>(in.requests) : 1;
   plan.meets_target = plan.attainment >= s.target_ratio;
   return plan;
 }
@@ -92,11 +99,15 @@ ReactivePlan CheapestReactivePlan(const std::vector<FleetCurve>& curves,
     best.meets_target = true;
     return best;
   }
-  const std::vector<int> needs = BucketNeeds(curves, setting.target_ratio);
+  Buckets in{curves, BucketNeeds(curves, setting.target_ratio), {}, 0};
+  for (const FleetCurve& c : curves) {
+    in.lengths.push_back(c.len);
+    in.requests += c.scored;
+  }
   bool have = false;
   for (int hold = 1; hold <= kMaxHoldBuckets; ++hold) {
     for (int spare = 0; spare <= std::max(setting.max_replicas, 0); ++spare) {
-      ReactivePlan p = Schedule(curves, needs, setting, hold, spare);
+      ReactivePlan p = Schedule(in, setting, hold, spare);
       const bool better =
           !have || (p.meets_target && (!best.meets_target || p.gpu_hours < best.gpu_hours)) ||
           (!p.meets_target && !best.meets_target &&

@@ -197,18 +197,20 @@ std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
                        r.ttft_s.p99, r.tpot_s.p99, r.e2e_s.p99, r.scale_ups, r.scale_downs,
                        r.peak_replicas);
   }
+  // A reference row: no latencies or scaling counts, only what it attains and costs.
+  auto reference_row = [&](const std::string& name, double attainment, double gpu_hours,
+                           bool meets_target) {
+    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8.3f}{}\n", name, attainment, gpu_hours,
+                       oracle_gpu_hours > 0 ? gpu_hours / oracle_gpu_hours : 0.0,
+                       meets_target ? "" : "  (target out of reach)");
+  };
   if (const auto& reactive = references.reactive_plan) {
-    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8.3f}{}\n", ReactiveName(*reactive),
-                       reactive->attainment, reactive->gpu_hours,
-                       oracle_gpu_hours > 0 ? reactive->gpu_hours / oracle_gpu_hours : 0.0,
-                       reactive->meets_target ? "" : "  (target out of reach)");
+    reference_row(ReactiveName(*reactive), reactive->attainment, reactive->gpu_hours,
+                  reactive->meets_target);
   }
   if (const auto& fleet = references.static_fleet) {
-    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8.3f}{}\n",
-                       fmt::format("static fleet ({})", fleet->replicas), fleet->attainment,
-                       fleet->gpu_hours,
-                       oracle_gpu_hours > 0 ? fleet->gpu_hours / oracle_gpu_hours : 0.0,
-                       fleet->meets_target ? "" : "  (target out of reach)");
+    reference_row(fmt::format("static fleet ({})", fleet->replicas), fleet->attainment,
+                  fleet->gpu_hours, fleet->meets_target);
   }
   if (oracle_gpu_hours >= 0) {
     out += fmt::format("{:<22} {:>10} {:>10.3f} {:>8.3f}\n", "oracle (lower bound)", "-",

@@ -63,21 +63,14 @@ std::string ScatterPanel(const std::vector<CompareEntry>& entries, const Referen
                          double top) {
   const double oracle = refs.oracle_gpu_hours, target = refs.slo_target;
   double x_lo = oracle > 0 ? oracle : 1e300, x_hi = oracle, y_lo = target >= 0 ? target : 1;
-  if (const auto& fleet = refs.static_fleet) {
-    x_lo = std::min(x_lo, fleet->gpu_hours);
-    x_hi = std::max(x_hi, fleet->gpu_hours);
-    y_lo = std::min(y_lo, fleet->attainment);
-  }
-  if (const auto& reactive = refs.reactive_plan) {
-    x_lo = std::min(x_lo, reactive->gpu_hours);
-    x_hi = std::max(x_hi, reactive->gpu_hours);
-    y_lo = std::min(y_lo, reactive->attainment);
-  }
-  for (const auto& e : entries) {
-    x_lo = std::min(x_lo, e.report.gpu_hours);
-    x_hi = std::max(x_hi, e.report.gpu_hours);
-    y_lo = std::min(y_lo, e.report.attainment);
-  }
+  auto include = [&](double gpu_hours, double attainment) {  // widen the axes to a point
+    x_lo = std::min(x_lo, gpu_hours);
+    x_hi = std::max(x_hi, gpu_hours);
+    y_lo = std::min(y_lo, attainment);
+  };
+  if (const auto& fleet = refs.static_fleet) include(fleet->gpu_hours, fleet->attainment);
+  if (const auto& reactive = refs.reactive_plan) include(reactive->gpu_hours, reactive->attainment);
+  for (const auto& e : entries) include(e.report.gpu_hours, e.report.attainment);
   Axis x{x_lo * 0.9, x_hi * 1.1, kLeft, kWidth - kRight};
   Axis y{std::max(0.0, y_lo - 0.01), 1.0, top + kPanel, top};
   std::string out = Frame(top, "GPU-hours vs SLO attainment", "GPU-hours", "SLO attainment");
