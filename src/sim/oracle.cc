@@ -135,16 +135,18 @@ Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const Rep
   double unavoidable = 0;
   for (const FleetCurve& c : curves) unavoidable += c.violations.back();
   bound.best_attainment = 1 - unavoidable / static_cast<double>(trace.requests.size());
-  bound.replicas = CheapestPlanWithinBudget(curves, bound.allowed_violations);
-  double replica_seconds = 0;
-  for (size_t b = 0; b < buckets; ++b) replica_seconds += bound.replicas[b] * lengths[b];
-  const int initial = config.service.initial_replicas >= 0 ? config.service.initial_replicas
-                                                           : config.service.min_replicas;
+  PlanLimits limits;
+  limits.min_replicas = config.service.min_replicas;
+  limits.max_replicas = config.service.max_replicas;
+  limits.initial_replicas = config.service.initial_replicas >= 0
+                                ? config.service.initial_replicas
+                                : config.service.min_replicas;
+  limits.cold_start_s = config.service.cold_start.count();
+  CheapestPlan cheapest = SolveCheapestPlan(curves, bound.allowed_violations, limits);
   const double gpus = config.service.gpus_per_replica;
-  bound.serving_gpu_hours = replica_seconds * gpus / 3600.0;
-  bound.start_gpu_hours =
-      StartReplicaSeconds(bound.replicas, lengths, initial, config.service.cold_start.count()) *
-      gpus / 3600.0;
+  bound.replicas = std::move(cheapest.replicas);
+  bound.serving_gpu_hours = cheapest.serving_replica_seconds * gpus / 3600.0;
+  bound.start_gpu_hours = cheapest.start_replica_seconds * gpus / 3600.0;
   bound.gpu_hours = bound.serving_gpu_hours + bound.start_gpu_hours;
   bound.curves = std::move(curves);
   return bound;

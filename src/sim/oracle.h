@@ -15,15 +15,15 @@
 //     replayed on n warm replicas behind the configured router, for every n from where
 //     the violations exceed the budget up to the first n without violations (or
 //     max_replicas): violations_b(n).
-//  4. Plan: the cheapest per-bucket fleet sizes with sum_b violations_b(n_b) <= budget,
-//     fractional (each bucket may mix two sizes: the LP over the lower convex hulls), which
-//     is never above the best integer plan. Serving GPU-hours = sum(n_b * len_b) * GPUs per
-//     replica / 3600.
-//  5. Cold starts: a replica serves only after holding its GPUs for cold_start seconds, so
-//     the ready count s(t) costs its integral plus cold_start per unit of rise (from
-//     initial_replicas ready at t = 0). The cheapest such plan h_b >= n_b is added, exactly,
-//     as a layer-cake: per level an idle gap is bridged (its length) or the replica
-//     restarted (cold_start), whichever is cheaper.
+//  4. Plan: fleet sizes h_b per bucket minimizing serving time plus cold starts,
+//     sum(h_b * len_b) + cold_start x (total rise of h, from initial_replicas ready at
+//     t = 0), subject to sum_b violations_b(h_b) <= budget. A replica serves only after
+//     holding its GPUs for cold_start seconds, so each unit of rise costs one cold start; a
+//     replica idle between two needed stretches is kept (h stays up) or restarted,
+//     whichever is cheaper. Fractional (each bucket may mix two sizes: the linear program
+//     over the curves' lower convex hulls), which is never above the best integer plan;
+//     solved exactly through its Lagrangian dual (SolveCheapestPlan).
+//     GPU-hours = its cost x GPUs per replica / 3600.
 // Relaxations, each of which only lowers the bound: fractional fleets, free drains, each
 // bucket's requests served by its own fleet however long they run past its end, the router
 // and the replica model as configured. What it assumes: the policy is judged on the
@@ -54,8 +54,8 @@ struct FleetCurve {
 
 struct OracleBound {
   double gpu_hours = 0;            // serving_gpu_hours + start_gpu_hours
-  double serving_gpu_hours = 0;    // step 3: replicas ready and serving
-  double start_gpu_hours = 0;      // step 4: cold starts of the cheapest plan
+  double serving_gpu_hours = 0;    // step 4: replicas ready (serving, or kept idle for later)
+  double start_gpu_hours = 0;      // step 4: cold starts
   double capacity_work_per_s = 0;  // c, in work-seconds per second per replica
   double capacity_rps = 0;         // c expressed in requests/s for the trace's mean request
   double bucket_s = 0;
@@ -63,7 +63,7 @@ struct OracleBound {
   // The best attainment any plan within max_replicas reaches; below slo.target_ratio the
   // target is out of reach and the plan is the one with the fewest violations.
   double best_attainment = 1;
-  std::vector<double> replicas;    // step 4's plan, per bucket, fractional
+  std::vector<double> replicas;    // step 4's plan, ready replicas per bucket, fractional
   std::vector<FleetCurve> curves;  // step 3, per bucket (sim/reactive_plan.h reads them)
 };
 
@@ -84,7 +84,7 @@ double FleetAttainment(const ReplicaModel& model, const std::vector<TraceRequest
 double SingleReplicaAttainment(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
                                const SloSpec& slo);
 
-// Step 4: replica-seconds spent in cold starts by the cheapest plan h_b >= need_b (fractional,
+// Replica-seconds spent in cold starts by the cheapest plan h_b >= need_b (fractional,
 // one value per bucket of length len_b), given `initial` replicas ready at t = 0. Every
 // replica that becomes ready first holds its GPUs for cold_start_s; a replica idle between two
 // needed stretches is either kept (the gap's length) or stopped and started again
@@ -108,11 +108,27 @@ std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const Replic
                                     double bucket_s, double end_s, double allowed_violations,
                                     const OracleProgress& progress = {});
 
-// Step 4: per-bucket fleet sizes (fractional) minimizing sum(n_b * len_b) subject to
-// sum violations_b(n_b) <= allowed_violations, over the curves' lower convex hulls. Violations
-// that even the largest evaluated fleet leaves are spent first. Exposed for tests.
-std::vector<double> CheapestPlanWithinBudget(const std::vector<FleetCurve>& curves,
-                                             double allowed_violations);
+// Steps 4-5: the cheapest plan, serving time and cold starts together, within the budget.
+struct PlanLimits {
+  int min_replicas = 1;
+  int max_replicas = 1;
+  int initial_replicas = 1;  // ready at t = 0
+  double cold_start_s = 0;
+};
+struct CheapestPlan {
+  std::vector<double> replicas;  // held per bucket: a mix of two integer plans
+  double serving_replica_seconds = 0;  // sum(replicas_b * len_b)
+  double start_replica_seconds = 0;    // the bound's remainder: cold starts
+  double violations = 0;               // on the curves' lower convex hulls
+};
+// Minimizes sum(h_b * len_b) + cold_start_s x (total rise of h, from initial_replicas) over
+// fractional fleets h_b in [min, max] subject to sum V_b(h_b) <= allowed_violations, V_b the
+// lower convex hull of curve b (below a curve's first fleet: infeasible, or all requests
+// missed when that fleet already misses them all). When no plan fits, the budget becomes the
+// fewest violations any plan leaves. Exact (Lagrangian dual of the linear program,
+// sim/oracle_plan.cc); serving + start replica-seconds is never above the optimum.
+CheapestPlan SolveCheapestPlan(const std::vector<FleetCurve>& curves, double allowed_violations,
+                              const PlanLimits& limits);
 
 // Errors: kInvalidArgument for an empty trace or end_s <= 0.
 Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const ReplicaModel& model,

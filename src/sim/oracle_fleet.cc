@@ -1,5 +1,5 @@
-// Steps 3-4 of the oracle bound (sim/oracle.h): how many violations a fleet of n replicas
-// leaves in each bucket, and the cheapest plan whose violations fit the SLO's budget.
+// Step 3 of the oracle bound (sim/oracle.h): how many violations a fleet of n replicas
+// leaves in each bucket.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -128,52 +128,6 @@ std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const Replic
   worker();
   for (auto& t : pool) t.join();
   return curves;
-}
-
-std::vector<double> CheapestPlanWithinBudget(const std::vector<FleetCurve>& curves,
-                                             double allowed_violations) {
-  // Greedy over the segments of each curve's lower convex hull, cheapest violations per
-  // replica-second saved first: the optimum of the fractional relaxation (a bucket may run
-  // a mix of two fleet sizes), hence never above the best integer plan.
-  struct Segment {
-    double violations_per_replica_second;
-    size_t bucket;
-    double replicas;    // saved
-    double violations;  // added
-  };
-  std::vector<double> plan(curves.size());
-  std::vector<Segment> segments;
-  double left = allowed_violations;
-  for (size_t b = 0; b < curves.size(); ++b) {
-    const FleetCurve& c = curves[b];
-    int k = static_cast<int>(c.violations.size()) - 1;
-    plan[b] = c.n_low + k;
-    left -= c.violations[static_cast<size_t>(k)];  // forced: even the largest fleet misses them
-    while (k > 0) {  // the hull, from the largest fleet down
-      int best = k - 1;
-      double best_slope = std::numeric_limits<double>::infinity();
-      for (int j = k - 1; j >= 0; --j) {
-        const double slope = static_cast<double>(c.violations[static_cast<size_t>(j)] -
-                                                 c.violations[static_cast<size_t>(k)]) /
-                             (k - j);
-        if (slope < best_slope) best_slope = slope, best = j;
-      }
-      segments.push_back({best_slope / std::max(c.len, 1e-9), b, static_cast<double>(k - best),
-                          static_cast<double>(c.violations[static_cast<size_t>(best)] -
-                                              c.violations[static_cast<size_t>(k)])});
-      k = best;
-    }
-  }
-  std::stable_sort(segments.begin(), segments.end(), [](const Segment& x, const Segment& y) {
-    return x.violations_per_replica_second < y.violations_per_replica_second;
-  });
-  for (const Segment& s : segments) {
-    if (left <= 0) break;
-    const double share = s.violations <= left ? 1.0 : left / s.violations;
-    plan[s.bucket] -= s.replicas * share;
-    left -= s.violations * share;
-  }
-  return plan;
 }
 
 }  // namespace gpuscale::sim
