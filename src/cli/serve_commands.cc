@@ -1,6 +1,6 @@
 // `gpuscale serve`: the daemon (daemon::Daemon) plus the REST API (api::ApiServer) until
-// SIGINT/SIGTERM; SIGHUP reads the config file again and applies its services
-// (Daemon::Reload). Signals are blocked before any thread starts and taken with sigwait on
+// SIGINT/SIGTERM; SIGHUP reads the config file again and applies its services, prometheus,
+// tasks and loop_interval_seconds (Daemon::Reload). Signals are blocked before any thread starts and taken with sigwait on
 // this thread, so no work happens in a signal handler and every thread inherits the mask
 // (replica processes get a clean mask from the orchestrator).
 #include <fmt/format.h>
@@ -203,7 +203,8 @@ void AddServeCommands(CLI::App& app, CommandContext& ctx) {
       "Run the autoscaling daemon: GPU monitor, services of replicas, the control loop and "
       "the REST API (docs/api.md). Without --config: simulated GPUs (4 x H100) and one demo "
       "service of emulated replicas. Stops on SIGINT/SIGTERM; SIGHUP re-reads the config "
-      "file and applies its services.");
+      "file and applies its services, prometheus, tasks and loop_interval_seconds (gpu, api "
+      "and state_dir at the next start).");
   cmd->add_option("--config", flags->config_path, "Daemon config file (YAML), e.g. gpuscale.yaml");
   cmd->add_option("--listen", flags->listen,
                   "API address HOST:PORT (overrides api.listen; "

@@ -82,6 +82,7 @@ struct DaemonOptions {
 struct ReloadReport {
   std::vector<std::string> created, updated, unchanged;
   std::vector<std::string> kept;           // running services the file no longer names
+  std::vector<std::string> applied_live;   // changed top-level sections now in effect
   std::vector<std::string> needs_restart;  // top-level sections that changed ("gpu", "api")
   std::vector<std::string> errors;         // the file, or a service that was left as it was
   bool applied = true;                     // false: the file could not be read (errors[0])
@@ -112,17 +113,19 @@ class Daemon final : public DaemonApi {
   // One control tick at clock.Now() (the loop calls it; tests call it directly).
   void Tick();
 
-  const DaemonConfig& config() const { return config_; }
 
   // `gpuscale serve` on SIGHUP: applies the config file read again (`reread`, or why it could
   // not be read: then nothing changes). Its services: new names are created, changed specs
   // updated as by PUT /v1/services/{name} (a manual override within the new bounds stays),
   // identical ones left alone; an invalid one is reported and left as it was while the rest
   // apply. Services the file no longer names keep running, as after a restart with this file
-  // (the store keeps them); DELETE /v1/services/{name} removes one. The other sections (gpu,
-  // api, state_dir, loop_interval_seconds, prometheus, tasks) take effect at the next start
-  // and are listed in needs_restart. Records a config_reloaded event (config_reload_failed
-  // when the file could not be read). Changes apply on the next tick, like API changes.
+  // (the store keeps them); DELETE /v1/services/{name} removes one. `prometheus` (the server
+  // PromQL metrics are read from), `tasks` (the experiment scheduler's re-check interval,
+  // backfill threshold and stop grace) and `loop_interval_seconds` apply live, before the
+  // services (listed in applied_live); the other sections (gpu, api, state_dir) take effect at
+  // the next start and are listed in needs_restart. Records a config_reloaded event
+  // (config_reload_failed when the file could not be read). Changes apply on the next tick,
+  // like API changes; a new loop interval from the wait after the current one.
   ReloadReport Reload(const Result<DaemonConfig>& reread);
 
   // DaemonApi (daemon_api.h).
@@ -179,6 +182,9 @@ class Daemon final : public DaemonApi {
   // not re-acquired, so a restarted daemon reconciles them without leaks).
   Status OpenTasks();
   void ShutdownTasks();
+  // Reload: applies the re-read prometheus, tasks and loop_interval sections; returns their
+  // names where they changed. REQUIRES: neither loop_mu_ nor mu_ held.
+  std::vector<std::string> ApplyLiveSections(const DaemonConfig& reread);
 
   // Tick (daemon.cc; commands in daemon_commands.cc)
   void ApplyCommands(Seconds now);

@@ -11,16 +11,14 @@
 namespace gpuscale::daemon {
 namespace {
 
-// The top-level sections a running daemon cannot change: they are read once, at Open.
+// The top-level sections a running daemon cannot change: they are read once, at Open (the
+// GPU backend and sampler, the API listener, the store).
 std::vector<std::string> SectionsNeedingRestart(const DaemonConfig& running,
                                                 const DaemonConfig& reread) {
   std::vector<std::string> changed;
   if (running.gpu != reread.gpu) changed.push_back("gpu");
   if (running.api != reread.api) changed.push_back("api");
   if (running.state_dir != reread.state_dir) changed.push_back("state_dir");
-  if (running.loop_interval != reread.loop_interval) changed.push_back("loop_interval_seconds");
-  if (running.prometheus != reread.prometheus) changed.push_back("prometheus");
-  if (running.tasks != reread.tasks) changed.push_back("tasks");
   return changed;
 }
 
@@ -38,12 +36,43 @@ std::string FormatReloadReport(const ReloadReport& r) {
     line += fmt::format("; kept (no longer in the file; DELETE /v1/services/NAME removes one) {}",
                         Names(r.kept));
   }
+  if (!r.applied_live.empty()) line += fmt::format("; applied {}", Names(r.applied_live));
   if (!r.needs_restart.empty()) {
     line += fmt::format("; changed but read only at start (restart to apply) {}",
                         Names(r.needs_restart));
   }
   if (!r.errors.empty()) line += fmt::format("; errors: {}", fmt::join(r.errors, "; "));
   return line;
+}
+
+// The sections read afresh where they are used: the PromQL server (under loop_mu_, which the
+// tick holds while it queries), the task scheduler's tuning (TaskManager::Retune) and the
+// loop interval (under mu_, which the loop holds to wait).
+std::vector<std::string> Daemon::ApplyLiveSections(const DaemonConfig& reread) {
+  std::vector<std::string> applied;
+  bool retune = false;
+  {
+    std::lock_guard<std::mutex> loop_lock(loop_mu_);
+    if (config_.prometheus != reread.prometheus) {
+      config_.prometheus = reread.prometheus;
+      applied.push_back("prometheus");
+    }
+    if (config_.tasks != reread.tasks) {
+      config_.tasks = reread.tasks;  // only OpenTasks reads it otherwise
+      retune = true;
+      applied.push_back("tasks");
+    }
+  }
+  if (retune && tasks_) {  // takes the task manager's own locks: none of ours held
+    tasks_->Retune({reread.tasks.recheck_interval, reread.tasks.max_head_skips,
+                    reread.tasks.stop_grace.value_or(options_.stop_grace)});
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (config_.loop_interval != reread.loop_interval) {
+    config_.loop_interval = reread.loop_interval;
+    applied.push_back("loop_interval_seconds");
+  }
+  return applied;
 }
 
 ReloadReport Daemon::Reload(const Result<DaemonConfig>& reread) {
@@ -55,6 +84,8 @@ ReloadReport Daemon::Reload(const Result<DaemonConfig>& reread) {
     PublishEvents({MakeEvent(now, "", "config_reload_failed", "", FormatReloadReport(report))});
     return report;
   }
+  // First, so that the services created or updated below query the new server from the start.
+  report.applied_live = ApplyLiveSections(*reread);
   std::set<std::string> named;
   for (size_t i = 0; i < reread->services.size(); ++i) {
     const ServiceConfig& service = reread->services[i];

@@ -8,6 +8,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/daemon_test_fixture.h"
+#include "testing/loopback_server.h"
 
 namespace gpuscale::daemon {
 namespace {
@@ -115,6 +116,67 @@ TEST_F(DaemonReloadTest, AFileThatCannotBeReadChangesNothing) {
   EXPECT_EQ(failed[0],
             "not applied, nothing changed: services[0].max_replicas: expected an integer, got "
             "'x' (line 7)");
+}
+
+// A PromQL endpoint on 127.0.0.1 answering every instant query with `value`.
+class FakePrometheus : public testing::LoopbackServer {
+ public:
+  explicit FakePrometheus(double value) {
+    server().Get("/api/v1/query", [value](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"status":"success","data":{"resultType":"vector","result":[)"
+                      R"({"metric":{},"value":[1700000000,")" +
+                          std::to_string(value) + R"("]}]}})",
+                      "application/json");
+    });
+    Start();
+  }
+};
+
+TEST_F(DaemonReloadTest, PrometheusTasksAndLoopIntervalApplyLive) {
+  // A service scaled on a PromQL query; the daemon starts without a server to ask.
+  auto service = ParseServiceConfigText(R"yaml(
+name: q
+command: [sleep, "300"]
+readiness_path: ""
+min_replicas: 1
+max_replicas: 3
+policy:
+  family: target
+  target:
+    metrics: [{name: waiting, query: "sum(vllm:num_requests_waiting)", average_value: 2}]
+)yaml",
+                                        "test");
+  ASSERT_TRUE(service) << service.error().ToString();
+  Open(Config({*service}));
+  Tick(2);
+  auto view = daemon_->GetService("q");
+  ASSERT_TRUE(view);
+  EXPECT_THAT(::testing::PrintToString(view->metric_errors), HasSubstr("prometheus.url"));
+  EXPECT_EQ(view->desired_replicas, 1);
+
+  // The file now names a server (6 requests waiting: 3 replicas at 2 each), a new backfill
+  // threshold and a new loop interval; all take effect without a restart.
+  FakePrometheus prometheus(6);
+  DaemonConfig reread = Config({*service});
+  reread.prometheus.url = prometheus.Url();
+  reread.loop_interval = Seconds{5};
+  reread.tasks.max_head_skips = 1;
+  const ReloadReport report = daemon_->Reload(reread);
+  EXPECT_THAT(report.applied_live, ElementsAre("prometheus", "tasks", "loop_interval_seconds"));
+  EXPECT_THAT(report.needs_restart, IsEmpty());
+  EXPECT_THAT(report.unchanged, ElementsAre("q"));
+  EXPECT_THAT(EventMessages("config_reloaded"),
+              ElementsAre("created none; updated none; unchanged q; applied prometheus, tasks, "
+                          "loop_interval_seconds"));
+  Tick(2);
+  view = daemon_->GetService("q");
+  ASSERT_TRUE(view);
+  EXPECT_THAT(::testing::PrintToString(view->metric_errors),
+              ::testing::Not(HasSubstr("prometheus.url")));
+  EXPECT_EQ(view->desired_replicas, 3);
+
+  // The same file again: nothing left to apply.
+  EXPECT_THAT(daemon_->Reload(reread).applied_live, IsEmpty());
 }
 
 }  // namespace

@@ -138,7 +138,10 @@ struct ExperimentRunner::Attempt {
 };
 
 ExperimentRunner::ExperimentRunner(Clock& clock, HistoryReader history, RunnerOptions options)
-    : clock_(clock), history_(std::move(history)), options_(options) {}
+    : clock_(clock),
+      history_(std::move(history)),
+      options_(options),
+      stop_grace_s_(options.stop_grace.count()) {}
 
 RunOutcome ExperimentRunner::Run(const ExperimentLaunch& launch, const RunCallbacks& callbacks,
                                  const std::atomic<bool>& cancel) {
@@ -150,7 +153,7 @@ RunOutcome ExperimentRunner::Run(const ExperimentLaunch& launch, const RunCallba
   const int pid = attempt.outcome.pid;
   std::optional<std::string> not_ready = WaitReady(attempt);
   if (not_ready) {
-    StopServer(pid, options_.stop_grace);
+    StopServer(pid, StopGrace());
     if (cancel.load()) return attempt.Cancelled("cancelled while the server was starting");
     return attempt.Fail(*not_ready);
   }
@@ -158,7 +161,7 @@ RunOutcome ExperimentRunner::Run(const ExperimentLaunch& launch, const RunCallba
   RunBenchmark(attempt);
   // Checked before we stop it: a server that died under load is a failed experiment.
   const std::optional<int> crashed = orch::CheckExited(pid);
-  StopServer(pid, options_.stop_grace);
+  StopServer(pid, StopGrace());
   if (cancel.load()) return attempt.Cancelled("cancelled during the benchmark");
   if (crashed) {
     return attempt.Fail(WithTail(

@@ -87,6 +87,10 @@ class ExperimentRunner {
   RunOutcome Run(const ExperimentLaunch& launch, const RunCallbacks& callbacks,
                  const std::atomic<bool>& cancel);
 
+  // SIGTERM -> SIGKILL grace for servers stopped from now on (a config reload); any thread.
+  void SetStopGrace(Seconds grace) { stop_grace_s_.store(grace.count()); }
+  Seconds StopGrace() const { return Seconds{stop_grace_s_.load()}; }
+
  private:
   struct Attempt;  // the state of one Run() call (experiment_runner.cc)
   // Picks a port, renders the argv and spawns the server; fills pid/port/argv.
@@ -97,7 +101,8 @@ class ExperimentRunner {
 
   Clock& clock_;
   HistoryReader history_;
-  RunnerOptions options_;
+  RunnerOptions options_;  // stop_grace lives in stop_grace_s_
+  std::atomic<double> stop_grace_s_;
 };
 
 // After a daemon restart: stops a server left running by an experiment the previous daemon

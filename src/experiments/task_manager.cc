@@ -45,6 +45,7 @@ Result<std::unique_ptr<TaskManager>> TaskManager::Open(alloc::LeaseLedger& ledge
 void TaskManager::Start() { impl_->Start(); }
 void TaskManager::Shutdown() { impl_->Shutdown(); }
 void TaskManager::Wake() { impl_->Wake(); }
+void TaskManager::Retune(const TaskTuning& tuning) { impl_->Retune(tuning); }
 Result<task::TaskRecord> TaskManager::Submit(task::TaskDefinition definition,
                                              std::string source_text) {
   return impl_->Submit(std::move(definition), std::move(source_text));
@@ -77,7 +78,8 @@ TaskManager::Impl::Impl(alloc::LeaseLedger& ledger, gpu::Monitor& monitor, store
                 return points;
               },
               options_.runner),
-      queue_(options_.max_head_skips) {}
+      queue_(options_.max_head_skips),
+      recheck_interval_(options_.recheck_interval) {}
 
 // The definition of a stored task: re-parsed from its source text once, then cached.
 // REQUIRES: mu_ held.
@@ -259,7 +261,7 @@ Result<task::TaskRecord> TaskManager::Impl::CancelTask(int64_t id) {
   RefreshTaskLocked(id, now);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            options_.runner.stop_grace + Seconds{5});
+                            runner_.StopGrace() + Seconds{5});
   finished_cv_.wait_until(lock, deadline, [&] { return tasks_.count(id) == 0; });
   lock.unlock();
   Wake();

@@ -56,6 +56,13 @@ struct TaskManagerOptions {
   std::function<void(std::vector<store::EventRow>)> publish;
 };
 
+// What a config reload may change while experiments run (the rest is fixed at Open).
+struct TaskTuning {
+  Seconds recheck_interval{2};
+  int max_head_skips = 3;
+  Seconds stop_grace{10};  // for servers stopped from now on
+};
+
 class TaskManager {
  public:
   // Reconciles the store (see "Restart"). Errors: the store's.
@@ -69,6 +76,9 @@ class TaskManager {
   void Start();     // starts the scheduler thread; no-op when running
   void Shutdown();  // see the header comment; idempotent
   void Wake();      // schedule a round now (e.g. GPUs were released)
+  // Applies `tuning` (ExperimentQueue::SetMaxHeadSkips for the threshold) and schedules a
+  // round, from which the new re-check interval counts.
+  void Retune(const TaskTuning& tuning);
 
   // Validates (objective, grid, estimator, server command placeholders), stores the task and
   // its experiments, queues them. Errors: kInvalidArgument naming the field;

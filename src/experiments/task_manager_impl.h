@@ -57,6 +57,7 @@ class TaskManager::Impl {
   void Start();
   void Shutdown();
   void Wake();
+  void Retune(const TaskTuning& tuning);
 
  private:
   // One experiment's thread and its cancel flag.
@@ -134,6 +135,7 @@ class TaskManager::Impl {
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool wake_requested_ = false;  // guarded by wake_mu_
+  Seconds recheck_interval_;     // guarded by wake_mu_ (options_'s until a Retune)
   bool stop_ = false;            // guarded by wake_mu_
   std::thread scheduler_;        // started/joined under lifecycle_mu_
   std::mutex lifecycle_mu_;

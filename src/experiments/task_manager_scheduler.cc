@@ -45,6 +45,20 @@ void TaskManager::Impl::Wake() {
   wake_cv_.notify_all();
 }
 
+void TaskManager::Impl::Retune(const TaskTuning& tuning) {
+  runner_.SetStopGrace(tuning.stop_grace);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.SetMaxHeadSkips(tuning.max_head_skips);
+  }
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    recheck_interval_ = tuning.recheck_interval;
+    wake_requested_ = true;
+  }
+  wake_cv_.notify_all();
+}
+
 // Running experiments are cancelled and fail with "daemon shut down"; queued ones stay
 // queued in the store for the next daemon.
 void TaskManager::Impl::Shutdown() {
@@ -76,7 +90,7 @@ void TaskManager::Impl::SchedulerMain() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
-      wake_cv_.wait_for(lock, Steady(options_.recheck_interval),
+      wake_cv_.wait_for(lock, Steady(recheck_interval_),
                         [this] { return wake_requested_ || stop_; });
       if (stop_) return;
       wake_requested_ = false;

@@ -48,10 +48,10 @@ class TaskManagerTest : public ::testing::Test {
   }
   void TearDown() override { manager_.reset(); }
 
-  void Open() {
+  void Open(Seconds recheck_interval = Seconds{0.02}) {
     TaskManagerOptions options;
     options.state_dir = "/tmp/gpuscale-task-manager-test";
-    options.recheck_interval = Seconds{0.02};
+    options.recheck_interval = recheck_interval;
     options.publish = [this](std::vector<store::EventRow> events) {
       std::lock_guard<std::mutex> lock(events_mu_);
       for (store::EventRow& e : events) events_.push_back(std::move(e));
@@ -169,6 +169,25 @@ TEST_F(TaskManagerTest, GpuWaitTimesOutWithTheAllocatorsMessage) {
   EXPECT_THAT(e.message, HasSubstr("leased to replica/chat-0"));
   EXPECT_EQ(manager_->GetTask(task->id)->status, task::TaskStatus::kFailed);
   EXPECT_EQ(ledger_.size(), 3u);  // the experiment never leased anything
+}
+
+TEST_F(TaskManagerTest, RetuneChangesTheRecheckInterval) {
+  // As above, but nothing wakes the scheduler after the deadline: only its periodic re-check
+  // can time the experiment out. An hour apart at start; retuned to 20 ms.
+  ASSERT_TRUE(ledger_.Allocate(*monitor_.Snapshot(), alloc::SelectionRequest{3, 0, 100, {}},
+                               "replica/chat-0", clock_.Now()));
+  Open(Seconds{3600});
+  task::TaskDefinition d = Definition({int64_t{2}});
+  d.gpu_wait_timeout = Seconds{300};
+  Result<task::TaskRecord> task = manager_->Submit(d, "");
+  ASSERT_TRUE(task);
+  manager_->Start();
+  const int64_t id = (*manager_->ListExperiments(task->id))[0].id;
+  manager_->Retune({Seconds{0.02}, 3, Seconds{10}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the round Retune asks for
+  EXPECT_EQ(manager_->GetExperiment(id)->status, task::ExperimentStatus::kQueued);
+  clock_.Advance(Seconds{301});
+  EXPECT_EQ(WaitNot(id, task::ExperimentStatus::kQueued).status, task::ExperimentStatus::kFailed);
 }
 
 TEST_F(TaskManagerTest, RestartFailsRunningExperimentsAndRequeuesQueuedOnes) {

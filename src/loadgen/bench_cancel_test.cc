@@ -10,14 +10,15 @@
 #include <thread>
 
 #include "loadgen/bench_runner.h"
+#include "testing/loopback_server.h"
 
 namespace gpuscale::loadgen {
 namespace {
 
-class SlowServer {
+class SlowServer : public testing::LoopbackServer {
  public:
   SlowServer() {
-    server_.Post("/v1/completions", [](const httplib::Request& req, httplib::Response& res) {
+    server().Post("/v1/completions", [](const httplib::Request& req, httplib::Response& res) {
       const int tokens = nlohmann::json::parse(req.body)["max_tokens"].get<int>();
       res.set_chunked_content_provider(
           "text/event-stream", [tokens, sent = 0](size_t, httplib::DataSink& sink) mutable {
@@ -33,20 +34,8 @@ class SlowServer {
             return sink.write(event.data(), event.size());
           });
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    Start();
   }
-  ~SlowServer() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
 };
 
 // A 60 s benchmark of 2 s requests: only the cancel flag can end it within the test's time.
@@ -78,7 +67,7 @@ TEST(BenchCancelTest, CancelStopsNewRequestsAndCancelsThoseInFlight) {
   SlowServer server;
   std::atomic<bool> cancel{false};
   Result<BenchReport> report =
-      RunAndCancelAfter(LongBench(server.url(), cancel), cancel, std::chrono::milliseconds(300));
+      RunAndCancelAfter(LongBench(server.Url(), cancel), cancel, std::chrono::milliseconds(300));
   ASSERT_TRUE(report.has_value()) << report.error().ToString();
   EXPECT_LT(report->elapsed_seconds, 30);  // far below the 60 s duration
   EXPECT_EQ(report->requests_sent, 2);     // the two first requests, none after the cancel
@@ -89,7 +78,7 @@ TEST(BenchCancelTest, CancelStopsNewRequestsAndCancelsThoseInFlight) {
 TEST(BenchCancelTest, OpenLoopDispatcherWakesOnCancel) {
   SlowServer server;
   std::atomic<bool> cancel{false};
-  BenchOptions options = LongBench(server.url(), cancel);
+  BenchOptions options = LongBench(server.Url(), cancel);
   options.workload.mode = ArrivalMode::kPoisson;
   options.workload.rate_per_second = 0.01;  // the next arrival is likely minutes away
   Result<BenchReport> report =
@@ -102,7 +91,7 @@ TEST(BenchCancelTest, OpenLoopDispatcherWakesOnCancel) {
 TEST(BenchCancelTest, AlreadyCancelledSendsNothing) {
   SlowServer server;
   std::atomic<bool> cancel{true};
-  Result<BenchReport> report = RunBench(LongBench(server.url(), cancel));
+  Result<BenchReport> report = RunBench(LongBench(server.Url(), cancel));
   ASSERT_TRUE(report.has_value()) << report.error().ToString();
   EXPECT_EQ(report->requests_sent, 0);
   EXPECT_LT(report->elapsed_seconds, 30);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "loadgen/bench_runner.h"
+#include "testing/loopback_server.h"
 
 namespace gpuscale::loadgen {
 namespace {
@@ -20,48 +21,37 @@ using nlohmann::json;
 
 // Answers POST /v1/completions according to the request's "model": ok, no_done,
 // error_event, garbage, busy (503); GET /v1/models lists "fake-model".
-class FakeServer {
+class FakeServer : public testing::LoopbackServer {
  public:
   explicit FakeServer(std::string prefix = "") {
-    server_.Post(prefix + "/v1/completions",
-                 [](const httplib::Request& req, httplib::Response& res) {
-                   const json body = json::parse(req.body);
-                   const std::string mode = body["model"];
-                   if (mode == "busy") {
-                     res.status = 503;
-                     res.set_content(R"({"error": {"message": "overloaded"}})", "application/json");
-                     return;
-                   }
-                   std::string events;
-                   for (int i = 0; i < body["max_tokens"].get<int>(); ++i) {
-                     events += "data: {\"choices\": [{\"text\": \" w\"}]}\n\n";
-                   }
-                   if (mode == "error_event")
-                     events += "data: {\"error\": {\"message\": \"boom\"}}\n\n";
-                   if (mode == "garbage") events += "data: {not json\n\n";
-                   if (mode == "ok")
-                     events += "data: {\"choices\": [], \"usage\": {\"completion_tokens\": 3}}\n\n";
-                   if (mode != "no_done") events += "data: [DONE]\n\n";
-                   res.set_content(events, "text/event-stream");
-                 });
-    server_.Get(prefix + "/v1/models", [](const httplib::Request&, httplib::Response& res) {
+    server().Post(prefix + "/v1/completions",
+                  [](const httplib::Request& req, httplib::Response& res) {
+                    const json body = json::parse(req.body);
+                    const std::string mode = body["model"];
+                    if (mode == "busy") {
+                      res.status = 503;
+                      res.set_content(R"({"error": {"message": "overloaded"}})",
+                                      "application/json");
+                      return;
+                    }
+                    std::string events;
+                    for (int i = 0; i < body["max_tokens"].get<int>(); ++i) {
+                      events += "data: {\"choices\": [{\"text\": \" w\"}]}\n\n";
+                    }
+                    if (mode == "error_event")
+                      events += "data: {\"error\": {\"message\": \"boom\"}}\n\n";
+                    if (mode == "garbage") events += "data: {not json\n\n";
+                    if (mode == "ok")
+                      events +=
+                          "data: {\"choices\": [], \"usage\": {\"completion_tokens\": 3}}\n\n";
+                    if (mode != "no_done") events += "data: [DONE]\n\n";
+                    res.set_content(events, "text/event-stream");
+                  });
+    server().Get(prefix + "/v1/models", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"object": "list", "data": [{"id": "fake-model"}]})", "application/json");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    // stop() is a no-op until the accept loop runs (cpp-httplib 0.11).
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    Start();
   }
-  ~FakeServer() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
 };
 
 RequestOutcome SendOne(const std::string& url, const std::string& model, int32_t max_tokens) {
@@ -71,7 +61,7 @@ RequestOutcome SendOne(const std::string& url, const std::string& model, int32_t
 
 TEST(CompletionClientTest, TimesAStreamAndTakesTheServersTokenCount) {
   FakeServer server;
-  RequestOutcome outcome = SendOne(server.url(), "ok", 4);
+  RequestOutcome outcome = SendOne(server.Url(), "ok", 4);
   ASSERT_TRUE(outcome.ok) << outcome.error_kind << " " << outcome.error_detail;
   EXPECT_EQ(outcome.output_tokens, 3);  // the usage event wins over the 4 content events
   EXPECT_EQ(outcome.input_tokens, 5);
@@ -89,18 +79,18 @@ TEST(CompletionClientTest, ClassifiesFailures) {
       {"busy", "http_503"},
   };
   for (const auto& [mode, kind] : cases) {
-    RequestOutcome outcome = SendOne(server.url(), mode, 2);
+    RequestOutcome outcome = SendOne(server.Url(), mode, 2);
     EXPECT_FALSE(outcome.ok) << mode;
     EXPECT_EQ(outcome.error_kind, kind) << mode;
   }
-  EXPECT_NE(SendOne(server.url(), "busy", 1).error_detail.find("overloaded"), std::string::npos);
+  EXPECT_NE(SendOne(server.Url(), "busy", 1).error_detail.find("overloaded"), std::string::npos);
 }
 
 TEST(CompletionClientTest, ReportsAConnectionError) {
   int port = 0;
   {
     FakeServer closed;  // take a free port, then close it
-    port = ParseServerUrl(closed.url()).has_value() ? std::stoi(closed.url().substr(17)) : 0;
+    port = ParseServerUrl(closed.Url()).has_value() ? std::stoi(closed.Url().substr(17)) : 0;
   }
   RequestOutcome outcome = SendOne("http://127.0.0.1:" + std::to_string(port), "ok", 1);
   EXPECT_EQ(outcome.error_kind, "connection_error");
@@ -114,10 +104,10 @@ TEST(CompletionClientTest, ReportsAConnectionError) {
 TEST(CompletionClientTest, FollowsAPathPrefixAndFetchesTheModel) {
   FakeServer server("/serve/llama");
   Result<std::string> model =
-      FetchFirstModel(*ParseServerUrl(server.url() + "/serve/llama/v1/"), 2);
+      FetchFirstModel(*ParseServerUrl(server.Url() + "/serve/llama/v1/"), 2);
   ASSERT_TRUE(model.has_value()) << model.error().ToString();
   EXPECT_EQ(*model, "fake-model");
-  EXPECT_TRUE(SendOne(server.url() + "/serve/llama", "ok", 2).ok);
+  EXPECT_TRUE(SendOne(server.Url() + "/serve/llama", "ok", 2).ok);
 }
 
 TEST(CompletionClientTest, ParsesServerUrls) {
@@ -154,7 +144,7 @@ TEST(CompletionClientTest, PromptHasOneWordPerToken) {
 TEST(BenchRunnerTest, RunsAgainstAFakeServerAndCountsErrorsByKind) {
   FakeServer server;
   BenchOptions options;
-  options.url = server.url();
+  options.url = server.Url();
   options.model = "busy";  // every request fails with 503
   options.concurrency = 2;
   options.duration_seconds = 0.2;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "orch/process_util.h"
+#include "testing/loopback_server.h"
 
 namespace gpuscale::metrics {
 namespace {
@@ -124,11 +125,11 @@ TEST(ParseQueryResponseTest, NanAndInfinityAreReturnedAsTheyAre) {
 
 // ---- QueryPrometheus against an in-process server ----
 
-// An httplib server on 127.0.0.1 and a kernel-chosen port, stopped and joined on destruction.
-class FakePrometheus {
+// The instant-query API on a loopback port; remembers the last query and Authorization.
+class FakePrometheus : public testing::LoopbackServer {
  public:
   FakePrometheus() {
-    server_.Get("/api/v1/query", [this](const httplib::Request& req, httplib::Response& res) {
+    server().Get("/api/v1/query", [this](const httplib::Request& req, httplib::Response& res) {
       last_query_ = req.get_param_value("query");
       last_auth_ = req.get_header_value("Authorization");
       if (last_query_ == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(800));
@@ -148,31 +149,18 @@ class FakePrometheus {
                       R"({"metric":{},"value":[1700000000.5,"42"]}]}})",
                       "application/json");
     });
-    server_.Get("/prefix/api/v1/query", [](const httplib::Request&, httplib::Response& res) {
+    server().Get("/prefix/api/v1/query", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"status":"success","data":{"resultType":"scalar","result":[1,"8"]}})",
                       "application/json");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (port_ > 0 && !server_.is_running()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    Start();
   }
-  ~FakePrometheus() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string Url(std::string_view prefix = "") const {
-    return "http://127.0.0.1:" + std::to_string(port_) + std::string(prefix);
-  }
+  ~FakePrometheus() { Stop(); }  // before the members its handler writes go
   // Written by the server thread; read after the request has completed.
   const std::string& last_query() const { return last_query_; }
   const std::string& last_auth() const { return last_auth_; }
 
  private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
   std::string last_query_, last_auth_;
 };
 
@@ -321,24 +309,13 @@ TEST(QueryPrometheusTest, ReadsAGaugeThroughARealPrometheus) {
   ASSERT_TRUE(std::filesystem::exists(kPrometheus))
       << kPrometheus << " is missing: run scripts/setup (installs the Debian package "
       << "`prometheus`) to run this test";
-  httplib::Server exporter;
-  exporter.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+  testing::LoopbackServer exporter;
+  exporter.server().Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("# TYPE demo_queue_depth gauge\ndemo_queue_depth 7\n",
                     "text/plain; version=0.0.4");
   });
-  const int exporter_port = exporter.bind_to_any_port("127.0.0.1");
-  ASSERT_GT(exporter_port, 0);
-  std::thread serving([&] { exporter.listen_after_bind(); });
-  // stop() is a no-op until the accept loop runs, so wait for it before anyone can stop.
-  while (!exporter.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  struct Joiner {
-    httplib::Server& server;
-    std::thread& thread;
-    ~Joiner() {
-      server.stop();
-      thread.join();
-    }
-  } joiner{exporter, serving};
+  ASSERT_TRUE(exporter.Start());
+  const int exporter_port = exporter.port();
 
   RealPrometheus prometheus(exporter_port);
   auto started = prometheus.Start();

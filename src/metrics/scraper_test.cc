@@ -9,47 +9,30 @@
 #include <thread>
 
 #include "metrics/metric_lookup.h"
+#include "testing/loopback_server.h"
 
 namespace gpuscale::metrics {
 namespace {
 
 using ::testing::HasSubstr;
 
-// An httplib server on 127.0.0.1 and a kernel-chosen port, stopped and joined on destruction.
-class LocalServer {
+// /metrics, a malformed exposition and a slow one, on a loopback port.
+class LocalServer : public testing::LoopbackServer {
  public:
   LocalServer() {
-    server_.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+    server().Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 4\n",
                       "text/plain; version=0.0.4");
     });
-    server_.Get("/broken", [](const httplib::Request&, httplib::Response& res) {
+    server().Get("/broken", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("good 1\nbad{ 2\n", "text/plain");
     });
-    server_.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
+    server().Get("/slow", [](const httplib::Request&, httplib::Response& res) {
       std::this_thread::sleep_for(std::chrono::milliseconds(600));
       res.set_content("late 1\n", "text/plain");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    // stop() is a no-op until the accept loop runs, so wait for it before anyone can stop.
-    while (port_ > 0 && !server_.is_running()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    Start();
   }
-  ~LocalServer() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string Url(std::string_view path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
-  }
-  int port() const { return port_; }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
 };
 
 TEST(ScraperTest, FetchesAndParsesExposition) {

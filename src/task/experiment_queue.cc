@@ -78,6 +78,14 @@ void ExperimentQueue::DidNotFit(int64_t experiment_id) {
   if (!head_missed_) head_missed_ = experiment_id;
 }
 
+void ExperimentQueue::SetMaxHeadSkips(int max_head_skips) {
+  max_head_skips_ = std::max(0, max_head_skips);
+  for (Entry& e : entries_) {
+    // With no backfill (0) an entry reserves when it misses; one that never did waits for that.
+    e.reserving = e.skips >= max_head_skips_ && (e.skips > 0 || e.reserving);
+  }
+}
+
 std::vector<QueuedExperiment> ExperimentQueue::TakeExpired(Seconds now) {
   std::vector<QueuedExperiment> expired;
   std::erase_if(entries_, [&](const Entry& e) {

@@ -59,6 +59,11 @@ class ExperimentQueue {
   // The offered experiment did not fit this round.
   void DidNotFit(int64_t experiment_id);
 
+  // Changes the reservation threshold (a config reload): from now on a head reserves once
+  // passed `max_head_skips` times. Entries already passed that often reserve at once; ones
+  // holding a reservation under the old threshold that the new one would not give release it.
+  void SetMaxHeadSkips(int max_head_skips);
+
   // Experiments whose deadline is <= now, removed from the queue (they time out).
   std::vector<QueuedExperiment> TakeExpired(Seconds now);
 

@@ -169,5 +169,37 @@ TEST(ExperimentQueueTest, ZeroSkipsMeansNoBackfill) {
   EXPECT_EQ(q.reserved(), 1);
 }
 
+TEST(ExperimentQueueTest, ANewThresholdAppliesToHeadsAlreadyPassed) {
+  ExperimentQueue q(3);
+  q.Push(Exp(1, 4));
+  for (int64_t id = 2; id <= 5; ++id) q.Push(Exp(id, 1));
+  int free_gpus = 2;
+  std::map<int64_t, int> running;
+  EXPECT_EQ(Round(q, free_gpus, running), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(q.reserved(), std::nullopt);  // passed twice, under 3
+  // Lowered to 2 (a reload): the head was passed that often and reserves now.
+  q.SetMaxHeadSkips(2);
+  EXPECT_EQ(q.reserved(), 1);
+  free_gpus = 1;
+  EXPECT_EQ(Round(q, free_gpus, running), (std::vector<int64_t>{}));
+  // Raised to 5: the reservation goes and backfill resumes.
+  q.SetMaxHeadSkips(5);
+  EXPECT_EQ(q.reserved(), std::nullopt);
+  EXPECT_EQ(Round(q, free_gpus, running), (std::vector<int64_t>{4}));
+  // 0 (no backfill): a head passed before reserves at once ...
+  q.SetMaxHeadSkips(0);
+  EXPECT_EQ(q.reserved(), 1);
+  EXPECT_EQ(q.size(), 2u);
+
+  // ... one never passed only once it misses.
+  ExperimentQueue fresh(3);
+  fresh.Push(Exp(1, 4));
+  fresh.Push(Exp(2, 1));
+  fresh.SetMaxHeadSkips(0);
+  EXPECT_EQ(fresh.reserved(), std::nullopt);
+  EXPECT_EQ(Round(fresh, free_gpus, running), (std::vector<int64_t>{}));
+  EXPECT_EQ(fresh.reserved(), 1);
+}
+
 }  // namespace
 }  // namespace gpuscale::task
