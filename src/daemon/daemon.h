@@ -113,7 +113,6 @@ class Daemon final : public DaemonApi {
   // One control tick at clock.Now() (the loop calls it; tests call it directly).
   void Tick();
 
-
   // `gpuscale serve` on SIGHUP: applies the config file read again (`reread`, or why it could
   // not be read: then nothing changes). Its services: new names are created, changed specs
   // updated as by PUT /v1/services/{name} (a manual override within the new bounds stays),

@@ -27,9 +27,11 @@
 // Relaxations, each of which only lowers the bound: fractional fleets, free drains, each
 // bucket's requests served by its own fleet however long they run past its end, the router
 // and the replica model as configured. What it assumes: the policy is judged on the
-// configured router, and a bucket's fleet size is what matters (a policy acts every
-// control interval; the bucket is a minute by default, so a policy that resizes within a
-// minute could, in principle, beat it there).
+// configured router; a bucket's fleet size is what matters (a policy acts every control
+// interval; the bucket is a minute by default, so a policy that resizes within a minute
+// could, in principle, beat it there); and fewer replicas never leave fewer violations (a
+// fleet below a bucket's curve is ruled out, or misses every request where the curve's
+// smallest fleet already does).
 //
 // Pure and deterministic: the buckets of step 3 run on several threads, each alone.
 #pragma once
@@ -108,7 +110,7 @@ std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const Replic
                                     double bucket_s, double end_s, double allowed_violations,
                                     const OracleProgress& progress = {});
 
-// Steps 4-5: the cheapest plan, serving time and cold starts together, within the budget.
+// Step 4: the cheapest plan, serving time and cold starts together, within the budget.
 struct PlanLimits {
   int min_replicas = 1;
   int max_replicas = 1;

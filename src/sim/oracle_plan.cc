@@ -1,4 +1,4 @@
-// Steps 4-5 of the oracle bound (sim/oracle.h): the cheapest fleet plan, serving time and
+// Step 4 of the oracle bound (sim/oracle.h): the cheapest fleet plan, serving time and
 // cold starts together, whose violations fit the SLO's budget.
 //
 // The problem is a linear program over the fleet h_b held in each bucket:
