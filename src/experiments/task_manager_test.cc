@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "experiments/task_manager_impl.h"
 #include "gpu/simulated_backend.h"
@@ -65,6 +66,19 @@ class TaskManagerTest : public ::testing::Test {
     std::vector<std::string> kinds;
     for (const store::EventRow& e : events_) kinds.push_back(e.kind);
     return kinds;
+  }
+  // A replica holds three of the four GPUs; a task of one 2-GPU experiment, which cannot
+  // start, waits up to 300 s. Starts the (opened) manager; returns the task and experiment ids.
+  std::pair<int64_t, int64_t> QueueTwoGpuExperimentBehindAReplica() {
+    EXPECT_TRUE(ledger_.Allocate(*monitor_.Snapshot(), alloc::SelectionRequest{3, 0, 100, {}},
+                                 "replica/chat-0", clock_.Now()));
+    task::TaskDefinition d = Definition({int64_t{2}});
+    d.gpu_wait_timeout = Seconds{300};
+    Result<task::TaskRecord> task = manager_->Submit(d, "");
+    EXPECT_TRUE(task) << task.error().ToString();
+    if (!task) return {0, 0};
+    manager_->Start();
+    return {task->id, (*manager_->ListExperiments(task->id))[0].id};
   }
   // Polls (real time) until the experiment leaves `status`.
   task::ExperimentRecord WaitNot(int64_t id, task::ExperimentStatus status) {
@@ -148,16 +162,8 @@ TEST_F(TaskManagerTest, CancelEndsQueuedExperimentsAndOnlyOnce) {
 }
 
 TEST_F(TaskManagerTest, GpuWaitTimesOutWithTheAllocatorsMessage) {
-  // A replica holds three of the four GPUs: the 2-GPU experiment cannot start.
-  ASSERT_TRUE(ledger_.Allocate(*monitor_.Snapshot(), alloc::SelectionRequest{3, 0, 100, {}},
-                               "replica/chat-0", clock_.Now()));
   Open();
-  task::TaskDefinition d = Definition({int64_t{2}});
-  d.gpu_wait_timeout = Seconds{300};
-  Result<task::TaskRecord> task = manager_->Submit(d, "");
-  ASSERT_TRUE(task);
-  manager_->Start();
-  const int64_t id = (*manager_->ListExperiments(task->id))[0].id;
+  const auto [task_id, id] = QueueTwoGpuExperimentBehindAReplica();
   manager_->Wake();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // rounds that do not fit
   EXPECT_EQ(manager_->GetExperiment(id)->status, task::ExperimentStatus::kQueued);
@@ -167,22 +173,15 @@ TEST_F(TaskManagerTest, GpuWaitTimesOutWithTheAllocatorsMessage) {
   EXPECT_EQ(e.status, task::ExperimentStatus::kFailed);
   EXPECT_THAT(e.message, HasSubstr("no GPUs after 300 s: need 2 GPUs"));
   EXPECT_THAT(e.message, HasSubstr("leased to replica/chat-0"));
-  EXPECT_EQ(manager_->GetTask(task->id)->status, task::TaskStatus::kFailed);
+  EXPECT_EQ(manager_->GetTask(task_id)->status, task::TaskStatus::kFailed);
   EXPECT_EQ(ledger_.size(), 3u);  // the experiment never leased anything
 }
 
 TEST_F(TaskManagerTest, RetuneChangesTheRecheckInterval) {
   // As above, but nothing wakes the scheduler after the deadline: only its periodic re-check
   // can time the experiment out. An hour apart at start; retuned to 20 ms.
-  ASSERT_TRUE(ledger_.Allocate(*monitor_.Snapshot(), alloc::SelectionRequest{3, 0, 100, {}},
-                               "replica/chat-0", clock_.Now()));
   Open(Seconds{3600});
-  task::TaskDefinition d = Definition({int64_t{2}});
-  d.gpu_wait_timeout = Seconds{300};
-  Result<task::TaskRecord> task = manager_->Submit(d, "");
-  ASSERT_TRUE(task);
-  manager_->Start();
-  const int64_t id = (*manager_->ListExperiments(task->id))[0].id;
+  const int64_t id = QueueTwoGpuExperimentBehindAReplica().second;
   manager_->Retune({Seconds{0.02}, 3, Seconds{10}});
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the round Retune asks for
   EXPECT_EQ(manager_->GetExperiment(id)->status, task::ExperimentStatus::kQueued);
