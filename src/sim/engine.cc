@@ -240,8 +240,7 @@ void Engine::RecordRow(double now, const scale::ControllerTick& tick) {
 }
 
 SimResult Engine::Run() {
-  int initial = config_.service.initial_replicas >= 0 ? config_.service.initial_replicas
-                                                      : config_.service.min_replicas;
+  const int initial = config_.service.ReadyAtStart();
   for (int i = 0; i < initial; ++i) orchestrator_.StartWarm(0);
   peak_ = orchestrator_.PlacedReplicas();
   const size_t n = trace_.requests.size();

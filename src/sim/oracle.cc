@@ -138,9 +138,7 @@ Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const Rep
   PlanLimits limits;
   limits.min_replicas = config.service.min_replicas;
   limits.max_replicas = config.service.max_replicas;
-  limits.initial_replicas = config.service.initial_replicas >= 0
-                                ? config.service.initial_replicas
-                                : config.service.min_replicas;
+  limits.initial_replicas = config.service.ReadyAtStart();
   limits.cold_start_s = config.service.cold_start.count();
   CheapestPlan cheapest = SolveCheapestPlan(curves, bound.allowed_violations, limits);
   const double gpus = config.service.gpus_per_replica;

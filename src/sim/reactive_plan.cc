@@ -58,8 +58,7 @@ ReactiveSetting ReactiveSettingFor(const SimulationConfig& config, double bucket
   s.target_ratio = config.slo.target_ratio;
   s.cold_start_s = config.service.cold_start.count();
   s.lag_buckets = 1 + static_cast<int>(std::ceil(s.cold_start_s / std::max(bucket_s, 1e-3) - 1e-9));
-  s.initial_replicas = config.service.initial_replicas >= 0 ? config.service.initial_replicas
-                                                            : config.service.min_replicas;
+  s.initial_replicas = config.service.ReadyAtStart();
   s.max_replicas = std::max(config.service.max_replicas, 1);
   s.gpus_per_replica = config.service.gpus_per_replica;
   s.bucket_s = bucket_s;

@@ -39,6 +39,10 @@ struct ServiceSpec {
   int initial_replicas = -1;  // ready at t = 0; -1 = min_replicas
   Seconds cold_start{60};     // placement -> ready
   Seconds drain_timeout{300};
+
+  // Replicas ready at t = 0: initial_replicas, or min_replicas when unset. The run, the
+  // oracle and the reactive reference all start from it.
+  int ReadyAtStart() const { return initial_replicas >= 0 ? initial_replicas : min_replicas; }
 };
 
 enum class RouterKind { kLeastOutstanding, kRoundRobin };
