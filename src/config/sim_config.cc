@@ -1,5 +1,7 @@
 #include "config/sim_config.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "yaml/yaml_util.h"
@@ -136,6 +138,46 @@ Status ParseFaults(const YAML::Node& n, sim::FaultSpec& f) {
   return OkStatus();
 }
 
+// `router: least_outstanding` or `router: {kind: least_outstanding, slow_start_seconds: 20}`.
+Status ParseRouter(const YAML::Node& n, sim::RouterSpec& r) {
+  if (!n) return OkStatus();
+  const bool mapping = n.IsMap();
+  if (mapping) {
+    GS_RETURN_IF_ERROR(CheckKnownKeys(n, "router", {"kind", "slow_start_seconds"}));
+    GS_ASSIGN_OR_RETURN(r.slow_start_seconds,
+                        ReadDouble(n, "slow_start_seconds", "router", r.slow_start_seconds));
+    if (!(r.slow_start_seconds >= 0) || std::isinf(r.slow_start_seconds)) {
+      return FieldError(n["slow_start_seconds"], "router.slow_start_seconds",
+                        "must be a number of seconds >= 0");
+    }
+  }
+  // Not assigned to a Node variable: yaml-cpp's Node::operator= writes through to the
+  // node it refers to.
+  const YAML::Node kind = mapping ? n["kind"] : n;
+  const std::string path = mapping ? "router.kind" : "router";
+  std::string name = "least_outstanding";
+  if (kind) {
+    if (!kind.IsScalar()) {
+      return FieldError(kind, path,
+                        mapping ? "expected one of least_outstanding, round_robin"
+                                : "expected least_outstanding, round_robin or a mapping");
+    }
+    name = kind.Scalar();
+  }
+  if (name == "least_outstanding") {
+    r.kind = sim::RouterKind::kLeastOutstanding;
+  } else if (name == "round_robin") {
+    r.kind = sim::RouterKind::kRoundRobin;
+    if (r.slow_start_seconds > 0) {
+      return FieldError(n["slow_start_seconds"], "router.slow_start_seconds",
+                        "applies to least_outstanding only");
+    }
+  } else {
+    return FieldError(kind, path, "expected one of least_outstanding, round_robin");
+  }
+  return OkStatus();
+}
+
 // Copies service bounds into the envelope, or checks that the envelope agrees.
 Status MergeBounds(YAML::Node policy, const sim::ServiceSpec& service) {
   for (auto [key, value] : {std::pair<const char*, int>{"min_replicas", service.min_replicas},
@@ -168,14 +210,7 @@ Result<SimConfigFile> ParseSimConfig(const YAML::Node& root) {
   GS_RETURN_IF_ERROR(ParseModel(root["replica_model"], c.model));
   GS_RETURN_IF_ERROR(ParseSlo(root["slo"], c.slo));
   GS_RETURN_IF_ERROR(ParseFaults(root["faults"], c.faults));
-  GS_ASSIGN_OR_RETURN(std::string router, ReadString(root, "router", "", "least_outstanding"));
-  if (router == "least_outstanding") {
-    c.router = sim::RouterKind::kLeastOutstanding;
-  } else if (router == "round_robin") {
-    c.router = sim::RouterKind::kRoundRobin;
-  } else {
-    return FieldError(root["router"], "router", "expected one of least_outstanding, round_robin");
-  }
+  GS_RETURN_IF_ERROR(ParseRouter(root["router"], c.router));
   for (auto [key, target] : {std::pair<const char*, Seconds*>{"control_interval_seconds", &c.control_interval},
                              {"scrape_interval_seconds", &c.scrape_interval},
                              {"oracle_bucket_seconds", &c.oracle_bucket}}) {

@@ -1,5 +1,7 @@
 #include "config/sim_config.h"
 
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "yaml/yaml_util.h"
@@ -41,13 +43,32 @@ TEST(SimConfigTest, ParsesEverySection) {
   EXPECT_EQ(c.model.tensor_parallel, 2);
   EXPECT_EQ(c.model.max_batch_size, 128);
   EXPECT_EQ(c.service.cold_start, Seconds{45});
-  EXPECT_EQ(c.router, sim::RouterKind::kRoundRobin);
+  EXPECT_EQ(c.router.kind, sim::RouterKind::kRoundRobin);
   EXPECT_EQ(c.scrape_interval, Seconds{2});
   EXPECT_DOUBLE_EQ(c.slo.ttft_seconds, 2.5);
   EXPECT_EQ(c.faults.crash_at_seconds.size(), 2u);
   ASSERT_EQ(c.faults.metrics_outages.size(), 1u);
   EXPECT_EQ(file->policy["min_replicas"].as<int>(), 1);  // copied from service
   EXPECT_EQ(file->policy["max_replicas"].as<int>(), 4);
+}
+
+TEST(SimConfigTest, RouterTakesANameOrAMappingWithSlowStart) {
+  auto named = Parse("router: least_outstanding\npolicy: {family: slo}\n");
+  ASSERT_TRUE(named) << named.error().ToString();
+  EXPECT_EQ(named->sim.router.kind, sim::RouterKind::kLeastOutstanding);
+  EXPECT_EQ(named->sim.router.slow_start_seconds, 0);
+  auto mapped = Parse("router: {kind: least_outstanding, slow_start_seconds: 20}\n"
+                      "policy: {family: slo}\n");
+  ASSERT_TRUE(mapped) << mapped.error().ToString();
+  EXPECT_EQ(mapped->sim.router.kind, sim::RouterKind::kLeastOutstanding);
+  EXPECT_EQ(mapped->sim.router.slow_start_seconds, 20);
+  auto kind_only = Parse("router: {kind: round_robin}\npolicy: {family: slo}\n");
+  ASSERT_TRUE(kind_only) << kind_only.error().ToString();
+  EXPECT_EQ(kind_only->sim.router.kind, sim::RouterKind::kRoundRobin);
+  auto unknown = Parse("router: {kind: least_outstanding, slowstart: 20}\npolicy: {family: slo}\n");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().ToString().find("router.slowstart"), std::string::npos)
+      << unknown.error().ToString();
 }
 
 TEST(SimConfigTest, BuildsFreshSloPolicies) {
@@ -81,6 +102,16 @@ INSTANTIATE_TEST_SUITE_P(
                 "service.cold_start_seconds: expected a number, got 'soon' (line 2)"},
         BadCase{"router: random\npolicy: {family: slo}\n",
                 "router: expected one of least_outstanding, round_robin (line 1)"},
+        BadCase{"router: {kind: random}\npolicy: {family: slo}\n",
+                "router.kind: expected one of least_outstanding, round_robin (line 1)"},
+        BadCase{"router:\n  slow_start_seconds: -5\npolicy: {family: slo}\n",
+                "router.slow_start_seconds: must be a number of seconds >= 0 (line 2)"},
+        BadCase{"router: {slow_start_seconds: .inf}\npolicy: {family: slo}\n",
+                "router.slow_start_seconds: must be a number of seconds >= 0 (line 1)"},
+        BadCase{"router:\n  kind: round_robin\n  slow_start_seconds: 20\npolicy: {family: slo}\n",
+                "router.slow_start_seconds: applies to least_outstanding only (line 3)"},
+        BadCase{"router: [least_outstanding]\npolicy: {family: slo}\n",
+                "router: expected least_outstanding, round_robin or a mapping (line 1)"},
         BadCase{"slo:\n  target_ratio: 1.5\npolicy: {family: slo}\n",
                 "slo.target_ratio: must be in (0, 1] (line 2)"},
         BadCase{"cluster: {nodes: 1}\n", "policy: required field is missing"},
@@ -107,6 +138,7 @@ TEST(SimConfigTest, PolicyErrorsArePrefixed) {
 
 TEST(SimConfigTest, ExampleConfigsParse) {
   for (const char* workload : {"conv", "code"}) {
+    std::optional<sim::RouterSpec> router;
     for (const char* name : {"slo", "hpa", "keda", "rules", "ratio", "kpa"}) {
       std::string path = std::string(GPUSCALE_SOURCE_DIR) + "/examples/sim/" + workload + "/" +
                          name + ".yaml";
@@ -114,6 +146,10 @@ TEST(SimConfigTest, ExampleConfigsParse) {
       ASSERT_TRUE(file) << path << ": " << file.error().ToString();
       auto policy = MakeSimPolicy(*file);
       EXPECT_TRUE(policy) << path << ": " << policy.error().ToString();
+      // The results table compares policies behind one gateway.
+      if (!router) router = file->sim.router;
+      EXPECT_EQ(file->sim.router.kind, router->kind) << path;
+      EXPECT_EQ(file->sim.router.slow_start_seconds, router->slow_start_seconds) << path;
     }
   }
 }

@@ -12,6 +12,7 @@
 #include "scale/controller.h"
 #include "sim/metric_view.h"
 #include "sim/report.h"
+#include "sim/router.h"
 #include "sim/sim_orchestrator.h"
 #include "sim/simulation.h"
 
@@ -113,15 +114,20 @@ void Engine::Route(uint32_t id, double now) {
   }
   auto& slots = orchestrator_.slots();
   int best = ready[0];
-  if (config_.router == RouterKind::kRoundRobin) {
+  if (config_.router.kind == RouterKind::kRoundRobin) {
     best = ready[rr_cursor_++ % ready.size()];
   } else {
-    int best_load = slots[best].engine->Outstanding();
+    // Ties go to the oldest replica (ready_slots is in creation order).
+    const double window = config_.router.slow_start_seconds;
+    auto load = [&](int slot) {
+      return RouterLoad(slots[slot].engine->Outstanding(), slots[slot].warm_since, now, window);
+    };
+    double best_load = load(best);
     for (size_t i = 1; i < ready.size(); ++i) {
-      int load = slots[ready[i]].engine->Outstanding();
-      if (load < best_load) {
+      const double l = load(ready[i]);
+      if (l < best_load) {
         best = ready[i];
-        best_load = load;
+        best_load = l;
       }
     }
   }

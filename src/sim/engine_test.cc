@@ -118,6 +118,31 @@ TEST(EngineTest, RecoversFromCrashAndMetricsOutage) {
   EXPECT_EQ(r.completed + r.aborted, r.requests);
 }
 
+// Least-outstanding routing sends a replica whose cold start just ended every arrival until
+// it holds as many requests as its peers: four replicas' worth of prompts at once, whose
+// prefill queue misses the TTFT target. Slow start spreads that over its window.
+TEST(EngineTest, SlowStartKeepsAFreshReplicaFromBeingFlooded) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  config.service.initial_replicas = 4;
+  config.service.cold_start = Seconds{30};
+  config.slo.ttft_seconds = 1;
+  // 40 req/s of 1000-token prompts and 600-token answers: more than four replicas serve
+  // within the TTFT target, so the fifth is needed from t = 30.
+  const Trace trace = Uniform(2400, 0.025, 1000, 600);
+  auto plain = RunSimulation(config, model, Fixed(5), trace);
+  config.router.slow_start_seconds = 20;
+  auto slow = RunSimulation(config, model, Fixed(5), trace);
+  ASSERT_TRUE(plain && slow);
+  ASSERT_EQ(plain->report.replicas_started, 1);  // the fifth, ready at t = 30
+  // Plain: the fifth replica's first ~60 prompts queue for seconds (88.5 % attainment).
+  EXPECT_GT(plain->report.ttft_s.p99, 2.0);
+  EXPECT_LT(plain->report.attainment, 0.95);
+  // Slow start: every request within the 1 s TTFT target.
+  EXPECT_LT(slow->report.ttft_s.p99, config.slo.ttft_seconds);
+  EXPECT_GT(slow->report.attainment, 0.999);
+}
+
 TEST(EngineTest, SameInputsGiveIdenticalResults) {
   AffineReplicaModel model;
   auto trace = Uniform(5000, 0.013, 300, 120);

@@ -90,7 +90,7 @@ std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const Replic
     const std::vector<TraceRequest> slice(requests.begin() + static_cast<long>(warm),
                                           requests.begin() + static_cast<long>(s1));
     auto violations = [&](int n) {
-      return FleetViolations(model, slice, s0 - warm, n, config.router, config.slo);
+      return FleetViolations(model, slice, s0 - warm, n, config.router.kind, config.slo);
     };
     // From the capacity estimate up to the first fleet without violations, then down while
     // a smaller fleet could still fit the budget.

@@ -1,6 +1,7 @@
 #include "sim/sim_orchestrator.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -96,6 +97,7 @@ bool SimOrchestrator::StartWarm(double now) {
   if (status->phase != ReplicaPhase::kStarting) return false;
   placed_new_.pop_back();
   MarkReady(slot, now);
+  slots_[slot].warm_since = -std::numeric_limits<double>::infinity();
   return true;
 }
 
@@ -126,6 +128,7 @@ void SimOrchestrator::MarkReady(int slot, double now) {
   if (s.gone || s.phase != ReplicaPhase::kStarting) return;
   s.phase = ReplicaPhase::kReady;
   s.phase_since = now;
+  s.warm_since = now;
   SetReady(slot, true);
 }
 

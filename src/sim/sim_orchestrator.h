@@ -10,6 +10,7 @@
 // Thread-safety: none (one simulation thread).
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct ReplicaSlot {
   scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
   double phase_since = 0;
   double placed_at = -1;  // < 0 while holding no GPUs
+  // When its cold start ended (the router's slow start counts from it); -infinity for the
+  // initial replicas, warm when the trace starts. Draining and resuming leave it alone.
+  double warm_since = -std::numeric_limits<double>::infinity();
   bool gone = false;      // stopped or crashed
   uint32_t version = 0;   // bumped when the replica's next event time changes
   std::unique_ptr<SimReplica> engine;

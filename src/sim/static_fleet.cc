@@ -16,7 +16,7 @@ Result<StaticFleet> SmallestStaticFleet(const SimulationConfig& config, const Re
     return InvalidArgument("must be > 0 to cost a fleet", "end_s");
   }
   auto attainment = [&](int n) {
-    const double a = FleetAttainment(model, trace.requests, n, config.router, config.slo);
+    const double a = FleetAttainment(model, trace.requests, n, config.router.kind, config.slo);
     if (progress) progress(n, a);
     return a;
   };

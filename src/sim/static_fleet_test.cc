@@ -27,7 +27,7 @@ SimulationConfig TwoGpuConfig() {
 
 double Attainment(const SimulationConfig& config, const ReplicaModel& model, const Trace& trace,
                   int replicas) {
-  return FleetAttainment(model, trace.requests, replicas, config.router, config.slo);
+  return FleetAttainment(model, trace.requests, replicas, config.router.kind, config.slo);
 }
 
 TEST(StaticFleetTest, IsTheSmallestFleetMeetingTheTargetAndCostsItsGpusForTheRun) {
