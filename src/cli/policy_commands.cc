@@ -85,7 +85,7 @@ Result<std::map<std::string, scale::MetricValue>> ReadMetrics(const YAML::Node& 
   const std::string field = yaml::Join(path, "metrics");
   if (!node.IsMap()) return yaml::FieldError(node, field, "expected a mapping of metric names");
   for (const auto& entry : node) {
-    const std::string name = entry.first.as<std::string>();
+    GS_ASSIGN_OR_RETURN(const std::string name, yaml::KeyName(entry.first, field));
     const std::string metric_path = yaml::Join(field, name);
     scale::MetricValue& value = metrics[name];
     if (entry.second.IsSequence()) {

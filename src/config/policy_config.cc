@@ -52,7 +52,7 @@ const FamilyEntry* FindFamily(std::string_view name) {
 // worth naming (a copy-pasted file whose `family` was changed).
 Status CheckEnvelopeKeys(const YAML::Node& root, std::string_view family) {
   for (const auto& entry : root) {
-    const std::string key = entry.first.as<std::string>();
+    GS_ASSIGN_OR_RETURN(const std::string key, yaml::KeyName(entry.first, ""));
     if (key == "family" || key == "min_replicas" || key == "max_replicas" || key == "node_plan" ||
         key == family) {
       continue;

@@ -17,6 +17,7 @@
 //     learn_capacity: true
 //     min_capacity_ratio: 0.25        # (0, 1]; cuts never take capacity below this x initial
 //     probe_load_ratio: 0.9           # (0, 1]; 1 = no probing above loads seen to hold
+//     ready_grace_seconds: 45         # >= 0; violations after a replica turns ready, ignored
 #include <cmath>
 
 #include <fmt/format.h>
@@ -90,6 +91,9 @@ Status ReadDynamics(const YAML::Node& block, const std::string& path, scale::Slo
                       ReadAtLeast(block, "max_scale_down_step", path, c.max_scale_down_step, 1));
   GS_ASSIGN_OR_RETURN(c.spare_replicas,
                       ReadAtLeast(block, "spare_replicas", path, c.spare_replicas, 0));
+  GS_ASSIGN_OR_RETURN(double grace, ReadRanged(block, "ready_grace_seconds", path,
+                                               c.ready_grace.count(), 0, false, kBig));
+  c.ready_grace = Seconds{grace};
   return OkStatus();
 }
 
@@ -109,7 +113,8 @@ Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
          "initial_capacity_tokens_per_second", "target_utilization",
          "forecast_horizon_seconds", "trend_window_seconds", "burst_z",
          "scale_down_delay_seconds", "max_scale_down_step", "spare_replicas",
-         "follow_short_rate", "learn_capacity", "probe_load_ratio", "min_capacity_ratio"}));
+         "follow_short_rate", "learn_capacity", "probe_load_ratio", "min_capacity_ratio",
+         "ready_grace_seconds"}));
     GS_ASSIGN_OR_RETURN(c.target_attainment, ReadRanged(block, "target_attainment", path,
                                                         c.target_attainment, 0, true, 1));
     GS_RETURN_IF_ERROR(ReadCapacity(block, path, c));

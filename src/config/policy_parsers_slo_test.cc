@@ -22,7 +22,7 @@ TEST(SloPolicyParserTest, ReadsTokenModeTrendAndSpareFields) {
   auto spec = ParseSlo(
       "  output_token_weight: 8\n  initial_capacity_tokens_per_second: 32000\n"
       "  trend_window_seconds: 90\n  spare_replicas: 3\n  probe_load_ratio: 0.8\n"
-      "  min_capacity_ratio: 1\n  follow_short_rate: false\n");
+      "  min_capacity_ratio: 1\n  follow_short_rate: false\n  ready_grace_seconds: 0\n");
   ASSERT_TRUE(spec) << spec.error().ToString();
   const auto& policy = dynamic_cast<const scale::SloPolicy&>(*spec->policy);
   EXPECT_DOUBLE_EQ(policy.config().output_token_weight, 8);
@@ -32,6 +32,7 @@ TEST(SloPolicyParserTest, ReadsTokenModeTrendAndSpareFields) {
   EXPECT_DOUBLE_EQ(policy.config().probe_load_ratio, 0.8);
   EXPECT_DOUBLE_EQ(policy.config().min_capacity_ratio, 1);
   EXPECT_FALSE(policy.config().follow_short_rate);
+  EXPECT_DOUBLE_EQ(policy.config().ready_grace.count(), 0);
   EXPECT_DOUBLE_EQ(policy.capacity(), 32000);  // token mode starts from the token figure
 }
 
@@ -48,6 +49,7 @@ TEST(SloPolicyParserTest, RejectsBadFieldsNamingThem) {
            Case{"  probe_load_ratio: 0\n", "slo.probe_load_ratio: must be in (0, 1] (line 4)"},
            Case{"  min_capacity_ratio: 1.5\n", "slo.min_capacity_ratio: must be in (0, 1] (line 4)"},
            Case{"  follow_short_rate: sometimes\n", "slo.follow_short_rate"},
+           Case{"  ready_grace_seconds: -15\n", "slo.ready_grace_seconds: must be in [0,"},
        }) {
     auto spec = ParseSlo(c.block);
     ASSERT_FALSE(spec) << c.block;

@@ -84,12 +84,13 @@ std::optional<SloPolicy::Observation> SloPolicy::Observe(const ScalingInput& inp
   return obs;
 }
 
-void SloPolicy::LearnCapacity(const Observation& obs, int ready, Seconds now) {
+void SloPolicy::LearnCapacity(const Observation& obs, int ready, Seconds now, bool in_grace) {
   if (!config_.learn_capacity || ready <= 0 || !obs.rate_short || !obs.violation) return;
   double per_replica = *obs.rate_short / ready;
   double allowed = 1 - config_.target_attainment;
   bool cooled = !last_cut_ || now - *last_cut_ >= kCutCooldown;
   if (*obs.violation > kOverloadFactor * allowed) {
+    if (in_grace) return;
     // Only load near capacity explains a violation; at light load it is a transient
     // (cold-start backlog) and must not teach a low capacity. One cut per cooldown: the
     // violation window lags the cut by a minute.
@@ -162,13 +163,17 @@ Decision SloPolicy::Evaluate(const ScalingInput& input) {
             input.metric_errors,
             {}};
   }
-  LearnCapacity(*obs, input.ready_replicas, input.now);
+  // A fleet that just grew is judged on violations measured after it did (ready_grace).
+  if (last_ready_ >= 0 && input.ready_replicas > last_ready_) ready_rise_ = input.now;
+  last_ready_ = input.ready_replicas;
+  const bool in_grace = ready_rise_ && input.now - *ready_rise_ < config_.ready_grace;
+  LearnCapacity(*obs, input.ready_replicas, input.now, in_grace);
   double forecast = 0;
   // Without the short rate there is no trend to extrapolate (nor its history to keep).
   const double trend = config_.follow_short_rate ? Trend(*obs, input.now) : 0;
   int need = Need(*obs, trend, &forecast);
   double allowed = 1 - config_.target_attainment;
-  bool violating = obs->violation && *obs->violation > allowed;
+  bool violating = !in_grace && obs->violation && *obs->violation > allowed;
   if (violating && obs->waiting > 0 && current == input.ready_replicas) {
     need = std::max(need, input.ready_replicas + 1);
   }

@@ -31,6 +31,10 @@
 //     only to the largest need seen in the last scale_down_delay, by at most
 //     max_scale_down_step per tick. Missing metrics never scale down.
 //
+//  Violations within ready_grace of a rise in ready replicas neither cut mu (step 2) nor add
+//  a replica (step 4): they belong to the fleet before it grew, or to the new replica's
+//  first flood behind a least-loaded router without slow start.
+//
 // It reads only ScalingInput metrics (scale/metric_names.h), so it runs live as in the
 // simulator. Ownership: owns its config and history. Not thread-safe (see Policy).
 #pragma once
@@ -82,6 +86,15 @@ struct SloPolicyConfig {
   // mu is probed up (0.5 % per tick) only while the SLO holds at a load per replica above
   // this share of mu; 1 turns probing off (mu then rises only to loads seen to hold).
   double probe_load_ratio = 0.9;
+  // For this long after the number of ready replicas rises, SLO violations are not read as
+  // overload (no capacity cut, no extra replica for them): the one-minute violation window
+  // still holds the misses from before the new replica served, which it is there to end,
+  // and a gateway routing to the least-loaded replica without a slow start floods the new
+  // one with a burst of prompts that miss TTFT at any fleet size (docs/simulation.md,
+  // "Router slow start"). 45 s rather than the window's full minute: on conv x20 with every
+  // burst multiplied, 60 s left five seeds at 99.00-99.10 % where 45 s keeps all >= 99.2 %.
+  // 0: react to every violation.
+  Seconds ready_grace{45};
 };
 
 class SloPolicy final : public Policy {
@@ -109,7 +122,8 @@ class SloPolicy final : public Policy {
   // Token mode: converts obs's rates and backlog to work units; false while the work per
   // request is still unknown (nothing has finished yet).
   bool ToWorkUnits(const ScalingInput& input, Observation& obs);
-  void LearnCapacity(const Observation& obs, int ready, Seconds now);
+  // in_grace: within ready_grace of a rise in ready replicas, violations teach nothing.
+  void LearnCapacity(const Observation& obs, int ready, Seconds now, bool in_grace);
   double Trend(const Observation& obs, Seconds now);
   int Need(const Observation& obs, double trend, double* forecast) const;
   Decision ScaleDown(const ScalingInput& input, int need, std::string why);
@@ -123,6 +137,8 @@ class SloPolicy final : public Policy {
   std::deque<std::pair<Seconds, int>> recent_needs_;          // for scale-down hysteresis
   std::deque<std::pair<Seconds, double>> recent_rates_;       // short rate, for the trend
   std::optional<Seconds> last_cut_;                           // last capacity decrease
+  int last_ready_ = -1;                                       // ready replicas, last tick
+  std::optional<Seconds> ready_rise_;                         // when they last rose
 };
 
 }  // namespace gpuscale::scale

@@ -103,6 +103,29 @@ TEST(SloPolicyTest, ViolationWithQueueAddsAReplica) {
   EXPECT_EQ(policy.Evaluate(Input(0, 3, {25, 2, 5, 0.2})).desired_replicas, 4);
 }
 
+// Violations right after the fleet grew are the old fleet's (the one-minute window lags) or
+// the new replica's first flood: for ready_grace they neither add a replica nor cut mu.
+TEST(SloPolicyTest, ViolationsRightAfterAReplicaTurnsReadyAreNotOverload) {
+  auto c = Config();
+  c.learn_capacity = true;
+  c.ready_grace = Seconds{60};
+  SloPolicy policy(c);
+  policy.Evaluate(Input(0, 4, {24}, 3));  // 3 ready at 8 req/s each, one starting
+  // t = 15: the fourth is ready; the minute's window still shows the misses of before.
+  EXPECT_EQ(policy.Evaluate(Input(15, 4, {32, 2, 5, 0.2})).desired_replicas, 4);
+  EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
+  EXPECT_EQ(policy.Evaluate(Input(60, 4, {32, 2, 5, 0.2})).desired_replicas, 4);
+  // 60 s after the rise the fleet is judged again: +1, and mu cut by 10 %.
+  EXPECT_EQ(policy.Evaluate(Input(75, 4, {32, 2, 5, 0.2})).desired_replicas, 5);
+  EXPECT_NEAR(policy.capacity(), 9.0, 1e-9);
+  // Without the grace the first violating tick already reacts.
+  c.ready_grace = Seconds{0};
+  SloPolicy eager(c);
+  eager.Evaluate(Input(0, 4, {24}, 3));
+  EXPECT_EQ(eager.Evaluate(Input(15, 4, {32, 2, 5, 0.2})).desired_replicas, 5);
+  EXPECT_NEAR(eager.capacity(), 9.0, 1e-9);
+}
+
 TEST(SloPolicyTest, LearnsLowerCapacityFromViolationsAtLoad) {
   auto c = Config();
   c.learn_capacity = true;

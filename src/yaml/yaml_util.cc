@@ -114,11 +114,19 @@ Result<std::string> ReadString(const YAML::Node& parent, std::string_view key,
   return node.Scalar();
 }
 
+Result<std::string> KeyName(const YAML::Node& key, std::string_view path) {
+  if (!key.IsScalar()) {
+    return FieldError(key, path.empty() ? "<root>" : path,
+                      "expected a field name, got a list or mapping as a key");
+  }
+  return key.Scalar();
+}
+
 Status CheckKnownKeys(const YAML::Node& map, std::string_view path,
                       std::initializer_list<std::string_view> known) {
   if (!map.IsMap()) return FieldError(map, path.empty() ? "<root>" : path, "expected a mapping");
   for (const auto& entry : map) {
-    const std::string key = entry.first.as<std::string>();
+    GS_ASSIGN_OR_RETURN(const std::string key, KeyName(entry.first, path));
     bool found = false;
     for (std::string_view k : known) found = found || k == key;
     if (!found) {

@@ -45,6 +45,11 @@ Result<std::string> ReadString(const YAML::Node& parent, std::string_view key,
                                std::string_view path,
                                std::optional<std::string> fallback = {});
 
+// The name of a map entry's key. YAML allows a list or a mapping as a key (`? [a, b]`),
+// which no config of ours means: that is an error naming `path` and the line, where
+// yaml-cpp's as<std::string>() would throw.
+Result<std::string> KeyName(const YAML::Node& key, std::string_view path);
+
 // Rejects keys of a map that are not listed (typos must not be silently ignored); the
 // error names the unknown key and lists the accepted ones.
 Status CheckKnownKeys(const YAML::Node& map, std::string_view path,

@@ -33,6 +33,16 @@ TEST(YamlUtilTest, MissingRequiredAndUnknownKeys) {
   EXPECT_NE(status.error().message.find("line 2"), std::string::npos);
 }
 
+// Found by fuzz/sim_config_fuzz: a list as a key (`? [a]`) made as<std::string>() throw.
+TEST(YamlUtilTest, ANonScalarKeyIsAnErrorNotAnException) {
+  auto root = ParseYaml("min_replicas: 1\n? [max_replicas]\n: 3\n", "test");
+  ASSERT_TRUE(root) << root.error().ToString();
+  auto status = CheckKnownKeys(*root, "policy", {"min_replicas", "max_replicas"});
+  ASSERT_FALSE(status);
+  EXPECT_EQ(status.error().ToString(),
+            "policy: expected a field name, got a list or mapping as a key (line 2)");
+}
+
 TEST(YamlUtilTest, SyntaxErrorReportsLine) {
   auto root = ParseYaml("a: [1, 2\nb: 3\n", "cfg.yaml");
   ASSERT_FALSE(root);
