@@ -224,6 +224,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs) {
   j["aborted"] = r.aborted;
   j["slo_met"] = r.slo_met;
   j["slo_attainment"] = r.attainment;
+  j["fresh_replica_misses"] = r.fresh_replica_misses;
   j["slo_target"] = run.file.sim.slo.target_ratio;
   j["ttft_seconds"] = Percentiles(r.ttft_s);
   j["tpot_seconds"] = Percentiles(r.tpot_s);

@@ -51,6 +51,7 @@ TEST_F(SimulateCommandTest, SameInputsGiveByteIdenticalOutput) {
   ASSERT_EQ(Run(args, &second), 0);
   EXPECT_EQ(first, second);
   EXPECT_NE(first.find("\"slo_attainment\""), std::string::npos) << first;
+  EXPECT_NE(first.find("\"fresh_replica_misses\""), std::string::npos) << first;
   EXPECT_NE(first.find("\"oracle_gpu_hours\""), std::string::npos);
   EXPECT_NE(first.find("\"slo_target\": 0.99"), std::string::npos) << first;
   // The oracle's plan: one figure per 60 s bucket of the run (150 s of trace at x2), and

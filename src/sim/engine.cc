@@ -131,6 +131,7 @@ void Engine::Route(uint32_t id, double now) {
       }
     }
   }
+  requests_[id].on_fresh_replica = now - slots[best].warm_since < kFreshReplicaSeconds;
   if (slots[best].engine->Enqueue(id, now)) Schedule(best);
 }
 

@@ -141,6 +141,11 @@ TEST(EngineTest, SlowStartKeepsAFreshReplicaFromBeingFlooded) {
   // Slow start: every request within the 1 s TTFT target.
   EXPECT_LT(slow->report.ttft_s.p99, config.slo.ttft_seconds);
   EXPECT_GT(slow->report.attainment, 0.999);
+  // The report says where the plain router's misses fell: on the fresh replica, all of them
+  // (the four warm ones served within the SLO).
+  const int64_t misses = plain->report.requests - plain->report.slo_met;
+  EXPECT_GT(misses, 100);
+  EXPECT_EQ(plain->report.fresh_replica_misses, misses);
 }
 
 TEST(EngineTest, SameInputsGiveIdenticalResults) {

@@ -39,7 +39,9 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
   report.requests = static_cast<int64_t>(requests.size());
   report.completed = 0;
   report.slo_met = 0;
+  report.fresh_replica_misses = 0;
   for (const auto& r : requests) {
+    if (r.on_fresh_replica && !MeetsSlo(r, slo)) ++report.fresh_replica_misses;
     if (r.aborted || r.finish_s < 0) continue;
     ++report.completed;
     double first = r.first_token_s - r.arrival_s;
@@ -133,6 +135,15 @@ std::string FormatReportTable(const SimReport& r, const References& references,
   line("requests", fmt::format("{} ({} completed, {} aborted)", r.requests, r.completed,
                                r.aborted));
   line("slo_attainment", fmt::format("{:.4f} ({} met)", r.attainment, r.slo_met));
+  if (const int64_t misses = r.requests - r.slo_met; misses > 0) {
+    line("fresh_replica_miss",
+         fmt::format("{} of {} misses ({:.0f} %) on replicas in their first {:.0f} s after a cold "
+                     "start",
+                     r.fresh_replica_misses, misses,
+                     100.0 * static_cast<double>(r.fresh_replica_misses) /
+                         static_cast<double>(misses),
+                     kFreshReplicaSeconds));
+  }
   auto pct = [](const Percentiles& p) {
     return fmt::format("p50 {:.4f}  p90 {:.4f}  p99 {:.4f}", p.p50, p.p90, p.p99);
   };

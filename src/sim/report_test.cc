@@ -166,5 +166,33 @@ TEST(CompareWithPlanTest, ReportTableAndChartShowThePlan) {
   EXPECT_EQ(RenderCompareSvg({entry}, refs).find("oracle plan"), std::string::npos);
 }
 
+TEST(SummarizeRequestsTest, CountsTheMissesOfRequestsRoutedToFreshReplicas) {
+  const SloSpec slo{1.0, 0.05, 0.99};
+  auto request = [](double ttft, bool fresh) {
+    RequestRecord r;
+    r.arrival_s = 10;
+    r.first_token_s = 10 + ttft;
+    r.finish_s = r.first_token_s + 0.5;
+    r.output_tokens = 11;  // 50 ms per token after the first
+    r.on_fresh_replica = fresh;
+    return r;
+  };
+  std::vector<RequestRecord> requests = {request(0.2, false), request(3.0, true),
+                                         request(0.2, true), request(2.0, false),
+                                         request(4.0, true)};
+  const SimReport r = SummarizeRequests(requests, slo, SimReport{});
+  EXPECT_EQ(r.slo_met, 2);
+  EXPECT_EQ(r.fresh_replica_misses, 2);  // the fresh replica's request within the SLO is no miss
+  EXPECT_NE(FormatReportTable(r, References{})
+                .find("fresh_replica_miss   2 of 3 misses (67 %) on replicas in their first 60 s "
+                      "after a cold start"),
+            std::string::npos)
+      << FormatReportTable(r, References{});
+  requests = {request(0.2, true)};
+  EXPECT_EQ(FormatReportTable(SummarizeRequests(requests, slo, SimReport{}), References{})
+                .find("fresh_replica_miss"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpuscale::sim

@@ -36,7 +36,12 @@ struct RequestRecord {
   int32_t output_tokens = 0;
   int32_t prefilled_tokens = 0;
   bool aborted = false;  // replica stopped/crashed with the request in flight
+  // Routed to a replica within kFreshReplicaSeconds of the end of its cold start.
+  bool on_fresh_replica = false;
 };
+
+// How long after its cold start a replica counts as fresh in SimReport::fresh_replica_misses.
+inline constexpr double kFreshReplicaSeconds = 60;
 
 // vLLM histogram bucket bounds in seconds (data README); +Inf is implicit.
 const std::vector<double>& E2eBuckets();

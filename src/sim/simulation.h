@@ -96,6 +96,10 @@ struct SimReport {
   int64_t aborted = 0;  // lost to a replica stop or crash
   int64_t slo_met = 0;
   double attainment = 0;  // slo_met / requests
+  // SLO misses among requests routed to a replica in its first kFreshReplicaSeconds after a
+  // cold start: where a least-outstanding router without slow start floods a new replica,
+  // most of a run's misses land here (docs/simulation.md, "Router slow start").
+  int64_t fresh_replica_misses = 0;
   Percentiles ttft_s, tpot_s, e2e_s;
   double duration_s = 0;  // simulated time: until the last request finished
   double gpu_hours = 0;   // GPU time held by placed replicas (cold start and drain included)
