@@ -41,7 +41,8 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
   report.slo_met = 0;
   report.fresh_replica_misses = 0;
   for (const auto& r : requests) {
-    if (r.on_fresh_replica && !MeetsSlo(r, slo)) ++report.fresh_replica_misses;
+    const bool met = MeetsSlo(r, slo);  // false for aborted and unfinished requests too
+    if (r.on_fresh_replica && !met) ++report.fresh_replica_misses;
     if (r.aborted || r.finish_s < 0) continue;
     ++report.completed;
     double first = r.first_token_s - r.arrival_s;
@@ -50,7 +51,7 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
     if (r.output_tokens > 1) {
       tpot.push_back((r.finish_s - r.first_token_s) / (r.output_tokens - 1));
     }
-    if (MeetsSlo(r, slo)) ++report.slo_met;
+    if (met) ++report.slo_met;
   }
   report.attainment = report.requests
                           ? static_cast<double>(report.slo_met) /
