@@ -44,6 +44,7 @@ struct BenchFlags {
   std::string trace;
   std::string trace_format = "auto";
   double trace_speedup = 1;
+  bool skip_bad_rows = false;
   double stddev = 0;
   bool no_progress = false;
   OutputFormat format = OutputFormat::kTable;
@@ -125,19 +126,24 @@ void PrintTable(const loadgen::BenchReport& r, const loadgen::BenchOptions& o, s
   if (!r.first_error_detail.empty()) out << "first error: " << r.first_error_detail << "\n";
 }
 
-Result<std::vector<sim::TraceRequest>> LoadTrace(const BenchFlags& flags) {
+Result<std::vector<sim::TraceRequest>> LoadTrace(const BenchFlags& flags, std::ostream& err) {
   std::ifstream in(flags.trace, std::ios::binary);
   if (!in) return NotFound(fmt::format("cannot open '{}'", flags.trace), "--trace");
   std::ostringstream text;
   text << in.rdbuf();
   GS_ASSIGN_OR_RETURN(sim::TraceFormat format, sim::ParseTraceFormat(flags.trace_format));
-  Result<sim::Trace> trace = sim::ParseTrace(text.str(), {format, false});
+  Result<sim::Trace> trace = sim::ParseTrace(text.str(), {format, flags.skip_bad_rows});
   if (!trace) {
     Error e = trace.error();
     e.message =
-        fmt::format("{}: {}{}", flags.trace, e.field.empty() ? "" : e.field + ": ", e.message);
+        fmt::format("{}: {}{}{}", flags.trace, e.field.empty() ? "" : e.field + ": ", e.message,
+                    e.field.starts_with("line ") ? " (or --skip-bad-rows to skip it)" : "");
     e.field = "--trace";
     return Unexpected<Error>(e);
+  }
+  if (trace->skipped_rows > 0) {
+    err << fmt::format("bench: {} bad trace row{} skipped, the first: {}\n", trace->skipped_rows,
+                       trace->skipped_rows == 1 ? "" : "s", trace->first_skipped_row);
   }
   sim::TraceTransform transform{1.0, flags.trace_speedup, 1};
   if (!sim::ValidateTraceTransform(transform)) {
@@ -153,7 +159,7 @@ Status ResolveOptions(BenchFlags& flags, CommandContext& ctx) {
   if (flags.output_stddev->count() == 0) o.workload.output.stddev_tokens = flags.stddev;
   if (!flags.trace.empty()) {
     o.workload.mode = loadgen::ArrivalMode::kTrace;
-    GS_ASSIGN_OR_RETURN(o.workload.trace, LoadTrace(flags));
+    GS_ASSIGN_OR_RETURN(o.workload.trace, LoadTrace(flags, ctx.err));
   } else if (flags.rate_option->count() > 0) {
     o.workload.mode = loadgen::ArrivalMode::kPoisson;
     o.workload.rate_per_second = flags.rate;
@@ -204,6 +210,8 @@ void AddWorkloadFlags(CLI::App* cmd, BenchFlags& f) {
       ->capture_default_str();
   cmd->add_option("--trace-speedup", f.trace_speedup, "Replay the trace this many times faster")
       ->capture_default_str();
+  cmd->add_flag("--skip-bad-rows", f.skip_bad_rows,
+                "Skip malformed trace rows (counted on stderr) instead of failing on the first");
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ struct SimulateFlags {
   std::string svg = "sim-compare.svg";
   bool no_oracle = false;
   bool no_static_fleet = false;
+  bool skip_bad_rows = false;
   OutputFormat output = OutputFormat::kTable;
 };
 
@@ -67,16 +68,32 @@ Status WriteFile(const std::string& path, const std::string& text, std::string_v
   return OkStatus();
 }
 
-Result<sim::Trace> LoadTrace(const SimulateFlags& flags) {
+// "N bad rows skipped ...", the line the table ends with and stderr shows when rows were
+// skipped (--skip-bad-rows).
+std::string SkippedRowsLine(const sim::Trace& trace) {
+  return fmt::format("trace: {} bad row{} skipped (--skip-bad-rows), the first: {}\n",
+                     trace.skipped_rows, trace.skipped_rows == 1 ? "" : "s",
+                     trace.first_skipped_row);
+}
+
+Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
   GS_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.trace, "--trace"));
   GS_ASSIGN_OR_RETURN(sim::TraceFormat format, sim::ParseTraceFormat(flags.trace_format));
-  auto trace = sim::ParseTrace(text, {format, false});
+  auto trace = sim::ParseTrace(text, {format, flags.skip_bad_rows});
   if (!trace) {
     Error e = trace.error();
-    e.message = fmt::format("{}: {}{}", flags.trace, e.field.empty() ? "" : e.field + ": ",
-                            e.message);
+    e.message = fmt::format("{}: {}{}{}", flags.trace, e.field.empty() ? "" : e.field + ": ",
+                            e.message,
+                            e.field.starts_with("line ") ? " (or --skip-bad-rows to skip it)" : "");
     e.field = "--trace";
     return Unexpected<Error>(e);
+  }
+  if (trace->skipped_rows > 0) err << "simulate: " << SkippedRowsLine(*trace);
+  if (trace->requests.empty() && trace->skipped_rows > 0) {
+    return InvalidArgument(fmt::format("{}: no request to replay: all {} rows were bad, the "
+                                       "first: {}",
+                                       flags.trace, trace->skipped_rows, trace->first_skipped_row),
+                           "--trace");
   }
   auto mode = sim::ParseRateScaleMode(flags.rate_mode);
   if (!mode) return Unexpected<Error>(Error{mode.error().code, mode.error().message, "--rate-mode"});
@@ -213,13 +230,15 @@ nlohmann::ordered_json PlanJson(const sim::OraclePlan& plan,
 }
 
 // One run's report; REQUIRES: run.result holds a value.
-nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs) {
+nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
+                                  const sim::Trace& trace) {
   const sim::SimReport& r = run.result->report;
   const double oracle = refs.oracle_gpu_hours;
   nlohmann::ordered_json j;
   j["name"] = run.name;
   j["policy"] = r.policy;
   j["requests"] = r.requests;
+  j["skipped_trace_rows"] = trace.skipped_rows;
   j["completed"] = r.completed;
   j["aborted"] = r.aborted;
   j["slo_met"] = r.slo_met;
@@ -263,7 +282,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs) {
 }
 
 int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
-  auto trace = LoadTrace(flags);
+  auto trace = LoadTrace(flags, ctx.err);
   if (!trace) return ctx.Fail(trace.error());
   auto run = PrepareRun(flags.config);
   if (!run) return ctx.Fail(run.error());
@@ -279,15 +298,16 @@ int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
     if (!written) return ctx.Fail(written.error());
   }
   if (flags.output == OutputFormat::kJson) {
-    ctx.out << ReportJson(*run, *refs).dump(2) << "\n";
+    ctx.out << ReportJson(*run, *refs, *trace).dump(2) << "\n";
   } else {
     ctx.out << sim::FormatReportTable(result.report, *refs, result.timeline);
+    if (trace->skipped_rows > 0) ctx.out << SkippedRowsLine(*trace);
   }
   return ctx.exit_code;
 }
 
 int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
-  auto trace = LoadTrace(flags);
+  auto trace = LoadTrace(flags, ctx.err);
   if (!trace) return ctx.Fail(trace.error());
   std::vector<Run> runs;
   for (const auto& path : flags.compare) {
@@ -313,10 +333,11 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
   if (auto written = WriteFile(flags.svg, svg, "--svg"); !written) return ctx.Fail(written.error());
   if (flags.output == OutputFormat::kJson) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const auto& run : runs) j.push_back(ReportJson(run, *refs));
+    for (const auto& run : runs) j.push_back(ReportJson(run, *refs, *trace));
     ctx.out << j.dump(2) << "\n";
   } else {
     ctx.out << sim::FormatCompareTable(entries, *refs);
+    if (trace->skipped_rows > 0) ctx.out << SkippedRowsLine(*trace);
   }
   ctx.err << fmt::format("simulate: chart written to {}\n", flags.svg);
   return ctx.exit_code;
@@ -352,6 +373,9 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx) {
                 "Skip the oracle lower bound (and the reactive reference computed with it)");
   cmd->add_flag("--no-static-fleet", flags->no_static_fleet,
                 "Skip sizing the smallest static fleet that meets the SLO target");
+  cmd->add_flag("--skip-bad-rows", flags->skip_bad_rows,
+                "Skip malformed trace rows, count them and report the first, instead of failing "
+                "on the first one");
   AddOutputOption(cmd, flags->output);
   cmd->callback([flags, &ctx] {
     if (!flags->compare.empty()) {

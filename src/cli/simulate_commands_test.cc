@@ -181,6 +181,57 @@ TEST_F(SimulateCommandTest, RateModeFlagsAreCheckedAndChangeTheTrace) {
   EXPECT_NE(streams, replicate);  // same requests, other arrival times
 }
 
+TEST_F(SimulateCommandTest, BadTraceRowsFailUnlessSkippedAndThenAreCountedAndShown) {
+  {
+    std::ofstream trace(Path("bad_rows.csv"));
+    trace << "arrival_s,input_tokens,output_tokens\n";
+    for (int i = 0; i < 600; ++i) {
+      trace << i * 0.1 << "," << (i == 7 ? "many" : "300") << ",40\n";
+      if (i == 300) trace << "oops\n";
+    }
+  }
+  std::string out, err;
+  const std::vector<std::string> base = {"simulate", "--config", Config("slo"), "--trace",
+                                         Path("bad_rows.csv"), "--no-oracle", "--no-static-fleet"};
+  EXPECT_EQ(Run(base, &out, &err), kExitUsage);
+  EXPECT_NE(err.find("--trace"), std::string::npos) << err;
+  EXPECT_NE(err.find("line 9: input_tokens: expected a non-negative integer, got 'many'"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("--skip-bad-rows"), std::string::npos) << err;  // says how to go on
+
+  auto skipping = base;
+  skipping.push_back("--skip-bad-rows");
+  ASSERT_EQ(Run(skipping, &out, &err), 0) << err;
+  const std::string line =
+      "trace: 2 bad rows skipped (--skip-bad-rows), the first: line 9: input_tokens: expected "
+      "a non-negative integer, got 'many'\n";
+  EXPECT_NE(out.find(line), std::string::npos) << out;
+  EXPECT_NE(err.find("simulate: " + line), std::string::npos) << err;
+  EXPECT_NE(out.find("requests             599"), std::string::npos) << out;
+
+  skipping.insert(skipping.end(), {"-o", "json"});
+  ASSERT_EQ(Run(skipping, &out, &err), 0) << err;
+  EXPECT_NE(out.find("\"skipped_trace_rows\": 2,"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"requests\": 599,"), std::string::npos) << out;
+
+  // A clean trace reports no skipped rows and no line.
+  ASSERT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("trace.csv"),
+                 "--no-oracle", "--no-static-fleet", "--skip-bad-rows"},
+                &out, &err),
+            0);
+  EXPECT_EQ(out.find("bad row"), std::string::npos) << out;
+
+  // Every row bad (e.g. the wrong --trace-format): an error, not an empty report.
+  std::ofstream(Path("all_bad.csv")) << "arrival_s,input_tokens,output_tokens\nx,1,1\ny,2,2\n";
+  EXPECT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("all_bad.csv"),
+                 "--skip-bad-rows"},
+                &out, &err),
+            kExitUsage);
+  EXPECT_NE(err.find("all 2 rows were bad, the first: line 2: arrival_s"), std::string::npos)
+      << err;
+}
+
 TEST_F(SimulateCommandTest, MissingTraceIsAUsageError) {
   std::string out, err;
   EXPECT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("none.csv")}, &out, &err),

@@ -212,7 +212,9 @@ struct RowSink {
   // Applies the skip policy to a row's outcome.
   Status Settle(Status row) {
     if (row || !skip_bad_rows) return row;
-    ++trace->skipped_rows;
+    if (trace->skipped_rows++ == 0) {
+      trace->first_skipped_row = fmt::format("{}: {}", row.error().field, row.error().message);
+    }
     return OkStatus();
   }
 };

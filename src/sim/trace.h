@@ -31,6 +31,9 @@ struct TraceReadOptions {
 struct Trace {
   std::vector<TraceRequest> requests;  // sorted by arrival_s
   int64_t skipped_rows = 0;
+  // Why the first skipped row was bad, as "line N: <message>" (empty when none was skipped):
+  // the skip count alone would hide a wrong --trace-format that skips every row.
+  std::string first_skipped_row;
   std::string format;  // detected format name
 };
 

@@ -231,6 +231,8 @@ TEST(TraceParseTest, SkipsAndCountsBadRowsWhenAsked) {
   EXPECT_EQ(strict.error().field, "line 3");
   const Trace trace = MustParse(text, TraceReadOptions{TraceFormat::kAuto, true});
   EXPECT_EQ(trace.skipped_rows, 2);
+  EXPECT_EQ(trace.first_skipped_row,
+            "line 3: ContextTokens: expected a non-negative integer, got 'x'");
   ASSERT_EQ(trace.requests.size(), 3u);
   EXPECT_NEAR(trace.requests[2].arrival_s, 1.3194100, 1e-9);
 }

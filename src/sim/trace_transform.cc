@@ -134,6 +134,7 @@ Trace TransformTrace(const Trace& trace, const TraceTransform& transform) {
   Trace out;
   out.format = trace.format;
   out.skipped_rows = trace.skipped_rows;
+  out.first_skipped_row = trace.first_skipped_row;
   const double shift =
       ValidShift(transform.stream_shift_seconds) ? transform.stream_shift_seconds : 300.0;
   if (rate == 1.0) {
