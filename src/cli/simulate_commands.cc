@@ -2,6 +2,7 @@
 // prints the report; `--compare` runs several configs on the same trace in parallel threads
 // and prints a table plus an SVG chart. Output on stdout is byte-identical for the same
 // inputs and seed; progress goes to stderr.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -306,6 +307,28 @@ int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
   return ctx.exit_code;
 }
 
+// Rows are named by file stem; configs of the same stem from different folders
+// (conv/slo.yaml, code/slo.yaml) are named folder/stem, and a file given twice gets "#2",
+// so that no two rows of the table, the chart or the JSON share a name.
+void NameRunsApart(const std::vector<std::string>& paths, std::vector<Run>& runs) {
+  auto count = [&runs](const std::string& name) {
+    return std::count_if(runs.begin(), runs.end(), [&](const Run& r) { return r.name == name; });
+  };
+  std::vector<bool> shared(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) shared[i] = count(runs[i].name) > 1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::filesystem::path path(paths[i]);
+    const std::string folder = path.parent_path().filename().string();
+    if (shared[i] && !folder.empty()) runs[i].name = folder + "/" + runs[i].name;
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    int copy = 1;
+    for (size_t j = 0; j < i; ++j) copy += runs[j].name == runs[i].name ||
+                                          runs[j].name.starts_with(runs[i].name + "#");
+    if (copy > 1) runs[i].name += fmt::format("#{}", copy);
+  }
+}
+
 int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
   auto trace = LoadTrace(flags, ctx.err);
   if (!trace) return ctx.Fail(trace.error());
@@ -315,6 +338,7 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
     if (!run) return ctx.Fail(run.error());
     runs.push_back(std::move(*run));
   }
+  NameRunsApart(flags.compare, runs);
   std::mutex err_mu;
   std::vector<std::thread> threads;
   for (auto& run : runs) {

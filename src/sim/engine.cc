@@ -341,6 +341,21 @@ Result<SimResult> RunSimulation(const SimulationConfig& config, const ReplicaMod
   GS_RETURN_IF_ERROR(ValidateSimulationConfig(config));
   if (trace.requests.empty()) return InvalidArgument("the trace has no requests", "trace");
   if (!policy) return InvalidArgument("no policy given", "policy");
+  // The clock steps through every scrape and control tick, busy or idle: a trace stretched
+  // by a tiny --time-compress, or one stray timestamp years out, would run for days instead
+  // of failing.
+  const double span = trace.requests.back().arrival_s;
+  const double ticks =
+      span / std::min(config.scrape_interval.count(), config.control_interval.count());
+  if (ticks > kMaxSimulatedTicks) {
+    return InvalidArgument(
+        fmt::format("the trace spans {:.0f} s, {:.3g} ticks of the {} s scrape / {} s control "
+                    "interval, over the {:.0f} one run simulates: check its last timestamps, "
+                    "--time-compress or the intervals",
+                    span, ticks, config.scrape_interval.count(), config.control_interval.count(),
+                    kMaxSimulatedTicks),
+        "trace");
+  }
   Engine engine(config, model, std::move(policy), trace, options);
   return engine.Run();
 }

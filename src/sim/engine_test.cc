@@ -168,5 +168,18 @@ TEST(EngineTest, RejectsBadConfig) {
   EXPECT_EQ(result.error().field, "service.gpus_per_replica");
 }
 
+TEST(EngineTest, RejectsATraceSpanningMoreTicksThanOneRunSimulates) {
+  AffineReplicaModel model;
+  const auto config = SmallConfig();
+  Trace trace = Uniform(1, 1, 1, 1);
+  // One stray timestamp decades out: an error naming the trace, not a run that never ends.
+  trace.requests.push_back({1e9, 100, 10});
+  auto result = RunSimulation(config, model, Fixed(1), trace);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().field, "trace");
+  EXPECT_NE(result.error().message.find("spans 1000000000 s"), std::string::npos)
+      << result.error().message;
+}
+
 }  // namespace
 }  // namespace gpuscale::sim

@@ -65,8 +65,11 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
 
 namespace {
 
+// "1 replica", "8 replicas".
+std::string Replicas(int n) { return fmt::format("{} replica{}", n, n == 1 ? "" : "s"); }
+
 std::string StaticFleetSummary(const StaticFleet& fleet) {
-  return fmt::format("{} replicas, {:.3f} GPU-hours, attainment {:.4f}{}", fleet.replicas,
+  return fmt::format("{}, {:.3f} GPU-hours, attainment {:.4f}{}", Replicas(fleet.replicas),
                      fleet.gpu_hours, fleet.attainment,
                      fleet.meets_target ? "" : " (the target is out of reach within max_replicas)");
 }
@@ -200,21 +203,23 @@ std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
   std::string out = fmt::format("{:<22} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>5} {:>5} {:>5}\n",
                                 "policy", "attain", "gpu_h", "/oracle", "ttft_p99", "tpot_p99",
                                 "e2e_p99", "ups", "downs", "peak");
+  // "-" without an oracle (--no-oracle), rather than a ratio of 0 that reads as a result.
+  auto over_oracle = [&](double gpu_hours) {
+    return oracle_gpu_hours > 0 ? fmt::format("{:.3f}", gpu_hours / oracle_gpu_hours)
+                                : std::string("-");
+  };
   for (const auto& e : entries) {
     const auto& r = e.report;
-    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8.3f} {:>9.3f} {:>9.4f} {:>9.2f} {:>5} "
+    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8} {:>9.3f} {:>9.4f} {:>9.2f} {:>5} "
                        "{:>5} {:>5}\n",
-                       e.name, r.attainment, r.gpu_hours,
-                       oracle_gpu_hours > 0 ? r.gpu_hours / oracle_gpu_hours : 0.0,
-                       r.ttft_s.p99, r.tpot_s.p99, r.e2e_s.p99, r.scale_ups, r.scale_downs,
-                       r.peak_replicas);
+                       e.name, r.attainment, r.gpu_hours, over_oracle(r.gpu_hours), r.ttft_s.p99,
+                       r.tpot_s.p99, r.e2e_s.p99, r.scale_ups, r.scale_downs, r.peak_replicas);
   }
   // A reference row: no latencies or scaling counts, only what it attains and costs.
   auto reference_row = [&](const std::string& name, double attainment, double gpu_hours,
                            bool meets_target) {
-    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8.3f}{}\n", name, attainment, gpu_hours,
-                       oracle_gpu_hours > 0 ? gpu_hours / oracle_gpu_hours : 0.0,
-                       meets_target ? "" : "  (target out of reach)");
+    out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8}{}\n", name, attainment, gpu_hours,
+                       over_oracle(gpu_hours), meets_target ? "" : "  (target out of reach)");
   };
   if (const auto& reactive = references.reactive_plan) {
     reference_row(ReactiveName(*reactive), reactive->attainment, reactive->gpu_hours,
@@ -252,8 +257,8 @@ std::string CompareVerdict(const std::vector<CompareEntry>& entries,
                                    "{}'s {:.4f}",
                                    target, best->name, best->report.attainment);
     if (fleet && fleet->meets_target) {
-      line += fmt::format("; a static fleet of {} replicas meets it at {:.3f} GPU-hours",
-                          fleet->replicas, fleet->gpu_hours);
+      line += fmt::format("; a static fleet of {} meets it at {:.3f} GPU-hours",
+                          Replicas(fleet->replicas), fleet->gpu_hours);
     }
     return line;
   }
@@ -262,14 +267,14 @@ std::string CompareVerdict(const std::vector<CompareEntry>& entries,
   if (fleet && fleet->meets_target && fleet->gpu_hours > 0) {
     const double change = cheapest->report.gpu_hours / fleet->gpu_hours - 1;
     if (std::abs(change) < 0.005) {
-      line += fmt::format(", the same as the static fleet of {} replicas", fleet->replicas);
+      line += fmt::format(", the same as the static fleet of {}", Replicas(fleet->replicas));
     } else {
       line += change < 0
-                  ? fmt::format(", {:.0f} % under the static fleet of {} replicas", -100 * change,
-                                fleet->replicas)
-                  : fmt::format(", {:.0f} % over the static fleet of {} replicas (not "
-                                "autoscaling is cheaper here)",
-                                100 * change, fleet->replicas);
+                  ? fmt::format(", {:.0f} % under the static fleet of {}", -100 * change,
+                                Replicas(fleet->replicas))
+                  : fmt::format(", {:.0f} % over the static fleet of {} (not autoscaling is "
+                                "cheaper here)",
+                                100 * change, Replicas(fleet->replicas));
     }
   }
   // How much better reactions could still save: the perfectly informed reactive schedule.

@@ -99,6 +99,33 @@ TEST(CompareVerdictTest, TheTableEndsWithTheVerdictOnlyWhenTheTargetIsKnown) {
   EXPECT_EQ(FormatCompareTable(entries, refs).find("cheapest"), std::string::npos);
 }
 
+TEST(CompareVerdictTest, OneReplicaIsSingular) {
+  const std::vector<CompareEntry> entries = {Entry("slo", 0.9995, 1.2)};
+  EXPECT_EQ(CompareVerdict(entries, WithStaticFleet(1, 1.0, true)),
+            "cheapest config meeting the SLO target 0.9900: slo, 1.200 GPU-hours, 20 % over the "
+            "static fleet of 1 replica (not autoscaling is cheaper here)");
+}
+
+TEST(CompareTableTest, RatiosToTheOracleAreADashWithoutIt) {
+  const std::vector<CompareEntry> entries = {Entry("slo", 0.9995, 7.2)};
+  References refs = WithStaticFleet(8, 8.0, true);
+  std::string table = FormatCompareTable(entries, refs);
+  EXPECT_NE(table.find("slo                        0.9995      7.200        -"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("static fleet (8)           0.9950      8.000        -"),
+            std::string::npos)
+      << table;
+  refs.oracle_gpu_hours = 6.0;
+  table = FormatCompareTable(entries, refs);
+  EXPECT_NE(table.find("slo                        0.9995      7.200    1.200"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("static fleet (8)           0.9950      8.000    1.333"),
+            std::string::npos)
+      << table;
+}
+
 std::vector<TimelineRow> Ticks(const std::vector<std::pair<double, int>>& time_and_ready) {
   std::vector<TimelineRow> rows;
   for (const auto& [t, ready] : time_and_ready) {

@@ -135,8 +135,13 @@ struct SimOptions {
   std::function<void(double)> progress;
 };
 
-// Errors: kInvalidArgument for an empty trace or an invalid config (field named), e.g.
-// gpus_per_replica > gpus_per_node. REQUIRES: policy != nullptr.
+// The most scrape or control ticks one run steps through (58 days of 5 s scrapes): the
+// timeline keeps a row per control tick, and the clock visits idle ticks too.
+inline constexpr double kMaxSimulatedTicks = 1e6;
+
+// Errors: kInvalidArgument for an empty trace, a trace spanning more than kMaxSimulatedTicks
+// ticks (field "trace") or an invalid config (field named), e.g. gpus_per_replica >
+// gpus_per_node. REQUIRES: policy != nullptr.
 Result<SimResult> RunSimulation(const SimulationConfig& config, const ReplicaModel& model,
                                 std::unique_ptr<scale::Policy> policy, const Trace& trace,
                                 const SimOptions& options = {});
