@@ -176,7 +176,7 @@ Result<std::optional<sim::OracleBound>> Oracle(const Run& run, const sim::Trace&
   if (bound.best_attainment < run.file.sim.slo.target_ratio) {
     err << fmt::format("simulate: oracle: the SLO target {:.4f} is out of reach with {} "
                        "replicas at most: the best plan attains {:.4f} (the bound is its cost)\n",
-                       run.file.sim.slo.target_ratio, run.file.sim.service.max_replicas,
+                       run.file.sim.slo.target_ratio, run.file.sim.FleetCeiling(),
                        bound.best_attainment);
   }
   return std::optional<sim::OracleBound>(std::move(bound));

@@ -309,6 +309,13 @@ void Engine::Finish(double end) {
 Status ValidateSimulationConfig(const SimulationConfig& c) {
   if (c.cluster.nodes < 1) return InvalidArgument("must be >= 1", "cluster.nodes");
   if (c.cluster.gpus_per_node < 1) return InvalidArgument("must be >= 1", "cluster.gpus_per_node");
+  if (static_cast<int64_t>(c.cluster.nodes) * c.cluster.gpus_per_node > kMaxSimulatedGpus) {
+    return InvalidArgument(
+        fmt::format("nodes x gpus_per_node = {} GPUs, over the {} one run simulates",
+                    static_cast<int64_t>(c.cluster.nodes) * c.cluster.gpus_per_node,
+                    kMaxSimulatedGpus),
+        "cluster.nodes");
+  }
   if (c.service.gpus_per_replica < 1 || c.service.gpus_per_replica > c.cluster.gpus_per_node) {
     return InvalidArgument(fmt::format("must be in [1, cluster.gpus_per_node = {}]",
                                        c.cluster.gpus_per_node),

@@ -166,6 +166,11 @@ TEST(EngineTest, RejectsBadConfig) {
   auto result = RunSimulation(config, model, Fixed(1), Uniform(1, 1, 1, 1));
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().field, "service.gpus_per_replica");
+  config = SmallConfig();
+  config.cluster.nodes = 1'000'000;  // 8 million GPUs: refused before any is allocated
+  result = RunSimulation(config, model, Fixed(1), Uniform(1, 1, 1, 1));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().field, "cluster.nodes");
 }
 
 TEST(EngineTest, RejectsATraceSpanningMoreTicksThanOneRunSimulates) {

@@ -137,7 +137,7 @@ Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const Rep
   bound.best_attainment = 1 - unavoidable / static_cast<double>(trace.requests.size());
   PlanLimits limits;
   limits.min_replicas = config.service.min_replicas;
-  limits.max_replicas = config.service.max_replicas;
+  limits.max_replicas = config.FleetCeiling();
   limits.initial_replicas = config.service.ReadyAtStart();
   limits.cold_start_s = config.service.cold_start.count();
   CheapestPlan cheapest = SolveCheapestPlan(curves, bound.allowed_violations, limits);

@@ -67,7 +67,7 @@ std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const Replic
   const size_t buckets = start_need.size();
   const auto& requests = trace.requests;
   const int min_n = std::max(config.service.min_replicas, 1);
-  const int max_n = std::max(config.service.max_replicas, min_n);
+  const int max_n = std::max(config.FleetCeiling(), min_n);
   auto first_at = [&](double t) {
     return static_cast<size_t>(
         std::lower_bound(requests.begin(), requests.end(), t,

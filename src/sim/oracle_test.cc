@@ -343,6 +343,15 @@ TEST(OracleTest, BurstsWithinAMinuteRaiseTheBound) {
   ASSERT_TRUE(capped);
   EXPECT_LT(capped->best_attainment, config.slo.target_ratio);
   EXPECT_NEAR(capped->serving_gpu_hours, 2 * 300 / 3600.0, 1e-9);
+
+  // So is a cluster that places only 2 replicas, whatever max_replicas says: a plan of more
+  // replicas than the GPUs hold is no plan.
+  config.service.max_replicas = 64;
+  config.cluster = {1, 2, "H100", 81559};
+  auto small_cluster = ComputeOracleBound(config, model, SteadyOrBursty(true), 300);
+  ASSERT_TRUE(small_cluster);
+  EXPECT_EQ(small_cluster->best_attainment, capped->best_attainment);
+  EXPECT_EQ(small_cluster->gpu_hours, capped->gpu_hours);
 }
 
 TEST(OracleTest, SameInputsSameBound) {

@@ -59,7 +59,7 @@ ReactiveSetting ReactiveSettingFor(const SimulationConfig& config, double bucket
   s.cold_start_s = config.service.cold_start.count();
   s.lag_buckets = 1 + static_cast<int>(std::ceil(s.cold_start_s / std::max(bucket_s, 1e-3) - 1e-9));
   s.initial_replicas = config.service.ReadyAtStart();
-  s.max_replicas = std::max(config.service.max_replicas, 1);
+  s.max_replicas = std::max(config.FleetCeiling(), 1);
   s.gpus_per_replica = config.service.gpus_per_replica;
   s.bucket_s = bucket_s;
   return s;

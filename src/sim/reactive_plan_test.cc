@@ -101,7 +101,9 @@ TEST(ReactivePlanTest, SettingFollowsTheServiceAndTheBucket) {
   }
   const ReactiveSetting s = ReactiveSettingFor(config, 60);
   EXPECT_EQ(s.initial_replicas, 3);  // initial_replicas -1: min_replicas
-  EXPECT_EQ(s.max_replicas, 12);
+  EXPECT_EQ(s.max_replicas, 4);  // the default cluster, one node of 8 GPUs, places 4
+  config.cluster.nodes = 4;
+  EXPECT_EQ(ReactiveSettingFor(config, 60).max_replicas, 12);
   EXPECT_EQ(s.gpus_per_replica, 2);
   EXPECT_DOUBLE_EQ(s.target_ratio, config.slo.target_ratio);
   EXPECT_DOUBLE_EQ(s.bucket_s, 60);

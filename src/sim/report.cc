@@ -71,7 +71,9 @@ std::string Replicas(int n) { return fmt::format("{} replica{}", n, n == 1 ? "" 
 std::string StaticFleetSummary(const StaticFleet& fleet) {
   return fmt::format("{}, {:.3f} GPU-hours, attainment {:.4f}{}", Replicas(fleet.replicas),
                      fleet.gpu_hours, fleet.attainment,
-                     fleet.meets_target ? "" : " (the target is out of reach within max_replicas)");
+                     fleet.meets_target ? ""
+                                        : " (the target is out of reach: no more replicas fit "
+                                          "max_replicas and the cluster)");
 }
 
 // "reactive (+3, hold 2)": the spare replicas and the hold, in buckets.

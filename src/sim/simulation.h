@@ -9,6 +9,7 @@
 // the ReplicaModel is only read.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -83,7 +84,20 @@ struct SimulationConfig {
   SloSpec slo;
   FaultSpec faults;
   Seconds oracle_bucket{60};  // granularity of the oracle's load profile
+
+  // The most replicas that can serve at once: service.max_replicas, or fewer when the cluster
+  // cannot place that many (whole replicas per node). The oracle, the static fleet and the
+  // reactive reference size fleets up to it: a fleet the cluster cannot hold is no plan.
+  int FleetCeiling() const {
+    const int64_t per_node = cluster.gpus_per_node / std::max(service.gpus_per_replica, 1);
+    const int64_t placeable = static_cast<int64_t>(cluster.nodes) * per_node;
+    return static_cast<int>(std::min<int64_t>(service.max_replicas, placeable));
+  }
 };
+
+// The largest cluster one run simulates (nodes x gpus_per_node); its inventory is allocated
+// up front.
+inline constexpr int64_t kMaxSimulatedGpus = 1'000'000;
 
 struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0;

@@ -21,7 +21,7 @@ Result<StaticFleet> SmallestStaticFleet(const SimulationConfig& config, const Re
     return a;
   };
   const int min_n = std::max(config.service.min_replicas, 1);
-  const int max_n = std::max(config.service.max_replicas, min_n);
+  const int max_n = std::max(config.FleetCeiling(), min_n);
   // Invariant: fleets below `low` miss the target; `high` meets it (or is max_n, unknown).
   int low = min_n, high = max_n;
   double high_attainment = -1;

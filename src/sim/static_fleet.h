@@ -9,7 +9,7 @@
 // router and replica model (the oracle's fleet replay over the whole trace,
 // FleetAttainment); attainment = requests meeting the SLO / requests. Attainment does not fall as n
 // grows (pinned by the oracle's tests), so n is found by bisection over
-// [max(min_replicas, 1), max_replicas]: about log2(max_replicas) replays. GPU-hours =
+// [max(min_replicas, 1), FleetCeiling()]: about log2(max_replicas) replays. GPU-hours =
 // n x gpus_per_replica x end_s / 3600, end_s being the policy run's duration so that the
 // figures compare.
 //
@@ -26,7 +26,7 @@
 namespace gpuscale::sim {
 
 struct StaticFleet {
-  // The smallest fleet meeting slo.target_ratio; max_replicas when none within it does.
+  // The smallest fleet meeting slo.target_ratio; FleetCeiling() when none within it does.
   int replicas = 0;
   double attainment = 0;  // of that fleet
   double gpu_hours = 0;

@@ -77,6 +77,35 @@ TEST(StaticFleetTest, SaysWhenNoFleetWithinMaxReplicasMeetsTheTarget) {
   EXPECT_LT(fleet->attainment, config.slo.target_ratio);
 }
 
+TEST(StaticFleetTest, NeverSizesAFleetTheClusterCannotHold) {
+  AffineReplicaModel model;
+  const auto trace = BurstyTrace(300);
+  auto config = TwoGpuConfig();
+  config.service.max_replicas = 1000;  // a ceiling far above what 3 GPUs place
+  config.cluster = {1, 3, "H100", 81559};
+  ASSERT_EQ(config.FleetCeiling(), 1);  // one whole 2-GPU replica per 3-GPU node
+  auto fleet = SmallestStaticFleet(config, model, trace, 300);
+  ASSERT_TRUE(fleet);
+  EXPECT_FALSE(fleet->meets_target);
+  EXPECT_EQ(fleet->replicas, 1);
+}
+
+TEST(FleetCeilingTest, IsMaxReplicasOrWhatTheNodesPlace) {
+  struct Case {
+    int nodes, gpus_per_node, gpus_per_replica, max_replicas, want;
+  };
+  for (const Case& c : {Case{4, 8, 1, 32, 32}, Case{4, 8, 1, 100, 32}, Case{4, 8, 3, 100, 8},
+                        Case{2, 8, 8, 100, 2}, Case{8, 8, 1, 10, 10}}) {
+    SimulationConfig config;
+    config.cluster = {c.nodes, c.gpus_per_node, "H100", 81559};
+    config.service.gpus_per_replica = c.gpus_per_replica;
+    config.service.max_replicas = c.max_replicas;
+    EXPECT_EQ(config.FleetCeiling(), c.want)
+        << c.nodes << " x " << c.gpus_per_node << " GPUs, " << c.gpus_per_replica
+        << " per replica, max " << c.max_replicas;
+  }
+}
+
 TEST(StaticFleetTest, NeverGoesBelowMinReplicas) {
   AffineReplicaModel model;
   Trace tiny;
