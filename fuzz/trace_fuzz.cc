@@ -27,6 +27,8 @@ void CheckTrace(const Trace& trace) {
     previous = r.arrival_s;
   }
   if (trace.skipped_rows < 0 || trace.format.empty()) std::abort();
+  // The first skipped row's reason names its line, exactly when a row was skipped.
+  if ((trace.skipped_rows > 0) != trace.first_skipped_row.starts_with("line ")) std::abort();
 }
 
 }  // namespace

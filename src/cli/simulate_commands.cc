@@ -77,6 +77,27 @@ std::string SkippedRowsLine(const sim::Trace& trace) {
                      trace.first_skipped_row);
 }
 
+// "azure_csv, 387320 requests over 3442 s (112.52 req/s), mean 1155 prompt / 211 output
+// tokens": the trace as replayed, after --rate-scale and --time-compress.
+std::string TraceLine(const sim::Trace& trace) {
+  const sim::TraceStats t = sim::SummarizeTrace(trace);
+  return fmt::format("{}, {} requests over {:.0f} s ({:.2f} req/s), mean {:.0f} prompt / {:.0f} "
+                     "output tokens",
+                     trace.format, t.requests, t.span_s, t.rate_per_s, t.mean_input_tokens,
+                     t.mean_output_tokens);
+}
+
+nlohmann::ordered_json TraceJson(const sim::Trace& trace) {
+  const sim::TraceStats t = sim::SummarizeTrace(trace);
+  return {{"format", trace.format},
+          {"requests", t.requests},
+          {"span_seconds", t.span_s},
+          {"rate_per_second", t.rate_per_s},
+          {"mean_input_tokens", t.mean_input_tokens},
+          {"mean_output_tokens", t.mean_output_tokens},
+          {"skipped_rows", trace.skipped_rows}};
+}
+
 Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
   GS_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.trace, "--trace"));
   GS_ASSIGN_OR_RETURN(sim::TraceFormat format, sim::ParseTraceFormat(flags.trace_format));
@@ -238,8 +259,8 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
   nlohmann::ordered_json j;
   j["name"] = run.name;
   j["policy"] = r.policy;
+  j["trace"] = TraceJson(trace);
   j["requests"] = r.requests;
-  j["skipped_trace_rows"] = trace.skipped_rows;
   j["completed"] = r.completed;
   j["aborted"] = r.aborted;
   j["slo_met"] = r.slo_met;
@@ -301,7 +322,8 @@ int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
   if (flags.output == OutputFormat::kJson) {
     ctx.out << ReportJson(*run, *refs, *trace).dump(2) << "\n";
   } else {
-    ctx.out << sim::FormatReportTable(result.report, *refs, result.timeline);
+    ctx.out << fmt::format("{:<20} {}\n", "trace", TraceLine(*trace))
+            << sim::FormatReportTable(result.report, *refs, result.timeline);
     if (trace->skipped_rows > 0) ctx.out << SkippedRowsLine(*trace);
   }
   return ctx.exit_code;
@@ -360,7 +382,7 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
     for (const auto& run : runs) j.push_back(ReportJson(run, *refs, *trace));
     ctx.out << j.dump(2) << "\n";
   } else {
-    ctx.out << sim::FormatCompareTable(entries, *refs);
+    ctx.out << "trace: " << TraceLine(*trace) << "\n" << sim::FormatCompareTable(entries, *refs);
     if (trace->skipped_rows > 0) ctx.out << SkippedRowsLine(*trace);
   }
   ctx.err << fmt::format("simulate: chart written to {}\n", flags.svg);

@@ -231,10 +231,19 @@ TEST_F(SimulateCommandTest, BadTraceRowsFailUnlessSkippedAndThenAreCountedAndSho
   EXPECT_NE(out.find(line), std::string::npos) << out;
   EXPECT_NE(err.find("simulate: " + line), std::string::npos) << err;
   EXPECT_NE(out.find("requests             599"), std::string::npos) << out;
+  // The report starts with what was replayed.
+  EXPECT_EQ(out.rfind("trace                plain_csv, 599 requests over 60 s (10.00 req/s), "
+                      "mean 300 prompt / 40 output tokens\n",
+                      0),
+            0u)
+      << out;
 
   skipping.insert(skipping.end(), {"-o", "json"});
   ASSERT_EQ(Run(skipping, &out, &err), 0) << err;
-  EXPECT_NE(out.find("\"skipped_trace_rows\": 2,"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"trace\": {\n    \"format\": \"plain_csv\",\n    \"requests\": 599,"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\"skipped_rows\": 2\n"), std::string::npos) << out;
   EXPECT_NE(out.find("\"requests\": 599,"), std::string::npos) << out;
 
   // A clean trace reports no skipped rows and no line.

@@ -108,22 +108,20 @@ TEST(CompareVerdictTest, OneReplicaIsSingular) {
 
 TEST(CompareTableTest, RatiosToTheOracleAreADashWithoutIt) {
   const std::vector<CompareEntry> entries = {Entry("slo", 0.9995, 7.2)};
-  References refs = WithStaticFleet(8, 8.0, true);
-  std::string table = FormatCompareTable(entries, refs);
-  EXPECT_NE(table.find("slo                        0.9995      7.200        -"),
-            std::string::npos)
-      << table;
-  EXPECT_NE(table.find("static fleet (8)           0.9950      8.000        -"),
-            std::string::npos)
-      << table;
-  refs.oracle_gpu_hours = 6.0;
-  table = FormatCompareTable(entries, refs);
-  EXPECT_NE(table.find("slo                        0.9995      7.200    1.200"),
-            std::string::npos)
-      << table;
-  EXPECT_NE(table.find("static fleet (8)           0.9950      8.000    1.333"),
-            std::string::npos)
-      << table;
+  struct Case {
+    double oracle_gpu_hours;
+    std::string slo_row, fleet_row;
+  };
+  for (const Case& c : {Case{-1, "slo                        0.9995      7.200        -",
+                             "static fleet (8)           0.9950      8.000        -"},
+                        Case{6.0, "slo                        0.9995      7.200    1.200",
+                             "static fleet (8)           0.9950      8.000    1.333"}}) {
+    References refs = WithStaticFleet(8, 8.0, true);
+    refs.oracle_gpu_hours = c.oracle_gpu_hours;
+    const std::string table = FormatCompareTable(entries, refs);
+    EXPECT_NE(table.find(c.slo_row), std::string::npos) << table;
+    EXPECT_NE(table.find(c.fleet_row), std::string::npos) << table;
+  }
 }
 
 std::vector<TimelineRow> Ticks(const std::vector<std::pair<double, int>>& time_and_ready) {

@@ -432,6 +432,22 @@ std::string_view TraceFormatName(TraceFormat format) {
   return "auto";
 }
 
+TraceStats SummarizeTrace(const Trace& trace) {
+  TraceStats stats;
+  stats.requests = static_cast<int64_t>(trace.requests.size());
+  if (trace.requests.empty()) return stats;
+  stats.span_s = trace.requests.back().arrival_s - trace.requests.front().arrival_s;
+  if (stats.span_s > 0) stats.rate_per_s = static_cast<double>(stats.requests) / stats.span_s;
+  double input = 0, output = 0;
+  for (const TraceRequest& r : trace.requests) {
+    input += r.input_tokens;
+    output += r.output_tokens;
+  }
+  stats.mean_input_tokens = input / static_cast<double>(stats.requests);
+  stats.mean_output_tokens = output / static_cast<double>(stats.requests);
+  return stats;
+}
+
 Result<TraceFormat> ParseTraceFormat(std::string_view name) {
   for (TraceFormat f : {TraceFormat::kAuto, TraceFormat::kAzureCsv, TraceFormat::kMooncakeJsonl,
                         TraceFormat::kPlainCsv, TraceFormat::kPlainJsonl}) {

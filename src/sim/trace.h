@@ -73,6 +73,17 @@ enum class RateScaleMode {
   kReplicate,
 };
 
+// What a trace replays, for the report's first line: a wrong --rate-scale or
+// --time-compress shows as a rate or span nobody expected.
+struct TraceStats {
+  int64_t requests = 0;
+  double span_s = 0;             // last arrival (the first is at 0)
+  double rate_per_s = 0;         // requests / span; 0 for a single instant
+  double mean_input_tokens = 0;  // 0 without requests
+  double mean_output_tokens = 0;
+};
+TraceStats SummarizeTrace(const Trace& trace);
+
 // "streams" / "replicate" (the names a --rate-mode flag takes); the inverse errors with
 // InvalidArgument listing the names.
 std::string_view RateScaleModeName(RateScaleMode mode);

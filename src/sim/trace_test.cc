@@ -237,6 +237,23 @@ TEST(TraceParseTest, SkipsAndCountsBadRowsWhenAsked) {
   EXPECT_NEAR(trace.requests[2].arrival_s, 1.3194100, 1e-9);
 }
 
+TEST(TraceStatsTest, SummarizesWhatIsReplayed) {
+  EXPECT_EQ(SummarizeTrace(Trace{}).requests, 0);
+  EXPECT_EQ(SummarizeTrace(Trace{}).mean_input_tokens, 0);
+  Trace one;
+  one.requests = {{0, 100, 10}};
+  EXPECT_EQ(SummarizeTrace(one).rate_per_s, 0);  // one instant has no rate
+  EXPECT_EQ(SummarizeTrace(one).mean_output_tokens, 10);
+  Trace three;
+  three.requests = {{0, 100, 10}, {1, 200, 20}, {4, 600, 60}};
+  const TraceStats stats = SummarizeTrace(three);
+  EXPECT_EQ(stats.requests, 3);
+  EXPECT_DOUBLE_EQ(stats.span_s, 4);
+  EXPECT_DOUBLE_EQ(stats.rate_per_s, 0.75);
+  EXPECT_DOUBLE_EQ(stats.mean_input_tokens, 300);
+  EXPECT_DOUBLE_EQ(stats.mean_output_tokens, 30);
+}
+
 TEST(TraceFormatTest, NamesRoundTrip) {
   for (TraceFormat f : {TraceFormat::kAuto, TraceFormat::kAzureCsv, TraceFormat::kMooncakeJsonl,
                         TraceFormat::kPlainCsv, TraceFormat::kPlainJsonl}) {
