@@ -77,7 +77,7 @@ std::string SkippedRowsLine(const sim::Trace& trace) {
                      trace.first_skipped_row);
 }
 
-// "azure_csv, 387320 requests over 3442 s (112.52 req/s), mean 1155 prompt / 211 output
+// "azure_csv, 387320 requests over 3502 s (110.60 req/s), mean 1155 prompt / 211 output
 // tokens": the trace as replayed, after --rate-scale and --time-compress.
 std::string TraceLine(const sim::Trace& trace) {
   const sim::TraceStats t = sim::SummarizeTrace(trace);
