@@ -4,13 +4,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "cli/command.h"
+#include "cli/trace_file.h"
 #include "loadgen/bench_runner.h"
 #include "sim/trace.h"
 #include "task/task_json.h"
@@ -127,29 +126,17 @@ void PrintTable(const loadgen::BenchReport& r, const loadgen::BenchOptions& o, s
 }
 
 Result<std::vector<sim::TraceRequest>> LoadTrace(const BenchFlags& flags, std::ostream& err) {
-  std::ifstream in(flags.trace, std::ios::binary);
-  if (!in) return NotFound(fmt::format("cannot open '{}'", flags.trace), "--trace");
-  std::ostringstream text;
-  text << in.rdbuf();
-  GS_ASSIGN_OR_RETURN(sim::TraceFormat format, sim::ParseTraceFormat(flags.trace_format));
-  Result<sim::Trace> trace = sim::ParseTrace(text.str(), {format, flags.skip_bad_rows});
-  if (!trace) {
-    Error e = trace.error();
-    e.message =
-        fmt::format("{}: {}{}{}", flags.trace, e.field.empty() ? "" : e.field + ": ", e.message,
-                    e.field.starts_with("line ") ? " (or --skip-bad-rows to skip it)" : "");
-    e.field = "--trace";
-    return Unexpected<Error>(e);
-  }
-  if (trace->skipped_rows > 0) {
-    err << fmt::format("bench: {} bad trace row{} skipped, the first: {}\n", trace->skipped_rows,
-                       trace->skipped_rows == 1 ? "" : "s", trace->first_skipped_row);
+  GS_ASSIGN_OR_RETURN(sim::Trace trace,
+                      ReadTraceFile(flags.trace, flags.trace_format, flags.skip_bad_rows));
+  if (trace.skipped_rows > 0) {
+    err << fmt::format("bench: {} bad trace row{} skipped, the first: {}\n", trace.skipped_rows,
+                       trace.skipped_rows == 1 ? "" : "s", trace.first_skipped_row);
   }
   sim::TraceTransform transform{1.0, flags.trace_speedup, 1};
   if (!sim::ValidateTraceTransform(transform)) {
     return InvalidArgument("expected a factor in (0, 1e6]", "--trace-speedup");
   }
-  return sim::TransformTrace(*trace, transform).requests;
+  return sim::TransformTrace(trace, transform).requests;
 }
 
 // Turns the flags into BenchOptions (the mode follows --rate / --trace).

@@ -6,13 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/trace_file.h"
 #include "config/sim_config.h"
 #include "sim/oracle.h"
 #include "sim/reactive_plan.h"
@@ -54,14 +54,6 @@ Result<std::unique_ptr<sim::ReplicaModel>> BuildModel(const sim::ReplicaModelCon
   return std::move(*model);
 }
 
-Result<std::string> ReadFile(const std::string& path, std::string_view flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(fmt::format("cannot open '{}'", path), std::string(flag));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 Status WriteFile(const std::string& path, const std::string& text, std::string_view flag) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -99,17 +91,8 @@ nlohmann::ordered_json TraceJson(const sim::Trace& trace) {
 }
 
 Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
-  GS_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.trace, "--trace"));
-  GS_ASSIGN_OR_RETURN(sim::TraceFormat format, sim::ParseTraceFormat(flags.trace_format));
-  auto trace = sim::ParseTrace(text, {format, flags.skip_bad_rows});
-  if (!trace) {
-    Error e = trace.error();
-    e.message = fmt::format("{}: {}{}{}", flags.trace, e.field.empty() ? "" : e.field + ": ",
-                            e.message,
-                            e.field.starts_with("line ") ? " (or --skip-bad-rows to skip it)" : "");
-    e.field = "--trace";
-    return Unexpected<Error>(e);
-  }
+  auto trace = ReadTraceFile(flags.trace, flags.trace_format, flags.skip_bad_rows);
+  if (!trace) return trace;
   if (trace->skipped_rows > 0) err << "simulate: " << SkippedRowsLine(*trace);
   if (trace->requests.empty() && trace->skipped_rows > 0) {
     return InvalidArgument(fmt::format("{}: no request to replay: all {} rows were bad, the "
@@ -252,14 +235,15 @@ nlohmann::ordered_json PlanJson(const sim::OraclePlan& plan,
 }
 
 // One run's report; REQUIRES: run.result holds a value.
+// trace_json: TraceJson of the replayed trace, computed once for every run of a compare.
 nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
-                                  const sim::Trace& trace) {
+                                  const nlohmann::ordered_json& trace_json) {
   const sim::SimReport& r = run.result->report;
   const double oracle = refs.oracle_gpu_hours;
   nlohmann::ordered_json j;
   j["name"] = run.name;
   j["policy"] = r.policy;
-  j["trace"] = TraceJson(trace);
+  j["trace"] = trace_json;
   j["requests"] = r.requests;
   j["completed"] = r.completed;
   j["aborted"] = r.aborted;
@@ -320,7 +304,7 @@ int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
     if (!written) return ctx.Fail(written.error());
   }
   if (flags.output == OutputFormat::kJson) {
-    ctx.out << ReportJson(*run, *refs, *trace).dump(2) << "\n";
+    ctx.out << ReportJson(*run, *refs, TraceJson(*trace)).dump(2) << "\n";
   } else {
     ctx.out << fmt::format("{:<20} {}\n", "trace", TraceLine(*trace))
             << sim::FormatReportTable(result.report, *refs, result.timeline);
@@ -379,7 +363,8 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
   if (auto written = WriteFile(flags.svg, svg, "--svg"); !written) return ctx.Fail(written.error());
   if (flags.output == OutputFormat::kJson) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const auto& run : runs) j.push_back(ReportJson(run, *refs, *trace));
+    const nlohmann::ordered_json trace_json = TraceJson(*trace);
+    for (const auto& run : runs) j.push_back(ReportJson(run, *refs, trace_json));
     ctx.out << j.dump(2) << "\n";
   } else {
     ctx.out << "trace: " << TraceLine(*trace) << "\n" << sim::FormatCompareTable(entries, *refs);

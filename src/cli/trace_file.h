@@ -1,0 +1,20 @@
+// Reads the --trace FILE that `gpuscale simulate` and `gpuscale bench` replay, so that both
+// report an unreadable file or a bad row the same way.
+#pragma once
+
+#include <string>
+
+#include "core/result.h"
+#include "sim/trace.h"
+
+namespace gpuscale::cli {
+
+// Reads and parses `path` in the named format (--trace-format: auto, azure_csv, ...), skipping
+// and counting bad rows when skip_bad_rows. Errors carry field "--trace" and start with the
+// path: NotFound when the file cannot be opened; InvalidArgument for a bad row, naming its
+// line and column and pointing to --skip-bad-rows. An unknown format name is the
+// InvalidArgument of sim::ParseTraceFormat.
+Result<sim::Trace> ReadTraceFile(const std::string& path, const std::string& format_name,
+                                 bool skip_bad_rows);
+
+}  // namespace gpuscale::cli
