@@ -263,6 +263,18 @@ TEST_F(SimulateCommandTest, BadTraceRowsFailUnlessSkippedAndThenAreCountedAndSho
       << err;
 }
 
+TEST_F(SimulateCommandTest, UnknownTraceFormatNamesTheFlag) {
+  std::ofstream(Path("trace.csv")) << "arrival_s,input_tokens,output_tokens\n0,10,10\n";
+  std::string out, err;
+  EXPECT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("trace.csv"),
+                 "--trace-format", "azure"},
+                &out, &err),
+            kExitUsage);
+  EXPECT_NE(err.find("--trace-format: unknown trace format 'azure': expected auto, azure_csv"),
+            std::string::npos)
+      << err;
+}
+
 TEST_F(SimulateCommandTest, MissingTraceIsAUsageError) {
   std::string out, err;
   EXPECT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("none.csv")}, &out, &err),

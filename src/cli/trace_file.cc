@@ -13,8 +13,14 @@ Result<sim::Trace> ReadTraceFile(const std::string& path, const std::string& for
   if (!in) return NotFound(fmt::format("cannot open '{}'", path), "--trace");
   std::ostringstream text;
   text << in.rdbuf();
-  GS_ASSIGN_OR_RETURN(sim::TraceFormat format, sim::ParseTraceFormat(format_name));
-  auto trace = sim::ParseTrace(text.str(), {format, skip_bad_rows});
+  // The parser names its own field ("format"); at the command line the user typed the flag.
+  Result<sim::TraceFormat> format = sim::ParseTraceFormat(format_name);
+  if (!format) {
+    Error e = format.error();
+    e.field = "--trace-format";
+    return Unexpected<Error>(e);
+  }
+  auto trace = sim::ParseTrace(text.str(), {*format, skip_bad_rows});
   if (!trace) {
     Error e = trace.error();
     e.message = fmt::format("{}: {}{}{}", path, e.field.empty() ? "" : e.field + ": ", e.message,
