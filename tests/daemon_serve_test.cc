@@ -1,6 +1,7 @@
 // `gpuscale serve` end to end: the real binary, emulated replicas (`gpuscale emulate`), load
 // from `gpuscale bench`, all on 127.0.0.1 with a temporary state directory and a 1 s control
-// loop. Scenarios: scale out under load and back in after it, a killed replica is restarted,
+// loop. Scenarios: scale out under load and back in after it, the `slo` policy scaling out
+// on violations of the service's own SLO targets, a killed replica is restarted,
 // a replica without GPUs is pending with the allocator's reason, a kill -9'd daemon's
 // replicas are adopted by the next one without duplicates or leaked leases, SIGHUP applies
 // an edited config file (and a broken one changes nothing), and the API's 400/401 answers.
@@ -92,6 +93,32 @@ TEST_F(DaemonServeTest, BenchLoadScalesOutAndBackIn) {
       << Replicas().dump();
   HttpReply events = Http(Port(), "GET", "/v1/events?kind=decision&limit=100");
   EXPECT_THAT(events.body.dump(), HasSubstr("-> 3"));
+}
+
+// The `slo` policy live: with a capacity estimate far above the load, only SLO violations
+// can add replicas, and they are measured against the service's `slo:` block. A 0.1 s TTFT
+// target is missed by every request queued behind the one-request batches of these
+// replicas, so the policy adds a replica per tick while requests wait.
+TEST_F(DaemonServeTest, SloPolicyScalesOutOnViolationsOfTheServicesSlo) {
+  std::string service = Service(1, 3,
+                                "      family: slo\n"
+                                "      slo: {initial_capacity_rps: 1000, ready_grace_seconds: 0}\n");
+  service.replace(service.find("    policy:"), 0, "    slo: {ttft_seconds: 0.1}\n");
+  StartDaemon(Config(service));
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1; }, std::chrono::seconds(15)));
+  HttpReply spec = Http(Port(), "GET", "/v1/services/x");
+  EXPECT_EQ(spec.body["spec"]["slo"], json::parse(R"({"ttft_seconds": 0.1, "tpot_seconds": 0.05})"))
+      << spec.body.dump();
+  const int replica_port = Replicas()[0]["port"];
+  const pid_t bench = Spawn(BenchArgv("http://127.0.0.1:" + std::to_string(replica_port), 25), -1,
+                            dir_ + "/bench.err", {marker_});
+  ASSERT_GT(bench, 0);
+  const bool scaled_out = WaitFor([&] { return Count() == 3; }, std::chrono::seconds(25));
+  kill(bench, SIGKILL);
+  waitpid(bench, nullptr, 0);
+  ASSERT_TRUE(scaled_out) << Replicas().dump();
+  HttpReply events = Http(Port(), "GET", "/v1/events?kind=decision&limit=100");
+  EXPECT_THAT(events.body.dump(), HasSubstr("scale out 1 -> 2")) << events.body.dump();
 }
 
 TEST_F(DaemonServeTest, KilledReplicaIsRestarted) {

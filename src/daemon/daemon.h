@@ -73,7 +73,6 @@ struct DaemonOptions {
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};
   Seconds retention{7 * 24 * 3600};  // events and decisions older than this are deleted
-  SloThresholds slo;
   // Where operational messages go (store errors, shutdown); default: stderr.
   std::function<void(std::string_view)> log;
 };

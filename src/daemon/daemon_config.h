@@ -26,6 +26,11 @@
 //       drain_timeout_seconds: 300
 //       min_replicas: 1
 //       max_replicas: 4
+//       slo: {ttft_seconds: 1, tpot_seconds: 0.05}   # the latency SLO the replicas' TTFT and
+//                                                  # TPOT histograms are read against: the
+//                                                  # slo:*_violation_ratio:1m metrics the
+//                                                  # `slo` policy scales on (defaults shown;
+//                                                  # each in (0, 3600] seconds)
 //       policy: {family: target, target: {...}}   # config/policy_config.h envelope; the
 //                                                  # service's min/max replicas apply to it
 //                                                  # (set in both places they must agree;
@@ -46,6 +51,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "daemon/slo_thresholds.h"
 #include "gpu/backend_factory.h"
 
 namespace YAML {
@@ -114,6 +120,8 @@ struct ServiceConfig {
   Seconds drain_timeout{300};
   int min_replicas = 1;
   int max_replicas = 1;
+  // `slo: {ttft_seconds, tpot_seconds}`: what the violation ratios are measured against.
+  SloThresholds slo;
   // The policy block as YAML text, re-parsed (config::ParsePolicy) whenever a policy
   // instance is built; min_replicas/max_replicas above are merged into its envelope.
   // Validated at parse time. Empty = a `rules` policy whose rules live in the store

@@ -141,6 +141,27 @@ Status ReadScalars(const YAML::Node& n, const std::string& path, ServiceConfig& 
   return OkStatus();
 }
 
+// `slo: {ttft_seconds, tpot_seconds}`: absent keys keep the defaults. Up to an hour: a target
+// beyond every histogram bucket would read every request as meeting it.
+Status ReadSlo(const YAML::Node& n, const std::string& path, ServiceConfig& s) {
+  const YAML::Node node = Child(n, "slo");
+  if (!node.IsDefined()) return OkStatus();
+  const std::string slo_path = Join(path, "slo");
+  if (!node.IsMap()) {
+    return FieldError(node, slo_path, "expected a mapping {ttft_seconds: 1, tpot_seconds: 0.05}");
+  }
+  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(node, slo_path, {"ttft_seconds", "tpot_seconds"}));
+  for (std::string_view key : {"ttft_seconds", "tpot_seconds"}) {
+    double& target = key == "ttft_seconds" ? s.slo.ttft_seconds : s.slo.tpot_seconds;
+    GS_ASSIGN_OR_RETURN(target, yaml::ReadDouble(node, key, slo_path, target));
+    if (!(target > 0 && target <= 3600)) {
+      return FieldError(Child(node, key), Join(slo_path, key),
+                        fmt::format("expected seconds in (0, 3600], got {}", target));
+    }
+  }
+  return OkStatus();
+}
+
 // The service's replica bounds. A bound set only in the policy block is adopted (a policy
 // file pasted in as it is keeps working); one set in both places must agree.
 Status ReadReplicaBounds(const YAML::Node& n, const YAML::Node& policy, const std::string& path,
@@ -236,10 +257,11 @@ Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::stri
                              {"name", "engine", "slurm", "command", "env", "gpus_per_replica",
                               "min_memory_free_mb", "readiness_path", "metrics_path",
                               "startup_timeout_seconds", "drain_timeout_seconds", "min_replicas",
-                              "max_replicas", "policy"}));
+                              "max_replicas", "slo", "policy"}));
     ServiceConfig s;
     GS_RETURN_IF_ERROR(ReadScalars(node, path, s));
     GS_RETURN_IF_ERROR(ReadEngine(node, path, s));
+    GS_RETURN_IF_ERROR(ReadSlo(node, path, s));
     const YAML::Node policy = Child(node, "policy");
     GS_RETURN_IF_ERROR(ReadReplicaBounds(node, policy, path, s));
     GS_RETURN_IF_ERROR(ReadPolicy(policy, path, s));
@@ -281,6 +303,10 @@ std::string ServiceConfigToYaml(const ServiceConfig& s) {
       << fmt::format("{}", s.drain_timeout.count());
   out << YAML::Key << "min_replicas" << YAML::Value << s.min_replicas;
   out << YAML::Key << "max_replicas" << YAML::Value << s.max_replicas;
+  out << YAML::Key << "slo" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "ttft_seconds" << YAML::Value << fmt::format("{}", s.slo.ttft_seconds);
+  out << YAML::Key << "tpot_seconds" << YAML::Value << fmt::format("{}", s.slo.tpot_seconds);
+  out << YAML::EndMap;
   if (!s.policy_yaml.empty()) EmitPolicy(out, s.policy_yaml);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

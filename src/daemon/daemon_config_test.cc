@@ -50,8 +50,16 @@ TEST(DaemonConfigTest, ServiceDefaultsWithoutPolicyAreStoreRules) {
   EXPECT_EQ(s->drain_timeout, Seconds{300});
   EXPECT_EQ(s->min_replicas, 1);
   EXPECT_EQ(s->max_replicas, 1);
+  EXPECT_EQ(s->slo, (SloThresholds{.ttft_seconds = 1.0, .tpot_seconds = 0.05}));
   EXPECT_EQ(s->policy_yaml, "");
   EXPECT_EQ(s->policy_family, "rules");
+}
+
+TEST(DaemonConfigTest, SloKeepsTheDefaultOfAKeyItLeavesOut) {
+  auto s = ParseServiceConfigText(std::string(kMinimalService) + "slo: {ttft_seconds: 0.5}\n",
+                                  "test");
+  ASSERT_TRUE(s) << ErrorText(s);
+  EXPECT_EQ(s->slo, (SloThresholds{.ttft_seconds = 0.5, .tpot_seconds = 0.05}));
 }
 
 TEST(DaemonConfigTest, ReadsEveryTopLevelField) {
@@ -216,6 +224,19 @@ const BadConfigCase kBadConfigs[] = {
      "services[0].startup_timeout_seconds: expected a finite number of seconds > 0"},
     {"DrainNegative", "services:\n  - {name: chat, command: [x], drain_timeout_seconds: -1}",
      "services[0].drain_timeout_seconds: expected a finite number of seconds >= 0"},
+    {"SloList", "services:\n  - {name: chat, command: [x], slo: [1, 0.05]}",
+     "services[0].slo: expected a mapping {ttft_seconds: 1, tpot_seconds: 0.05}"},
+    {"SloUnknownKey", "services:\n  - {name: chat, command: [x], slo: {ttft: 1}}",
+     "services[0].slo.ttft: unknown field"},
+    {"SloWord",
+     "services:\n  - name: chat\n    command: [x]\n    slo:\n      ttft_seconds: fast",
+     "services[0].slo.ttft_seconds: expected a number, got 'fast' (line 5)"},
+    {"SloZero", "services:\n  - {name: chat, command: [x], slo: {tpot_seconds: 0}}",
+     "services[0].slo.tpot_seconds: expected seconds in (0, 3600], got 0"},
+    {"SloNan", "services:\n  - {name: chat, command: [x], slo: {ttft_seconds: .nan}}",
+     "services[0].slo.ttft_seconds: expected a number, got '.nan' (line 2)"},
+    {"SloHours", "services:\n  - {name: chat, command: [x], slo: {ttft_seconds: 7200}}",
+     "services[0].slo.ttft_seconds: expected seconds in (0, 3600], got 7200"},
     {"MinNegative", "services:\n  - {name: chat, command: [x], min_replicas: -1}",
      "services[0].min_replicas: must be >= 0"},
     {"MaxBelowMin", "services:\n  - {name: chat, command: [x], min_replicas: 3, max_replicas: 2}",
@@ -363,6 +384,7 @@ startup_timeout_seconds: 12.5
 drain_timeout_seconds: 0
 min_replicas: 0
 max_replicas: 5
+slo: {ttft_seconds: 2.5, tpot_seconds: 0.1}
 policy:
   family: target
   target:
@@ -375,7 +397,9 @@ policy:
 )",
                                       "test");
   ASSERT_TRUE(first) << ErrorText(first);
+  EXPECT_EQ(first->slo, (SloThresholds{.ttft_seconds = 2.5, .tpot_seconds = 0.1}));
   const std::string text = ServiceConfigToYaml(*first);
+  EXPECT_NE(text.find("slo: {ttft_seconds: 2.5, tpot_seconds: 0.1}"), std::string::npos) << text;
   auto second = ParseServiceConfigText(text, "canonical");
   ASSERT_TRUE(second) << ErrorText(second) << "\n" << text;
   EXPECT_EQ(*second, *first) << text;

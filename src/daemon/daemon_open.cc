@@ -155,7 +155,7 @@ Result<std::unique_ptr<Daemon::Slot>> Daemon::MakeSlot(const ServiceConfig& serv
   slot->name = service.name;
   GS_ASSIGN_OR_RETURN(slot->orch, MakeOrchestrator(service));
   slot->runtime =
-      std::make_unique<ServiceRuntime>(service, std::move(policy), *slot->orch, options_.slo);
+      std::make_unique<ServiceRuntime>(service, std::move(policy), *slot->orch);
   slot->created_at = now;
   if (Result<store::ServiceRow> row = store_->services().Get(service.name)) {
     slot->created_at = row->created_at;

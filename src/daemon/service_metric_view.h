@@ -33,16 +33,12 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "daemon/slo_thresholds.h"
 #include "gpu/gpu_info.h"
 #include "metrics/prometheus_text_parser.h"
 #include "scale/policy.h"
 
 namespace gpuscale::daemon {
-
-struct SloThresholds {
-  double ttft_seconds = 1.0;   // for kTtftViolationRatio
-  double tpot_seconds = 0.05;  // for kTpotViolationRatio
-};
 
 struct ReadyReplicaRef {
   std::string id;

@@ -44,8 +44,8 @@ class ServiceRuntime::OverridablePolicy final : public scale::Policy {
 };
 
 ServiceRuntime::ServiceRuntime(ServiceConfig config, std::unique_ptr<scale::Policy> policy,
-                               scale::ReplicaOrchestrator& orchestrator, SloThresholds slo)
-    : config_(std::move(config)), orchestrator_(orchestrator), view_(slo) {
+                               scale::ReplicaOrchestrator& orchestrator)
+    : config_(std::move(config)), orchestrator_(orchestrator), view_(config_.slo) {
   auto wrapped = std::make_unique<OverridablePolicy>(std::move(policy));
   policy_ = wrapped.get();
   scale::ControllerConfig controller_config;

@@ -70,9 +70,10 @@ using OutstandingSink = std::function<void(const std::string& replica, int outst
 
 class ServiceRuntime {
  public:
-  // REQUIRES: policy != nullptr. `orchestrator` must outlive the runtime.
+  // REQUIRES: policy != nullptr. `orchestrator` must outlive the runtime. The SLO violation
+  // ratios are measured against config.slo.
   ServiceRuntime(ServiceConfig config, std::unique_ptr<scale::Policy> policy,
-                 scale::ReplicaOrchestrator& orchestrator, SloThresholds slo = {});
+                 scale::ReplicaOrchestrator& orchestrator);
   ~ServiceRuntime();
   ServiceRuntime(const ServiceRuntime&) = delete;
   ServiceRuntime& operator=(const ServiceRuntime&) = delete;

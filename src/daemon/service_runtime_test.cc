@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <tuple>
+#include <utility>
 
 #include "metrics/prometheus_text_parser.h"
 #include "testing/fake_orchestrator.h"
@@ -73,6 +75,43 @@ TEST_F(ServiceRuntimeTest, ScrapedMetricsReachThePolicyAndOutstandingIsReported)
   EXPECT_EQ(outstanding_.size(), 2u);
   EXPECT_EQ(outstanding_.begin()->second, 8);  // running 1 + waiting 7
   EXPECT_EQ(r.tick.desired_replicas, 2);
+}
+
+// The service's `slo:` block is what the replicas' TTFT histograms are read against: with a
+// 0.5 s target, requests at 0.5-1 s are violations the 1 s default would not count.
+TEST(ServiceRuntimeSloTest, ViolationRatioUsesTheServicesSloTargets) {
+  auto ttft_histogram = [](int fast, int total) {
+    return *metrics::ParsePrometheusText(
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        "vllm:time_to_first_token_seconds_bucket{le=\"0.5\"} " + std::to_string(fast) + "\n"
+        "vllm:time_to_first_token_seconds_bucket{le=\"1.0\"} " + std::to_string(total) + "\n"
+        "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} " + std::to_string(total) + "\n"
+        "vllm:time_to_first_token_seconds_count " + std::to_string(total) + "\n"
+        "vllm:time_to_first_token_seconds_sum 0\n");
+  };
+  for (const auto& [ttft_target, expected] : {std::pair{0.5, 0.75}, std::pair{1.0, 0.0}}) {
+    testing::FakeOrchestrator orch(/*slots=*/2, Seconds{0});
+    auto policy = std::make_unique<testing::ScriptedPolicy>(1, 1);
+    testing::ScriptedPolicy* scripted = policy.get();
+    scripted->desired = 1;
+    ServiceConfig service = Service(1, 1);
+    service.slo.ttft_seconds = ttft_target;
+    ServiceRuntime runtime(service, std::move(policy), orch);
+    OutstandingSink ignore = [](const std::string&, int) {};
+    runtime.Tick(Seconds{0}, {}, nullptr, ignore);
+    for (const auto& [t, fast, total] : {std::tuple{1, 0, 0}, std::tuple{31, 10, 40}}) {
+      orch.Advance(Seconds{t});
+      ServiceObservation obs;
+      for (const auto& r : orch.ListReplicas()) {
+        obs.replicas.push_back({r.id, {}, true, ttft_histogram(fast, total)});
+      }
+      runtime.Tick(Seconds{t}, obs, nullptr, ignore);
+    }
+    const scale::ScalingInput& in = scripted->inputs.back();
+    const std::string name = "slo:ttft_violation_ratio:1m";
+    ASSERT_EQ(in.metrics.count(name), 1u) << "ttft target " << ttft_target;
+    EXPECT_DOUBLE_EQ(*in.metrics.at(name).service_value, expected) << "ttft target " << ttft_target;
+  }
 }
 
 TEST_F(ServiceRuntimeTest, FailedScrapeIsAMetricErrorForThePolicy) {
