@@ -95,14 +95,17 @@ TEST_F(DaemonServeTest, BenchLoadScalesOutAndBackIn) {
   EXPECT_THAT(events.body.dump(), HasSubstr("-> 3"));
 }
 
-// The `slo` policy live: with a capacity estimate far above the load, only SLO violations
-// can add replicas, and they are measured against the service's `slo:` block. A 0.1 s TTFT
-// target is missed by every request queued behind the one-request batches of these
-// replicas, so the policy adds a replica per tick while requests wait.
+// The `slo` policy live, in token mode (load counted in tokens from the replicas' token
+// counters) as in examples/sim/: with a capacity estimate far above the load, only SLO
+// violations can add replicas, and they are measured against the service's `slo:` block. A
+// 0.1 s TTFT target is missed by every request queued behind the one-request batches of
+// these replicas, so the policy adds a replica per tick while requests wait.
 TEST_F(DaemonServeTest, SloPolicyScalesOutOnViolationsOfTheServicesSlo) {
   std::string service = Service(1, 3,
                                 "      family: slo\n"
-                                "      slo: {initial_capacity_rps: 1000, ready_grace_seconds: 0}\n");
+                                "      slo: {output_token_weight: 4,\n"
+                                "            initial_capacity_tokens_per_second: 1000000,\n"
+                                "            ready_grace_seconds: 0}\n");
   service.replace(service.find("    policy:"), 0, "    slo: {ttft_seconds: 0.1}\n");
   StartDaemon(Config(service));
   ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1; }, std::chrono::seconds(15)));

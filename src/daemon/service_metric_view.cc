@@ -22,6 +22,9 @@ constexpr std::string_view kTtftHistogram = "vllm:time_to_first_token_seconds";
 constexpr std::string_view kTpotHistogram = "vllm:time_per_output_token_seconds";
 constexpr std::string_view kE2eHistogram = "vllm:e2e_request_latency_seconds";
 constexpr std::string_view kSuccessCounter = "vllm:request_success_total";
+// Token counters (counted when a request finishes), for the slo policy's token mode.
+constexpr std::string_view kPromptTokensCounter = "vllm:prompt_tokens_total";
+constexpr std::string_view kGenerationTokensCounter = "vllm:generation_tokens_total";
 
 // reference 003's KEDA query: share of requests slower than 5 s end to end.
 constexpr double kE2eThresholdSeconds = 5.0;
@@ -112,11 +115,16 @@ void FillKernel(const std::vector<ReadyReplicaRef>& ready, const gpu::GpuSnapsho
 
 struct ServiceMetricView::ReplicaWindows {
   explicit ReplicaWindows(Seconds retention)
-      : success(retention), ttft(retention), tpot(retention), e2e(retention) {}
+      : success(retention),
+        prompt_tokens(retention),
+        generation_tokens(retention),
+        ttft(retention),
+        tpot(retention),
+        e2e(retention) {}
 
   Seconds last_scrape{-std::numeric_limits<double>::infinity()};
   std::map<std::string, double> latest;  // family -> value of the latest scrape
-  metrics::SeriesWindow success;
+  metrics::SeriesWindow success, prompt_tokens, generation_tokens;
   metrics::HistogramWindow ttft, tpot, e2e;
 };
 
@@ -136,6 +144,11 @@ void ServiceMetricView::Record(Seconds now, const std::string& replica,
   // A replica that has not finished a request may not expose the counter yet: that is 0.
   auto success = metrics::FindValue(exposition, kSuccessCounter, {}, metrics::Combine::kSum);
   w->success.Add(now, success ? *success : 0.0);
+  for (auto [window, family] : {std::pair{&w->prompt_tokens, kPromptTokensCounter},
+                                std::pair{&w->generation_tokens, kGenerationTokensCounter}}) {
+    auto tokens = metrics::FindValue(exposition, family, {}, metrics::Combine::kSum);
+    window->Add(now, tokens ? *tokens : 0.0);
+  }
   AddHistogram(w->ttft, now, exposition, kTtftHistogram);
   AddHistogram(w->tpot, now, exposition, kTpotHistogram);
   AddHistogram(w->e2e, now, exposition, kE2eHistogram);
@@ -220,16 +233,21 @@ void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& re
     }
   }
   FillPerReplica(scraped, input);
-  std::vector<const metrics::SeriesWindow*> success;
+  std::vector<const metrics::SeriesWindow*> success, prompt_tokens, generation_tokens;
   std::vector<const metrics::HistogramWindow*> ttft, tpot, e2e;
   for (const auto& [id, w] : replicas_) {
     success.push_back(&w->success);
+    prompt_tokens.push_back(&w->prompt_tokens);
+    generation_tokens.push_back(&w->generation_tokens);
     ttft.push_back(&w->ttft);
     tpot.push_back(&w->tpot);
     e2e.push_back(&w->e2e);
   }
   SetServiceValue(input, names::kSuccessRate30s, SumRate(success, now, Seconds{30}));
   SetServiceValue(input, names::kSuccessRate2m, SumRate(success, now, Seconds{120}));
+  SetServiceValue(input, names::kPromptTokensRate30s, SumRate(prompt_tokens, now, Seconds{30}));
+  SetServiceValue(input, names::kGenerationTokensRate30s,
+                  SumRate(generation_tokens, now, Seconds{30}));
   SetServiceValue(input, names::kTtftViolationRatio,
                   FractionAbove(ttft, now, Seconds{60}, slo_.ttft_seconds));
   SetServiceValue(input, names::kTpotViolationRatio,

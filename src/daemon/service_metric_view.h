@@ -13,6 +13,8 @@
 //    PromQL in metric_names.h would): kSuccessRate30s/2m (sum of per-replica rates of
 //    vllm:request_success_total, summed over label sets; a replica whose exposition lacks
 //    the counter, as vLLM before its first finished request, counts 0),
+//    kPromptTokensRate30s / kGenerationTokensRate30s (the same over vLLM's token counters;
+//    the slo policy's token mode),
 //    kTtftViolationRatio / kTpotViolationRatio (histogram bucket increases over 1 min vs
 //    the SLO thresholds), kE2eOver5sRatio (5 min). These read
 //    every replica with windows (as Prometheus reads every scraped target); Forget/Retain

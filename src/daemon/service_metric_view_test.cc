@@ -108,6 +108,31 @@ TEST(ServiceMetricViewTest, HistogramFamiliesAreNotPerReplicaValues) {
   EXPECT_FALSE(input.metrics.contains("vllm:e2e_request_latency_seconds"));
 }
 
+// The token counters the slo policy's token mode reads (sum(rate(...[30s])) over replicas):
+// without them live, a token-mode policy would hold for ever ("no token-rate data yet").
+TEST(ServiceMetricViewTest, TokenRatesSumPerReplicaRates) {
+  auto tokens = [](int prompt, int generated) {
+    return fmt::format(
+        "# TYPE vllm:prompt_tokens_total counter\n"
+        "vllm:prompt_tokens_total{{model_name=\"m\"}} {}\n"
+        "# TYPE vllm:generation_tokens_total counter\n"
+        "vllm:generation_tokens_total{{model_name=\"m\"}} {}\n",
+        prompt, generated);
+  };
+  ServiceMetricView view;
+  view.Record(Seconds{0}, "r1", Parse(tokens(1000, 100)));
+  view.Record(Seconds{30}, "r1", Parse(tokens(7000, 700)));  // 200 / 20 tokens/s
+  // r2 exposes no counters before its first request: 0, then 3000 / 600 at t = 30.
+  view.Record(Seconds{0}, "r2", Parse(Gauges(0, 0)));
+  view.Record(Seconds{30}, "r2", Parse(tokens(3000, 600)));  // 100 / 20 tokens/s
+  const auto input = FillAt(view, Seconds{30}, Ready({"r1", "r2"}));
+  const auto& prompt = input.metrics.at(std::string(names::kPromptTokensRate30s));
+  EXPECT_EQ(prompt.source, scale::MetricSource::kPrometheus);
+  EXPECT_DOUBLE_EQ(*prompt.service_value, 300.0);
+  EXPECT_DOUBLE_EQ(
+      *input.metrics.at(std::string(names::kGenerationTokensRate30s)).service_value, 40.0);
+}
+
 TEST(ServiceMetricViewTest, SuccessRatesSumPerReplicaRatesOverLabelSets) {
   ServiceMetricView view;
   // r1: 0 -> 60 -> 180 finished requests at t = 0, 60, 120 (split over two label sets).

@@ -63,6 +63,7 @@ Result<E> Lookup(const Spellings<E>& table, const std::string& text, std::string
 bool ComputedLocally(std::string_view name) {
   namespace mn = scale::metric_names;
   return name == mn::kSuccessRate30s || name == mn::kSuccessRate2m ||
+         name == mn::kPromptTokensRate30s || name == mn::kGenerationTokensRate30s ||
          name == mn::kTtftViolationRatio || name == mn::kTpotViolationRatio ||
          name == mn::kE2eOver5sRatio;
 }

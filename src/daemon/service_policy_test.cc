@@ -110,7 +110,10 @@ TEST(PromQueriesOfTest, PrometheusRulesAreQueriedLocalNamesAreNot) {
   local.name = "rate";
   local.source = "prometheus";
   local.metric = "sum(rate(vllm:request_success_total[30s]))";  // computed from scrapes
-  auto policy = BuildServicePolicy(Service(), {Rule(), prom, local});
+  store::RuleRow tokens = local;
+  tokens.name = "tokens";
+  tokens.metric = "sum(rate(vllm:prompt_tokens_total[30s]))";  // computed from scrapes
+  auto policy = BuildServicePolicy(Service(), {Rule(), prom, local, tokens});
   ASSERT_TRUE(policy) << policy.error().ToString();
   const std::vector<PromQuery> queries = PromQueriesOf(**policy);
   ASSERT_EQ(queries.size(), 1u);
