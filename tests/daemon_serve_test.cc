@@ -65,6 +65,23 @@ class DaemonServeTest : public ::testing::Test {
     daemon_.Start(config, {.dir = dir_, .flags = flags, .env = {marker_}});
   }
 
+  // Loads the first replica with BenchArgv for `bench_seconds`; true when the service holds
+  // `replicas` within `wait`. The bench is stopped either way.
+  bool BenchUntil(int replicas, int bench_seconds, std::chrono::seconds wait) {
+    const int replica_port = Replicas()[0]["port"];
+    const pid_t bench =
+        Spawn(BenchArgv("http://127.0.0.1:" + std::to_string(replica_port), bench_seconds), -1,
+              dir_ + "/bench.err", {marker_});
+    if (bench <= 0) {
+      ADD_FAILURE() << "gpuscale bench did not start";
+      return false;
+    }
+    const bool reached = WaitFor([&] { return Count() == replicas; }, wait);
+    kill(bench, SIGKILL);
+    waitpid(bench, nullptr, 0);
+    return reached;
+  }
+
   int Port() const { return daemon_.port(); }
   json Replicas() { return ServiceReplicas(Port(), "x", token_); }
   int Count(const std::string& phase = "") { return CountReplicas(Replicas(), phase); }
@@ -76,14 +93,7 @@ class DaemonServeTest : public ::testing::Test {
 TEST_F(DaemonServeTest, BenchLoadScalesOutAndBackIn) {
   StartDaemon(Config(Service(1, 3, kFastQueuePolicyYaml)));
   ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1; }, std::chrono::seconds(15)));
-  const int replica_port = Replicas()[0]["port"];
-  const pid_t bench = Spawn(BenchArgv("http://127.0.0.1:" + std::to_string(replica_port), 20), -1,
-                            dir_ + "/bench.err", {marker_});
-  ASSERT_GT(bench, 0);
-  const bool scaled_out = WaitFor([&] { return Count() == 3; }, std::chrono::seconds(20));
-  kill(bench, SIGKILL);
-  waitpid(bench, nullptr, 0);
-  ASSERT_TRUE(scaled_out) << Replicas().dump();
+  ASSERT_TRUE(BenchUntil(3, /*bench_seconds=*/20, std::chrono::seconds(20))) << Replicas().dump();
   HttpReply service = Http(Port(), "GET", "/v1/services/x");
   EXPECT_EQ(service.body["desired_replicas"], 3) << service.body.dump();
 
@@ -112,14 +122,7 @@ TEST_F(DaemonServeTest, SloPolicyScalesOutOnViolationsOfTheServicesSlo) {
   HttpReply spec = Http(Port(), "GET", "/v1/services/x");
   EXPECT_EQ(spec.body["spec"]["slo"], json::parse(R"({"ttft_seconds": 0.1, "tpot_seconds": 0.05})"))
       << spec.body.dump();
-  const int replica_port = Replicas()[0]["port"];
-  const pid_t bench = Spawn(BenchArgv("http://127.0.0.1:" + std::to_string(replica_port), 25), -1,
-                            dir_ + "/bench.err", {marker_});
-  ASSERT_GT(bench, 0);
-  const bool scaled_out = WaitFor([&] { return Count() == 3; }, std::chrono::seconds(25));
-  kill(bench, SIGKILL);
-  waitpid(bench, nullptr, 0);
-  ASSERT_TRUE(scaled_out) << Replicas().dump();
+  ASSERT_TRUE(BenchUntil(3, /*bench_seconds=*/25, std::chrono::seconds(25))) << Replicas().dump();
   HttpReply events = Http(Port(), "GET", "/v1/events?kind=decision&limit=100");
   EXPECT_THAT(events.body.dump(), HasSubstr("scale out 1 -> 2")) << events.body.dump();
 }

@@ -141,8 +141,8 @@ Status ReadScalars(const YAML::Node& n, const std::string& path, ServiceConfig& 
   return OkStatus();
 }
 
-// `slo: {ttft_seconds, tpot_seconds}`: absent keys keep the defaults. Up to an hour: a target
-// beyond every histogram bucket would read every request as meeting it.
+// `slo: {ttft_seconds, tpot_seconds}`: absent keys keep the defaults. Each in (0, 3600]: an
+// hour is far past vLLM's largest finite latency bucket, so no longer a latency target.
 Status ReadSlo(const YAML::Node& n, const std::string& path, ServiceConfig& s) {
   const YAML::Node node = Child(n, "slo");
   if (!node.IsDefined()) return OkStatus();

@@ -22,7 +22,8 @@ constexpr std::string_view kTtftHistogram = "vllm:time_to_first_token_seconds";
 constexpr std::string_view kTpotHistogram = "vllm:time_per_output_token_seconds";
 constexpr std::string_view kE2eHistogram = "vllm:e2e_request_latency_seconds";
 constexpr std::string_view kSuccessCounter = "vllm:request_success_total";
-// Token counters (counted when a request finishes), for the slo policy's token mode.
+// vLLM's token counters (prompt tokens as they are prefilled, generated tokens as they are
+// produced), for the slo policy's token mode.
 constexpr std::string_view kPromptTokensCounter = "vllm:prompt_tokens_total";
 constexpr std::string_view kGenerationTokensCounter = "vllm:generation_tokens_total";
 
