@@ -10,10 +10,10 @@
 namespace gpuscale::cli {
 
 // Reads and parses `path` in the named format (--trace-format: auto, azure_csv, ...), skipping
-// and counting bad rows when skip_bad_rows. Errors carry field "--trace" and start with the
-// path: NotFound when the file cannot be opened; InvalidArgument for a bad row, naming its
-// line and column and pointing to --skip-bad-rows. An unknown format name is the
-// InvalidArgument of sim::ParseTraceFormat.
+// and counting bad rows when skip_bad_rows. Errors: NotFound (field "--trace") when the file
+// cannot be opened; InvalidArgument (field "--trace", message starting with the path) for a
+// bad row, naming its line and column and pointing to --skip-bad-rows; InvalidArgument
+// (field "--trace-format") for an unknown format name, with sim::ParseTraceFormat's message.
 Result<sim::Trace> ReadTraceFile(const std::string& path, const std::string& format_name,
                                  bool skip_bad_rows);
 
