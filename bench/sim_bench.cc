@@ -22,7 +22,7 @@ const sim::Trace& ScaledTrace(const char* file, double rate_scale) {
   std::string key = std::string(file) + std::to_string(rate_scale);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  std::ifstream in(std::string(GPUSCALE_SHARED_DATA_DIR) + "/traces/" + file);
+  std::ifstream in(std::string(GPUSCALE_DATA_DIR) + "/traces/" + file);
   std::stringstream text;
   text << in.rdbuf();
   auto trace = sim::ParseTrace(text.str(), {});

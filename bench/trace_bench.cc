@@ -16,7 +16,7 @@
 namespace {
 
 std::string ReadTrace(const char* name) {
-  std::ifstream in(std::string(GPUSCALE_SHARED_DATA_DIR) + "/traces/" + name, std::ios::binary);
+  std::ifstream in(std::string(GPUSCALE_DATA_DIR) + "/traces/" + name, std::ios::binary);
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();

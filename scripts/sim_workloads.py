@@ -3,7 +3,7 @@ examples/sim/workloads.tsv (also read by scripts/sim-compare) and where things a
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRACES = os.path.join(ROOT, "..", "shared", "data", "traces")
+TRACES = os.path.join(ROOT, "data", "traces")
 
 
 def read_workloads():

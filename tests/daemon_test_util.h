@@ -255,6 +255,7 @@ class ServeDaemon {
     std::vector<std::string> argv = {kBinary,           "serve",
                                      "--config",        options.dir + "/gpuscale.yaml",
                                      "--listen",        "127.0.0.1:0",
+                                     "--gateway-listen", "127.0.0.1:0",
                                      "--state-dir",     options.dir + "/state",
                                      "--loop-interval", options.loop_interval_seconds};
     argv.insert(argv.end(), options.flags.begin(), options.flags.end());

@@ -1,8 +1,8 @@
-// `gpuscale render` end to end: the built binary renders reference 003's three recipes and
-// two services of a daemon config; the output must equal the golden manifests in
-// tests/fixtures/k8s/ exactly (UPDATE_GOLDEN=1 rewrites them) and every document must pass
-// the Kubernetes and KEDA schemas (tools/k8s-validate, npm packages kubernetes-models and
-// @kubernetes-models/keda). Skipped only when node is not installed.
+// `gpuscale render` end to end: the built binary renders three of the Corrino (OCI AI
+// Blueprints) autoscaling recipes and two services of a daemon config; the output must equal
+// the golden manifests in tests/fixtures/k8s/ exactly (UPDATE_GOLDEN=1 rewrites them) and
+// every document must pass the Kubernetes and KEDA schemas (tools/k8s-validate, npm packages
+// kubernetes-models and @kubernetes-models/keda). Skipped only when node is not installed.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -15,7 +15,7 @@ namespace {
 
 constexpr double kBytesPerMib = 1024.0 * 1024.0;
 
-// One parallel factor and the spellings vLLM, SGLang and reference 000 use for it.
+// One parallel factor and the spellings vLLM, SGLang and the LLM Autotuner use for it.
 struct Factor {
   std::string_view short_name;
   std::array<std::string_view, 4> spellings;

@@ -1,7 +1,7 @@
 // Requirement estimation: how many GPUs a task needs and how much free memory each must
 // have, derived from the task's model and engine parameters (no I/O, no GPU reading).
 //
-// GPU count (vLLM's world size; reference 000 uses the same product):
+// GPU count (vLLM's world size; the LLM Autotuner's GPU tracking uses the same product):
 //   world_size = tp x pp x max(dp, cp, dcp)
 // Each factor accepts four spellings, e.g. `tensor-parallel-size`, `tp-size`, `tp_size`, `tp`
 // (giving two spellings of one factor is an error). A list is a grid of experiments, and the
@@ -19,7 +19,7 @@
 // params from `params_b`, else the model name (model_size.h); bytes_per_param from `dtype`,
 // else the `quantization` or `dtype` engine parameter, else bf16 (2 bytes). tp x pp is the
 // smallest in the grid, because the point that shards the weights least needs the most
-// memory per GPU. A model whose size is unknown gets kUnknownModelMemoryMb (reference 000's
+// memory per GPU. A model whose size is unknown gets kUnknownModelMemoryMb (the Autotuner's
 // floor) and the explanation says to set params_b. The KV cache is not counted: it takes
 // whatever is left, and an engine that must reserve it should set a memory fraction.
 //

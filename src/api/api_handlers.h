@@ -3,7 +3,7 @@
 // the token and calls these; they hold no business logic (DaemonApi does the work).
 //
 // This is an api/-internal header: it exposes cpp-httplib and nlohmann types, so only api/
-// .cc files include it (STYLE.md rule 4).
+// .cc files include it (third-party headers stay out of public headers).
 //
 // Thread-safety: handlers run on HTTP worker threads concurrently; they share only the
 // DaemonApi (thread-safe by contract) and read-only options.

@@ -3,8 +3,8 @@
 // leases, events and the error body. Times are RFC 3339 UTC strings; absent values are null.
 //
 // This is an adapter-side header: it exposes nlohmann::json, so only api/ and cli/ .cc files
-// include it (STYLE.md rule 4; `gpuscale gpus -o json` prints SnapshotJson); api_server.h
-// never does.
+// include it (JSON stays out of domain headers; `gpuscale gpus -o json` prints SnapshotJson);
+// api_server.h never does.
 //
 // Thread-safety: pure functions over plain values.
 #pragma once

@@ -37,10 +37,11 @@ Status CheckJsonObject(std::string_view body);
 // "gpus_per_replica", or "name" when it differs from the path.
 Result<daemon::ServiceConfig> ParseServiceBody(std::string_view body, const std::string& path_name);
 
-// A scaling rule of `service` (reference 001's fields plus optional `enabled`, default
-// true), validated with config::ParseScalingRule so errors name the field. `name` is
-// required; min_replicas/max_replicas default to the service's bounds; `source` also accepts
-// "prometheus" (a PromQL-backed service value). Errors: kInvalidArgument naming the field.
+// A scaling rule of `service` (the fields of Backend.AI's model-service autoscaling rules plus
+// optional `enabled`, default true), validated with config::ParseScalingRule so errors name the
+// field. `name` is required; min_replicas/max_replicas default to the service's bounds;
+// `source` also accepts "prometheus" (a PromQL-backed service value). Errors: kInvalidArgument
+// naming the field.
 Result<daemon::RuleView> ParseRuleBody(std::string_view body, const daemon::ServiceConfig& service);
 
 // {"replicas": N} (N >= 0) or {"replicas": null} (back to the policy). Errors:

@@ -207,12 +207,15 @@ void AddBenchCommands(CLI::App& app, CommandContext& ctx) {
   auto f = std::make_shared<BenchFlags>();
   loadgen::BenchOptions& o = f->options;
   o.duration_seconds = 0;
+  o.url = "http://127.0.0.1:8000";  // the gateway of `gpuscale serve` (docs/gateway.md)
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "Load an OpenAI-compatible server with streaming completions and report TTFT, "
       "inter-token latency, end-to-end latency (p50/p90/p99), throughput and errors");
   cmd->footer(kJsonHelp);
-  cmd->add_option("--url", o.url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
+  cmd->add_option("--url", o.url,
+                  "Server base URL (default: the gateway of a `gpuscale serve` on this "
+                  "machine, http://127.0.0.1:8000)");
   cmd->add_option("--model", o.model, "Model name to request (default: first of /v1/models)");
   f->concurrency = cmd->add_option(
       "--concurrency", o.concurrency,

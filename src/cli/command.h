@@ -1,4 +1,4 @@
-// The `gpuscale` command line: one CLI11 app with a subcommand per task (DESIGN.md names).
+// The `gpuscale` command line: one CLI11 app with a subcommand per task (docs/architecture.md).
 // Each domain registers its subcommands through one Add*Commands function, so main() stays
 // a one-liner and tests can run the whole CLI in-process with captured streams.
 //

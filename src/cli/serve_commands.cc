@@ -4,6 +4,7 @@
 // this thread, so no work happens in a signal handler and every thread inherits the mask
 // (replica processes get a clean mask from the orchestrator).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -17,6 +18,7 @@
 #include "core/clock.h"
 #include "daemon/daemon.h"
 #include "daemon/daemon_config.h"
+#include "gateway/gateway_server.h"
 #include "k8s/external_scaler_server.h"
 
 namespace gpuscale::cli {
@@ -31,6 +33,8 @@ struct ServeFlags {
   bool keep_replicas = false;
   std::string web_root;  // "" = look next to the binary (DefaultWebRoot)
   std::string keda_scaler_listen;  // "" = no KEDA external scaler
+  std::string gateway_listen;      // "" = the config's; "off" = no gateway
+  std::string gateway_token;
 };
 
 std::string SelfExe() {
@@ -95,6 +99,20 @@ Result<daemon::DaemonConfig> LoadConfig(const ServeFlags& flags) {
     GS_ASSIGN_OR_RETURN(config, daemon::LoadDaemonConfig(flags.config_path));
   }
   if (!flags.listen.empty()) GS_RETURN_IF_ERROR(ApplyListen(flags.listen, config.api));
+  if (flags.gateway_listen == "off") {
+    config.gateway.enabled = false;
+  } else if (!flags.gateway_listen.empty()) {
+    daemon::ApiConfig where{config.gateway.host, config.gateway.port, ""};
+    if (Status ok = ApplyListen(flags.gateway_listen, where); !ok) {
+      Error e = ok.error();
+      e.field = "--gateway-listen";
+      return Unexpected<Error>(e);
+    }
+    config.gateway.enabled = true;
+    config.gateway.host = where.host;
+    config.gateway.port = where.port;
+  }
+  if (!flags.gateway_token.empty()) config.gateway.token = flags.gateway_token;
   if (!flags.state_dir.empty()) config.state_dir = flags.state_dir;
   if (!flags.token.empty()) config.api.token = flags.token;
   if (flags.loop_interval_seconds < 0) {
@@ -105,7 +123,15 @@ Result<daemon::DaemonConfig> LoadConfig(const ServeFlags& flags) {
 }
 
 void PrintStartup(CommandContext& ctx, const daemon::DaemonConfig& config, int port,
-                  const std::string& web_root, daemon::Daemon& d) {
+                  const std::string& web_root, daemon::Daemon& d,
+                  const gateway::GatewayServer* gateway) {
+  // The gateway line comes first: scripts and tests that wait for the API line have it then.
+  if (gateway != nullptr) {
+    ctx.out << fmt::format(
+        "gpuscale serve: gateway {}/v1 (OpenAI API: chat/completions, completions, "
+        "embeddings, models)\n",
+        gateway->url());
+  }
   const std::string base = fmt::format("http://{}:{}", config.api.host, port);
   ctx.out << fmt::format("gpuscale serve: API {}  metrics {}/metrics\n", base, base);
   ctx.out << (web_root.empty()
@@ -113,8 +139,9 @@ void PrintStartup(CommandContext& ctx, const daemon::DaemonConfig& config, int p
                   : fmt::format("dashboard: {}/ (from {})\n", base, web_root));
   ctx.out << fmt::format("state: {}\n", config.state_dir);
   for (const daemon::ServiceView& s : d.ListServices()) {
-    ctx.out << fmt::format("services: {} ({}, {}..{} replicas)\n", s.config.name, s.policy_family,
-                           s.config.min_replicas, s.config.max_replicas);
+    ctx.out << fmt::format("services: {} ({}, {}..{} replicas, models: {})\n", s.config.name,
+                           s.policy_family, s.config.min_replicas, s.config.max_replicas,
+                           fmt::join(s.config.ServedModels(), ", "));
   }
   ctx.out << std::flush;
 }
@@ -148,11 +175,27 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
     ctx.Fail(e);
     return;
   }
+  daemon::DaemonOptions options;
+  if (config->gateway.enabled) {
+    options.gateway = std::make_shared<gateway::GatewayState>(config->gateway);
+  }
   Result<std::unique_ptr<daemon::Daemon>> d =
-      daemon::Daemon::Open(*config, SystemClock::Instance());
+      daemon::Daemon::Open(*config, SystemClock::Instance(), options);
   if (!d) {
     ctx.Fail(d.error());
     return;
+  }
+  // Declared after `d`: destroyed before the daemon, whose loop publishes routes to it.
+  std::unique_ptr<gateway::GatewayServer> gateway;
+  if (options.gateway) {
+    Result<std::unique_ptr<gateway::GatewayServer>> started =
+        gateway::GatewayServer::Start(options.gateway);
+    if (!started) {
+      (*d)->Shutdown(/*stop_replicas=*/false);
+      ctx.Fail(started.error());
+      return;
+    }
+    gateway = std::move(*started);
   }
   api::ApiServerOptions api_options;
   api_options.host = config->api.host;
@@ -180,7 +223,7 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
     ctx.out << fmt::format("KEDA external scaler: {}:{} (gRPC)\n", host, *keda_port);
   }
   (*d)->Run();
-  PrintStartup(ctx, *config, *port, api_options.web_root, **d);
+  PrintStartup(ctx, *config, *port, api_options.web_root, **d, gateway.get());
   int signal_number = 0;
   while (sigwait(&stop_signals, &signal_number) == 0 && signal_number == SIGHUP) {
     Reload(flags, **d, ctx);
@@ -190,6 +233,8 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
                          flags.keep_replicas ? "leaving replicas running" : "stopping replicas")
           << std::flush;
   if (keda) keda->Stop();
+  // The gateway stops first: no new request reaches replicas that are about to stop.
+  if (gateway) gateway->Stop();
   server.Stop();
   (*d)->Shutdown(!flags.keep_replicas);
 }
@@ -220,6 +265,11 @@ void AddServeCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--keda-scaler-listen", flags->keda_scaler_listen,
                   "HOST:PORT for KEDA's external scaler (gRPC, docs/cluster.md); off unless "
                   "given");
+  cmd->add_option("--gateway-listen", flags->gateway_listen,
+                  "OpenAI-compatible gateway address HOST:PORT (overrides gateway.listen, "
+                  "default 127.0.0.1:8000; port 0 = any free port; 'off' = no gateway)");
+  cmd->add_option("--gateway-token", flags->gateway_token,
+                  "Bearer token clients must send to the gateway (overrides gateway.token)");
   cmd->add_flag("--keep-replicas-on-exit", flags->keep_replicas,
                 "Leave replicas running on exit, for the next `serve` to adopt");
   cmd->callback([flags, &ctx] { RunServe(*flags, ctx); });

@@ -1,4 +1,4 @@
-// Corrino (OCI AI Blueprints) recipes -> a target policy plus a node plan (reference 003).
+// The Corrino (OCI AI Blueprints) autoscaling recipes -> a target policy plus a node plan.
 //
 // Corrino turns `recipe_pod_autoscaling_params` into a KEDA ScaledObject with one prometheus
 // trigger and HPA behavior, and `recipe_node_autoscaling_params` into a cluster-autoscaler
@@ -12,9 +12,9 @@
 //   scaling_period_up/down     -> one `Pods: 1` rate policy per that many seconds
 //   recipe_nvidia_gpu_count, recipe_node_shape (BM.GPU.H100.8 -> 8 GPUs) and min/max_nodes
 //                              -> the node plan.
-// Absent advanced fields take the values reference 003 documents. Reference 003's own
-// example 3 puts the advanced fields in recipe_node_autoscaling_params, so they are accepted
-// there too; the pod block wins when both have one.
+// Absent advanced fields take the values Corrino documents. Corrino's own example 3 puts the
+// advanced fields in recipe_node_autoscaling_params, so they are accepted there too; the pod
+// block wins when both have one.
 #include <fmt/format.h>
 
 #include <cctype>
@@ -32,7 +32,7 @@ namespace {
 constexpr std::string_view kPodBlock = "recipe_pod_autoscaling_params";
 constexpr std::string_view kNodeBlock = "recipe_node_autoscaling_params";
 
-// Reference 003, "Advanced Configurations".
+// Corrino's documentation, "Advanced Configurations".
 struct CorrinoDefaults {
   static constexpr std::string_view kTimespan = "5m";
   static constexpr double kThreshold = 0.5;

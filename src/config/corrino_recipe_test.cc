@@ -26,8 +26,8 @@ std::string Example(const std::string& name) {
   return std::string(GPUSCALE_SOURCE_DIR) + "/examples/recipes/" + name;
 }
 
-// Reference 003, example "Recipe with 2 GPUs on an H100 Node": only min/max replicas given,
-// so every advanced field takes the documented value.
+// The Corrino (OCI AI Blueprints) autoscaling recipes' example "Recipe with 2 GPUs on an
+// H100 Node": only min/max replicas given, so every advanced field takes the documented value.
 TEST(CorrinoRecipeTest, MinimalRecipeGetsReferenceDefaults) {
   auto spec = LoadCorrinoRecipeFile(Example("h100_pod_autoscaling.json"));
   ASSERT_TRUE(spec) << spec.error().ToString();
@@ -59,7 +59,7 @@ TEST(CorrinoRecipeTest, MinimalRecipeGetsReferenceDefaults) {
   EXPECT_EQ(scale::PlanNodes(4, *spec->node_plan).replicas_pending, 0);
 }
 
-// Reference 003 example 3 puts the advanced fields in the node block; accepted there.
+// Corrino's example 3 puts the advanced fields in the node block; accepted there.
 TEST(CorrinoRecipeTest, AdvancedFieldsFromEitherBlock) {
   auto spec = Parse(R"json({
     "recipe_node_shape": "VM.GPU.A10.2",
@@ -96,7 +96,7 @@ TEST(CorrinoRecipeTest, CustomQueryAndIntegerTimespan) {
   EXPECT_FALSE(spec->node_plan);  // no shape and no node block: pods only
 }
 
-// Reference 003's node + pod examples: A10 (2 GPUs) with 1-GPU replicas, up to 4 nodes.
+// Corrino's node + pod examples: A10 (2 GPUs) with 1-GPU replicas, up to 4 nodes.
 TEST(CorrinoRecipeTest, NodePlanFromRecipe) {
   auto spec = LoadCorrinoRecipeFile(Example("a10_node_autoscaling.json"));
   ASSERT_TRUE(spec) << spec.error().ToString();

@@ -51,11 +51,12 @@ Result<PolicySpec> LoadCorrinoRecipeFile(const std::string& path);
 Result<std::unique_ptr<scale::Policy>> ParseRulesPolicy(const YAML::Node& block,
                                                         const std::string& path,
                                                         const CommonPolicyFields& common);
-// One rule of the `rules` family (reference 001's fields: name, source, metric, aggregation,
-// comparator, threshold, step_size, cooldown_seconds, min_replicas, max_replicas). Also what
-// the REST API validates a rule body with. `path` prefixes field names in errors ("" for an
-// API body) and is the rule's default name. Errors: kInvalidArgument naming the field and
-// line (unknown key, bad enum spelling, step_size 0, cooldown < 0, max < min).
+// One rule of the `rules` family (the fields of Backend.AI's model-service autoscaling rules:
+// name, source, metric, aggregation, comparator, threshold, step_size, cooldown_seconds,
+// min_replicas, max_replicas). Also what the REST API validates a rule body with. `path`
+// prefixes field names in errors ("" for an API body) and is the rule's default name. Errors:
+// kInvalidArgument naming the field and line (unknown key, bad enum spelling, step_size 0,
+// cooldown < 0, max < min).
 Result<scale::ScalingRule> ParseScalingRule(const YAML::Node& node, const std::string& path,
                                             const CommonPolicyFields& common);
 Result<std::unique_ptr<scale::Policy>> ParseRatioPolicy(const YAML::Node& block,

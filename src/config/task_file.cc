@@ -70,7 +70,7 @@ Result<std::map<std::string, ParamValue>> ReadParameters(const YAML::Node& root)
   return parameters;
 }
 
-// `model: name` or reference 000's `model: {id_or_path: name}`.
+// `model: name` or the LLM Autotuner's `model: {id_or_path: name}`.
 Result<std::string> ReadModel(const YAML::Node& root) {
   const YAML::Node node = root["model"];
   if (node.IsDefined() && node.IsMap()) {

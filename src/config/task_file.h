@@ -2,7 +2,7 @@
 // parameters to launch it with; a list value is a grid of experiments (examples/task.yaml):
 //
 //   name: llama70b-sweep            # optional label
-//   model: meta-llama/Llama-3.1-70B-Instruct   # or {id_or_path: ...} (reference 000's form)
+//   model: meta-llama/Llama-3.1-70B-Instruct   # or {id_or_path: ...} (the LLM Autotuner's form)
 //   params_b: 70                    # optional; overrides the size in the model name
 //   dtype: bf16                     # optional; fp32 | bf16 | fp16 | fp8 | int8 | int4 | awq | gptq
 //   ... gpu_memory_mb: 81559            # optional; total memory of the target GPU, MiB parameters:

@@ -1,6 +1,6 @@
-// Time as a parameter (DESIGN.md): the pure core never reads the clock itself; it is handed
-// `Seconds now` or a `Clock&`. Live code uses SystemClock (seconds since the Unix epoch);
-// tests and the simulator use ManualClock (starts wherever you set it, usually 0).
+// Time as a parameter (docs/architecture.md): the pure core never reads the clock itself; it
+// is handed `Seconds now` or a `Clock&`. Live code uses SystemClock (seconds since the Unix
+// epoch); tests and the simulator use ManualClock (starts wherever you set it, usually 0).
 //
 // Thread-safety: SystemClock is stateless. ManualClock is safe to read and advance from
 // several threads (an atomic), which monitor/allocator tests rely on.

@@ -1,4 +1,4 @@
-// Errors as values at module boundaries (STYLE.md rule 5).
+// Errors as values at module boundaries, never exceptions.
 //
 // `Result<T>` is Expected<T, Error> (std::expected under GCC); `Status` is Result<void>.
 // Write `return InvalidArgument(...)` (or `return Unexpected<Error>(err)`), never

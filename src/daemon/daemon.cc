@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <utility>
@@ -30,6 +31,7 @@ std::string ActionText(const scale::ReplicaAction& a) {
 }  // namespace
 
 Daemon::~Daemon() {
+  if (options_.gateway) options_.gateway->SetDemandListener({});
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -69,8 +71,18 @@ void Daemon::LoopMain() {
     std::unique_lock<std::mutex> lock(mu_);
     const auto next = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     config_.loop_interval);
-    if (loop_cv_.wait_until(lock, next, [this] { return stop_; })) return;
+    loop_cv_.wait_until(lock, next, [this] { return stop_ || wake_; });
+    if (stop_) return;
+    wake_ = false;
   }
+}
+
+void Daemon::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = true;
+  }
+  loop_cv_.notify_all();
 }
 
 void Daemon::Shutdown(bool stop_replicas) {
@@ -269,8 +281,13 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
         {range.prom[i - range.query_begin].key, std::move(observed.queries[i].result)});
   }
   orch::ServiceOrchestrator& orch = *slot.orch;
+  gateway::GatewayState* gw = options_.gateway.get();
+  if (gw != nullptr) obs.gateway_waiting = gw->Queued(slot.name);
+  // A drain ends when neither the replica (its scraped vLLM gauges) nor the gateway (its
+  // exact count) has a request in flight: requests sent around the gateway count too.
   const ServiceTickResult result =
-      slot.runtime->Tick(now, obs, gpus, [&orch](const std::string& id, int outstanding) {
+      slot.runtime->Tick(now, obs, gpus, [&orch, gw](const std::string& id, int outstanding) {
+        if (gw != nullptr) outstanding = std::max(outstanding, gw->InFlight(id));
         (void)orch.ReportOutstanding(id, outstanding);
       });
   TickEvents(slot, result, now, events);
@@ -307,6 +324,7 @@ void Daemon::Tick() {
   }
   ++tick_count_;
   PublishViews(now);
+  PublishRoutes(now);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::lock_guard<std::mutex> lock(mu_);
@@ -369,6 +387,20 @@ void Daemon::PublishViews(Seconds now) {
   }
   views_ = std::move(views);
   replicas_ = std::move(replicas);
+}
+
+void Daemon::PublishRoutes(Seconds now) {
+  if (!options_.gateway) return;
+  std::vector<gateway::ServiceRoute> routes;
+  for (auto& [name, slot] : services_) {
+    gateway::ServiceRoute route{name, slot->runtime->config().ServedModels(), {}};
+    for (const orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
+      if (r.phase != scale::ReplicaPhase::kReady || r.port <= 0 || r.host.empty()) continue;
+      route.replicas.push_back({r.id, r.host, r.port, (now - r.phase_since).count()});
+    }
+    routes.push_back(std::move(route));
+  }
+  options_.gateway->Publish(std::move(routes));
 }
 
 }  // namespace gpuscale::daemon

@@ -57,6 +57,7 @@
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
 #include "experiments/task_manager.h"
+#include "gateway/gateway_state.h"
 #include "gpu/monitor.h"
 #include "orch/local_process_orchestrator.h"
 #include "store/store.h"
@@ -75,6 +76,11 @@ struct DaemonOptions {
   Seconds retention{7 * 24 * 3600};  // events and decisions older than this are deleted
   // Where operational messages go (store errors, shutdown); default: stderr.
   std::function<void(std::string_view)> log;
+  // The gateway in front of the replicas (null: none). After every tick the daemon publishes
+  // each service's models and ready replicas to it; a drain finishes when both the gateway's
+  // exact in-flight count and the replica's scraped one are 0; requests waiting in its
+  // activator queue wake the loop at once and hold a service at zero at one replica.
+  std::shared_ptr<gateway::GatewayState> gateway;
 };
 
 // What Daemon::Reload did; service names in the file's order.
@@ -111,6 +117,9 @@ class Daemon final : public DaemonApi {
   void Shutdown(bool stop_replicas);
   // One control tick at clock.Now() (the loop calls it; tests call it directly).
   void Tick();
+  // Ends the loop's current wait: the next tick starts now (the gateway's activator calls it
+  // when a request waits for a service with no ready replica). Any thread.
+  void Wake();
 
   // `gpuscale serve` on SIGHUP: applies the config file read again (`reread`, or why it could
   // not be read: then nothing changes). Its services: new names are created, changed specs
@@ -207,6 +216,8 @@ class Daemon final : public DaemonApi {
   void PublishEvents(std::vector<store::EventRow> events);
   void Retire(std::unique_ptr<Slot> slot, Seconds now);
   void PublishViews(Seconds now);
+  // The route table for the gateway (options_.gateway), from this tick's replicas.
+  void PublishRoutes(Seconds now);
   ServiceView ViewOf(const Slot& slot, Seconds now) const;
   void StoreError(std::string_view what, const Error& error);
   void Log(std::string_view message);
@@ -250,7 +261,8 @@ class Daemon final : public DaemonApi {
   std::condition_variable events_cv_;  // notified (with mu_) when events are appended
   bool stop_ = false;
   bool shut_down_ = false;
-  std::condition_variable loop_cv_;  // wakes the loop's wait on stop_
+  bool wake_ = false;                // Wake() was called; guarded by mu_
+  std::condition_variable loop_cv_;  // wakes the loop's wait on stop_ or wake_
   std::thread loop_;
 };
 

@@ -45,7 +45,8 @@ struct ServiceView {
   Seconds created_at{0};
 };
 
-// A rule as reference 001 spells its fields (store::RuleRow holds them).
+// A rule with its fields spelled as in Backend.AI's model-service autoscaling rules
+// (store::RuleRow holds them).
 using RuleView = store::RuleRow;
 
 class DaemonApi {
@@ -69,7 +70,7 @@ class DaemonApi {
   // Stops the service's replicas (drain skipped), releases their GPUs, forgets the service.
   virtual Status DeleteService(const std::string& name) = 0;
 
-  // Rules of a `rules`-policy service stored in SQLite (reference 001's rule API).
+  // Rules of a `rules`-policy service stored in SQLite (Backend.AI's rule API).
   virtual Result<std::vector<RuleView>> ListRules(const std::string& service) = 0;
   // Validates (comparator, source, step_size != 0, min <= max ...) and stores; the
   // service's rules policy is rebuilt on the next tick. Errors: kNotFound (service),

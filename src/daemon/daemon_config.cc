@@ -115,11 +115,13 @@ Status ParseGpu(const YAML::Node& n, GpuConfig& gpu) {
   return OkStatus();
 }
 
-// "host:port" with port 0..65535; "[::1]:8080" for an IPv6 address.
-Status ParseListen(const YAML::Node& n, ApiConfig& api) {
+}  // namespace
+
+Status ReadListen(const YAML::Node& n, const std::string& section, std::string& host_out,
+                  int& port_out) {
   GS_ASSIGN_OR_RETURN(
       std::string listen,
-      yaml::ReadString(n, "listen", "api", fmt::format("{}:{}", api.host, api.port)));
+      yaml::ReadString(n, "listen", section, fmt::format("{}:{}", host_out, port_out)));
   const size_t colon = listen.rfind(':');
   std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
@@ -131,21 +133,28 @@ Status ParseListen(const YAML::Node& n, ApiConfig& api) {
       std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (host.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 ||
       port > 65535) {
-    return FieldError(Child(n, "listen"), "api.listen",
+    return yaml::FieldError(Child(n, "listen"), section + ".listen",
                       fmt::format("expected host:port with port 0..65535 (e.g. "
                                   "127.0.0.1:8080), got '{}'",
                                   listen));
   }
-  api.host = host;
-  api.port = port;
+  host_out = host;
+  port_out = port;
   return OkStatus();
 }
 
-// The first line of the file, without surrounding whitespace.
-Result<std::string> ReadTokenFile(const YAML::Node& n, const std::string& file) {
+Status ReadToken(const YAML::Node& n, const std::string& section, std::string& token) {
+  GS_ASSIGN_OR_RETURN(token, yaml::ReadString(n, "token", section, std::string()));
+  GS_ASSIGN_OR_RETURN(std::string file, yaml::ReadString(n, "token_file", section, std::string()));
+  if (file.empty()) return OkStatus();
+  const std::string field = section + ".token_file";
+  if (Child(n, "token").IsDefined()) {
+    return yaml::FieldError(Child(n, "token_file"), field,
+                      fmt::format("set either {}.token or {}, not both", section, field));
+  }
   std::ifstream in(file);
   if (!in) {
-    return FieldError(Child(n, "token_file"), "api.token_file",
+    return yaml::FieldError(Child(n, "token_file"), field,
                       fmt::format("cannot read token file '{}': {}", file, std::strerror(errno)));
   }
   std::string line;
@@ -154,25 +163,20 @@ Result<std::string> ReadTokenFile(const YAML::Node& n, const std::string& file) 
   const size_t end = line.find_last_not_of(" \t\r\n");
   if (begin == std::string::npos) {
     // An empty token would silently turn authentication off.
-    return FieldError(Child(n, "token_file"), "api.token_file",
+    return yaml::FieldError(Child(n, "token_file"), field,
                       fmt::format("token file '{}' has an empty first line", file));
   }
-  return line.substr(begin, end - begin + 1);
+  token = line.substr(begin, end - begin + 1);
+  return OkStatus();
 }
+
+namespace {
 
 Status ParseApi(const YAML::Node& n, ApiConfig& api) {
   if (!n.IsDefined()) return OkStatus();
   GS_RETURN_IF_ERROR(CheckKnownKeys(n, "api", {"listen", "token", "token_file"}));
-  GS_RETURN_IF_ERROR(ParseListen(n, api));
-  GS_ASSIGN_OR_RETURN(api.token, yaml::ReadString(n, "token", "api", std::string()));
-  GS_ASSIGN_OR_RETURN(std::string file, yaml::ReadString(n, "token_file", "api", std::string()));
-  if (file.empty()) return OkStatus();
-  if (Child(n, "token").IsDefined()) {
-    return FieldError(Child(n, "token_file"), "api.token_file",
-                      "set either api.token or api.token_file, not both");
-  }
-  GS_ASSIGN_OR_RETURN(api.token, ReadTokenFile(n, file));
-  return OkStatus();
+  GS_RETURN_IF_ERROR(ReadListen(n, "api", api.host, api.port));
+  return ReadToken(n, "api", api.token);
 }
 
 Status ParsePrometheus(const YAML::Node& n, PrometheusConfig& prometheus) {
@@ -246,9 +250,11 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
   if (root.IsNull() || !root.IsDefined()) return config;  // an empty file: all defaults
   GS_RETURN_IF_ERROR(CheckKnownKeys(
       root, "",
-      {"gpu", "api", "state_dir", "loop_interval_seconds", "prometheus", "tasks", "services"}));
+      {"gpu", "api", "gateway", "state_dir", "loop_interval_seconds", "prometheus", "tasks",
+       "services"}));
   GS_RETURN_IF_ERROR(ParseGpu(Child(root, "gpu"), config.gpu));
   GS_RETURN_IF_ERROR(ParseApi(Child(root, "api"), config.api));
+  GS_RETURN_IF_ERROR(ParseGateway(Child(root, "gateway"), config.gateway));
   GS_ASSIGN_OR_RETURN(config.state_dir, yaml::ReadString(root, "state_dir", "", config.state_dir));
   if (config.state_dir.starts_with("~/")) {
     const char* home = std::getenv("HOME");
@@ -262,6 +268,7 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
   GS_RETURN_IF_ERROR(ParsePrometheus(Child(root, "prometheus"), config.prometheus));
   GS_RETURN_IF_ERROR(ParseTasks(Child(root, "tasks"), config.tasks));
   GS_RETURN_IF_ERROR(ParseServices(Child(root, "services"), config.services));
+  GS_RETURN_IF_ERROR(CheckModelsUnique(Child(root, "services"), config.services));
   return config;
 }
 
@@ -295,6 +302,7 @@ DaemonConfig EmbeddedDefaultConfig(const std::string& self_exe) {
   // Short emulated model load and drain so that scaling is visible within seconds.
   demo.command = {self_exe,     "emulate",           "--port", "{port}",          "--model",
                   "demo-model", "--startup-seconds", "2",      "--drain-seconds", "5"};
+  demo.models = {"demo-model"};  // what the emulator calls itself, and bench's default
   demo.gpus_per_replica = 1;
   demo.startup_timeout = Seconds{60};
   demo.drain_timeout = Seconds{10};

@@ -8,6 +8,12 @@
 //   api:      {listen: "127.0.0.1:8080", token: "...", token_file: FILE}
 //             (token and token_file exclude each other; relative paths are relative to
 //             the working directory)
+//   gateway:  {listen: "127.0.0.1:8000", enabled: true, token: "...", token_file: FILE,
+//              threads: 2, max_connections: 20000, queue_size: 1000,
+//              queue_timeout_seconds: 300, upstream_timeout_seconds: 600,
+//              router: {kind: least_outstanding, slow_start_seconds: 30,
+//                       prefix_affinity: false, affinity_load_factor: 1.25}}
+//             (the OpenAI-compatible front door; docs/gateway.md)
 //   state_dir: ~/.local/state/gpuscale        (SQLite database, replica logs; a leading
 //             "~/" is $HOME; default $XDG_STATE_HOME/gpuscale, else that)
 //   loop_interval_seconds: 15
@@ -18,6 +24,7 @@
 //     - name: chat
 //       command: [vllm, serve, Qwen/Qwen2.5-7B, --port, "{port}"]   # argv template, no shell
 //       env: {HF_HOME: /data/hf}
+//       models: [Qwen/Qwen2.5-7B, qwen]    # what clients send as `model`; default [name]
 //       gpus_per_replica: 1
 //       min_memory_free_mb: 20000
 //       readiness_path: /health
@@ -52,6 +59,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "daemon/slo_thresholds.h"
+#include "gateway/gateway_config.h"
 #include "gpu/backend_factory.h"
 
 namespace YAML {
@@ -112,6 +120,9 @@ struct ServiceConfig {
   SlurmServiceConfig slurm;      // read only with engine: slurm
   std::vector<std::string> command;                          // argv template, required
   std::vector<std::pair<std::string, std::string>> env;      // in file order
+  // `models: [...]`: the model names the gateway routes to this service (the request's
+  // `model` field). Empty = the service's name. Use ServedModels() to read it.
+  std::vector<std::string> models;
   int gpus_per_replica = 1;
   int64_t min_memory_free_mb = 0;
   std::string readiness_path = "/health";
@@ -128,6 +139,10 @@ struct ServiceConfig {
   // (managed with /v1/services/{name}/rules).
   std::string policy_yaml;
   std::string policy_family;  // "target", "rules", ... as parsed (for display)
+
+  std::vector<std::string> ServedModels() const {
+    return models.empty() ? std::vector<std::string>{name} : models;
+  }
 
   friend bool operator==(const ServiceConfig&, const ServiceConfig&) = default;
 };
@@ -150,6 +165,7 @@ struct TasksConfig {
 struct DaemonConfig {
   GpuConfig gpu;
   ApiConfig api;
+  gateway::GatewayConfig gateway;
   std::string state_dir;  // default: $XDG_STATE_HOME/gpuscale or ~/.local/state/gpuscale
   Seconds loop_interval{15};
   PrometheusConfig prometheus;

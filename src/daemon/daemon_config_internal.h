@@ -41,6 +41,20 @@ namespace gpuscale::daemon {
 // (daemon_config_slurm.cc). Errors: "services[i].slurm.<field>: message (line N)".
 Status ReadEngine(const YAML::Node& n, const std::string& path, ServiceConfig& s);
 
+// `listen: host:port` of `section` ("api", "gateway") into host/port, which hold the
+// defaults on entry. "[::1]:8080" for an IPv6 address. Errors name "<section>.listen".
+Status ReadListen(const YAML::Node& n, const std::string& section, std::string& host,
+                  int& port);
+// `token` or `token_file` (first line, trimmed; not both) of `section` into `token`.
+Status ReadToken(const YAML::Node& n, const std::string& section, std::string& token);
+
+// The `gateway:` section (daemon_config_gateway.cc); absent = the defaults.
+Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& gateway);
+// No model name served by two services (the gateway could not choose). Errors name
+// services[i].models.
+Status CheckModelsUnique(const YAML::Node& services_node,
+                         const std::vector<ServiceConfig>& services);
+
 // Writes `engine` and `slurm` into a service map being emitted (nothing for engine: local,
 // so local services keep their canonical YAML).
 void EmitEngine(YAML::Emitter& out, const ServiceConfig& s);

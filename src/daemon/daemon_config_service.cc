@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "config/policy_config.h"
@@ -103,6 +104,34 @@ Result<std::vector<std::pair<std::string, std::string>>> ReadEnv(const YAML::Nod
   return env;
 }
 
+// `models: [name, ...]`: non-empty strings without spaces, each once.
+Result<std::vector<std::string>> ReadModels(const YAML::Node& n, const std::string& path) {
+  const std::string field = Join(path, "models");
+  const YAML::Node node = Child(n, "models");
+  std::vector<std::string> models;
+  if (!node.IsDefined() || node.IsNull()) return models;
+  if (!node.IsSequence() || node.size() == 0) {
+    return FieldError(node, field,
+                      "expected a non-empty list of the model names clients send, e.g. "
+                      "[meta-llama/Llama-3.1-8B-Instruct, llama-8b]");
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const bool text = node[i].IsScalar() && !node[i].Scalar().empty() &&
+                      node[i].Scalar().size() <= 256 && IsValidUtf8(node[i].Scalar()) &&
+                      node[i].Scalar().find_first_of(" \t\r\n") == std::string::npos;
+    if (!text) {
+      return FieldError(node[i], yaml::Index(field, i),
+                        "expected a model name: 1-256 characters, no whitespace");
+    }
+    if (std::find(models.begin(), models.end(), node[i].Scalar()) != models.end()) {
+      return FieldError(node[i], yaml::Index(field, i),
+                        fmt::format("'{}' is listed twice", node[i].Scalar()));
+    }
+    models.push_back(node[i].Scalar());
+  }
+  return models;
+}
+
 Result<std::string> ReadUrlPath(const YAML::Node& n, std::string_view key, const std::string& path,
                                 const std::string& fallback) {
   GS_ASSIGN_OR_RETURN(std::string value, yaml::ReadString(n, key, path, fallback));
@@ -123,6 +152,7 @@ Status ReadScalars(const YAML::Node& n, const std::string& path, ServiceConfig& 
   }
   GS_ASSIGN_OR_RETURN(s.command, ReadCommand(n, path));
   GS_ASSIGN_OR_RETURN(s.env, ReadEnv(n, path));
+  GS_ASSIGN_OR_RETURN(s.models, ReadModels(n, path));
   GS_ASSIGN_OR_RETURN(s.gpus_per_replica, ReadIntAtLeast(n, "gpus_per_replica", path, 1, 0));
   GS_ASSIGN_OR_RETURN(s.min_memory_free_mb, ReadIntAtLeast(n, "min_memory_free_mb", path, 0, 0));
   // "" (written out) = no HTTP check: ready as soon as the process / job runs, for servers
@@ -254,7 +284,8 @@ Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::stri
     }
     GS_RETURN_IF_ERROR(
         yaml::CheckKnownKeys(node, path,
-                             {"name", "engine", "slurm", "command", "env", "gpus_per_replica",
+                             {"name", "engine", "slurm", "command", "env", "models",
+                              "gpus_per_replica",
                               "min_memory_free_mb", "readiness_path", "metrics_path",
                               "startup_timeout_seconds", "drain_timeout_seconds", "min_replicas",
                               "max_replicas", "slo", "policy"}));
@@ -293,6 +324,12 @@ std::string ServiceConfigToYaml(const ServiceConfig& s) {
     out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
   }
   out << YAML::EndMap;
+  // Written only when set, so that specs stored before `models` existed read back equal.
+  if (!s.models.empty()) {
+    out << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& model : s.models) out << YAML::DoubleQuoted << model;
+    out << YAML::EndSeq;
+  }
   out << YAML::Key << "gpus_per_replica" << YAML::Value << s.gpus_per_replica;
   out << YAML::Key << "min_memory_free_mb" << YAML::Value << s.min_memory_free_mb;
   out << YAML::Key << "readiness_path" << YAML::Value << s.readiness_path;

@@ -40,6 +40,13 @@ Result<std::unique_ptr<Daemon>> Daemon::Open(DaemonConfig config, Clock& clock,
   }
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(config), clock, std::move(options)));
   GS_RETURN_IF_ERROR(daemon->OpenState());
+  if (daemon->options_.gateway) {
+    // Adopted replicas are routable before the first tick; a request waiting for a service
+    // with none starts a tick at once.
+    daemon->PublishRoutes(clock.Now());
+    daemon->options_.gateway->SetDemandListener(
+        [d = daemon.get()](const std::string&) { d->Wake(); });
+  }
   return daemon;
 }
 

@@ -27,7 +27,8 @@ constexpr std::string_view kSuccessCounter = "vllm:request_success_total";
 constexpr std::string_view kPromptTokensCounter = "vllm:prompt_tokens_total";
 constexpr std::string_view kGenerationTokensCounter = "vllm:generation_tokens_total";
 
-// reference 003's KEDA query: share of requests slower than 5 s end to end.
+// The KEDA query of the Corrino (OCI AI Blueprints) autoscaling recipes: share of requests
+// slower than 5 s end to end.
 constexpr double kE2eThresholdSeconds = 5.0;
 
 // Adds the histogram `name` (label sets summed) to `window`; absent histograms add nothing,

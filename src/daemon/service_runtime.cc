@@ -22,7 +22,7 @@ class ServiceRuntime::OverridablePolicy final : public scale::Policy {
   int MaxReplicas() const override { return inner_->MaxReplicas(); }
   scale::Decision Evaluate(const scale::ScalingInput& input) override {
     scale::Decision decision = inner_->Evaluate(input);
-    if (!manual_) return decision;
+    if (!manual_) return Activated(std::move(decision));
     scale::Decision manual;
     manual.desired_replicas = *manual_;
     manual.reason = fmt::format(
@@ -33,7 +33,23 @@ class ServiceRuntime::OverridablePolicy final : public scale::Policy {
     return manual;
   }
 
+  // Knative's activator rule: requests waiting at the gateway for a service the policy
+  // holds at zero are demand the policy cannot see yet (no replica reports it), so the
+  // service gets one replica. The policy takes over once that replica reports.
+  scale::Decision Activated(scale::Decision decision) const {
+    if (waiting_ <= 0 || decision.desired_replicas > 0) return decision;
+    scale::Decision woken;
+    woken.desired_replicas = 1;
+    woken.reason = fmt::format(
+        "activator: {} request{} wait at the gateway for a ready replica (the {} policy "
+        "chose 0)",
+        waiting_, waiting_ == 1 ? "" : "s", inner_->Family());
+    woken.details.push_back("policy: " + decision.reason);
+    return woken;
+  }
+
   const scale::Policy& inner() const { return *inner_; }
+  void set_waiting(int waiting) { waiting_ = waiting; }
   void set_inner(std::unique_ptr<scale::Policy> inner) { inner_ = std::move(inner); }
   std::optional<int> manual() const { return manual_; }
   void set_manual(std::optional<int> manual) { manual_ = manual; }
@@ -41,6 +57,7 @@ class ServiceRuntime::OverridablePolicy final : public scale::Policy {
  private:
   std::unique_ptr<scale::Policy> inner_;
   std::optional<int> manual_;
+  int waiting_ = 0;  // requests in the gateway's activator queue this tick
 };
 
 ServiceRuntime::ServiceRuntime(ServiceConfig config, std::unique_ptr<scale::Policy> policy,
@@ -112,6 +129,7 @@ ServiceTickResult ServiceRuntime::Tick(Seconds now, const ServiceObservation& ob
                                        const OutstandingSink& report_outstanding) {
   ServiceTickResult result;
   scale::ScalingInput input = Observe(now, observation, gpus, report_outstanding, result);
+  policy_->set_waiting(observation.gateway_waiting);
   result.tick = controller_->Tick(now, std::move(input));
   result.desired_changed = !last_ || last_->tick.desired_replicas != result.tick.desired_replicas;
   last_ = result;

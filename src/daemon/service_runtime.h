@@ -56,6 +56,9 @@ struct QueryObservation {
 struct ServiceObservation {
   std::vector<ReplicaObservation> replicas;
   std::vector<QueryObservation> queries;
+  // Requests waiting in the gateway's activator queue: a policy that chose 0 replicas gets
+  // one while any wait (the decision's reason says so).
+  int gateway_waiting = 0;
 };
 
 struct ServiceTickResult {

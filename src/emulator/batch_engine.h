@@ -43,7 +43,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "emulator/bucket_histogram.h"
+#include "metrics/bucket_histogram.h"
 
 namespace gpuscale::emulator {
 
@@ -99,8 +99,8 @@ struct EngineStats {
   int64_t generation_tokens_total = 0;  // output tokens produced
   int64_t requests_finished_total = 0;  // reached max_tokens
   int64_t requests_cancelled_total = 0;
-  BucketHistogram ttft_seconds{kVllmTtftBucketsSeconds};  // arrival -> first token
-  BucketHistogram e2e_seconds{kVllmE2eBucketsSeconds};    // arrival -> last token
+  metrics::BucketHistogram ttft_seconds{metrics::kVllmTtftBucketsSeconds};  // arrival -> first token
+  metrics::BucketHistogram e2e_seconds{metrics::kVllmE2eBucketsSeconds};    // arrival -> last token
 
   // kv_used_tokens / kv_capacity_tokens, in [0, 1].
   double KvUsageRatio() const;

@@ -1,6 +1,6 @@
-// EngineFlags: the vLLM/SGLang engine flags an autotuner sweeps (reference 000's parameter
-// grids), as `gpuscale emulate` accepts them, and how each changes the emulated engine's
-// timing and capacity (batch_engine.h holds the timing model itself):
+// EngineFlags: the vLLM/SGLang engine flags an autotuner sweeps (the LLM Autotuner's parameter
+// grids), as `gpuscale emulate` accepts them, and how each changes the emulated engine's timing
+// and capacity (batch_engine.h holds the timing model itself):
 //   --max-num-seqs                 = EngineConfig::max_batch_size (an alias of --max-batch-size)
 //   --tensor-parallel-size / -tp   step time * (1/tp + 0.1 * (tp-1)/tp); KV cache * tp
 //   --pipeline-parallel-size / -pp step time * (1/pp + 0.25 * (pp-1)/pp); KV cache * pp

@@ -24,7 +24,7 @@ std::string PythonFloat(double value) {
 // Writes `_bucket`, `_sum` and `_count` by hand (rather than AddHistogram) to control the
 // `le` text; `le` goes first, as prometheus_client writes it.
 void AddHistogram(metrics::ExpositionWriter& writer, std::string_view name,
-                  const BucketHistogram& histogram, const std::vector<Label>& labels) {
+                  const metrics::BucketHistogram& histogram, const std::vector<Label>& labels) {
   const std::string bucket_name = fmt::format("{}_bucket", name);
   const std::vector<double> cumulative = histogram.CumulativeCounts();
   std::vector<Label> bucket_labels;

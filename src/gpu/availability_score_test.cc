@@ -28,7 +28,7 @@ TEST_P(AvailabilityScoreTest, MatchesWeightedFormula) {
   EXPECT_NEAR(AvailabilityScore(c.gpu, c.weights), c.expected, 1e-9) << c.name;
 }
 
-// Reference 000: score = 0.6 * free/total + 0.4 * (100 - util)/100.
+// The LLM Autotuner's GPU tracking: score = 0.6 * free/total + 0.4 * (100 - util)/100.
 INSTANTIATE_TEST_SUITE_P(
     Cases, AvailabilityScoreTest,
     testing::Values(

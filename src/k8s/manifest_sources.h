@@ -1,9 +1,9 @@
-// Where `gpuscale render` gets a ManifestSpec from: a Corrino recipe (reference 003, parsed
-// by config::ParseCorrinoRecipe into a target policy and node plan) or one service of a
-// daemon config (daemon/daemon_config.h).
+// Where `gpuscale render` gets a ManifestSpec from: one of the Corrino (OCI AI Blueprints)
+// autoscaling recipes (parsed by config::ParseCorrinoRecipe into a target policy and node
+// plan) or one service of a daemon config (daemon/daemon_config.h).
 //
-// Recipe fields used besides the autoscaling blocks (all optional; the reference's
-// examples leave them out): deployment_name, recipe_image_uri, recipe_container_port,
+// Recipe fields used besides the autoscaling blocks (all optional; Corrino's examples leave
+// them out): deployment_name, recipe_image_uri, recipe_container_port,
 // recipe_container_command_args (args after the image's entrypoint), recipe_replica_count,
 // recipe_nvidia_gpu_count, recipe_node_shape. RenderOptions fields that are set win.
 //

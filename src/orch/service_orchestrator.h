@@ -101,7 +101,7 @@ class ServiceOrchestrator : public scale::ReplicaOrchestrator {
   virtual std::vector<ReplicaRecord> Records() const = 0;
   // Events since the last call, oldest first.
   virtual std::vector<OrchestratorEvent> TakeEvents() = 0;
-  // The adapter's heartbeat (reference 002): how many replicas it can hold now.
+  // The adapter's heartbeat, as in Scaler's worker adapters: how many replicas it can hold now.
   virtual scale::AdapterCapacity Capacity(Seconds now) const = 0;
 };
 

@@ -43,8 +43,8 @@ std::vector<GroupPlan::Adapter> EffectiveAdapters(const ScalingInput& input,
 
 // True when some other provided set strictly inside `have` also serves `need`: such tasks
 // belong to the less specialised groups, so an idle GPU group is not kept alive by CPU
-// tasks that CPU groups can run (reference 002: idle GPU workers can go without affecting
-// CPU work). The shutdown guards still protect the last capable group.
+// tasks that CPU groups can run (Scaler's scaling policies: idle GPU workers can go without
+// affecting CPU work). The shutdown guards still protect the last capable group.
 bool ServedByLessSpecialized(const std::vector<const CapabilitySet*>& provided,
                              const CapabilitySet& need, const CapabilitySet& have) {
   for (const CapabilitySet* other : provided) {

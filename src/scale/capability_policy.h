@@ -1,12 +1,12 @@
-// The `capability` family: Scaler's capability-aware controller (reference 002). Tasks are
-// grouped by the capability set they require, worker groups by the set they provide; a
-// group serves a task when the task's set is a subset of the group's. For every required
-// set S with tasks: tasks(S) / capable_workers(S) > upper_task_ratio (or no capable worker
-// at all) starts one group for S on the first adapter that provides S and has room. For
+// The `capability` family: Scaler's capability-aware controller (one of Scaler's scaling
+// policies). Tasks are grouped by the capability set they require, worker groups by the set
+// they provide; a group serves a task when the task's set is a subset of the group's. For every
+// required set S with tasks: tasks(S) / capable_workers(S) > upper_task_ratio (or no capable
+// worker at all) starts one group for S on the first adapter that provides S and has room. For
 // every provided set W: tasks(W) / workers(W) < lower_task_ratio shuts down W's last group,
-// where tasks(W) counts the tasks W can serve that no less specialised running set (a
-// strict subset of W) can serve, unless it is the last group able to serve some pending task, or
-// its removal would push some set straight over upper_task_ratio (an immediate scale-up), or the
+// where tasks(W) counts the tasks W can serve that no less specialised running set (a strict
+// subset of W) can serve, unless it is the last group able to serve some pending task, or its
+// removal would push some set straight over upper_task_ratio (an immediate scale-up), or the
 // task counts are untrusted this tick (metrics error, negative counts).
 //
 // The Decision carries explicit GroupActions (start with capabilities / shutdown by id);

@@ -54,7 +54,7 @@ std::vector<std::string> Describe(const std::vector<GroupAction>& actions) {
   return out;
 }
 
-// Reference 002's capability scenario and its guard rails, one row each.
+// The capability scenario of Scaler's scaling policies and its guard rails, one row each.
 TEST(CapabilityPolicyTest, ScalesEachCapabilitySetIndependently) {
   std::vector<CapabilityCase> cases;
   cases.push_back({"no GPU worker: request a {gpu} group",

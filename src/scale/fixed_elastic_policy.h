@@ -1,9 +1,9 @@
-// The `fixed_elastic` family: Scaler's hybrid controller (reference 002). A primary adapter
-// (the one with max_worker_groups == 1) gets one group, started once and never shut down;
-// a secondary adapter (max_worker_groups > 1) adds groups when tasks / workers over all
-// groups > upper_task_ratio and removes its own groups when the ratio < lower_task_ratio.
-// Scale-in only ever shuts down secondary groups, never on untrusted task counts, and not
-// when the removal would push the ratio straight back over upper_task_ratio.
+// The `fixed_elastic` family: Scaler's hybrid controller (its fixed_elastic scaling policy). A
+// primary adapter (the one with max_worker_groups == 1) gets one group, started once and never
+// shut down; a secondary adapter (max_worker_groups > 1) adds groups when tasks / workers over
+// all groups > upper_task_ratio and removes its own groups when the ratio < lower_task_ratio.
+// Scale-in only ever shuts down secondary groups, never on untrusted task counts, and not when
+// the removal would push the ratio straight back over upper_task_ratio.
 //
 // When the input lists no adapters, two implicit ones are used: "primary" (1 group) and
 // "secondary" (max_replicas - 1 groups, at least 2), one worker per group. min/max_replicas

@@ -45,7 +45,8 @@ struct ElasticCase {
   std::vector<std::string> expected_actions;
 };
 
-// Reference 002: the primary runs one fixed group; the secondary absorbs bursts.
+// Scaler's fixed_elastic scaling policy: the primary runs one fixed group; the secondary
+// absorbs bursts.
 TEST(FixedElasticPolicyTest, PrimaryFixedSecondaryElastic) {
   std::vector<ElasticCase> cases;
   cases.push_back({"fresh start: the primary group", Input(0, {}), 1, {"start on-prem"}});

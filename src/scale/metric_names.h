@@ -29,8 +29,8 @@ inline constexpr std::string_view kGenerationTokensRate30s =
 inline constexpr std::string_view kTtftViolationRatio = "slo:ttft_violation_ratio:1m";
 inline constexpr std::string_view kTpotViolationRatio = "slo:tpot_violation_ratio:1m";
 
-// Service value: reference 003's default KEDA query, the share of requests over 5 s
-// end-to-end in the last 5 minutes.
+// Service value: the default KEDA query of the Corrino (OCI AI Blueprints) autoscaling
+// recipes, the share of requests over 5 s end-to-end in the last 5 minutes.
 inline constexpr std::string_view kE2eOver5sRatio =
     "1 - (sum(rate(vllm:e2e_request_latency_seconds_bucket{le=\"5.0\"}[5m])) / "
     "sum(rate(vllm:e2e_request_latency_seconds_bucket{le=\"+Inf\"}[5m])))";

@@ -39,8 +39,8 @@ NodePlan PlanNodes(int desired_replicas, const NodePlanConfig& config) {
   const int max_nodes = std::max(min_nodes, config.max_nodes);
   const int desired = std::max(0, desired_replicas);
   const Packing packing = PackingFor(gpus_per_replica, gpus_per_node);
-  // Reference 003's advice: GPUs per replica should divide the node's GPUs evenly, or the
-  // remainder of every node stays idle.
+  // The advice of the Corrino (OCI AI Blueprints) autoscaling recipes: GPUs per replica
+  // should divide the node's GPUs evenly, or the remainder of every node stays idle.
   const int idle_gpus = gpus_per_replica <= gpus_per_node
                             ? gpus_per_node % gpus_per_replica
                             : packing.nodes_per_replica * gpus_per_node - gpus_per_replica;

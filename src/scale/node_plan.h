@@ -1,6 +1,7 @@
-// Node plan: how many GPU nodes the desired replicas need (reference 003's node autoscaling
-// advice). Replicas are packed whole per node: floor(gpus_per_node / gpus_per_replica)
-// replicas fit on one node; replicas beyond max_nodes' capacity stay pending. Pure.
+// Node plan: how many GPU nodes the desired replicas need (the node autoscaling advice of
+// the Corrino (OCI AI Blueprints) autoscaling recipes). Replicas are packed whole per node:
+// floor(gpus_per_node / gpus_per_replica) replicas fit on one node; replicas beyond
+// max_nodes' capacity stay pending. Pure.
 #pragma once
 
 #include <string>

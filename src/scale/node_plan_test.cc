@@ -20,11 +20,12 @@ struct NodePlanCase {
 
 TEST(NodePlanTest, PackingPendingAndWarnings) {
   const std::vector<NodePlanCase> cases = {
-      // Reference 003: 1-GPU replicas on VM.GPU.A10.2; the third replica needs a new node.
+      // The Corrino (OCI AI Blueprints) autoscaling recipes: 1-GPU replicas on
+      // VM.GPU.A10.2; the third replica needs a new node.
       {"A10: two replicas fit one node", 2, {1, 2, 1, 4}, 1, 2, 0, {}},
       {"A10: third replica adds a node", 3, {1, 2, 1, 4}, 2, 3, 0, {}},
       {"A10: 8 replicas on 4 nodes", 8, {1, 2, 1, 4}, 4, 8, 0, {}},
-      // Reference 003: 2-GPU replicas on BM.GPU.H100.8, 4 per node, 2 nodes -> 8 replicas.
+      // Corrino: 2-GPU replicas on BM.GPU.H100.8, 4 per node, 2 nodes -> 8 replicas.
       {"H100: 8 replicas on 2 nodes", 8, {2, 8, 1, 2}, 2, 8, 0, {}},
       {"H100: max_nodes 1 leaves 4 pending",
        8,

@@ -20,7 +20,8 @@
 
 namespace gpuscale::scale {
 
-// Where a metric comes from (reference 001's metric sources).
+// Where a metric comes from (the metric sources of Backend.AI's model-service autoscaling
+// rules).
 enum class MetricSource {
   kInferenceFramework,  // replicas' scraped /metrics (vLLM names)
   kKernel,              // per-replica GPU/process metrics (utilization, memory, power)
@@ -36,7 +37,8 @@ struct MetricValue {
   std::optional<double> service_value;
 };
 
-// A set of capability names a task needs or a worker group provides (reference 002).
+// A set of capability names a task needs or a worker group provides (Scaler's scaling
+// policies).
 using CapabilitySet = std::set<std::string>;
 
 // Tasks waiting or running that need a given capability set.
@@ -54,7 +56,7 @@ struct WorkerGroup {
   int workers = 1;
 };
 
-// What an adapter (orchestrator) can provide (reference 002's heartbeat).
+// What an adapter (orchestrator) can provide (Scaler's worker adapter heartbeat).
 struct AdapterCapacity {
   std::string name;
   int max_worker_groups = 0;  // 1 marks the fixed primary of fixed_elastic

@@ -17,7 +17,8 @@
 
 namespace gpuscale::scale {
 
-// How per-replica samples become one value. Reference 001 uses the average over replicas.
+// How per-replica samples become one value. Backend.AI's model-service autoscaling rules
+// use the average over replicas.
 enum class Aggregation { kAverage, kMax, kMin, kSum };
 
 std::string_view AggregationName(Aggregation aggregation);  // "average", "max", ...
@@ -113,8 +114,8 @@ void StrAppend(std::string& out, const Parts&... parts) {
 // Tasks per worker; +inf when tasks exist and no worker does, 0 when neither exists.
 double TaskRatio(long long tasks, long long workers);
 
-// True when every capability in `need` is in `have` (reference 002: a worker serves a task
-// when the task's set is a subset of the worker's).
+// True when every capability in `need` is in `have` (Scaler's scaling policies: a worker
+// serves a task when the task's set is a subset of the worker's).
 bool IsSubset(const CapabilitySet& need, const CapabilitySet& have);
 
 // A working view of the worker groups that an adapter-aware policy (capability,

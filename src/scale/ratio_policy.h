@@ -1,9 +1,9 @@
-// The `ratio` family: Scaler's "vanilla" task-to-worker ratio controller (reference 002).
-// Tasks are queued + running requests over all demands; workers are the workers of the
-// reported groups, or current_replicas * workers_per_group when no groups are reported.
-// When tasks / workers > upper_task_ratio one worker group (replica) is added; when it is
-// < lower_task_ratio one is removed, unless the removal would push the ratio straight back
-// above upper_task_ratio (which would flap), or the task counts are untrusted this tick
+// The `ratio` family: Scaler's "vanilla" task-to-worker ratio controller (one of Scaler's
+// scaling policies). Tasks are queued + running requests over all demands; workers are the
+// workers of the reported groups, or current_replicas * workers_per_group when no groups are
+// reported. When tasks / workers > upper_task_ratio one worker group (replica) is added; when
+// it is < lower_task_ratio one is removed, unless the removal would push the ratio straight
+// back above upper_task_ratio (which would flap), or the task counts are untrusted this tick
 // (metrics error, negative counts): gpuscale never scales in on missing data.
 //
 // Ownership: owns its config; stateless between calls. Not thread-safe (see Policy).

@@ -25,7 +25,7 @@ struct RatioCase {
   int expected;
 };
 
-// Reference 002 "vanilla": tasks / workers > 10 adds a group, < 1 removes one.
+// Scaler's "vanilla" scaling policy: tasks / workers > 10 adds a group, < 1 removes one.
 TEST(RatioPolicyTest, FollowsTheVanillaTaskRatio) {
   const std::vector<RatioCase> cases = {
       {"12.5 > 10 adds a group", 2, 20, 5, 1, 3},

@@ -1,16 +1,14 @@
 // The `rules` family: user-written metric rules in the style of Backend.AI's model-service
-// autoscaling rules (reference 001). Each rule compares one live metric (the average over
-// the replicas unless `aggregation` says otherwise) with a threshold and, when it holds,
-// moves the replica count by a signed step. A rule is silent inside its cooldown after its
-// last trigger and when its step would leave the rule's [min, max] (intersected with the
-// policy's bounds).
+// autoscaling rules. Each rule compares one live metric (the average over the replicas unless
+// `aggregation` says otherwise) with a threshold and, when it holds, moves the replica count by
+// a signed step. A rule is silent inside its cooldown after its last trigger and when its step
+// would leave the rule's [min, max] (intersected with the policy's bounds).
 //
-// Several rules firing in one tick combine as "the largest step wins" (like the HPA picking
-// the highest recommendation): any scale-out beats every scale-in, the biggest scale-out
-// is taken, and among scale-ins only the smallest one is taken. Only the applied rule's
-// cooldown restarts. Pairs of rules that can hold at once and point in opposite
-// directions are reported as warnings in every Decision's details (reference 001 leaves
-// that to the user).
+// Several rules firing in one tick combine as "the largest step wins" (like the HPA picking the
+// highest recommendation): any scale-out beats every scale-in, the biggest scale-out is taken,
+// and among scale-ins only the smallest one is taken. Only the applied rule's cooldown
+// restarts. Pairs of rules that can hold at once and point in opposite directions are reported
+// as warnings in every Decision's details (Backend.AI's rules leave that to the user).
 //
 // Ownership: owns its config and per-rule trigger times. Not thread-safe (see Policy).
 #pragma once

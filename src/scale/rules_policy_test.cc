@@ -49,7 +49,8 @@ struct ComparatorCase {
   bool fires;
 };
 
-// Reference 001's comparators: strict vs. inclusive at the threshold.
+// The comparators of Backend.AI's model-service autoscaling rules: strict vs. inclusive at
+// the threshold.
 TEST(RulesPolicyTest, ComparatorsFireAsTheReferenceDefines) {
   const std::vector<ComparatorCase> cases = {
       {Comparator::kGreaterThan, 10, 10, false},

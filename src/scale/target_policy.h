@@ -1,5 +1,5 @@
 // The `target` policy family: Kubernetes HPA target tracking with KEDA's extras, as users of
-// Corrino (reference 003) get them from a ScaledObject.
+// the Corrino (OCI AI Blueprints) autoscaling recipes get them from a ScaledObject.
 //
 // Each tick: every metric proposes a replica count (scale/target_metric.h, HPA's replica
 // calculator) and the largest proposal wins; the HPA behavior (stabilization windows and

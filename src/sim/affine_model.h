@@ -1,7 +1,7 @@
 // AffineReplicaModel: a ReplicaModel with affine costs (fixed + per token / per sequence),
 // for tests that need hand-checkable costs (`gpuscale simulate` uses the calibrated model of
-// replica_model.h). Defaults approximate Llama-3-8B on one H100 (data
-// README: TPOT ~8 ms at light load, ~36 req/s at saturation on 202-in/179-out requests).
+// replica_model.h). Defaults approximate Llama-3-8B on one H100 (data/README.md: TPOT ~8 ms
+// at light load, ~36 req/s at saturation on 202-in/179-out requests).
 //
 // Thread-safety: immutable after construction; safe to share between simulations.
 #pragma once

@@ -1,5 +1,5 @@
 // Checks the calibrated replica model against the public data it was derived from
-// (../shared/data/perf) and against public serving figures (../shared/data/README.md).
+// (data/perf) and against public serving figures (data/README.md).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,7 +41,7 @@ std::vector<std::string> SplitComma(const std::string& line) {
 }
 
 Csv ReadPerfCsv(const std::string& file) {
-  std::ifstream in(std::string(GPUSCALE_SHARED_DATA_DIR) + "/perf/" + file);
+  std::ifstream in(std::string(GPUSCALE_DATA_DIR) + "/perf/" + file);
   Csv csv;
   std::string line;
   if (!std::getline(in, line)) return csv;

@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "route/picker.h"
 #include "scale/controller.h"
 #include "sim/metric_view.h"
 #include "sim/report.h"
-#include "sim/router.h"
 #include "sim/sim_orchestrator.h"
 #include "sim/simulation.h"
 
@@ -47,12 +47,14 @@ class Engine {
         view_(config.slo),
         family_(policy->Family()),
         controller_(std::move(policy), orchestrator_,
-                    scale::ControllerConfig{{config.service.drain_timeout}}) {}
+                    scale::ControllerConfig{{config.service.drain_timeout}}),
+        picker_(PickerSpecOf(config.router)) {}
 
   SimResult Run();
 
  private:
   static std::vector<RequestRecord> MakeRecords(const Trace& trace);
+  static route::PickerSpec PickerSpecOf(const RouterSpec& router);
   void Route(uint32_t id, double now);
   void Schedule(int slot);
   bool PopReplicaEvent(double t);
@@ -80,7 +82,8 @@ class Engine {
   std::deque<uint32_t> router_queue_;
   size_t next_arrival_ = 0;
   size_t next_crash_ = 0;
-  size_t rr_cursor_ = 0;
+  route::Picker picker_;  // the gateway's picker: simulated and live routing are one code
+  std::vector<route::Candidate> candidates_;  // reused per arrival
   int64_t completed_ = 0;
   int64_t events_ = 0;
   size_t arrivals_at_last_tick_ = 0;
@@ -106,6 +109,14 @@ void Engine::Schedule(int slot) {
   if (t < kInf) heap_.push({t, 0, slot, s.version});
 }
 
+route::PickerSpec Engine::PickerSpecOf(const RouterSpec& router) {
+  route::PickerSpec spec;
+  spec.kind = router.kind == RouterKind::kRoundRobin ? route::PickerKind::kRoundRobin
+                                                     : route::PickerKind::kLeastOutstanding;
+  spec.slow_start_seconds = router.slow_start_seconds;
+  return spec;
+}
+
 void Engine::Route(uint32_t id, double now) {
   const auto& ready = orchestrator_.ready_slots();
   if (ready.empty()) {
@@ -113,24 +124,13 @@ void Engine::Route(uint32_t id, double now) {
     return;
   }
   auto& slots = orchestrator_.slots();
-  int best = ready[0];
-  if (config_.router.kind == RouterKind::kRoundRobin) {
-    best = ready[rr_cursor_++ % ready.size()];
-  } else {
-    // Ties go to the oldest replica (ready_slots is in creation order).
-    const double window = config_.router.slow_start_seconds;
-    auto load = [&](int slot) {
-      return RouterLoad(slots[slot].engine->Outstanding(), slots[slot].warm_since, now, window);
-    };
-    double best_load = load(best);
-    for (size_t i = 1; i < ready.size(); ++i) {
-      const double l = load(ready[i]);
-      if (l < best_load) {
-        best = ready[i];
-        best_load = l;
-      }
-    }
+  // Candidates in creation order (ready_slots' order): ties go to the oldest replica.
+  candidates_.clear();
+  for (int slot : ready) {
+    candidates_.push_back({static_cast<int>(slots[slot].engine->Outstanding()),
+                           slots[slot].warm_since, static_cast<uint64_t>(slot)});
   }
+  const int best = ready[*picker_.Pick(candidates_, now)];
   requests_[id].on_fresh_replica = now - slots[best].warm_since < kFreshReplicaSeconds;
   if (slots[best].engine->Enqueue(id, now)) Schedule(best);
 }

@@ -1,5 +1,5 @@
 // Replica performance model: how long an LLM engine replica takes for a prefill of N tokens
-// and for one decode step of a batch, calibrated from public profiles in ../shared/data/perf
+// and for one decode step of a batch, calibrated from public profiles in data/perf
 // (Vidur H100 operator profiles, Splitwise/SageServe measurements). Used by the simulator's
 // continuous-batching replica and by the oracle. Pure: built from parameters/tables, no I/O.
 // Thread-safety: models are immutable once built; const methods may be called concurrently.

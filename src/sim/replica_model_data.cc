@@ -1,6 +1,6 @@
-// Calibration tables embedded in the replica model, derived once from ../shared/data/perf so
-// that the model does no file I/O at run time. calibration_test.cc re-reads those CSVs and
-// checks the model against them, so a change here that drifts from the data fails a test.
+// Calibration tables embedded in the replica model, derived once from data/perf so that the
+// model does no file I/O at run time. calibration_test.cc re-reads those CSVs and checks the
+// model against them, so a change here that drifts from the data fails a test.
 //
 // How the numbers were derived (a short Python script over the CSVs; reproducible by hand):
 //

@@ -43,7 +43,7 @@ struct RequestRecord {
 // How long after its cold start a replica counts as fresh in SimReport::fresh_replica_misses.
 inline constexpr double kFreshReplicaSeconds = 60;
 
-// vLLM histogram bucket bounds in seconds (data README); +Inf is implicit.
+// vLLM histogram bucket bounds in seconds (data/README.md); +Inf is implicit.
 const std::vector<double>& E2eBuckets();
 const std::vector<double>& TtftBuckets();
 const std::vector<double>& TpotBuckets();  // vLLM's inter-token latency buckets

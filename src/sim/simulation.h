@@ -52,7 +52,7 @@ enum class RouterKind { kLeastOutstanding, kRoundRobin };
 struct RouterSpec {
   RouterKind kind = RouterKind::kLeastOutstanding;
   // Least outstanding only (0: off): for this long after its cold start a replica takes a
-  // share of arrivals growing from a tenth to a full one (sim/router.h), as gateways' slow
+  // share of arrivals growing from a tenth to a full one (route/picker.h), as gateways' slow
   // start does. Without it, least-outstanding routing sends a fresh replica every arrival
   // until it holds as many requests as the others: ~100 prompts at once on conv x20, whose
   // prefill queue misses the TTFT target for most of them (docs/simulation.md, "Router slow

@@ -14,8 +14,8 @@
 namespace gpuscale::sim {
 namespace {
 
-std::string ReadShared(const std::string& relative) {
-  std::ifstream in(std::string(GPUSCALE_SHARED_DATA_DIR) + "/" + relative, std::ios::binary);
+std::string ReadDataFile(const std::string& relative) {
+  std::ifstream in(std::string(GPUSCALE_DATA_DIR) + "/" + relative, std::ios::binary);
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -39,7 +39,7 @@ double MeanRate(const Trace& trace) {
   return static_cast<double>(trace.requests.size()) / trace.requests.back().arrival_s;
 }
 
-// Counts and rates from ../shared/data/README.md.
+// Counts and rates from data/README.md.
 struct RealTraceCase {
   const char* file;
   const char* format;
@@ -52,7 +52,7 @@ class RealTraceTest : public testing::TestWithParam<RealTraceCase> {};
 
 TEST_P(RealTraceTest, ParsesEveryRowWithReadmeRate) {
   const RealTraceCase& c = GetParam();
-  const std::string text = ReadShared(std::string("traces/") + c.file);
+  const std::string text = ReadDataFile(std::string("traces/") + c.file);
   ASSERT_FALSE(text.empty()) << "cannot read " << c.file;
   const Trace trace = MustParse(text);
   EXPECT_EQ(trace.format, c.format);
@@ -73,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(
                                   10000}));
 
 TEST(TraceParseTest, AzureFirstAndLastRowsMatchTheFile) {
-  const Trace trace = MustParse(ReadShared("traces/AzureLLMInferenceTrace_conv.csv"));
+  const Trace trace = MustParse(ReadDataFile("traces/AzureLLMInferenceTrace_conv.csv"));
   ASSERT_EQ(trace.requests.size(), 19366u);
   EXPECT_EQ(trace.requests.front().input_tokens, 374);
   EXPECT_EQ(trace.requests.front().output_tokens, 44);
@@ -268,7 +268,7 @@ TEST(TraceFormatTest, NamesRoundTrip) {
 
 // ---- rate scaling and time compression ----
 
-Trace ConvTrace() { return MustParse(ReadShared("traces/AzureLLMInferenceTrace_conv.csv")); }
+Trace ConvTrace() { return MustParse(ReadDataFile("traces/AzureLLMInferenceTrace_conv.csv")); }
 
 TEST(TraceTransformTest, RateTimesTwentyGivesTwentyTimesTheRequests) {
   const Trace base = ConvTrace();
@@ -373,7 +373,7 @@ TEST(TraceTransformTest, StreamsAddFluctuationsLikeIndependentSourcesReplicateMu
 // The code trace's largest 10 s burst (327 requests) becomes 40 x 327 when replicated; as 40
 // independent streams the bursts land at different moments.
 TEST(TraceTransformTest, StreamsDoNotStackTheBurstsOfTheCopies) {
-  const Trace base = MustParse(ReadShared("traces/AzureLLMInferenceTrace_code.csv"));
+  const Trace base = MustParse(ReadDataFile("traces/AzureLLMInferenceTrace_code.csv"));
   const double burst = LargestWindowCount(base, 10);
   const Trace streams = TransformTrace(base, {.rate_scale = 40, .seed = 1});
   const Trace replicate =

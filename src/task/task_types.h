@@ -1,5 +1,5 @@
-// Tasks and experiments (reference 000's autotuner workflow on gpuscale's core): a task names
-// a model, a grid of engine parameters, how to start the inference server and how to
+// Tasks and experiments (the LLM Autotuner's workflow on gpuscale's core): a task names a
+// model, a grid of engine parameters, how to start the inference server and how to
 // benchmark it; it expands into one experiment per grid point. Each experiment needs GPUs
 // (estimated from its own parameters), waits in the GPU-aware queue, leases GPUs from the
 // shared alloc::LeaseLedger, runs its server and a benchmark while the GPUs are sampled, and
@@ -104,7 +104,7 @@ enum class TaskStatus { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
 std::string_view TaskStatusName(TaskStatus status);
 std::optional<TaskStatus> ParseTaskStatus(std::string_view text);
 
-// One allocated GPU as it was when the experiment leased it (reference 000's gpu_info).
+// One allocated GPU as it was when the experiment leased it (the Autotuner's gpu_info).
 struct AllocatedGpu {
   int index = 0;
   std::string uuid;

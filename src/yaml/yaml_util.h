@@ -1,8 +1,8 @@
 // Reading YAML (and JSON, which yaml-cpp also parses) into domain types with errors that
 // name the field path and line: `rules[1].comparator: expected one of LESS_THAN, ... (line 7)`.
 //
-// This is an adapter-side internal header: it exposes yaml-cpp types, so only yaml/, config/, gpu/ and
-// cli/ include it; domain headers never do (STYLE.md rule 4).
+// This is an adapter-side internal header: it exposes yaml-cpp types, so only yaml/, config/,
+// gpu/ and cli/ include it; domain headers never do (third-party headers stay in adapters).
 #pragma once
 
 #include <initializer_list>

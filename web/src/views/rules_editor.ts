@@ -1,6 +1,7 @@
-// Rules editor of a service page: the service's stored scaling rules (reference 001's fields)
-// with delete buttons, and a form that adds one through POST /v1/services/{name}/rules. The
-// API validates; its message appears beside the field it names (e.g. threshold).
+// Rules editor of a service page: the service's stored scaling rules (the fields of
+// Backend.AI's model-service autoscaling rules) with delete buttons, and a form that adds one
+// through POST /v1/services/{name}/rules. The API validates; its message appears beside the
+// field it names (e.g. threshold).
 
 import type { ApiClient } from '../api/client';
 import { describeError } from '../api/errors';

@@ -85,7 +85,7 @@ export class Daemon {
     const configPath = join(this.dir, 'gpuscale.yaml');
     writeFileSync(configPath, (this.options.config ?? e2eConfig)(join(this.dir, 'state')));
     const args = ['serve', '--config', configPath, '--web-root', WEB_ROOT,
-      ...(this.options.extraArgs ?? [])];
+      '--gateway-listen', '127.0.0.1:0', ...(this.options.extraArgs ?? [])];
     if (this.options.token) args.push('--token', this.options.token);
     const child = spawn(GPUSCALE_BIN, args, { cwd: this.dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;

@@ -1,7 +1,8 @@
-// A Prometheus-style histogram with fixed upper bounds: what the emulator's /metrics exposes
-// for vLLM's latency histograms, and the bucket layouts vLLM uses for them.
+// A Prometheus-style histogram with fixed upper bounds, and the bucket layouts vLLM uses for
+// its latency histograms: the emulator's vLLM-style /metrics and the gateway's own latency
+// measurements use both.
 //
-// Ownership and thread-safety: a plain value; not synchronised (BatchEngine's owner guards it).
+// Ownership and thread-safety: a plain value; not synchronised (its owner guards it).
 #pragma once
 
 #include <array>
@@ -9,7 +10,7 @@
 #include <span>
 #include <vector>
 
-namespace gpuscale::emulator {
+namespace gpuscale::metrics {
 
 // vLLM's bucket bounds (vllm/engine/metrics.py), in seconds, so that dashboards and the
 // scale policies' `le` selectors work unchanged against the emulator.
@@ -19,6 +20,10 @@ inline constexpr std::array<double, 21> kVllmE2eBucketsSeconds = {
 inline constexpr std::array<double, 22> kVllmTtftBucketsSeconds = {
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
     1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+// vLLM's inter-token latency (time per output token) buckets.
+inline constexpr std::array<double, 19> kVllmInterTokenBucketsSeconds = {
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+    0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
 
 class BucketHistogram {
  public:
@@ -41,4 +46,4 @@ class BucketHistogram {
   double sum_ = 0;
 };
 
-}  // namespace gpuscale::emulator
+}  // namespace gpuscale::metrics

@@ -1,8 +1,8 @@
-#include "emulator/bucket_histogram.h"
+#include "metrics/bucket_histogram.h"
 
 #include <algorithm>
 
-namespace gpuscale::emulator {
+namespace gpuscale::metrics {
 
 BucketHistogram::BucketHistogram(std::span<const double> upper_bounds)
     : upper_bounds_(upper_bounds.begin(), upper_bounds.end()),
@@ -26,4 +26,4 @@ std::vector<double> BucketHistogram::CumulativeCounts() const {
   return cumulative;
 }
 
-}  // namespace gpuscale::emulator
+}  // namespace gpuscale::metrics

@@ -1,0 +1,471 @@
+#include "gateway/gateway_server.h"
+
+#include <atomic>
+#include <chrono>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "gateway/openai_request.h"
+
+namespace gpuscale::gateway {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+using SteadyTime = std::chrono::steady_clock::time_point;
+using Request = http::request<http::string_body>;
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+// Writes to a client that stops reading fail after this long instead of holding the stream.
+constexpr auto kClientWriteTimeout = std::chrono::seconds(60);
+constexpr size_t kRelayChunkBytes = 16 * 1024;
+
+// Config durations (double seconds) as the steady clock's ticks.
+std::chrono::steady_clock::duration Ticks(Seconds s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(s);
+}
+
+double SecondsSince(SteadyTime t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded in either direction.
+bool IsHopByHop(http::field f) {
+  switch (f) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_authenticate:
+    case http::field::proxy_authorization:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
+    case http::field::host:
+    case http::field::content_length:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// What one forwarding attempt came to.
+enum class Attempt {
+  kRetryable,   // no response byte came from the replica: another replica may take it
+  kRelayed,     // the response was relayed whole
+  kBroken,      // the replica's stream broke after its first byte (client cut off)
+  kClientGone,  // the client stopped reading or left
+};
+
+// A response the gateway writes itself (errors, /v1/models, /health).
+struct Canned {
+  http::status status = http::status::ok;
+  std::string body;
+  int retry_after_s = 0;  // > 0: a Retry-After header
+};
+
+// An OpenAI-shaped error response.
+Canned ErrorReply(http::status status, std::string_view message, std::string_view type,
+                  std::string_view param = {}, std::string_view code = {},
+                  int retry_after_s = 0) {
+  return {status, OpenAiErrorBody(message, type, param, code), retry_after_s};
+}
+
+// Coroutine bodies below pass only named values to co_await calls: GCC 12 can destroy a
+// temporary of a full-expression that contains co_await twice (a double free seen here with
+// a conditional expression's std::string), so replies are built into locals first.
+
+}  // namespace
+
+struct GatewayServer::Impl {
+  explicit Impl(std::shared_ptr<GatewayState> s)
+      : state(std::move(s)), config(state->config()), acceptor(ioc) {}
+
+  awaitable<void> AcceptLoop();
+  awaitable<void> Session(tcp::socket socket);
+  awaitable<bool> Handle(beast::tcp_stream& client, Request& req);
+  std::optional<Canned> Route(const Request& req) const;
+  awaitable<bool> Forward(beast::tcp_stream& client, Request& req, SteadyTime arrival);
+  awaitable<std::optional<Ticket>> WaitForReplica(const std::string& service,
+                                                  std::optional<uint64_t> key,
+                                                  SteadyTime deadline, bool& full);
+  awaitable<Attempt> Relay(beast::tcp_stream& client, const Request& req, const Ticket& ticket,
+                           SteadyTime arrival, RequestMeasurement& m);
+  awaitable<bool> Send(beast::tcp_stream& client, const Request& req, const Canned& reply);
+
+  // Declared before ioc: sessions still pending when ioc is destroyed touch them on unwind.
+  std::shared_ptr<GatewayState> state;
+  const GatewayConfig& config;
+  std::atomic<int> connections{0};
+  asio::io_context ioc;
+  tcp::acceptor acceptor;
+  std::vector<std::thread> threads;
+  int port = 0;
+  bool stopped = false;
+};
+
+awaitable<void> GatewayServer::Impl::AcceptLoop() {
+  for (;;) {
+    const auto strand = asio::make_strand(ioc);  // the new connection's own
+    auto [ec, socket] = co_await acceptor.async_accept(strand, kTuple);
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+    if (ec) continue;  // e.g. EMFILE: the next accept may succeed once connections close
+    if (connections.load() >= config.max_connections) {
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      continue;
+    }
+    const auto executor = socket.get_executor();
+    asio::co_spawn(executor, Session(std::move(socket)), asio::detached);
+  }
+}
+
+awaitable<void> GatewayServer::Impl::Session(tcp::socket socket) {
+  ++connections;
+  state->ConnectionOpened();
+  struct Closer {
+    Impl* impl;
+    ~Closer() {
+      --impl->connections;
+      impl->state->ConnectionClosed();
+    }
+  } closer{this};
+  boost::system::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  beast::tcp_stream client(std::move(socket));
+  beast::flat_buffer buffer;
+  for (bool first = true;; first = false) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(64 * 1024);
+    parser.body_limit(static_cast<uint64_t>(config.max_body_bytes));
+    // A fresh connection has header_timeout to send its request; a kept-alive one may idle.
+    client.expires_after(Ticks(first ? config.header_timeout : config.idle_timeout));
+    auto [ec, n] = co_await http::async_read(client, buffer, parser, kTuple);
+    if (ec == http::error::body_limit) {
+      Request& partial = parser.get();
+      partial.keep_alive(false);
+      const Canned too_large =
+          ErrorReply(http::status::payload_too_large,
+                     fmt::format("request body over {} bytes", config.max_body_bytes),
+                     "invalid_request_error");
+      co_await Send(client, partial, too_large);
+      break;
+    }
+    if (ec) break;  // closed, timed out or not HTTP: nothing sensible to answer
+    client.expires_never();
+    Request req = parser.release();
+    const bool keep = co_await Handle(client, req);
+    if (!keep || !req.keep_alive()) break;
+  }
+  client.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+awaitable<bool> GatewayServer::Impl::Send(beast::tcp_stream& client, const Request& req,
+                                          const Canned& reply) {
+  http::response<http::string_body> res{reply.status, 11};
+  res.set(http::field::content_type, "application/json");
+  if (reply.retry_after_s > 0) {
+    res.set(http::field::retry_after, std::to_string(reply.retry_after_s));
+  }
+  res.keep_alive(req.keep_alive());
+  res.body() = reply.body;
+  res.prepare_payload();
+  client.expires_after(kClientWriteTimeout);
+  auto [ec, n] = co_await http::async_write(client, res, kTuple);
+  client.expires_never();
+  co_return !ec;
+}
+
+// What the gateway answers itself; nullopt = forward the request to a replica.
+std::optional<Canned> GatewayServer::Impl::Route(const Request& req) const {
+  const std::string_view target(req.target().data(), req.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/health") return Canned{http::status::ok, "{}"};
+  const auto authorization = req[http::field::authorization];
+  if (!config.token.empty() &&
+      !BearerMatches(std::string_view(authorization.data(), authorization.size()),
+                     config.token)) {
+    return ErrorReply(http::status::unauthorized,
+                      "missing or wrong bearer token (Authorization: Bearer ...)",
+                      "invalid_request_error", "", "invalid_api_key");
+  }
+  if (path == "/v1/models") {
+    if (req.method() != http::verb::get) {
+      return ErrorReply(http::status::method_not_allowed, "use GET /v1/models",
+                        "invalid_request_error");
+    }
+    return Canned{http::status::ok, ModelListBody(state->Models())};
+  }
+  if (IsInferencePath(path)) {
+    if (req.method() == http::verb::post) return std::nullopt;
+    return ErrorReply(http::status::method_not_allowed, fmt::format("use POST {}", path),
+                      "invalid_request_error");
+  }
+  return ErrorReply(http::status::not_found,
+                    fmt::format("no route {} (the gateway serves /v1/chat/completions, "
+                                "/v1/completions, /v1/embeddings and /v1/models)",
+                                path),
+                    "invalid_request_error");
+}
+
+awaitable<bool> GatewayServer::Impl::Handle(beast::tcp_stream& client, Request& req) {
+  const SteadyTime arrival = std::chrono::steady_clock::now();
+  const std::optional<Canned> canned = Route(req);
+  if (canned) {
+    const bool sent = co_await Send(client, req, *canned);
+    co_return sent;
+  }
+  const bool kept = co_await Forward(client, req, arrival);
+  co_return kept;
+}
+
+awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
+    const std::string& service, std::optional<uint64_t> key, SteadyTime deadline, bool& full) {
+  // The timer lives on this connection's strand: a wake posted from the daemon's thread runs
+  // only while this coroutine is suspended, so it is never lost between Acquire and wait.
+  auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+  const uint64_t id = state->NextWaiterId();
+  auto wake = [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); };
+  if (!state->EnterQueue(service, id, wake)) {
+    full = true;
+    co_return std::nullopt;
+  }
+  struct Leave {
+    GatewayState& state;
+    const std::string& service;
+    uint64_t id;
+    ~Leave() { state.LeaveQueue(service, id); }
+  } leave{*state, service, id};
+  for (;;) {
+    if (auto ticket = state->Acquire(service, key)) co_return ticket;
+    if (std::chrono::steady_clock::now() >= deadline) co_return std::nullopt;
+    // Also re-check every second, in case a replica became healthy again without a publish.
+    timer->expires_at(std::min(deadline, std::chrono::steady_clock::now() +
+                                             std::chrono::seconds(1)));
+    co_await timer->async_wait(kTuple);
+  }
+}
+
+awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request& req,
+                                             SteadyTime arrival) {
+  Result<InferenceRequest> parsed = ParseInferenceRequest(req.body(), config.prefix_chars);
+  if (!parsed) {
+    const Canned bad = ErrorReply(http::status::bad_request, parsed.error().message,
+                                  "invalid_request_error", parsed.error().field);
+    const bool sent = co_await Send(client, req, bad);
+    co_return sent;
+  }
+  const std::optional<std::string> service = state->ServiceOf(parsed->model);
+  if (!service) {
+    const Canned unknown = ErrorReply(
+        http::status::not_found,
+        fmt::format("The model '{}' does not exist (GET /v1/models lists the served ones)",
+                    parsed->model),
+        "invalid_request_error", "model", "model_not_found");
+    const bool sent = co_await Send(client, req, unknown);
+    co_return sent;
+  }
+  const std::optional<uint64_t> key =
+      config.picker.prefix_affinity ? std::optional(parsed->prefix_key) : std::nullopt;
+  RequestMeasurement m;
+  std::optional<Ticket> ticket = state->Acquire(*service, key);
+  if (!ticket) {
+    bool full = false;
+    const SteadyTime deadline = arrival + Ticks(config.queue_timeout);
+    ticket = co_await WaitForReplica(*service, key, deadline, full);
+    m.queue_seconds = SecondsSince(arrival);
+    if (!ticket) {
+      m.status = 503;
+      m.error = full ? "queue_full" : "queue_timeout";
+      m.e2e_seconds = SecondsSince(arrival);
+      state->Record(*service, m);
+      const std::string message =
+          full ? fmt::format("service '{}' has no ready replica and {} requests already wait",
+                             *service, config.queue_size)
+               : fmt::format("service '{}' had no ready replica within {} s", *service,
+                             config.queue_timeout.count());
+      const Canned unavailable = ErrorReply(http::status::service_unavailable, message,
+                                            "server_error", "", "no_ready_replica", 5);
+      const bool sent = co_await Send(client, req, unavailable);
+      co_return sent;
+    }
+  }
+  // One retry on another replica when the first attempt got no response byte.
+  std::set<std::string> tried;
+  for (int attempt = 0;; ++attempt) {
+    const Attempt result = co_await Relay(client, req, *ticket, arrival, m);
+    const AttemptOutcome outcome = result == Attempt::kRetryable ? AttemptOutcome::kTransportFailure
+                                   : result == Attempt::kRelayed ? AttemptOutcome::kOk
+                                                                 : AttemptOutcome::kAbandoned;
+    state->Release(*ticket, outcome);
+    if (result != Attempt::kRetryable) {
+      m.e2e_seconds = SecondsSince(arrival);
+      state->Record(*service, m);
+      co_return result == Attempt::kRelayed;
+    }
+    tried.insert(ticket->replica);
+    if (attempt == 1 || !(ticket = state->Acquire(*service, key, tried))) break;
+  }
+  m.status = 502;
+  m.error = "upstream_unreachable";
+  m.e2e_seconds = SecondsSince(arrival);
+  state->Record(*service, m);
+  const Canned unreachable =
+      ErrorReply(http::status::bad_gateway,
+                 fmt::format("no replica of service '{}' answered", *service), "server_error",
+                 "", "upstream_unreachable", 1);
+  const bool sent = co_await Send(client, req, unreachable);
+  co_return sent;
+}
+
+awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const Request& req,
+                                              const Ticket& ticket, SteadyTime arrival,
+                                              RequestMeasurement& m) {
+  auto executor = co_await asio::this_coro::executor;
+  tcp::resolver resolver(executor);
+  const std::string port = std::to_string(ticket.port);
+  auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
+  if (rec) co_return Attempt::kRetryable;
+  beast::tcp_stream upstream(executor);
+  upstream.expires_after(Ticks(config.connect_timeout));
+  auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
+  if (cec) co_return Attempt::kRetryable;
+  boost::system::error_code ignored;
+  upstream.socket().set_option(tcp::no_delay(true), ignored);
+
+  Request forward{req.method(), req.target(), 11};
+  for (const auto& field : req) {
+    if (IsHopByHop(field.name())) continue;
+    // The gateway's own token is for the gateway; a replica's key, if any, is the caller's.
+    if (!config.token.empty() && field.name() == http::field::authorization) continue;
+    forward.insert(field.name_string(), field.value());
+  }
+  forward.set(http::field::host, ticket.host + ":" + port);
+  forward.keep_alive(false);
+  forward.body() = req.body();  // the client's bytes, not re-serialized
+  forward.prepare_payload();
+  upstream.expires_after(Ticks(config.upstream_timeout));
+  auto [wec, wn] = co_await http::async_write(upstream, forward, kTuple);
+  if (wec) co_return Attempt::kRetryable;
+
+  beast::flat_buffer upstream_buffer;
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(std::numeric_limits<uint64_t>::max());
+  auto [hec, hn] = co_await http::async_read_header(upstream, upstream_buffer, parser, kTuple);
+  if (hec) co_return Attempt::kRetryable;
+
+  // The replica answered: from here on a failure reaches the client.
+  m.replica = ticket.replica;
+  auto& res = parser.get();
+  m.status = res.result_int();
+  const bool length_known = parser.content_length().has_value();
+  for (auto it = res.begin(); it != res.end();) {
+    it = IsHopByHop(it->name()) && it->name() != http::field::content_length ? res.erase(it)
+                                                                             : std::next(it);
+  }
+  if (!length_known) res.chunked(true);
+  res.keep_alive(req.keep_alive());
+  http::response_serializer<http::buffer_body> serializer{res};
+  std::array<char, kRelayChunkBytes> buf;
+  SseClock sse;
+  // async_read_some returns as soon as the parser made progress, so each SSE chunk is
+  // written on as it comes (async_read would wait to fill the buffer).
+  while (!serializer.is_done()) {
+    if (!parser.is_done()) {
+      res.body().data = buf.data();
+      res.body().size = buf.size();
+      upstream.expires_after(Ticks(config.upstream_timeout));
+      auto [ec, n] = co_await http::async_read_some(upstream, upstream_buffer, parser, kTuple);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {
+        m.error = "upstream_broken";
+        co_return Attempt::kBroken;  // the client connection closes: a truncated response
+      }
+      const size_t got = buf.size() - res.body().size;
+      if (got == 0 && !parser.is_done()) continue;  // framing only (a chunk header)
+      if (got > 0 && !m.ttft_seconds) m.ttft_seconds = SecondsSince(arrival);
+      sse.Observe(std::string_view(buf.data(), got), SecondsSince(arrival));
+      res.body().size = got;
+      res.body().data = got > 0 ? buf.data() : nullptr;
+      res.body().more = !parser.is_done();
+    } else {
+      res.body().data = nullptr;
+      res.body().size = 0;
+      res.body().more = false;
+    }
+    client.expires_after(kClientWriteTimeout);
+    auto [ec, n] = co_await http::async_write(client, serializer, kTuple);
+    client.expires_never();
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+      m.error = "client_gone";
+      m.status = 0;
+      co_return Attempt::kClientGone;  // `upstream` closes here: the replica stops the work
+    }
+  }
+  m.tpot_seconds = sse.MeanGapSeconds();
+  if (m.status >= 500) m.error = "upstream_5xx";
+  co_return Attempt::kRelayed;
+}
+
+GatewayServer::GatewayServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+GatewayServer::~GatewayServer() { Stop(); }
+
+Result<std::unique_ptr<GatewayServer>> GatewayServer::Start(std::shared_ptr<GatewayState> state) {
+  auto impl = std::make_unique<Impl>(std::move(state));
+  const GatewayConfig& config = impl->config;
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(config.host, ec);
+  if (ec) {
+    return InvalidArgument(
+        fmt::format("'{}' is not an IP address (e.g. 127.0.0.1 or ::1)", config.host),
+        "gateway.listen");
+  }
+  const tcp::endpoint endpoint(address, static_cast<unsigned short>(config.port));
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Unavailable(fmt::format("cannot listen on {}:{}: {}", config.host, config.port,
+                                   ec.message()),
+                       "gateway.listen");
+  }
+  impl->port = impl->acceptor.local_endpoint().port();
+  asio::co_spawn(impl->ioc, impl->AcceptLoop(), asio::detached);
+  const int threads = std::max(1, config.threads);
+  for (int i = 0; i < threads; ++i) impl->threads.emplace_back([io = &impl->ioc] { io->run(); });
+  return std::unique_ptr<GatewayServer>(new GatewayServer(std::move(impl)));
+}
+
+void GatewayServer::Stop() {
+  if (!impl_ || impl_->stopped) return;
+  impl_->stopped = true;
+  asio::post(impl_->acceptor.get_executor(), [impl = impl_.get()] {
+    boost::system::error_code ignored;
+    impl->acceptor.close(ignored);
+  });
+  impl_->ioc.stop();
+  for (std::thread& t : impl_->threads) t.join();
+  impl_->threads.clear();
+}
+
+int GatewayServer::port() const { return impl_->port; }
+
+std::string GatewayServer::url() const {
+  const std::string& host = impl_->config.host;
+  return host.find(':') != std::string::npos ? fmt::format("http://[{}]:{}", host, impl_->port)
+                                             : fmt::format("http://{}:{}", host, impl_->port);
+}
+
+}  // namespace gpuscale::gateway

@@ -1,0 +1,294 @@
+#include "gateway/gateway_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+namespace gpuscale::gateway {
+namespace {
+
+using namespace std::chrono_literals;
+
+// An upstream replica on loopback: answers completions with its name and streams SSE when
+// asked, one event per `gap`.
+class FakeReplica {
+ public:
+  explicit FakeReplica(std::string name, int events = 3, std::chrono::milliseconds gap = 20ms)
+      : name_(std::move(name)) {
+    server_.Post("/v1/chat/completions", [this, events, gap](const httplib::Request& req,
+                                                             httplib::Response& res) {
+      ++requests;
+      last_body = req.body;
+      if (req.body.find("\"stream\": true") == std::string::npos) {
+        res.set_content("{\"served_by\": \"" + name_ + "\"}", "application/json");
+        return;
+      }
+      res.set_chunked_content_provider(
+          "text/event-stream", [this, events, gap](size_t, httplib::DataSink& sink) {
+            for (int i = 0; i < events || events < 0; ++i) {
+              const std::string event = "data: {\"i\": " + std::to_string(i) + "}\n\n";
+              if (!sink.write(event.data(), event.size())) {
+                client_went_away = true;
+                return false;
+              }
+              if (i == 0) first_event_sent = true;
+              // Holds the stream until the client saw the first event (or 5 s pass).
+              for (int w = 0; i == 0 && hold_after_first && !release && w < 500; ++w) {
+                std::this_thread::sleep_for(10ms);
+              }
+              if (i == 0 && hold_after_first && !release) hold_timed_out = true;
+              std::this_thread::sleep_for(gap);
+            }
+            const std::string done = "data: [DONE]\n\n";
+            sink.write(done.data(), done.size());
+            sink.done();
+            return true;
+          });
+    });
+    port = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(1ms);
+  }
+  ~FakeReplica() {
+    release = true;
+    server_.stop();
+    thread_.join();
+  }
+  ReplicaRoute Route() const { return {name_, "127.0.0.1", port}; }
+
+  int port = 0;
+  std::atomic<int> requests{0};
+  std::atomic<bool> first_event_sent{false}, hold_after_first{false}, release{false};
+  std::atomic<bool> client_went_away{false}, hold_timed_out{false};
+  std::string last_body;
+
+ private:
+  std::string name_;
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+// POST `body` to `path`, handing the response body to `receiver` as it arrives (cpp-httplib
+// 0.11 has no Post overload with a content receiver).
+httplib::Result PostStreaming(httplib::Client& c, const std::string& path,
+                              const std::string& body,
+                              std::function<bool(const char*, size_t)> receiver) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body;
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [receiver](const char* data, size_t n, uint64_t, uint64_t) {
+    return receiver(data, n);
+  };
+  return c.send(req);
+}
+
+// A loopback port with nothing listening: connections are refused.
+int ClosedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return 1;  // port 1: refused too (nothing listens there unprivileged)
+  }
+  close(fd);  // bound, never listened: connections to it are refused
+  return ntohs(addr.sin_port);
+}
+
+class GatewayServerTest : public ::testing::Test {
+ protected:
+  void Start(GatewayConfig config = {}) {
+    config.port = 0;
+    config.picker.slow_start_seconds = 0;
+    state_ = std::make_shared<GatewayState>(config);
+    auto server = GatewayServer::Start(state_);
+    ASSERT_TRUE(server.has_value()) << server.error().ToString();
+    server_ = std::move(*server);
+  }
+  httplib::Client Client() {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+  httplib::Result Chat(const std::string& model, bool stream = false) {
+    return Client().Post("/v1/chat/completions",
+                         "{\"model\": \"" + model + "\", \"stream\": " +
+                             (stream ? "true" : "false") +
+                             ", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}",
+                         "application/json");
+  }
+
+  std::shared_ptr<GatewayState> state_;
+  std::unique_ptr<GatewayServer> server_;
+};
+
+TEST_F(GatewayServerTest, RoutesByModelAndListsModels) {
+  Start();
+  FakeReplica a("a"), b("b");
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}, {"code", {"coder"}, {b.Route()}}});
+  auto res = Chat("coder");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "{\"served_by\": \"b\"}");
+  // The body reaches the replica byte for byte.
+  EXPECT_NE(b.last_body.find("\"stream\": false, \"messages\""), std::string::npos);
+  auto models = Client().Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_NE(models->body.find("\"id\":\"coder\""), std::string::npos) << models->body;
+  EXPECT_NE(models->body.find("\"id\":\"llama\""), std::string::npos);
+}
+
+TEST_F(GatewayServerTest, UnknownModelAndBadBodiesGetOpenAiErrors) {
+  Start();
+  FakeReplica a("a");
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  auto unknown = Chat("gpt-4");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_NE(unknown->body.find("\"code\":\"model_not_found\""), std::string::npos);
+  auto bad = Client().Post("/v1/completions", "{\"prompt\": \"x\"}", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("\"param\":\"model\""), std::string::npos);
+  auto route = Client().Get("/v2/nothing");
+  ASSERT_TRUE(route);
+  EXPECT_EQ(route->status, 404);
+  EXPECT_EQ(a.requests, 0);
+}
+
+TEST_F(GatewayServerTest, ATokenIsRequiredWhenSetAndNotPassedOn) {
+  GatewayConfig config;
+  config.token = "s3cret";
+  Start(config);
+  FakeReplica a("a");
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  auto denied = Chat("llama");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 401);
+  httplib::Client c = Client();
+  c.set_bearer_token_auth("s3cret");
+  auto ok = c.Post("/v1/chat/completions", "{\"model\": \"llama\"}", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(a.requests, 1);
+}
+
+TEST_F(GatewayServerTest, StreamsEachEventAsItArrives) {
+  Start();
+  FakeReplica a("a", 3);
+  a.hold_after_first = true;  // the replica sends nothing more until we saw event 1
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  std::string received;
+  bool saw_first_while_held = false;
+  httplib::Client c = Client();
+  auto res = PostStreaming(
+      c, "/v1/chat/completions", "{\"model\": \"llama\", \"stream\": true}",
+      [&](const char* data, size_t n) {
+        received.append(data, n);
+        if (!a.release && received.find("\"i\": 0") != std::string::npos) {
+          saw_first_while_held = true;
+          a.release = true;
+        }
+        return true;
+      });
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_TRUE(saw_first_while_held) << "the gateway buffered the stream";
+  EXPECT_FALSE(a.hold_timed_out) << "the first event reached the client only after the rest";
+  EXPECT_NE(received.find("data: [DONE]"), std::string::npos);
+  auto stats = state_->StatsOf("chat");
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->requests, 1);
+  EXPECT_EQ(state_->InFlight("a"), 0);
+}
+
+TEST_F(GatewayServerTest, ARefusedReplicaIsRetriedOnAnother) {
+  Start();
+  FakeReplica a("a");
+  state_->Publish({{"chat", {"llama"}, {{"dead", "127.0.0.1", ClosedPort()}, a.Route()}}});
+  for (int i = 0; i < 6; ++i) {
+    auto res = Chat("llama");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << "request " << i;
+  }
+  EXPECT_EQ(a.requests, 6);
+  EXPECT_EQ(state_->InFlight("dead"), 0);
+}
+
+TEST_F(GatewayServerTest, TheActivatorHoldsARequestUntilAReplicaIsReady) {
+  Start();
+  std::atomic<int> demand{0};
+  state_->SetDemandListener([&](const std::string&) { ++demand; });
+  state_->Publish({{"chat", {"llama"}, {}}});
+  auto pending = std::async(std::launch::async, [&] { return Chat("llama"); });
+  for (int i = 0; i < 200 && state_->Queued("chat") == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(state_->Queued("chat"), 1);
+  EXPECT_EQ(demand, 1);
+  FakeReplica a("a");
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  auto res = pending.get();
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(state_->Queued("chat"), 0);
+}
+
+TEST_F(GatewayServerTest, AFullQueueAndAnExpiredWaitAnswer503WithRetryAfter) {
+  GatewayConfig config;
+  config.queue_size = 1;
+  config.queue_timeout = Seconds{1};
+  Start(config);
+  state_->Publish({{"chat", {"llama"}, {}}});
+  auto waiting = std::async(std::launch::async, [&] { return Chat("llama"); });
+  for (int i = 0; i < 200 && state_->Queued("chat") == 0; ++i) std::this_thread::sleep_for(10ms);
+  auto full = Chat("llama");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, 503);
+  EXPECT_TRUE(full->has_header("Retry-After"));
+  EXPECT_NE(full->body.find("already wait"), std::string::npos);
+  auto expired = waiting.get();
+  ASSERT_TRUE(expired);
+  EXPECT_EQ(expired->status, 503);
+  EXPECT_NE(expired->body.find("within 1 s"), std::string::npos) << expired->body;
+}
+
+TEST_F(GatewayServerTest, AClientThatLeavesCancelsTheReplicasStream) {
+  Start();
+  FakeReplica a("a", /*events=*/-1, 10ms);  // streams until the connection breaks
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  httplib::Client c = Client();
+  auto res = PostStreaming(c, "/v1/chat/completions",
+                           "{\"model\": \"llama\", \"stream\": true}",
+                           [&](const char*, size_t) { return false; });  // leave at once
+  EXPECT_FALSE(res);
+  for (int i = 0; i < 500 && !a.client_went_away; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(a.client_went_away) << "the replica kept streaming to nobody";
+  for (int i = 0; i < 200 && state_->InFlight("a") != 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(state_->InFlight("a"), 0);
+}
+
+TEST_F(GatewayServerTest, ABusyPortIsAnErrorNamingTheField) {
+  Start();
+  GatewayConfig config;
+  config.port = server_->port();
+  auto second = GatewayServer::Start(std::make_shared<GatewayState>(config));
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.error().field, "gateway.listen");
+}
+
+}  // namespace
+}  // namespace gpuscale::gateway

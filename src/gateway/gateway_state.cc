@@ -1,0 +1,192 @@
+#include "gateway/gateway_state.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace gpuscale::gateway {
+
+GatewayState::GatewayState(GatewayConfig config) : config_(std::move(config)) {}
+
+double GatewayState::SteadyNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void GatewayState::Publish(std::vector<ServiceRoute> services) {
+  const double now = SteadyNow();
+  std::vector<std::function<void()>> to_wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, Service> next;
+    model_to_service_.clear();
+    for (ServiceRoute& route : services) {
+      Service& s = next[route.name];
+      if (auto old = services_.find(route.name); old != services_.end()) {
+        s.waiters = std::move(old->second.waiters);
+      }
+      s.models = route.models;
+      for (const std::string& model : route.models) model_to_service_.emplace(model, route.name);
+      for (ReplicaRoute& r : route.replicas) {
+        Replica replica;
+        replica.ready_since = now - r.ready_age_seconds;
+        replica.identity = route::HashText(r.id);
+        replica.route = std::move(r);
+        s.replicas.push_back(std::move(replica));
+      }
+      if (!s.replicas.empty()) {
+        for (auto& [id, wake] : s.waiters) to_wake.push_back(wake);
+      }
+    }
+    // Waiters of a service that disappeared are woken too: they find no service and fail.
+    for (auto& [name, old] : services_) {
+      if (next.count(name)) continue;
+      for (auto& [id, wake] : old.waiters) to_wake.push_back(wake);
+    }
+    services_ = std::move(next);
+    // Forget the health of replicas that are gone (ids are never reused).
+    std::erase_if(health_, [&](const auto& entry) {
+      for (const auto& [name, s] : services_) {
+        for (const Replica& r : s.replicas) {
+          if (r.route.id == entry.first) return false;
+        }
+      }
+      return true;
+    });
+  }
+  for (auto& wake : to_wake) wake();
+}
+
+int GatewayState::InFlight(const std::string& replica) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_flight_.find(replica);
+  return it == in_flight_.end() ? 0 : it->second;
+}
+
+int GatewayState::Queued(const std::string& service) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = services_.find(service);
+  return it == services_.end() ? 0 : static_cast<int>(it->second.waiters.size());
+}
+
+void GatewayState::SetDemandListener(std::function<void(const std::string&)> listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  demand_listener_ = std::move(listener);
+}
+
+std::string GatewayState::MetricsText() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::pair<std::string, std::string>, int> in_flight;
+  std::map<std::string, int> queued;
+  for (const auto& [name, s] : services_) {
+    queued[name] = static_cast<int>(s.waiters.size());
+    for (const Replica& r : s.replicas) {
+      auto it = in_flight_.find(r.route.id);
+      in_flight[{name, r.route.id}] = it == in_flight_.end() ? 0 : it->second;
+    }
+  }
+  return stats_.Text(in_flight, queued);
+}
+
+std::optional<ServiceStatsView> GatewayState::StatsOf(const std::string& service) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_.View(service);
+}
+
+std::optional<std::string> GatewayState::ServiceOf(const std::string& model) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = model_to_service_.find(model);
+  if (it == model_to_service_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::pair<std::string, std::string>> GatewayState::Models() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {model_to_service_.begin(), model_to_service_.end()};
+}
+
+std::optional<Ticket> GatewayState::Acquire(const std::string& service,
+                                            std::optional<uint64_t> prefix_key,
+                                            const std::set<std::string>& exclude) {
+  const double now = SteadyNow();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = services_.find(service);
+  if (it == services_.end()) return std::nullopt;
+  std::vector<route::Candidate> candidates;
+  std::vector<const Replica*> eligible;
+  for (const Replica& r : it->second.replicas) {
+    if (exclude.count(r.route.id)) continue;
+    if (auto h = health_.find(r.route.id); h != health_.end() && h->second.ejected_until > now) {
+      continue;
+    }
+    auto f = in_flight_.find(r.route.id);
+    candidates.push_back({f == in_flight_.end() ? 0 : f->second, r.ready_since, r.identity});
+    eligible.push_back(&r);
+  }
+  auto [picker, inserted] = pickers_.try_emplace(service, config_.picker);
+  const std::optional<size_t> chosen = picker->second.Pick(candidates, now, prefix_key);
+  if (!chosen) return std::nullopt;
+  const Replica& r = *eligible[*chosen];
+  ++in_flight_[r.route.id];
+  return Ticket{service, r.route.id, r.route.host, r.route.port};
+}
+
+void GatewayState::Release(const Ticket& ticket, AttemptOutcome outcome) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = in_flight_.find(ticket.replica); it != in_flight_.end()) {
+    if (--it->second <= 0) in_flight_.erase(it);
+  }
+  if (outcome == AttemptOutcome::kOk) {
+    health_.erase(ticket.replica);
+    return;
+  }
+  if (outcome != AttemptOutcome::kTransportFailure) return;
+  Health& h = health_[ticket.replica];
+  if (++h.consecutive_failures < config_.eject_after_failures) return;
+  // Ejected; after the ejection the next request is a trial: one more failure ejects again
+  // for twice as long (up to 8x), a success clears the record.
+  const int factor = 1 << std::min(h.ejections, 3);
+  h.ejected_until = SteadyNow() + config_.ejection.count() * factor;
+  ++h.ejections;
+  h.consecutive_failures = config_.eject_after_failures - 1;
+}
+
+bool GatewayState::EnterQueue(const std::string& service, uint64_t waiter,
+                              std::function<void()> wake) {
+  std::function<void(const std::string&)> listener;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Service& s = services_[service];
+    if (static_cast<int>(s.waiters.size()) >= config_.queue_size) return false;
+    s.waiters.emplace(waiter, std::move(wake));
+    listener = demand_listener_;
+  }
+  if (listener) listener(service);
+  return true;
+}
+
+void GatewayState::LeaveQueue(const std::string& service, uint64_t waiter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = services_.find(service); it != services_.end()) it->second.waiters.erase(waiter);
+}
+
+uint64_t GatewayState::NextWaiterId() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_waiter_++;
+}
+
+void GatewayState::Record(const std::string& service, const RequestMeasurement& m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.Record(service, m);
+}
+
+void GatewayState::ConnectionOpened() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.ConnectionOpened();
+}
+
+void GatewayState::ConnectionClosed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.ConnectionClosed();
+}
+
+}  // namespace gpuscale::gateway

@@ -1,0 +1,137 @@
+// GatewayState: what the gateway knows between requests, shared by its I/O threads and the
+// daemon's control loop.
+//   - the route table the daemon publishes after every tick: each service's model names and
+//     its ready replicas (a draining replica is not published, so it receives nothing new);
+//   - exact in-flight requests per replica (the daemon finishes a drain when it reaches 0);
+//   - passive health: replicas ejected after repeated transport failures;
+//   - the activator: per-service queues of requests waiting for a first ready replica; a
+//     request entering an empty service's queue tells the daemon at once (demand listener);
+//   - measurements at the door (gateway_stats.h), exposed as gpuscale_gateway_* families.
+// It does no network I/O; the time comes from the steady clock (replica ages from the daemon
+// are converted on Publish).
+//
+// Thread-safety: every method may be called from any thread; one mutex guards all of it.
+// Callbacks (wakers, the demand listener) run outside the lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gateway/gateway_config.h"
+#include "gateway/gateway_stats.h"
+#include "route/picker.h"
+
+namespace gpuscale::gateway {
+
+// One ready replica as the daemon publishes it.
+struct ReplicaRoute {
+  std::string id;
+  std::string host;
+  int port = 0;
+  double ready_age_seconds = 1e9;  // how long it has been ready (slow start)
+};
+
+struct ServiceRoute {
+  std::string name;
+  std::vector<std::string> models;     // names clients send in `model`
+  std::vector<ReplicaRoute> replicas;  // ready ones, oldest first
+};
+
+// A replica chosen for one request; Release it exactly once.
+struct Ticket {
+  std::string service;
+  std::string replica;
+  std::string host;
+  int port = 0;
+};
+
+// How a forwarded attempt ended, for passive health.
+enum class AttemptOutcome {
+  kOk,                // the replica answered (any HTTP status)
+  kTransportFailure,  // refused, reset or timed out before the first response byte
+  kAbandoned,         // the client went away or the stream broke after the first byte
+};
+
+class GatewayState {
+ public:
+  explicit GatewayState(GatewayConfig config);
+
+  // --- daemon side ---
+  // Replaces the route table. Waiting requests of services that now have a ready replica are
+  // woken. Model names claimed by two services go to the first (the daemon validates).
+  void Publish(std::vector<ServiceRoute> services);
+  // Requests in flight on `replica` through the gateway (0 when unknown).
+  int InFlight(const std::string& replica) const;
+  // Requests waiting in `service`'s activator queue.
+  int Queued(const std::string& service) const;
+  // Called (outside the lock, from a gateway thread) with the service's name when a request
+  // starts waiting for a service that has no ready replica.
+  void SetDemandListener(std::function<void(const std::string& service)> listener);
+  // gpuscale_gateway_* families in Prometheus text.
+  std::string MetricsText() const;
+  // One service's measurements (nullopt when it never saw a request).
+  std::optional<ServiceStatsView> StatsOf(const std::string& service) const;
+
+  // --- gateway side ---
+  // The service serving `model`, or nullopt.
+  std::optional<std::string> ServiceOf(const std::string& model) const;
+  // Every model name with its service, sorted by model.
+  std::vector<std::pair<std::string, std::string>> Models() const;
+  // Picks a ready, healthy replica of `service` not in `exclude` and counts the request in
+  // flight on it; nullopt when there is none.
+  std::optional<Ticket> Acquire(const std::string& service, std::optional<uint64_t> prefix_key,
+                                const std::set<std::string>& exclude = {});
+  void Release(const Ticket& ticket, AttemptOutcome outcome);
+
+  // Activator queue. Enter returns false when the queue is full. `wake` is called (any
+  // thread) when the service gains a ready replica; it must be cheap and thread-safe.
+  bool EnterQueue(const std::string& service, uint64_t waiter, std::function<void()> wake);
+  void LeaveQueue(const std::string& service, uint64_t waiter);
+  uint64_t NextWaiterId();
+
+  // Measurements (gateway_stats.h).
+  void Record(const std::string& service, const RequestMeasurement& m);
+  void ConnectionOpened();
+  void ConnectionClosed();
+
+  const GatewayConfig& config() const { return config_; }
+
+ private:
+  struct Replica {
+    ReplicaRoute route;
+    double ready_since = 0;  // steady seconds
+    uint64_t identity = 0;
+  };
+  struct Service {
+    std::vector<std::string> models;
+    std::vector<Replica> replicas;
+    std::map<uint64_t, std::function<void()>> waiters;
+  };
+  struct Health {
+    int consecutive_failures = 0;
+    int ejections = 0;
+    double ejected_until = 0;  // steady seconds
+  };
+
+  static double SteadyNow();
+
+  const GatewayConfig config_;
+  mutable std::mutex mu_;
+  std::map<std::string, Service> services_;       // guarded by mu_
+  std::map<std::string, std::string> model_to_service_;  // guarded by mu_
+  std::map<std::string, int> in_flight_;          // by replica id; guarded by mu_
+  std::map<std::string, Health> health_;          // by replica id; guarded by mu_
+  std::map<std::string, route::Picker> pickers_;  // by service; guarded by mu_
+  GatewayStats stats_;                            // guarded by mu_
+  std::function<void(const std::string&)> demand_listener_;  // guarded by mu_
+  uint64_t next_waiter_ = 1;                      // guarded by mu_
+};
+
+}  // namespace gpuscale::gateway

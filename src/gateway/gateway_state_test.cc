@@ -1,0 +1,125 @@
+#include "gateway/gateway_state.h"
+
+#include <gtest/gtest.h>
+
+#include "metrics/prometheus_text_parser.h"
+
+namespace gpuscale::gateway {
+namespace {
+
+GatewayConfig Config() {
+  GatewayConfig c;
+  c.picker.slow_start_seconds = 0;
+  c.queue_size = 2;
+  c.eject_after_failures = 2;
+  return c;
+}
+
+ServiceRoute Chat(std::vector<std::string> replicas) {
+  ServiceRoute s{"chat", {"llama", "llama-8b"}, {}};
+  for (const std::string& id : replicas) s.replicas.push_back({id, "127.0.0.1", 9000});
+  return s;
+}
+
+TEST(GatewayStateTest, ModelsResolveToTheirService) {
+  GatewayState state(Config());
+  state.Publish({Chat({"r1"}), ServiceRoute{"embed", {"bge"}, {}}});
+  EXPECT_EQ(state.ServiceOf("llama-8b"), "chat");
+  EXPECT_EQ(state.ServiceOf("bge"), "embed");
+  EXPECT_FALSE(state.ServiceOf("gpt-4").has_value());
+  auto models = state.Models();
+  ASSERT_EQ(models.size(), 3u);
+  EXPECT_EQ(models[0].first, "bge");
+}
+
+TEST(GatewayStateTest, InFlightIsExactAndSpreadsLeastOutstanding) {
+  GatewayState state(Config());
+  state.Publish({Chat({"r1", "r2"})});
+  auto a = state.Acquire("chat", std::nullopt);
+  auto b = state.Acquire("chat", std::nullopt);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->replica, b->replica);
+  EXPECT_EQ(state.InFlight("r1"), 1);
+  EXPECT_EQ(state.InFlight("r2"), 1);
+  state.Release(*a, AttemptOutcome::kOk);
+  EXPECT_EQ(state.InFlight(a->replica), 0);
+  // A draining replica is no longer published: nothing new goes to it, its count stays.
+  state.Publish({Chat({a->replica})});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(state.Acquire("chat", std::nullopt)->replica, a->replica);
+  EXPECT_EQ(state.InFlight(b->replica), 1);
+}
+
+TEST(GatewayStateTest, RepeatedTransportFailuresEjectAReplica) {
+  GatewayState state(Config());
+  state.Publish({Chat({"bad", "good"})});
+  Ticket bad{"chat", "bad", "127.0.0.1", 9000};
+  state.Acquire("chat", std::nullopt, {"good"});  // counted in flight, then failed twice
+  state.Release(bad, AttemptOutcome::kTransportFailure);
+  state.Acquire("chat", std::nullopt, {"good"});
+  state.Release(bad, AttemptOutcome::kTransportFailure);
+  for (int i = 0; i < 4; ++i) {
+    auto t = state.Acquire("chat", std::nullopt);
+    ASSERT_TRUE(t.has_value());
+    EXPECT_EQ(t->replica, "good");
+  }
+  EXPECT_FALSE(state.Acquire("chat", std::nullopt, {"good"}).has_value());
+}
+
+TEST(GatewayStateTest, TheActivatorQueueIsBoundedAndWokenByAReadyReplica) {
+  GatewayState state(Config());
+  std::vector<std::string> demand;
+  state.SetDemandListener([&](const std::string& s) { demand.push_back(s); });
+  state.Publish({Chat({})});
+  EXPECT_FALSE(state.Acquire("chat", std::nullopt).has_value());
+  int woken = 0;
+  EXPECT_TRUE(state.EnterQueue("chat", 1, [&] { ++woken; }));
+  EXPECT_TRUE(state.EnterQueue("chat", 2, [&] { ++woken; }));
+  EXPECT_FALSE(state.EnterQueue("chat", 3, [&] { ++woken; }));  // queue_size 2
+  EXPECT_EQ(state.Queued("chat"), 2);
+  EXPECT_EQ(demand.size(), 2u);
+  state.Publish({Chat({})});  // still nothing ready: nobody woken, waiters kept
+  EXPECT_EQ(woken, 0);
+  EXPECT_EQ(state.Queued("chat"), 2);
+  state.Publish({Chat({"r1"})});
+  EXPECT_EQ(woken, 2);
+  state.LeaveQueue("chat", 1);
+  state.LeaveQueue("chat", 2);
+  EXPECT_EQ(state.Queued("chat"), 0);
+}
+
+TEST(GatewayStateTest, MetricsTextParsesAndCountsByServiceAndReplica) {
+  GatewayState state(Config());
+  state.Publish({Chat({"r1"})});
+  auto t = state.Acquire("chat", std::nullopt);
+  RequestMeasurement m;
+  m.status = 200;
+  m.replica = "r1";
+  m.ttft_seconds = 0.2;
+  m.tpot_seconds = 0.02;
+  m.e2e_seconds = 1.5;
+  state.Record("chat", m);
+  RequestMeasurement failed;
+  failed.status = 503;
+  failed.error = "queue_timeout";
+  state.Record("chat", failed);
+  const std::string text = state.MetricsText();
+  auto parsed = metrics::ParsePrometheusText(text);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString() << "\n" << text;
+  EXPECT_NE(text.find("gpuscale_gateway_requests_total{service=\"chat\",code=\"2xx\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpuscale_gateway_errors_total{service=\"chat\",reason=\"queue_timeout\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("gpuscale_gateway_replica_in_flight_requests{service=\"chat\",replica=\"r1\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("gpuscale_gateway_time_to_first_token_seconds_count{service=\"chat\"} 1"),
+            std::string::npos);
+  auto view = state.StatsOf("chat");
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->requests, 2);
+  EXPECT_EQ(view->errors, 1);
+  EXPECT_EQ(view->requests_by_replica.at("r1"), 1);
+}
+
+}  // namespace
+}  // namespace gpuscale::gateway

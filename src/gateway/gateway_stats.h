@@ -1,0 +1,65 @@
+// GatewayStats: the gateway's measurements at the door, per service and replica: requests by
+// status class, errors by reason, and histograms of queue time (activator), time to first
+// byte of the body (TTFT for streams), time per output token (from the SSE event timings)
+// and end-to-end duration. Exposed as gpuscale_gateway_* families (Prometheus naming: base
+// units, counters end in _total), and summarized per service for the API.
+//
+// Ownership and thread-safety: a plain value; GatewayState's mutex guards it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "metrics/bucket_histogram.h"
+
+namespace gpuscale::gateway {
+
+// One client request as the gateway saw it.
+struct RequestMeasurement {
+  int status = 0;              // HTTP status sent to the client (0: none, the client left)
+  std::string replica;         // empty when no replica served it
+  std::string error;           // reason class when it failed: "queue_full", "queue_timeout",
+                               // "upstream_connect", "upstream_broken", "client_gone", ...
+  double queue_seconds = 0;    // waiting for a ready replica
+  std::optional<double> ttft_seconds;  // arrival -> first response body byte
+  std::optional<double> tpot_seconds;  // mean gap between SSE events after the first
+  double e2e_seconds = 0;      // arrival -> last byte sent
+};
+
+// A service's totals for GET /v1/services/NAME.
+struct ServiceStatsView {
+  int64_t requests = 0;
+  int64_t errors = 0;  // 5xx sent by the gateway or failed streams
+  double ttft_mean_seconds = 0;
+  double e2e_mean_seconds = 0;
+  std::map<std::string, int64_t> requests_by_replica;
+};
+
+class GatewayStats {
+ public:
+  void Record(const std::string& service, const RequestMeasurement& m);
+  void ConnectionOpened() { ++connections_; }
+  void ConnectionClosed() { --connections_; }
+  std::optional<ServiceStatsView> View(const std::string& service) const;
+  // Families for /metrics; `in_flight` by (service, replica) and `queued` by service are the
+  // live gauges GatewayState owns.
+  std::string Text(const std::map<std::pair<std::string, std::string>, int>& in_flight,
+                   const std::map<std::string, int>& queued) const;
+
+ private:
+  struct Service {
+    std::map<std::string, int64_t> requests_by_code;  // "2xx", "4xx", "5xx", "none"
+    std::map<std::string, int64_t> errors_by_reason;
+    std::map<std::string, int64_t> requests_by_replica;
+    metrics::BucketHistogram queue{metrics::kVllmTtftBucketsSeconds};
+    metrics::BucketHistogram ttft{metrics::kVllmTtftBucketsSeconds};
+    metrics::BucketHistogram tpot{metrics::kVllmInterTokenBucketsSeconds};
+    metrics::BucketHistogram e2e{metrics::kVllmE2eBucketsSeconds};
+  };
+  std::map<std::string, Service> services_;
+  int64_t connections_ = 0;
+};
+
+}  // namespace gpuscale::gateway

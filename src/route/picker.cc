@@ -1,0 +1,80 @@
+#include "route/picker.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpuscale::route {
+
+double RouterLoad(int outstanding, double ready_since, double now, double slow_start_s) {
+  if (!(slow_start_s > 0)) return outstanding;
+  const double weight = std::clamp((now - ready_since) / slow_start_s, kSlowStartMinWeight, 1.0);
+  return (outstanding + 1) / weight;
+}
+
+uint64_t HashText(std::string_view text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+namespace {
+
+// Rendezvous score of (key, replica): a well-mixed 64-bit value (splitmix64's finalizer).
+uint64_t Score(uint64_t key, uint64_t identity) {
+  uint64_t z = key ^ (identity + 0x9e3779b97f4a7c15ull + (key << 6) + (key >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+size_t Picker::LeastLoaded(std::span<const Candidate> candidates, double now) const {
+  size_t best = 0;
+  double best_load = RouterLoad(candidates[0].outstanding, candidates[0].ready_since, now,
+                                spec_.slow_start_seconds);
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    const double load = RouterLoad(candidates[i].outstanding, candidates[i].ready_since, now,
+                                   spec_.slow_start_seconds);
+    if (load < best_load) {
+      best = i;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+// The highest-scoring replica for `key` whose load is within the bound; nullopt when every
+// replica is over it (cannot happen: the least loaded is always under the mean bound).
+std::optional<size_t> Picker::ByAffinity(std::span<const Candidate> candidates,
+                                         uint64_t key) const {
+  double total = 1;  // counting the request being placed
+  for (const Candidate& c : candidates) total += c.outstanding;
+  const double bound = std::ceil(spec_.affinity_load_factor * total / candidates.size());
+  std::optional<size_t> best;
+  uint64_t best_score = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].outstanding + 1 > bound) continue;
+    const uint64_t s = Score(key, candidates[i].identity);
+    if (!best || s > best_score) {
+      best = i;
+      best_score = s;
+    }
+  }
+  return best;
+}
+
+std::optional<size_t> Picker::Pick(std::span<const Candidate> candidates, double now,
+                                   std::optional<uint64_t> prefix_key) {
+  if (candidates.empty()) return std::nullopt;
+  if (spec_.kind == PickerKind::kRoundRobin) return rr_cursor_++ % candidates.size();
+  if (spec_.prefix_affinity && prefix_key) {
+    if (auto chosen = ByAffinity(candidates, *prefix_key)) return chosen;
+  }
+  return LeastLoaded(candidates, now);
+}
+
+}  // namespace gpuscale::route

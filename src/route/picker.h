@@ -1,0 +1,80 @@
+// route::Picker: which ready replica receives a request. The live gateway (gateway/) and the
+// simulator's engine (sim/engine.cc) both ask it, so a simulated run routes as the daemon
+// does. Pure: candidates, the time and the request's prefix key are parameters.
+//
+// Policies:
+//   - least outstanding (default): the replica with the fewest requests in flight, ties to the
+//     earliest candidate (callers list replicas oldest first);
+//   - slow start (slow_start_seconds > 0): a replica that became ready `age` seconds ago
+//     counts (outstanding + 1) / weight, the weight growing linearly from a tenth to one over
+//     the window (Envoy's slow-start shape), so a fresh replica is not flooded with every
+//     arrival until it holds as many requests as its warm peers;
+//   - round robin;
+//   - prefix affinity (option on top of least outstanding): requests whose prompts start
+//     alike (same prefix key) go to the same replica, so its prefix cache hits, as long as
+//     that replica holds at most `affinity_load_factor` times the mean load (consistent
+//     hashing with bounded loads, Mirrokni et al. 2018, over rendezvous hashing so that a
+//     replica joining or leaving moves only its own share of keys); past the bound the next
+//     replica in the key's rendezvous order takes it.
+//
+// Thread-safety: a Picker holds only the round-robin cursor; callers serialize Pick.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace gpuscale::route {
+
+enum class PickerKind { kLeastOutstanding, kRoundRobin };
+
+struct PickerSpec {
+  PickerKind kind = PickerKind::kLeastOutstanding;
+  double slow_start_seconds = 0;  // 0: off
+  bool prefix_affinity = false;
+  // A replica keeps its keys while its outstanding count is at most this factor times the
+  // mean over candidates (plus one request). > 1; 1.25 is the paper's sweet spot.
+  double affinity_load_factor = 1.25;
+
+  friend bool operator==(const PickerSpec&, const PickerSpec&) = default;
+};
+
+// One replica that may receive the request.
+struct Candidate {
+  int outstanding = 0;
+  double ready_since = 0;  // seconds (the caller's clock); -inf: warm before time 0
+  uint64_t identity = 0;   // stable hash of the replica's id (prefix affinity)
+};
+
+// Envoy's default minimum weight during slow start: a fresh replica takes a tenth of a warm
+// one's share from its first second.
+inline constexpr double kSlowStartMinWeight = 0.1;
+
+// What least-outstanding routing minimizes for one replica (see the header comment). Without
+// slow start, the plain outstanding count.
+double RouterLoad(int outstanding, double ready_since, double now, double slow_start_s);
+
+// 64-bit FNV-1a of `text`: replica identities and prefix keys.
+uint64_t HashText(std::string_view text);
+
+class Picker {
+ public:
+  explicit Picker(PickerSpec spec = {}) : spec_(spec) {}
+
+  // Index into `candidates` of the chosen replica; nullopt when there is none.
+  // `prefix_key` is used only with prefix_affinity.
+  std::optional<size_t> Pick(std::span<const Candidate> candidates, double now,
+                             std::optional<uint64_t> prefix_key = std::nullopt);
+
+  const PickerSpec& spec() const { return spec_; }
+
+ private:
+  size_t LeastLoaded(std::span<const Candidate> candidates, double now) const;
+  std::optional<size_t> ByAffinity(std::span<const Candidate> candidates, uint64_t key) const;
+
+  PickerSpec spec_;
+  uint64_t rr_cursor_ = 0;
+};
+
+}  // namespace gpuscale::route
