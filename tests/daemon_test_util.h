@@ -281,6 +281,12 @@ class ServeDaemon {
 
   pid_t pid() const { return pid_; }
   int port() const { return port_; }  // 0 before the first Start
+  // The gateway's port from its start-up line (printed before the API line); 0 when none.
+  int gateway_port() const {
+    static constexpr char kPrefix[] = "gpuscale serve: gateway http://127.0.0.1:";
+    const size_t at = stdout_seen_.find(kPrefix);
+    return at == std::string::npos ? 0 : std::atoi(stdout_seen_.c_str() + at + sizeof kPrefix - 1);
+  }
   const std::string& stdout_seen() const { return stdout_seen_; }
 
  private:

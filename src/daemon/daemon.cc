@@ -68,9 +68,16 @@ void Daemon::LoopMain() {
       // Nothing below should throw; if a library does, the loop must survive it.
       Log(fmt::format("control tick failed: {}", e.what()));
     }
+    // While requests wait at the gateway for a first replica, tick every second: the replica
+    // the activator asked for is then routed to as soon as its probe passes, not a whole
+    // loop interval later.
+    Seconds interval = config_.loop_interval;
+    if (options_.gateway && options_.gateway->TotalQueued() > 0) {
+      interval = std::min(interval, Seconds{1});
+    }
     std::unique_lock<std::mutex> lock(mu_);
-    const auto next = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    config_.loop_interval);
+    const auto next =
+        started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval);
     loop_cv_.wait_until(lock, next, [this] { return stop_ || wake_; });
     if (stop_) return;
     wake_ = false;

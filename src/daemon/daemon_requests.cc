@@ -260,7 +260,10 @@ std::string Daemon::MetricsText() {
     g.desired = view.desired_replicas;
     gauges.push_back(std::move(g));
   }
-  return metrics_.Render(gpus ? &*gpus : nullptr, config_.gpu.backend.weights, gauges, leases);
+  std::string text =
+      metrics_.Render(gpus ? &*gpus : nullptr, config_.gpu.backend.weights, gauges, leases);
+  if (options_.gateway) text += options_.gateway->MetricsText();  // gpuscale_gateway_*
+  return text;
 }
 
 Status Daemon::Ready() {

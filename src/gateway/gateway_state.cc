@@ -68,6 +68,13 @@ int GatewayState::Queued(const std::string& service) const {
   return it == services_.end() ? 0 : static_cast<int>(it->second.waiters.size());
 }
 
+int GatewayState::TotalQueued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int total = 0;
+  for (const auto& [name, s] : services_) total += static_cast<int>(s.waiters.size());
+  return total;
+}
+
 void GatewayState::SetDemandListener(std::function<void(const std::string&)> listener) {
   std::lock_guard<std::mutex> lock(mu_);
   demand_listener_ = std::move(listener);

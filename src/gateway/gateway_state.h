@@ -69,8 +69,9 @@ class GatewayState {
   void Publish(std::vector<ServiceRoute> services);
   // Requests in flight on `replica` through the gateway (0 when unknown).
   int InFlight(const std::string& replica) const;
-  // Requests waiting in `service`'s activator queue.
+  // Requests waiting in `service`'s activator queue; in all services' queues.
   int Queued(const std::string& service) const;
+  int TotalQueued() const;
   // Called (outside the lock, from a gateway thread) with the service's name when a request
   // starts waiting for a service that has no ready replica.
   void SetDemandListener(std::function<void(const std::string& service)> listener);

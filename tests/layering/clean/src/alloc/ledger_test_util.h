@@ -1,0 +1,4 @@
+// Fixture (not compiled): a test-only helper header may use anything.
+#pragma once
+
+#include <mutex>

@@ -1,0 +1,4 @@
+// Fixture (not compiled): a pure header outside the pure modules; including it is fine.
+#pragma once
+
+#include <deque>

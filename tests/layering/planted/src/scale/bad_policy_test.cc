@@ -1,0 +1,6 @@
+// Fixture (not compiled): tests may use threads and clocks; nothing here may be reported.
+#include <thread>
+
+#include "metrics/scraper.h"
+
+void Sleep() { std::this_thread::sleep_for(std::chrono::steady_clock::duration{1}); }
