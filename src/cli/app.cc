@@ -1,3 +1,6 @@
+#include <fmt/format.h>
+
+#include <charconv>
 #include <exception>
 
 #include "cli/command.h"
@@ -32,6 +35,27 @@ void AddOutputOption(CLI::App* command, OutputFormat& format) {
           CLI::ignore_case));
 }
 
+Status ParseListenFlag(const std::string& text, const std::string& flag, std::string& host,
+                       int& port) {
+  const size_t colon = text.rfind(':');
+  int parsed = -1;
+  if (colon != std::string::npos) {
+    const char* begin = text.data() + colon + 1;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(begin, end, parsed);
+    if (ec != std::errc() || ptr != end) parsed = -1;
+  }
+  if (parsed < 0 || parsed > 65535) {
+    return InvalidArgument(
+        fmt::format("expected HOST:PORT with PORT in 0..65535 (0 = any free port), got '{}'",
+                    text),
+        flag);
+  }
+  if (colon > 0) host = text.substr(0, colon);
+  port = parsed;
+  return OkStatus();
+}
+
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CommandContext ctx{out, err};
   CLI::App app{"gpuscale: GPU tracking, placement and autoscaling for LLM inference",
@@ -44,6 +68,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   AddEmulateCommands(app, ctx);
   AddBenchCommands(app, ctx);
   AddServeCommands(app, ctx);
+  AddGatewayCommands(app, ctx);
   AddRenderCommands(app, ctx);
   AddTaskCommands(app, ctx);
 

@@ -41,6 +41,11 @@ struct CommandContext {
 // Adds `-o,--output table|json` to a subcommand.
 void AddOutputOption(CLI::App* command, OutputFormat& format);
 
+// "HOST:PORT" or ":PORT" (host stays as given); PORT in 0..65535, 0 = any free port. Errors:
+// kInvalidArgument naming `flag`.
+Status ParseListenFlag(const std::string& text, const std::string& flag, std::string& host,
+                       int& port);
+
 // Registration, one per domain (each in its own *_commands.cc).
 void AddGpuCommands(CLI::App& app, CommandContext& ctx);     // gpus, monitor
 void AddAllocCommands(CLI::App& app, CommandContext& ctx);   // allocate, wait, estimate
@@ -49,6 +54,7 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx);  // simulate
 void AddEmulateCommands(CLI::App& app, CommandContext& ctx);   // emulate
 void AddBenchCommands(CLI::App& app, CommandContext& ctx);     // bench
 void AddServeCommands(CLI::App& app, CommandContext& ctx);     // serve
+void AddGatewayCommands(CLI::App& app, CommandContext& ctx);   // gateway (standalone)
 void AddRenderCommands(CLI::App& app, CommandContext& ctx);    // render
 void AddTaskCommands(CLI::App& app, CommandContext& ctx);      // task ..., experiment show
 

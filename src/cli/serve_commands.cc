@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <charconv>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -58,23 +57,7 @@ std::string DefaultWebRoot() {
 
 // "host:port" (host may be empty for 127.0.0.1). Errors name --listen.
 Status ApplyListen(const std::string& listen, daemon::ApiConfig& api) {
-  const size_t colon = listen.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos) {
-    const char* begin = listen.data() + colon + 1;
-    const char* end = listen.data() + listen.size();
-    auto [ptr, ec] = std::from_chars(begin, end, port);
-    if (ec != std::errc() || ptr != end) port = -1;
-  }
-  if (port < 0 || port > 65535) {
-    return InvalidArgument(
-        fmt::format("expected HOST:PORT with PORT in 0..65535 (0 = any free port), got '{}'",
-                    listen),
-        "--listen");
-  }
-  if (colon > 0) api.host = listen.substr(0, colon);
-  api.port = port;
-  return OkStatus();
+  return ParseListenFlag(listen, "--listen", api.host, api.port);
 }
 
 // Starts KEDA's external scaler (gRPC) on `listen` (HOST:PORT) over the daemon.
