@@ -166,7 +166,10 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
                   "Emulated model load: /health answers 503 until it has passed")
       ->capture_default_str();
   cmd->add_option("--http-threads", options->http_threads,
-                  "HTTP worker threads = most concurrent client connections")
+                  "I/O threads (asynchronous: each serves any number of connections)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", options->max_connections,
+                  "Most open client connections; past it new ones are closed")
       ->capture_default_str();
   cmd->add_option("--drain-seconds", options->drain_seconds,
                   "On SIGTERM: how long in-flight requests may still run")

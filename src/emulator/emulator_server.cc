@@ -1,18 +1,19 @@
 #include "emulator/emulator_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "emulator/openai_protocol.h"
 #include "emulator/vllm_metrics.h"
+#include "net/http_server.h"
 
 namespace gpuscale::emulator {
 
@@ -39,43 +40,68 @@ struct EmulatorServer::Impl {
   Seconds Now() const { return SteadyClock::now() - epoch; }
   bool Loaded() const { return Now().count() >= options.startup_seconds; }
 
+  // Runs every registered waker once (they re-register when they wait again). Caller holds mu.
+  void WakeWaiters() {
+    std::vector<std::function<void()>> wake;
+    wake.swap(waiters);
+    for (const auto& w : wake) w();
+  }
+
   const EmulatorOptions options;
   const SteadyClock::time_point epoch = SteadyClock::now();
   const int64_t created_unix_seconds = static_cast<int64_t>(SystemClock::Instance().Now().count());
-  httplib::Server http;
-  int port = 0;
-  std::thread listener;
   std::thread scheduler;
   std::atomic<uint64_t> next_response_id{1};
-  std::atomic<bool> listener_exited{false};
 
   mutable std::mutex mu;
-  std::condition_variable progress_cv;   // handlers: engine progress, abort_streams
+  std::condition_variable progress_cv;   // Shutdown(): open_requests reached 0
   std::condition_variable scheduler_cv;  // scheduler: a new step may have started, stop
   BatchEngine engine;                    // guarded by mu
+  // Handlers waiting for engine progress: each posts a wake-up to its connection's strand.
+  std::vector<std::function<void()>> waiters;  // guarded by mu
   int open_requests = 0;                 // guarded by mu: submitted, response not yet released
   bool draining = false;                 // guarded by mu: Shutdown() began; new requests get 503
   bool abort_streams = false;            // guarded by mu: drain time is over; handlers give up
   bool stop_scheduler = false;           // guarded by mu
   bool shut_down = false;                // guarded by mu
+  // Last: destroyed first, so coroutines it still holds release their requests while the
+  // engine above is alive.
+  std::unique_ptr<net::HttpServer> http;
 };
 
 namespace {
 
 using Impl = EmulatorServer::Impl;
+namespace asio = net::asio;
+namespace beast = net::beast;
+namespace http = net::http;
+using asio::awaitable;
+using net::kTuple;
+using net::Request;
+using net::StringResponse;
 
-void SendError(httplib::Response& res, int status, std::string_view message, std::string_view type,
-               std::string_view param = {}) {
-  res.status = status;
-  res.set_content(ErrorBody(message, type, param, status), "application/json");
+StringResponse ErrorResponse(int status, std::string_view message, std::string_view type,
+                             std::string_view param = {}) {
+  StringResponse res{static_cast<http::status>(status), 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = ErrorBody(message, type, param, status);
+  return res;
 }
 
-// Sleeps until the step in progress ends, advances the engine and wakes the handlers.
+StringResponse TextResponse(int status, std::string body, std::string_view content_type) {
+  StringResponse res{static_cast<http::status>(status), 11};
+  res.set(http::field::content_type, content_type);
+  res.body() = std::move(body);
+  return res;
+}
+
+// Sleeps until the step in progress ends, advances the engine and wakes the handlers. A
+// thread of its own: the engine's clock is real time, independent of the I/O load.
 void RunScheduler(Impl& impl) {
   std::unique_lock lock(impl.mu);
   while (!impl.stop_scheduler) {
     impl.engine.Advance(impl.Now());
-    impl.progress_cv.notify_all();
+    impl.WakeWaiters();
     if (std::optional<Seconds> end = impl.engine.NextStepEnd()) {
       impl.scheduler_cv.wait_until(lock,
                                    impl.epoch + std::chrono::ceil<SteadyClock::duration>(*end));
@@ -93,180 +119,217 @@ void ReleaseRequest(Impl& impl, RequestId id) {
   impl.progress_cv.notify_all();  // Shutdown() waits for open_requests to reach 0
 }
 
+// Releases a submitted request however its handler ends (finished, client gone, or the
+// coroutine destroyed at shutdown).
+struct RequestGuard {
+  Impl& impl;
+  RequestId id;
+  ~RequestGuard() { ReleaseRequest(impl, id); }
+};
+
 bool Done(const RequestProgress* progress) {
   return progress == nullptr || progress->state == RequestState::kFinished ||
          progress->state == RequestState::kCancelled;
 }
 
-// Streams one event per token as the engine produces them. Called by cpp-httplib on the
-// connection's worker thread until it calls sink.done() or returns false (which ends the
-// stream without [DONE]: the client left, or the drain time ran out).
-struct TokenStreamer {
-  Impl* impl;
-  RequestId id;
-  ResponseHeader header;
-  CompletionRequest request;
-  int32_t sent = 0;
+// What a handler saw of its request when it woke.
+struct Seen {
+  int32_t generated = 0;
+  bool finished = false;  // kFinished (not cancelled)
+  bool over = false;      // finished, cancelled, forgotten or aborted: no more tokens come
+};
 
-  bool operator()(size_t /*offset*/, httplib::DataSink& sink) {
-    std::unique_lock lock(impl->mu);
-    impl->progress_cv.wait(lock, [&] {
-      const RequestProgress* p = impl->engine.Find(id);
-      return impl->abort_streams || Done(p) || p->tokens_generated > sent;
-    });
-    const RequestProgress* progress = impl->engine.Find(id);
-    const int32_t generated = progress ? progress->tokens_generated : sent;
-    const bool finished = progress && progress->state == RequestState::kFinished;
-    const bool aborted = impl->abort_streams;
-    lock.unlock();
+// Suspends the calling coroutine (without blocking its thread) until the request has more
+// than `sent` tokens or is over. The scheduler's wake-up is posted to this coroutine's strand,
+// so it cannot run between the check and the wait; the 1 s bound re-checks anyway.
+awaitable<Seen> WaitForTokens(Impl& impl, RequestId id, int32_t sent) {
+  auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+  for (;;) {
+    Seen seen;
+    bool ready = false;
+    {
+      std::lock_guard lock(impl.mu);
+      const RequestProgress* p = impl.engine.Find(id);
+      seen.generated = p ? p->tokens_generated : sent;
+      seen.finished = p && p->state == RequestState::kFinished;
+      seen.over = impl.abort_streams || Done(p);
+      ready = seen.over || seen.generated > sent;
+      if (!ready) {
+        timer->expires_after(std::chrono::seconds(1));
+        impl.waiters.push_back(
+            [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
+      }
+    }
+    if (ready) co_return seen;
+    co_await timer->async_wait(kTuple);
+  }
+}
+
+// One event per token as the engine produces them, in HTTP chunks; ends with [DONE] when the
+// request finishes, or without it (connection closed) when the drain time ran out.
+awaitable<bool> StreamTokens(Impl& impl, beast::tcp_stream& stream, const Request& req,
+                             RequestId id, const ResponseHeader& header,
+                             const CompletionRequest& request) {
+  http::response<http::empty_body> res{http::status::ok, 11};
+  res.set(http::field::content_type, "text/event-stream");
+  res.set(http::field::cache_control, "no-cache");
+  res.chunked(true);
+  res.keep_alive(req.keep_alive());
+  http::response_serializer<http::empty_body> serializer{res};
+  stream.expires_after(net::kClientWriteTimeout);
+  auto [hec, hn] = co_await http::async_write_header(stream, serializer, kTuple);
+  if (hec) co_return false;
+  for (int32_t sent = 0;;) {
+    const Seen seen = co_await WaitForTokens(impl, id, sent);
     std::string events;
-    for (; sent < generated; ++sent) {
+    for (; sent < seen.generated; ++sent) {
       events += StreamTokenEvent(header, sent, sent + 1 == request.max_tokens);
     }
-    if (finished) {
+    if (seen.finished) {
       if (request.include_usage) {
-        events += StreamUsageEvent(header, request.prompt_tokens, generated);
+        events += StreamUsageEvent(header, request.prompt_tokens, seen.generated);
       }
       events += StreamDoneEvent();
     }
-    if (!events.empty() && !sink.write(events.data(), events.size())) return false;
-    if (finished) {
-      sink.done();
-      return true;
+    if (!events.empty()) {
+      stream.expires_after(net::kClientWriteTimeout);
+      const auto chunk = http::make_chunk(asio::buffer(events));
+      auto [ec, n] = co_await asio::async_write(stream, chunk, kTuple);
+      if (ec) co_return false;  // the client left: the guard cancels the request
     }
-    return !aborted && progress != nullptr;
+    if (seen.finished) {
+      const auto last = http::make_chunk_last();
+      auto [ec, n] = co_await asio::async_write(stream, last, kTuple);
+      stream.expires_never();
+      co_return !ec;
+    }
+    if (seen.over) co_return false;  // aborted: an unterminated stream tells the client
   }
-};
-
-// Blocks until the request finishes, then answers with the whole completion.
-void AnswerWhole(Impl& impl, RequestId id, const ResponseHeader& header,
-                 const CompletionRequest& request, httplib::Response& res) {
-  std::unique_lock lock(impl.mu);
-  impl.progress_cv.wait(lock, [&] { return impl.abort_streams || Done(impl.engine.Find(id)); });
-  const RequestProgress* progress = impl.engine.Find(id);
-  const bool finished = progress && progress->state == RequestState::kFinished;
-  const int32_t generated = progress ? progress->tokens_generated : 0;
-  lock.unlock();
-  ReleaseRequest(impl, id);
-  if (!finished) {
-    SendError(res, 503, "the server is shutting down", "ServiceUnavailableError");
-    return;
-  }
-  res.set_content(CompletionResponseBody(header, request.prompt_tokens, generated),
-                  "application/json");
 }
 
-// Admission checks shared by both completion endpoints; false when `res` holds the answer.
-bool Admit(Impl& impl, const httplib::Request& req, Endpoint endpoint, httplib::Response& res,
-           CompletionRequest& request) {
+// Admission checks shared by both completion endpoints; an error response, or nullopt with
+// `request` filled in.
+std::optional<StringResponse> Admit(Impl& impl, const Request& req, Endpoint endpoint,
+                                    CompletionRequest& request) {
   if (!impl.Loaded()) {
-    SendError(res, 503, "the model is still loading", "ServiceUnavailableError");
-    return false;
+    return ErrorResponse(503, "the model is still loading", "ServiceUnavailableError");
   }
-  Result<CompletionRequest> parsed = ParseCompletionRequest(req.body, endpoint);
+  Result<CompletionRequest> parsed = ParseCompletionRequest(req.body(), endpoint);
   if (!parsed) {
-    SendError(res, 400, parsed.error().ToString(), "BadRequestError", parsed.error().field);
-    return false;
+    return ErrorResponse(400, parsed.error().ToString(), "BadRequestError",
+                         parsed.error().field);
   }
   if (!parsed->model.empty() && parsed->model != impl.options.model_name) {
-    SendError(res, 404, fmt::format("The model `{}` does not exist.", parsed->model),
-              "NotFoundError", "model");
-    return false;
+    return ErrorResponse(404, fmt::format("The model `{}` does not exist.", parsed->model),
+                         "NotFoundError", "model");
   }
   request = std::move(*parsed);
-  return true;
+  return std::nullopt;
 }
 
-void HandleCompletion(Impl& impl, const httplib::Request& req, Endpoint endpoint,
-                      httplib::Response& res) {
+// Submits an admitted request; an error response, or nullopt with `id` set.
+std::optional<StringResponse> Submit(Impl& impl, const CompletionRequest& request,
+                                     RequestId& id) {
+  std::lock_guard lock(impl.mu);
+  if (impl.draining) {
+    return ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
+  }
+  Result<RequestId> submitted =
+      impl.engine.Submit(request.prompt_tokens, request.max_tokens, impl.Now());
+  if (!submitted) {
+    return ErrorResponse(400, submitted.error().ToString(), "BadRequestError",
+                         submitted.error().field);
+  }
+  id = *submitted;
+  ++impl.open_requests;
+  impl.scheduler_cv.notify_one();
+  return std::nullopt;
+}
+
+awaitable<bool> HandleCompletion(Impl& impl, beast::tcp_stream& stream, const Request& req,
+                                 Endpoint endpoint) {
   CompletionRequest request;
-  if (!Admit(impl, req, endpoint, res, request)) return;
   RequestId id = 0;
-  {
-    std::lock_guard lock(impl.mu);
-    if (impl.draining) {
-      SendError(res, 503, "the server is shutting down", "ServiceUnavailableError");
-      return;
-    }
-    Result<RequestId> submitted =
-        impl.engine.Submit(request.prompt_tokens, request.max_tokens, impl.Now());
-    if (!submitted) {
-      SendError(res, 400, submitted.error().ToString(), "BadRequestError", submitted.error().field);
-      return;
-    }
-    id = *submitted;
-    ++impl.open_requests;
-    impl.scheduler_cv.notify_one();
+  std::optional<StringResponse> refused = Admit(impl, req, endpoint, request);
+  if (!refused) refused = Submit(impl, request, id);
+  if (refused) {
+    const bool sent = co_await net::WriteResponse(stream, req, *refused);
+    co_return sent;
   }
+  RequestGuard guard{impl, id};
   const bool chat = endpoint == Endpoint::kChatCompletions;
-  ResponseHeader header{fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", impl.next_response_id++),
-                        static_cast<int64_t>(SystemClock::Instance().Now().count()),
-                        impl.options.model_name, endpoint};
-  if (!request.stream) {
-    AnswerWhole(impl, id, header, request, res);
-    return;
+  const ResponseHeader header{
+      fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", impl.next_response_id++),
+      static_cast<int64_t>(SystemClock::Instance().Now().count()), impl.options.model_name,
+      endpoint};
+  if (request.stream) {
+    const bool kept = co_await StreamTokens(impl, stream, req, id, header, request);
+    co_return kept;
   }
-  Impl* impl_ptr = &impl;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream",
-                                   TokenStreamer{impl_ptr, id, std::move(header), request},
-                                   [impl_ptr, id](bool) { ReleaseRequest(*impl_ptr, id); });
+  Seen seen;
+  while (!seen.over) seen = co_await WaitForTokens(impl, id, seen.generated);
+  StringResponse res =
+      seen.finished
+          ? TextResponse(200, CompletionResponseBody(header, request.prompt_tokens,
+                                                     seen.generated),
+                         "application/json")
+          : ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
+  const bool sent = co_await net::WriteResponse(stream, req, res);
+  co_return sent;
 }
 
-void HandleHealth(Impl& impl, httplib::Response& res) {
+StringResponse HealthResponse(Impl& impl) {
   bool draining = false;
   {
     std::lock_guard lock(impl.mu);
     draining = impl.draining;
   }
-  if (draining || !impl.Loaded()) {
-    res.status = 503;
-    res.set_content(draining ? "draining\n" : "loading\n", "text/plain");
-  }
+  if (draining) return TextResponse(503, "draining\n", "text/plain");
+  if (!impl.Loaded()) return TextResponse(503, "loading\n", "text/plain");
+  return TextResponse(200, "", "text/plain");
 }
 
-void HandleModels(Impl& impl, httplib::Response& res) {
+StringResponse ModelsResponse(Impl& impl) {
   if (!impl.Loaded()) {
-    SendError(res, 503, "the model is still loading", "ServiceUnavailableError");
-    return;
+    return ErrorResponse(503, "the model is still loading", "ServiceUnavailableError");
   }
-  res.set_content(ModelListBody(impl.options.model_name, impl.created_unix_seconds,
-                                ServedMaxModelLen(impl.options.engine)),
-                  "application/json");
+  return TextResponse(200,
+                      ModelListBody(impl.options.model_name, impl.created_unix_seconds,
+                                    ServedMaxModelLen(impl.options.engine)),
+                      "application/json");
 }
 
-void HandleMetrics(Impl& impl, httplib::Response& res) {
+StringResponse MetricsResponse(Impl& impl) {
   EngineStats stats;
   {
     std::lock_guard lock(impl.mu);
     impl.engine.Advance(impl.Now());
     stats = impl.engine.stats();
   }
-  res.set_content(RenderVllmMetrics(stats, impl.options.model_name),
-                  "text/plain; version=0.0.4; charset=utf-8");
+  return TextResponse(200, RenderVllmMetrics(stats, impl.options.model_name),
+                      "text/plain; version=0.0.4; charset=utf-8");
 }
 
-void InstallRoutes(Impl& impl) {
-  impl.http.Post("/v1/completions", [&impl](const httplib::Request& req, httplib::Response& res) {
-    HandleCompletion(impl, req, Endpoint::kCompletions, res);
-  });
-  impl.http.Post("/v1/chat/completions",
-                 [&impl](const httplib::Request& req, httplib::Response& res) {
-                   HandleCompletion(impl, req, Endpoint::kChatCompletions, res);
-                 });
-  impl.http.Get("/v1/models", [&impl](const httplib::Request&, httplib::Response& res) {
-    HandleModels(impl, res);
-  });
-  impl.http.Get("/health", [&impl](const httplib::Request&, httplib::Response& res) {
-    HandleHealth(impl, res);
-  });
-  impl.http.Get("/metrics", [&impl](const httplib::Request&, httplib::Response& res) {
-    HandleMetrics(impl, res);
-  });
-  impl.http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        SendError(res, 500, "internal error in the emulator", "InternalServerError");
-      });
+// The routes: completions stream or wait without blocking the I/O thread, so /health and
+// /metrics answer at once however many streams are open (vLLM's server is asynchronous too).
+awaitable<bool> Handle(Impl& impl, beast::tcp_stream& stream, Request& req) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  const bool get = req.method() == http::verb::get;
+  const bool post = req.method() == http::verb::post;
+  if (post && (path == "/v1/completions" || path == "/v1/chat/completions")) {
+    const Endpoint endpoint =
+        path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions;
+    const bool kept = co_await HandleCompletion(impl, stream, req, endpoint);
+    co_return kept;
+  }
+  StringResponse res = get && path == "/health"      ? HealthResponse(impl)
+                       : get && path == "/v1/models" ? ModelsResponse(impl)
+                       : get && path == "/metrics"   ? MetricsResponse(impl)
+                                                     : ErrorResponse(404, "Not Found",
+                                                                     "NotFoundError");
+  const bool sent = co_await net::WriteResponse(stream, req, res);
+  co_return sent;
 }
 
 }  // namespace
@@ -282,9 +345,13 @@ Status ValidateEmulatorOptions(const EmulatorOptions& options) {
   if (!std::isfinite(options.drain_seconds) || options.drain_seconds < 0) {
     return InvalidArgument("expected a number of seconds >= 0", "--drain-seconds");
   }
-  if (options.http_threads < 1 || options.http_threads > 4096) {
-    return InvalidArgument(fmt::format("expected 1..4096, got {}", options.http_threads),
+  if (options.http_threads < 1 || options.http_threads > 64) {
+    return InvalidArgument(fmt::format("expected 1..64, got {}", options.http_threads),
                            "--http-threads");
+  }
+  if (options.max_connections < 1) {
+    return InvalidArgument(fmt::format("expected >= 1, got {}", options.max_connections),
+                           "--max-connections");
   }
   if (options.model_name.empty()) return InvalidArgument("expected a name", "--model");
   return OkStatus();
@@ -293,35 +360,31 @@ Status ValidateEmulatorOptions(const EmulatorOptions& options) {
 Result<std::unique_ptr<EmulatorServer>> EmulatorServer::Start(const EmulatorOptions& options) {
   GS_RETURN_IF_ERROR(ValidateEmulatorOptions(options));
   auto impl = std::make_unique<Impl>(options);
-  const size_t threads = static_cast<size_t>(options.http_threads);
-  impl->http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  impl->http.set_tcp_nodelay(true);  // one small event per token: no Nagle delay
-  // Idle keep-alive connections hold a worker until this passes, which bounds Shutdown().
-  impl->http.set_keep_alive_timeout(1);
-  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, which would let a second
-  // emulator bind the same port silently and steal half of the connections.
-  impl->http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  InstallRoutes(*impl);
-  impl->port = options.port == 0
-                   ? impl->http.bind_to_any_port(options.host)
-                   : (impl->http.bind_to_port(options.host, options.port) ? options.port : -1);
-  if (impl->port <= 0) {
-    return Unavailable(fmt::format("cannot listen on {}:{} (address in use or not local?)",
-                                   options.host, options.port),
-                       "--port");
-  }
+  net::HttpServerOptions http_options;
+  http_options.host = options.host;
+  http_options.port = options.port;
+  http_options.field = "--port";
+  http_options.threads = options.http_threads;
+  http_options.max_connections = options.max_connections;
+  http_options.max_body_bytes = 32 << 20;
+  http_options.header_timeout = Seconds{30};
+  http_options.idle_timeout = Seconds{5};  // uvicorn's (vLLM's server) keep-alive default
   Impl* raw = impl.get();
-  impl->listener = std::thread([raw] {
-    raw->http.listen_after_bind();
-    raw->listener_exited = true;
-  });
-  // cpp-httplib 0.11's stop() does nothing until the accept loop runs, so a Shutdown() right
-  // after Start() would hang the join: wait for the loop (connections queue meanwhile).
-  while (!impl->http.is_running() && !impl->listener_exited)
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  auto handler = [raw](beast::tcp_stream& stream, Request& req) {
+    return Handle(*raw, stream, req);
+  };
+  auto too_large = [](const Request&, int64_t limit) {
+    return ErrorResponse(413, fmt::format("request body over {} bytes", limit),
+                         "BadRequestError");
+  };
+  Result<std::unique_ptr<net::HttpServer>> http =
+      net::HttpServer::Start(std::move(http_options), handler, too_large);
+  if (!http) {
+    Error e = http.error();
+    if (e.code == ErrorCode::kInvalidArgument) e.field = "--host";
+    return Unexpected<Error>(e);
+  }
+  impl->http = std::move(*http);
   impl->scheduler = std::thread([raw] { RunScheduler(*raw); });
   return std::unique_ptr<EmulatorServer>(new EmulatorServer(std::move(impl)));
 }
@@ -330,7 +393,9 @@ EmulatorServer::EmulatorServer(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 
 EmulatorServer::~EmulatorServer() { Shutdown(); }
 
-int EmulatorServer::port() const { return impl_->port; }
+int EmulatorServer::port() const { return impl_->http->port(); }
+
+int EmulatorServer::connections() const { return impl_->http->connections(); }
 
 EngineStats EmulatorServer::Stats() const {
   std::lock_guard lock(impl_->mu);
@@ -345,16 +410,22 @@ void EmulatorServer::Shutdown() {
     if (impl.shut_down) return;
     impl.shut_down = true;
     impl.draining = true;
-    // cpp-httplib ends chunked streams as soon as its listener stops, so in-flight requests
-    // are drained first, while the listener still runs (new requests get 503 meanwhile).
+    // The listener stays open while in-flight requests drain: /health says "draining" and
+    // new requests get 503 rather than a refused connection.
     const auto deadline = SteadyClock::now() + std::chrono::ceil<SteadyClock::duration>(
                                                    Seconds{impl.options.drain_seconds});
     impl.progress_cv.wait_until(lock, deadline, [&] { return impl.open_requests == 0; });
     impl.abort_streams = true;
-    impl.progress_cv.notify_all();
+    impl.WakeWaiters();
   }
-  impl.http.stop();
-  if (impl.listener.joinable()) impl.listener.join();  // joins the worker pool too
+  // Handlers woken above end their streams; the rest go when the I/O context stops.
+  impl.http->StopAccepting();
+  {
+    std::unique_lock lock(impl.mu);
+    impl.progress_cv.wait_for(lock, std::chrono::milliseconds(200),
+                              [&] { return impl.open_requests == 0; });
+  }
+  impl.http->Stop();
   {
     std::lock_guard lock(impl.mu);
     impl.stop_scheduler = true;

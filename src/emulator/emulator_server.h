@@ -13,10 +13,11 @@
 //                     while draining; then 200
 //   GET  /metrics     vLLM's metric names (vllm_metrics.h)
 //
-// Threads: cpp-httplib's listener and its worker pool (one worker per open connection, so
-// http_threads bounds concurrent clients), plus one scheduler thread that sleeps until the
-// engine's next step ends, advances the engine and wakes the request handlers waiting on it.
-// One mutex guards the engine; handlers block on a condition variable, never the scheduler.
+// Threads: net::HttpServer's I/O threads (http_threads, default 1), on which every connection
+// is a coroutine, so thousands of streams and the probes' /health and /metrics share them
+// without waiting for each other; plus one scheduler thread that sleeps until the engine's
+// next step ends, advances the engine and wakes the handlers waiting on it (a wake-up posted
+// to each handler's strand). One mutex guards the engine; it is held only for bookkeeping.
 //
 // Ownership and thread-safety: Start() returns the owner; Shutdown() and the destructor may
 // be called from any one thread; port() is safe from any thread.
@@ -48,7 +49,8 @@ struct EmulatorOptions {
   std::string model_name = "gpuscale/emulated-llama-3.1-8b";
   EngineConfig engine;
   double startup_seconds = 2.0;  // emulated model load: /health is 503 until it has passed
-  int http_threads = 64;         // HTTP worker threads = most concurrent connections served
+  int http_threads = 1;          // I/O threads; each serves any number of connections
+  int max_connections = 10000;   // open client connections; past it new ones are closed
   double drain_seconds = 30.0;   // Shutdown(): how long in-flight requests may still run
 };
 
@@ -67,10 +69,12 @@ class EmulatorServer {
 
   // The bound port (the chosen one when options.port was 0).
   int port() const;
+  // Open client connections right now.
+  int connections() const;
 
-  // Stops accepting connections, answers new requests on open connections with 503, lets
-  // in-flight requests finish for up to options.drain_seconds (then ends their streams
-  // early), and joins every thread. Idempotent.
+  // Answers new requests with 503 (and /health with 503 "draining"), lets in-flight
+  // requests finish for up to options.drain_seconds (then ends their streams early, without
+  // [DONE]), closes every connection and joins every thread. Idempotent.
   void Shutdown();
 
   // Engine stats right now (for tests and the CLI's exit summary).

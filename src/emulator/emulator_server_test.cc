@@ -5,6 +5,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -285,6 +290,89 @@ TEST_F(EmulatorServerTest, ShutdownEndsStreamsThatOutliveTheDrainTime) {
   request.join();
   EXPECT_EQ(body.find("[DONE]"), std::string::npos);
   EXPECT_EQ(server_->Stats().requests_finished_total, 0);
+}
+
+// A raw client socket that sent one streaming request and reads nothing back until asked:
+// a thousand of them cost no threads in the test.
+class RawStream {
+ public:
+  explicit RawStream(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return;
+    const std::string body = R"({"prompt": "hi", "max_tokens": 2000, "stream": true})";
+    const std::string request = fmt::format(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: {}\r\n\r\n{}",
+        body.size(), body);
+    sent_ = write(fd_, request.data(), request.size()) == static_cast<ssize_t>(request.size());
+  }
+  ~RawStream() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RawStream(const RawStream&) = delete;
+  RawStream& operator=(const RawStream&) = delete;
+
+  bool sent() const { return sent_; }
+  // True once the response's first token event arrived (waits up to `timeout_ms`).
+  bool SawAnEvent(int timeout_ms) {
+    pollfd p{fd_, POLLIN, 0};
+    while (received_.find("data: ") == std::string::npos) {
+      if (poll(&p, 1, timeout_ms) <= 0) return false;
+      char buf[4096];
+      const ssize_t n = read(fd_, buf, sizeof buf);
+      if (n <= 0) return false;
+      received_.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+  bool sent_ = false;
+  std::string received_;
+};
+
+// vLLM's server is asynchronous: its probes answer while it streams to many clients. So must
+// the emulator's, or the daemon restarts a replica that is merely busy (issue 21). The
+// thread-per-connection server it had before ran out at 64 clients.
+TEST_F(EmulatorServerTest, HealthAndMetricsAnswerWhileAThousandStreamsAreOpen) {
+  EmulatorOptions options = FastOptions();
+  options.http_threads = 1;
+  options.engine.max_batch_size = 1024;
+  options.engine.kv_cache_tokens = 1 << 24;
+  options.engine.decode_ms_base = 20;
+  options.engine.decode_ms_per_seq = 0;
+  options.drain_seconds = 0;
+  StartServer(options);
+  // Both ends of every stream live in this process: 2,000 descriptors and some.
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = std::max<rlim_t>(files.rlim_cur, std::min<rlim_t>(files.rlim_max, 4096));
+  setrlimit(RLIMIT_NOFILE, &files);
+  ASSERT_GE(files.rlim_cur, 2200u) << "raise the open-files limit (ulimit -n) to run this test";
+  constexpr int kStreams = 1000;
+  std::vector<std::unique_ptr<RawStream>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    streams.push_back(std::make_unique<RawStream>(server_->port()));
+    ASSERT_TRUE(streams.back()->sent()) << "stream " << i;
+  }
+  int streaming = 0;
+  for (auto& s : streams) streaming += s->SawAnEvent(5000) ? 1 : 0;
+  EXPECT_EQ(streaming, kStreams) << "every stream is served at once";
+  EXPECT_GE(server_->connections(), kStreams);
+  // The bound is generous (a loaded CI machine); the benchmark measures the latency itself.
+  client_->set_read_timeout(2, 0);
+  for (int i = 0; i < 5; ++i) {
+    httplib::Result health = client_->Get("/health");
+    ASSERT_TRUE(health) << "probe " << i << " got no answer";
+    EXPECT_EQ(health->status, 200);
+    httplib::Result metrics = client_->Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_NE(metrics->body.find("vllm:num_requests_running"), std::string::npos);
+  }
 }
 
 TEST_F(EmulatorServerTest, ReportsAPortInUse) {

@@ -1,39 +1,28 @@
 #include "gateway/gateway_server.h"
 
-#include <atomic>
 #include <chrono>
 #include <string_view>
-#include <thread>
-#include <vector>
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "gateway/openai_request.h"
+#include "net/http_server.h"
 
 namespace gpuscale::gateway {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
+namespace asio = net::asio;
+namespace beast = net::beast;
+namespace http = net::http;
+using net::kClientWriteTimeout;
+using net::kTuple;
+using net::Request;
+using net::Ticks;
+using tcp = net::tcp;
 using asio::awaitable;
 using SteadyTime = std::chrono::steady_clock::time_point;
-using Request = http::request<http::string_body>;
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-// Writes to a client that stops reading fail after this long instead of holding the stream.
-constexpr auto kClientWriteTimeout = std::chrono::seconds(60);
 constexpr size_t kRelayChunkBytes = 16 * 1024;
-
-// Config durations (double seconds) as the steady clock's ticks.
-std::chrono::steady_clock::duration Ticks(Seconds s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(s);
-}
 
 double SecondsSince(SteadyTime t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -80,18 +69,25 @@ Canned ErrorReply(http::status status, std::string_view message, std::string_vie
   return {status, OpenAiErrorBody(message, type, param, code), retry_after_s};
 }
 
-// Coroutine bodies below pass only named values to co_await calls: GCC 12 can destroy a
-// temporary of a full-expression that contains co_await twice (a double free seen here with
-// a conditional expression's std::string), so replies are built into locals first.
+net::StringResponse CannedResponse(const Canned& reply) {
+  net::StringResponse res{reply.status, 11};
+  res.set(http::field::content_type, "application/json");
+  if (reply.retry_after_s > 0) {
+    res.set(http::field::retry_after, std::to_string(reply.retry_after_s));
+  }
+  res.body() = reply.body;
+  return res;
+}
+
+// Coroutine bodies below pass only named values to co_await calls (net/http_server.h says
+// why), so replies are built into locals first.
 
 }  // namespace
 
 struct GatewayServer::Impl {
   explicit Impl(std::shared_ptr<GatewayState> s)
-      : state(std::move(s)), config(state->config()), acceptor(ioc) {}
+      : state(std::move(s)), config(state->config()) {}
 
-  awaitable<void> AcceptLoop();
-  awaitable<void> Session(tcp::socket socket);
   awaitable<bool> Handle(beast::tcp_stream& client, Request& req);
   std::optional<Canned> Route(const Request& req) const;
   awaitable<bool> Forward(beast::tcp_stream& client, Request& req, SteadyTime arrival);
@@ -102,87 +98,17 @@ struct GatewayServer::Impl {
                            SteadyTime arrival, RequestMeasurement& m);
   awaitable<bool> Send(beast::tcp_stream& client, const Request& req, const Canned& reply);
 
-  // Declared before ioc: sessions still pending when ioc is destroyed touch them on unwind.
+  // Declared before server: sessions still pending when it is destroyed touch them.
   std::shared_ptr<GatewayState> state;
   const GatewayConfig& config;
-  std::atomic<int> connections{0};
-  asio::io_context ioc;
-  tcp::acceptor acceptor;
-  std::vector<std::thread> threads;
-  int port = 0;
-  bool stopped = false;
+  std::unique_ptr<net::HttpServer> server;
 };
-
-awaitable<void> GatewayServer::Impl::AcceptLoop() {
-  for (;;) {
-    const auto strand = asio::make_strand(ioc);  // the new connection's own
-    auto [ec, socket] = co_await acceptor.async_accept(strand, kTuple);
-    if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-    if (ec) continue;  // e.g. EMFILE: the next accept may succeed once connections close
-    if (connections.load() >= config.max_connections) {
-      boost::system::error_code ignored;
-      socket.close(ignored);
-      continue;
-    }
-    const auto executor = socket.get_executor();
-    asio::co_spawn(executor, Session(std::move(socket)), asio::detached);
-  }
-}
-
-awaitable<void> GatewayServer::Impl::Session(tcp::socket socket) {
-  ++connections;
-  state->ConnectionOpened();
-  struct Closer {
-    Impl* impl;
-    ~Closer() {
-      --impl->connections;
-      impl->state->ConnectionClosed();
-    }
-  } closer{this};
-  boost::system::error_code ignored;
-  socket.set_option(tcp::no_delay(true), ignored);
-  beast::tcp_stream client(std::move(socket));
-  beast::flat_buffer buffer;
-  for (bool first = true;; first = false) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(64 * 1024);
-    parser.body_limit(static_cast<uint64_t>(config.max_body_bytes));
-    // A fresh connection has header_timeout to send its request; a kept-alive one may idle.
-    client.expires_after(Ticks(first ? config.header_timeout : config.idle_timeout));
-    auto [ec, n] = co_await http::async_read(client, buffer, parser, kTuple);
-    if (ec == http::error::body_limit) {
-      Request& partial = parser.get();
-      partial.keep_alive(false);
-      const Canned too_large =
-          ErrorReply(http::status::payload_too_large,
-                     fmt::format("request body over {} bytes", config.max_body_bytes),
-                     "invalid_request_error");
-      co_await Send(client, partial, too_large);
-      break;
-    }
-    if (ec) break;  // closed, timed out or not HTTP: nothing sensible to answer
-    client.expires_never();
-    Request req = parser.release();
-    const bool keep = co_await Handle(client, req);
-    if (!keep || !req.keep_alive()) break;
-  }
-  client.socket().shutdown(tcp::socket::shutdown_send, ignored);
-}
 
 awaitable<bool> GatewayServer::Impl::Send(beast::tcp_stream& client, const Request& req,
                                           const Canned& reply) {
-  http::response<http::string_body> res{reply.status, 11};
-  res.set(http::field::content_type, "application/json");
-  if (reply.retry_after_s > 0) {
-    res.set(http::field::retry_after, std::to_string(reply.retry_after_s));
-  }
-  res.keep_alive(req.keep_alive());
-  res.body() = reply.body;
-  res.prepare_payload();
-  client.expires_after(kClientWriteTimeout);
-  auto [ec, n] = co_await http::async_write(client, res, kTuple);
-  client.expires_never();
-  co_return !ec;
+  net::StringResponse res = CannedResponse(reply);
+  const bool sent = co_await net::WriteResponse(client, req, res);
+  co_return sent;
 }
 
 // What the gateway answers itself; nullopt = forward the request to a replica.
@@ -424,48 +350,36 @@ GatewayServer::~GatewayServer() { Stop(); }
 Result<std::unique_ptr<GatewayServer>> GatewayServer::Start(std::shared_ptr<GatewayState> state) {
   auto impl = std::make_unique<Impl>(std::move(state));
   const GatewayConfig& config = impl->config;
-  boost::system::error_code ec;
-  const auto address = asio::ip::make_address(config.host, ec);
-  if (ec) {
-    return InvalidArgument(
-        fmt::format("'{}' is not an IP address (e.g. 127.0.0.1 or ::1)", config.host),
-        "gateway.listen");
-  }
-  const tcp::endpoint endpoint(address, static_cast<unsigned short>(config.port));
-  impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) impl->acceptor.bind(endpoint, ec);
-  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Unavailable(fmt::format("cannot listen on {}:{}: {}", config.host, config.port,
-                                   ec.message()),
-                       "gateway.listen");
-  }
-  impl->port = impl->acceptor.local_endpoint().port();
-  asio::co_spawn(impl->ioc, impl->AcceptLoop(), asio::detached);
-  const int threads = std::max(1, config.threads);
-  for (int i = 0; i < threads; ++i) impl->threads.emplace_back([io = &impl->ioc] { io->run(); });
+  net::HttpServerOptions options;
+  options.host = config.host;
+  options.port = config.port;
+  options.field = "gateway.listen";
+  options.threads = config.threads;
+  options.max_connections = config.max_connections;
+  options.max_body_bytes = config.max_body_bytes;
+  options.header_timeout = config.header_timeout;
+  options.idle_timeout = config.idle_timeout;
+  options.on_connection = [state = impl->state](int delta) {
+    delta > 0 ? state->ConnectionOpened() : state->ConnectionClosed();
+  };
+  Impl* raw = impl.get();
+  auto handler = [raw](beast::tcp_stream& client, Request& req) { return raw->Handle(client, req); };
+  auto too_large = [](const Request&, int64_t limit) {
+    return CannedResponse(ErrorReply(http::status::payload_too_large,
+                                     fmt::format("request body over {} bytes", limit),
+                                     "invalid_request_error"));
+  };
+  GS_ASSIGN_OR_RETURN(impl->server,
+                      net::HttpServer::Start(std::move(options), handler, too_large));
   return std::unique_ptr<GatewayServer>(new GatewayServer(std::move(impl)));
 }
 
 void GatewayServer::Stop() {
-  if (!impl_ || impl_->stopped) return;
-  impl_->stopped = true;
-  asio::post(impl_->acceptor.get_executor(), [impl = impl_.get()] {
-    boost::system::error_code ignored;
-    impl->acceptor.close(ignored);
-  });
-  impl_->ioc.stop();
-  for (std::thread& t : impl_->threads) t.join();
-  impl_->threads.clear();
+  if (impl_ && impl_->server) impl_->server->Stop();
 }
 
-int GatewayServer::port() const { return impl_->port; }
+int GatewayServer::port() const { return impl_->server->port(); }
 
-std::string GatewayServer::url() const {
-  const std::string& host = impl_->config.host;
-  return host.find(':') != std::string::npos ? fmt::format("http://[{}]:{}", host, impl_->port)
-                                             : fmt::format("http://{}:{}", host, impl_->port);
-}
+std::string GatewayServer::url() const { return impl_->server->url(); }
 
 }  // namespace gpuscale::gateway

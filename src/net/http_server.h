@@ -1,0 +1,118 @@
+// net::HttpServer: the asynchronous HTTP/1.1 server under the gateway (gateway_server.cc)
+// and the emulator (emulator_server.cc). It binds, accepts, bounds open connections, reads
+// each request with a timeout (a fresh connection has header_timeout to send its request, a
+// kept-alive one idle_timeout before the next) and hands it to the owner's handler, a
+// coroutine that writes the response and says whether the connection may be kept.
+//
+// Why Boost.Asio + Beast (Debian's libboost1.81-dev) and not cpp-httplib: one coroutine per
+// connection on a few threads holds thousands of concurrent streams on 2 cores, where a
+// thread per connection runs out (64 emulator threads were exhausted by 128 clients).
+//
+// Every connection runs on its own strand, so a handler's timers and wake-ups posted from
+// other threads (post to the handler's executor) never run while the handler runs.
+//
+// Coroutine bodies built on this pass only named values to co_await calls: GCC 12 can
+// destroy a temporary of a full-expression that contains co_await twice (a double free seen
+// here with a conditional expression's std::string).
+//
+// Thread-safety: Start/Stop from one thread; connections() and port() from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "core/clock.h"
+#include "core/result.h"
+
+namespace gpuscale::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Request = http::request<http::string_body>;
+using StringResponse = http::response<http::string_body>;
+
+// co_await op(..., kTuple) yields (error_code, result...) instead of throwing.
+inline constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;                    // 0 = the kernel picks one
+  std::string field = "--port";    // what bind errors name (a flag or a config field)
+  int threads = 1;                 // I/O threads running the io_context
+  int max_connections = 20000;     // open client connections; past it new ones are closed
+  int64_t max_body_bytes = 32 << 20;
+  Seconds header_timeout{15};      // a fresh connection's first request (slowloris bound)
+  Seconds idle_timeout{120};       // a keep-alive connection between requests
+  // Called with +1 when a connection is accepted and -1 when it closes (metrics); any thread.
+  std::function<void(int delta)> on_connection;
+};
+
+// The owner's request handler: writes the response to `stream` (WriteResponse or its own
+// streaming) and returns whether the connection may serve another request.
+using Handler = std::function<asio::awaitable<bool>(beast::tcp_stream& stream, Request& req)>;
+// The response to a request whose body is over max_body_bytes (the connection then closes).
+using TooLargeReply = std::function<StringResponse(const Request& partial, int64_t limit)>;
+
+class HttpServer {
+ public:
+  // Binds host:port and starts options.threads I/O threads. Errors: kInvalidArgument (field
+  // options.field) for a host that is not an IP address, kUnavailable when it cannot bind.
+  static Result<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, Handler handler,
+                                                   TooLargeReply too_large);
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Closes the listener; open connections go on (their handlers decide). Idempotent.
+  void StopAccepting();
+  // Stops the io_context (every pending coroutine is destroyed, closing its sockets) and
+  // joins the I/O threads. Idempotent.
+  void Stop();
+
+  int port() const { return port_; }
+  std::string url() const;  // "http://host:port", IPv6 in brackets
+  int connections() const { return connections_.load(); }
+  asio::io_context& context() { return ioc_; }
+
+ private:
+  HttpServer(HttpServerOptions options, Handler handler, TooLargeReply too_large);
+  asio::awaitable<void> AcceptLoop();
+  asio::awaitable<void> Session(tcp::socket socket);
+
+  const HttpServerOptions options_;
+  const Handler handler_;
+  const TooLargeReply too_large_;
+  std::atomic<int> connections_{0};
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  std::vector<std::thread> threads_;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+// Writes `res` (keep-alive as the request asked) with a write timeout, so that a client that
+// stops reading cannot hold the connection. True when written.
+asio::awaitable<bool> WriteResponse(beast::tcp_stream& stream, const Request& req,
+                                    StringResponse& res);
+
+// A client that stops reading fails a write after this long.
+inline constexpr std::chrono::seconds kClientWriteTimeout{60};
+
+// Config durations (double seconds) as the steady clock's ticks.
+inline std::chrono::steady_clock::duration Ticks(Seconds s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(s);
+}
+
+}  // namespace gpuscale::net
