@@ -15,7 +15,7 @@ export const GPUSCALE_BIN = process.env.GPUSCALE_BIN ?? join(REPO_ROOT, 'build/g
 export const WEB_ROOT = process.env.GPUSCALE_WEB_ROOT ?? join(REPO_ROOT, 'web/dist');
 export const SCREENSHOT_DIR = process.env.GPUSCALE_SCREENSHOTS ?? join(REPO_ROOT, 'build/screenshots');
 
-function emulator(model: string): string {
+export function emulator(model: string): string {
   // Small batches make requests wait, so vllm:num_requests_waiting rises under bench load.
   return `[${JSON.stringify(GPUSCALE_BIN)}, emulate, --port, "{port}", --model, ${model}, ` +
     '--max-batch-size, "2", --startup-seconds, "0.5", --drain-seconds, "1"]';
@@ -68,6 +68,7 @@ export interface DaemonOptions {
 export class Daemon {
   url = ''; // where the dashboard is: the daemon itself serves web/dist (--web-root)
   apiUrl = '';
+  gatewayUrl = ''; // the OpenAI-compatible gateway (clients add /v1); '' when it is off
   output = '';
   private child: ChildProcess | null = null;
   private readonly dir = mkdtempSync(join(tmpdir(), 'gpuscale-web-e2e-'));
@@ -96,6 +97,8 @@ export class Daemon {
       const match = /API (http:\/\/127\.0\.0\.1:\d+)/.exec(this.output);
       if (match?.[1]) {
         this.apiUrl = match[1];
+        // The daemon prints the gateway line before the API line, so it is in by now.
+        this.gatewayUrl = /gateway (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(this.output)?.[1] ?? '';
         if (await this.ready()) {
           this.url = this.apiUrl;
           return;
