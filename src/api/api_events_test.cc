@@ -195,5 +195,27 @@ TEST(EventStreamTest, SkipsFilteredOutIdsWithoutSpinning) {
   EXPECT_EQ(stream.last_id(), 1);
 }
 
+TEST(EventStreamTest, GatewayStatsEventCarriesEachServiceWithFigures) {
+  daemon::ServiceView chat, batch;
+  chat.config.name = "chat";
+  chat.gateway.emplace();
+  chat.gateway->requests_total = 12;
+  chat.gateway->in_flight = 3;
+  chat.gateway->request_rate = 1.5;
+  batch.config.name = "batch";  // no gateway figures: left out
+  const std::string text = FormatGatewayStats({chat, batch}, "");
+  ASSERT_EQ(text.rfind("event: gateway_stats\ndata: {", 0), 0u) << text;
+  EXPECT_EQ(text.find("id:"), std::string::npos) << "not stored, no resume id";
+  const json data = json::parse(text.substr(text.find('{'), text.rfind('}') - text.find('{') + 1));
+  ASSERT_TRUE(data["services"].contains("chat"));
+  EXPECT_FALSE(data["services"].contains("batch"));
+  EXPECT_EQ(data["services"]["chat"]["requests_total"], 12);
+  EXPECT_EQ(data["services"]["chat"]["in_flight"], 3);
+  EXPECT_EQ(data["services"]["chat"]["request_rate_per_second"], 1.5);
+  EXPECT_TRUE(data["services"]["chat"]["ttft_p50_seconds"].is_null());
+  EXPECT_EQ(FormatGatewayStats({chat}, "batch"), "") << "the stream's service filter applies";
+  EXPECT_EQ(FormatGatewayStats({batch}, ""), "");
+}
+
 }  // namespace
 }  // namespace gpuscale::api

@@ -20,6 +20,19 @@ std::string FormatSseEvent(const store::EventRow& event) {
                      EventJson(event).dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
+std::string FormatGatewayStats(const std::vector<daemon::ServiceView>& services,
+                               const std::string& only_service) {
+  Json by_service = Json::object();
+  for (const daemon::ServiceView& s : services) {
+    if (!s.gateway || (!only_service.empty() && s.config.name != only_service)) continue;
+    by_service[s.config.name] = GatewayJson(s.gateway);
+  }
+  if (by_service.empty()) return "";
+  const Json data{{"services", std::move(by_service)}};
+  return fmt::format("event: gateway_stats\ndata: {}\n\n",
+                     data.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
 EventStream::EventStream(daemon::DaemonApi& daemon, store::EventQuery filter,
                          EventStreamOptions options)
     : daemon_(daemon),
@@ -49,6 +62,12 @@ Result<std::string> EventStream::Poll() {
     }
   }
   const auto now = std::chrono::steady_clock::now();
+  const bool wants_stats = filter_.kind.empty() || filter_.kind == "gateway_stats";
+  if (wants_stats && options_.stats_interval.count() > 0 &&
+      (!last_stats_ || now - *last_stats_ >= options_.stats_interval)) {
+    last_stats_ = now;
+    text += FormatGatewayStats(daemon_.ListServices(), filter_.service);
+  }
   if (text.empty() && now - last_write_ >= options_.keepalive) text = ": keepalive\n\n";
   if (!text.empty()) last_write_ = now;
   return text;

@@ -18,7 +18,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/result.h"
@@ -31,6 +33,10 @@ struct EventStreamOptions {
   Seconds poll{0.25};     // longest wait per Poll()
   Seconds keepalive{15};  // idle time before a `: keepalive` comment
   int batch = 500;        // most events fetched per Events() call
+  // Every this often (and on the first poll) a `gateway_stats` event without an id carries
+  // each service's gateway figures (GET /v1/services' `gateway`): live request rate and
+  // latency for dashboards, never stored, so it does not move the resume point. 0 = never.
+  Seconds stats_interval{5};
 };
 
 // One event as SSE text ("id: ...\nevent: ...\ndata: ...\n\n").
@@ -57,6 +63,13 @@ class EventStream {
   store::EventQuery filter_;
   EventStreamOptions options_;
   std::chrono::steady_clock::time_point last_write_;
+  std::optional<std::chrono::steady_clock::time_point> last_stats_;
 };
+
+// The `gateway_stats` SSE block for `services` ("" when none has gateway figures):
+//   event: gateway_stats
+//   data: {"services": {"chat": {"request_rate_per_second": 3.2, ...}}}
+std::string FormatGatewayStats(const std::vector<daemon::ServiceView>& services,
+                               const std::string& only_service);
 
 }  // namespace gpuscale::api

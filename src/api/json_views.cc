@@ -116,6 +116,24 @@ Json HistoryJson(const std::vector<gpu::HistoryPoint>& points, const gpu::ScoreW
   return Json{{"points", std::move(array)}};
 }
 
+// The gateway's figures (daemon/gateway_figures.h); durations in seconds, null when the
+// window holds no observation.
+Json GatewayJson(const std::optional<daemon::GatewayFigures>& g) {
+  if (!g) return nullptr;
+  return Json{{"requests_total", g->requests_total},
+              {"errors_total", g->errors_total},
+              {"in_flight", g->in_flight},
+              {"queued", g->queued},
+              {"request_rate_per_second", OrNull(g->request_rate)},
+              {"error_ratio", OrNull(g->error_ratio)},
+              {"ttft_p50_seconds", OrNull(g->ttft_p50)},
+              {"ttft_p90_seconds", OrNull(g->ttft_p90)},
+              {"tpot_p50_seconds", OrNull(g->tpot_p50)},
+              {"e2e_p90_seconds", OrNull(g->e2e_p90)},
+              {"ttft_violation_ratio", OrNull(g->ttft_violation_ratio)},
+              {"tpot_violation_ratio", OrNull(g->tpot_violation_ratio)}};
+}
+
 Json ServiceJson(const daemon::ServiceView& service) {
   Json last_decision = nullptr;
   if (service.last_decision_at) {
@@ -135,6 +153,7 @@ Json ServiceJson(const daemon::ServiceView& service) {
               {"draining_replicas", service.draining_replicas},
               {"last_decision", std::move(last_decision)},
               {"metric_errors", service.metric_errors},
+              {"gateway", GatewayJson(service.gateway)},
               {"created_at", Time(service.created_at)},
               {"spec", YamlTextToJson(service.spec_yaml)}};
 }

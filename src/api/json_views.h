@@ -33,6 +33,8 @@ Json SnapshotJson(const gpu::GpuSnapshot& snapshot, const gpu::ScoreWeights& wei
 Json HistoryJson(const std::vector<gpu::HistoryPoint>& points, const gpu::ScoreWeights& weights);
 
 Json ServiceJson(const daemon::ServiceView& service);
+// A service's `gateway` figures (null when there are none).
+Json GatewayJson(const std::optional<daemon::GatewayFigures>& gateway);
 Json RuleJson(const daemon::RuleView& rule);
 Json ReplicaJson(const orch::ReplicaInfo& replica);
 Json LeaseJson(const alloc::Lease& lease);

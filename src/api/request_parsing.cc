@@ -90,6 +90,8 @@ std::string_view SourceName(scale::MetricSource source) {
       return "kernel";
     case scale::MetricSource::kPrometheus:
       return "prometheus";
+    case scale::MetricSource::kGateway:
+      return "gateway";
   }
   return "inference_framework";
 }

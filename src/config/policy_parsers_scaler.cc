@@ -55,6 +55,8 @@ const EnumTable<scale::MetricSource>& Sources() {
       {"kernel", scale::MetricSource::kKernel},
       // The metric is a PromQL expression the daemon sends to its Prometheus server.
       {"prometheus", scale::MetricSource::kPrometheus},
+      // gateway:* values (scale/metric_names.h): what clients saw at the daemon's gateway.
+      {"gateway", scale::MetricSource::kGateway},
   };
   return table;
 }

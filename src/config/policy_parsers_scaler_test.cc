@@ -118,7 +118,7 @@ TEST(PolicyParsersScalerTest, RuleErrorsNameFieldAndLine) {
        "rules[0].metric: must not be empty (line 5)"},
       {"bad source",
        Rule("  - metric: m\n    source: prom\n    comparator: LESS_THAN\n" + ok_fields),
-       "rules[0].source: expected one of inference_framework, kernel, prometheus, got 'prom' (line 6)"},
+       "rules[0].source: expected one of inference_framework, kernel, prometheus, gateway, got 'prom' (line 6)"},
       {"bad aggregation",
        Rule("  - metric: m\n    aggregation: p99\n    comparator: LESS_THAN\n" + ok_fields),
        "rules[0].aggregation: expected one of average, max, min, sum, got 'p99' (line 6)"},

@@ -289,7 +289,10 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
   }
   orch::ServiceOrchestrator& orch = *slot.orch;
   gateway::GatewayState* gw = options_.gateway.get();
-  if (gw != nullptr) obs.gateway_waiting = gw->Queued(slot.name);
+  if (gw != nullptr) {
+    obs.gateway_waiting = gw->Queued(slot.name);
+    obs.gateway = gw->StatsOf(slot.name);
+  }
   // A drain ends when neither the replica (its scraped vLLM gauges) nor the gateway (its
   // exact count) has a request in flight: requests sent around the gateway count too.
   const ServiceTickResult result =
@@ -371,6 +374,7 @@ ServiceView Daemon::ViewOf(const Slot& slot, Seconds now) const {
     v.last_details = last->tick.decision.details;
     v.last_decision_at = last->tick.now;
     v.metric_errors = last->metric_errors;
+    v.gateway = last->gateway;
   }
   return v;
 }

@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "daemon/daemon_config.h"
+#include "daemon/gateway_figures.h"
 #include "gpu/gpu_info.h"
 #include "gpu/monitor.h"
 #include "orch/local_process_orchestrator.h"
@@ -42,6 +43,9 @@ struct ServiceView {
   std::vector<std::string> last_details;
   std::optional<Seconds> last_decision_at;
   std::vector<std::string> metric_errors;  // from the last tick's collection
+  // What the gateway measured for this service at the last tick (nullopt: no gateway, or no
+  // request of the service reached it yet).
+  std::optional<GatewayFigures> gateway;
   Seconds created_at{0};
 };
 

@@ -171,8 +171,22 @@ Status ReadScalars(const YAML::Node& n, const std::string& path, ServiceConfig& 
   return OkStatus();
 }
 
-// `slo: {ttft_seconds, tpot_seconds}`: absent keys keep the defaults. Each in (0, 3600]: an
-// hour is far past vLLM's largest finite latency bucket, so no longer a latency target.
+constexpr std::pair<std::string_view, SloSource> kSloSources[] = {
+    {"auto", SloSource::kAuto},
+    {"gateway", SloSource::kGateway},
+    {"replicas", SloSource::kReplicas},
+};
+
+std::string_view SloSourceName(SloSource source) {
+  for (const auto& [name, value] : kSloSources) {
+    if (value == source) return name;
+  }
+  return "auto";
+}
+
+// `slo: {ttft_seconds, tpot_seconds, source}`: absent keys keep the defaults. Each duration
+// in (0, 3600]: an hour is far past vLLM's largest finite latency bucket, so no longer a
+// latency target. source: where the violation ratios come from (slo_thresholds.h).
 Status ReadSlo(const YAML::Node& n, const std::string& path, ServiceConfig& s) {
   const YAML::Node node = Child(n, "slo");
   if (!node.IsDefined()) return OkStatus();
@@ -180,7 +194,18 @@ Status ReadSlo(const YAML::Node& n, const std::string& path, ServiceConfig& s) {
   if (!node.IsMap()) {
     return FieldError(node, slo_path, "expected a mapping {ttft_seconds: 1, tpot_seconds: 0.05}");
   }
-  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(node, slo_path, {"ttft_seconds", "tpot_seconds"}));
+  GS_RETURN_IF_ERROR(
+      yaml::CheckKnownKeys(node, slo_path, {"ttft_seconds", "tpot_seconds", "source"}));
+  GS_ASSIGN_OR_RETURN(const std::string source,
+                      yaml::ReadString(node, "source", slo_path, "auto"));
+  bool known = false;
+  for (const auto& [name, value] : kSloSources) {
+    if (name == source) s.slo.source = value, known = true;
+  }
+  if (!known) {
+    return FieldError(Child(node, "source"), Join(slo_path, "source"),
+                      fmt::format("expected auto, gateway or replicas, got '{}'", source));
+  }
   for (std::string_view key : {"ttft_seconds", "tpot_seconds"}) {
     double& target = key == "ttft_seconds" ? s.slo.ttft_seconds : s.slo.tpot_seconds;
     GS_ASSIGN_OR_RETURN(target, yaml::ReadDouble(node, key, slo_path, target));
@@ -343,6 +368,9 @@ std::string ServiceConfigToYaml(const ServiceConfig& s) {
   out << YAML::Key << "slo" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "ttft_seconds" << YAML::Value << fmt::format("{}", s.slo.ttft_seconds);
   out << YAML::Key << "tpot_seconds" << YAML::Value << fmt::format("{}", s.slo.tpot_seconds);
+  if (s.slo.source != SloSource::kAuto) {
+    out << YAML::Key << "source" << YAML::Value << std::string(SloSourceName(s.slo.source));
+  }
   out << YAML::EndMap;
   if (!s.policy_yaml.empty()) EmitPolicy(out, s.policy_yaml);
   out << YAML::EndMap;

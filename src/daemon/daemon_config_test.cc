@@ -62,6 +62,21 @@ TEST(DaemonConfigTest, SloKeepsTheDefaultOfAKeyItLeavesOut) {
   EXPECT_EQ(s->slo, (SloThresholds{.ttft_seconds = 0.5, .tpot_seconds = 0.05}));
 }
 
+TEST(DaemonConfigTest, SloSourceIsReadAndRoundTrips) {
+  for (const auto& [text, source] : std::vector<std::pair<std::string, SloSource>>{
+           {"auto", SloSource::kAuto},
+           {"gateway", SloSource::kGateway},
+           {"replicas", SloSource::kReplicas}}) {
+    auto s = ParseServiceConfigText(
+        std::string(kMinimalService) + "slo: {source: " + text + "}\n", "test");
+    ASSERT_TRUE(s) << ErrorText(s);
+    EXPECT_EQ(s->slo.source, source) << text;
+    auto again = ParseServiceConfigText(ServiceConfigToYaml(*s), "canonical");
+    ASSERT_TRUE(again) << ErrorText(again);
+    EXPECT_EQ(again->slo, s->slo) << text;
+  }
+}
+
 TEST(DaemonConfigTest, ReadsEveryTopLevelField) {
   auto config = ParseDaemonConfigText(R"(
 gpu: {backend: nvidia-smi, nvidia_smi: /opt/smi, cache_ttl_seconds: 0.5,
@@ -235,6 +250,8 @@ const BadConfigCase kBadConfigs[] = {
      "services[0].slo.tpot_seconds: expected seconds in (0, 3600], got 0"},
     {"SloNan", "services:\n  - {name: chat, command: [x], slo: {ttft_seconds: .nan}}",
      "services[0].slo.ttft_seconds: expected a number, got '.nan' (line 2)"},
+    {"SloSourceUnknown", "services:\n  - {name: chat, command: [x], slo: {source: clients}}",
+     "services[0].slo.source: expected auto, gateway or replicas, got 'clients'"},
     {"SloHours", "services:\n  - {name: chat, command: [x], slo: {ttft_seconds: 7200}}",
      "services[0].slo.ttft_seconds: expected seconds in (0, 3600], got 7200"},
     {"MinNegative", "services:\n  - {name: chat, command: [x], min_replicas: -1}",

@@ -130,6 +130,18 @@ struct ServiceMetricView::ReplicaWindows {
   metrics::HistogramWindow ttft, tpot, e2e;
 };
 
+struct ServiceMetricView::GatewayWindows {
+  explicit GatewayWindows(Seconds retention)
+      : requests(retention), errors(retention), ttft(retention), tpot(retention),
+        e2e(retention) {}
+
+  Seconds last{-std::numeric_limits<double>::infinity()};
+  int64_t requests_total = 0, errors_total = 0;
+  int in_flight = 0, queued = 0;
+  metrics::SeriesWindow requests, errors;
+  metrics::HistogramWindow ttft, tpot, e2e;
+};
+
 ServiceMetricView::ServiceMetricView(SloThresholds slo, Seconds retention)
     : slo_(slo), retention_(retention) {}
 ServiceMetricView::~ServiceMetricView() = default;
@@ -154,6 +166,45 @@ void ServiceMetricView::Record(Seconds now, const std::string& replica,
   AddHistogram(w->ttft, now, exposition, kTtftHistogram);
   AddHistogram(w->tpot, now, exposition, kTpotHistogram);
   AddHistogram(w->e2e, now, exposition, kE2eHistogram);
+}
+
+void ServiceMetricView::RecordGateway(Seconds now, const gateway::ServiceStatsView& stats) {
+  if (!gateway_) gateway_ = std::make_unique<GatewayWindows>(retention_);
+  GatewayWindows& g = *gateway_;
+  if (now < g.last) return;
+  g.last = now;
+  g.requests_total = stats.requests;
+  g.errors_total = stats.errors;
+  g.in_flight = stats.in_flight;
+  g.queued = stats.queued;
+  g.requests.Add(now, static_cast<double>(stats.requests));
+  g.errors.Add(now, static_cast<double>(stats.errors));
+  for (auto [window, sample] : {std::pair{&g.ttft, &stats.ttft}, std::pair{&g.tpot, &stats.tpot},
+                                std::pair{&g.e2e, &stats.e2e}}) {
+    window->Add(now, sample->upper_bounds, sample->cumulative_counts, sample->sum);
+  }
+}
+
+std::optional<GatewayFigures> ServiceMetricView::Gateway(Seconds now) const {
+  if (!gateway_) return std::nullopt;
+  const GatewayWindows& g = *gateway_;
+  constexpr Seconds kMinute{60};
+  GatewayFigures f;
+  f.requests_total = g.requests_total;
+  f.errors_total = g.errors_total;
+  f.in_flight = g.in_flight;
+  f.queued = g.queued;
+  f.request_rate = g.requests.Rate(now, Seconds{30});
+  auto requests = g.requests.Increase(now, kMinute);
+  auto errors = g.errors.Increase(now, kMinute);
+  if (requests && errors && *requests > 0) f.error_ratio = *errors / *requests;
+  f.ttft_p50 = g.ttft.Quantile(now, kMinute, 0.5);
+  f.ttft_p90 = g.ttft.Quantile(now, kMinute, 0.9);
+  f.tpot_p50 = g.tpot.Quantile(now, kMinute, 0.5);
+  f.e2e_p90 = g.e2e.Quantile(now, kMinute, 0.9);
+  f.ttft_violation_ratio = g.ttft.FractionAbove(now, kMinute, slo_.ttft_seconds);
+  f.tpot_violation_ratio = g.tpot.FractionAbove(now, kMinute, slo_.tpot_seconds);
+  return f;
 }
 
 void ServiceMetricView::Forget(const std::string& replica) { replicas_.erase(replica); }
@@ -226,6 +277,34 @@ void FillPerReplica(const std::vector<const std::map<std::string, double>*>& scr
 
 }  // namespace
 
+void ServiceMetricView::FillGateway(Seconds now, scale::ScalingInput& input) const {
+  const std::optional<GatewayFigures> f = Gateway(now);
+  if (!f) return;
+  auto set = [&input](std::string_view name, std::optional<double> value) {
+    SetServiceValue(input, name, value);
+    if (value) input.metrics[std::string(name)].source = scale::MetricSource::kGateway;
+  };
+  set(names::kGatewayRequestRate30s, f->request_rate);
+  set(names::kGatewayErrorRatio1m, f->error_ratio);
+  set(names::kGatewayTtftP50, f->ttft_p50);
+  set(names::kGatewayTtftP90, f->ttft_p90);
+  set(names::kGatewayTpotP50, f->tpot_p50);
+  set(names::kGatewayE2eP90, f->e2e_p90);
+  set(names::kGatewayTtftViolationRatio, f->ttft_violation_ratio);
+  set(names::kGatewayTpotViolationRatio, f->tpot_violation_ratio);
+  set(names::kGatewayInFlight, f->in_flight);
+  set(names::kGatewayQueued, f->queued);
+  // The slo policy's ratios: from the gateway when asked, or (auto) when it saw requests.
+  const bool use_gateway =
+      slo_.source == SloSource::kGateway ||
+      (slo_.source == SloSource::kAuto && f->ttft_violation_ratio.has_value());
+  if (!use_gateway) return;
+  input.metrics.erase(std::string(names::kTtftViolationRatio));
+  input.metrics.erase(std::string(names::kTpotViolationRatio));
+  set(names::kTtftViolationRatio, f->ttft_violation_ratio);
+  set(names::kTpotViolationRatio, f->tpot_violation_ratio);
+}
+
 void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready,
                              const gpu::GpuSnapshot* gpus, scale::ScalingInput& input) const {
   std::vector<const std::map<std::string, double>*> scraped;
@@ -257,6 +336,7 @@ void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& re
   SetServiceValue(input, names::kE2eOver5sRatio,
                   FractionAbove(e2e, now, Seconds{300}, kE2eThresholdSeconds));
   if (gpus != nullptr) FillKernel(ready, *gpus, input);
+  FillGateway(now, input);
 }
 
 }  // namespace gpuscale::daemon

@@ -19,6 +19,12 @@
 //    the SLO thresholds), kE2eOver5sRatio (5 min). These read
 //    every replica with windows (as Prometheus reads every scraped target); Forget/Retain
 //    decide which. A value with no data (fewer than two scrapes, no observations) is absent.
+//  - gateway values (source kGateway, names kGateway* in metric_names.h), from the cumulative
+//    measurements the daemon samples from its gateway every tick (RecordGateway): request
+//    rate (30 s), error ratio, TTFT/TPOT/e2e quantiles and SLO violation ratios (1 min), and
+//    the in-flight and queued counts now. With slo.source gateway (or auto while the gateway
+//    saw requests in the last minute) kTtftViolationRatio / kTpotViolationRatio are the
+//    gateway's, so the `slo` policy scales on what clients saw.
 //  - tasks: one TaskDemand {queued = sum waiting, running = sum running}.
 //  - kernel metrics (source kKernel) per ready replica from its GPUs in the snapshot, mean
 //    over the replica's GPUs: "gpu_utilization" (percent), "gpu_memory_used_mb",
@@ -29,13 +35,17 @@
 // Thread-safety: none (the control loop thread owns it).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/clock.h"
+#include "daemon/gateway_figures.h"
 #include "daemon/slo_thresholds.h"
+#include "gateway/gateway_stats.h"
 #include "gpu/gpu_info.h"
 #include "metrics/prometheus_text_parser.h"
 #include "scale/policy.h"
@@ -56,6 +66,11 @@ class ServiceMetricView {
 
   // One scrape of `replica` at `now`.
   void Record(Seconds now, const std::string& replica, const metrics::Exposition& exposition);
+  // The gateway's cumulative measurements of this service at `now`.
+  void RecordGateway(Seconds now, const gateway::ServiceStatsView& stats);
+  // The gateway's figures at `now`; nullopt before the first RecordGateway.
+  std::optional<GatewayFigures> Gateway(Seconds now) const;
+
   // Drops a stopped replica's windows.
   void Forget(const std::string& replica);
   // Keeps only these replicas' windows (drops every other one).
@@ -68,7 +83,10 @@ class ServiceMetricView {
 
  private:
   struct ReplicaWindows;
+  struct GatewayWindows;
+  void FillGateway(Seconds now, scale::ScalingInput& input) const;
   SloThresholds slo_;
+  std::unique_ptr<GatewayWindows> gateway_;
   Seconds retention_;
   std::map<std::string, std::unique_ptr<ReplicaWindows>> replicas_;
 };

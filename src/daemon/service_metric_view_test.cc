@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -176,6 +178,96 @@ TEST(ServiceMetricViewTest, ViolationRatiosWeightReplicasByObservations) {
   EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kTpotViolationRatio)).service_value, 0.4);
   // E2E > 5 s: 3 of 10.
   EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kE2eOver5sRatio)).service_value, 0.3);
+}
+
+// The gateway's cumulative stats of a service after `n` requests whose TTFT each is `ttft`
+// (and TPOT `tpot`), `errors` of them failed; bounds as the gateway's vLLM layouts.
+gateway::ServiceStatsView GatewayStats(int n, int errors, double ttft, double tpot,
+                                       const gateway::ServiceStatsView* before = nullptr) {
+  gateway::ServiceStatsView v = before ? *before : gateway::ServiceStatsView{};
+  auto observe = [n](gateway::HistogramSample& h, double value) {
+    if (h.upper_bounds.empty()) {
+      h.upper_bounds = {0.05, 0.5, 1.0, 2.5, std::numeric_limits<double>::infinity()};
+      h.cumulative_counts.assign(h.upper_bounds.size(), 0);
+    }
+    for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
+      if (value <= h.upper_bounds[i]) h.cumulative_counts[i] += n;
+    }
+    h.sum += n * value;
+  };
+  observe(v.ttft, ttft);
+  observe(v.tpot, tpot);
+  observe(v.e2e, ttft + 1);
+  v.requests += n;
+  v.errors += errors;
+  return v;
+}
+
+TEST(ServiceMetricViewTest, GatewayFiguresAreWindowedFromCumulativeStats) {
+  ServiceMetricView view(SloThresholds{.ttft_seconds = 1.0, .tpot_seconds = 0.05});
+  EXPECT_FALSE(view.Gateway(Seconds{0}).has_value()) << "no gateway, no figures";
+  const gateway::ServiceStatsView t0 = GatewayStats(100, 0, 0.2, 0.01);
+  view.RecordGateway(Seconds{0}, t0);
+  // In the next 30 s: 60 requests, 6 failed, all with a 2 s TTFT (over the 1 s SLO).
+  gateway::ServiceStatsView t30 = GatewayStats(60, 6, 2.0, 0.01, &t0);
+  t30.in_flight = 7;
+  t30.queued = 2;
+  view.RecordGateway(Seconds{30}, t30);
+  const std::optional<GatewayFigures> f = view.Gateway(Seconds{30});
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->requests_total, 160);
+  EXPECT_EQ(f->errors_total, 6);
+  EXPECT_EQ(f->in_flight, 7);
+  EXPECT_EQ(f->queued, 2);
+  EXPECT_DOUBLE_EQ(*f->request_rate, 2.0);  // 60 in 30 s: the 100 before do not count
+  EXPECT_DOUBLE_EQ(*f->error_ratio, 0.1);
+  EXPECT_DOUBLE_EQ(*f->ttft_violation_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(*f->tpot_violation_ratio, 0.0);
+  EXPECT_GT(*f->ttft_p50, 1.0);
+  EXPECT_LE(*f->ttft_p50, 2.5);
+
+  const auto input = FillAt(view, Seconds{30}, {});
+  const scale::MetricValue& rate = input.metrics.at(std::string(names::kGatewayRequestRate30s));
+  EXPECT_EQ(rate.source, scale::MetricSource::kGateway);
+  EXPECT_DOUBLE_EQ(*rate.service_value, 2.0);
+  EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kGatewayInFlight)).service_value, 7);
+  EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kGatewayQueued)).service_value, 2);
+}
+
+// Which histograms the slo policy's violation ratios come from, per slo.source: the replicas
+// say every request met the TTFT SLO, the gateway (what clients saw) says none did.
+TEST(ServiceMetricViewTest, SloSourcePicksTheViolationRatiosOrigin) {
+  const std::string ttft = "vllm:time_to_first_token_seconds";
+  const std::vector<std::string> bounds = {"0.5", "1.0", "2.5", "+Inf"};
+  struct Case {
+    SloSource source;
+    bool gateway_saw_requests;
+    std::optional<double> expected;  // kTtftViolationRatio
+  };
+  const std::vector<Case> cases = {
+      {SloSource::kAuto, true, 1.0},       {SloSource::kAuto, false, 0.0},
+      {SloSource::kGateway, true, 1.0},    {SloSource::kGateway, false, std::nullopt},
+      {SloSource::kReplicas, true, 0.0},   {SloSource::kReplicas, false, 0.0},
+  };
+  for (const Case& c : cases) {
+    ServiceMetricView view(SloThresholds{.ttft_seconds = 1.0, .source = c.source});
+    view.Record(Seconds{0}, "r1", Parse(Histogram(ttft, bounds, {0, 0, 0, 0})));
+    view.Record(Seconds{60}, "r1", Parse(Histogram(ttft, bounds, {10, 10, 10, 10})));
+    const gateway::ServiceStatsView t0 = GatewayStats(0, 0, 2.0, 0.01);
+    view.RecordGateway(Seconds{0}, t0);
+    view.RecordGateway(Seconds{60}, GatewayStats(c.gateway_saw_requests ? 10 : 0, 0, 2.0, 0.01,
+                                                 &t0));
+    const auto input = FillAt(view, Seconds{60}, Ready({"r1"}));
+    const auto it = input.metrics.find(std::string(names::kTtftViolationRatio));
+    const std::string label = fmt::format("source {} gateway saw requests {}",
+                                          static_cast<int>(c.source), c.gateway_saw_requests);
+    if (!c.expected) {
+      EXPECT_EQ(it, input.metrics.end()) << label;
+      continue;
+    }
+    ASSERT_NE(it, input.metrics.end()) << label;
+    EXPECT_DOUBLE_EQ(*it->second.service_value, *c.expected) << label;
+  }
 }
 
 TEST(ServiceMetricViewTest, NoObservationsMeansNoRatioAndOneScrapeNoRate) {

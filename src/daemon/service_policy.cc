@@ -40,12 +40,11 @@ constexpr Spellings<scale::Aggregation> kAggregations = {{
     {"sum", scale::Aggregation::kSum},
 }};
 
-// Only three sources exist; the fourth slot repeats one so the table shape is shared.
 constexpr Spellings<scale::MetricSource> kSources = {{
     {"inference_framework", scale::MetricSource::kInferenceFramework},
     {"kernel", scale::MetricSource::kKernel},
     {"prometheus", scale::MetricSource::kPrometheus},
-    {"prometheus", scale::MetricSource::kPrometheus},
+    {"gateway", scale::MetricSource::kGateway},
 }};
 
 template <typename E>
@@ -65,7 +64,7 @@ bool ComputedLocally(std::string_view name) {
   return name == mn::kSuccessRate30s || name == mn::kSuccessRate2m ||
          name == mn::kPromptTokensRate30s || name == mn::kGenerationTokensRate30s ||
          name == mn::kTtftViolationRatio || name == mn::kTpotViolationRatio ||
-         name == mn::kE2eOver5sRatio;
+         name == mn::kE2eOver5sRatio || name.starts_with("gateway:");
 }
 
 Status CheckRuleBounds(const store::RuleRow& row, const ServiceConfig& service,

@@ -108,6 +108,8 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
     ready.push_back({r.id, r.gpus});
   }
   view_.Retain(seen);
+  if (observation.gateway) view_.RecordGateway(now, *observation.gateway);
+  result.gateway = view_.Gateway(now);
 
   scale::ScalingInput input;
   view_.Fill(now, ready, gpus, input);

@@ -59,6 +59,9 @@ struct ServiceObservation {
   // Requests waiting in the gateway's activator queue: a policy that chose 0 replicas gets
   // one while any wait (the decision's reason says so).
   int gateway_waiting = 0;
+  // The gateway's cumulative measurements of the service (nullopt: no gateway, or it has not
+  // seen a request of the service yet).
+  std::optional<gateway::ServiceStatsView> gateway;
 };
 
 struct ServiceTickResult {
@@ -66,6 +69,7 @@ struct ServiceTickResult {
   bool desired_changed = false;  // desired_replicas differs from the previous tick's
   int scrape_errors = 0;
   std::vector<std::string> metric_errors;  // scrape and query failures, one line each
+  std::optional<GatewayFigures> gateway;   // what the gateway measured (nullopt: nothing)
 };
 
 // Called with each scraped replica's in-flight request count before the controller runs.

@@ -1,5 +1,6 @@
 #include "gateway/gateway_stats.h"
 
+#include <limits>
 #include <vector>
 
 #include "metrics/exposition_writer.h"
@@ -19,6 +20,16 @@ void AddHistogram(metrics::ExpositionWriter& w, const std::vector<Label>& labels
                   const metrics::BucketHistogram& h) {
   const std::vector<double> counts = h.CumulativeCounts();
   w.AddHistogram(labels, h.upper_bounds(), counts, h.sum());
+}
+
+HistogramSample Sample(const metrics::BucketHistogram& h) {
+  HistogramSample out;
+  out.upper_bounds.assign(h.upper_bounds().begin(), h.upper_bounds().end());
+  out.upper_bounds.push_back(std::numeric_limits<double>::infinity());
+  out.cumulative_counts = h.CumulativeCounts();
+  out.cumulative_counts.push_back(static_cast<double>(h.count()));
+  out.sum = h.sum();
+  return out;
 }
 
 }  // namespace
@@ -44,6 +55,10 @@ std::optional<ServiceStatsView> GatewayStats::View(const std::string& service) c
   v.ttft_mean_seconds = s.ttft.count() ? s.ttft.sum() / s.ttft.count() : 0;
   v.e2e_mean_seconds = s.e2e.count() ? s.e2e.sum() / s.e2e.count() : 0;
   v.requests_by_replica = s.requests_by_replica;
+  v.queue = Sample(s.queue);
+  v.ttft = Sample(s.ttft);
+  v.tpot = Sample(s.tpot);
+  v.e2e = Sample(s.e2e);
   return v;
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "metrics/bucket_histogram.h"
 
@@ -28,13 +29,25 @@ struct RequestMeasurement {
   double e2e_seconds = 0;      // arrival -> last byte sent
 };
 
-// A service's totals for GET /v1/services/NAME.
+// A cumulative histogram as a scrape would show it: bounds ending in +Inf, cumulative counts
+// (the last is the total), sum.
+struct HistogramSample {
+  std::vector<double> upper_bounds;
+  std::vector<double> cumulative_counts;
+  double sum = 0;
+};
+
+// A service's totals since start: what the daemon samples every tick (its metric view turns
+// them into windowed rates, quantiles and SLO violation ratios, the `gateway` metric source).
 struct ServiceStatsView {
   int64_t requests = 0;
-  int64_t errors = 0;  // 5xx sent by the gateway or failed streams
+  int64_t errors = 0;  // requests that ended with an error reason (5xx, broken, client gone)
   double ttft_mean_seconds = 0;
   double e2e_mean_seconds = 0;
   std::map<std::string, int64_t> requests_by_replica;
+  HistogramSample queue, ttft, tpot, e2e;
+  int in_flight = 0;  // now, over the service's replicas (GatewayState fills it)
+  int queued = 0;     // now, in the activator queue (GatewayState fills it)
 };
 
 class GatewayStats {

@@ -35,4 +35,18 @@ inline constexpr std::string_view kE2eOver5sRatio =
     "1 - (sum(rate(vllm:e2e_request_latency_seconds_bucket{le=\"5.0\"}[5m])) / "
     "sum(rate(vllm:e2e_request_latency_seconds_bucket{le=\"+Inf\"}[5m])))";
 
+// Service values measured by the daemon's gateway (MetricSource::kGateway): what clients saw,
+// queueing at the door and the network included, for every request the gateway routed.
+// Rates and ratios over the window in the name; gauges are the values now.
+inline constexpr std::string_view kGatewayRequestRate30s = "gateway:request_rate:30s";
+inline constexpr std::string_view kGatewayErrorRatio1m = "gateway:error_ratio:1m";
+inline constexpr std::string_view kGatewayTtftP50 = "gateway:ttft_seconds:p50:1m";
+inline constexpr std::string_view kGatewayTtftP90 = "gateway:ttft_seconds:p90:1m";
+inline constexpr std::string_view kGatewayTpotP50 = "gateway:tpot_seconds:p50:1m";
+inline constexpr std::string_view kGatewayE2eP90 = "gateway:e2e_seconds:p90:1m";
+inline constexpr std::string_view kGatewayTtftViolationRatio = "gateway:ttft_violation_ratio:1m";
+inline constexpr std::string_view kGatewayTpotViolationRatio = "gateway:tpot_violation_ratio:1m";
+inline constexpr std::string_view kGatewayInFlight = "gateway:in_flight";
+inline constexpr std::string_view kGatewayQueued = "gateway:queued";
+
 }  // namespace gpuscale::scale::metric_names

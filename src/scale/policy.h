@@ -26,6 +26,7 @@ enum class MetricSource {
   kInferenceFramework,  // replicas' scraped /metrics (vLLM names)
   kKernel,              // per-replica GPU/process metrics (utilization, memory, power)
   kPrometheus,          // a Prometheus server query result (service-level)
+  kGateway,             // what gpuscale's gateway measured at the door (service-level)
 };
 
 // One metric as observed at `now`.

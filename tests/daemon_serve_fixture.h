@@ -1,0 +1,89 @@
+// DaemonServeTest: the fixture of the `gpuscale serve` end-to-end tests (daemon_serve_test.cc,
+// gateway_serve_test.cc): a scratch directory, an environment marker on every process the
+// test starts, one ServeDaemon with simulated GPUs, the service block of emulated replicas,
+// and helpers to load and count them. TearDown kills the daemon's process group and every
+// marked process, and dumps the daemon's output after a failure.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "daemon_test_util.h"
+
+namespace gpuscale::daemon_test {
+
+class DaemonServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("gpuscale_serve_test_");
+    ASSERT_FALSE(dir_.empty());
+    marker_ = TestMarker(dir_);
+  }
+
+  void TearDown() override {
+    daemon_.Kill(SIGKILL);
+    KillMarkedProcesses(marker_);
+    if (HasFailure()) {
+      DumpFile("daemon stderr", dir_ + "/daemon.err");
+      std::cerr << "--- stdout ---\n" << daemon_.stdout_seen();
+    }
+    std::filesystem::remove_all(dir_);
+  }
+
+  // The service block of the config; `policy` is indented YAML under `policy:`.
+  std::string Service(int min, int max, const std::string& policy) {
+    std::ostringstream s;
+    s << "  - name: x\n"
+      << EmulatedReplicaYaml(marker_) << "    gpus_per_replica: 1\n"
+      << "    startup_timeout_seconds: 20\n"
+      << "    drain_timeout_seconds: 5\n"
+      << "    min_replicas: " << min << "\n    max_replicas: " << max << "\n"
+      << "    policy:\n"
+      << policy;
+    return s.str();
+  }
+
+  std::string Config(const std::string& services, int gpus = 4, const std::string& extra = "") {
+    std::ofstream inv(dir_ + "/inventory.yaml");
+    inv << "gpus:\n";
+    for (int i = 0; i < gpus; ++i) inv << "  - index: " << i << "\n";
+    return "gpu: {backend: simulated, inventory: " + dir_ + "/inventory.yaml}\n" + extra +
+           "services:\n" + services;
+  }
+
+  // Starts `gpuscale serve` (1 s control loop) and reads its port from the first stdout line.
+  void StartDaemon(const std::string& config, const std::vector<std::string>& flags = {}) {
+    daemon_.Start(config, {.dir = dir_, .flags = flags, .env = {marker_}});
+  }
+
+  // Loads the first replica with BenchArgv for `bench_seconds`; true when the service holds
+  // `replicas` within `wait`. The bench is stopped either way.
+  bool BenchUntil(int replicas, int bench_seconds, std::chrono::seconds wait) {
+    const int replica_port = Replicas()[0]["port"];
+    const pid_t bench =
+        Spawn(BenchArgv("http://127.0.0.1:" + std::to_string(replica_port), bench_seconds), -1,
+              dir_ + "/bench.err", {marker_});
+    if (bench <= 0) {
+      ADD_FAILURE() << "gpuscale bench did not start";
+      return false;
+    }
+    const bool reached = WaitFor([&] { return Count() == replicas; }, wait);
+    kill(bench, SIGKILL);
+    waitpid(bench, nullptr, 0);
+    return reached;
+  }
+
+  int Port() const { return daemon_.port(); }
+  json Replicas() { return ServiceReplicas(Port(), "x", token_); }
+  int Count(const std::string& phase = "") { return CountReplicas(Replicas(), phase); }
+
+  std::string dir_, marker_, token_;
+  ServeDaemon daemon_;
+};
+
+}  // namespace gpuscale::daemon_test

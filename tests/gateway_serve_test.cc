@@ -1,0 +1,238 @@
+// The gateway of `gpuscale serve` end to end (issue 21's acceptance): real daemon, emulated
+// replicas, `gpuscale bench` pointed at the gateway. Load spreads over scaled-out replicas
+// without errors; a service at zero replicas is woken by a request; a scale-in drains
+// replicas with streams in flight and no request fails; kill -9 of a replica under load
+// fails at most the requests in flight on it and none after; a full activator queue answers
+// 503 with Retry-After at once, and a wait past the queue timeout 503 too.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+
+#include <future>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "daemon_serve_fixture.h"
+
+namespace gpuscale::daemon_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Requests each replica received through the gateway (gpuscale_gateway_replica_requests_total
+// on the API's /metrics), by replica id.
+std::map<std::string, double> GatewayRequestsByReplica(int api_port) {
+  httplib::Client client("127.0.0.1", api_port);
+  std::map<std::string, double> out;
+  auto res = client.Get("/metrics");
+  if (!res) return out;
+  std::istringstream lines(res->body);
+  static const std::string kPrefix = "gpuscale_gateway_replica_requests_total{";
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(kPrefix, 0) != 0) continue;
+    const size_t id = line.find("replica=\"");
+    const size_t end = line.find('"', id + 9);
+    if (id == std::string::npos || end == std::string::npos) continue;
+    out[line.substr(id + 9, end - id - 9)] = std::atof(line.c_str() + line.rfind(' ') + 1);
+  }
+  return out;
+}
+
+// The data plane end to end: bench load through the gateway scales the service out, every
+// ready replica then takes a fair share of the requests (none under half of it), and no
+// request fails while replicas start, take load and drain.
+TEST_F(DaemonServeTest, GatewaySpreadsLoadOverScaledOutReplicasWithoutErrors) {
+  std::string service = Service(1, 3, kFastQueuePolicyYaml);
+  service.replace(service.find("    gpus_per_replica"), 0, "    models: [m]\n");
+  StartDaemon(Config(service));
+  ASSERT_GT(daemon_.gateway_port(), 0) << daemon_.stdout_seen();
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1; }, std::chrono::seconds(15)));
+  const std::string report = dir_ + "/bench.json";
+  const int out = open(report.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(out, 0);
+  std::vector<std::string> argv =
+      BenchArgv("http://127.0.0.1:" + std::to_string(daemon_.gateway_port()), 25);
+  argv.insert(argv.end(), {"-o", "json"});
+  const pid_t bench = Spawn(argv, out, dir_ + "/bench.err", {marker_});
+  close(out);
+  ASSERT_GT(bench, 0);
+  const bool scaled = WaitFor([&] { return Count("ready") == 3; }, std::chrono::seconds(20));
+  const std::map<std::string, double> before = GatewayRequestsByReplica(Port());
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const std::map<std::string, double> after = GatewayRequestsByReplica(Port());
+  int status = 0;
+  waitpid(bench, &status, 0);
+  ASSERT_TRUE(scaled) << Replicas().dump();
+  double total = 0;
+  for (const auto& [replica, n] : after) total += n - (before.count(replica) ? before.at(replica) : 0);
+  ASSERT_EQ(after.size(), 3u) << "requests by replica: " << after.size();
+  for (const auto& [replica, n] : after) {
+    const double share = n - (before.count(replica) ? before.at(replica) : 0);
+    EXPECT_GE(share, total / 3 / 2) << replica << " got " << share << " of " << total;
+  }
+  std::ifstream in(report);
+  const json bench_report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(bench_report.is_discarded()) << "bench printed no JSON";
+  EXPECT_GT(bench_report["requests_completed"].get<int>(), 0) << bench_report.dump();
+  EXPECT_EQ(bench_report["requests_failed"], 0) << bench_report.dump();
+  // What the gateway measured reaches the API (the next tick publishes it).
+  json gateway;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        gateway = Http(Port(), "GET", "/v1/services/x").body["gateway"];
+        return gateway.is_object() && gateway["requests_total"].get<int>() >=
+                                          bench_report["requests_completed"].get<int>();
+      },
+      std::chrono::seconds(5)))
+      << gateway.dump();
+  EXPECT_TRUE(gateway["ttft_p50_seconds"].is_number()) << gateway.dump();
+}
+
+// Scale from zero: a request for a service at zero replicas waits in the gateway's activator
+// queue, which wakes the control loop; the service gets a replica and the request succeeds.
+TEST_F(DaemonServeTest, GatewayWakesAServiceAtZeroReplicas) {
+  std::string service = Service(0, 2, kFastQueuePolicyYaml);
+  service.replace(service.find("    gpus_per_replica"), 0, "    models: [m]\n");
+  // A 30 s loop: only the activator's wake-up can start the replica within the test.
+  daemon_.Start(Config(service), {.dir = dir_, .loop_interval_seconds = "30", .env = {marker_}});
+  ASSERT_GT(daemon_.gateway_port(), 0) << daemon_.stdout_seen();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(Count(), 0) << Replicas().dump();
+  httplib::Client client("127.0.0.1", daemon_.gateway_port());
+  client.set_read_timeout(30, 0);
+  auto res = client.Post("/v1/completions",
+                         R"({"model": "m", "prompt": "hello", "max_tokens": 4})",
+                         "application/json");
+  ASSERT_TRUE(res) << "no answer from the gateway";
+  EXPECT_EQ(res->status, 200) << res->body;
+  HttpReply events = Http(Port(), "GET", "/v1/events?kind=decision&limit=100");
+  EXPECT_THAT(events.body.dump(), HasSubstr("activator")) << events.body.dump();
+}
+
+// `gpuscale bench` through the gateway in the background: its JSON report lands in
+// dir/name.json. Finish() waits for it and parses the report.
+class BackgroundBench {
+ public:
+  BackgroundBench(const std::string& dir, const std::string& name, int gateway_port,
+                  const std::vector<std::string>& args, const std::string& marker)
+      : report_(dir + "/" + name + ".json") {
+    const int out = open(report_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> argv = {kBinary, "bench", "--url",
+                                     "http://127.0.0.1:" + std::to_string(gateway_port),
+                                     "--no-progress", "-o", "json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = out >= 0 ? Spawn(argv, out, dir + "/" + name + ".err", {marker}) : -1;
+    if (out >= 0) close(out);
+  }
+  bool started() const { return pid_ > 0; }
+  json Finish() {
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    std::ifstream in(report_);
+    return json::parse(in, nullptr, false);
+  }
+  ~BackgroundBench() {
+    if (pid_ > 0) kill(pid_, SIGKILL), waitpid(pid_, nullptr, 0);
+  }
+
+ private:
+  std::string report_;
+  pid_t pid_ = -1;
+};
+
+// Streams long enough (64 tokens in 20 ms steps, about 1.3 s each) to be in flight when
+// replicas go away.
+const std::vector<std::string> kLongStreams = {"--model",         "m",  "--concurrency",
+                                               "6",               "--input-tokens", "16",
+                                               "--output-tokens", "64"};
+
+std::vector<std::string> WithDuration(std::vector<std::string> args, int seconds) {
+  args.insert(args.end(), {"--duration", std::to_string(seconds)});
+  return args;
+}
+
+TEST_F(DaemonServeTest, GatewayScaleInDrainsStreamsInFlightWithoutFailures) {
+  std::string service = Service(1, 3, kFastQueuePolicyYaml);
+  service.replace(service.find("    gpus_per_replica"), 0, "    models: [m]\n");
+  StartDaemon(Config(service));
+  ASSERT_EQ(Http(Port(), "PUT", "/v1/services/x/replicas", "", R"({"replicas": 3})").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 3; }, std::chrono::seconds(20)))
+      << Replicas().dump();
+  BackgroundBench bench(dir_, "bench", daemon_.gateway_port(), WithDuration(kLongStreams, 10),
+                        marker_);
+  ASSERT_TRUE(bench.started());
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  // Two of three replicas drain while each holds streams.
+  ASSERT_EQ(Http(Port(), "PUT", "/v1/services/x/replicas", "", R"({"replicas": 1})").status, 200);
+  EXPECT_TRUE(WaitFor([&] { return Count("draining") >= 1 || Count() == 1; },
+                      std::chrono::seconds(5)));
+  const json report = bench.Finish();
+  ASSERT_FALSE(report.is_discarded()) << "bench printed no JSON";
+  EXPECT_GT(report["requests_completed"].get<int>(), 0) << report.dump();
+  EXPECT_EQ(report["requests_failed"], 0) << report.dump();
+  EXPECT_TRUE(WaitFor([&] { return Replicas().size() == 1; }, std::chrono::seconds(15)))
+      << Replicas().dump();
+}
+
+TEST_F(DaemonServeTest, GatewayKillNineFailsOnlyTheRequestsInFlightOnTheReplica) {
+  std::string service = Service(1, 3, kFastQueuePolicyYaml);
+  service.replace(service.find("    gpus_per_replica"), 0, "    models: [m]\n");
+  StartDaemon(Config(service));
+  ASSERT_EQ(Http(Port(), "PUT", "/v1/services/x/replicas", "", R"({"replicas": 2})").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 2; }, std::chrono::seconds(20)))
+      << Replicas().dump();
+  BackgroundBench during(dir_, "during", daemon_.gateway_port(), WithDuration(kLongStreams, 8),
+                         marker_);
+  ASSERT_TRUE(during.started());
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const int pid = Replicas()[0]["pid"];
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  const json report = during.Finish();
+  ASSERT_FALSE(report.is_discarded()) << "bench printed no JSON";
+  // At most the streams in flight on the killed replica: 6 clients over 2 replicas.
+  EXPECT_LE(report["requests_failed"].get<int>(), 6) << report.dump();
+  EXPECT_GT(report["requests_completed"].get<int>(), 0) << report.dump();
+  // After the kill: nothing fails, whether or not the replica is back yet.
+  BackgroundBench after(dir_, "after", daemon_.gateway_port(), WithDuration(kLongStreams, 4),
+                        marker_);
+  const json later = after.Finish();
+  ASSERT_FALSE(later.is_discarded()) << "bench printed no JSON";
+  EXPECT_GT(later["requests_completed"].get<int>(), 0) << later.dump();
+  EXPECT_EQ(later["requests_failed"], 0) << later.dump();
+}
+
+TEST_F(DaemonServeTest, GatewayFullActivatorQueueAnswers503WithRetryAfter) {
+  // A replica that takes a minute to load: requests wait for it in the activator queue.
+  const std::string service = std::string("  - name: x\n    models: [m]\n    command: [") +
+                              kBinary +
+                              ", emulate, --port, \"{port}\", --model, m, --startup-seconds, "
+                              "\"60\"]\n    env: {GPUSCALE_TEST_MARK: " + MarkerValue(marker_) +
+                              "}\n    gpus_per_replica: 1\n    startup_timeout_seconds: 120\n"
+                              "    min_replicas: 0\n    max_replicas: 1\n    policy:\n" +
+                              kFastQueuePolicyYaml;
+  StartDaemon(Config(service, 4, "gateway: {queue_size: 1, queue_timeout_seconds: 3}\n"));
+  ASSERT_GT(daemon_.gateway_port(), 0) << daemon_.stdout_seen();
+  const int gateway = daemon_.gateway_port();
+  auto post = [gateway] {
+    httplib::Client client("127.0.0.1", gateway);
+    client.set_read_timeout(30, 0);
+    return client.Post("/v1/completions", R"({"model": "m", "prompt": "hi", "max_tokens": 2})",
+                       "application/json");
+  };
+  std::future<httplib::Result> waiting = std::async(std::launch::async, post);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const httplib::Result full = post();  // the queue holds one: this one is turned away
+  ASSERT_TRUE(full) << "no answer from the gateway";
+  EXPECT_EQ(full->status, 503) << full->body;
+  EXPECT_TRUE(full->has_header("Retry-After"));
+  EXPECT_THAT(full->body, HasSubstr("no_ready_replica"));
+  const httplib::Result timed_out = waiting.get();  // waited its 3 s: 503 too, not a hang
+  ASSERT_TRUE(timed_out) << "no answer from the gateway";
+  EXPECT_EQ(timed_out->status, 503) << timed_out->body;
+  EXPECT_TRUE(timed_out->has_header("Retry-After"));
+}
+
+}  // namespace
+}  // namespace gpuscale::daemon_test
