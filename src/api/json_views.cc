@@ -189,6 +189,7 @@ Json ReplicaJson(const orch::ReplicaInfo& replica) {
               {"uptime_seconds", Round(replica.uptime.count())},
               {"outstanding_requests", replica.outstanding_requests},
               {"adopted", replica.adopted},
+              {"serving", replica.serving},
               {"last_error", replica.last_error},
               {"log_path", replica.log_path}};
 }

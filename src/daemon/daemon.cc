@@ -406,7 +406,10 @@ void Daemon::PublishRoutes(Seconds now) {
   for (auto& [name, slot] : services_) {
     gateway::ServiceRoute route{name, slot->runtime->config().ServedModels(), {}};
     for (const orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
-      if (r.phase != scale::ReplicaPhase::kReady || r.port <= 0 || r.host.empty()) continue;
+      if (r.phase != scale::ReplicaPhase::kReady || !r.serving || r.port <= 0 ||
+          r.host.empty()) {
+        continue;
+      }
       route.replicas.push_back({r.id, r.host, r.port, (now - r.phase_since).count()});
     }
     routes.push_back(std::move(route));

@@ -6,7 +6,7 @@
 
 namespace gpuscale::orch {
 
-bool HttpGetOk(int port, const std::string& path, Seconds timeout) {
+ProbeResult HttpProbe(int port, const std::string& path, Seconds timeout) {
   try {
     httplib::Client client("127.0.0.1", port);
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout);
@@ -14,9 +14,12 @@ bool HttpGetOk(int port, const std::string& path, Seconds timeout) {
     client.set_read_timeout(micros);
     client.set_write_timeout(micros);
     const auto response = client.Get(path.c_str());
-    return response && response->status == 200;
-  } catch (...) {  // httplib may throw on odd input; a probe only answers yes or no
-    return false;
+    if (response) return response->status == 200 ? ProbeResult::kOk : ProbeResult::kFailed;
+    // Connected but nothing came back in time: busy or hung, which only time tells apart.
+    return response.error() == httplib::Error::Read ? ProbeResult::kNoAnswer
+                                                    : ProbeResult::kFailed;
+  } catch (...) {  // httplib may throw on odd input
+    return ProbeResult::kFailed;
   }
 }
 

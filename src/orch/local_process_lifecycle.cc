@@ -95,8 +95,8 @@ void LocalProcessOrchestrator::OnExit(Replica& r, int code, Seconds now) {
   }
 }
 
-bool LocalProcessOrchestrator::Probe(const Replica& r) const {
-  if (config_.readiness_path.empty()) return true;
+ProbeResult LocalProcessOrchestrator::Probe(const Replica& r) const {
+  if (config_.readiness_path.empty()) return ProbeResult::kOk;
   return probe_(r.port, config_.readiness_path);
 }
 
@@ -104,8 +104,11 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now) {
   if (now < r.next_probe_at) return;
   if (r.phase == scale::ReplicaPhase::kStarting) {
     r.next_probe_at = now + config_.probe_interval;
-    if (Probe(r)) {
+    if (Probe(r) == ProbeResult::kOk) {
       book_.SetPhase(r, scale::ReplicaPhase::kReady, now);
+      r.serving = true;
+      r.silent_since.reset();
+      r.health_failures = 0;
       r.next_probe_at = now + config_.health_interval;
       book_.Emit(
           now, r.id, "replica_ready",
@@ -120,13 +123,32 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now) {
   }
   if (config_.health_interval <= Seconds{0}) return;
   r.next_probe_at = now + config_.health_interval;
-  if (Probe(r)) {
+  const ProbeResult probe = Probe(r);
+  if (probe == ProbeResult::kOk) {
+    if (!r.serving) book_.Emit(now, r.id, "replica_serving", "health probe passes again");
+    r.serving = true;
+    r.silent_since.reset();
     r.health_failures = 0;
     return;
   }
-  if (++r.health_failures < config_.health_failure_threshold) return;
-  r.last_error = fmt::format("failed {} health probes in a row ({})", r.health_failures,
-                             config_.readiness_path);
+  if (r.serving) {
+    book_.Emit(now, r.id, "replica_not_serving",
+               fmt::format("health probe {}: out of the gateway's rotation until it passes",
+                           probe == ProbeResult::kNoAnswer ? "unanswered" : "failed"));
+  }
+  r.serving = false;
+  if (probe == ProbeResult::kNoAnswer) {
+    // Busy or hung: only a long silence says hung.
+    if (!r.silent_since) r.silent_since = now;
+    if (now - *r.silent_since < config_.liveness_timeout) return;
+    r.last_error = fmt::format("no answer to {} for {:.3g} s (liveness_timeout)",
+                               config_.readiness_path, (now - *r.silent_since).count());
+  } else {
+    r.silent_since.reset();
+    if (++r.health_failures < config_.health_failure_threshold) return;
+    r.last_error = fmt::format("failed {} health probes in a row ({})", r.health_failures,
+                               config_.readiness_path);
+  }
   book_.Emit(now, r.id, "replica_unhealthy", r.last_error);
   Terminate(r, now, /*restart_after=*/true);
 }

@@ -89,7 +89,7 @@ Result<std::unique_ptr<LocalProcessOrchestrator>> LocalProcessOrchestrator::Crea
   }
   if (!probe) {
     probe = [timeout = config.probe_timeout](int port, const std::string& path) {
-      return HttpGetOk(port, path, timeout);
+      return HttpProbe(port, path, timeout);
     };
   }
   return std::unique_ptr<LocalProcessOrchestrator>(new LocalProcessOrchestrator(

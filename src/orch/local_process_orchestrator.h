@@ -13,8 +13,10 @@
 //     <state_dir>/logs/<id>.log, in its own process group -> `starting`.
 //   Poll(now): reaps exited processes (waitpid per pid, WNOHANG), probes starting replicas
 //     (HTTP GET readiness_path == 200 -> `ready`; startup_timeout passed -> killed and
-//     restarted), health-checks ready ones (health_failure_threshold failures in a row ->
-//     restarted), restarts crashed ones after the backoff (its doubling resets once a
+//     restarted), health-checks ready ones: a probe that fails takes the replica out of the
+//     gateway's rotation (ReplicaInfo::serving) until one passes; health_failure_threshold
+//     refused or non-200 probes in a row, or no answer for liveness_timeout, restart it;
+//     restarts crashed ones after the backoff (its doubling resets once a
 //     replica has run for stable_after), and escalates SIGTERM to SIGKILL after stop_grace.
 //     A restarting replica keeps its GPUs.
 //   Drain: see replica_book.h; a process that exits while draining counts as stopped.
@@ -50,6 +52,7 @@
 #include "core/result.h"
 #include "gpu/gpu_info.h"
 #include "scale/policy.h"
+#include "orch/http_probe.h"
 #include "orch/replica_book.h"
 #include "orch/service_orchestrator.h"
 #include "scale/replica_orchestrator.h"
@@ -73,6 +76,10 @@ struct LocalProcessConfig {
   Seconds probe_timeout{1};          // per probe (connect, read)
   Seconds health_interval{10};       // between health probes of a ready replica; 0 = none
   int health_failure_threshold = 3;  // failed health probes in a row before a restart
+  // A ready replica that stops answering its health probe (ProbeResult::kNoAnswer) leaves
+  // the gateway's rotation at once (readiness) but is restarted only when it stays silent
+  // this long (liveness): a replica that is merely busy must not be restarted.
+  Seconds liveness_timeout{60};
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};
   Seconds stable_after{300};         // running this long resets the backoff doubling
@@ -85,8 +92,8 @@ struct LocalProcessConfig {
 // state_dir, port_range_start/end, or a negative duration).
 Status ValidateLocalProcessConfig(const LocalProcessConfig& config);
 
-// Readiness/health probe: true when GET 127.0.0.1:<port><path> answered 200.
-using ReadinessProbe = std::function<bool(int port, const std::string& path)>;
+// Readiness/health probe of GET 127.0.0.1:<port><path> (http_probe.h).
+using ReadinessProbe = std::function<ProbeResult(int port, const std::string& path)>;
 
 class LocalProcessOrchestrator final : public ServiceOrchestrator {
  public:
@@ -163,7 +170,7 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   void OnExit(Replica& r, int code, Seconds now);  // sets r.proc; may mark r removable
   bool PollOne(Replica& r, Seconds now);           // false: remove r
   void PollRunning(Replica& r, Seconds now);
-  bool Probe(const Replica& r) const;
+  ProbeResult Probe(const Replica& r) const;
   std::set<int> PortsInUse() const;
   // adoption (local_process_adoption.cc)
   void AdoptOne(const ReplicaRecord& record, Seconds now, AdoptionReport& report);

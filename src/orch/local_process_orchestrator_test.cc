@@ -190,7 +190,9 @@ TEST_F(LocalProcessTest, StartupTimeoutAndFailedHealthChecksRestartTheReplica) {
   config.startup_timeout = Seconds{30};
   config.health_interval = Seconds{10};
   config.health_failure_threshold = 2;
-  auto& orch = Make(config, [&](int, const std::string&) { return healthy; });
+  auto& orch = Make(config, [&](int, const std::string&) {
+    return healthy ? ProbeResult::kOk : ProbeResult::kFailed;
+  });
   ASSERT_TRUE(orch.Start(now_));
   orch.Poll(now_);
   EXPECT_EQ(orch.ListReplicas()[0].phase, ReplicaPhase::kStarting);
@@ -215,6 +217,52 @@ TEST_F(LocalProcessTest, StartupTimeoutAndFailedHealthChecksRestartTheReplica) {
   for (const auto& e : orch.TakeEvents()) events_.push_back(e);
   EXPECT_TRUE(HasEvent("replica_unhealthy"));
   EXPECT_EQ(InfoOf(orch, "svc-0", now_).restarts, 2);
+}
+
+// Readiness is not liveness: a replica whose health probe goes unanswered (a busy server)
+// leaves the gateway's rotation at once but is restarted only after liveness_timeout of
+// silence; one answer brings it back.
+TEST_F(LocalProcessTest, UnansweredHealthProbesTakeAReplicaOutOfRotationBeforeRestartingIt) {
+  ProbeResult health = ProbeResult::kOk;
+  LocalProcessConfig config = Config({"sleep", "60"});
+  config.readiness_path = "/health";
+  config.health_interval = Seconds{10};
+  config.health_failure_threshold = 2;
+  config.liveness_timeout = Seconds{60};
+  auto& orch = Make(config, [&](int, const std::string&) { return health; });
+  ASSERT_TRUE(orch.Start(now_));
+  orch.Poll(now_);
+  Track(orch);
+  ASSERT_EQ(orch.ListReplicas()[0].phase, ReplicaPhase::kReady);
+  EXPECT_TRUE(InfoOf(orch, "svc-0", now_).serving);
+
+  health = ProbeResult::kNoAnswer;
+  for (int i = 0; i < 5; ++i) {  // 50 s of silence: over the failure threshold, under 60 s
+    now_ += Seconds{10};
+    orch.Poll(now_);
+  }
+  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, "ready");
+  EXPECT_FALSE(InfoOf(orch, "svc-0", now_).serving);
+  EXPECT_EQ(InfoOf(orch, "svc-0", now_).restarts, 0);
+
+  health = ProbeResult::kOk;
+  now_ += Seconds{10};
+  orch.Poll(now_);
+  EXPECT_TRUE(InfoOf(orch, "svc-0", now_).serving);
+
+  health = ProbeResult::kNoAnswer;  // silent again: the clock starts over, then it runs out
+  for (int i = 0; i < 6; ++i) {
+    now_ += Seconds{10};
+    orch.Poll(now_);
+    EXPECT_EQ(InfoOf(orch, "svc-0", now_).restarts, 0) << "restarted after " << (i + 1) * 10;
+  }
+  now_ += Seconds{10};
+  ASSERT_TRUE(PumpUntil(orch, [&] { return InfoOf(orch, "svc-0", now_).state == "restarting"; }));
+  for (const auto& e : orch.TakeEvents()) events_.push_back(e);
+  EXPECT_TRUE(HasEvent("replica_not_serving"));
+  EXPECT_TRUE(HasEvent("replica_serving"));
+  EXPECT_TRUE(HasEvent("replica_unhealthy"));
+  EXPECT_EQ(InfoOf(orch, "svc-0", now_).restarts, 1);
 }
 
 TEST_F(LocalProcessTest, DrainWaitsForReportedOrGraceThenResumes) {

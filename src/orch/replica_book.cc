@@ -86,6 +86,7 @@ ReplicaInfo ReplicaBookBase::InfoOf(const ReplicaEntry& r, Seconds now, bool run
   info.outstanding_requests = OutstandingOf(r);
   info.adopted = r.adopted;
   info.last_error = r.last_error;
+  info.serving = r.serving;
   return info;
 }
 

@@ -68,6 +68,8 @@ struct ReplicaEntry {
   Seconds started_at{0};
   Seconds restart_at{0};  // end of the current backoff
   Seconds next_probe_at{0};
+  bool serving = true;                   // false: the last health probe failed (readiness)
+  std::optional<Seconds> silent_since;   // health probes unanswered since (liveness)
   std::optional<int> outstanding;  // last ReportOutstanding; reset by Drain
   Seconds drain_started{0};
   std::string last_error;

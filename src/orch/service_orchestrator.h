@@ -40,6 +40,9 @@ struct ReplicaInfo {
   Seconds uptime{0};      // now - started_at while a process runs
   int outstanding_requests = 0;
   bool adopted = false;
+  // False while the replica's health probes fail (readiness): the gateway routes nothing
+  // new to it although it stays `ready` until liveness gives up on it.
+  bool serving = true;
   std::string last_error;  // pending reason, last crash, ...
 };
 
