@@ -75,6 +75,9 @@ net::StringResponse CannedResponse(const Canned& reply) {
   if (reply.retry_after_s > 0) {
     res.set(http::field::retry_after, std::to_string(reply.retry_after_s));
   }
+  if (reply.status == http::status::unauthorized) {
+    res.set(http::field::www_authenticate, "Bearer");  // RFC 6750 3
+  }
   res.body() = reply.body;
   return res;
 }
@@ -130,6 +133,22 @@ std::optional<Canned> GatewayServer::Impl::Route(const Request& req) const {
                         "invalid_request_error");
     }
     return Canned{http::status::ok, ModelListBody(state->Models())};
+  }
+  if (constexpr std::string_view kModel = "/v1/models/"; path.starts_with(kModel)) {
+    // OpenAI's retrieve-model route; model names may contain '/' (org/name).
+    const std::string model(path.substr(kModel.size()));
+    if (req.method() != http::verb::get) {
+      return ErrorReply(http::status::method_not_allowed, "use GET /v1/models/{model}",
+                        "invalid_request_error");
+    }
+    if (const std::optional<std::string> service = state->ServiceOf(model)) {
+      return Canned{http::status::ok, ModelBody(model, *service)};
+    }
+    return ErrorReply(http::status::not_found,
+                      fmt::format("The model '{}' does not exist (GET /v1/models lists the "
+                                  "served ones)",
+                                  model),
+                      "invalid_request_error", "model", "model_not_found");
   }
   if (IsInferencePath(path)) {
     if (req.method() == http::verb::post) return std::nullopt;

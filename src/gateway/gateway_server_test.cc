@@ -151,6 +151,16 @@ TEST_F(GatewayServerTest, RoutesByModelAndListsModels) {
   ASSERT_TRUE(models);
   EXPECT_NE(models->body.find("\"id\":\"coder\""), std::string::npos) << models->body;
   EXPECT_NE(models->body.find("\"id\":\"llama\""), std::string::npos);
+  // OpenAI's retrieve-model route; names may hold a '/'.
+  state_->Publish({{"chat", {"meta/llama"}, {a.Route()}}});
+  auto one = Client().Get("/v1/models/meta/llama");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200);
+  EXPECT_EQ(one->body, R"({"created":0,"id":"meta/llama","object":"model","owned_by":"chat"})");
+  auto none = Client().Get("/v1/models/coder");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 404);
+  EXPECT_NE(none->body.find("\"code\":\"model_not_found\""), std::string::npos);
 }
 
 TEST_F(GatewayServerTest, UnknownModelAndBadBodiesGetOpenAiErrors) {
@@ -180,6 +190,7 @@ TEST_F(GatewayServerTest, ATokenIsRequiredWhenSetAndNotPassedOn) {
   auto denied = Chat("llama");
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 401);
+  EXPECT_EQ(denied->get_header_value("WWW-Authenticate"), "Bearer");
   httplib::Client c = Client();
   c.set_bearer_token_auth("s3cret");
   auto ok = c.Post("/v1/chat/completions", "{\"model\": \"llama\"}", "application/json");

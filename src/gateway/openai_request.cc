@@ -79,12 +79,22 @@ std::string OpenAiErrorBody(std::string_view message, std::string_view type,
   return json{{"error", error}}.dump();
 }
 
+namespace {
+
+json ModelJson(const std::string& model, const std::string& service) {
+  return {{"id", model}, {"object", "model"}, {"created", 0}, {"owned_by", service}};
+}
+
+}  // namespace
+
 std::string ModelListBody(const std::vector<std::pair<std::string, std::string>>& models) {
   json data = json::array();
-  for (const auto& [model, service] : models) {
-    data.push_back({{"id", model}, {"object", "model"}, {"created", 0}, {"owned_by", service}});
-  }
+  for (const auto& [model, service] : models) data.push_back(ModelJson(model, service));
   return json{{"object", "list"}, {"data", data}}.dump();
+}
+
+std::string ModelBody(const std::string& model, const std::string& service) {
+  return ModelJson(model, service).dump();
 }
 
 bool BearerMatches(std::string_view authorization, std::string_view token) {

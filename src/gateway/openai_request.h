@@ -37,6 +37,9 @@ std::string OpenAiErrorBody(std::string_view message, std::string_view type,
 // (model, service) pairs; owned_by names the service.
 std::string ModelListBody(const std::vector<std::pair<std::string, std::string>>& models);
 
+// GET /v1/models/{model}'s body: one entry of the list.
+std::string ModelBody(const std::string& model, const std::string& service);
+
 // True when `authorization` is "Bearer <token>" (scheme case-insensitive, constant-time
 // comparison of the token).
 bool BearerMatches(std::string_view authorization, std::string_view token);
