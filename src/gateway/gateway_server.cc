@@ -1,7 +1,12 @@
 #include "gateway/gateway_server.h"
 
+#include <sys/socket.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <cerrno>
 #include <chrono>
 #include <string_view>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -20,6 +25,7 @@ using net::Request;
 using net::Ticks;
 using tcp = net::tcp;
 using asio::awaitable;
+using namespace asio::experimental::awaitable_operators;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 constexpr size_t kRelayChunkBytes = 16 * 1024;
@@ -84,6 +90,33 @@ net::StringResponse CannedResponse(const Canned& reply) {
 
 // Coroutine bodies below pass only named values to co_await calls (net/http_server.h says
 // why), so replies are built into locals first.
+
+awaitable<boost::system::error_code> ReadHeader(beast::tcp_stream& upstream,
+                                                beast::flat_buffer& buffer,
+                                                http::response_parser<http::buffer_body>& parser) {
+  auto [ec, n] = co_await http::async_read_header(upstream, buffer, parser, kTuple);
+  co_return ec;
+}
+
+// Completes (true) when the client closes its side of the connection; never completes while
+// it only waits or sends the next pipelined request. Cancelled by the `||` it runs in.
+awaitable<bool> ClientGone(tcp::socket& client) {
+  auto [ec] = co_await client.async_wait(tcp::socket::wait_read, kTuple);
+  if (ec == asio::error::operation_aborted) co_return false;
+  if (!ec) {
+    char byte;
+    const ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    const bool closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    if (!closed) {
+      // Bytes of a next request: the client is there. Wait until cancelled.
+      asio::steady_timer forever(co_await asio::this_coro::executor,
+                                 asio::steady_timer::time_point::max());
+      co_await forever.async_wait(kTuple);
+      co_return false;
+    }
+  }
+  co_return true;
+}
 
 }  // namespace
 
@@ -305,8 +338,18 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   beast::flat_buffer upstream_buffer;
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(std::numeric_limits<uint64_t>::max());
-  auto [hec, hn] = co_await http::async_read_header(upstream, upstream_buffer, parser, kTuple);
-  if (hec) co_return Attempt::kRetryable;
+  // A non-streaming request has no response byte until the replica is done; meanwhile a
+  // client that hangs up cancels the work at the replica (its connection closes).
+  auto header = ReadHeader(upstream, upstream_buffer, parser);
+  auto gone = ClientGone(client.socket());
+  auto first = std::move(header) || std::move(gone);
+  const std::variant<boost::system::error_code, bool> waited = co_await std::move(first);
+  if (waited.index() == 1) {
+    m.error = "client_gone";
+    m.status = 0;
+    co_return Attempt::kClientGone;
+  }
+  if (std::get<0>(waited)) co_return Attempt::kRetryable;
 
   // The replica answered: from here on a failure reaches the client.
   m.replica = ticket.replica;

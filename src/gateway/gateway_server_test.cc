@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -294,6 +295,69 @@ TEST_F(GatewayServerTest, AClientThatLeavesCancelsTheReplicasStream) {
   EXPECT_TRUE(a.client_went_away) << "the replica kept streaming to nobody";
   for (int i = 0; i < 200 && state_->InFlight("a") != 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(state_->InFlight("a"), 0);
+}
+
+// A replica that reads one request, never answers, and reports whether its connection was
+// closed by the other side (the gateway giving up on it) within 5 s.
+class SilentReplica {
+ public:
+  SilentReplica() : listener_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    listen(listener_, 4);
+    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      const int conn = accept(listener_, nullptr, nullptr);
+      if (conn < 0) return;
+      got_request = true;
+      char buf[4096];
+      // Reads the request, then waits for EOF: recv() returns 0 once the gateway closes.
+      for (int i = 0; i < 500; ++i) {
+        pollfd p{conn, POLLIN, 0};
+        if (poll(&p, 1, 10) > 0 && recv(conn, buf, sizeof buf, 0) == 0) {
+          closed_by_gateway = true;
+          break;
+        }
+      }
+      close(conn);
+    });
+  }
+  ~SilentReplica() {
+    shutdown(listener_, SHUT_RDWR);
+    close(listener_);
+    thread_.join();
+  }
+  ReplicaRoute Route() const { return {"silent", "127.0.0.1", port}; }
+
+  int port = 0;
+  std::atomic<bool> got_request{false}, closed_by_gateway{false};
+
+ private:
+  int listener_;
+  std::thread thread_;
+};
+
+// Before any response byte (a non-streaming request waits for the whole generation), a
+// client that hangs up must still cancel the work at the replica.
+TEST_F(GatewayServerTest, AClientThatLeavesBeforeTheFirstByteCancelsTheReplicasRequest) {
+  Start();
+  SilentReplica replica;
+  state_->Publish({{"chat", {"llama"}, {replica.Route()}}});
+  httplib::Client c = Client();
+  c.set_read_timeout(0, 300000);  // the client gives up after 0.3 s
+  auto gave_up = c.Post("/v1/chat/completions", "{\"model\": \"llama\"}", "application/json");
+  EXPECT_FALSE(gave_up);
+  for (int i = 0; i < 500 && !replica.closed_by_gateway; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(replica.got_request);
+  EXPECT_TRUE(replica.closed_by_gateway) << "the replica kept working for a client that left";
+  for (int i = 0; i < 200 && state_->InFlight("silent") != 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(state_->InFlight("silent"), 0);
 }
 
 TEST_F(GatewayServerTest, ABusyPortIsAnErrorNamingTheField) {
