@@ -374,7 +374,11 @@ ServiceView Daemon::ViewOf(const Slot& slot, Seconds now) const {
     v.last_details = last->tick.decision.details;
     v.last_decision_at = last->tick.now;
     v.metric_errors = last->metric_errors;
-    v.gateway = last->gateway;
+    // No figures before the service's first request through the gateway.
+    if (last->gateway && (last->gateway->requests_total > 0 || last->gateway->in_flight > 0 ||
+                          last->gateway->queued > 0)) {
+      v.gateway = last->gateway;
+    }
   }
   return v;
 }

@@ -224,9 +224,10 @@ TEST_F(GatewayServerTest, StreamsEachEventAsItArrives) {
   EXPECT_FALSE(a.hold_timed_out) << "the first event reached the client only after the rest";
   EXPECT_NE(received.find("data: [DONE]"), std::string::npos);
   // The gateway records the request after its last byte went out: the client may be first.
-  std::optional<ServiceStatsView> stats;
-  for (int i = 0; i < 200 && !(stats = state_->StatsOf("chat")); ++i) {
+  std::optional<ServiceStatsView> stats = state_->StatsOf("chat");
+  for (int i = 0; i < 200 && stats && stats->requests == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    stats = state_->StatsOf("chat");
   }
   ASSERT_TRUE(stats.has_value());
   EXPECT_EQ(stats->requests, 1);

@@ -96,9 +96,9 @@ std::string GatewayState::MetricsText() const {
 
 std::optional<ServiceStatsView> GatewayState::StatsOf(const std::string& service) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::optional<ServiceStatsView> view = stats_.View(service);
   auto it = services_.find(service);
-  if (!view || it == services_.end()) return view;
+  if (it == services_.end()) return std::nullopt;
+  std::optional<ServiceStatsView> view = stats_.View(service);
   view->queued = static_cast<int>(it->second.waiters.size());
   for (const Replica& r : it->second.replicas) {
     if (auto f = in_flight_.find(r.route.id); f != in_flight_.end()) view->in_flight += f->second;

@@ -77,7 +77,8 @@ class GatewayState {
   void SetDemandListener(std::function<void(const std::string& service)> listener);
   // gpuscale_gateway_* families in Prometheus text.
   std::string MetricsText() const;
-  // One service's measurements (nullopt when it never saw a request).
+  // One service's measurements since start (zero before its first request); nullopt for a
+  // service that is not in the route table.
   std::optional<ServiceStatsView> StatsOf(const std::string& service) const;
 
   // --- gateway side ---

@@ -119,6 +119,21 @@ TEST(GatewayStateTest, MetricsTextParsesAndCountsByServiceAndReplica) {
   EXPECT_EQ(view->requests, 2);
   EXPECT_EQ(view->errors, 1);
   EXPECT_EQ(view->requests_by_replica.at("r1"), 1);
+  EXPECT_FALSE(state.StatsOf("nowhere").has_value()) << "not in the route table";
+}
+
+// A service without requests yet reads as zeros with the histograms' bounds: the daemon's
+// first sample is then a true baseline, and the first requests count in windowed rates.
+TEST(GatewayStateTest, AServiceWithoutRequestsHasAZeroView) {
+  GatewayState state(GatewayConfig{});
+  state.Publish({{"chat", {"llama"}, {}}});
+  const std::optional<ServiceStatsView> view = state.StatsOf("chat");
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->requests, 0);
+  ASSERT_FALSE(view->ttft.upper_bounds.empty());
+  EXPECT_EQ(view->ttft.upper_bounds.size(), view->ttft.cumulative_counts.size());
+  EXPECT_EQ(view->ttft.cumulative_counts.back(), 0);
+  EXPECT_EQ(view->e2e.upper_bounds.front(), kGatewayE2eBucketsSeconds.front());
 }
 
 }  // namespace

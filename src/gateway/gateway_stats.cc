@@ -45,10 +45,10 @@ void GatewayStats::Record(const std::string& service, const RequestMeasurement& 
   s.e2e.Observe(m.e2e_seconds);
 }
 
-std::optional<ServiceStatsView> GatewayStats::View(const std::string& service) const {
+ServiceStatsView GatewayStats::View(const std::string& service) const {
+  static const Service kNone;
   auto it = services_.find(service);
-  if (it == services_.end()) return std::nullopt;
-  const Service& s = it->second;
+  const Service& s = it == services_.end() ? kNone : it->second;
   ServiceStatsView v;
   for (const auto& [code, n] : s.requests_by_code) v.requests += n;
   for (const auto& [reason, n] : s.errors_by_reason) v.errors += n;

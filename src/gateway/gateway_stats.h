@@ -7,6 +7,7 @@
 // Ownership and thread-safety: a plain value; GatewayState's mutex guards it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -16,6 +17,13 @@
 #include "metrics/bucket_histogram.h"
 
 namespace gpuscale::gateway {
+
+// End-to-end buckets: vLLM's (every SLO threshold on a vLLM bound stays exact) below which
+// finer ones resolve short requests (vLLM's first bound, 0.3 s, would put a 20 ms
+// completion's p90 at 270 ms).
+inline constexpr std::array<double, 26> kGatewayE2eBucketsSeconds = {
+    0.01, 0.025, 0.05, 0.1,  0.2,  0.3,  0.5,  0.8,   1.0,   1.5,   2.0,    2.5,    5.0,
+    10.0, 15.0,  20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 // One client request as the gateway saw it.
 struct RequestMeasurement {
@@ -55,7 +63,9 @@ class GatewayStats {
   void Record(const std::string& service, const RequestMeasurement& m);
   void ConnectionOpened() { ++connections_; }
   void ConnectionClosed() { --connections_; }
-  std::optional<ServiceStatsView> View(const std::string& service) const;
+  // The service's totals; all zero (with the histograms' bounds) when it saw no request yet,
+  // so that a first sample is a true zero baseline for windowed rates.
+  ServiceStatsView View(const std::string& service) const;
   // Families for /metrics; `in_flight` by (service, replica) and `queued` by service are the
   // live gauges GatewayState owns.
   std::string Text(const std::map<std::pair<std::string, std::string>, int>& in_flight,
@@ -69,7 +79,7 @@ class GatewayStats {
     metrics::BucketHistogram queue{metrics::kVllmTtftBucketsSeconds};
     metrics::BucketHistogram ttft{metrics::kVllmTtftBucketsSeconds};
     metrics::BucketHistogram tpot{metrics::kVllmInterTokenBucketsSeconds};
-    metrics::BucketHistogram e2e{metrics::kVllmE2eBucketsSeconds};
+    metrics::BucketHistogram e2e{kGatewayE2eBucketsSeconds};
   };
   std::map<std::string, Service> services_;
   int64_t connections_ = 0;

@@ -5,13 +5,18 @@
 // for longer than idleTimeoutMs (the server sends a keepalive every ~15 s) is treated as dead.
 // A 401 asks the TokenProvider for a token; cancelling stops the stream.
 //
+// Besides the stored events the stream carries `event: gateway_stats` messages (the gateway's
+// per-service figures, every 5 s). They have no `id:` line, so they leave the resume point
+// where it is, and they go to onGatewayStats, never to onEvent: no view mistakes them for an
+// event.
+//
 // Single-threaded (browser event loop); start() once, stop() any time.
 
 import { errorFromResponse, describeError } from './errors';
 import type { FetchLike } from './client';
 import { SseParser } from './sse_parser';
 import { authHeaders, type TokenProvider } from './token_store';
-import type { GpuscaleEvent } from './types';
+import type { GatewayStats, GpuscaleEvent } from './types';
 
 export type StreamStatus = 'connecting' | 'open' | 'reconnecting' | 'unauthorized' | 'stopped';
 
@@ -19,6 +24,7 @@ export interface EventStreamOptions {
   url: string; // e.g. "/v1/events/stream"
   tokens: TokenProvider;
   onEvent: (event: GpuscaleEvent) => void;
+  onGatewayStats?: (services: Record<string, GatewayStats>) => void;
   onStatus?: (status: StreamStatus, detail: string) => void;
   fetch?: FetchLike;
   retryMs?: number; // first reconnect delay (default 1000)
@@ -30,6 +36,31 @@ function isEvent(value: unknown): value is GpuscaleEvent {
   if (typeof value !== 'object' || value === null) return false;
   const record = value as Record<string, unknown>;
   return typeof record.id === 'number' && typeof record.kind === 'string';
+}
+
+export const GATEWAY_STATS_EVENT = 'gateway_stats';
+
+function isGatewayStats(value: unknown): value is GatewayStats {
+  if (typeof value !== 'object' || value === null) return false;
+  const record = value as Record<string, unknown>;
+  return typeof record.requests_total === 'number';
+}
+
+// The services of a gateway_stats message's data; entries of another shape are dropped, and
+// null means the data was no such message at all.
+export function parseGatewayStats(data: string): Record<string, GatewayStats> | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const services = (parsed as Record<string, unknown>).services;
+  if (typeof services !== 'object' || services === null || Array.isArray(services)) return null;
+  const out: Record<string, GatewayStats> = {};
+  for (const [name, stats] of Object.entries(services)) if (isGatewayStats(stats)) out[name] = stats;
+  return out;
 }
 
 export class EventStreamClient {
@@ -139,8 +170,11 @@ export class EventStreamClient {
         if (done || this.stopped) return;
         watchdog = setTimeout(() => this.abort?.abort(), idleMs);
         for (const message of parser.push(decoder.decode(value, { stream: true }))) {
+          // message.id is the last id the parser saw, so an id-less message repeats it; it
+          // is "" only before this connection's first id, which must not erase the resume point.
           if (message.id) this.lastId = message.id;
-          this.deliver(message.data);
+          if (message.event === GATEWAY_STATS_EVENT) this.deliverGatewayStats(message.data);
+          else this.deliver(message.data);
         }
       }
     } finally {
@@ -157,6 +191,11 @@ export class EventStreamClient {
       return; // not an event object: nothing to show
     }
     if (isEvent(parsed)) this.options.onEvent(parsed);
+  }
+
+  private deliverGatewayStats(data: string): void {
+    const services = parseGatewayStats(data);
+    if (services) this.options.onGatewayStats?.(services);
   }
 
   private sleep(ms: number): Promise<void> {

@@ -59,6 +59,31 @@ export interface Service {
   metric_errors: string[];
   created_at: string;
   spec: JsonValue;
+  gateway: GatewayStats | null; // null: no gateway, or no request for this service reached it yet
+}
+
+// What the gateway measured for one service (docs/gateway.md), refreshed every control-loop
+// tick. Rate: last 30 s; ratios and quantiles: last minute; null when that window holds no
+// request (TPOT also needs streamed responses). Quantiles come from histogram buckets.
+export interface GatewayStats {
+  requests_total: number;
+  errors_total: number;
+  in_flight: number;
+  queued: number;
+  request_rate_per_second: number | null;
+  error_ratio: number | null; // 0..1
+  ttft_p50_seconds: number | null;
+  ttft_p90_seconds: number | null;
+  tpot_p50_seconds: number | null;
+  e2e_p90_seconds: number | null;
+  ttft_violation_ratio: number | null; // share of requests over the service's SLO, 0..1
+  tpot_violation_ratio: number | null;
+}
+
+// `event: gateway_stats` on /v1/events/stream (no id: it is not a stored event), every 5 s:
+// the services that have figures.
+export interface GatewayStatsMessage {
+  services: Record<string, GatewayStats>;
 }
 
 export const RULE_SOURCES = ['inference_framework', 'kernel', 'prometheus'] as const;

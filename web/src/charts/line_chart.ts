@@ -38,6 +38,17 @@ function axisValue(value: number, unit: string): string {
   return unit ? `${text} ${unit}` : text;
 }
 
+// uPlot draws a line's points only where they are sparser than points.space (twice their
+// size), so a line just started (two samples a second apart) would show nothing at all;
+// while a line has at most 3 points they are drawn.
+function showPoints(u: uPlot, seriesIdx: number, idx0: number, idx1: number): boolean {
+  const count = idx1 - idx0 + 1;
+  if (count <= 3) return true;
+  const xs = u.data[0];
+  const span = Math.abs(u.valToPos(xs[idx1] ?? 0, 'x') - u.valToPos(xs[idx0] ?? 0, 'x'));
+  return count - 1 <= span / (u.series[seriesIdx]?.points?.space ?? 10);
+}
+
 export class LineChart {
   readonly element: HTMLElement;
   private readonly plotArea: HTMLElement;
@@ -85,6 +96,17 @@ export class LineChart {
     this.plot?.setSize({ width: this.width(), height: this.options.height ?? 180 });
   }
 
+  // uPlot widens a lone point's time axis to 86400 / ms (1000 days in Unix seconds), which
+  // shows a fresh live chart as years of empty axis; a lone point gets a minute (or the
+  // minimum span) ending at it instead.
+  private xScale(u: uPlot, min: number, max: number): uPlot.Range.MinMax {
+    const span = this.options.minSpanSeconds ?? 0;
+    const xs = u.data[0];
+    const only = xs.length === 1 ? xs[0] : undefined;
+    if (only !== undefined && Number.isFinite(only)) return xRange(only, only, Math.max(span, 60));
+    return xRange(min, max, span);
+  }
+
   private plotOptions(data: ChartData): uPlot.Options {
     const { unit, percent = false, integers = false } = this.options;
     const colors = this.options.colors ?? PALETTE;
@@ -95,6 +117,7 @@ export class LineChart {
         stroke: colors[i % colors.length] ?? '#2563eb',
         width: 2,
         spanGaps: false,
+        points: { show: showPoints },
         ...(integers ? { paths: uPlot.paths.stepped?.({ align: 1 }) } : {}),
         value: (_u: uPlot, v: number | null) => formatValue(v, unit, integers),
       })),
@@ -104,7 +127,7 @@ export class LineChart {
       height: this.options.height ?? 180,
       series,
       scales: {
-        x: { time: true, range: (_u, min, max) => xRange(min, max, this.options.minSpanSeconds ?? 0) },
+        x: { time: true, range: (u, min, max) => this.xScale(u, min, max) },
         y: percent ? { range: [0, 100] } : { range: (_u, min, max) => [Math.min(0, min), Math.max(1, max * 1.1)] } },
       axes: [
         {},

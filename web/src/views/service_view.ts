@@ -1,7 +1,8 @@
 // Service page: replicas desired / ready / starting / pending over time (sampled from the
-// polled service state, every 2 s and on each of its events), the policy's metric against
-// its target, the decision log (live), the replica table, the manual replica count and the
-// rules editor.
+// polled service state, every 2 s and on each of its events), the gateway's request rate and
+// latencies (from the poll and the stream's gateway_stats messages), the policy's metric
+// against its target, the decision log (live), the replica table, the manual replica count
+// and the rules editor.
 
 import { ApiError, describeError } from '../api/errors';
 import type { GpuscaleEvent, Rule, Service } from '../api/types';
@@ -12,6 +13,7 @@ import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { errorHint, errorState, loadingState } from '../ui/states';
 import { DecisionLog } from './decision_log';
+import { GatewayPanel } from './gateway_panel';
 import { PolicyPanel } from './policy_panel';
 import { replicaTable } from './replica_table';
 import { ReplicasForm } from './replicas_form';
@@ -50,6 +52,7 @@ export function serviceView(root: HTMLElement, ctx: ViewContext, name: string): 
   const replicaChart = new LineChart({ title: 'Replicas', unit: 'replicas', integers: true, height: 200,
     minSpanSeconds: 120 });
   const policy = new PolicyPanel();
+  const gateway = new GatewayPanel(name);
   const decisions = new DecisionLog(ctx.api, name);
   const replicas = h('div', null, loadingState('replicas'));
   const form = new ReplicasForm(ctx.api, name, (s) => update(s));
@@ -62,6 +65,8 @@ export function serviceView(root: HTMLElement, ctx: ViewContext, name: string): 
     samples.push(sampleFromService(service, ctx.now()));
     replicaChart.setData(replicaChartData(samples.all));
     form.update(service);
+    ctx.gateway.record(name, service.gateway, ctx.now());
+    gateway.update(service.gateway, service.spec, ctx.gateway.samples(name, ctx.now()));
     policy.update(service, rules, decisions.decisions, ctx.now());
   }
 
@@ -74,6 +79,7 @@ export function serviceView(root: HTMLElement, ctx: ViewContext, name: string): 
       h('section', { class: 'panel', id: 'replica-chart' }, h('h2', null, 'Replicas over time'),
         h('p', { class: 'muted' }, 'Sampled while this page is open: desired, ready, starting and pending replicas.'),
         replicaChart.element),
+      gateway.element,
       policy.element,
       h('section', { class: 'panel' }, h('h2', null, 'Replicas'), replicas),
       form.element, decisions.element, rulesEditor.element);
@@ -105,10 +111,18 @@ export function serviceView(root: HTMLElement, ctx: ViewContext, name: string): 
     if (event.kind === 'rules_changed') void rulesEditor?.reload();
     poller.refresh();
   });
+  // Between polls: the stream's figures (main.ts has already added them to ctx.gateway).
+  const unsubscribeGateway = ctx.events.subscribeGatewayStats((services) => {
+    const stats = services[name];
+    if (!current || !stats) return;
+    gateway.update(stats, current.spec, ctx.gateway.samples(name, ctx.now()));
+  });
   return () => {
     poller.stop();
     unsubscribe();
+    unsubscribeGateway();
     replicaChart.destroy();
     policy.destroy();
+    gateway.destroy();
   };
 }

@@ -22,6 +22,21 @@ async function go(hash: string): Promise<void> {
   }, hash);
 }
 
+// One completion through the daemon's gateway (the `demo` service serves model `demo`).
+async function completion(): Promise<number> {
+  const response = await fetch(`${daemon.gatewayUrl}/v1/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'demo', prompt: 'hi', max_tokens: 4 }),
+  });
+  await response.text();
+  return response.status;
+}
+
+async function statText(key: string): Promise<string> {
+  return (await page.textContent(`#gateway-stats [data-stat="${key}"] .stat-value`)) ?? '';
+}
+
 async function fillRule(values: Record<string, string>): Promise<void> {
   for (const [name, value] of Object.entries(values)) {
     const field = page.locator(`#rule-form [name="${name}"]`);
@@ -41,7 +56,7 @@ beforeAll(async () => {
   await page.goto(`${daemon.url}/`);
 });
 
-afterAll(async () => {
+function stopBench(): void {
   if (bench?.pid && bench.exitCode === null) {
     try {
       process.kill(-bench.pid, 'SIGKILL');
@@ -49,6 +64,10 @@ afterAll(async () => {
       // gone
     }
   }
+}
+
+afterAll(async () => {
+  stopBench();
   await browser?.close().catch(() => undefined);
   await daemon?.stop();
 });
@@ -154,10 +173,55 @@ describe('dashboard against gpuscale serve', () => {
     await screenshot(page, 'service-demo');
   });
 
+  it('shows the gateway\'s request rate and latency on the service page', async () => {
+    expect(daemon.gatewayUrl).not.toBe('');
+    // The bench has made its point; its queue on the first replica (which the gateway does
+    // not see: it was sent around it) would hold our requests for seconds.
+    stopBench();
+    await page.waitForSelector('#gateway-panel[data-state="empty"]'); // only bench traffic, sent around it
+    expect(await page.textContent('#gateway-panel')).toContain('No requests through the gateway yet');
+    // A request every 200 ms until the page shows a TTFT: the daemon's windowed figures are
+    // deltas between ticks, so the requests before its first sample of the service count in
+    // the totals but not in the rate or quantiles.
+    const statuses: number[] = [];
+    let sending = true;
+    const sender = (async () => {
+      while (sending) {
+        statuses.push(await completion());
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    try {
+      await page.waitForSelector('#gateway-panel[data-state="live"]', { timeout: 15_000 });
+      await page.waitForFunction(() => {
+        const value = (key: string) => document.querySelector(`#gateway-stats [data-stat="${key}"] .stat-value`)?.textContent;
+        const points = (chart: string) => Number(document.querySelector<HTMLElement>(
+          `#gateway-charts .chart[data-chart="${chart}"]`)?.dataset.points ?? 0);
+        return /^\d[\d.]* m?s$/.test(value('ttft_p50') ?? '') && points('Time to first token') > 0 && points('Request rate') > 0;
+      }, undefined, { timeout: 20_000 });
+    } finally {
+      sending = false;
+      await sender;
+    }
+    expect(statuses.length).toBeGreaterThan(0);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    expect(Number((await statText('requests_total')).replace(/,/g, ''))).toBeGreaterThan(0);
+    expect(await statText('rate')).toMatch(/^\d[\d.,]* req\/s$/);
+    expect(await statText('ttft_p90')).toMatch(/^\d[\d.]* m?s$/);
+    expect(await statText('error_ratio')).toMatch(/ %$/);
+    // the API's figures are refreshed each tick (1 s), so the last request may be missing yet
+    await expect.poll(async () => (await daemon.api<Service>('/v1/services/demo')).body.gateway?.requests_total ?? 0,
+      { timeout: 5_000 }).toBeGreaterThanOrEqual(statuses.length);
+    await screenshot(page, 'service-demo-gateway');
+  });
+
   it('streams events live and filters them by kind', async () => {
     await go('#/events');
     await page.waitForSelector('#events-table tr[data-kind]');
     await page.waitForSelector('#events-stream-status[data-status="open"]');
+    // the stream's gateway_stats messages (every 5 s by now) are no events: no row, no kind
+    expect(await page.locator('#events-table tr[data-kind="gateway_stats"]').count()).toBe(0);
+    expect(await page.locator('#events-kind option[value="gateway_stats"]').count()).toBe(0);
     await screenshot(page, 'events');
     await page.selectOption('#events-kind', 'decision');
     await page.waitForFunction(() => window.location.hash === '#/events?kind=decision');

@@ -1,12 +1,18 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { FetchLike } from '../../src/api/client';
-import { EventStreamClient, type StreamStatus } from '../../src/api/event_stream';
+import { EventStreamClient, parseGatewayStats, type StreamStatus } from '../../src/api/event_stream';
 import type { TokenProvider } from '../../src/api/token_store';
-import type { GpuscaleEvent } from '../../src/api/types';
-import { event } from './fixtures';
+import { EventHub } from '../../src/event_hub';
+import type { GatewayStats, GpuscaleEvent } from '../../src/api/types';
+import { event, gatewayStats } from './fixtures';
 
 function sse(e: GpuscaleEvent): string {
   return `id: ${e.id}\nevent: ${e.kind}\ndata: ${JSON.stringify(e)}\n\n`;
+}
+
+// The daemon's periodic gateway figures: no id line (not a stored event).
+function gatewaySse(services: Record<string, GatewayStats>): string {
+  return `event: gateway_stats\ndata: ${JSON.stringify({ services })}\n\n`;
 }
 
 // A body that sends `chunks` and then ends, or stays open until aborted when `hold`.
@@ -115,6 +121,43 @@ describe('EventStreamClient', () => {
     expect(calls).toBe(3);
   });
 
+  it('hands gateway_stats to onGatewayStats only, and an id-less message keeps Last-Event-ID', async () => {
+    const headers: Record<string, string>[] = [];
+    const received: number[] = [];
+    const stats: Record<string, GatewayStats>[] = [];
+    let call = 0;
+    const fetch: FetchLike = async (_url, init) => {
+      headers.push({ ...(init?.headers as Record<string, string>) });
+      call += 1;
+      // the daemon sends gateway_stats on a connection's first poll, before any event
+      if (call === 1) return streamResponse([gatewaySse({ demo: gatewayStats() }), sse(event(4)),
+        gatewaySse({ demo: gatewayStats({ requests_total: 20 }) })], init?.signal);
+      if (call === 2) return streamResponse([gatewaySse({})], init?.signal);
+      return streamResponse([sse(event(5))], init?.signal, true);
+    };
+    const client = new EventStreamClient({
+      url: '/s', tokens: tokens(null), fetch, retryMs: 1,
+      onEvent: (e) => received.push(e.id),
+      onGatewayStats: (s) => stats.push(s),
+    });
+    client.start();
+    await vi.waitFor(() => expect(received).toEqual([4, 5]));
+    client.stop();
+    expect(stats.map((s) => s.demo?.requests_total)).toEqual([14, 20, undefined]);
+    expect(headers[0]?.['Last-Event-ID']).toBeUndefined();
+    expect(headers[1]?.['Last-Event-ID']).toBe('4');
+    expect(headers[2]?.['Last-Event-ID']).toBe('4'); // a connection with only id-less messages
+    expect(client.lastEventId).toBe('5');
+  });
+
+  it('drops gateway_stats data of another shape', () => {
+    expect(parseGatewayStats('not json')).toBeNull();
+    expect(parseGatewayStats('{"id":3,"kind":"decision"}')).toBeNull();
+    expect(parseGatewayStats('{"services":[]}')).toBeNull();
+    expect(parseGatewayStats(JSON.stringify({ services: { demo: gatewayStats(), bad: { rate: 1 }, none: null } })))
+      .toEqual({ demo: gatewayStats() });
+  });
+
   it('treats a silent stream as dead and reconnects', async () => {
     let calls = 0;
     const fetch: FetchLike = async (_url, init) => {
@@ -127,5 +170,26 @@ describe('EventStreamClient', () => {
     client.start();
     await vi.waitFor(() => expect(calls).toBeGreaterThanOrEqual(2));
     client.stop();
+  });
+});
+
+describe('EventHub', () => {
+  it('gives gateway_stats to its own listeners, so that event views never see it', async () => {
+    vi.stubGlobal('fetch', (async (_url, init) => streamResponse([gatewaySse({ demo: gatewayStats() }), sse(event(7))],
+      init?.signal, true)) satisfies FetchLike);
+    try {
+      const hub = new EventHub(tokens(null), '/s');
+      const events: string[] = [];
+      const stats: string[] = [];
+      const unsubscribe = hub.subscribe((e) => events.push(e.kind));
+      hub.subscribeGatewayStats((s) => stats.push(...Object.keys(s)));
+      hub.start();
+      await vi.waitFor(() => expect(events).toEqual(['decision']));
+      hub.stop();
+      unsubscribe();
+      expect(stats).toEqual(['demo']);
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 });

@@ -1,5 +1,5 @@
 // Builders of API values for unit tests (shapes as documented in docs/api.md).
-import type { Gpu, GpuscaleEvent, Rule, Service } from '../../src/api/types';
+import type { GatewayStats, Gpu, GpuscaleEvent, Rule, Service } from '../../src/api/types';
 
 export function gpu(index: number, overrides: Partial<Gpu> = {}): Gpu {
   return {
@@ -33,6 +33,26 @@ export function service(overrides: Partial<Service> = {}): Service {
     metric_errors: [],
     created_at: '2025-01-01T00:00:00Z',
     spec: { name: 'chat' },
+    gateway: null,
+    ...overrides,
+  };
+}
+
+// The `gateway` block of a service (and of a gateway_stats message) after some requests.
+export function gatewayStats(overrides: Partial<GatewayStats> = {}): GatewayStats {
+  return {
+    requests_total: 14,
+    errors_total: 1,
+    in_flight: 2,
+    queued: 0,
+    request_rate_per_second: 0.3125,
+    error_ratio: 0.0625,
+    ttft_p50_seconds: 0.03,
+    ttft_p90_seconds: 0.038000000000000006,
+    tpot_p50_seconds: 0.005,
+    e2e_p90_seconds: 0.27,
+    ttft_violation_ratio: 0,
+    tpot_violation_ratio: null,
     ...overrides,
   };
 }

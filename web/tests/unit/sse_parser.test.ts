@@ -51,6 +51,20 @@ describe('SseParser', () => {
     expect(messages).toEqual([{ id: '3', event: 'message', data: 'd' }]);
   });
 
+  it('gives an id-less message (the daemon\'s gateway_stats) the last id, and keeps the resume point', () => {
+    const { messages, parser } = parseAll([
+      'event: gateway_stats\ndata: {"services":{}}\n\n', // before any id: none to resume from
+      'id: 12\nevent: decision\ndata: {"id":12}\n\n',
+      'event: gateway_stats\ndata: {"services":{"demo":{}}}\n\n',
+    ]);
+    expect(messages).toEqual([
+      { id: '', event: 'gateway_stats', data: '{"services":{}}' },
+      { id: '12', event: 'decision', data: '{"id":12}' },
+      { id: '12', event: 'gateway_stats', data: '{"services":{"demo":{}}}' },
+    ]);
+    expect(parser.lastEventId).toBe('12');
+  });
+
   it('does not dispatch an unterminated message', () => {
     const { messages } = parseAll(['id: 1\ndata: partial\n']);
     expect(messages).toEqual([]);
