@@ -1,6 +1,7 @@
 // The gateway of `gpuscale serve` end to end (issue 21's acceptance): real daemon, emulated
 // replicas, `gpuscale bench` pointed at the gateway. Load spreads over scaled-out replicas
-// without errors; a service at zero replicas is woken by a request; a scale-in drains
+// without errors, and the same load waits less for its first token on more replicas; a
+// service at zero replicas is woken by a request; a scale-in drains
 // replicas with streams in flight and no request fails; kill -9 of a replica under load
 // fails at most the requests in flight on it and none after; a full activator queue answers
 // 503 with Retry-After at once, and a wait past the queue timeout 503 too.
@@ -174,6 +175,35 @@ TEST_F(DaemonServeTest, GatewayScaleInDrainsStreamsInFlightWithoutFailures) {
   EXPECT_EQ(report["requests_failed"], 0) << report.dump();
   EXPECT_TRUE(WaitFor([&] { return Replicas().size() == 1; }, std::chrono::seconds(15)))
       << Replicas().dump();
+}
+
+// The point of scaling out: the same load through the gateway, spread over more replicas,
+// waits less for its first token.
+TEST_F(DaemonServeTest, GatewayTtftFallsWhenTheServiceScalesOut) {
+  std::string service = Service(1, 3, kFastQueuePolicyYaml);
+  service.replace(service.find("    gpus_per_replica"), 0, "    models: [m]\n");
+  StartDaemon(Config(service));
+  ASSERT_EQ(Http(Port(), "PUT", "/v1/services/x/replicas", "", R"({"replicas": 1})").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1; }, std::chrono::seconds(15)));
+  // 8 clients of 16-token requests on batch-1 replicas: one replica queues them.
+  const std::vector<std::string> load = {"--model", "m", "--concurrency", "8", "--input-tokens",
+                                         "16", "--output-tokens", "16", "--duration", "5"};
+  BackgroundBench one(dir_, "one", daemon_.gateway_port(), load, marker_);
+  const json before = one.Finish();
+  ASSERT_FALSE(before.is_discarded()) << "bench printed no JSON";
+  ASSERT_EQ(Http(Port(), "PUT", "/v1/services/x/replicas", "", R"({"replicas": 3})").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 3; }, std::chrono::seconds(20)))
+      << Replicas().dump();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the next tick publishes the routes
+  BackgroundBench three(dir_, "three", daemon_.gateway_port(), load, marker_);
+  const json after = three.Finish();
+  ASSERT_FALSE(after.is_discarded()) << "bench printed no JSON";
+  EXPECT_EQ(before["requests_failed"], 0) << before.dump();
+  EXPECT_EQ(after["requests_failed"], 0) << after.dump();
+  const double ttft_one = before["ttft_seconds"]["p50"];
+  const double ttft_three = after["ttft_seconds"]["p50"];
+  EXPECT_LT(ttft_three, ttft_one * 0.75) << "TTFT p50 with 1 replica " << ttft_one << " s, with 3 "
+                                         << ttft_three << " s";
 }
 
 TEST_F(DaemonServeTest, GatewayKillNineFailsOnlyTheRequestsInFlightOnTheReplica) {
