@@ -92,12 +92,23 @@ TEST_F(DaemonServeTest, ReplicaWithoutGpuIsPendingWithReason) {
   EXPECT_EQ(service.body["pending_replicas"], 1);
 }
 
-TEST_F(DaemonServeTest, RestartedDaemonAdoptsReplicasWithoutLeakingLeases) {
+TEST_F(DaemonServeTest, RestartedDaemonAdoptsReplicasWithoutLeakingLeasesAndASecondOneIsRefused) {
   const std::string config = Config(Service(2, 2, kFastQueuePolicyYaml));
   StartDaemon(config);
   ASSERT_TRUE(WaitFor([&] { return Count("ready") == 2; }, std::chrono::seconds(15)));
   std::set<int> pids;
   for (const json& r : Replicas()) pids.insert(r["pid"].get<int>());
+  // A second daemon on the same state directory would adopt and restart the same replicas:
+  // it is refused, naming the holder.
+  const cli_test::RunResult second = cli_test::RunProgram(
+      kBinary,
+      {"serve", "--config", dir_ + "/gpuscale.yaml", "--listen", "127.0.0.1:0",
+       "--gateway-listen", "off", "--state-dir", dir_ + "/state"},
+      dir_);
+  EXPECT_EQ(second.exit_code, 1) << second.err;
+  EXPECT_THAT(second.err, HasSubstr("in use by another gpuscale serve (pid " +
+                                    std::to_string(daemon_.pid()) + ")"));
+  EXPECT_EQ(Count("ready"), 2) << "the refused daemon touched nothing";
   daemon_.Kill(SIGKILL);  // the replicas run in their own process groups: they survive
 
   StartDaemon(config);

@@ -54,6 +54,7 @@
 #include "daemon/daemon_api.h"
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_metrics.h"
+#include "daemon/state_dir_lock.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
 #include "experiments/task_manager.h"
@@ -235,6 +236,7 @@ class Daemon final : public DaemonApi {
   std::unique_ptr<gpu::GpuBackend> backend_;
   std::unique_ptr<gpu::Monitor> monitor_;
   alloc::LeaseLedger ledger_;
+  std::unique_ptr<StateDirLock> state_lock_;  // held from Open to destruction
   std::unique_ptr<store::Store> store_;
   // Tasks/experiments (daemon_tasks.cc); destroyed before the store and ledger it borrows.
   std::unique_ptr<experiments::TaskManager> tasks_;

@@ -58,6 +58,8 @@ Status Daemon::OpenState() {
   monitor_options.sample_interval = config_.gpu.sample_interval;
   monitor_ = std::make_unique<gpu::Monitor>(*backend_, clock_, monitor_options);
   if (config_.state_dir.empty()) return InvalidArgument("must not be empty", "state_dir");
+  GS_ASSIGN_OR_RETURN(StateDirLock lock, StateDirLock::Acquire(config_.state_dir));
+  state_lock_ = std::make_unique<StateDirLock>(std::move(lock));
   GS_ASSIGN_OR_RETURN(store_, store::Store::Open(config_.state_dir + "/gpuscale.db", now));
   GS_ASSIGN_OR_RETURN(std::vector<ServiceConfig> services, LoadServices(now));
   std::vector<store::EventRow> events;
