@@ -290,6 +290,13 @@ Result<DaemonConfig> ParseDaemonConfigText(const std::string& text, const std::s
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   GS_ASSIGN_OR_RETURN(YAML::Node root, yaml::LoadYamlFile(path));
+  // An empty file is a truncated or half-written one far more often than a wish for every
+  // default: on SIGHUP it would drop every configured service.
+  if (root.IsNull()) {
+    return InvalidArgument(
+        fmt::format("config file '{}' is empty; write at least one key (e.g. services: [])", path),
+        path);
+  }
   return ParseDaemonConfig(root);
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -530,6 +531,19 @@ TEST(DaemonConfigTest, EmptyTokenFileIsAnError) {
   auto config = ParseDaemonConfigText("api: {token_file: " + file + "}", "test");
   ASSERT_FALSE(config);
   EXPECT_EQ(config.error().field, "api.token_file");
+}
+
+TEST(DaemonConfigTest, AnEmptyConfigFileIsAnErrorNotEveryDefault) {
+  char pattern[] = "/tmp/gpuscale-empty-config-XXXXXX";
+  const int fd = mkstemp(pattern);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  auto config = LoadDaemonConfig(pattern);
+  std::remove(pattern);
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(config.error().message.find("is empty"), std::string::npos)
+      << config.error().ToString();
 }
 
 TEST(DaemonConfigTest, LoadMissingFileIsNotFound) {

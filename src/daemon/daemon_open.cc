@@ -60,7 +60,13 @@ Status Daemon::OpenState() {
   if (config_.state_dir.empty()) return InvalidArgument("must not be empty", "state_dir");
   GS_ASSIGN_OR_RETURN(StateDirLock lock, StateDirLock::Acquire(config_.state_dir));
   state_lock_ = std::make_unique<StateDirLock>(std::move(lock));
-  GS_ASSIGN_OR_RETURN(store_, store::Store::Open(config_.state_dir + "/gpuscale.db", now));
+  const std::string db_path = config_.state_dir + "/gpuscale.db";
+  GS_ASSIGN_OR_RETURN(store_, store::Store::Open(db_path, now));
+  // The state as it was at this start, for a restore after the database is damaged
+  // (docs/operations.md). Without room for it the daemon still runs; the log says so.
+  if (Status backup = store_->database().BackupTo(db_path + ".bak"); !backup) {
+    options_.log(fmt::format("warning: {}", backup.error().message));
+  }
   GS_ASSIGN_OR_RETURN(std::vector<ServiceConfig> services, LoadServices(now));
   std::vector<store::EventRow> events;
   for (size_t i = 0; i < services.size(); ++i) {

@@ -102,6 +102,21 @@ Result<std::unique_ptr<Database>> Database::Open(const std::filesystem::path& pa
                                      path.parent_path().string(), ec.message()));
     }
   }
+  if (!in_memory) {
+    // SQLite takes a 0-byte file for a new, empty database: state lost to a full disk or a
+    // bad copy would silently become "no services". A database gpuscale made is never empty
+    // (opening it writes the WAL header and the schema at once).
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 &&
+        !ec) {
+      return FailedPrecondition(
+          fmt::format("state database '{}' is empty (0 bytes): it was truncated (a full disk or "
+                      "a bad copy?). Restore the copy taken at the last start with 'cp {}.bak "
+                      "{}', or move the file away to start without state",
+                      path.string(), path.string(), path.string()),
+          "state_dir");
+    }
+  }
   sqlite3* raw = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
@@ -121,6 +136,37 @@ Result<std::unique_ptr<Database>> Database::Open(const std::filesystem::path& pa
                                    pragmas.error().message));
   }
   return db;
+}
+
+Status Database::BackupTo(const std::filesystem::path& target) {
+  const std::filesystem::path partial = target.string() + ".partial";
+  sqlite3* dest = nullptr;
+  int rc = sqlite3_open_v2(partial.c_str(), &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                           nullptr);
+  if (rc == SQLITE_OK) {
+    std::lock_guard<std::mutex> lock(mu_);
+    sqlite3_backup* backup = sqlite3_backup_init(dest, "main", db_, "main");
+    if (backup != nullptr) {
+      sqlite3_backup_step(backup, -1);
+      sqlite3_backup_finish(backup);
+    }
+    rc = sqlite3_errcode(dest);
+  }
+  const std::string message = dest != nullptr ? sqlite3_errmsg(dest) : sqlite3_errstr(rc);
+  sqlite3_close_v2(dest);
+  std::error_code ec;
+  if (rc != SQLITE_OK) {
+    std::filesystem::remove(partial, ec);
+    return Unavailable(fmt::format("cannot back up the state database to '{}': {}",
+                                   target.string(), message));
+  }
+  // Renamed into place whole: a crash mid-copy never leaves a half backup under the name.
+  std::filesystem::rename(partial, target, ec);
+  if (ec) {
+    return Unavailable(fmt::format("cannot back up the state database to '{}': {}",
+                                   target.string(), ec.message()));
+  }
+  return OkStatus();
 }
 
 Database::~Database() {

@@ -71,7 +71,8 @@ class Database {
   // Opens (creating when absent) the database at `path`, creating missing parent
   // directories, and sets WAL journal mode (not available for ":memory:"), foreign keys on,
   // synchronous=NORMAL and the busy timeout. Errors: kUnavailable naming the path when the
-  // directory or file cannot be created or opened, or the file is not a database.
+  // directory or file cannot be created or opened, or the file is not a database;
+  // kFailedPrecondition for an existing 0-byte file (truncated state, never silently new).
   static Result<std::unique_ptr<Database>> Open(const std::filesystem::path& path,
                                                 const OpenOptions& options = {});
   ~Database();
@@ -88,6 +89,9 @@ class Database {
   int64_t LastInsertRowId() const;
   // Rows changed by the last INSERT/UPDATE/DELETE on this connection (hold mu()).
   int64_t Changes() const;
+  // A consistent copy of the whole database at `target` (SQLite's online backup), written
+  // to `target`.partial and renamed into place. Errors: kUnavailable naming the target.
+  Status BackupTo(const std::filesystem::path& target);
   // "wal", "memory", "delete", ... as PRAGMA journal_mode reports it.
   Result<std::string> JournalMode();
 

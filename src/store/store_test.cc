@@ -57,6 +57,42 @@ TEST_F(StoreOpenTest, ReopenIsIdempotentAndKeepsData) {
   EXPECT_DOUBLE_EQ(rows->ColumnDouble(1), 1.0);
 }
 
+// A truncated database must not start as a fresh one (every service gone, no word).
+TEST_F(StoreOpenTest, RefusesAZeroByteDatabaseNamingTheBackup) {
+  const auto path = dir_ / "gpuscale.db";
+  std::ofstream(path).close();
+  auto store = Store::Open(path, Seconds{0});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(store.error().message.find("is empty (0 bytes)"), std::string::npos);
+  EXPECT_NE(store.error().message.find(path.string() + ".bak"), std::string::npos);
+  EXPECT_EQ(std::filesystem::file_size(path), 0u) << "left as it was";
+}
+
+TEST_F(StoreOpenTest, BackupIsACompleteDatabaseThatOpensWithTheSameState) {
+  const auto path = dir_ / "gpuscale.db";
+  const auto backup = dir_ / "gpuscale.db.bak";
+  {
+    auto store = Store::Open(path, Seconds{1});
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(
+        (*store)->services().Put(MakeServiceRow("chat", "spec: 1", Seconds{1}, Seconds{1})));
+    ASSERT_TRUE((*store)->database().BackupTo(backup));
+    EXPECT_FALSE(std::filesystem::exists(backup.string() + ".partial"));
+    // A later change is not in the copy.
+    ASSERT_TRUE(
+        (*store)->services().Put(MakeServiceRow("code", "spec: 2", Seconds{2}, Seconds{2})));
+  }
+  auto restored = Store::Open(backup, Seconds{3});
+  ASSERT_TRUE(restored) << restored.error().ToString();
+  ASSERT_TRUE((*restored)->services().Get("chat"));
+  EXPECT_EQ((*restored)->services().Get("chat")->spec, "spec: 1");
+  EXPECT_FALSE((*restored)->services().Get("code"));
+  auto store = Store::Open(path, Seconds{4});
+  ASSERT_TRUE(store);
+  EXPECT_FALSE((*store)->database().BackupTo(dir_ / "no" / "such" / "dir" / "x.bak"));
+}
+
 TEST_F(StoreOpenTest, RejectsAFileThatIsNotADatabase) {
   const auto path = dir_ / "not-a-db";
   std::ofstream(path) << "this is not sqlite, just some text long enough to have a header....";
