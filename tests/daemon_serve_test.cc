@@ -62,8 +62,11 @@ TEST_F(DaemonServeTest, SloPolicyScalesOutOnViolationsOfTheServicesSlo) {
   EXPECT_THAT(events.body.dump(), HasSubstr("scale out 1 -> 2")) << events.body.dump();
 }
 
-TEST_F(DaemonServeTest, KilledReplicaIsRestarted) {
-  StartDaemon(Config(Service(1, 1, kFastQueuePolicyYaml)));
+// A 30 s control loop: the exit wakes the loop at once (SIGCHLD) and the restarting replica
+// is probed every second, so it serves again within seconds, not a loop interval later.
+TEST_F(DaemonServeTest, KilledReplicaIsRestartedWithoutWaitingForTheLoop) {
+  daemon_.Start(Config(Service(1, 1, kFastQueuePolicyYaml)),
+                {.dir = dir_, .loop_interval_seconds = "30", .env = {marker_}});
   ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1; }, std::chrono::seconds(15)));
   const json before = Replicas()[0];
   const int pid = before["pid"];
@@ -73,7 +76,7 @@ TEST_F(DaemonServeTest, KilledReplicaIsRestarted) {
         const json r = Replicas();
         return r.size() == 1 && r[0]["phase"] == "ready" && r[0]["pid"] != pid && r[0]["pid"] > 0;
       },
-      std::chrono::seconds(20)))
+      std::chrono::seconds(10)))
       << Replicas().dump();
   EXPECT_GE(Replicas()[0]["restarts"].get<int>(), 1);
 }

@@ -1,6 +1,7 @@
 // `gpuscale serve`: the daemon (daemon::Daemon) plus the REST API (api::ApiServer) until
 // SIGINT/SIGTERM; SIGHUP reads the config file again and applies its services, prometheus,
-// tasks and loop_interval_seconds (Daemon::Reload). Signals are blocked before any thread starts and taken with sigwait on
+// tasks and loop_interval_seconds (Daemon::Reload); SIGCHLD (a replica exited) wakes the
+// control loop at once. Signals are blocked before any thread starts and taken with sigwait on
 // this thread, so no work happens in a signal handler and every thread inherits the mask
 // (replica processes get a clean mask from the orchestrator).
 #include <fmt/format.h>
@@ -144,6 +145,9 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGHUP);
+  // A replica process that exits wakes the control loop at once (it reaps and restarts it)
+  // instead of at the next tick. Blocked and taken here, SIGCHLD leaves waitpid as it is.
+  sigaddset(&stop_signals, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
   struct RestoreMask {
     sigset_t mask;
@@ -208,8 +212,13 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
   (*d)->Run();
   PrintStartup(ctx, *config, *port, api_options.web_root, **d, gateway.get());
   int signal_number = 0;
-  while (sigwait(&stop_signals, &signal_number) == 0 && signal_number == SIGHUP) {
-    Reload(flags, **d, ctx);
+  while (sigwait(&stop_signals, &signal_number) == 0 &&
+         (signal_number == SIGHUP || signal_number == SIGCHLD)) {
+    if (signal_number == SIGCHLD) {
+      (*d)->Wake();
+    } else {
+      Reload(flags, **d, ctx);
+    }
   }
   ctx.err << fmt::format("gpuscale serve: received {}; {}\n",
                          signal_number == SIGTERM ? "SIGTERM" : "SIGINT",

@@ -75,6 +75,10 @@ void Daemon::LoopMain() {
     if (options_.gateway && options_.gateway->TotalQueued() > 0) {
       interval = std::min(interval, Seconds{1});
     }
+    // While a replica starts, restarts or stops, tick at the probe interval: a replica that
+    // is ready in 1 s serves 1 s later, not a loop interval later (the policy keeps its own
+    // windows and cooldowns, so extra ticks do not make it jumpier).
+    if (settling_.load()) interval = std::min(interval, options_.probe_interval);
     std::unique_lock<std::mutex> lock(mu_);
     const auto next =
         started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval);
@@ -388,10 +392,16 @@ ServiceView Daemon::ViewOf(const Slot& slot, Seconds now) const {
 void Daemon::PublishViews(Seconds now) {
   std::map<std::string, ServiceView> views;
   std::map<std::string, std::vector<orch::ReplicaInfo>> replicas;
+  bool settling = false;
   for (auto& [name, slot] : services_) {
     views[name] = ViewOf(*slot, now);
     replicas[name] = slot->orch->Replicas(now);
+    for (const orch::ReplicaInfo& r : replicas[name]) {
+      settling = settling || r.state == "starting" || r.state == "restarting" ||
+                 r.state == "draining" || r.state == "stopping";
+    }
   }
+  settling_ = settling;
   std::lock_guard<std::mutex> lock(mu_);
   for (const Command& c : commands_) {
     if (c.kind == Command::Kind::kDelete) {

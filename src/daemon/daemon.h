@@ -36,6 +36,7 @@
 // Lock order: loop_mu_ before mu_.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -54,9 +55,9 @@
 #include "daemon/daemon_api.h"
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_metrics.h"
-#include "daemon/state_dir_lock.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
+#include "daemon/state_dir_lock.h"
 #include "experiments/task_manager.h"
 #include "gateway/gateway_state.h"
 #include "gpu/monitor.h"
@@ -236,6 +237,9 @@ class Daemon final : public DaemonApi {
   std::unique_ptr<gpu::GpuBackend> backend_;
   std::unique_ptr<gpu::Monitor> monitor_;
   alloc::LeaseLedger ledger_;
+  // Some replica is starting, restarting, draining or stopping (set by PublishViews): the
+  // loop then ticks at probe_interval.
+  std::atomic<bool> settling_{false};
   std::unique_ptr<StateDirLock> state_lock_;  // held from Open to destruction
   std::unique_ptr<store::Store> store_;
   // Tasks/experiments (daemon_tasks.cc); destroyed before the store and ledger it borrows.
