@@ -57,5 +57,32 @@ TEST(HttpProbeTest, TellsOkFailedAndNoAnswerApart) {
   thread.join();
 }
 
+// A replica that trickles its answer a byte at a time must not hold the caller (the control
+// loop) past the probe's timeout: the timeout bounds the whole exchange, not each read.
+TEST(HttpProbeTest, ATricklingAnswerIsNoAnswerWithinTheTimeout) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::thread trickler([listener] {
+    const int conn = accept(listener, nullptr, nullptr);
+    if (conn < 0) return;
+    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    for (char c : answer) {  // 100 ms per byte: 4 s for the answer
+      if (send(conn, &c, 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    close(conn);
+  });
+  EXPECT_EQ(HttpProbe(ntohs(addr.sin_port), "/health", Seconds{0.3}), ProbeResult::kNoAnswer);
+  shutdown(listener, SHUT_RDWR);
+  close(listener);
+  trickler.join();
+}
+
 }  // namespace
 }  // namespace gpuscale::orch
