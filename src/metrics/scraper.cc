@@ -1,11 +1,12 @@
 #include "metrics/scraper.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <charconv>
 #include <chrono>
 #include <exception>
+
+#include "net/http_client.h"
 
 namespace gpuscale::metrics {
 namespace {
@@ -16,23 +17,6 @@ Unexpected<Error> BadUrl(std::string_view url, std::string_view why) {
   return InvalidArgument(
       fmt::format("invalid scrape URL '{}': {} (expected http://host[:port][/path])", url, why),
       "url");
-}
-
-std::string Describe(httplib::Error error) {
-  switch (error) {
-    case httplib::Error::Connection:
-      return "connection refused or host unreachable";
-    case httplib::Error::ConnectionTimeout:
-      return "connect timed out";
-    case httplib::Error::Read:
-      return "reading the response failed or timed out";
-    case httplib::Error::Write:
-      return "sending the request failed";
-    case httplib::Error::Canceled:
-      return "timed out reading the body";
-    default:
-      return httplib::to_string(error);
-  }
 }
 
 }  // namespace
@@ -61,41 +45,26 @@ Result<ScrapeUrl> ParseScrapeUrl(std::string_view url) {
 // Over 40 lines only because each transport outcome maps to its own message.
 Result<Exposition> ScrapeMetrics(std::string_view url, const ScrapeOptions& options) {
   GS_ASSIGN_OR_RETURN(ScrapeUrl target, ParseScrapeUrl(url));
-  std::string body;
-  bool too_big = false;
-  bool late = false;
-  try {
-    httplib::Client client(target.host, target.port);
-    const auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(options.timeout);
-    client.set_connection_timeout(timeout);
-    client.set_read_timeout(timeout);
-    client.set_write_timeout(timeout);
-    // httplib's read timeout applies per read; this deadline bounds a slowly trickling body.
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    httplib::Headers headers = {{"Accept", "text/plain;version=0.0.4"}};
-    httplib::Result result = client.Get(target.path, headers, [&](const char* data, size_t n) {
-      too_big = body.size() + n > options.max_body_bytes;
-      late = std::chrono::steady_clock::now() > deadline;
-      if (too_big || late) return false;  // cancels the transfer
-      body.append(data, n);
-      return true;
-    });
-    if (too_big) {
+  net::HttpGetRequest request;
+  request.host = target.host;
+  request.port = target.port;
+  request.target = target.path;
+  request.headers = {{"Accept", "text/plain;version=0.0.4"}};
+  request.timeout = options.timeout;  // the whole exchange, however slowly the replica sends
+  request.max_body_bytes = options.max_body_bytes;
+  Result<net::HttpGetResponse> response = net::HttpGet(request);
+  if (!response) {
+    if (response.error().code == ErrorCode::kResourceExhausted) {
       return ResourceExhausted(
           fmt::format("scrape of {} returned more than {} bytes", url, options.max_body_bytes));
     }
-    if (!result) {
-      std::string cause = late ? "timed out reading the body" : Describe(result.error());
-      return Unavailable(fmt::format("scrape of {} failed: {} (timeout {}s)", url, cause,
-                                     options.timeout.count()));
-    }
-    if (result->status != 200) {
-      return Unavailable(
-          fmt::format("scrape of {} returned HTTP {} (expected 200)", url, result->status));
-    }
-  } catch (const std::exception& e) {  // no exception crosses the module boundary
-    return Unavailable(fmt::format("scrape of {} failed: {}", url, e.what()));
+    return Unavailable(fmt::format("scrape of {} failed: {}", url, response.error().message));
   }
+  if (response->status != 200) {
+    return Unavailable(
+        fmt::format("scrape of {} returned HTTP {} (expected 200)", url, response->status));
+  }
+  const std::string& body = response->body;
   Result<Exposition> parsed = ParsePrometheusText(body, options.parse);
   if (!parsed) {
     Error error = std::move(parsed).error();
