@@ -1,6 +1,6 @@
 // LocalProcessOrchestrator: runs one service's replicas as processes on this machine
-// (scale::ReplicaOrchestrator, the port the controller drives). In the terms of reference
-// 002's worker adapters, a replica is a worker group of one process; Capacity() is the
+// (scale::ReplicaOrchestrator, the port the controller drives). In the terms of Scaler's
+// worker adapters, a replica is a worker group of one process; Capacity() is the
 // adapter's heartbeat, and commands answer with explicit statuses. Ids, command guards,
 // drain accounting, restart backoff and events follow the rules in replica_book.h; this
 // class adds the process part.

@@ -1,8 +1,8 @@
 // The narrow port through which the controller changes a service's replicas: list them,
 // start one on free GPUs (or leave it pending when none are free), drain one (no new
 // requests; in-flight ones finish), and stop one (frees its GPUs). Implemented by the
-// simulator (sim::SimOrchestrator) and, live, by the orch/ adapters (local processes,
-// Slurm, Kubernetes).
+// simulator (sim::SimOrchestrator) and, live, by the orch/ adapters (local processes and
+// Slurm jobs; on Kubernetes the HPA scales, driven through KEDA's external scaler in k8s/).
 //
 // Ownership: the orchestrator owns its replicas; callers see copies (ReplicaStatus).
 // Thread-safety: implementations are driven by one control loop thread; they need not lock.
