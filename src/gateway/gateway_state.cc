@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
+#include <string_view>
 
 namespace gpuscale::gateway {
 
@@ -43,15 +45,15 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
       for (auto& [id, wake] : old.waiters) to_wake.push_back(wake);
     }
     services_ = std::move(next);
-    // Forget the health of replicas that are gone (ids are never reused).
-    std::erase_if(health_, [&](const auto& entry) {
+    // Forget the health of replicas that are gone (ids are never reused). A set of the live
+    // ids keeps this O(n log n) for fleets of thousands of replicas.
+    if (!health_.empty()) {
+      std::set<std::string_view> live;
       for (const auto& [name, s] : services_) {
-        for (const Replica& r : s.replicas) {
-          if (r.route.id == entry.first) return false;
-        }
+        for (const Replica& r : s.replicas) live.insert(r.route.id);
       }
-      return true;
-    });
+      std::erase_if(health_, [&](const auto& entry) { return !live.contains(entry.first); });
+    }
   }
   for (auto& wake : to_wake) wake();
 }
