@@ -327,7 +327,11 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
     if (!config.token.empty() && field.name() == http::field::authorization) continue;
     forward.insert(field.name_string(), field.value());
   }
-  forward.set(http::field::host, ticket.host + ":" + port);
+  // An IPv6 literal goes in brackets (RFC 9110 7.2: Host is uri-host [":" port]).
+  const bool ipv6 = ticket.host.find(':') != std::string::npos;
+  const std::string host_header =
+      ipv6 ? "[" + ticket.host + "]:" + port : ticket.host + ":" + port;
+  forward.set(http::field::host, host_header);
   forward.keep_alive(false);
   forward.body() = req.body();  // the client's bytes, not re-serialized
   forward.prepare_payload();
