@@ -306,9 +306,12 @@ DaemonConfig EmbeddedDefaultConfig(const std::string& self_exe) {
   config.state_dir = DefaultStateDir();
   ServiceConfig demo;
   demo.name = "demo";
-  // Short emulated model load and drain so that scaling is visible within seconds.
-  demo.command = {self_exe,     "emulate",           "--port", "{port}",          "--model",
-                  "demo-model", "--startup-seconds", "2",      "--drain-seconds", "5"};
+  // Short emulated model load and drain so that scaling is visible within seconds; 16
+  // sequences per batch (a small GPU), so that the README's 32-client bench queues on one
+  // replica and the policy has something to scale on.
+  demo.command = {self_exe,          "emulate",        "--port", "{port}",
+                  "--model",         "demo-model",     "--startup-seconds", "2",
+                  "--drain-seconds", "5",              "--max-batch-size",  "16"};
   demo.models = {"demo-model"};  // what the emulator calls itself, and bench's default
   demo.gpus_per_replica = 1;
   demo.startup_timeout = Seconds{60};
