@@ -95,7 +95,7 @@ TEST_F(DaemonServeTest, ReplicaWithoutGpuIsPendingWithReason) {
   EXPECT_EQ(service.body["pending_replicas"], 1);
 }
 
-TEST_F(DaemonServeTest, RestartedDaemonAdoptsReplicasWithoutLeakingLeasesAndASecondOneIsRefused) {
+TEST_F(DaemonServeTest, RestartedDaemonAdoptsReplicasStopsUnrecordedOnesAndASecondOneIsRefused) {
   const std::string config = Config(Service(2, 2, kFastQueuePolicyYaml));
   StartDaemon(config);
   ASSERT_TRUE(WaitFor([&] { return Count("ready") == 2; }, std::chrono::seconds(15)));
@@ -113,10 +113,26 @@ TEST_F(DaemonServeTest, RestartedDaemonAdoptsReplicasWithoutLeakingLeasesAndASec
                                     std::to_string(daemon_.pid()) + ")"));
   EXPECT_EQ(Count("ready"), 2) << "the refused daemon touched nothing";
   daemon_.Kill(SIGKILL);  // the replicas run in their own process groups: they survive
+  // A replica process the dead daemon started but never saved (it died in between): only
+  // its environment marker says whose it is.
+  const pid_t unrecorded = Spawn(
+      {"sleep", "300"}, -1, dir_ + "/unrecorded.err",
+      {marker_, "GPUSCALE_REPLICA_OF=" + std::filesystem::absolute(dir_ + "/state").string()});
+  ASSERT_GT(unrecorded, 0);
 
   StartDaemon(config);
   ASSERT_TRUE(WaitFor([&] { return Count("ready") == 2; }, std::chrono::seconds(15)))
       << Replicas().dump();
+  // Killed before the daemon's first placement, so no GPU is ever leased twice.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        int status = 0;
+        return waitpid(unrecorded, &status, WNOHANG) == unrecorded;
+      },
+      std::chrono::seconds(5)))
+      << "the unrecorded replica process still runs";
+  EXPECT_THAT(Http(Port(), "GET", "/v1/events?kind=replica_process_stopped").body.dump(),
+              HasSubstr("no record knows"));
   std::set<int> adopted;
   for (const json& r : Replicas()) {
     adopted.insert(r["pid"].get<int>());

@@ -180,6 +180,8 @@ class Daemon final : public DaemonApi {
   Result<std::unique_ptr<orch::ServiceOrchestrator>> MakeOrchestrator(
       const ServiceConfig& service);
   void RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>& events);
+  size_t StopUnknownReplicaProcesses(const std::vector<store::ReplicaRow>& rows, Seconds now,
+                                     std::vector<store::EventRow>& events);
   void AdoptAll(Seconds now);
   size_t StaleLeaseCount();
   void AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now);

@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <signal.h>
+
+#include <chrono>
 #include <cstdio>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "daemon/daemon.h"
@@ -13,6 +17,7 @@
 #include "daemon/service_policy.h"
 #include "daemon/slurm_adapter.h"
 #include "gpu/backend_factory.h"
+#include "orch/process_util.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {
@@ -238,6 +243,7 @@ void Daemon::AdoptAll(Seconds now) {
     PersistReplicas(name, *slot->orch, slot->persisted);
   }
   AdoptOrphans(orphans, now);
+  const size_t unknown = StopUnknownReplicaProcesses(*rows, now, events);
   std::set<std::string> orphan_services;
   for (const store::ReplicaRow& row : orphans) orphan_services.insert(row.service);
   FinishDeletedServices(orphan_services);
@@ -245,10 +251,48 @@ void Daemon::AdoptAll(Seconds now) {
   PersistLeases();
   events.push_back(MakeEvent(
       now, "", "daemon_started", "",
-      fmt::format("{} services; adopted {} running replicas, cleaned up {}; {} stale leases "
-                  "dropped",
-                  services_.size(), adopted, cleaned, dropped)));
+      fmt::format("{} services; adopted {} running replicas, cleaned up {}, stopped {} "
+                  "unrecorded replica processes; {} stale leases dropped",
+                  services_.size(), adopted, cleaned, unknown, dropped)));
   AppendEvents(events);
+}
+
+// A replica process of this state directory (its marker, orch/process_util.h) that no
+// record and no orchestrator knows was started by a daemon that died before saving it. It
+// may hold GPUs the ledger thinks free, so it is killed, process group and all, before the
+// first tick places anything; the daemon waits (up to 5 s) until it is gone.
+size_t Daemon::StopUnknownReplicaProcesses(const std::vector<store::ReplicaRow>& rows,
+                                           Seconds now, std::vector<store::EventRow>& events) {
+  std::set<int> known;  // replica process group leaders
+  for (const store::ReplicaRow& row : rows) {
+    if (row.pid > 0) known.insert(static_cast<int>(row.pid));
+  }
+  for (auto& [name, slot] : services_) {
+    for (const orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
+      if (r.pid > 0) known.insert(r.pid);
+    }
+  }
+  const std::string marker = fmt::format("{}={}", orch::kReplicaMarkerEnv,
+                                         orch::ReplicaMarkerValue(config_.state_dir));
+  std::set<int> groups;
+  for (const orch::MarkedProcess& p : orch::FindProcessesWithEnv(marker)) {
+    if (known.count(p.pid) == 0 && known.count(p.pgid) == 0) groups.insert(p.pgid);
+  }
+  for (int pgid : groups) {
+    orch::SignalGroup(pgid, SIGKILL);
+    events.push_back(MakeEvent(now, "", "replica_process_stopped", "",
+                               fmt::format("killed process group {}: a replica process of this "
+                                           "state directory that no record knows (a daemon "
+                                           "died before saving it)",
+                                           pgid)));
+  }
+  for (int i = 0; i < 100; ++i) {
+    bool alive = false;
+    for (int pgid : groups) alive = alive || orch::ProcessAlive(pgid);
+    if (!alive) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return groups.size();
 }
 
 // How to stop the replicas of a service that is no longer managed: its stored spec while

@@ -38,6 +38,7 @@ void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
   if (!argv) return ScheduleRestart(r, now, argv.error().ToString());
   std::vector<std::pair<std::string, std::string>> env = config_.env;
   env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);
+  env.emplace_back(kReplicaMarkerEnv, ReplicaMarkerValue(config_.state_dir));
   SpawnRequest request{*argv, ChildEnvironment(env), r.log_path,
                        fmt::format("---- {} gpuscale: starting replica {} (restarts {}) on port "
                                    "{}, CUDA_VISIBLE_DEVICES={}: {}\n",

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -158,6 +160,38 @@ bool ProcessAlive(int pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
   const char state = ProcState(pid);
   return state != '\0' && state != 'Z' && state != 'X';
+}
+
+std::string ReplicaMarkerValue(const std::string& state_dir) {
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::absolute(state_dir, ec);
+  if (ec) path = state_dir;
+  return path.lexically_normal().string();
+}
+
+std::vector<MarkedProcess> FindProcessesWithEnv(const std::string& entry) {
+  std::vector<MarkedProcess> found;
+  std::error_code ec;
+  for (const auto& dir : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = dir.path().filename().string();
+    int pid = 0;
+    auto [ptr, err] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (err != std::errc() || ptr != name.data() + name.size() || !ProcessAlive(pid)) continue;
+    std::ifstream file(dir.path() / "environ", std::ios::binary);
+    if (!file) continue;
+    const std::string env((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    bool marked = false;
+    for (size_t pos = 0; pos < env.size() && !marked;) {
+      size_t end = env.find('\0', pos);
+      if (end == std::string::npos) end = env.size();
+      marked = env.compare(pos, end - pos, entry) == 0;
+      pos = end + 1;
+    }
+    if (!marked) continue;
+    const int pgid = getpgid(pid);
+    if (pgid > 0) found.push_back({pid, pgid});
+  }
+  return found;
 }
 
 std::optional<std::vector<std::string>> ReadCmdline(int pid) {

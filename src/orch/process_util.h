@@ -54,6 +54,25 @@ bool SignalGroup(int pid, int signal);
 // True when `pid` names a live (not zombie) process.
 bool ProcessAlive(int pid);
 
+// The environment entry every replica process of a daemon carries: its state directory,
+// absolute ("GPUSCALE_REPLICA_OF=/var/lib/gpuscale"). It finds replica processes without the
+// database: one started just before a crash, before its record was saved, is found and
+// stopped by the next daemon instead of holding GPUs nobody knows of.
+inline constexpr char kReplicaMarkerEnv[] = "GPUSCALE_REPLICA_OF";
+
+// The marker's value for `state_dir`: the directory, absolute and normalized.
+std::string ReplicaMarkerValue(const std::string& state_dir);
+
+// A live process and its process group.
+struct MarkedProcess {
+  int pid = 0;
+  int pgid = 0;
+};
+
+// Live processes whose environment holds exactly `entry` ("KEY=VALUE"), read from
+// /proc/<pid>/environ (processes of other users cannot be read and are skipped).
+std::vector<MarkedProcess> FindProcessesWithEnv(const std::string& entry);
+
 // The process's argv from /proc/<pid>/cmdline; nullopt when it cannot be read (gone).
 std::optional<std::vector<std::string>> ReadCmdline(int pid);
 
