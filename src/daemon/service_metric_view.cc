@@ -1,5 +1,6 @@
 #include "daemon/service_metric_view.h"
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "metrics/metric_lookup.h"
 #include "metrics/metric_window.h"
+#include "metrics/vllm_metric_names.h"
 #include "scale/metric_names.h"
 
 namespace gpuscale::daemon {
@@ -17,15 +19,30 @@ namespace names = scale::metric_names;
 
 namespace {
 
-// vLLM's histogram families and finished-request counter (vllm/engine/metrics.py).
-constexpr std::string_view kTtftHistogram = "vllm:time_to_first_token_seconds";
-constexpr std::string_view kTpotHistogram = "vllm:time_per_output_token_seconds";
-constexpr std::string_view kE2eHistogram = "vllm:e2e_request_latency_seconds";
-constexpr std::string_view kSuccessCounter = "vllm:request_success_total";
+namespace vllm = metrics::vllm;
+
+// vLLM's histogram families and finished-request counter (metrics/vllm_metric_names.h).
+constexpr std::string_view kTtftHistogram = vllm::kTimeToFirstTokenSeconds;
+constexpr std::string_view kE2eHistogram = vllm::kE2eRequestLatencySeconds;
+constexpr std::string_view kSuccessCounter = vllm::kRequestSuccessTotal;
+// TPOT, per replica the first of these it exports: the per-request histogram matches the
+// SLO's "share of requests" (and the simulator's and the gateway's per-request TPOT); the
+// per-gap inter-token histogram, under its current and its former name, serves engines
+// without it (vLLM before 0.11).
+constexpr std::array<std::string_view, 3> kTpotHistograms = {
+    vllm::kRequestTimePerOutputTokenSeconds, vllm::kInterTokenLatencySeconds,
+    vllm::kTimePerOutputTokenSecondsFormer};
 // vLLM's token counters (prompt tokens as they are prefilled, generated tokens as they are
 // produced), for the slo policy's token mode.
-constexpr std::string_view kPromptTokensCounter = "vllm:prompt_tokens_total";
-constexpr std::string_view kGenerationTokensCounter = "vllm:generation_tokens_total";
+constexpr std::string_view kPromptTokensCounter = vllm::kPromptTokensTotal;
+constexpr std::string_view kGenerationTokensCounter = vllm::kGenerationTokensTotal;
+// Gauges vLLM renamed: {current, former}. Each name is filled from the other when a replica
+// exports only one, so a policy written with either name reads old and new engines alike.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 1> kRenamedGauges = {{
+    {names::kKvUsage, names::kKvUsageFormer},
+}};
+static_assert(names::kKvUsage == vllm::kKvCacheUsagePerc);
+static_assert(names::kKvUsageFormer == vllm::kGpuCacheUsagePercFormer);
 
 // The KEDA query of the Corrino (OCI AI Blueprints) autoscaling recipes: share of requests
 // slower than 5 s end to end.
@@ -38,6 +55,18 @@ void AddHistogram(metrics::HistogramWindow& window, Seconds now,
   auto h = metrics::FindHistogram(exposition, name);
   if (!h) return;
   window.Add(now, h->upper_bounds, h->cumulative_counts, h->sum);
+}
+
+// Adds the first of `names` that the exposition has (see kTpotHistograms).
+template <size_t N>
+void AddFirstHistogram(metrics::HistogramWindow& window, Seconds now,
+                       const metrics::Exposition& exposition,
+                       const std::array<std::string_view, N>& names) {
+  for (std::string_view name : names) {
+    if (exposition.FindFamily(name) == nullptr) continue;
+    AddHistogram(window, now, exposition, name);
+    return;
+  }
 }
 
 // Sum over the label sets of every gauge, counter and untyped family. Histograms and
@@ -54,6 +83,16 @@ std::map<std::string, double> FamilyValues(const metrics::Exposition& exposition
     values[family.name] += sum;  // a family split by another family in between: add up
   }
   return values;
+}
+
+// Fills the name of a renamed gauge that the replica does not export from the one it does.
+void FillRenamedGauges(std::map<std::string, double>& values) {
+  for (const auto& [current, former] : kRenamedGauges) {
+    const auto a = values.find(std::string(current));
+    const auto b = values.find(std::string(former));
+    if (a != values.end() && b == values.end()) values.emplace(former, a->second);
+    if (a == values.end() && b != values.end()) values.emplace(current, b->second);
+  }
 }
 
 // A GPU's reading for one kernel metric; nullopt when the backend does not know it.
@@ -155,6 +194,7 @@ void ServiceMetricView::Record(Seconds now, const std::string& replica,
   if (now < w->last_scrape) return;  // out of order: the windows would drop it too
   w->last_scrape = now;
   w->latest = FamilyValues(exposition);
+  FillRenamedGauges(w->latest);
   // A replica that has not finished a request may not expose the counter yet: that is 0.
   auto success = metrics::FindValue(exposition, kSuccessCounter, {}, metrics::Combine::kSum);
   w->success.Add(now, success ? *success : 0.0);
@@ -164,7 +204,7 @@ void ServiceMetricView::Record(Seconds now, const std::string& replica,
     window->Add(now, tokens ? *tokens : 0.0);
   }
   AddHistogram(w->ttft, now, exposition, kTtftHistogram);
-  AddHistogram(w->tpot, now, exposition, kTpotHistogram);
+  AddFirstHistogram(w->tpot, now, exposition, kTpotHistograms);
   AddHistogram(w->e2e, now, exposition, kE2eHistogram);
 }
 

@@ -8,7 +8,9 @@
 //    Histograms and summaries are not (no single value; see the service values below).
 //    Only ready replicas that have been scraped contribute, in the order given; a replica
 //    that lacks a family adds nothing to it. kWaiting, kRunning and kKvUsage are always set
-//    (empty per_replica when no replica reports), as in the simulator.
+//    (empty per_replica when no replica reports), as in the simulator. A gauge vLLM renamed
+//    (vllm:gpu_cache_usage_perc -> vllm:kv_cache_usage_perc) is set under both names from
+//    whichever the replica exports.
 //  - service values (source kPrometheus, computed locally from the windows exactly as the
 //    PromQL in metric_names.h would): kSuccessRate30s/2m (sum of per-replica rates of
 //    vllm:request_success_total, summed over label sets; a replica whose exposition lacks
@@ -16,7 +18,9 @@
 //    kPromptTokensRate30s / kGenerationTokensRate30s (the same over vLLM's token counters;
 //    the slo policy's token mode),
 //    kTtftViolationRatio / kTpotViolationRatio (histogram bucket increases over 1 min vs
-//    the SLO thresholds), kE2eOver5sRatio (5 min). These read
+//    the SLO thresholds; TPOT per replica from the first of
+//    vllm:request_time_per_output_token_seconds, vllm:inter_token_latency_seconds and
+//    vllm:time_per_output_token_seconds it exports), kE2eOver5sRatio (5 min). These read
 //    every replica with windows (as Prometheus reads every scraped target); Forget/Retain
 //    decide which. A value with no data (fewer than two scrapes, no observations) is absent.
 //  - gateway values (source kGateway, names kGateway* in metric_names.h), from the cumulative
