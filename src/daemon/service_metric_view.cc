@@ -1,11 +1,13 @@
 #include "daemon/service_metric_view.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "metrics/metric_lookup.h"
@@ -41,6 +43,24 @@ constexpr std::string_view kGenerationTokensCounter = vllm::kGenerationTokensTot
 constexpr std::array<std::pair<std::string_view, std::string_view>, 1> kRenamedGauges = {{
     {names::kKvUsage, names::kKvUsageFormer},
 }};
+// The families each policy metric is read from in a scrape, any one of which provides it.
+// Names not listed are read from the family of the same name; kernel and gateway metrics
+// do not come from scrapes at all (KernelMetrics, FillGateway).
+const std::map<std::string_view, std::vector<std::string_view>>& ScrapeSources() {
+  static const auto* kSources = new std::map<std::string_view, std::vector<std::string_view>>{
+      {names::kKvUsage, {names::kKvUsage, names::kKvUsageFormer}},
+      {names::kKvUsageFormer, {names::kKvUsage, names::kKvUsageFormer}},
+      {names::kSuccessRate30s, {kSuccessCounter}},
+      {names::kSuccessRate2m, {kSuccessCounter}},
+      {names::kPromptTokensRate30s, {kPromptTokensCounter}},
+      {names::kGenerationTokensRate30s, {kGenerationTokensCounter}},
+      {names::kTtftViolationRatio, {kTtftHistogram}},
+      {names::kTpotViolationRatio, {kTpotHistograms.begin(), kTpotHistograms.end()}},
+      {names::kE2eOver5sRatio, {kE2eHistogram}},
+  };
+  return *kSources;
+}
+
 static_assert(names::kKvUsage == vllm::kKvCacheUsagePerc);
 static_assert(names::kKvUsageFormer == vllm::kGpuCacheUsagePercFormer);
 
@@ -165,6 +185,7 @@ struct ServiceMetricView::ReplicaWindows {
 
   Seconds last_scrape{-std::numeric_limits<double>::infinity()};
   std::map<std::string, double> latest;  // family -> value of the latest scrape
+  std::set<std::string, std::less<>> families;  // every family the latest scrape declared
   metrics::SeriesWindow success, prompt_tokens, generation_tokens;
   metrics::HistogramWindow ttft, tpot, e2e;
 };
@@ -195,6 +216,8 @@ void ServiceMetricView::Record(Seconds now, const std::string& replica,
   w->last_scrape = now;
   w->latest = FamilyValues(exposition);
   FillRenamedGauges(w->latest);
+  w->families.clear();
+  for (const metrics::MetricFamily& family : exposition.families) w->families.insert(family.name);
   // A replica that has not finished a request may not expose the counter yet: that is 0.
   auto success = metrics::FindValue(exposition, kSuccessCounter, {}, metrics::Combine::kSum);
   w->success.Add(now, success ? *success : 0.0);
@@ -377,6 +400,45 @@ void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& re
                   FractionAbove(e2e, now, Seconds{300}, kE2eThresholdSeconds));
   if (gpus != nullptr) FillKernel(ready, *gpus, input);
   FillGateway(now, input);
+}
+
+bool ServiceMetricView::FromScrapes(std::string_view metric,
+                                    const scale::ScalingInput& input) const {
+  if (metric.starts_with("gateway:")) return false;
+  for (const auto& [name, reading] : KernelMetrics()) {
+    if (name == metric) return false;
+  }
+  if (metric == names::kTtftViolationRatio || metric == names::kTpotViolationRatio) {
+    const auto it = input.metrics.find(std::string(metric));
+    const bool from_gateway =
+        it != input.metrics.end() && it->second.source == scale::MetricSource::kGateway;
+    return !from_gateway && slo_.source != SloSource::kGateway;
+  }
+  return true;
+}
+
+std::vector<ServiceMetricView::Unexported> ServiceMetricView::FindUnexported(
+    const std::vector<ReadyReplicaRef>& ready, const std::vector<std::string>& metrics,
+    const scale::ScalingInput& input) const {
+  std::vector<const ReplicaWindows*> scraped;
+  for (const ReadyReplicaRef& ref : ready) {
+    if (auto it = replicas_.find(ref.id); it != replicas_.end()) scraped.push_back(it->second.get());
+  }
+  std::vector<Unexported> missing;
+  if (scraped.empty()) return missing;
+  for (const std::string& metric : metrics) {
+    if (!FromScrapes(metric, input)) continue;
+    const auto source = ScrapeSources().find(metric);
+    std::vector<std::string_view> families = {metric};
+    if (source != ScrapeSources().end()) families = source->second;
+    const bool exported = std::any_of(scraped.begin(), scraped.end(), [&](const auto* w) {
+      return std::any_of(families.begin(), families.end(),
+                         [&](std::string_view f) { return w->families.contains(f); });
+    });
+    if (exported) continue;
+    missing.push_back({metric, {families.begin(), families.end()}, static_cast<int>(scraped.size())});
+  }
+  return missing;
 }
 
 }  // namespace gpuscale::daemon

@@ -44,6 +44,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -85,10 +86,28 @@ class ServiceMetricView {
   void Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready, const gpu::GpuSnapshot* gpus,
             scale::ScalingInput& input) const;
 
+  // A metric a policy reads that should come from the replicas' scrapes, but that none of
+  // the ready replicas' latest scrapes exports under any of the families it is read from.
+  struct Unexported {
+    std::string metric;
+    std::vector<std::string> families;  // what was looked for, the current vLLM name first
+    int ready = 0;                      // ready replicas with a scrape
+  };
+  // Of `metrics` (names a policy reads: scale::Policy::MetricNames), those that no ready,
+  // scraped replica exports (a family declared without samples counts as exported). Never
+  // lists kernel and gateway metrics, nor the SLO violation ratios while `input` (as Fill
+  // left it) has them from the gateway or slo.source is gateway. Empty when no ready replica
+  // has been scraped. A name without a known source is looked for as a family of its own.
+  std::vector<Unexported> FindUnexported(const std::vector<ReadyReplicaRef>& ready,
+                                         const std::vector<std::string>& metrics,
+                                         const scale::ScalingInput& input) const;
+
  private:
   struct ReplicaWindows;
   struct GatewayWindows;
   void FillGateway(Seconds now, scale::ScalingInput& input) const;
+  // False for metrics that do not come from replicas' scrapes (see FindUnexported).
+  bool FromScrapes(std::string_view metric, const scale::ScalingInput& input) const;
   SloThresholds slo_;
   std::unique_ptr<GatewayWindows> gateway_;
   Seconds retention_;

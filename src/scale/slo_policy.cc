@@ -35,6 +35,20 @@ std::optional<double> SumPerReplica(const ScalingInput& input, std::string_view 
 
 }  // namespace
 
+std::vector<std::string> SloPolicy::MetricNames() const {
+  std::vector<std::string> out;
+  for (std::string_view name : {names::kWaiting, names::kRunning, names::kSuccessRate30s,
+                                names::kSuccessRate2m, names::kTtftViolationRatio,
+                                names::kTpotViolationRatio}) {
+    out.emplace_back(name);
+  }
+  if (config_.output_token_weight > 0) {
+    out.emplace_back(names::kPromptTokensRate30s);
+    out.emplace_back(names::kGenerationTokensRate30s);
+  }
+  return out;
+}
+
 SloPolicy::SloPolicy(SloPolicyConfig config)
     : config_(config),
       initial_capacity_(std::max(config.output_token_weight > 0

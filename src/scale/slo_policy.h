@@ -105,6 +105,9 @@ class SloPolicy final : public Policy {
   int MinReplicas() const override { return config_.min_replicas; }
   int MaxReplicas() const override { return config_.max_replicas; }
   Decision Evaluate(const ScalingInput& input) override;
+  // Waiting, running, the success rates, the violation ratios and, in token mode, the token
+  // rates (scale/metric_names.h).
+  std::vector<std::string> MetricNames() const override;
 
   // mu: requests/s per replica, or prompt-token equivalents/s in token mode.
   double capacity() const { return capacity_; }
