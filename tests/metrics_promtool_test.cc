@@ -40,9 +40,9 @@ TEST_F(DaemonServeTest, MetricsPassPromtoolCheck) {
   const httplib::Result metrics = client.Get("/metrics");
   ASSERT_TRUE(metrics);
   ASSERT_EQ(metrics->status, 200);
-  for (const char* family : {"# TYPE gpuscale_decisions_total counter",
-                             "# TYPE gpuscale_gpu_utilization_ratio gauge",
-                             "# TYPE gpuscale_gateway_requests_total counter"}) {
+  for (const char* family :
+       {"# TYPE gpuscale_decisions_total counter", "# TYPE gpuscale_gpu_utilization_ratio gauge",
+        "# TYPE gpuscale_gateway_requests_total counter"}) {
     EXPECT_THAT(metrics->body, ::testing::HasSubstr(family));
   }
   const cli_test::RunResult check = Promtool(dir_, metrics->body);

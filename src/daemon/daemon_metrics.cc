@@ -111,8 +111,8 @@ std::string DaemonMetrics::Render(const gpu::GpuSnapshot* gpus, const gpu::Score
   metrics::ExpositionWriter w;
   if (gpus != nullptr) WriteGpus(w, *gpus, weights);
   WriteServices(w, services);
-  WriteCounter(w, "gpuscale_decisions_total",
-               "Policy decisions taken (one per service and tick).", decisions_);
+  WriteCounter(w, "gpuscale_decisions_total", "Policy decisions taken (one per service and tick).",
+               decisions_);
   WriteCounter(w, "gpuscale_scrape_errors_total", "Failed scrapes of replicas' /metrics.",
                scrape_errors_);
   w.BeginFamily("gpuscale_control_loop_duration_seconds", MetricType::kHistogram,

@@ -422,7 +422,9 @@ std::vector<ServiceMetricView::Unexported> ServiceMetricView::FindUnexported(
     const scale::ScalingInput& input) const {
   std::vector<const ReplicaWindows*> scraped;
   for (const ReadyReplicaRef& ref : ready) {
-    if (auto it = replicas_.find(ref.id); it != replicas_.end()) scraped.push_back(it->second.get());
+    if (auto it = replicas_.find(ref.id); it != replicas_.end()) {
+      scraped.push_back(it->second.get());
+    }
   }
   std::vector<Unexported> missing;
   if (scraped.empty()) return missing;
@@ -436,7 +438,8 @@ std::vector<ServiceMetricView::Unexported> ServiceMetricView::FindUnexported(
                          [&](std::string_view f) { return w->families.contains(f); });
     });
     if (exported) continue;
-    missing.push_back({metric, {families.begin(), families.end()}, static_cast<int>(scraped.size())});
+    missing.push_back(
+        {metric, {families.begin(), families.end()}, static_cast<int>(scraped.size())});
   }
   return missing;
 }

@@ -95,8 +95,7 @@ TEST(ServiceMetricViewTest, PerReplicaValuesSumLabelSetsInReadyOrder) {
 // replica's value is read under whichever name it exports, and set under both.
 TEST(ServiceMetricViewTest, KvUsageIsReadUnderTheCurrentAndTheFormerName) {
   auto gauge = [](std::string_view name, double value) {
-    return fmt::format("# TYPE {0} gauge\n{0}{{engine=\"0\",model_name=\"m\"}} {1}\n", name,
-                       value);
+    return fmt::format("# TYPE {0} gauge\n{0}{{engine=\"0\",model_name=\"m\"}} {1}\n", name, value);
   };
   const std::string current(names::kKvUsage), former(names::kKvUsageFormer);
   ServiceMetricView view;
@@ -212,8 +211,12 @@ TEST(ServiceMetricViewTest, TpotComesFromThePerRequestHistogramElseTheInterToken
   };
   const std::vector<std::vector<int>> counts = {{2, 6, 9, 10}, {10, 10, 10, 10}, {0, 5, 5, 10}};
   const std::vector<Case> cases = {
-      {{request}, 0.4},         {{itl}, 0.4},         {{former}, 0.4},
-      {{request, itl}, 0.4},    {{itl, request}, 0.0}, {{former, itl}, 0.0},
+      {{request}, 0.4},
+      {{itl}, 0.4},
+      {{former}, 0.4},
+      {{request, itl}, 0.4},
+      {{itl, request}, 0.0},
+      {{former, itl}, 0.0},
       {{former, itl, request}, 0.5},
   };
   for (const Case& c : cases) {

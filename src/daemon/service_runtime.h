@@ -115,8 +115,8 @@ class ServiceRuntime {
   scale::ScalingInput Observe(Seconds now, const ServiceObservation& observation,
                               const gpu::GpuSnapshot* gpus, const OutstandingSink& sink,
                               ServiceTickResult& result);
-  void ReportUnexported(const std::vector<ReadyReplicaRef>& ready,
-                        const scale::ScalingInput& input, ServiceTickResult& result) const;
+  void ReportUnexported(const std::vector<ReadyReplicaRef>& ready, const scale::ScalingInput& input,
+                        ServiceTickResult& result) const;
 
   ServiceConfig config_;
   scale::ReplicaOrchestrator& orchestrator_;

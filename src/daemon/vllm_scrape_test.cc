@@ -23,7 +23,8 @@ namespace names = scale::metric_names;
 using ::testing::ElementsAre;
 
 std::string ReadFixture() {
-  std::ifstream in(std::string(GPUSCALE_SOURCE_DIR) + "/src/metrics/testdata/vllm_0_12_metrics.txt");
+  std::ifstream in(std::string(GPUSCALE_SOURCE_DIR) +
+                   "/src/metrics/testdata/vllm_0_12_metrics.txt");
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();

@@ -75,10 +75,10 @@ TEST(VllmMetricsTest, ExposesVllmNamesTypesAndLabels) {
     double expected;
   };
   const std::vector<Value> values = {
-      {"vllm:num_requests_running", 1},     {"vllm:num_requests_waiting", 0},
-      {"vllm:kv_cache_usage_perc", 0.4},    {"vllm:gpu_cache_usage_perc", 0.4},
-      {"vllm:num_preemptions_total", 0},    {"vllm:prompt_tokens_total", 500},
-      {"vllm:generation_tokens_total", 6},  {"vllm:prefix_cache_queries_total", 500},
+      {"vllm:num_requests_running", 1},    {"vllm:num_requests_waiting", 0},
+      {"vllm:kv_cache_usage_perc", 0.4},   {"vllm:gpu_cache_usage_perc", 0.4},
+      {"vllm:num_preemptions_total", 0},   {"vllm:prompt_tokens_total", 500},
+      {"vllm:generation_tokens_total", 6}, {"vllm:prefix_cache_queries_total", 500},
       {"vllm:prefix_cache_hits_total", 0},
   };
   for (const Value& v : values) {
@@ -88,9 +88,9 @@ TEST(VllmMetricsTest, ExposesVllmNamesTypesAndLabels) {
   }
   // Every finish reason's series exists from the start, as vLLM creates them up front.
   for (const auto& [reason, n] : {std::pair{"length", 2}, {"stop", 0}, {"abort", 0}}) {
-    EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:request_success_total",
-                                  {{{"finished_reason", reason}}}),
-              n)
+    EXPECT_EQ(
+        *metrics::FindValue(*parsed, "vllm:request_success_total", {{{"finished_reason", reason}}}),
+        n)
         << reason;
   }
 }
@@ -104,12 +104,10 @@ TEST(VllmMetricsTest, HistogramsUseVllmBuckets) {
     std::vector<double> bounds;
     double count;
   };
-  const std::vector<double> request_latency = {0.3, 0.5, 0.8, 1,   1.5, 2,   2.5,
-                                               5,   10,  15,  20,  30,  40,  50,
-                                               60,  120, 240, 480, 960, 1920, 7680};
-  const std::vector<double> per_token = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
-                                         0.3,  0.4,   0.5,  0.75,  1,   2.5,  5,
-                                         7.5,  10,    20,   40,    80};
+  const std::vector<double> request_latency = {0.3, 0.5, 0.8, 1,  1.5, 2,   2.5, 5,   10,   15,  20,
+                                               30,  40,  50,  60, 120, 240, 480, 960, 1920, 7680};
+  const std::vector<double> per_token = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                                         0.75, 1,     2.5,  5,     7.5, 10,   20,  40,  80};
   // 1-2-5 up to the engine's longest request: its 1000-token KV cache.
   const std::vector<double> tokens = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
   // Two requests finished (2 tokens each, one gap each); the third has two tokens so far.

@@ -42,11 +42,10 @@ TEST(PolicyMetricNamesTest, EachFamilyNamesWhatItReads) {
               ElementsAre("vllm:num_requests_running", "vllm:num_requests_waiting"));
 
   const std::vector<std::string> slo_names = SloPolicy(SloPolicyConfig{}).MetricNames();
-  EXPECT_THAT(slo_names,
-              ElementsAre("vllm:num_requests_waiting", "vllm:num_requests_running",
-                          "sum(rate(vllm:request_success_total[30s]))",
-                          "sum(rate(vllm:request_success_total[2m]))",
-                          "slo:ttft_violation_ratio:1m", "slo:tpot_violation_ratio:1m"));
+  EXPECT_THAT(slo_names, ElementsAre("vllm:num_requests_waiting", "vllm:num_requests_running",
+                                     "sum(rate(vllm:request_success_total[30s]))",
+                                     "sum(rate(vllm:request_success_total[2m]))",
+                                     "slo:ttft_violation_ratio:1m", "slo:tpot_violation_ratio:1m"));
   SloPolicyConfig tokens;
   tokens.output_token_weight = 4;
   tokens.initial_capacity_tokens_per_second = 1000;

@@ -37,9 +37,9 @@ std::optional<double> SumPerReplica(const ScalingInput& input, std::string_view 
 
 std::vector<std::string> SloPolicy::MetricNames() const {
   std::vector<std::string> out;
-  for (std::string_view name : {names::kWaiting, names::kRunning, names::kSuccessRate30s,
-                                names::kSuccessRate2m, names::kTtftViolationRatio,
-                                names::kTpotViolationRatio}) {
+  for (std::string_view name :
+       {names::kWaiting, names::kRunning, names::kSuccessRate30s, names::kSuccessRate2m,
+        names::kTtftViolationRatio, names::kTpotViolationRatio}) {
     out.emplace_back(name);
   }
   if (config_.output_token_weight > 0) {
