@@ -112,7 +112,8 @@ TEST_F(EmulatorBenchTest, ClosedLoopBenchMeasuresTheEmulator) {
   ASSERT_TRUE(res);
   Result<metrics::Exposition> parsed = metrics::ParsePrometheusText(res->body);
   ASSERT_TRUE(parsed.has_value());
-  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:request_success_total"), report->requests_completed);
+  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:request_success_total", {}, metrics::Combine::kSum),
+            report->requests_completed);
   EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:generation_tokens_total"),
             report->output_tokens_total);
   EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:prompt_tokens_total"), report->input_tokens_total);
@@ -235,8 +236,9 @@ TEST(EmulateBinaryTest, DrainsInFlightRequestsOnSigterm) {
   // SIGTERM once the request is running (its first token has been counted).
   for (int i = 0; i < 500; ++i) {
     httplib::Result metrics = client.Get("/metrics");
-    if (metrics && metrics->body.find("vllm:num_requests_running{model_name=\"emu\"} 1") !=
-                       std::string::npos) {
+    if (metrics &&
+        metrics->body.find("vllm:num_requests_running{engine=\"0\",model_name=\"emu\"} 1") !=
+            std::string::npos) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

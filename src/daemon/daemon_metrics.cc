@@ -76,12 +76,15 @@ void WriteServices(metrics::ExpositionWriter& w, const std::vector<ServiceGauges
   }
 }
 
+// In the text format 0.0.4 a counter's HELP and TYPE lines name the sample itself, `_total`
+// included (only OpenMetrics names the family without it): a `# TYPE x counter` over samples
+// x_total declares an empty family x and leaves x_total untyped and without help.
 void WriteCounter(metrics::ExpositionWriter& w, std::string_view name, std::string_view help,
                   const std::map<std::string, int64_t>& by_service) {
   w.BeginFamily(name, MetricType::kCounter, help);
   for (const auto& [service, count] : by_service) {
     const std::vector<Label> labels = {{"service", service}};
-    w.AddSample(std::string(name) + "_total", labels, static_cast<double>(count));
+    w.AddValue(labels, static_cast<double>(count));
   }
 }
 
@@ -108,9 +111,9 @@ std::string DaemonMetrics::Render(const gpu::GpuSnapshot* gpus, const gpu::Score
   metrics::ExpositionWriter w;
   if (gpus != nullptr) WriteGpus(w, *gpus, weights);
   WriteServices(w, services);
-  WriteCounter(w, "gpuscale_decisions", "Policy decisions taken (one per service and tick).",
+  WriteCounter(w, "gpuscale_decisions_total", "Policy decisions taken (one per service and tick).",
                decisions_);
-  WriteCounter(w, "gpuscale_scrape_errors", "Failed scrapes of replicas' /metrics.",
+  WriteCounter(w, "gpuscale_scrape_errors_total", "Failed scrapes of replicas' /metrics.",
                scrape_errors_);
   w.BeginFamily("gpuscale_control_loop_duration_seconds", MetricType::kHistogram,
                 "Wall time of one control tick (poll, scrape, decide, reconcile, persist).");
@@ -123,9 +126,9 @@ std::string DaemonMetrics::Render(const gpu::GpuSnapshot* gpus, const gpu::Score
   w.AddHistogram({}, bounds, cumulative, loop_sum_);
   w.BeginFamily("gpuscale_leases", MetricType::kGauge, "GPU leases held by replicas.");
   w.AddValue({}, static_cast<double>(leases));
-  w.BeginFamily("gpuscale_store_errors", MetricType::kCounter,
+  w.BeginFamily("gpuscale_store_errors_total", MetricType::kCounter,
                 "Failed writes to the state database (the loop continues).");
-  w.AddSample("gpuscale_store_errors_total", {}, static_cast<double>(store_errors_));
+  w.AddValue({}, static_cast<double>(store_errors_));
   return w.Take();
 }
 

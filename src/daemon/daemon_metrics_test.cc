@@ -4,6 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
 #include "metrics/prometheus_text_parser.h"
 
 namespace gpuscale::daemon {
@@ -51,6 +56,47 @@ TEST(DaemonMetricsTest, RendersGpuServiceAndLoopFamiliesThatParseBack) {
   const metrics::MetricFamily* loop = parsed->FindFamily("gpuscale_control_loop_duration_seconds");
   ASSERT_NE(loop, nullptr);
   EXPECT_EQ(loop->type, metrics::MetricType::kHistogram);
+}
+
+// Text format 0.0.4 as Prometheus reads it: every sample is named by a TYPE line (a
+// histogram's by its _bucket, _sum and _count) that has a HELP line; counters end in _total.
+TEST(DaemonMetricsTest, EverySampleHasATypedFamilyWithHelp) {
+  DaemonMetrics m;
+  m.AddDecision("chat");
+  m.AddScrapeErrors("chat", 1);
+  m.AddStoreError();
+  m.ObserveLoop(0.1);
+  const std::string text = m.Render(nullptr, {}, {ServiceGauges{"chat", 0, 0, 1, 0, 1}}, 0);
+  std::map<std::string, std::string> types;  // family -> type
+  std::set<std::string> helped;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first, second, name, type;
+    words >> first;
+    if (first == "#") {
+      words >> second >> name >> type;
+      if (second == "TYPE") types[name] = type;
+      if (second == "HELP") helped.insert(name);
+      continue;
+    }
+    const std::string sample = first.substr(0, first.find('{'));
+    std::string family = sample;
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+      const std::string base = sample.substr(0, sample.size() - std::string(suffix).size());
+      if (sample.ends_with(suffix) && types.contains(base) && types.at(base) == "histogram") {
+        family = base;
+      }
+    }
+    ASSERT_TRUE(types.contains(family)) << sample << " has no TYPE line\n" << text;
+    EXPECT_TRUE(helped.contains(family)) << family << " has no HELP line";
+    if (types.at(family) == "counter") {
+      EXPECT_TRUE(family.ends_with("_total")) << family;
+    }
+  }
+  EXPECT_THAT(text, HasSubstr("# TYPE gpuscale_decisions_total counter"));
+  EXPECT_THAT(text, HasSubstr("# TYPE gpuscale_scrape_errors_total counter"));
+  EXPECT_THAT(text, HasSubstr("# TYPE gpuscale_store_errors_total counter"));
 }
 
 }  // namespace

@@ -1,14 +1,18 @@
 #include "daemon/service_metric_view.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "metrics/metric_lookup.h"
 #include "metrics/metric_window.h"
+#include "metrics/vllm_metric_names.h"
 #include "scale/metric_names.h"
 
 namespace gpuscale::daemon {
@@ -17,15 +21,48 @@ namespace names = scale::metric_names;
 
 namespace {
 
-// vLLM's histogram families and finished-request counter (vllm/engine/metrics.py).
-constexpr std::string_view kTtftHistogram = "vllm:time_to_first_token_seconds";
-constexpr std::string_view kTpotHistogram = "vllm:time_per_output_token_seconds";
-constexpr std::string_view kE2eHistogram = "vllm:e2e_request_latency_seconds";
-constexpr std::string_view kSuccessCounter = "vllm:request_success_total";
+namespace vllm = metrics::vllm;
+
+// vLLM's histogram families and finished-request counter (metrics/vllm_metric_names.h).
+constexpr std::string_view kTtftHistogram = vllm::kTimeToFirstTokenSeconds;
+constexpr std::string_view kE2eHistogram = vllm::kE2eRequestLatencySeconds;
+constexpr std::string_view kSuccessCounter = vllm::kRequestSuccessTotal;
+// TPOT, per replica the first of these it exports: the per-request histogram matches the
+// SLO's "share of requests" (and the simulator's and the gateway's per-request TPOT); the
+// per-gap inter-token histogram, under its current and its former name, serves engines
+// without it (vLLM before 0.11).
+constexpr std::array<std::string_view, 3> kTpotHistograms = {
+    vllm::kRequestTimePerOutputTokenSeconds, vllm::kInterTokenLatencySeconds,
+    vllm::kTimePerOutputTokenSecondsFormer};
 // vLLM's token counters (prompt tokens as they are prefilled, generated tokens as they are
 // produced), for the slo policy's token mode.
-constexpr std::string_view kPromptTokensCounter = "vllm:prompt_tokens_total";
-constexpr std::string_view kGenerationTokensCounter = "vllm:generation_tokens_total";
+constexpr std::string_view kPromptTokensCounter = vllm::kPromptTokensTotal;
+constexpr std::string_view kGenerationTokensCounter = vllm::kGenerationTokensTotal;
+// Gauges vLLM renamed: {current, former}. Each name is filled from the other when a replica
+// exports only one, so a policy written with either name reads old and new engines alike.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 1> kRenamedGauges = {{
+    {names::kKvUsage, names::kKvUsageFormer},
+}};
+// The families each policy metric is read from in a scrape, any one of which provides it.
+// Names not listed are read from the family of the same name; kernel and gateway metrics
+// do not come from scrapes at all (KernelMetrics, FillGateway).
+const std::map<std::string_view, std::vector<std::string_view>>& ScrapeSources() {
+  static const auto* kSources = new std::map<std::string_view, std::vector<std::string_view>>{
+      {names::kKvUsage, {names::kKvUsage, names::kKvUsageFormer}},
+      {names::kKvUsageFormer, {names::kKvUsage, names::kKvUsageFormer}},
+      {names::kSuccessRate30s, {kSuccessCounter}},
+      {names::kSuccessRate2m, {kSuccessCounter}},
+      {names::kPromptTokensRate30s, {kPromptTokensCounter}},
+      {names::kGenerationTokensRate30s, {kGenerationTokensCounter}},
+      {names::kTtftViolationRatio, {kTtftHistogram}},
+      {names::kTpotViolationRatio, {kTpotHistograms.begin(), kTpotHistograms.end()}},
+      {names::kE2eOver5sRatio, {kE2eHistogram}},
+  };
+  return *kSources;
+}
+
+static_assert(names::kKvUsage == vllm::kKvCacheUsagePerc);
+static_assert(names::kKvUsageFormer == vllm::kGpuCacheUsagePercFormer);
 
 // The KEDA query of the Corrino (OCI AI Blueprints) autoscaling recipes: share of requests
 // slower than 5 s end to end.
@@ -38,6 +75,18 @@ void AddHistogram(metrics::HistogramWindow& window, Seconds now,
   auto h = metrics::FindHistogram(exposition, name);
   if (!h) return;
   window.Add(now, h->upper_bounds, h->cumulative_counts, h->sum);
+}
+
+// Adds the first of `names` that the exposition has (see kTpotHistograms).
+template <size_t N>
+void AddFirstHistogram(metrics::HistogramWindow& window, Seconds now,
+                       const metrics::Exposition& exposition,
+                       const std::array<std::string_view, N>& names) {
+  for (std::string_view name : names) {
+    if (exposition.FindFamily(name) == nullptr) continue;
+    AddHistogram(window, now, exposition, name);
+    return;
+  }
 }
 
 // Sum over the label sets of every gauge, counter and untyped family. Histograms and
@@ -54,6 +103,16 @@ std::map<std::string, double> FamilyValues(const metrics::Exposition& exposition
     values[family.name] += sum;  // a family split by another family in between: add up
   }
   return values;
+}
+
+// Fills the name of a renamed gauge that the replica does not export from the one it does.
+void FillRenamedGauges(std::map<std::string, double>& values) {
+  for (const auto& [current, former] : kRenamedGauges) {
+    const auto a = values.find(std::string(current));
+    const auto b = values.find(std::string(former));
+    if (a != values.end() && b == values.end()) values.emplace(former, a->second);
+    if (a == values.end() && b != values.end()) values.emplace(current, b->second);
+  }
 }
 
 // A GPU's reading for one kernel metric; nullopt when the backend does not know it.
@@ -126,6 +185,7 @@ struct ServiceMetricView::ReplicaWindows {
 
   Seconds last_scrape{-std::numeric_limits<double>::infinity()};
   std::map<std::string, double> latest;  // family -> value of the latest scrape
+  std::set<std::string, std::less<>> families;  // every family the latest scrape declared
   metrics::SeriesWindow success, prompt_tokens, generation_tokens;
   metrics::HistogramWindow ttft, tpot, e2e;
 };
@@ -155,6 +215,9 @@ void ServiceMetricView::Record(Seconds now, const std::string& replica,
   if (now < w->last_scrape) return;  // out of order: the windows would drop it too
   w->last_scrape = now;
   w->latest = FamilyValues(exposition);
+  FillRenamedGauges(w->latest);
+  w->families.clear();
+  for (const metrics::MetricFamily& family : exposition.families) w->families.insert(family.name);
   // A replica that has not finished a request may not expose the counter yet: that is 0.
   auto success = metrics::FindValue(exposition, kSuccessCounter, {}, metrics::Combine::kSum);
   w->success.Add(now, success ? *success : 0.0);
@@ -164,7 +227,7 @@ void ServiceMetricView::Record(Seconds now, const std::string& replica,
     window->Add(now, tokens ? *tokens : 0.0);
   }
   AddHistogram(w->ttft, now, exposition, kTtftHistogram);
-  AddHistogram(w->tpot, now, exposition, kTpotHistogram);
+  AddFirstHistogram(w->tpot, now, exposition, kTpotHistograms);
   AddHistogram(w->e2e, now, exposition, kE2eHistogram);
 }
 
@@ -337,6 +400,48 @@ void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& re
                   FractionAbove(e2e, now, Seconds{300}, kE2eThresholdSeconds));
   if (gpus != nullptr) FillKernel(ready, *gpus, input);
   FillGateway(now, input);
+}
+
+bool ServiceMetricView::FromScrapes(std::string_view metric,
+                                    const scale::ScalingInput& input) const {
+  if (metric.starts_with("gateway:")) return false;
+  for (const auto& [name, reading] : KernelMetrics()) {
+    if (name == metric) return false;
+  }
+  if (metric == names::kTtftViolationRatio || metric == names::kTpotViolationRatio) {
+    const auto it = input.metrics.find(std::string(metric));
+    const bool from_gateway =
+        it != input.metrics.end() && it->second.source == scale::MetricSource::kGateway;
+    return !from_gateway && slo_.source != SloSource::kGateway;
+  }
+  return true;
+}
+
+std::vector<ServiceMetricView::Unexported> ServiceMetricView::FindUnexported(
+    const std::vector<ReadyReplicaRef>& ready, const std::vector<std::string>& metrics,
+    const scale::ScalingInput& input) const {
+  std::vector<const ReplicaWindows*> scraped;
+  for (const ReadyReplicaRef& ref : ready) {
+    if (auto it = replicas_.find(ref.id); it != replicas_.end()) {
+      scraped.push_back(it->second.get());
+    }
+  }
+  std::vector<Unexported> missing;
+  if (scraped.empty()) return missing;
+  for (const std::string& metric : metrics) {
+    if (!FromScrapes(metric, input)) continue;
+    const auto source = ScrapeSources().find(metric);
+    std::vector<std::string_view> families = {metric};
+    if (source != ScrapeSources().end()) families = source->second;
+    const bool exported = std::any_of(scraped.begin(), scraped.end(), [&](const auto* w) {
+      return std::any_of(families.begin(), families.end(),
+                         [&](std::string_view f) { return w->families.contains(f); });
+    });
+    if (exported) continue;
+    missing.push_back(
+        {metric, {families.begin(), families.end()}, static_cast<int>(scraped.size())});
+  }
+  return missing;
 }
 
 }  // namespace gpuscale::daemon

@@ -8,7 +8,9 @@
 //    Histograms and summaries are not (no single value; see the service values below).
 //    Only ready replicas that have been scraped contribute, in the order given; a replica
 //    that lacks a family adds nothing to it. kWaiting, kRunning and kKvUsage are always set
-//    (empty per_replica when no replica reports), as in the simulator.
+//    (empty per_replica when no replica reports), as in the simulator. A gauge vLLM renamed
+//    (vllm:gpu_cache_usage_perc -> vllm:kv_cache_usage_perc) is set under both names from
+//    whichever the replica exports.
 //  - service values (source kPrometheus, computed locally from the windows exactly as the
 //    PromQL in metric_names.h would): kSuccessRate30s/2m (sum of per-replica rates of
 //    vllm:request_success_total, summed over label sets; a replica whose exposition lacks
@@ -16,7 +18,9 @@
 //    kPromptTokensRate30s / kGenerationTokensRate30s (the same over vLLM's token counters;
 //    the slo policy's token mode),
 //    kTtftViolationRatio / kTpotViolationRatio (histogram bucket increases over 1 min vs
-//    the SLO thresholds), kE2eOver5sRatio (5 min). These read
+//    the SLO thresholds; TPOT per replica from the first of
+//    vllm:request_time_per_output_token_seconds, vllm:inter_token_latency_seconds and
+//    vllm:time_per_output_token_seconds it exports), kE2eOver5sRatio (5 min). These read
 //    every replica with windows (as Prometheus reads every scraped target); Forget/Retain
 //    decide which. A value with no data (fewer than two scrapes, no observations) is absent.
 //  - gateway values (source kGateway, names kGateway* in metric_names.h), from the cumulative
@@ -40,6 +44,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -81,10 +86,28 @@ class ServiceMetricView {
   void Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready, const gpu::GpuSnapshot* gpus,
             scale::ScalingInput& input) const;
 
+  // A metric a policy reads that should come from the replicas' scrapes, but that none of
+  // the ready replicas' latest scrapes exports under any of the families it is read from.
+  struct Unexported {
+    std::string metric;
+    std::vector<std::string> families;  // what was looked for, the current vLLM name first
+    int ready = 0;                      // ready replicas with a scrape
+  };
+  // Of `metrics` (names a policy reads: scale::Policy::MetricNames), those that no ready,
+  // scraped replica exports (a family declared without samples counts as exported). Never
+  // lists kernel and gateway metrics, nor the SLO violation ratios while `input` (as Fill
+  // left it) has them from the gateway or slo.source is gateway. Empty when no ready replica
+  // has been scraped. A name without a known source is looked for as a family of its own.
+  std::vector<Unexported> FindUnexported(const std::vector<ReadyReplicaRef>& ready,
+                                         const std::vector<std::string>& metrics,
+                                         const scale::ScalingInput& input) const;
+
  private:
   struct ReplicaWindows;
   struct GatewayWindows;
   void FillGateway(Seconds now, scale::ScalingInput& input) const;
+  // False for metrics that do not come from replicas' scrapes (see FindUnexported).
+  bool FromScrapes(std::string_view metric, const scale::ScalingInput& input) const;
   SloThresholds slo_;
   std::unique_ptr<GatewayWindows> gateway_;
   Seconds retention_;

@@ -91,6 +91,24 @@ TEST(ServiceMetricViewTest, PerReplicaValuesSumLabelSetsInReadyOrder) {
   EXPECT_EQ(input.tasks[0].running, 6);
 }
 
+// vLLM renamed the KV-cache gauge in 0.9 (and stopped serving the old name in 0.12): each
+// replica's value is read under whichever name it exports, and set under both.
+TEST(ServiceMetricViewTest, KvUsageIsReadUnderTheCurrentAndTheFormerName) {
+  auto gauge = [](std::string_view name, double value) {
+    return fmt::format("# TYPE {0} gauge\n{0}{{engine=\"0\",model_name=\"m\"}} {1}\n", name, value);
+  };
+  const std::string current(names::kKvUsage), former(names::kKvUsageFormer);
+  ServiceMetricView view;
+  view.Record(Seconds{1}, "new", Parse(gauge(current, 0.5)));
+  view.Record(Seconds{1}, "old", Parse(gauge(former, 0.25)));
+  view.Record(Seconds{1}, "both", Parse(gauge(current, 0.7) + gauge(former, 0.6)));
+  view.Record(Seconds{1}, "none", Parse(Gauges(1, 1)));
+  const auto input = FillAt(view, Seconds{1}, Ready({"new", "old", "both", "none"}));
+  EXPECT_EQ(current, "vllm:kv_cache_usage_perc");
+  EXPECT_THAT(input.metrics.at(current).per_replica, ElementsAre(0.5, 0.25, 0.7));
+  EXPECT_THAT(input.metrics.at(former).per_replica, ElementsAre(0.5, 0.25, 0.6));
+}
+
 TEST(ServiceMetricViewTest, ReplicaNotReadyIsExcludedFromPerReplicaValues) {
   ServiceMetricView view;
   view.Record(Seconds{10}, "r1", Parse(Gauges(4, 1)));
@@ -158,7 +176,7 @@ TEST(ServiceMetricViewTest, ViolationRatiosWeightReplicasByObservations) {
   ServiceMetricView view(SloThresholds{.ttft_seconds = 1.0, .tpot_seconds = 0.05});
   const std::vector<std::string> ttft_bounds = {"0.5", "1.0", "2.5", "+Inf"};
   const std::string ttft = "vllm:time_to_first_token_seconds";
-  const std::string tpot = "vllm:time_per_output_token_seconds";
+  const std::string tpot = "vllm:request_time_per_output_token_seconds";
   const std::string e2e = "vllm:e2e_request_latency_seconds";
   view.Record(Seconds{0}, "r1",
               Parse(Histogram(ttft, ttft_bounds, {0, 0, 0, 0}) +
@@ -178,6 +196,45 @@ TEST(ServiceMetricViewTest, ViolationRatiosWeightReplicasByObservations) {
   EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kTpotViolationRatio)).service_value, 0.4);
   // E2E > 5 s: 3 of 10.
   EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kE2eOver5sRatio)).service_value, 0.3);
+}
+
+// TPOT per replica from the first histogram it exports: vLLM >= 0.11's per-request one, else
+// the per-gap inter-token one under its current name, else under its name before 0.11.
+TEST(ServiceMetricViewTest, TpotComesFromThePerRequestHistogramElseTheInterTokenOne) {
+  const std::vector<std::string> bounds = {"0.025", "0.05", "0.1", "+Inf"};
+  const std::string request = "vllm:request_time_per_output_token_seconds";
+  const std::string itl = "vllm:inter_token_latency_seconds";
+  const std::string former = "vllm:time_per_output_token_seconds";
+  struct Case {
+    std::vector<std::string> exported;  // each with the counts below, in this order
+    double expected;                    // share over the 0.05 s SLO
+  };
+  const std::vector<std::vector<int>> counts = {{2, 6, 9, 10}, {10, 10, 10, 10}, {0, 5, 5, 10}};
+  const std::vector<Case> cases = {
+      {{request}, 0.4},
+      {{itl}, 0.4},
+      {{former}, 0.4},
+      {{request, itl}, 0.4},
+      {{itl, request}, 0.0},
+      {{former, itl}, 0.0},
+      {{former, itl, request}, 0.5},
+  };
+  for (const Case& c : cases) {
+    std::string zero, later;
+    for (size_t i = 0; i < c.exported.size(); ++i) {
+      zero += Histogram(c.exported[i], bounds, {0, 0, 0, 0});
+      later += Histogram(c.exported[i], bounds, counts[i]);
+    }
+    ServiceMetricView view(SloThresholds{.tpot_seconds = 0.05});
+    view.Record(Seconds{0}, "r1", Parse(zero));
+    view.Record(Seconds{60}, "r1", Parse(later));
+    const auto input = FillAt(view, Seconds{60}, Ready({"r1"}));
+    const std::string label = fmt::format("{}", fmt::join(c.exported, " + "));
+    ASSERT_TRUE(input.metrics.contains(std::string(names::kTpotViolationRatio))) << label;
+    EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kTpotViolationRatio)).service_value,
+                     c.expected)
+        << label;
+  }
 }
 
 // The gateway's cumulative stats of a service after `n` requests whose TTFT each is `ttft`

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -121,9 +122,45 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
           fmt::format("query '{}': {}", q.key, q.value.error().ToString()));
     }
   }
+  ReportUnexported(ready, input, result);
   input.metrics_error = !result.metric_errors.empty();
   input.metric_errors = result.metric_errors;
   return input;
+}
+
+namespace {
+
+std::string UnexportedMessage(const ServiceMetricView::Unexported& u) {
+  std::string message = fmt::format("metric '{}' is exported by none of the {} ready replica{}",
+                                    u.metric, u.ready, u.ready == 1 ? "" : "s");
+  if (u.families.size() == 1 && u.families[0] == u.metric) return message;
+  std::string looked_for = u.families.back();
+  if (u.families.size() > 1) {
+    const std::vector<std::string> head(u.families.begin(), u.families.end() - 1);
+    looked_for = fmt::format("{} or {}", fmt::join(head, ", "), u.families.back());
+  }
+  return fmt::format("{} (read from {})", message, looked_for);
+}
+
+}  // namespace
+
+// A metric the policy reads that no ready replica exports would otherwise reach the policy
+// as "no data" tick after tick (a renamed vLLM metric, a histogram the engine lacks): it is a
+// metric error, named, so the dashboard shows it and the policy does not scale down on it.
+// Names the daemon asks Prometheus for are checked by their queries instead.
+void ServiceRuntime::ReportUnexported(const std::vector<ReadyReplicaRef>& ready,
+                                      const scale::ScalingInput& input,
+                                      ServiceTickResult& result) const {
+  const std::vector<PromQuery> queries = PromQueries();
+  std::vector<std::string> scraped;
+  for (std::string& name : policy_->inner().MetricNames()) {
+    const bool queried = std::any_of(queries.begin(), queries.end(),
+                                     [&](const PromQuery& q) { return q.key == name; });
+    if (!queried) scraped.push_back(std::move(name));
+  }
+  for (const ServiceMetricView::Unexported& u : view_.FindUnexported(ready, scraped, input)) {
+    result.metric_errors.push_back(UnexportedMessage(u));
+  }
 }
 
 ServiceTickResult ServiceRuntime::Tick(Seconds now, const ServiceObservation& observation,

@@ -9,7 +9,8 @@
 //      (the orchestrator uses them to finish drains); a failed scrape is a metric error;
 //   2. the view fills the ScalingInput (per-replica values, service values, kernel metrics
 //      from the GPU snapshot), then the PromQL results are added (failures are metric
-//      errors, so the policy never scales in on them);
+//      errors, so the policy never scales in on them); a metric the policy reads
+//      (Policy::MetricNames) that no ready replica exports is a metric error too, by name;
 //   3. scale::Controller::Tick evaluates the policy -- or the manual override, whose decision
 //      says "manual override" -- and applies the reconciler's actions.
 // I/O (scraping, queries, orchestrator polling) is the caller's: the daemon does it in
@@ -68,7 +69,8 @@ struct ServiceTickResult {
   scale::ControllerTick tick;
   bool desired_changed = false;  // desired_replicas differs from the previous tick's
   int scrape_errors = 0;
-  std::vector<std::string> metric_errors;  // scrape and query failures, one line each
+  // Scrape and query failures and metrics no ready replica exports, one line each.
+  std::vector<std::string> metric_errors;
   std::optional<GatewayFigures> gateway;   // what the gateway measured (nullopt: nothing)
 };
 
@@ -113,6 +115,8 @@ class ServiceRuntime {
   scale::ScalingInput Observe(Seconds now, const ServiceObservation& observation,
                               const gpu::GpuSnapshot* gpus, const OutstandingSink& sink,
                               ServiceTickResult& result);
+  void ReportUnexported(const std::vector<ReadyReplicaRef>& ready, const scale::ScalingInput& input,
+                        ServiceTickResult& result) const;
 
   ServiceConfig config_;
   scale::ReplicaOrchestrator& orchestrator_;

@@ -127,6 +127,88 @@ TEST_F(ServiceRuntimeTest, FailedScrapeIsAMetricErrorForThePolicy) {
   EXPECT_TRUE(policy_->inputs.back().metrics_error);
 }
 
+// A metric the policy reads that no ready replica exports is a metric error naming it (and
+// what it is read from), never silently "no data"; metrics that do not come from scrapes
+// are not checked against them.
+TEST_F(ServiceRuntimeTest, MetricNoReadyReplicaExportsIsAMetricErrorByName) {
+  struct Case {
+    std::string metric;
+    std::string error;  // empty: no error
+  };
+  const std::vector<Case> cases = {
+      {"vllm:num_requests_waiting", ""},
+      {"vllm:kv_cache_usage_perc",
+       "metric 'vllm:kv_cache_usage_perc' is exported by none of the 2 ready replicas (read from "
+       "vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)"},
+      {"custom_queue", "metric 'custom_queue' is exported by none of the 2 ready replicas"},
+      {"slo:tpot_violation_ratio:1m",
+       "metric 'slo:tpot_violation_ratio:1m' is exported by none of the 2 ready replicas (read "
+       "from vllm:request_time_per_output_token_seconds, vllm:inter_token_latency_seconds or "
+       "vllm:time_per_output_token_seconds)"},
+      {"sum(rate(vllm:request_success_total[30s]))",
+       "metric 'sum(rate(vllm:request_success_total[30s]))' is exported by none of the 2 ready "
+       "replicas (read from vllm:request_success_total)"},
+      {"gpu_utilization", ""},  // kernel metric, from the GPU snapshot
+      {"gateway:queued", ""},   // measured by the gateway
+  };
+  policy_->desired = 2;
+  runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
+  for (const Case& c : cases) {
+    policy_->metric_names = {c.metric};
+    ServiceTickResult r = runtime_->Tick(Seconds{1}, Observe(0, Seconds{1}), nullptr, sink_);
+    if (c.error.empty()) {
+      EXPECT_THAT(r.metric_errors, ::testing::IsEmpty()) << c.metric;
+      EXPECT_FALSE(policy_->inputs.back().metrics_error) << c.metric;
+      continue;
+    }
+    EXPECT_THAT(r.metric_errors, ::testing::ElementsAre(c.error)) << c.metric;
+    EXPECT_TRUE(policy_->inputs.back().metrics_error) << c.metric;
+  }
+}
+
+// Without a ready replica there is nobody to export anything: no error.
+TEST_F(ServiceRuntimeTest, NoReadyReplicaMeansNoUnexportedMetricError) {
+  policy_->metric_names = {"vllm:kv_cache_usage_perc"};
+  ServiceTickResult r = runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
+  EXPECT_THAT(r.metric_errors, ::testing::IsEmpty());
+}
+
+// The issue-22 case: a target policy on KV-cache usage against replicas that export no
+// KV-cache gauge (under either name) holds at 3 replicas, and says why in metric_errors.
+TEST(ServiceRuntimeTargetTest, TargetOnAMetricNoReplicaExportsHoldsAndReportsIt) {
+  testing::FakeOrchestrator orch(/*slots=*/4, Seconds{0});
+  ServiceConfig service = Service(1, 4);
+  service.policy_yaml =
+      "family: target\n"
+      "target:\n"
+      "  metrics:\n"
+      "    - {name: vllm:kv_cache_usage_perc, type: Utilization, average_utilization: 0.8}\n"
+      "  behavior: {scale_down: {stabilization_window_seconds: 0}}\n";
+  Result<std::unique_ptr<scale::Policy>> policy = BuildServicePolicy(service, {});
+  ASSERT_TRUE(policy) << policy.error().ToString();
+  ServiceRuntime runtime(service, std::move(*policy), orch);
+  ASSERT_TRUE(runtime.SetManualReplicas(3));
+  OutstandingSink ignore = [](const std::string&, int) {};
+  runtime.Tick(Seconds{0}, {}, nullptr, ignore);
+  ASSERT_TRUE(runtime.SetManualReplicas(std::nullopt));
+  ServiceTickResult r;
+  for (int t = 1; t <= 30; ++t) {
+    orch.Advance(Seconds{static_cast<double>(t)});
+    ServiceObservation obs;
+    for (const auto& replica : orch.ListReplicas()) {
+      if (replica.phase == scale::ReplicaPhase::kReady) {
+        obs.replicas.push_back({replica.id, {}, true, Vllm(0, 0)});
+      }
+    }
+    r = runtime.Tick(Seconds{static_cast<double>(t)}, obs, nullptr, ignore);
+  }
+  EXPECT_EQ(r.tick.desired_replicas, 3) << r.tick.decision.reason;
+  ASSERT_EQ(r.metric_errors.size(), 1u);
+  EXPECT_THAT(r.metric_errors[0],
+              HasSubstr("metric 'vllm:kv_cache_usage_perc' is exported by none of the 3 ready "
+                        "replicas"));
+}
+
 TEST_F(ServiceRuntimeTest, QueryResultsBecomeServiceValuesAndFailuresAreErrors) {
   ServiceObservation obs;
   obs.queries.push_back({"sum(q)", 12.5});

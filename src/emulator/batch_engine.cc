@@ -115,6 +115,9 @@ double EngineStats::KvUsageRatio() const {
 
 BatchEngine::BatchEngine(const EngineConfig& config) : config_(config) {
   stats_.kv_capacity_tokens = config.kv_cache_tokens;
+  const int64_t longest = config.max_model_len > 0 ? config.max_model_len : config.kv_cache_tokens;
+  stats_.prompt_tokens = metrics::BucketHistogram(metrics::VllmTokenCountBuckets(longest));
+  stats_.generation_tokens = metrics::BucketHistogram(metrics::VllmTokenCountBuckets(longest));
 }
 
 Result<RequestId> BatchEngine::Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now) {
@@ -186,7 +189,7 @@ int64_t BatchEngine::PlanPrefill(int64_t budget) {
 
 // Admits waiting requests from the head while batch, KV cache and token budget allow;
 // returns the prompt tokens planned for this step.
-int64_t BatchEngine::AdmitWaiting(int64_t budget) {
+int64_t BatchEngine::AdmitWaiting(int64_t budget, Seconds at) {
   int64_t planned = 0;
   while (!waiting_.empty() && budget > 0) {
     RequestProgress& head = requests_.at(waiting_.front());
@@ -198,8 +201,10 @@ int64_t BatchEngine::AdmitWaiting(int64_t budget) {
                               ? static_cast<int32_t>(std::min<int64_t>(head.prompt_tokens, budget))
                               : head.prompt_tokens;
     head.state = RequestState::kRunning;
+    head.scheduled_at = at;
     stats_.kv_used_tokens += head.prompt_tokens + head.max_tokens;
     stats_.prompt_tokens_total += head.prompt_tokens;
+    stats_.prefix_cache_queries_total += head.prompt_tokens;
     step_prefill_[waiting_.front()] = chunk;
     planned += chunk;
     budget -= chunk;
@@ -219,7 +224,7 @@ void BatchEngine::StartStep(Seconds at) {
     if (request.prefilled_tokens >= request.prompt_tokens) --budget;
   }
   int64_t prefill_tokens = PlanPrefill(budget);
-  prefill_tokens += AdmitWaiting(budget - prefill_tokens);
+  prefill_tokens += AdmitWaiting(budget - prefill_tokens, at);
   stats_.running = static_cast<int32_t>(running_.size());
   stats_.waiting = static_cast<int32_t>(waiting_.size());
   // Empty only if nothing runs and the head cannot fit an empty cache, which Submit rules out.
@@ -241,12 +246,7 @@ void BatchEngine::FinishStep(Seconds at) {
       still_running.push_back(id);
       continue;
     }
-    ++request.tokens_generated;
-    ++stats_.generation_tokens_total;
-    if (!request.first_token_at) {
-      request.first_token_at = at;
-      stats_.ttft_seconds.Observe((at - request.arrived_at).count());
-    }
+    ObserveToken(request, at);
     if (request.tokens_generated < request.max_tokens) {
       still_running.push_back(id);
       continue;
@@ -255,10 +255,42 @@ void BatchEngine::FinishStep(Seconds at) {
     request.finished_at = at;
     stats_.kv_used_tokens -= request.prompt_tokens + request.max_tokens;
     ++stats_.requests_finished_total;
-    stats_.e2e_seconds.Observe((at - request.arrived_at).count());
+    ObserveFinished(request, at);
   }
   running_ = std::move(still_running);
   stats_.running = static_cast<int32_t>(running_.size());
+}
+
+// One more output token at `at`: TTFT for the first, an inter-token gap for the others.
+void BatchEngine::ObserveToken(RequestProgress& request, Seconds at) {
+  ++request.tokens_generated;
+  ++stats_.generation_tokens_total;
+  if (!request.first_token_at) {
+    request.first_token_at = at;
+    stats_.ttft_seconds.Observe((at - request.arrived_at).count());
+  } else {
+    stats_.inter_token_seconds.Observe((at - *request.last_token_at).count());
+  }
+  request.last_token_at = at;
+}
+
+// vLLM's per-request intervals (its metrics design: queued -> scheduled -> first token ->
+// last token). A request only finishes after its first token, so every time point is set.
+void BatchEngine::ObserveFinished(const RequestProgress& request, Seconds at) {
+  const Seconds scheduled = request.scheduled_at.value_or(request.arrived_at);
+  const Seconds first = request.first_token_at.value_or(at);
+  const double decode = (at - first).count();
+  stats_.e2e_seconds.Observe((at - request.arrived_at).count());
+  stats_.queue_seconds.Observe((scheduled - request.arrived_at).count());
+  stats_.prefill_seconds.Observe((first - scheduled).count());
+  stats_.decode_seconds.Observe(decode);
+  stats_.inference_seconds.Observe((at - scheduled).count());
+  // One token has no gap to average.
+  if (request.tokens_generated > 1) {
+    stats_.request_tpot_seconds.Observe(decode / (request.tokens_generated - 1));
+  }
+  stats_.prompt_tokens.Observe(request.prompt_tokens);
+  stats_.generation_tokens.Observe(request.tokens_generated);
 }
 
 const RequestProgress* BatchEngine::Find(RequestId id) const {

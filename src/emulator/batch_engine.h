@@ -85,11 +85,15 @@ struct RequestProgress {
   int32_t tokens_generated = 0;
   int32_t prefilled_tokens = 0;  // of prompt_tokens; the first token follows the last chunk
   Seconds arrived_at{0};
+  std::optional<Seconds> scheduled_at;  // admitted to the batch (vLLM: SCHEDULED)
   std::optional<Seconds> first_token_at;
+  std::optional<Seconds> last_token_at;
   std::optional<Seconds> finished_at;  // finished or cancelled
 };
 
-// Counters, gauges and histograms in the shape of vLLM's /metrics.
+// Counters, gauges and histograms in the shape of vLLM's /metrics (vllm_metrics.h). The
+// request histograms other than TTFT and inter-token latency observe finished requests
+// only, as vLLM does; a cancelled request adds to none of them.
 struct EngineStats {
   int32_t running = 0;
   int32_t waiting = 0;
@@ -99,8 +103,27 @@ struct EngineStats {
   int64_t generation_tokens_total = 0;  // output tokens produced
   int64_t requests_finished_total = 0;  // reached max_tokens
   int64_t requests_cancelled_total = 0;
-  metrics::BucketHistogram ttft_seconds{metrics::kVllmTtftBucketsSeconds};  // arrival -> first token
-  metrics::BucketHistogram e2e_seconds{metrics::kVllmE2eBucketsSeconds};    // arrival -> last token
+  // Prompt tokens looked up in the prefix cache on admission. The model keeps no prefix
+  // cache, so nothing hits; and it reserves KV up front, so nothing is preempted.
+  int64_t prefix_cache_queries_total = 0;
+  int64_t prefix_cache_hits_total = 0;  // always 0
+  int64_t preemptions_total = 0;        // always 0
+
+  using Histogram = metrics::BucketHistogram;
+  Histogram ttft_seconds{metrics::kVllmTtftBucketsSeconds};  // arrival -> first token
+  // Every gap between two successive output tokens of a request.
+  Histogram inter_token_seconds{metrics::kVllmInterTokenBucketsSeconds};
+  // Per finished request with two tokens or more: decode time / (tokens - 1).
+  Histogram request_tpot_seconds{metrics::kVllmInterTokenBucketsSeconds};
+  Histogram e2e_seconds{metrics::kVllmE2eBucketsSeconds};        // arrival -> last token
+  Histogram queue_seconds{metrics::kVllmE2eBucketsSeconds};      // arrival -> scheduled
+  Histogram prefill_seconds{metrics::kVllmE2eBucketsSeconds};    // scheduled -> first token
+  Histogram decode_seconds{metrics::kVllmE2eBucketsSeconds};     // first token -> last token
+  Histogram inference_seconds{metrics::kVllmE2eBucketsSeconds};  // scheduled -> last token
+  // Token counts per finished request, on vLLM's 1-2-5 bounds up to the longest request the
+  // engine takes (max_model_len, else the KV cache).
+  Histogram prompt_tokens{metrics::VllmTokenCountBuckets(65536)};
+  Histogram generation_tokens{metrics::VllmTokenCountBuckets(65536)};
 
   // kv_used_tokens / kv_capacity_tokens, in [0, 1].
   double KvUsageRatio() const;
@@ -145,7 +168,9 @@ class BatchEngine {
   void FinishStep(Seconds at);
   bool CanAdmit(const RequestProgress& request) const;
   int64_t PlanPrefill(int64_t budget);
-  int64_t AdmitWaiting(int64_t budget);
+  int64_t AdmitWaiting(int64_t budget, Seconds at);
+  void ObserveToken(RequestProgress& request, Seconds at);
+  void ObserveFinished(const RequestProgress& request, Seconds at);
 
   EngineConfig config_;
   RequestId next_id_ = 1;

@@ -108,6 +108,44 @@ TEST(BatchEngineTest, DecodeStepGrowsWithBatchSize) {
   }
 }
 
+// vLLM's per-request intervals and counts. A (1000-token prompt, 3 tokens) runs alone in
+// the first step (10 + 1 + 100 ms); B (1000 tokens, 2) waits for it, is scheduled at
+// 0.111 s and prefilled in the second step (10 + 2 + 100 ms, A decodes alongside); one more
+// 12 ms step finishes both at 0.235 s.
+TEST(BatchEngineTest, RecordsVllmRequestIntervalsAndCounts) {
+  BatchEngine engine(TestConfig());
+  Recorder recorder(engine);
+  recorder.Submit(1000, 3);
+  recorder.Submit(1000, 2);
+  recorder.RunUntil();
+  const EngineStats& s = engine.stats();
+  struct Case {
+    const char* name;
+    const metrics::BucketHistogram& histogram;
+    int64_t count;
+    double sum;
+  };
+  const std::vector<Case> cases = {
+      {"e2e", s.e2e_seconds, 2, 0.235 + 0.235},
+      {"queue", s.queue_seconds, 2, 0 + 0.111},
+      {"prefill", s.prefill_seconds, 2, 0.111 + 0.112},
+      {"decode", s.decode_seconds, 2, 0.124 + 0.012},
+      {"inference", s.inference_seconds, 2, 0.235 + 0.124},
+      {"ttft", s.ttft_seconds, 2, 0.111 + 0.223},
+      {"inter-token gaps", s.inter_token_seconds, 3, 0.112 + 0.012 + 0.012},
+      {"tpot per request", s.request_tpot_seconds, 2, 0.124 / 2 + 0.012},
+      {"prompt tokens", s.prompt_tokens, 2, 2000},
+      {"generation tokens", s.generation_tokens, 2, 5},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.histogram.count(), c.count) << c.name;
+    EXPECT_NEAR(c.histogram.sum(), c.sum, 1e-9) << c.name;
+  }
+  EXPECT_EQ(s.prefix_cache_queries_total, 2000);
+  EXPECT_EQ(s.prefix_cache_hits_total, 0);
+  EXPECT_EQ(s.preemptions_total, 0);
+}
+
 TEST(BatchEngineTest, KvCacheFullMakesRequestsWait) {
   EngineConfig config = TestConfig();
   config.kv_cache_tokens = 100;  // two requests of 40 + 10 tokens fill it

@@ -242,7 +242,9 @@ TEST_F(EmulatorServerTest, MetricsCountServedRequests) {
   Result<metrics::Exposition> parsed = metrics::ParsePrometheusText(res->body);
   ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
   const std::vector<metrics::LabelMatcher> model{{"model_name", "test-model"}};
-  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:request_success_total", model), 3);
+  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:request_success_total",
+                                {{{"model_name", "test-model"}, {"finished_reason", "length"}}}),
+            3);
   EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:prompt_tokens_total", model), 300);
   EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:generation_tokens_total", model), 12);
   EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:num_requests_running", model), 0);

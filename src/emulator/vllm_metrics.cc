@@ -2,16 +2,22 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "metrics/exposition_writer.h"
+#include "metrics/vllm_metric_names.h"
 
 namespace gpuscale::emulator {
 namespace {
 
 using metrics::Label;
 using metrics::MetricType;
+namespace vllm = metrics::vllm;
+
+// The engine core's index: one engine per emulated replica (vLLM without data parallelism).
+constexpr std::string_view kEngine = "0";
 
 // Python's repr of a float for bucket bounds: shortest round-trip text, with ".0" on
 // integral values ("1.0", "7680.0", "0.001").
@@ -21,57 +27,137 @@ std::string PythonFloat(double value) {
   return text;
 }
 
-// Writes `_bucket`, `_sum` and `_count` by hand (rather than AddHistogram) to control the
-// `le` text; `le` goes first, as prometheus_client writes it.
+// prometheus_client writes a sample's labels sorted by name (engine, finished_reason, le,
+// model_name), which dashboards' copied selectors do not care about but diffs against a
+// real vLLM scrape do.
+std::vector<Label> Sorted(std::vector<Label> labels) {
+  std::sort(labels.begin(), labels.end(),
+            [](const Label& a, const Label& b) { return a.name < b.name; });
+  return labels;
+}
+
+// Writes `_bucket`, `_count` and `_sum` by hand (rather than AddHistogram) to control the
+// `le` text and the label order.
 void AddHistogram(metrics::ExpositionWriter& writer, std::string_view name,
                   const metrics::BucketHistogram& histogram, const std::vector<Label>& labels) {
   const std::string bucket_name = fmt::format("{}_bucket", name);
   const std::vector<double> cumulative = histogram.CumulativeCounts();
-  std::vector<Label> bucket_labels;
+  std::vector<Label> bucket_labels = labels;
   bucket_labels.push_back({"le", ""});
-  bucket_labels.insert(bucket_labels.end(), labels.begin(), labels.end());
+  bucket_labels = Sorted(std::move(bucket_labels));
+  Label& le = *std::find_if(bucket_labels.begin(), bucket_labels.end(),
+                            [](const Label& l) { return l.name == "le"; });
   for (size_t i = 0; i < cumulative.size(); ++i) {
-    bucket_labels[0].value = PythonFloat(histogram.upper_bounds()[i]);
+    le.value = PythonFloat(histogram.upper_bounds()[i]);
     writer.AddSample(bucket_name, bucket_labels, cumulative[i]);
   }
-  bucket_labels[0].value = "+Inf";
+  le.value = "+Inf";
   const double count = static_cast<double>(histogram.count());
   writer.AddSample(bucket_name, bucket_labels, count);
   writer.AddSample(fmt::format("{}_count", name), labels, count);
   writer.AddSample(fmt::format("{}_sum", name), labels, histogram.sum());
 }
 
+struct Gauge {
+  std::string_view name;
+  std::string_view help;
+  double (*read)(const EngineStats&);
+};
+
+double KvUsage(const EngineStats& s) { return s.KvUsageRatio(); }
+
+constexpr Gauge kGauges[] = {
+    {vllm::kNumRequestsRunning, "Requests in the batch being executed.",
+     [](const EngineStats& s) { return static_cast<double>(s.running); }},
+    {vllm::kNumRequestsWaiting, "Requests waiting to be scheduled.",
+     [](const EngineStats& s) { return static_cast<double>(s.waiting); }},
+    {vllm::kKvCacheUsagePerc, "Share of the KV cache in use (1 = full).", KvUsage},
+    // vLLM stopped serving this name; kept for dashboards written against older vLLM.
+    {vllm::kGpuCacheUsagePercFormer,
+     "Share of the KV cache in use (1 = full). Former name of vllm:kv_cache_usage_perc.", KvUsage},
+};
+
+struct Counter {
+  std::string_view name;
+  std::string_view help;
+  int64_t EngineStats::*value;
+};
+
+constexpr Counter kCounters[] = {
+    {vllm::kNumPreemptionsTotal, "Requests preempted by the engine.",
+     &EngineStats::preemptions_total},
+    {vllm::kPromptTokensTotal, "Prompt (prefill) tokens processed.",
+     &EngineStats::prompt_tokens_total},
+    {vllm::kGenerationTokensTotal, "Output tokens generated.",
+     &EngineStats::generation_tokens_total},
+    {vllm::kPrefixCacheQueriesTotal, "Prompt tokens looked up in the prefix cache.",
+     &EngineStats::prefix_cache_queries_total},
+    {vllm::kPrefixCacheHitsTotal, "Prompt tokens found in the prefix cache.",
+     &EngineStats::prefix_cache_hits_total},
+};
+
+struct Histogram {
+  std::string_view name;
+  std::string_view help;
+  metrics::BucketHistogram EngineStats::*histogram;
+};
+
+constexpr Histogram kHistograms[] = {
+    {vllm::kTimeToFirstTokenSeconds, "Request arrival to its first output token, seconds.",
+     &EngineStats::ttft_seconds},
+    {vllm::kInterTokenLatencySeconds, "Gaps between successive output tokens, seconds.",
+     &EngineStats::inter_token_seconds},
+    {vllm::kRequestTimePerOutputTokenSeconds,
+     "Per finished request: mean gap between its output tokens, seconds.",
+     &EngineStats::request_tpot_seconds},
+    {vllm::kE2eRequestLatencySeconds, "Request arrival to its last output token, seconds.",
+     &EngineStats::e2e_seconds},
+    {vllm::kRequestQueueTimeSeconds, "Time requests waited before being scheduled, seconds.",
+     &EngineStats::queue_seconds},
+    {vllm::kRequestInferenceTimeSeconds, "Scheduled to last output token, seconds.",
+     &EngineStats::inference_seconds},
+    {vllm::kRequestPrefillTimeSeconds, "Scheduled to first output token, seconds.",
+     &EngineStats::prefill_seconds},
+    {vllm::kRequestDecodeTimeSeconds, "First to last output token, seconds.",
+     &EngineStats::decode_seconds},
+    {vllm::kRequestPromptTokens, "Prompt tokens per finished request.",
+     &EngineStats::prompt_tokens},
+    {vllm::kRequestGenerationTokens, "Output tokens per finished request.",
+     &EngineStats::generation_tokens},
+};
+
+// vLLM creates every finish reason's series up front, so all appear from the first scrape.
+// Every emulated request runs to max_tokens ("length"); cancelled ones are not counted.
+void AddRequestSuccess(metrics::ExpositionWriter& w, const EngineStats& stats,
+                       const std::vector<Label>& labels) {
+  w.BeginFamily(vllm::kRequestSuccessTotal, MetricType::kCounter, "Finished requests by reason.");
+  for (std::string_view reason : {"stop", "length", "abort"}) {
+    std::vector<Label> with_reason = labels;
+    with_reason.push_back({"finished_reason", std::string(reason)});
+    const double n = reason == "length" ? static_cast<double>(stats.requests_finished_total) : 0;
+    w.AddValue(Sorted(std::move(with_reason)), n);
+  }
+}
+
 }  // namespace
 
 std::string RenderVllmMetrics(const EngineStats& stats, std::string_view model_name) {
-  const std::vector<Label> labels{{"model_name", std::string(model_name)}};
+  const std::vector<Label> labels =
+      Sorted({{"model_name", std::string(model_name)}, {"engine", std::string(kEngine)}});
   metrics::ExpositionWriter w;
-  w.BeginFamily("vllm:num_requests_running", MetricType::kGauge,
-                "Number of requests currently running on GPU.");
-  w.AddValue(labels, stats.running);
-  w.BeginFamily("vllm:num_requests_waiting", MetricType::kGauge,
-                "Number of requests waiting to be processed.");
-  w.AddValue(labels, stats.waiting);
-  w.BeginFamily("vllm:gpu_cache_usage_perc", MetricType::kGauge,
-                "GPU KV-cache usage. 1 means 100 percent usage.");
-  w.AddValue(labels, stats.KvUsageRatio());
-  w.BeginFamily("vllm:prompt_tokens_total", MetricType::kCounter,
-                "Number of prefill tokens processed.");
-  w.AddValue(labels, static_cast<double>(stats.prompt_tokens_total));
-  w.BeginFamily("vllm:generation_tokens_total", MetricType::kCounter,
-                "Number of generation tokens processed.");
-  w.AddValue(labels, static_cast<double>(stats.generation_tokens_total));
-  w.BeginFamily("vllm:request_success_total", MetricType::kCounter,
-                "Count of successfully processed requests.");
-  std::vector<Label> success_labels{{"finished_reason", "length"}};
-  success_labels.insert(success_labels.end(), labels.begin(), labels.end());
-  w.AddValue(success_labels, static_cast<double>(stats.requests_finished_total));
-  w.BeginFamily("vllm:time_to_first_token_seconds", MetricType::kHistogram,
-                "Histogram of time to first token in seconds.");
-  AddHistogram(w, "vllm:time_to_first_token_seconds", stats.ttft_seconds, labels);
-  w.BeginFamily("vllm:e2e_request_latency_seconds", MetricType::kHistogram,
-                "Histogram of end to end request latency in seconds.");
-  AddHistogram(w, "vllm:e2e_request_latency_seconds", stats.e2e_seconds, labels);
+  for (const Gauge& g : kGauges) {
+    w.BeginFamily(g.name, MetricType::kGauge, g.help);
+    w.AddValue(labels, g.read(stats));
+  }
+  for (const Counter& c : kCounters) {
+    w.BeginFamily(c.name, MetricType::kCounter, c.help);
+    w.AddValue(labels, static_cast<double>(stats.*c.value));
+  }
+  AddRequestSuccess(w, stats, labels);
+  for (const Histogram& h : kHistograms) {
+    w.BeginFamily(h.name, MetricType::kHistogram, h.help);
+    AddHistogram(w, h.name, stats.*h.histogram, labels);
+  }
   return w.Take();
 }
 

@@ -1,6 +1,7 @@
 // Renders BatchEngine's stats as vLLM's /metrics exposition (Prometheus text 0.0.4): the
-// same metric names, types, label (`model_name`) and histogram buckets that vLLM serves, so
-// that gpuscale's scraper, policies and dashboards cannot tell the emulator from vLLM.
+// names, types, labels (model_name, engine="0") and histogram buckets that vLLM 0.12 serves
+// (metrics/vllm_metric_names.h), so that gpuscale's scraper, policies and dashboards cannot
+// tell the emulator from vLLM.
 //
 // Thread-safety: a stateless function over a const snapshot.
 #pragma once
@@ -12,13 +13,19 @@
 
 namespace gpuscale::emulator {
 
-// Families (vLLM 0.6 names): vllm:num_requests_running, vllm:num_requests_waiting,
-// vllm:gpu_cache_usage_perc (gauges; the cache usage is a 0..1 ratio despite its name),
-// vllm:prompt_tokens_total, vllm:generation_tokens_total, vllm:request_success_total
-// (counters; success carries finished_reason="length" as every emulated request runs to
-// max_tokens), vllm:time_to_first_token_seconds and vllm:e2e_request_latency_seconds
-// (histograms). Bucket bounds are written as Python does ("1.0", "0.3") because PromQL
-// selectors copied from vLLM dashboards match `le="5.0"` literally.
+// Families: gauges vllm:num_requests_running, _waiting, vllm:kv_cache_usage_perc (0..1) and,
+// for dashboards written against vLLM before 0.9, vllm:gpu_cache_usage_perc (the same
+// value); counters vllm:num_preemptions_total, vllm:prompt_tokens_total,
+// vllm:generation_tokens_total, vllm:prefix_cache_queries_total / _hits_total and
+// vllm:request_success_total (finished_reason stop, length, abort; every emulated request
+// runs to max_tokens: "length"); histograms vllm:time_to_first_token_seconds,
+// vllm:inter_token_latency_seconds, vllm:request_time_per_output_token_seconds,
+// vllm:e2e_request_latency_seconds, vllm:request_queue_time_seconds,
+// vllm:request_inference_time_seconds, vllm:request_prefill_time_seconds,
+// vllm:request_decode_time_seconds, vllm:request_prompt_tokens and
+// vllm:request_generation_tokens. Labels are sorted by name, and bucket bounds written as
+// Python does ("1.0", "0.3"), as prometheus_client writes them: PromQL selectors copied from
+// vLLM dashboards match `le="5.0"` literally.
 std::string RenderVllmMetrics(const EngineStats& stats, std::string_view model_name);
 
 }  // namespace gpuscale::emulator

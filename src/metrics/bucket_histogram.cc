@@ -4,6 +4,18 @@
 
 namespace gpuscale::metrics {
 
+std::vector<double> VllmTokenCountBuckets(int64_t max_tokens) {
+  std::vector<double> bounds;
+  for (int64_t power = 1; power <= max_tokens; power *= 10) {
+    for (int64_t mantissa : {1, 2, 5}) {
+      if (mantissa * power > max_tokens) return bounds;
+      bounds.push_back(static_cast<double>(mantissa * power));
+    }
+    if (power > max_tokens / 10) break;  // the next power would overflow or exceed the cap
+  }
+  return bounds;
+}
+
 BucketHistogram::BucketHistogram(std::span<const double> upper_bounds)
     : upper_bounds_(upper_bounds.begin(), upper_bounds.end()),
       bucket_counts_(upper_bounds.size(), 0) {}

@@ -28,7 +28,10 @@ namespace gpuscale::metrics {
 class ExpositionWriter {
  public:
   // Writes `# HELP` (when help is non-empty, escaped) and `# TYPE`, and makes `name` the
-  // current family. REQUIRES: IsValidMetricName(name); each family begun once per exposition.
+  // current family. A counter's `name` is its sample name, `_total` included: format 0.0.4
+  // (unlike OpenMetrics) types the sample name, and Prometheus leaves samples that no TYPE
+  // line names untyped and without help.
+  // REQUIRES: IsValidMetricName(name); each family begun once per exposition.
   void BeginFamily(std::string_view name, MetricType type, std::string_view help = {});
 
   // One sample line; label values are escaped. REQUIRES: valid sample and label names.

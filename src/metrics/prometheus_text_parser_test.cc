@@ -277,6 +277,38 @@ TEST(PrometheusTextParserTest, ParsesRealisticVllmExposition) {
   EXPECT_EQ(parsed->families.size(), 22u);
 }
 
+// vLLM 0.12 (v1 engine): every family carries an engine label, and prometheus_client adds a
+// `_created` gauge family after each counter and histogram.
+TEST(PrometheusTextParserTest, ParsesVllm012Exposition) {
+  const std::string text = ReadFixture("vllm_0_12_metrics.txt");
+  ASSERT_FALSE(text.empty()) << "fixture missing";
+  Result<Exposition> parsed = ParsePrometheusText(text);  // strict: no line may be skipped
+  ASSERT_TRUE(parsed) << parsed.error().ToString();
+  EXPECT_EQ(parsed->families.size(), 56u);
+  const std::vector<std::pair<std::string, MetricType>> families = {
+      {"vllm:kv_cache_usage_perc", MetricType::kGauge},
+      {"vllm:request_success_total", MetricType::kCounter},
+      {"vllm:request_success_created", MetricType::kGauge},
+      {"vllm:inter_token_latency_seconds", MetricType::kHistogram},
+      {"vllm:request_time_per_output_token_seconds", MetricType::kHistogram},
+      {"vllm:request_prompt_tokens", MetricType::kHistogram},
+  };
+  for (const auto& [name, type] : families) {
+    const MetricFamily* family = parsed->FindFamily(name);
+    ASSERT_NE(family, nullptr) << name;
+    EXPECT_EQ(family->type, type) << name;
+    for (const Sample& sample : family->samples) {
+      ASSERT_NE(sample.FindLabel("engine"), nullptr) << sample.name;
+      EXPECT_EQ(*sample.FindLabel("engine"), "0");
+    }
+  }
+  EXPECT_EQ(parsed->FindFamily("vllm:request_success_total")->samples.size(), 4u);
+  EXPECT_EQ(parsed->FindFamily("vllm:gpu_cache_usage_perc"), nullptr);
+  EXPECT_EQ(parsed->FindFamily("vllm:time_per_output_token_seconds"), nullptr);
+  // 1-2-5 token buckets up to max_model_len 8192: 12 bounds, +Inf, _count, _sum.
+  EXPECT_EQ(parsed->FindFamily("vllm:request_prompt_tokens")->samples.size(), 15u);
+}
+
 TEST(PrometheusValueTest, AcceptsTheFormatsSpecialValues) {
   EXPECT_TRUE(std::isnan(*ParsePrometheusValue("NaN")));
   EXPECT_EQ(*ParsePrometheusValue("+Inf"), kInf);

@@ -53,6 +53,7 @@ class KpaPolicy final : public Policy {
   // A missing, NaN or negative concurrency metric keeps the current count (Knative returns
   // an invalid scale result and leaves the revision alone).
   Decision Evaluate(const ScalingInput& input) override;
+  std::vector<std::string> MetricNames() const override { return config_.concurrency_metrics; }
 
   bool panicking() const { return panic_since_seconds_.has_value(); }
   const KpaPolicyConfig& config() const { return config_; }

@@ -11,7 +11,11 @@ namespace gpuscale::scale::metric_names {
 // Per ready replica (MetricValue::per_replica), the latest scrape (vLLM gauges).
 inline constexpr std::string_view kWaiting = "vllm:num_requests_waiting";
 inline constexpr std::string_view kRunning = "vllm:num_requests_running";
-inline constexpr std::string_view kKvUsage = "vllm:gpu_cache_usage_perc";
+// KV-cache usage, 0..1 (vLLM >= 0.9). The daemon also fills it from the name vLLM used
+// before, and that name from it, per replica (metrics/vllm_metric_names.h), so policies
+// written with either name read both kinds of replica.
+inline constexpr std::string_view kKvUsage = "vllm:kv_cache_usage_perc";
+inline constexpr std::string_view kKvUsageFormer = "vllm:gpu_cache_usage_perc";
 
 // Service values: requests finished per second over the last 30 s / 2 min.
 inline constexpr std::string_view kSuccessRate30s = "sum(rate(vllm:request_success_total[30s]))";
@@ -25,7 +29,10 @@ inline constexpr std::string_view kGenerationTokensRate30s =
 
 // Service values: share of the requests finished in the last minute whose time to first
 // token (resp. mean time per output token) exceeded the service's SLO, from the histograms'
-// bucket increases (bucket resolution: put SLO thresholds on vLLM bucket bounds).
+// bucket increases (bucket resolution: put SLO thresholds on vLLM bucket bounds). TPOT comes
+// from vllm:request_time_per_output_token_seconds (one observation per request, as the
+// simulator and the gateway measure it), else from the per-gap inter-token histogram
+// (vllm:inter_token_latency_seconds, formerly vllm:time_per_output_token_seconds).
 inline constexpr std::string_view kTtftViolationRatio = "slo:ttft_violation_ratio:1m";
 inline constexpr std::string_view kTpotViolationRatio = "slo:tpot_violation_ratio:1m";
 

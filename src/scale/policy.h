@@ -108,6 +108,10 @@ class Policy {
   virtual int MaxReplicas() const = 0;
   // REQUIRES: input.now does not go backwards between calls on the same instance.
   virtual Decision Evaluate(const ScalingInput& input) = 0;
+  // The ScalingInput::metrics names Evaluate reads, so that whoever fills the input can
+  // report a name no source provides by name, where the policy alone would only see "no
+  // data". Default: none (families that read tasks, groups and adapters only).
+  virtual std::vector<std::string> MetricNames() const { return {}; }
 };
 
 }  // namespace gpuscale::scale

@@ -233,6 +233,16 @@ void RulesPolicy::AppendHoldReason(std::string& out, int current, int desired, i
 
 // Longer than 40 lines: the combine step, the opposite-direction note and the reason are
 // one decision and read best together.
+std::vector<std::string> RulesPolicy::MetricNames() const {
+  std::vector<std::string> names;
+  for (const ScalingRule& rule : config_.rules) {
+    if (std::find(names.begin(), names.end(), rule.metric) == names.end()) {
+      names.push_back(rule.metric);
+    }
+  }
+  return names;
+}
+
 Decision RulesPolicy::Evaluate(const ScalingInput& input) {
   Decision decision;
   decision.details = warnings_;

@@ -61,6 +61,7 @@ class RulesPolicy final : public Policy {
   int MinReplicas() const override { return config_.min_replicas; }
   int MaxReplicas() const override { return config_.max_replicas; }
   Decision Evaluate(const ScalingInput& input) override;
+  std::vector<std::string> MetricNames() const override;  // every rule's metric, once
 
   const RulesPolicyConfig& config() const { return config_; }
   const std::vector<std::string>& warnings() const { return warnings_; }

@@ -35,6 +35,20 @@ std::optional<double> SumPerReplica(const ScalingInput& input, std::string_view 
 
 }  // namespace
 
+std::vector<std::string> SloPolicy::MetricNames() const {
+  std::vector<std::string> out;
+  for (std::string_view name :
+       {names::kWaiting, names::kRunning, names::kSuccessRate30s, names::kSuccessRate2m,
+        names::kTtftViolationRatio, names::kTpotViolationRatio}) {
+    out.emplace_back(name);
+  }
+  if (config_.output_token_weight > 0) {
+    out.emplace_back(names::kPromptTokensRate30s);
+    out.emplace_back(names::kGenerationTokensRate30s);
+  }
+  return out;
+}
+
 SloPolicy::SloPolicy(SloPolicyConfig config)
     : config_(config),
       initial_capacity_(std::max(config.output_token_weight > 0
@@ -78,9 +92,11 @@ std::optional<SloPolicy::Observation> SloPolicy::Observe(const ScalingInput& inp
     obs.rate_short = std::max(0.0, *done + growth_rps_);
   }
   if (auto done = ServiceValue(input, names::kSuccessRate2m)) obs.rate_long = *done;
-  auto ttft = ServiceValue(input, names::kTtftViolationRatio);
-  auto tpot = ServiceValue(input, names::kTpotViolationRatio);
-  if (ttft || tpot) obs.violation = std::max(ttft.value_or(0), tpot.value_or(0));
+  obs.ttft_violation = ServiceValue(input, names::kTtftViolationRatio);
+  obs.tpot_violation = ServiceValue(input, names::kTpotViolationRatio);
+  for (const std::optional<double>& ratio : {obs.ttft_violation, obs.tpot_violation}) {
+    if (ratio) obs.violation = std::max(obs.violation.value_or(0), *ratio);
+  }
   return obs;
 }
 
@@ -184,12 +200,15 @@ Decision SloPolicy::Evaluate(const ScalingInput& input) {
   }
   recent_needs_.emplace_back(input.now, need);
   const char* unit = config_.output_token_weight > 0 ? "tokens/s" : "req/s";
+  auto ratio = [](const std::optional<double>& r) {
+    return r ? FormatNumber(*r) : std::string("n/a");
+  };
   std::string why = fmt::format(
       "forecast {} {} over {} s (now {}), capacity {} {} per replica at the SLO, "
-      "violations {}",
+      "violations TTFT {}, TPOT {}",
       FormatNumber(forecast), unit, FormatNumber(config_.forecast_horizon.count()),
-      FormatNumber(*obs->rate_short), FormatNumber(capacity_), unit,
-      obs->violation ? FormatNumber(*obs->violation) : std::string("n/a"));
+      FormatNumber(*obs->rate_short), FormatNumber(capacity_), unit, ratio(obs->ttft_violation),
+      ratio(obs->tpot_violation));
   if (need >= current) {
     return {need, fmt::format("{}: {} -> need {}", FormatChange(current, need), why, need), {}, {}};
   }

@@ -31,6 +31,12 @@
 //     only to the largest need seen in the last scale_down_delay, by at most
 //     max_scale_down_step per tick. Missing metrics never scale down.
 //
+//  A violation ratio absent from the input means no observation in its window (no request
+//  finished with two tokens or more, or non-streaming requests through the gateway: no
+//  TPOT); the other ratio decides alone, and the reason shows the absent one as "n/a"
+//  rather than as 0. An engine that does not export a histogram at all is the daemon's to
+//  report (a metric error naming it, ServiceRuntime), not something a policy can tell.
+//
 //  Violations within ready_grace of a rise in ready replicas neither cut mu (step 2) nor add
 //  a replica (step 4): they belong to the fleet before it grew, or to the new replica's
 //  first flood behind a least-loaded router without slow start.
@@ -105,6 +111,9 @@ class SloPolicy final : public Policy {
   int MinReplicas() const override { return config_.min_replicas; }
   int MaxReplicas() const override { return config_.max_replicas; }
   Decision Evaluate(const ScalingInput& input) override;
+  // Waiting, running, the success rates, the violation ratios and, in token mode, the token
+  // rates (scale/metric_names.h).
+  std::vector<std::string> MetricNames() const override;
 
   // mu: requests/s per replica, or prompt-token equivalents/s in token mode.
   double capacity() const { return capacity_; }
@@ -116,7 +125,8 @@ class SloPolicy final : public Policy {
     double in_system = 0;
     double waiting = 0;               // requests (work units in token mode)
     double unit = 1;                  // work units per request (1 counting requests)
-    std::optional<double> violation;  // max of TTFT/TPOT violation ratios
+    std::optional<double> violation;  // max of the TTFT/TPOT violation ratios present
+    std::optional<double> ttft_violation, tpot_violation;  // as read, for the reason
   };
   std::optional<Observation> Observe(const ScalingInput& input);
   // Token mode: converts obs's rates and backlog to work units; false while the work per

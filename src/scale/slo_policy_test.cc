@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "scale/metric_names.h"
 
 namespace gpuscale::scale {
@@ -53,6 +57,31 @@ TEST(SloPolicyTest, ProvisionsForArrivalRateOverCapacity) {
   SloPolicy policy(Config());
   // 95 req/s at 10 req/s per replica -> 10 replicas.
   EXPECT_EQ(policy.Evaluate(Input(0, 4, {95})).desired_replicas, 10);
+}
+
+// Each violation ratio is shown as read: an absent one is "n/a", never a 0 (the max of the
+// present ones is what the policy reacts to).
+TEST(SloPolicyTest, ReasonShowsEachViolationRatioAndAnAbsentOneAsNotAvailable) {
+  struct Case {
+    std::optional<double> ttft, tpot;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {0.01, 0.25, "violations TTFT 0.01, TPOT 0.25"},
+      {0.01, std::nullopt, "violations TTFT 0.01, TPOT n/a"},
+      {std::nullopt, 0.25, "violations TTFT n/a, TPOT 0.25"},
+      {std::nullopt, std::nullopt, "violations TTFT n/a, TPOT n/a"},
+  };
+  for (const Case& c : cases) {
+    SloPolicy policy(Config());
+    ScalingInput in = Input(0, 4, {40});
+    in.metrics.erase(std::string(names::kTtftViolationRatio));
+    in.metrics.erase(std::string(names::kTpotViolationRatio));
+    if (c.ttft) in.metrics[std::string(names::kTtftViolationRatio)].service_value = *c.ttft;
+    if (c.tpot) in.metrics[std::string(names::kTpotViolationRatio)].service_value = *c.tpot;
+    const Decision d = policy.Evaluate(in);
+    EXPECT_NE(d.reason.find(c.expected), std::string::npos) << c.expected << "\n" << d.reason;
+  }
 }
 
 TEST(SloPolicyTest, HoldsWithoutDataAndOnMetricErrors) {

@@ -13,6 +13,12 @@ TargetPolicy::TargetPolicy(TargetPolicyConfig config)
       limiter_(config_.behavior),
       consecutive_failures_(config_.metrics.size(), 0) {}
 
+std::vector<std::string> TargetPolicy::MetricNames() const {
+  std::vector<std::string> names;
+  for (const TargetMetric& m : config_.metrics) names.push_back(m.name);
+  return names;
+}
+
 Decision TargetPolicy::Evaluate(const ScalingInput& input) {
   const int current = std::max(0, input.current_replicas);
   Readings readings = ReadAll(input, current);

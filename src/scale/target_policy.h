@@ -51,6 +51,7 @@ class TargetPolicy final : public Policy {
   // A metric that is absent from input.metrics counts as a failed read; with
   // input.metrics_error set the policy does not scale down this tick.
   Decision Evaluate(const ScalingInput& input) override;
+  std::vector<std::string> MetricNames() const override;
 
   // The metrics (with their PromQL queries) the daemon must deliver each tick.
   const TargetPolicyConfig& config() const { return config_; }

@@ -111,8 +111,10 @@ class ScriptedPolicy final : public scale::Policy {
     inputs.push_back(input);
     return {desired, "scripted", {}, {}};
   }
+  std::vector<std::string> MetricNames() const override { return metric_names; }
   int desired = 1;
   std::vector<scale::ScalingInput> inputs;
+  std::vector<std::string> metric_names;  // what MetricNames() says the policy reads
 
  private:
   int min_, max_;

@@ -71,10 +71,10 @@ describe('policy targets', () => {
   it('reads target metrics and KEDA triggers from the spec', () => {
     const spec: JsonValue = { policy: { family: 'target', target: {
       metrics: [{ name: 'vllm:num_requests_waiting', type: 'AverageValue', average_value: 5 },
-        { name: 'vllm:gpu_cache_usage_perc', type: 'Utilization', average_utilization: 0.8 }],
+        { name: 'vllm:kv_cache_usage_perc', type: 'Utilization', average_utilization: 0.8 }],
       triggers: [{ query: 'sum(vllm:num_requests_waiting)', threshold: 10 }] } } };
     expect(policyTargets(spec, []).map((t) => [t.metric, t.target])).toEqual([
-      ['vllm:num_requests_waiting', 5], ['vllm:gpu_cache_usage_perc', 0.8], ['sum(vllm:num_requests_waiting)', 10]]);
+      ['vllm:num_requests_waiting', 5], ['vllm:kv_cache_usage_perc', 0.8], ['sum(vllm:num_requests_waiting)', 10]]);
   });
 
   it('reads rules from the spec, or stored rules when the spec has no policy', () => {
@@ -101,7 +101,7 @@ describe('policy targets', () => {
 
   it('names metric units from Prometheus conventions', () => {
     expect(metricUnit('vllm:e2e_request_latency_seconds')).toBe('s');
-    expect(metricUnit('vllm:gpu_cache_usage_perc')).toBe('ratio 0–1');
+    expect(metricUnit('vllm:kv_cache_usage_perc')).toBe('ratio 0–1');
     expect(metricUnit('vllm:num_requests_waiting')).toBe('requests');
     expect(metricUnit('custom')).toBe('value');
   });
