@@ -9,7 +9,10 @@
 #include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "config/policy_config.h"
 #include "config/task_definition.h"
@@ -58,12 +61,23 @@ constexpr int kMaxJsonDepth = 64;
 Result<nlohmann::json> ParseJsonObject(std::string_view body) {
   nlohmann::json value;
   int deepest = 0;
+  // JSON allows a key twice and nlohmann keeps the last; a client that sends
+  // {"replicas": 1, "replicas": 9} meant something, so the body is refused naming the key.
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  std::string duplicate;
   try {
-    value = nlohmann::json::parse(
-        body, [&deepest](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-          deepest = std::max(deepest, depth);
-          return true;
-        });
+    value = nlohmann::json::parse(body, [&](int depth, nlohmann::json::parse_event_t event,
+                                            nlohmann::json& parsed) {
+      using Event = nlohmann::json::parse_event_t;
+      deepest = std::max(deepest, depth);
+      if (event == Event::object_start) keys.emplace_back();
+      if (event == Event::object_end && !keys.empty()) keys.pop_back();
+      if (event == Event::key && !keys.empty() && parsed.is_string() &&
+          !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
+        duplicate = parsed.get<std::string>();
+      }
+      return true;
+    });
   } catch (const nlohmann::json::parse_error& e) {
     const auto [line, column] = LineColumn(body, e.byte);
     return InvalidArgument(fmt::format("malformed JSON at line {}, column {}: {}", line, column,
@@ -71,6 +85,10 @@ Result<nlohmann::json> ParseJsonObject(std::string_view body) {
                            "body");
   } catch (const std::exception& e) {
     return InvalidArgument(fmt::format("malformed JSON: {}", e.what()), "body");
+  }
+  if (!duplicate.empty()) {
+    return InvalidArgument(fmt::format("key '{}' appears twice in one JSON object", duplicate),
+                           duplicate);
   }
   if (deepest > kMaxJsonDepth) {
     return InvalidArgument(fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth), "body");

@@ -25,6 +25,19 @@ TEST(CheckJsonObjectTest, NamesLineAndColumnOfSyntaxError) {
       << status.error().message;
 }
 
+TEST(CheckJsonObjectTest, RefusesAKeyGivenTwiceInOneObjectNamingIt) {
+  for (const auto& [body, key] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"replicas": 1, "replicas": 9})", "replicas"},
+           {R"({"spec": {"a": 1, "b": 2, "a": 3}})", "a"}}) {
+    Status status = CheckJsonObject(body);
+    ASSERT_FALSE(status) << body;
+    EXPECT_EQ(status.error().field, key) << body;
+    EXPECT_NE(status.error().message.find("appears twice"), std::string::npos);
+  }
+  // The same key in different objects is fine.
+  EXPECT_TRUE(CheckJsonObject(R"({"a": {"x": 1}, "b": {"x": 2}, "x": 3})"));
+}
+
 TEST(CheckJsonObjectTest, RejectsNonObjects) {
   for (const char* body : {"[]", "42", "\"text\"", "null"}) {
     Status status = CheckJsonObject(body);
