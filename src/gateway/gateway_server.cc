@@ -1,10 +1,13 @@
 #include "gateway/gateway_server.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <cerrno>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <string_view>
 #include <variant>
 
@@ -75,6 +78,70 @@ Canned ErrorReply(http::status status, std::string_view message, std::string_vie
   return {status, OpenAiErrorBody(message, type, param, code), retry_after_s};
 }
 
+// Idle kept-alive connections to replicas, by "host:port", so that a request does not pay a
+// TCP connect (and the replica an accept) each time: connecting per request cost about
+// 60 us of gateway CPU per short request and held it to 0.4x HAProxy's requests/s
+// (scripts/gateway-bench). Connections are kept as bare descriptors and adopted by the
+// taking coroutine's socket, so each use runs on its own connection's strand. A connection
+// idle longer than kPooledIdle is closed (vLLM's server, uvicorn, closes idle ones after
+// 5 s), one the replica closed is noticed on Take, and a reused one that fails before the
+// replica's first byte is retried once on a fresh connection (Relay).
+class UpstreamPool {
+ public:
+  static constexpr auto kPooledIdle = std::chrono::seconds(2);
+  static constexpr size_t kMaxIdlePerReplica = 64;
+
+  ~UpstreamPool() {
+    for (auto& [key, idle] : idle_) {
+      for (const Idle& c : idle) ::close(c.fd);
+    }
+  }
+
+  // Moves an idle, still open connection to `key` into `socket` (closed); false when none.
+  bool Take(const std::string& key, tcp::socket& socket) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = idle_.find(key);
+    while (it != idle_.end() && !it->second.empty()) {
+      const Idle c = it->second.back();
+      it->second.pop_back();
+      char byte;
+      const ssize_t n = ::recv(c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      const bool open = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+      boost::system::error_code ec;
+      if (open && now - c.since < kPooledIdle) socket.assign(c.protocol, c.fd, ec);
+      if (open && now - c.since < kPooledIdle && !ec) return true;
+      ::close(c.fd);  // closed by the replica, idle too long, or unexpected bytes
+    }
+    return false;
+  }
+
+  // Keeps `socket` (a connection whose last response was read whole) for the next request.
+  void Give(const std::string& key, tcp::socket& socket) {
+    boost::system::error_code ec;
+    const tcp::endpoint local = socket.local_endpoint(ec);
+    if (ec) return;
+    const int fd = socket.release(ec);
+    if (ec || fd < 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Idle>& idle = idle_[key];
+    if (idle.size() >= kMaxIdlePerReplica) {
+      ::close(fd);
+      return;
+    }
+    idle.push_back({fd, local.protocol(), std::chrono::steady_clock::now()});
+  }
+
+ private:
+  struct Idle {
+    int fd;
+    tcp::socket::protocol_type protocol;
+    SteadyTime since;
+  };
+  std::mutex mu_;
+  std::map<std::string, std::vector<Idle>> idle_;  // guarded by mu_; newest last
+};
+
 net::StringResponse CannedResponse(const Canned& reply) {
   net::StringResponse res{reply.status, 11};
   res.set(http::field::content_type, "application/json");
@@ -131,12 +198,13 @@ struct GatewayServer::Impl {
                                                   std::optional<uint64_t> key,
                                                   SteadyTime deadline, bool& full);
   awaitable<Attempt> Relay(beast::tcp_stream& client, const Request& req, const Ticket& ticket,
-                           SteadyTime arrival, RequestMeasurement& m);
+                           SteadyTime arrival, RequestMeasurement& m, bool allow_pooled = true);
   awaitable<bool> Send(beast::tcp_stream& client, const Request& req, const Canned& reply);
 
   // Declared before server: sessions still pending when it is destroyed touch them.
   std::shared_ptr<GatewayState> state;
   const GatewayConfig& config;
+  UpstreamPool pool;  // before server: outlives the coroutines that give back to it
   std::unique_ptr<net::HttpServer> server;
 };
 
@@ -307,16 +375,21 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
 
 awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const Request& req,
                                               const Ticket& ticket, SteadyTime arrival,
-                                              RequestMeasurement& m) {
+                                              RequestMeasurement& m, bool allow_pooled) {
   auto executor = co_await asio::this_coro::executor;
-  tcp::resolver resolver(executor);
   const std::string port = std::to_string(ticket.port);
-  auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
-  if (rec) co_return Attempt::kRetryable;
+  const std::string pool_key = ticket.host + ":" + port;
   beast::tcp_stream upstream(executor);
-  upstream.expires_after(Ticks(config.connect_timeout));
-  auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
-  if (cec) co_return Attempt::kRetryable;
+  const bool reused = allow_pooled && pool.Take(pool_key, upstream.socket());
+  if (!reused) {
+    tcp::resolver resolver(executor);
+    auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
+    if (rec) co_return Attempt::kRetryable;
+    upstream.expires_after(Ticks(config.connect_timeout));
+    auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
+    if (cec) co_return Attempt::kRetryable;
+    state->UpstreamConnected();
+  }
   boost::system::error_code ignored;
   upstream.socket().set_option(tcp::no_delay(true), ignored);
 
@@ -332,11 +405,16 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   const std::string host_header =
       ipv6 ? "[" + ticket.host + "]:" + port : ticket.host + ":" + port;
   forward.set(http::field::host, host_header);
-  forward.keep_alive(false);
+  forward.keep_alive(true);  // the connection goes back to the pool when the answer is whole
   forward.body() = req.body();  // the client's bytes, not re-serialized
   forward.prepare_payload();
   upstream.expires_after(Ticks(config.upstream_timeout));
   auto [wec, wn] = co_await http::async_write(upstream, forward, kTuple);
+  if (wec && reused) {
+    // The replica closed the idle connection as we took it: a fresh one, same replica.
+    const Attempt fresh = co_await Relay(client, req, ticket, arrival, m, false);
+    co_return fresh;
+  }
   if (wec) co_return Attempt::kRetryable;
 
   beast::flat_buffer upstream_buffer;
@@ -352,6 +430,10 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
     m.error = "client_gone";
     m.status = 0;
     co_return Attempt::kClientGone;
+  }
+  if (std::get<0>(waited) && reused) {
+    const Attempt fresh = co_await Relay(client, req, ticket, arrival, m, false);
+    co_return fresh;
   }
   if (std::get<0>(waited)) co_return Attempt::kRetryable;
 
@@ -406,6 +488,10 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   }
   m.tpot_seconds = sse.MeanGapSeconds();
   if (m.status >= 500) m.error = "upstream_5xx";
+  if (parser.is_done() && parser.keep_alive()) {
+    upstream.expires_never();
+    pool.Give(pool_key, upstream.socket());
+  }
   co_return Attempt::kRelayed;
 }
 

@@ -55,6 +55,10 @@ class FakeReplica {
             return true;
           });
     });
+    // As vLLM's server: no Nagle delay, and idle keep-alive connections (the gateway pools
+    // them) closed after a second, which also bounds how long stop() waits for them.
+    server_.set_tcp_nodelay(true);
+    server_.set_keep_alive_timeout(1);
     port = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(1ms);
@@ -162,6 +166,27 @@ TEST_F(GatewayServerTest, RoutesByModelAndListsModels) {
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 404);
   EXPECT_NE(none->body.find("\"code\":\"model_not_found\""), std::string::npos);
+}
+
+// Connections to replicas are kept alive and reused; one the replica closed (cpp-httplib
+// closes after 5 requests) is replaced without failing a request.
+TEST_F(GatewayServerTest, ReusesReplicaConnectionsAndReplacesClosedOnes) {
+  Start();
+  FakeReplica a("a");
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  for (int i = 0; i < 12; ++i) {
+    auto res = Chat("llama");
+    ASSERT_TRUE(res) << "request " << i;
+    EXPECT_EQ(res->status, 200) << "request " << i;
+  }
+  EXPECT_EQ(a.requests, 12);
+  const std::string text = state_->MetricsText();
+  const std::string family = "\ngpuscale_gateway_upstream_connections_opened_total ";
+  const size_t at = text.find(family);
+  ASSERT_NE(at, std::string::npos) << text;
+  const double opened = std::atof(text.c_str() + at + family.size());
+  EXPECT_GE(opened, 1);
+  EXPECT_LE(opened, 4) << "a connection per request: nothing was reused";
 }
 
 TEST_F(GatewayServerTest, UnknownModelAndBadBodiesGetOpenAiErrors) {

@@ -195,6 +195,11 @@ void GatewayState::Record(const std::string& service, const RequestMeasurement& 
   stats_.Record(service, m);
 }
 
+void GatewayState::UpstreamConnected() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.UpstreamConnected();
+}
+
 void GatewayState::ConnectionOpened() {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.ConnectionOpened();

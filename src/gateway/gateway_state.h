@@ -101,6 +101,7 @@ class GatewayState {
   // Measurements (gateway_stats.h).
   void Record(const std::string& service, const RequestMeasurement& m);
   void ConnectionOpened();
+  void UpstreamConnected();
   void ConnectionClosed();
 
   const GatewayConfig& config() const { return config_; }

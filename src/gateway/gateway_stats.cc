@@ -68,6 +68,9 @@ std::string GatewayStats::Text(const std::map<std::pair<std::string, std::string
   w.BeginFamily("gpuscale_gateway_connections", MetricType::kGauge,
                 "Client connections open at the gateway.");
   w.AddValue({}, static_cast<double>(connections_));
+  w.BeginFamily("gpuscale_gateway_upstream_connections_opened_total", MetricType::kCounter,
+                "TCP connections the gateway opened to replicas (kept-alive ones are reused).");
+  w.AddValue({}, static_cast<double>(upstream_connects_));
   w.BeginFamily("gpuscale_gateway_requests_total", MetricType::kCounter,
                 "Requests answered by the gateway, by service and status class.");
   for (const auto& [service, s] : services_) {

@@ -63,6 +63,7 @@ class GatewayStats {
   void Record(const std::string& service, const RequestMeasurement& m);
   void ConnectionOpened() { ++connections_; }
   void ConnectionClosed() { --connections_; }
+  void UpstreamConnected() { ++upstream_connects_; }
   // The service's totals; all zero (with the histograms' bounds) when it saw no request yet,
   // so that a first sample is a true zero baseline for windowed rates.
   ServiceStatsView View(const std::string& service) const;
@@ -83,6 +84,7 @@ class GatewayStats {
   };
   std::map<std::string, Service> services_;
   int64_t connections_ = 0;
+  int64_t upstream_connects_ = 0;
 };
 
 }  // namespace gpuscale::gateway
