@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +11,8 @@
 #include <chrono>
 #include <future>
 #include <thread>
+
+#include "testing/raw_socket.h"
 
 namespace gpuscale::gateway {
 namespace {
@@ -96,23 +96,6 @@ httplib::Result PostStreaming(httplib::Client& c, const std::string& path,
     return receiver(data, n);
   };
   return c.send(req);
-}
-
-// A loopback port with nothing listening: connections are refused.
-int ClosedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return 1;  // port 1: refused too (nothing listens there unprivileged)
-  }
-  close(fd);  // bound, never listened: connections to it are refused
-  return ntohs(addr.sin_port);
 }
 
 class GatewayServerTest : public ::testing::Test {
@@ -262,7 +245,8 @@ TEST_F(GatewayServerTest, StreamsEachEventAsItArrives) {
 TEST_F(GatewayServerTest, ARefusedReplicaIsRetriedOnAnother) {
   Start();
   FakeReplica a("a");
-  state_->Publish({{"chat", {"llama"}, {{"dead", "127.0.0.1", ClosedPort()}, a.Route()}}});
+  const int dead = gpuscale::testing::ClosedLoopbackPort();
+  state_->Publish({{"chat", {"llama"}, {{"dead", "127.0.0.1", dead}, a.Route()}}});
   for (int i = 0; i < 6; ++i) {
     auto res = Chat("llama");
     ASSERT_TRUE(res);
@@ -327,17 +311,10 @@ TEST_F(GatewayServerTest, AClientThatLeavesCancelsTheReplicasStream) {
 // closed by the other side (the gateway giving up on it) within 5 s.
 class SilentReplica {
  public:
-  SilentReplica() : listener_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    listen(listener_, 4);
-    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port = ntohs(addr.sin_port);
+  SilentReplica() {
+    port = listener_.port();
     thread_ = std::thread([this] {
-      const int conn = accept(listener_, nullptr, nullptr);
+      const int conn = listener_.Accept();
       if (conn < 0) return;
       got_request = true;
       char buf[4096];
@@ -353,8 +330,7 @@ class SilentReplica {
     });
   }
   ~SilentReplica() {
-    shutdown(listener_, SHUT_RDWR);
-    close(listener_);
+    listener_.Close();
     thread_.join();
   }
   ReplicaRoute Route() const { return {"silent", "127.0.0.1", port}; }
@@ -363,7 +339,7 @@ class SilentReplica {
   std::atomic<bool> got_request{false}, closed_by_gateway{false};
 
  private:
-  int listener_;
+  gpuscale::testing::RawListener listener_;
   std::thread thread_;
 };
 

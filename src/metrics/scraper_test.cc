@@ -3,9 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -13,6 +10,7 @@
 
 #include "metrics/metric_lookup.h"
 #include "testing/loopback_server.h"
+#include "testing/raw_socket.h"
 
 namespace gpuscale::metrics {
 namespace {
@@ -91,33 +89,14 @@ TEST(ScraperTest, SlowEndpointTimesOutAsUnavailable) {
 // The timeout bounds the whole scrape: a replica trickling its answer a byte per 100 ms (each
 // read well inside any per-read timeout) must not hold the scrape, and so the control tick.
 TEST(ScraperTest, ATricklingEndpointTimesOutWithinTheTimeout) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(listener, 4), 0);
-  socklen_t len = sizeof addr;
-  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  std::thread trickler([listener] {
-    const int conn = accept(listener, nullptr, nullptr);
-    if (conn < 0) return;
-    const std::string answer =
-        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n\n\n";
-    for (char c : answer) {
-      if (send(conn, &c, 1, MSG_NOSIGNAL) != 1) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    close(conn);
-  });
-  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/metrics";
+  gpuscale::testing::TricklingServer trickler(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n\n\n");
+  ASSERT_GT(trickler.port(), 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(trickler.port()) + "/metrics";
   Result<Exposition> scraped = ScrapeMetrics(url, ScrapeOptions{.timeout = Seconds{0.3}});
   ASSERT_FALSE(scraped);
   EXPECT_EQ(scraped.error().code, ErrorCode::kUnavailable);
   EXPECT_THAT(scraped.error().message, ::testing::HasSubstr("timed out after 0.3 s"));
-  shutdown(listener, SHUT_RDWR);
-  close(listener);
-  trickler.join();
 }
 
 TEST(ScraperTest, OversizedBodyIsRefused) {
