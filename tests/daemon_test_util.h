@@ -6,7 +6,6 @@
 // free functions keep no state (any thread); ServeDaemon is driven by one test thread.
 #pragma once
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "orch/process_util.h"
 
 namespace gpuscale::daemon_test {
 
@@ -72,25 +72,7 @@ inline pid_t Spawn(const std::vector<std::string>& argv, int stdout_fd,
 // Pids of live processes whose environment contains `marker` (exact "KEY=VALUE" entry).
 inline std::vector<pid_t> PidsWithEnv(const std::string& marker) {
   std::vector<pid_t> pids;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return pids;
-  while (dirent* entry = readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0) continue;
-    std::ifstream in("/proc/" + std::string(entry->d_name) + "/environ", std::ios::binary);
-    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t pos = 0;
-    while (pos < env.size()) {
-      const size_t end = env.find('\0', pos);
-      if (env.compare(pos, (end == std::string::npos ? env.size() : end) - pos, marker) == 0) {
-        pids.push_back(pid);
-        break;
-      }
-      if (end == std::string::npos) break;
-      pos = end + 1;
-    }
-  }
-  closedir(proc);
+  for (const orch::MarkedProcess& p : orch::FindProcessesWithEnv(marker)) pids.push_back(p.pid);
   return pids;
 }
 
