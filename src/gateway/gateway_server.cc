@@ -78,6 +78,18 @@ Canned ErrorReply(http::status status, std::string_view message, std::string_vie
   return {status, OpenAiErrorBody(message, type, param, code), retry_after_s};
 }
 
+// What a connected socket holds, without taking it: nothing yet, bytes, or the peer's close
+// (or an error).
+enum class PeekResult { kQuiet, kData, kClosed };
+
+PeekResult Peek(int fd) {
+  char byte;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return PeekResult::kData;
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? PeekResult::kQuiet
+                                                            : PeekResult::kClosed;
+}
+
 // Idle kept-alive connections to replicas, by "host:port", so that a request does not pay a
 // TCP connect (and the replica an accept) each time: connecting per request cost about
 // 60 us of gateway CPU per short request and held it to 0.4x HAProxy's requests/s
@@ -105,12 +117,11 @@ class UpstreamPool {
     while (it != idle_.end() && !it->second.empty()) {
       const Idle c = it->second.back();
       it->second.pop_back();
-      char byte;
-      const ssize_t n = ::recv(c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      const bool open = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
       boost::system::error_code ec;
-      if (open && now - c.since < kPooledIdle) socket.assign(c.protocol, c.fd, ec);
-      if (open && now - c.since < kPooledIdle && !ec) return true;
+      if (Peek(c.fd) == PeekResult::kQuiet && now - c.since < kPooledIdle) {
+        socket.assign(c.protocol, c.fd, ec);
+        if (!ec) return true;
+      }
       ::close(c.fd);  // closed by the replica, idle too long, or unexpected bytes
     }
     return false;
@@ -171,10 +182,7 @@ awaitable<bool> ClientGone(tcp::socket& client) {
   auto [ec] = co_await client.async_wait(tcp::socket::wait_read, kTuple);
   if (ec == asio::error::operation_aborted) co_return false;
   if (!ec) {
-    char byte;
-    const ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    const bool closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-    if (!closed) {
+    if (Peek(client.native_handle()) != PeekResult::kClosed) {
       // Bytes of a next request: the client is there. Wait until cancelled.
       asio::steady_timer forever(co_await asio::this_coro::executor,
                                  asio::steady_timer::time_point::max());
