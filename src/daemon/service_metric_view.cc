@@ -307,10 +307,11 @@ std::optional<double> FractionAbove(const std::vector<const metrics::HistogramWi
 }
 
 void SetServiceValue(scale::ScalingInput& input, std::string_view name,
-                     std::optional<double> value) {
+                     std::optional<double> value,
+                     scale::MetricSource source = scale::MetricSource::kPrometheus) {
   if (!value) return;
   scale::MetricValue v;
-  v.source = scale::MetricSource::kPrometheus;
+  v.source = source;
   v.service_value = *value;
   input.metrics[std::string(name)] = std::move(v);
 }
@@ -344,8 +345,7 @@ void ServiceMetricView::FillGateway(Seconds now, scale::ScalingInput& input) con
   const std::optional<GatewayFigures> f = Gateway(now);
   if (!f) return;
   auto set = [&input](std::string_view name, std::optional<double> value) {
-    SetServiceValue(input, name, value);
-    if (value) input.metrics[std::string(name)].source = scale::MetricSource::kGateway;
+    SetServiceValue(input, name, value, scale::MetricSource::kGateway);
   };
   set(names::kGatewayRequestRate30s, f->request_rate);
   set(names::kGatewayErrorRatio1m, f->error_ratio);
