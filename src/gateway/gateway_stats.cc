@@ -52,8 +52,6 @@ ServiceStatsView GatewayStats::View(const std::string& service) const {
   ServiceStatsView v;
   for (const auto& [code, n] : s.requests_by_code) v.requests += n;
   for (const auto& [reason, n] : s.errors_by_reason) v.errors += n;
-  v.ttft_mean_seconds = s.ttft.count() ? s.ttft.sum() / s.ttft.count() : 0;
-  v.e2e_mean_seconds = s.e2e.count() ? s.e2e.sum() / s.e2e.count() : 0;
   v.requests_by_replica = s.requests_by_replica;
   v.queue = Sample(s.queue);
   v.ttft = Sample(s.ttft);

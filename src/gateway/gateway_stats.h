@@ -50,8 +50,6 @@ struct HistogramSample {
 struct ServiceStatsView {
   int64_t requests = 0;
   int64_t errors = 0;  // requests that ended with an error reason (5xx, broken, client gone)
-  double ttft_mean_seconds = 0;
-  double e2e_mean_seconds = 0;
   std::map<std::string, int64_t> requests_by_replica;
   HistogramSample queue, ttft, tpot, e2e;
   int in_flight = 0;  // now, over the service's replicas (GatewayState fills it)
