@@ -97,7 +97,7 @@ using ReadinessProbe = std::function<ProbeResult(int port, const std::string& pa
 
 class LocalProcessOrchestrator final : public ServiceOrchestrator {
  public:
-  // `probe` defaults to HttpGetOk with config.probe_timeout. Errors: those of
+  // `probe` defaults to HttpProbe with config.probe_timeout. Errors: those of
   // ValidateLocalProcessConfig; kUnavailable when the log directory cannot be created.
   static Result<std::unique_ptr<LocalProcessOrchestrator>> Create(LocalProcessConfig config,
                                                                   alloc::LeaseLedger& ledger,

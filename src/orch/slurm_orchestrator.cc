@@ -3,13 +3,13 @@
 #include "orch/slurm_orchestrator.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 
+#include "net/http_client.h"
 #include "orch/argv_template.h"
 #include "orch/slurm_job_script.h"
 #include "orch/slurm_json.h"
@@ -18,13 +18,15 @@ namespace gpuscale::orch {
 namespace {
 
 bool HttpGetOkAt(const std::string& host, int port, const std::string& path, Seconds timeout) {
-  httplib::Client client(host, port);
-  const auto seconds = static_cast<time_t>(timeout.count());
-  const auto usec = static_cast<time_t>((timeout.count() - seconds) * 1e6);
-  client.set_connection_timeout(seconds, usec);
-  client.set_read_timeout(seconds, usec);
-  httplib::Result result = client.Get(path.c_str());
-  return result && result->status == 200;
+  // One deadline for the whole exchange (net/http_client.h): a replica that trickles its
+  // answer cannot hold the control loop.
+  net::HttpGetRequest request;
+  request.host = host;
+  request.port = port;
+  request.target = path;
+  request.timeout = timeout;
+  Result<net::HttpGetResponse> response = net::HttpGet(request);
+  return response && response->status == 200;
 }
 
 Status ValidateDurations(const SlurmOrchestratorConfig& c) {
