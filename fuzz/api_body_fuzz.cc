@@ -1,6 +1,6 @@
-// Fuzzes the REST API's request-body parsers (the text a remote client controls): any input
-// must yield a value or an error value, never a crash, exception or sanitizer report. The
-// first byte picks the parser so that one corpus reaches all of them.
+// Fuzzes the REST API's request-body and request-target parsers (the text a remote client
+// controls): any input must yield a value or an error value, never a crash, exception or
+// sanitizer report. The first byte picks the parser so that one corpus reaches all of them.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   service.name = "fuzz";
   service.min_replicas = 1;
   service.max_replicas = 4;
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: {
       auto parsed = gpuscale::api::ParseServiceBody(body, "");
       // The parser validates names; an accepted service always has one.
@@ -30,6 +30,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto rule = gpuscale::api::ParseRuleBody(body, service);
       if (rule && (rule->step_size == 0 || rule->max_replicas < rule->min_replicas)) {
         std::abort();  // ParseScalingRule's invariants must hold for every accepted rule
+      }
+      break;
+    }
+    case 3: {
+      auto target = gpuscale::api::ParseTarget(body);
+      // An accepted target is a path (routing and static files rely on it) without NUL.
+      if (target && (target->path.empty() || target->path[0] != '/' ||
+                     target->path.find('\0') != std::string::npos)) {
+        std::abort();
       }
       break;
     }

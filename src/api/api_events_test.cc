@@ -188,7 +188,10 @@ TEST(EventStreamTest, SkipsFilteredOutIdsWithoutSpinning) {
   daemon.AddEvent("other", "decision", "filtered out");
   store::EventQuery filter;
   filter.service = "chat";
-  EventStream stream(daemon, filter, {.poll = Seconds{0}, .keepalive = Seconds{3600}});
+  EventStreamOptions options;
+  options.poll = Seconds{0};
+  options.keepalive = Seconds{3600};
+  EventStream stream(daemon, filter, options);
   Result<std::string> text = stream.Poll();
   ASSERT_TRUE(text.has_value());
   EXPECT_EQ(*text, "");

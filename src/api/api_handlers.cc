@@ -17,7 +17,7 @@ std::string ServicePath(const std::string& name) { return "/v1/services/" + name
 
 Status SendService(HandlerContext& ctx, int status, Result<daemon::ServiceView> service) {
   if (!service) return Unexpected<Error>(service.error());
-  if (status == 201) ctx.response.set_header("Location", ServicePath(service->config.name));
+  if (status == 201) ctx.response.SetHeader("Location", ServicePath(service->config.name));
   SendJson(ctx.response, status, ServiceJson(*service));
   return OkStatus();
 }
@@ -55,18 +55,18 @@ int HttpStatusFor(ErrorCode code) {
   }
 }
 
-void SendJson(httplib::Response& response, int status, const Json& body) {
+void SendJson(ApiResponse& response, int status, const Json& body) {
   response.status = status;
   // replace: a stray invalid UTF-8 byte in a message must not turn the reply into a 500.
-  response.set_content(body.dump(2, ' ', false, Json::error_handler_t::replace) + "\n",
+  response.SetContent(body.dump(2, ' ', false, Json::error_handler_t::replace) + "\n",
                        "application/json");
 }
 
-void SendError(httplib::Response& response, const Error& error) {
+void SendError(ApiResponse& response, const Error& error) {
   SendJson(response, HttpStatusFor(error.code), ErrorJson(error));
 }
 
-void SendErrorBody(httplib::Response& response, int status, std::string_view code,
+void SendErrorBody(ApiResponse& response, int status, std::string_view code,
                    std::string_view message) {
   SendJson(response, status,
            Json{{"error", {{"code", code}, {"message", message}, {"field", nullptr}}}});
@@ -85,7 +85,7 @@ Status HandleReadyz(HandlerContext& ctx) {
 
 Status HandleMetrics(HandlerContext& ctx) {
   ctx.response.status = 200;
-  ctx.response.set_content(ctx.daemon.MetricsText(), "text/plain; version=0.0.4; charset=utf-8");
+  ctx.response.SetContent(ctx.daemon.MetricsText(), "text/plain; version=0.0.4; charset=utf-8");
   return OkStatus();
 }
 
@@ -144,7 +144,7 @@ Status HandleAddRule(HandlerContext& ctx) {
   GS_ASSIGN_OR_RETURN(daemon::ServiceView service, ctx.daemon.GetService(name));
   GS_ASSIGN_OR_RETURN(daemon::RuleView rule, ParseRuleBody(ctx.request.body, service.config));
   GS_ASSIGN_OR_RETURN(daemon::RuleView added, ctx.daemon.AddRule(name, rule));
-  ctx.response.set_header("Location", fmt::format("{}/rules/{}", ServicePath(name), added.id));
+  ctx.response.SetHeader("Location", fmt::format("{}/rules/{}", ServicePath(name), added.id));
   SendJson(ctx.response, 201, RuleJson(added));
   return OkStatus();
 }
@@ -167,10 +167,10 @@ Status HandleDeleteRule(HandlerContext& ctx) {
 }
 
 Status HandleDeleteRuleByQuery(HandlerContext& ctx) {
-  if (!ctx.request.has_param("id")) {
+  if (!ctx.request.HasParam("id")) {
     return InvalidArgument("required: ?id=N (or DELETE /v1/services/{name}/rules/{id})", "id");
   }
-  GS_ASSIGN_OR_RETURN(int64_t id, ParseRuleId(ctx.request.get_param_value("id"), "id"));
+  GS_ASSIGN_OR_RETURN(int64_t id, ParseRuleId(ctx.request.Param("id"), "id"));
   return SendNoContent(ctx, ctx.daemon.DeleteRule(Param(ctx, 0), id));
 }
 
@@ -208,33 +208,23 @@ Status HandleEvents(HandlerContext& ctx) {
   return OkStatus();
 }
 
-// Validates the query, then streams from a worker thread until the client leaves, the
-// daemon's event store fails, or the server stops.
+// Validates the query and chooses the starting point; the server then sends the stream's
+// events until the client leaves or the server stops.
 Status HandleEventStream(HandlerContext& ctx) {
   GS_ASSIGN_OR_RETURN(store::EventQuery query, ParseEventQuery(ctx.request.params));
-  bool resume = ctx.request.has_param("since_id");
-  if (ctx.request.has_header("Last-Event-ID")) {  // a reconnecting EventSource wins
-    GS_ASSIGN_OR_RETURN(
-        query.since_id,
-        ParseNonNegativeInt(ctx.request.get_header_value("Last-Event-ID"), "Last-Event-ID"));
+  bool resume = ctx.request.HasParam("since_id");
+  if (ctx.request.HasHeader("Last-Event-ID")) {  // a reconnecting EventSource wins
+    GS_ASSIGN_OR_RETURN(query.since_id,
+                        ParseNonNegativeInt(ctx.request.Header("Last-Event-ID"), "Last-Event-ID"));
     resume = true;
   }
   auto stream = std::make_shared<EventStream>(ctx.daemon, query, ctx.stream_options);
   if (!resume) stream->StartAtNewest();
   ctx.response.status = 200;
-  ctx.response.set_header("Cache-Control", "no-cache");
-  ctx.response.set_header("X-Accel-Buffering", "no");  // nginx: do not buffer the stream
-  const std::atomic<bool>* stopping = &ctx.stopping;
-  ctx.response.set_chunked_content_provider(
-      "text/event-stream", [stream, stopping](size_t, httplib::DataSink& sink) {
-        if (stopping->load()) {
-          sink.done();
-          return true;
-        }
-        Result<std::string> text = stream->Poll();
-        if (!text) return false;
-        return text->empty() || sink.write(text->data(), text->size());
-      });
+  ctx.response.content_type = "text/event-stream";
+  ctx.response.SetHeader("Cache-Control", "no-cache");
+  ctx.response.SetHeader("X-Accel-Buffering", "no");  // nginx: do not buffer the stream
+  ctx.response.stream = std::move(stream);
   return OkStatus();
 }
 

@@ -2,21 +2,22 @@
 // replies and map error codes to HTTP statuses. ApiServer (api_server.cc) routes, checks
 // the token and calls these; they hold no business logic (DaemonApi does the work).
 //
-// This is an api/-internal header: it exposes cpp-httplib and nlohmann types, so only api/
-// .cc files include it (third-party headers stay out of public headers).
+// Handlers are synchronous: the server runs them on its worker pool, never on the threads
+// that serve connections, so a slow DaemonApi call holds one worker, not the API.
 //
-// Thread-safety: handlers run on HTTP worker threads concurrently; they share only the
-// DaemonApi (thread-safe by contract) and read-only options.
+// This is an api/-internal header: it exposes nlohmann types, so only api/ .cc files include
+// it (third-party headers stay out of public headers).
+//
+// Thread-safety: handlers run on worker threads concurrently; they share only the DaemonApi
+// (thread-safe by contract) and read-only options.
 #pragma once
 
-#include <httplib.h>
-
-#include <atomic>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "api/event_stream.h"
+#include "api/http_message.h"
 #include "api/json_views.h"
 #include "core/result.h"
 #include "daemon/daemon_api.h"
@@ -25,10 +26,9 @@ namespace gpuscale::api {
 
 struct HandlerContext {
   daemon::DaemonApi& daemon;
-  const httplib::Request& request;
-  httplib::Response& response;
+  const ApiRequest& request;
+  ApiResponse& response;
   const std::vector<std::string>& params;  // the route's {placeholders}, in order
-  const std::atomic<bool>& stopping;       // set by ApiServer::Stop(): end streams
   const EventStreamOptions& stream_options;
 };
 
@@ -38,11 +38,11 @@ using Handler = Status (*)(HandlerContext&);
 // The one HTTP status of each error code (daemon_api.h): 400, 404, 409, 503, else 500.
 int HttpStatusFor(ErrorCode code);
 
-void SendJson(httplib::Response& response, int status, const Json& body);
-void SendError(httplib::Response& response, const Error& error);
+void SendJson(ApiResponse& response, int status, const Json& body);
+void SendError(ApiResponse& response, const Error& error);
 // An error body with a code string of the HTTP layer's own ("unauthenticated",
 // "method_not_allowed", "payload_too_large", ...).
-void SendErrorBody(httplib::Response& response, int status, std::string_view code,
+void SendErrorBody(ApiResponse& response, int status, std::string_view code,
                    std::string_view message);
 
 Status HandleHealthz(HandlerContext& ctx);

@@ -7,9 +7,13 @@
 // ErrorCode to one HTTP status (400/404/409/503/500). When options.token is set, every
 // endpoint except /healthz and /readyz requires `Authorization: Bearer <token>`.
 //
-// Threads: cpp-httplib's listener thread and its worker pool, started by Start(); each open
-// connection (an SSE stream included) occupies one worker. Event streams poll
-// DaemonApi::WaitForEvents with short timeouts so that Stop() ends them promptly.
+// Threads: the asynchronous server layer (net::HttpServer: Boost.Asio + Beast) reads and
+// writes every connection on `io_threads`; handlers run on a pool of `worker_threads`, so a
+// slow DaemonApi call holds one worker while connections, event streams and other requests
+// go on. Open connections cost no thread: hundreds of event streams and slow clients cannot
+// lock the API out (each request has header_timeout to arrive whole; headers over 64 KiB or
+// 100 fields get 431, bodies over 1 MiB, chunked or not, 413; past max_event_streams a new
+// stream gets 503). One EventHub thread waits for new events and wakes the streams.
 //
 // Ownership and thread-safety: the DaemonApi must outlive the server. Start() and Stop() may
 // be called from one thread at a time (the owner's); Stop() is idempotent and also runs in
@@ -31,8 +35,12 @@ struct ApiServerOptions {
   std::string token = "";          // bearer token; empty = no authentication
   std::string web_root = "";       // directory of static files served at "/" (index.html
                                    // for "/"); empty = no static files
-  int http_threads = 32;           // HTTP worker threads = most concurrent connections
-                                   // (each open event stream holds one)
+  int io_threads = 1;              // threads serving connections (reads, writes, streams)
+  int worker_threads = 4;          // threads running handlers (DaemonApi calls, JSON)
+  int max_connections = 4096;      // open connections; past it new ones are closed
+  int max_event_streams = 1024;    // open GET /v1/events/stream; past it 503
+  Seconds header_timeout{10};      // a new connection's whole request (slow-header bound)
+  Seconds idle_timeout{30};        // a kept-alive connection's next request
   Seconds sse_keepalive{15};       // idle time before an event stream sends `: keepalive`
 };
 
@@ -47,15 +55,19 @@ class ApiServer {
   // one when options.port is 0). Errors: kUnavailable naming host:port when the address
   // cannot be bound (in use, bad host; field "api.listen"); kFailedPrecondition when
   // already started (a server starts once); kInvalidArgument naming the option ("port",
-  // "http_threads", "web_root" when it is set but not a directory).
+  // "io_threads", "worker_threads", "max_connections", "max_event_streams", "web_root" when
+  // it is set but not a directory).
   Result<int> Start();
 
-  // Stops accepting connections, ends open event streams and joins the server threads.
+  // Stops accepting connections, ends open event streams (each gets the chunked stream's
+  // end), and joins the server threads; requests in flight are cut.
   // Idempotent; safe to call when Start() failed or was never called.
   void Stop();
 
   // The bound port after a successful Start(), else 0.
   int port() const;
+  // Open event streams (for tests and the daemon's metrics).
+  int event_streams() const;
 
   struct Impl;  // in api_server.cc; public only so that the .cc's helpers can name it
 

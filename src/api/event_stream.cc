@@ -66,7 +66,12 @@ Result<std::string> EventStream::Poll() {
   if (wants_stats && options_.stats_interval.count() > 0 &&
       (!last_stats_ || now - *last_stats_ >= options_.stats_interval)) {
     last_stats_ = now;
-    text += FormatGatewayStats(daemon_.ListServices(), filter_.service);
+    if (options_.services) {
+      const auto services = options_.services();
+      if (services) text += FormatGatewayStats(*services, filter_.service);
+    } else {
+      text += FormatGatewayStats(daemon_.ListServices(), filter_.service);
+    }
   }
   if (text.empty() && now - last_write_ >= options_.keepalive) text = ": keepalive\n\n";
   if (!text.empty()) last_write_ = now;

@@ -1,5 +1,5 @@
 // EventStream: the server side of GET /v1/events/stream (server-sent events). Each Poll()
-// waits a short while for new events (DaemonApi::WaitForEvents), fetches them with
+// waits up to options.poll for new events (DaemonApi::WaitForEvents), fetches them with
 // DaemonApi::Events and returns them as SSE text:
 //
 //   id: 42
@@ -10,14 +10,16 @@
 // clients do not drop an idle stream). Resuming: the stream starts after `filter.since_id`
 // (from Last-Event-ID or ?since_id); StartAtNewest() skips what is already stored.
 //
-// Polls are short (options.poll) so that the caller can check its own stop flag between
-// them: the HTTP server ends streams promptly on Stop().
+// With options.poll 0 a Poll() never blocks: the API server calls it when its EventHub says
+// that something new arrived, and on a timer for keepalives and gateway_stats.
 //
-// Thread-safety: one stream per connection, used by that connection's thread only.
+// Thread-safety: one stream per connection, used by one thread at a time.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +39,9 @@ struct EventStreamOptions {
   // each service's gateway figures (GET /v1/services' `gateway`): live request rate and
   // latency for dashboards, never stored, so it does not move the resume point. 0 = never.
   Seconds stats_interval{5};
+  // Where gateway_stats reads the services (the API server shares one cached list among
+  // all streams: EventHub::Services); empty = DaemonApi::ListServices at each stats event.
+  std::function<std::shared_ptr<const std::vector<daemon::ServiceView>>()> services;
 };
 
 // One event as SSE text ("id: ...\nevent: ...\ndata: ...\n\n").

@@ -311,4 +311,67 @@ Result<int64_t> ParseNonNegativeInt(std::string_view text, std::string_view fiel
   return value;
 }
 
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+Result<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '+' && plus_is_space) {
+      out += ' ';
+    } else if (c != '%') {
+      out += c;
+    } else {
+      if (i + 2 >= text.size() || HexValue(text[i + 1]) < 0 || HexValue(text[i + 2]) < 0) {
+        return InvalidArgument(
+            fmt::format("bad percent escape at offset {} of '{}'", i, text), "target");
+      }
+      const char decoded = static_cast<char>(HexValue(text[i + 1]) * 16 + HexValue(text[i + 2]));
+      if (decoded == '\0') {
+        return InvalidArgument(fmt::format("'{}' decodes to a NUL byte", text), "target");
+      }
+      out += decoded;
+      i += 2;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<RequestTarget> ParseTarget(std::string_view target) {
+  if (target.empty() || target.front() != '/') {
+    return InvalidArgument(
+        fmt::format("expected a target starting with '/', got '{}'", target.substr(0, 64)),
+        "target");
+  }
+  const size_t question = target.find('?');
+  RequestTarget out;
+  GS_ASSIGN_OR_RETURN(out.path, PercentDecode(target.substr(0, question), false));
+  if (question == std::string_view::npos) return out;
+  std::string_view query = target.substr(question + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    GS_ASSIGN_OR_RETURN(std::string name, PercentDecode(pair.substr(0, eq), true));
+    std::string value;
+    if (eq != std::string_view::npos) {
+      GS_ASSIGN_OR_RETURN(value, PercentDecode(pair.substr(eq + 1), true));
+    }
+    out.params.emplace(std::move(name), std::move(value));
+  }
+  return out;
+}
+
 }  // namespace gpuscale::api

@@ -21,8 +21,18 @@
 
 namespace gpuscale::api {
 
-// Query parameters, name -> value (the same type as httplib::Params).
+// Query parameters, name -> value, percent-decoded.
 using QueryParams = std::multimap<std::string, std::string>;
+
+// A request target ("/v1/events?kind=decision&since_id=4") split into its path and query.
+struct RequestTarget {
+  std::string path;    // percent-decoded ("%20" -> " "; "+" stays "+")
+  QueryParams params;  // percent-decoded, "+" -> " " (form encoding); "a" alone -> a=""
+};
+
+// Errors: kInvalidArgument (field "target") when the target does not start with "/", has a
+// bad escape ("%zz", a "%" at the end) or decodes to a NUL byte.
+Result<RequestTarget> ParseTarget(std::string_view target);
 
 // Largest request body accepted; larger bodies get 413 before they are parsed.
 inline constexpr size_t kMaxBodyBytes = 1 << 20;  // 1 MiB

@@ -169,5 +169,27 @@ TEST(ParseHistoryWindowTest, BoundsAreInclusive) {
   EXPECT_EQ(ParseHistoryWindow({{"seconds", ""}}).error().field, "seconds");
 }
 
+TEST(ParseTargetTest, SplitsAndDecodesPathAndQuery) {
+  Result<RequestTarget> t = ParseTarget("/v1/events?kind=decision&service=my%20chat&x&q=a+b");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->path, "/v1/events");
+  EXPECT_EQ(t->params.find("kind")->second, "decision");
+  EXPECT_EQ(t->params.find("service")->second, "my chat");
+  EXPECT_EQ(t->params.find("x")->second, "");
+  EXPECT_EQ(t->params.find("q")->second, "a b");
+  EXPECT_EQ(ParseTarget("/a+b/%2e%2E")->path, "/a+b/..") << "'+' is literal in a path";
+  EXPECT_EQ(ParseTarget("/v1/gpus?")->params.size(), 0u);
+  EXPECT_EQ(ParseTarget("/x?a=1&a=2")->params.count("a"), 2u);
+}
+
+TEST(ParseTargetTest, RefusesBadEscapesNulAndNonPaths) {
+  for (const char* bad : {"/v1/%zz", "/v1/%4", "/v1/%", "/v1?kind=%0", "/v1/%00", "v1/gpus",
+                          "", "http://host/v1/gpus"}) {
+    Result<RequestTarget> t = ParseTarget(bad);
+    ASSERT_FALSE(t.has_value()) << bad;
+    EXPECT_EQ(t.error().field, "target") << bad;
+  }
+}
+
 }  // namespace
 }  // namespace gpuscale::api

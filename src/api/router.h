@@ -1,7 +1,7 @@
 // Router: matches a request's method and path against the API's route patterns
 // ("/v1/services/{name}/rules/{id}") and tells a 404 (no route has that path) from a 405
 // (the path exists, the method does not: the Allow header lists the methods that do).
-// cpp-httplib's own router cannot tell them apart, so the server routes every request here.
+// The server (api_server.cc) routes every request here, in its gate before the body is read.
 //
 // Thread-safety: Add() during set-up only; Match() is const and safe from any thread.
 #pragma once

@@ -35,10 +35,10 @@ void SendFullTask(HandlerContext& ctx, int status, const task::TaskRecord& recor
 Status HandleSubmitTask(HandlerContext& ctx) {
   GS_ASSIGN_OR_RETURN(
       task::TaskDefinition definition,
-      ParseTaskBody(ctx.request.body, ctx.request.get_header_value("Content-Type")));
+      ParseTaskBody(ctx.request.body, ctx.request.Header("Content-Type")));
   GS_ASSIGN_OR_RETURN(task::TaskRecord record,
                       ctx.daemon.SubmitTask(std::move(definition), ctx.request.body));
-  ctx.response.set_header("Location", fmt::format("/v1/tasks/{}", record.id));
+  ctx.response.SetHeader("Location", fmt::format("/v1/tasks/{}", record.id));
   SendFullTask(ctx, 201, record);
   return OkStatus();
 }

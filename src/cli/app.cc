@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <charconv>
 #include <exception>
@@ -33,6 +34,13 @@ void AddOutputOption(CLI::App* command, OutputFormat& format) {
           std::map<std::string, OutputFormat>{{"table", OutputFormat::kTable},
                                               {"json", OutputFormat::kJson}},
           CLI::ignore_case));
+}
+
+void RaiseOpenFilesLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 Status ParseListenFlag(const std::string& text, const std::string& flag, std::string& host,

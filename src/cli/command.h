@@ -46,6 +46,11 @@ void AddOutputOption(CLI::App* command, OutputFormat& format);
 Status ParseListenFlag(const std::string& text, const std::string& flag, std::string& host,
                        int& port);
 
+// Raises the open-files soft limit to the hard limit: a server holds a descriptor per
+// connection (event streams, gateway clients, replicas' upstreams), and distributions start
+// processes at a soft 1,024. Best effort: the limit stays when the kernel refuses.
+void RaiseOpenFilesLimit();
+
 // Registration, one per domain (each in its own *_commands.cc).
 void AddGpuCommands(CLI::App& app, CommandContext& ctx);     // gpus, monitor
 void AddAllocCommands(CLI::App& app, CommandContext& ctx);   // allocate, wait, estimate

@@ -141,6 +141,7 @@ void RunGateway(const GatewayFlags& flags, CommandContext& ctx) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
 
+  RaiseOpenFilesLimit();  // a descriptor per client and per pooled upstream connection
   auto state = std::make_shared<gateway::GatewayState>(*config);
   state->Publish(*routes);
   Result<std::unique_ptr<gateway::GatewayServer>> server = gateway::GatewayServer::Start(state);

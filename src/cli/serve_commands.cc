@@ -162,6 +162,7 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
     ctx.Fail(e);
     return;
   }
+  RaiseOpenFilesLimit();  // API streams and gateway clients hold a descriptor each
   daemon::DaemonOptions options;
   if (config->gateway.enabled) {
     options.gateway = std::make_shared<gateway::GatewayState>(config->gateway);
@@ -188,6 +189,8 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
   api_options.host = config->api.host;
   api_options.port = config->api.port;
   api_options.token = config->api.token;
+  api_options.max_connections = config->api.max_connections;
+  api_options.max_event_streams = config->api.max_event_streams;
   api_options.web_root = flags.web_root.empty() ? DefaultWebRoot() : flags.web_root;
   api::ApiServer server(**d, api_options);
   Result<int> port = server.Start();

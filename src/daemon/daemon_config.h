@@ -5,7 +5,8 @@
 //
 //   gpu:      {backend: auto|nvml|nvidia-smi|simulated, inventory: FILE, nvidia_smi: PATH,
 //              nvml_library: PATH, cache_ttl_seconds: 1, sample_interval_seconds: 5}
-//   api:      {listen: "127.0.0.1:8080", token: "...", token_file: FILE}
+//   api:      {listen: "127.0.0.1:8080", token: "...", token_file: FILE,
+//              max_connections: 4096, max_event_streams: 1024}
 //             (token and token_file exclude each other; relative paths are relative to
 //             the working directory)
 //   gateway:  {listen: "127.0.0.1:8000", enabled: true, token: "...", token_file: FILE,
@@ -81,6 +82,8 @@ struct ApiConfig {
   int port = 8080;                 // 0 = the kernel picks one (tests); printed at start-up
   std::string token;               // bearer token; empty = no auth. token_file is read
                                    // into this at parse time (first line, trimmed).
+  int max_connections = 4096;      // open API connections; past it new ones are closed
+  int max_event_streams = 1024;    // open /v1/events/stream; past it 503
 
   friend bool operator==(const ApiConfig&, const ApiConfig&) = default;
 };

@@ -82,7 +82,7 @@ TEST(DaemonConfigTest, ReadsEveryTopLevelField) {
   auto config = ParseDaemonConfigText(R"(
 gpu: {backend: nvidia-smi, nvidia_smi: /opt/smi, cache_ttl_seconds: 0.5,
       sample_interval_seconds: 2, inventory: inv.yaml, nvml_library: /x/libnvml.so}
-api: {listen: "0.0.0.0:0", token: sekret}
+api: {listen: "0.0.0.0:0", token: sekret, max_connections: 100, max_event_streams: 7}
 state_dir: /var/lib/gpuscale
 loop_interval_seconds: 2.5
 prometheus: {url: "http://prom:9090", timeout_seconds: 3}
@@ -98,6 +98,8 @@ prometheus: {url: "http://prom:9090", timeout_seconds: 3}
   EXPECT_EQ(config->api.host, "0.0.0.0");
   EXPECT_EQ(config->api.port, 0);
   EXPECT_EQ(config->api.token, "sekret");
+  EXPECT_EQ(config->api.max_connections, 100);
+  EXPECT_EQ(config->api.max_event_streams, 7);
   EXPECT_EQ(config->state_dir, "/var/lib/gpuscale");
   EXPECT_EQ(config->loop_interval, Seconds{2.5});
   EXPECT_EQ(config->prometheus.url, "http://prom:9090");
@@ -171,6 +173,7 @@ const BadConfigCase kBadConfigs[] = {
      "api.token_file: set either api.token or api.token_file, not both"},
     {"MissingTokenFile", "api: {token_file: /nonexistent/gpuscale-token}",
      "api.token_file: cannot read token file '/nonexistent/gpuscale-token'"},
+    {"ZeroStreams", "api: {max_event_streams: 0}", "api.max_event_streams"},
     {"ZeroLoop", "loop_interval_seconds: 0",
      "loop_interval_seconds: expected a finite number of seconds > 0"},
     {"LoopInfinite", "loop_interval_seconds: .inf", "loop_interval_seconds: expected a finite"},

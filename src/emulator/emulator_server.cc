@@ -373,12 +373,11 @@ Result<std::unique_ptr<EmulatorServer>> EmulatorServer::Start(const EmulatorOpti
   auto handler = [raw](beast::tcp_stream& stream, Request& req) {
     return Handle(*raw, stream, req);
   };
-  auto too_large = [](const Request&, int64_t limit) {
-    return ErrorResponse(413, fmt::format("request body over {} bytes", limit),
-                         "BadRequestError");
+  auto reject = [](const Request&, http::status status, const std::string& message) {
+    return ErrorResponse(static_cast<int>(status), message, "BadRequestError");
   };
   Result<std::unique_ptr<net::HttpServer>> http =
-      net::HttpServer::Start(std::move(http_options), handler, too_large);
+      net::HttpServer::Start(std::move(http_options), handler, reject);
   if (!http) {
     Error e = http.error();
     if (e.code == ErrorCode::kInvalidArgument) e.field = "--host";

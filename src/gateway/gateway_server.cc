@@ -524,13 +524,10 @@ Result<std::unique_ptr<GatewayServer>> GatewayServer::Start(std::shared_ptr<Gate
   };
   Impl* raw = impl.get();
   auto handler = [raw](beast::tcp_stream& client, Request& req) { return raw->Handle(client, req); };
-  auto too_large = [](const Request&, int64_t limit) {
-    return CannedResponse(ErrorReply(http::status::payload_too_large,
-                                     fmt::format("request body over {} bytes", limit),
-                                     "invalid_request_error"));
+  auto reject = [](const Request&, http::status status, const std::string& message) {
+    return CannedResponse(ErrorReply(status, message, "invalid_request_error"));
   };
-  GS_ASSIGN_OR_RETURN(impl->server,
-                      net::HttpServer::Start(std::move(options), handler, too_large));
+  GS_ASSIGN_OR_RETURN(impl->server, net::HttpServer::Start(std::move(options), handler, reject));
   return std::unique_ptr<GatewayServer>(new GatewayServer(std::move(impl)));
 }
 

@@ -2,18 +2,48 @@
 
 #include <fmt/format.h>
 
-namespace gpuscale::net {
+#include <array>
+#include <iterator>
 
-HttpServer::HttpServer(HttpServerOptions options, Handler handler, TooLargeReply too_large)
+namespace gpuscale::net {
+namespace {
+
+int CountFields(const Request& header) {
+  return static_cast<int>(std::distance(header.begin(), header.end()));
+}
+
+bool ExpectsContinue(const Request& header) {
+  return beast::iequals(header[http::field::expect], "100-continue");
+}
+
+// After a refusal sent before the request's body was read: closing a socket with unread
+// bytes makes the kernel send a reset, which can destroy the refusal before the client reads
+// it. So stop sending, and read and discard what the client still sends for a short while.
+asio::awaitable<void> Linger(beast::tcp_stream& stream) {
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.expires_after(std::chrono::seconds(1));
+  std::array<char, 16 * 1024> sink;
+  for (size_t drained = 0; drained < (4u << 20);) {
+    auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), kTuple);
+    if (ec) break;
+    drained += n;
+  }
+  stream.expires_never();
+}
+
+}  // namespace
+
+HttpServer::HttpServer(HttpServerOptions options, Handler handler, RejectReply reject)
     : options_(std::move(options)),
       handler_(std::move(handler)),
-      too_large_(std::move(too_large)),
+      reject_(std::move(reject)),
       acceptor_(ioc_) {}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options, Handler handler,
-                                                      TooLargeReply too_large) {
+                                                      RejectReply reject) {
   std::unique_ptr<HttpServer> server(
-      new HttpServer(std::move(options), std::move(handler), std::move(too_large)));
+      new HttpServer(std::move(options), std::move(handler), std::move(reject)));
   const HttpServerOptions& o = server->options_;
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(o.host, ec);
@@ -104,18 +134,33 @@ asio::awaitable<void> HttpServer::Session(tcp::socket socket) {
   beast::flat_buffer buffer;
   for (bool first = true;; first = false) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(64 * 1024);
+    parser.header_limit(options_.max_header_bytes);
     parser.body_limit(static_cast<uint64_t>(options_.max_body_bytes));
+    // One deadline for the whole request, header and body: a client that trickles bytes
+    // cannot stretch it (a per-read timeout would restart at every byte).
     stream.expires_after(Ticks(first ? options_.header_timeout : options_.idle_timeout));
-    auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
-    if (ec == http::error::body_limit) {
+    auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, kTuple);
+    boost::system::error_code failure = hec;
+    std::optional<StringResponse> refusal;
+    if (!failure) refusal = Screen(parser.get());
+    if (!failure && !refusal && !parser.is_done()) {
+      if (ExpectsContinue(parser.get())) {
+        http::response<http::empty_body> go_on{http::status::continue_, parser.get().version()};
+        auto [cec, cn] = co_await http::async_write(stream, go_on, kTuple);
+        if (cec) break;
+      }
+      auto [bec, bn] = co_await http::async_read(stream, buffer, parser, kTuple);
+      failure = bec;
+    }
+    if (failure) refusal = Refusal(parser.get(), failure);
+    if (failure || refusal) {
+      if (!refusal) break;  // closed, reset or timed out: no one to answer
       Request& partial = parser.get();
       partial.keep_alive(false);
-      StringResponse res = too_large_(partial, options_.max_body_bytes);
-      co_await WriteResponse(stream, partial, res);
+      co_await WriteResponse(stream, partial, *refusal);
+      if (!parser.is_done()) co_await Linger(stream);
       break;
     }
-    if (ec) break;  // closed, timed out or not HTTP: nothing sensible to answer
     stream.expires_never();
     Request req = parser.release();
     const bool keep = co_await handler_(stream, req);
@@ -124,10 +169,40 @@ asio::awaitable<void> HttpServer::Session(tcp::socket socket) {
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
 }
 
+std::optional<StringResponse> HttpServer::Screen(const Request& header) const {
+  if (CountFields(header) > options_.max_header_fields) {
+    return reject_(header, http::status::request_header_fields_too_large,
+                   fmt::format("more than {} header fields", options_.max_header_fields));
+  }
+  return options_.gate ? options_.gate(header) : std::nullopt;
+}
+
+std::optional<StringResponse> HttpServer::Refusal(const Request& partial,
+                                                  const boost::system::error_code& ec) const {
+  if (ec == http::error::body_limit) {
+    return reject_(partial, http::status::payload_too_large,
+                   fmt::format("request body over {} bytes", options_.max_body_bytes));
+  }
+  if (ec == http::error::header_limit) {
+    return reject_(partial, http::status::request_header_fields_too_large,
+                   fmt::format("request header over {} bytes", options_.max_header_bytes));
+  }
+  // The parser's own errors (a bad request line, a bad chunk size...) mean the client sent
+  // something that is not HTTP; the stream's (closed, reset, timed out) leave no one to tell.
+  const bool closed = ec == http::error::end_of_stream || ec == http::error::partial_message;
+  if (ec.category() == http::make_error_code(http::error::bad_target).category() && !closed) {
+    return reject_(partial, http::status::bad_request,
+                   fmt::format("malformed HTTP request: {}", ec.message()));
+  }
+  return std::nullopt;
+}
+
 asio::awaitable<bool> WriteResponse(beast::tcp_stream& stream, const Request& req,
                                     StringResponse& res) {
   res.keep_alive(req.keep_alive());
   res.prepare_payload();
+  // HEAD: the headers a GET would get, Content-Length included, and no body.
+  if (req.method() == http::verb::head) res.body().clear();
   stream.expires_after(kClientWriteTimeout);
   auto [ec, n] = co_await http::async_write(stream, res, kTuple);
   stream.expires_never();

@@ -1,8 +1,13 @@
-// net::HttpServer: the asynchronous HTTP/1.1 server under the gateway (gateway_server.cc)
-// and the emulator (emulator_server.cc). It binds, accepts, bounds open connections, reads
-// each request with a timeout (a fresh connection has header_timeout to send its request, a
-// kept-alive one idle_timeout before the next) and hands it to the owner's handler, a
-// coroutine that writes the response and says whether the connection may be kept.
+// net::HttpServer: the asynchronous HTTP/1.1 server under the gateway (gateway_server.cc),
+// the emulator (emulator_server.cc) and the daemon's REST API (api_server.cc). It binds,
+// accepts, bounds open connections, reads each request with a deadline for the whole request
+// (a fresh connection has header_timeout to send it, a kept-alive one idle_timeout before the
+// next), refuses what is too large or malformed before the owner sees it (431 for a header
+// over max_header_bytes or max_header_fields, 413 for a body over max_body_bytes, chunked or
+// not, 400 for bytes that are not HTTP), lets the owner refuse a request from its header
+// alone (`gate`: a client without a token cannot make the server buffer its body), answers
+// `Expect: 100-continue`, and hands the request to the owner's handler, a coroutine that
+// writes the response and says whether the connection may be kept.
 //
 // Why Boost.Asio + Beast (Debian's libboost1.81-dev) and not cpp-httplib: one coroutine per
 // connection on a few threads holds thousands of concurrent streams on 2 cores, where a
@@ -23,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,24 +59,35 @@ struct HttpServerOptions {
   int threads = 1;                 // I/O threads running the io_context
   int max_connections = 20000;     // open client connections; past it new ones are closed
   int64_t max_body_bytes = 32 << 20;
+  uint32_t max_header_bytes = 64 * 1024;  // request line + fields
+  int max_header_fields = 100;
   Seconds header_timeout{15};      // a fresh connection's first request (slowloris bound)
   Seconds idle_timeout{120};       // a keep-alive connection between requests
   // Called with +1 when a connection is accepted and -1 when it closes (metrics); any thread.
   std::function<void(int delta)> on_connection;
+  // Called with each request's header, before its body is read: a response refuses the
+  // request (it is sent and the connection closes, the body unread); nullopt goes on. Runs on
+  // the connection's strand, so it must not block. Empty = every request goes on.
+  std::function<std::optional<http::response<http::string_body>>(
+      const http::request<http::string_body>& header)>
+      gate;
 };
 
 // The owner's request handler: writes the response to `stream` (WriteResponse or its own
 // streaming) and returns whether the connection may serve another request.
 using Handler = std::function<asio::awaitable<bool>(beast::tcp_stream& stream, Request& req)>;
-// The response to a request whose body is over max_body_bytes (the connection then closes).
-using TooLargeReply = std::function<StringResponse(const Request& partial, int64_t limit)>;
+// The response to a request the server refuses itself (the connection then closes):
+// 400 (not HTTP), 413 (body over max_body_bytes) or 431 (header over its limits), with a
+// message saying which limit. `partial` holds what was parsed (its target, maybe headers).
+using RejectReply = std::function<StringResponse(const Request& partial, http::status status,
+                                                 const std::string& message)>;
 
 class HttpServer {
  public:
   // Binds host:port and starts options.threads I/O threads. Errors: kInvalidArgument (field
   // options.field) for a host that is not an IP address, kUnavailable when it cannot bind.
   static Result<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, Handler handler,
-                                                   TooLargeReply too_large);
+                                                   RejectReply reject);
   ~HttpServer();  // Stop()
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -87,13 +104,19 @@ class HttpServer {
   asio::io_context& context() { return ioc_; }
 
  private:
-  HttpServer(HttpServerOptions options, Handler handler, TooLargeReply too_large);
+  HttpServer(HttpServerOptions options, Handler handler, RejectReply reject);
   asio::awaitable<void> AcceptLoop();
   asio::awaitable<void> Session(tcp::socket socket);
+  // The header checks before the body: field count, then the owner's gate.
+  std::optional<StringResponse> Screen(const Request& header) const;
+  // The reply to a failed header or body read: reject_'s response, or nullopt when the
+  // client is gone (closed, reset, timed out) and nothing is sent.
+  std::optional<StringResponse> Refusal(const Request& partial,
+                                        const boost::system::error_code& ec) const;
 
   const HttpServerOptions options_;
   const Handler handler_;
-  const TooLargeReply too_large_;
+  const RejectReply reject_;
   std::atomic<int> connections_{0};
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
@@ -102,8 +125,9 @@ class HttpServer {
   bool stopped_ = false;
 };
 
-// Writes `res` (keep-alive as the request asked) with a write timeout, so that a client that
-// stops reading cannot hold the connection. True when written.
+// Writes `res` (keep-alive as the request asked; headers only, Content-Length kept, for a
+// HEAD request) with a write timeout, so that a client that stops reading cannot hold the
+// connection. True when written.
 asio::awaitable<bool> WriteResponse(beast::tcp_stream& stream, const Request& req,
                                     StringResponse& res);
 

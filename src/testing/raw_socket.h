@@ -1,14 +1,18 @@
 // Raw loopback sockets for tests of peers that misbehave below HTTP: a port nothing listens
-// on (connections refused), a listener nobody accepts from (connected, never answered), and
-// a server that trickles one answer a byte at a time (each read well inside any per-read
-// timeout, the whole far past it). Header-only; each object owns its descriptors and thread.
+// on (connections refused), a listener nobody accepts from (connected, never answered), a
+// server that trickles one answer a byte at a time (each read well inside any per-read
+// timeout, the whole far past it), and a client that sends whatever bytes a test wants
+// (half a header, a chunked body, 10,000 fields). Header-only; each object owns its
+// descriptors and thread.
 #pragma once
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -87,6 +91,68 @@ class TricklingServer {
  private:
   RawListener listener_;  // before thread_: listening before the thread accepts
   std::thread thread_;
+};
+
+// A client connection to 127.0.0.1:port that sends raw bytes and reads raw answers.
+class RawClient {
+ public:
+  explicit RawClient(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  ~RawClient() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool connected() const { return connected_; }
+  // True when every byte was written (false once the server closed or reset).
+  bool Send(const std::string& bytes) {
+    size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Reads until `needle` arrived, the server closed, or `timeout` passed; returns what came
+  // (everything read so far on this connection).
+  std::string ReadUntil(const std::string& needle, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (received_.find(needle) == std::string::npos && !closed_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char buffer[16 * 1024];
+      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) {
+        closed_ = true;
+        break;
+      }
+      received_.append(buffer, static_cast<size_t>(n));
+    }
+    return received_;
+  }
+  // Reads until the server closes the connection (or `timeout`).
+  std::string ReadAll(std::chrono::milliseconds timeout) {
+    return ReadUntil(std::string(1, '\0') + "never", timeout);
+  }
+  bool closed() const { return closed_; }
+  // Forgets what was read so far (the next ReadUntil looks at new bytes only).
+  void Clear() { received_.clear(); }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+  bool closed_ = false;
+  std::string received_;
 };
 
 }  // namespace gpuscale::testing
