@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -26,9 +25,7 @@ namespace {
 
 // CUDA_VISIBLE_DEVICES of a live process, "" when it has none or is gone.
 std::string VisibleDevices(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  std::string entry;
-  while (std::getline(in, entry, '\0')) {
+  for (const std::string& entry : orch::ReadEnviron(pid).value_or(std::vector<std::string>{})) {
     if (entry.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) return entry.substr(21);
   }
   return "";

@@ -45,11 +45,18 @@ Daemon::~Daemon() {
 
 void Daemon::Log(std::string_view message) { options_.log(message); }
 
-void Daemon::StoreError(std::string_view what, const Error& error) {
+void Daemon::StoreError(std::string_view what, const Error& error, std::string_view kind) {
   Log(fmt::format("state store: {} failed: {} (the control loop continues)", what,
                   error.ToString()));
   std::lock_guard<std::mutex> lock(mu_);
   metrics_.AddStoreError();
+  store_failures_[std::string(kind.empty() ? what : kind)] =
+      fmt::format("{}: {}", what, error.message);
+}
+
+void Daemon::StoreWritten(std::string_view kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!store_failures_.empty()) store_failures_.erase(std::string(kind));
 }
 
 void Daemon::Run() {
@@ -170,6 +177,7 @@ void Daemon::PersistReplicas(const std::string& service, orch::ServiceOrchestrat
   if (Status s = store_->replicas().ReplaceForService(service, rows); !s) {
     return StoreError("writing replicas of " + service, s.error());
   }
+  StoreWritten("writing replicas of " + service);
   persisted = std::move(rows);
 }
 
@@ -180,6 +188,7 @@ void Daemon::PersistLeases() {
   if (Status s = store_->leases().ReplaceAll(rows); !s) {
     return StoreError("writing leases", s.error());
   }
+  StoreWritten("writing leases");
   persisted_leases_ = std::move(rows);
 }
 
@@ -202,16 +211,20 @@ void Daemon::PersistDecision(Slot& slot, const ServiceTickResult& result, Second
   row.details = t.decision.details;
   for (const scale::ReplicaAction& a : t.actions) row.actions.push_back(ActionText(a));
   if (Result<int64_t> id = store_->decisions().Append(row); !id) {
-    StoreError("writing a decision of " + slot.name, id.error());
+    StoreError("writing a decision of " + slot.name, id.error(), "writing decisions");
+  } else {
+    StoreWritten("writing decisions");
   }
 }
 
 void Daemon::AppendEvents(std::vector<store::EventRow>& events) {
   int64_t latest = 0;
+  bool last_written = false;
   for (store::EventRow& e : events) {
     Result<int64_t> id = store_->events().Append(e);
+    last_written = id.has_value();
     if (!id) {
-      StoreError("appending event " + e.kind, id.error());
+      StoreError("appending event " + e.kind, id.error(), "appending events");
       continue;
     }
     latest = *id;
@@ -221,6 +234,7 @@ void Daemon::AppendEvents(std::vector<store::EventRow>& events) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     latest_event_id_ = std::max(latest_event_id_, latest);
+    if (last_written) store_failures_.erase("appending events");
   }
   events_cv_.notify_all();
 }

@@ -76,6 +76,9 @@ struct DaemonOptions {
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};
   Seconds retention{7 * 24 * 3600};  // events and decisions older than this are deleted
+  // The state database's size cap in bytes (store::OpenOptions::max_bytes): a write past it
+  // fails as on a full disk. 0 = none (the disk's own); tests fill a "disk" with it.
+  int64_t store_max_bytes = 0;
   // Where operational messages go (store errors, shutdown); default: stderr.
   std::function<void(std::string_view)> log;
   // The gateway in front of the replicas (null: none). After every tick the daemon publishes
@@ -223,11 +226,18 @@ class Daemon final : public DaemonApi {
   // The route table for the gateway (options_.gateway), from this tick's replicas.
   void PublishRoutes(Seconds now);
   ServiceView ViewOf(const Slot& slot, Seconds now) const;
-  void StoreError(std::string_view what, const Error& error);
+  // A failed store write: logged, counted, and held in store_failures_ under `kind` ("" =
+  // `what`) until StoreWritten(kind).
+  void StoreError(std::string_view what, const Error& error, std::string_view kind = "");
+  void StoreWritten(std::string_view kind);
   void Log(std::string_view message);
   void LoopMain();
 
   // API helpers (daemon_requests.cc)
+  // kResourceExhausted (HTTP 409) when a local service's replica, or its min_replicas, needs
+  // more GPUs than this machine's inventory has: it would wait for ever. No check when the
+  // GPU backend cannot answer (the allocator's pending reason says more then).
+  Status CheckFitsInventory(const ServiceConfig& config);
   Result<ServiceConfig> ValidateService(const ServiceConfig& config,
                                         const std::vector<store::RuleRow>& rules);
   Status Enqueue(Command command);
@@ -265,6 +275,10 @@ class Daemon final : public DaemonApi {
   std::map<std::string, std::string> unstoppable_;
   DaemonMetrics metrics_;
   bool first_tick_done_ = false;
+  // Each kind of store write ("replicas of chat", "leases", "events", ...) whose last try
+  // failed, with the error: /readyz answers 503 while one is here, so that a full disk shows
+  // before state is lost. A kind leaves when it is written again.
+  std::map<std::string, std::string> store_failures_;
   int64_t latest_event_id_ = 0;
   std::condition_variable events_cv_;  // notified (with mu_) when events are appended
   bool stop_ = false;

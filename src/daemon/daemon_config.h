@@ -117,6 +117,10 @@ struct SlurmServiceConfig {
   friend bool operator==(const SlurmServiceConfig&, const SlurmServiceConfig&) = default;
 };
 
+// The largest max_replicas a service may have: far above any fleet gpuscale runs, and low
+// enough that replica arithmetic (replicas x GPUs, policy ratios) never overflows.
+inline constexpr int kMaxReplicasPerService = 100000;
+
 struct ServiceConfig {
   std::string name;  // [a-z0-9][a-z0-9-]{0,62}; unique
   std::string engine = "local";  // "local" (processes on this machine) or "slurm"
@@ -133,7 +137,7 @@ struct ServiceConfig {
   Seconds startup_timeout{900};
   Seconds drain_timeout{300};
   int min_replicas = 1;
-  int max_replicas = 1;
+  int max_replicas = 1;  // at most kMaxReplicasPerService
   // `slo: {ttft_seconds, tpot_seconds}`: what the violation ratios are measured against.
   SloThresholds slo;
   // The policy block as YAML text, re-parsed (config::ParsePolicy) whenever a policy

@@ -247,6 +247,11 @@ Status ReadReplicaBounds(const YAML::Node& n, const YAML::Node& policy, const st
                       fmt::format("must be >= 1 and >= min_replicas ({}), got {}", s.min_replicas,
                                   s.max_replicas));
   }
+  if (s.max_replicas > kMaxReplicasPerService) {
+    return FieldError(Child(n, "max_replicas"), Join(path, "max_replicas"),
+                      fmt::format("must be <= {}, got {}", kMaxReplicasPerService,
+                                  s.max_replicas));
+  }
   return OkStatus();
 }
 

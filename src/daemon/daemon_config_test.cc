@@ -264,6 +264,8 @@ const BadConfigCase kBadConfigs[] = {
      "services[0].max_replicas: must be >= 1 and >= min_replicas (3), got 2"},
     {"MaxZero", "services:\n  - {name: chat, command: [x], min_replicas: 0, max_replicas: 0}",
      "services[0].max_replicas"},
+    {"MaxHuge", "services:\n  - {name: chat, command: [x], max_replicas: 2147483647}",
+     "services[0].max_replicas: must be <= 100000, got 2147483647"},
     {"UnknownServiceKey", "services:\n  - {name: chat, command: [x], replicas: 2}",
      "services[0].replicas: unknown field"},
     {"Duplicate",

@@ -66,7 +66,9 @@ Status Daemon::OpenState() {
   GS_ASSIGN_OR_RETURN(StateDirLock lock, StateDirLock::Acquire(config_.state_dir));
   state_lock_ = std::make_unique<StateDirLock>(std::move(lock));
   const std::string db_path = config_.state_dir + "/gpuscale.db";
-  GS_ASSIGN_OR_RETURN(store_, store::Store::Open(db_path, now));
+  store::OpenOptions store_options;
+  store_options.max_bytes = options_.store_max_bytes;
+  GS_ASSIGN_OR_RETURN(store_, store::Store::Open(db_path, now, store_options));
   // The state as it was at this start, for a restore after the database is damaged
   // (docs/operations.md). Without room for it the daemon still runs; the log says so.
   if (Status backup = store_->database().BackupTo(db_path + ".bak"); !backup) {

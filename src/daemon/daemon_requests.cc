@@ -2,6 +2,7 @@
 // validate and persist at once and update the API's view; the control loop applies the
 // queued Command on its next tick (orchestrators are driven by the loop thread only).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <utility>
@@ -37,6 +38,11 @@ Result<ServiceConfig> Daemon::ValidateService(const ServiceConfig& config,
                                        config.max_replicas),
                            "max_replicas");
   }
+  if (config.max_replicas > kMaxReplicasPerService) {
+    return InvalidArgument(
+        fmt::format("must be <= {}, got {}", kMaxReplicasPerService, config.max_replicas),
+        "max_replicas");
+  }
   orch::LocalProcessConfig local;
   local.service = config.name;
   local.command = config.command;
@@ -47,6 +53,29 @@ Result<ServiceConfig> Daemon::ValidateService(const ServiceConfig& config,
   ServiceConfig valid = config;
   valid.policy_family = std::string(policy->Family());
   return valid;
+}
+
+Status Daemon::CheckFitsInventory(const ServiceConfig& config) {
+  if (config.engine != "local" || config.gpus_per_replica <= 0) return OkStatus();
+  Result<gpu::GpuSnapshot> snapshot = monitor_->Snapshot();
+  if (!snapshot) return OkStatus();
+  const int64_t gpus = static_cast<int64_t>(snapshot->gpus.size());
+  if (config.gpus_per_replica > gpus) {
+    return ResourceExhausted(
+        fmt::format("a replica needs {} GPUs; this machine's inventory has {}, so it would "
+                    "wait for ever",
+                    config.gpus_per_replica, gpus),
+        "gpus_per_replica");
+  }
+  const int64_t floor = static_cast<int64_t>(config.min_replicas) * config.gpus_per_replica;
+  if (floor > gpus) {
+    return ResourceExhausted(
+        fmt::format("min_replicas {} x gpus_per_replica {} = {} GPUs; this machine's inventory "
+                    "has {}",
+                    config.min_replicas, config.gpus_per_replica, floor, gpus),
+        "min_replicas");
+  }
+  return OkStatus();
 }
 
 Result<gpu::GpuSnapshot> Daemon::Gpus() { return monitor_->Snapshot(); }
@@ -76,6 +105,7 @@ Result<ServiceView> Daemon::GetService(const std::string& name) {
 
 Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
   GS_ASSIGN_OR_RETURN(ServiceConfig valid, ValidateService(config, {}));
+  GS_RETURN_IF_ERROR(CheckFitsInventory(valid));
   const Seconds now = clock_.Now();
   std::lock_guard<std::mutex> lock(mu_);
   if (views_.count(valid.name) != 0) {
@@ -117,6 +147,7 @@ Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
   GS_ASSIGN_OR_RETURN(std::vector<store::RuleRow> rules,
                       store_->rules().ListForService(config.name));
   GS_ASSIGN_OR_RETURN(ServiceConfig valid, ValidateService(config, rules));
+  GS_RETURN_IF_ERROR(CheckFitsInventory(valid));
   const Seconds now = clock_.Now();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = views_.find(valid.name);
@@ -270,6 +301,14 @@ Status Daemon::Ready() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!first_tick_done_) {
     return Unavailable("state loaded; waiting for the first control tick");
+  }
+  if (!store_failures_.empty()) {
+    std::vector<std::string> failures;
+    for (const auto& [kind, failure] : store_failures_) failures.push_back(failure);
+    return Unavailable(fmt::format(
+        "the state database cannot be written ({}); replicas keep running, but state may be "
+        "lost until these writes succeed again",
+        fmt::join(failures, "; ")));
   }
   return OkStatus();
 }

@@ -77,6 +77,28 @@ TEST_F(DaemonTest, FirstTickStartsMinReplicasAndMakesItReady) {
   EXPECT_TRUE(kinds.count("decision"));
 }
 
+TEST_F(DaemonTest, FullStoreMakesTheDaemonNotReadyWhileReplicasKeepRunning) {
+  DaemonOptions options = QuietOptions();
+  // The service's 100 KB argument fits under a 320 KB cap at the start (schema + the
+  // service's row); the two replica rows that carry it too do not.
+  options.store_max_bytes = 320 * 1024;
+  DaemonConfig config = Config(2, 2);
+  config.services[0].command = {"/bin/sh", "-c", "exec sleep 300", std::string(100000, 'x')};
+  Open(config, options);
+  Tick(2);
+  // The loop goes on and the replicas run, but they could not be saved: /readyz says so.
+  EXPECT_EQ(Replicas().size(), 2u);
+  Status ready = daemon_->Ready();
+  ASSERT_FALSE(ready);
+  EXPECT_EQ(ready.error().code, ErrorCode::kUnavailable);
+  EXPECT_THAT(ready.error().message, ::testing::HasSubstr("writing replicas of svc"));
+  EXPECT_THAT(ready.error().message, ::testing::HasSubstr("disk is full"));
+  // Small writes that still fit (events) do not hide the failing one.
+  Tick(3);
+  EXPECT_FALSE(daemon_->Ready());
+  EXPECT_EQ(daemon_->MetricsText().find("gpuscale_store_errors_total 0"), std::string::npos);
+}
+
 TEST_F(DaemonTest, ManualOverrideScalesAndIsValidated) {
   Open(Config(1, 3));
   Tick();
@@ -167,6 +189,33 @@ TEST_F(DaemonTest, ServicesCreatedThroughTheApiRunAndDeleteStopsThem) {
   }
   EXPECT_EQ(daemon_->Leases().size(), 1u);
   EXPECT_EQ(daemon_->ListServices().size(), 1u);
+}
+
+TEST_F(DaemonTest, ServicesThatCouldNeverBePlacedAreRefusedAs409) {
+  Open(Config(1, 1, /*gpus=*/4));
+  ServiceConfig s = Config(1, 1).services[0];
+  s.name = "huge";
+  s.gpus_per_replica = 1000000;
+  auto huge = daemon_->CreateService(s);
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().code, ErrorCode::kResourceExhausted);  // HTTP 409
+  EXPECT_EQ(huge.error().field, "gpus_per_replica");
+  EXPECT_THAT(huge.error().message, ::testing::HasSubstr("inventory has 4"));
+  s.gpus_per_replica = 2;
+  s.min_replicas = 3;
+  s.max_replicas = 3;
+  EXPECT_EQ(daemon_->CreateService(s).error().field, "min_replicas");
+  s.min_replicas = 1;
+  s.max_replicas = 2147483647;
+  EXPECT_EQ(daemon_->CreateService(s).error().field, "max_replicas");
+  // An update is checked the same way.
+  ServiceConfig svc = Config(1, 1).services[0];
+  svc.gpus_per_replica = 5;
+  EXPECT_EQ(daemon_->UpdateService(svc).error().code, ErrorCode::kResourceExhausted);
+  // A max above what the machine holds is a ceiling, not an error.
+  s.max_replicas = 100;
+  EXPECT_TRUE(daemon_->CreateService(s)) << "max_replicas 100 x 2 GPUs on 4 GPUs";
+  EXPECT_TRUE(daemon_->GetService("huge"));
 }
 
 TEST_F(DaemonTest, RulesAreValidatedAndOnlyForServicesWithoutSpecPolicy) {

@@ -111,10 +111,9 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now) {
       r.silent_since.reset();
       r.health_failures = 0;
       r.next_probe_at = now + config_.health_interval;
-      book_.Emit(
-          now, r.id, "replica_ready",
-          fmt::format("ready after {:.3g} s on port {}", (now - r.started_at).count(), r.port));
-    } else if (now - r.started_at >= config_.startup_timeout) {
+      book_.Emit(now, r.id, "replica_ready",
+                 ReadyMessage(r, now, fmt::format("port {}", r.port)));
+    } else if (now - StartingSince(r) >= config_.startup_timeout) {
       r.last_error = fmt::format("not ready within startup_timeout ({:.3g} s)",
                                  config_.startup_timeout.count());
       book_.Emit(now, r.id, "replica_startup_timeout", r.last_error);

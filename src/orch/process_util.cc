@@ -14,8 +14,6 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 extern char** environ;
 
@@ -45,9 +43,45 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
 }
 
 // 'R', 'S', 'Z', ... from /proc/<pid>/stat; '\0' when unreadable.
+// The whole of /proc/<pid>/<name>; nullopt when it cannot be read. POSIX reads, not
+// std::ifstream: a process that exits mid-read makes read() fail with ESRCH, which
+// libstdc++'s filebuf turns into an exception (seen: a crash scanning for marked processes
+// while replicas were being stopped).
+std::optional<std::string> ReadProcFile(int pid, const char* name) {
+  const std::string path = fmt::format("/proc/{}/{}", pid, name);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return text;
+}
+
+// "a\0b\0" -> {"a", "b"} (/proc's argv and environment lists).
+std::vector<std::string> SplitAtNul(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\0', start);
+    if (end == std::string::npos) end = text.size();
+    parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
 char ProcState(int pid) {
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = ReadProcFile(pid, "stat").value_or("");
   const size_t paren = text.rfind(')');  // the command name may contain spaces and ')'
   if (paren == std::string::npos || paren + 2 >= text.size()) return '\0';
   return text[paren + 2];
@@ -177,16 +211,10 @@ std::vector<MarkedProcess> FindProcessesWithEnv(const std::string& entry) {
     int pid = 0;
     auto [ptr, err] = std::from_chars(name.data(), name.data() + name.size(), pid);
     if (err != std::errc() || ptr != name.data() + name.size() || !ProcessAlive(pid)) continue;
-    std::ifstream file(dir.path() / "environ", std::ios::binary);
-    if (!file) continue;
-    const std::string env((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const std::optional<std::vector<std::string>> env = ReadEnviron(pid);
+    if (!env) continue;
     bool marked = false;
-    for (size_t pos = 0; pos < env.size() && !marked;) {
-      size_t end = env.find('\0', pos);
-      if (end == std::string::npos) end = env.size();
-      marked = env.compare(pos, end - pos, entry) == 0;
-      pos = end + 1;
-    }
+    for (const std::string& e : *env) marked = marked || e == entry;
     if (!marked) continue;
     const int pgid = getpgid(pid);
     if (pgid > 0) found.push_back({pid, pgid});
@@ -195,19 +223,15 @@ std::vector<MarkedProcess> FindProcessesWithEnv(const std::string& entry) {
 }
 
 std::optional<std::vector<std::string>> ReadCmdline(int pid) {
-  std::ifstream file(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
-  if (!file) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (text.empty()) return std::nullopt;  // a zombie or kernel thread
-  std::vector<std::string> argv;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\0', start);
-    if (end == std::string::npos) end = text.size();
-    argv.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return argv;
+  std::optional<std::string> text = ReadProcFile(pid, "cmdline");
+  if (!text || text->empty()) return std::nullopt;  // gone, a zombie or a kernel thread
+  return SplitAtNul(*text);
+}
+
+std::optional<std::vector<std::string>> ReadEnviron(int pid) {
+  std::optional<std::string> text = ReadProcFile(pid, "environ");
+  if (!text) return std::nullopt;
+  return SplitAtNul(*text);
 }
 
 Result<int> PickFreePort(int range_start, int range_end, const std::set<int>& exclude) {

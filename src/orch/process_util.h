@@ -75,6 +75,9 @@ std::vector<MarkedProcess> FindProcessesWithEnv(const std::string& entry);
 
 // The process's argv from /proc/<pid>/cmdline; nullopt when it cannot be read (gone).
 std::optional<std::vector<std::string>> ReadCmdline(int pid);
+// The process's environment ("KEY=VALUE" entries) from /proc/<pid>/environ; nullopt when it
+// cannot be read (gone, or another user's).
+std::optional<std::vector<std::string>> ReadEnviron(int pid);
 
 // A TCP port free on 127.0.0.1: the first in [range_start, range_end] that is not in
 // `exclude` and can be bound, or, with range_start == 0, one the kernel picks. The port is

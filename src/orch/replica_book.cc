@@ -97,6 +97,19 @@ ReplicaRecord ReplicaBookBase::RecordOf(const ReplicaEntry& r) {
                        r.restarts, r.started_at, /*host=*/"127.0.0.1", /*engine_id=*/""};
 }
 
+Seconds StartingSince(const ReplicaEntry& r) {
+  return r.adopted && r.phase_since > r.started_at ? r.phase_since : r.started_at;
+}
+
+std::string ReadyMessage(const ReplicaEntry& r, Seconds now, std::string_view where) {
+  const Seconds since = StartingSince(r);
+  if (since != r.started_at) {
+    return fmt::format("ready again {:.3g} s after adoption on {} (process up {:.0f} s)",
+                       (now - since).count(), where, (now - r.started_at).count());
+  }
+  return fmt::format("ready after {:.3g} s on {}", (now - since).count(), where);
+}
+
 void ReplicaBookBase::Restore(ReplicaEntry& r, const ReplicaRecord& record) {
   r.id = record.id;
   r.adopted = true;

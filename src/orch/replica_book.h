@@ -76,6 +76,14 @@ struct ReplicaEntry {
 };
 
 // The part of the book that does not depend on the adapter's record type.
+// Since when `r` has been starting, for its startup timeout and its replica_ready message:
+// its process's start, or, for an adopted replica whose process is older, its adoption (the
+// time the new daemon began re-probing it, not the process's age).
+Seconds StartingSince(const ReplicaEntry& r);
+// The replica_ready message: "ready after 2.1 s on <where>", or for an adopted replica
+// "ready again 0.2 s after adoption on <where> (process up 359 s)".
+std::string ReadyMessage(const ReplicaEntry& r, Seconds now, std::string_view where);
+
 class ReplicaBookBase {
  public:
   explicit ReplicaBookBase(ReplicaBookConfig config);

@@ -271,6 +271,25 @@ TEST_F(ReplicaBookTest, InfoShowsStateAndRunTimeOnlyWhileRunning) {
   EXPECT_EQ(book_.InfoOf(r, Seconds{25}, true, true).state, "stopping");
 }
 
+TEST(ReplicaReadyTest, AnAdoptedReplicaIsTimedFromItsAdoptionNotItsProcessStart) {
+  TestReplica fresh;
+  fresh.started_at = Seconds{100};
+  fresh.phase_since = Seconds{100};
+  EXPECT_EQ(StartingSince(fresh), Seconds{100});
+  EXPECT_EQ(ReadyMessage(fresh, Seconds{102.5}, "port 8001"), "ready after 2.5 s on port 8001");
+  // Adopted by a daemon restarted at 459 s: the process has run since 100 s.
+  TestReplica adopted = fresh;
+  adopted.adopted = true;
+  adopted.phase_since = Seconds{459};
+  EXPECT_EQ(StartingSince(adopted), Seconds{459}) << "its startup timeout starts now";
+  EXPECT_EQ(ReadyMessage(adopted, Seconds{459.25}, "port 8001"),
+            "ready again 0.25 s after adoption on port 8001 (process up 359 s)");
+  // Restarted later (a crash): a new process, timed from its own start again.
+  adopted.started_at = Seconds{600};
+  adopted.phase_since = Seconds{600};
+  EXPECT_EQ(ReadyMessage(adopted, Seconds{601}, "port 8001"), "ready after 1 s on port 8001");
+}
+
 TEST_F(ReplicaBookTest, RecordRoundTripsTheSharedFieldsAndMarksAdoption) {
   TestReplica& r = AddIn(ReplicaPhase::kReady, Seconds{7});
   r.port = 9000;

@@ -136,10 +136,9 @@ void SlurmOrchestrator::OnRunning(Replica& r, const SlurmJob& job, Seconds now) 
   if (config_.readiness_path.empty() || probe_(r.host, r.port, config_.readiness_path)) {
     book_.SetPhase(r, scale::ReplicaPhase::kReady, now);
     r.crash_streak = 0;
-    book_.Emit(
-        now, r.id, "replica_ready",
-        fmt::format("ready after {:.3g} s on {}:{}", (now - r.started_at).count(), r.host, r.port));
-  } else if (now - r.started_at >= config_.startup_timeout) {
+    book_.Emit(now, r.id, "replica_ready",
+               ReadyMessage(r, now, fmt::format("{}:{}", r.host, r.port)));
+  } else if (now - StartingSince(r) >= config_.startup_timeout) {
     r.last_error = fmt::format("not ready within startup_timeout ({:.3g} s)",
                                config_.startup_timeout.count());
     book_.Emit(now, r.id, "replica_startup_timeout", r.last_error);

@@ -16,6 +16,16 @@ Unexpected<Error> StepError(sqlite3* db, int rc, const std::string& sql) {
     return Unavailable("the state database is locked by another process (another gpuscale "
                        "serve on the same --state-dir?): " + message);
   }
+  // The database is fine but cannot be written now: the caller may retry once the operator
+  // freed space or fixed the file, so these are kUnavailable (HTTP 503), not internal.
+  if (primary == SQLITE_FULL) {
+    return Unavailable("the state database cannot grow: its disk is full (or it reached its "
+                       "size cap); free space under the state directory: " + message);
+  }
+  if (primary == SQLITE_IOERR || primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN) {
+    return Unavailable("the state database cannot be written (disk error, read-only file or "
+                       "permissions under the state directory): " + message);
+  }
   return Internal(std::move(message));
 }
 

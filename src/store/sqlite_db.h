@@ -44,7 +44,9 @@ class Statement {
 
   // Runs one step. true: a row is available (read it with Column*); false: done.
   // Errors: kFailedPrecondition for a constraint violation (the message says which),
-  // kUnavailable when the database stayed locked past the busy timeout, kInternal otherwise.
+  // kUnavailable when the database stayed locked past the busy timeout or cannot be written
+  // (disk full, I/O error, read-only file: the message says which and what to do),
+  // kInternal otherwise.
   Result<bool> Step();
   // Steps to completion, ignoring rows (INSERT/UPDATE/DELETE).
   Status Run();
@@ -64,6 +66,9 @@ class Statement {
 struct OpenOptions {
   // How long a statement waits for another connection's lock before failing. Default 5 s.
   Seconds busy_timeout{5};
+  // The database's largest size in bytes (SQLite's max_page_count, set by Store::Open after
+  // migrating); a write past it fails exactly as on a full disk. 0 = no cap but the disk's.
+  int64_t max_bytes = 0;
 };
 
 class Database {

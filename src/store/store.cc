@@ -1,5 +1,9 @@
 #include "store/store.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include <mutex>
 
 #include "store/migrations.h"
@@ -13,6 +17,11 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& path, Se
   {
     std::lock_guard<std::mutex> lock(db->mu());
     GS_ASSIGN_OR_RETURN(version, ApplyMigrations(*db, SchemaMigrations(), now));
+    if (options.max_bytes > 0) {
+      // Pages of 4 KiB (SQLite's default); a cap below the current size holds it there.
+      GS_RETURN_IF_ERROR(db->Exec(
+          fmt::format("PRAGMA max_page_count = {};", std::max<int64_t>(1, options.max_bytes / 4096))));
+    }
   }
   return std::unique_ptr<Store>(new Store(std::move(db), version));
 }

@@ -122,6 +122,24 @@ TEST_F(StoreOpenTest, RefusesADatabaseFromANewerGpuscale) {
       << store.error().message;
 }
 
+TEST_F(StoreOpenTest, WritesPastTheSizeCapAreUnavailableLikeAFullDisk) {
+  OpenOptions options;
+  options.max_bytes = 1;  // capped at the size it has after migrating
+  auto store = Store::Open(dir_ / "gpuscale.db", Seconds{0}, options);
+  ASSERT_TRUE(store) << store.error().ToString();
+  Result<int64_t> id;
+  const std::string message(2000, 'm');
+  for (int i = 0; i < 100 && (id = (*store)->events().Append(
+                                  EventRow{0, Seconds{double(i)}, "s", "tick", "", message, ""}));
+       ++i) {
+  }
+  ASSERT_FALSE(id) << "100 events of 2 KB fit under the cap";
+  EXPECT_EQ(id.error().code, ErrorCode::kUnavailable) << id.error().ToString();
+  EXPECT_NE(id.error().message.find("disk is full"), std::string::npos) << id.error().message;
+  // Reads still work: the state that was saved is intact.
+  EXPECT_TRUE((*store)->events().Query(EventQuery{0, "", "", 10}));
+}
+
 TEST_F(StoreOpenTest, ConcurrentWritersFromSeveralThreadsAllLand) {
   auto store = Store::Open(dir_ / "gpuscale.db", Seconds{0});
   ASSERT_TRUE(store);
