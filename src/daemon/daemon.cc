@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <exception>
+#include <thread>
 #include <utility>
 
 #include "daemon/daemon_internal.h"
@@ -329,6 +331,26 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
   if (result.scrape_errors > 0) metrics_.AddScrapeErrors(slot.name, result.scrape_errors);
 }
 
+// Every service's readiness and health probes at once (each orchestrator's own are
+// concurrent too): a tick waits about one probe timeout for hung replicas, however many
+// services have one. Only the probes run here; Poll applies the results in service order.
+void Daemon::PrepareProbes(Seconds now) {
+  std::vector<orch::ServiceOrchestrator*> orchestrators;
+  for (auto& [name, slot] : services_) orchestrators.push_back(slot->orch.get());
+  if (orchestrators.size() < 2) return;  // Poll probes by itself
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i = next++; i < orchestrators.size(); i = next++) {
+      orchestrators[i]->PrepareProbes(now);
+    }
+  };
+  std::vector<std::thread> threads;
+  const size_t count =
+      std::min(orchestrators.size(), std::max<size_t>(1, options_.collector_threads));
+  for (size_t t = 0; t < count; ++t) threads.emplace_back(work);
+  for (std::thread& thread : threads) thread.join();
+}
+
 // One control tick; see daemon.h for the steps. Longer than 40 lines would be: the steps
 // are each one call, kept in one place so the order is visible.
 void Daemon::Tick() {
@@ -337,6 +359,7 @@ void Daemon::Tick() {
   const Seconds now = clock_.Now();
   std::vector<store::EventRow> events;
   ApplyCommands(now);
+  PrepareProbes(now);
   for (auto& [name, slot] : services_) slot->orch->Poll(now);
   PollRetiring(now, events);
   Result<gpu::GpuSnapshot> gpus = monitor_->Snapshot();

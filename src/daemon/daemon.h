@@ -230,6 +230,7 @@ class Daemon final : public DaemonApi {
   // `what`) until StoreWritten(kind).
   void StoreError(std::string_view what, const Error& error, std::string_view kind = "");
   void StoreWritten(std::string_view kind);
+  void PrepareProbes(Seconds now);
   void Log(std::string_view message);
   void LoopMain();
 

@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include "orch/argv_template.h"
 #include "orch/local_process_orchestrator.h"
@@ -101,11 +103,50 @@ ProbeResult LocalProcessOrchestrator::Probe(const Replica& r) const {
   return probe_(r.port, config_.readiness_path);
 }
 
-void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now) {
+bool LocalProcessOrchestrator::ProbeDue(const Replica& r, Seconds now) const {
+  if (r.proc != Proc::kRunning || now < r.next_probe_at || config_.readiness_path.empty()) {
+    return false;
+  }
+  return r.phase == scale::ReplicaPhase::kStarting || config_.health_interval > Seconds{0};
+}
+
+LocalProcessOrchestrator::ProbeResults LocalProcessOrchestrator::ProbeDueReplicas(Seconds now) {
+  std::vector<std::pair<std::string, int>> due;  // id, port
+  for (const Replica& r : book_.records()) {
+    if (ProbeDue(r, now)) due.emplace_back(r.id, r.port);
+  }
+  std::vector<ProbeResult> results(due.size(), ProbeResult::kNoAnswer);
+  const auto probe_one = [&](size_t i) {
+    results[i] = probe_(due[i].second, config_.readiness_path);
+  };
+  if (due.size() == 1) {
+    probe_one(0);
+  } else if (due.size() > 1) {
+    constexpr size_t kProbeThreads = 32;
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < std::min(kProbeThreads, due.size()); ++t) {
+      threads.emplace_back([&] {
+        for (size_t i = next++; i < due.size(); i = next++) probe_one(i);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+  }
+  ProbeResults probed;
+  for (size_t i = 0; i < due.size(); ++i) probed.emplace(due[i].first, results[i]);
+  return probed;
+}
+
+void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now, const ProbeResults& probed) {
   if (now < r.next_probe_at) return;
+  // This poll's concurrent result; probed here when it was not due before (none are).
+  const auto result = [&] {
+    const auto it = probed.find(r.id);
+    return it != probed.end() ? it->second : Probe(r);
+  };
   if (r.phase == scale::ReplicaPhase::kStarting) {
     r.next_probe_at = now + config_.probe_interval;
-    if (Probe(r) == ProbeResult::kOk) {
+    if (result() == ProbeResult::kOk) {
       book_.SetPhase(r, scale::ReplicaPhase::kReady, now);
       r.serving = true;
       r.silent_since.reset();
@@ -123,7 +164,7 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now) {
   }
   if (config_.health_interval <= Seconds{0}) return;
   r.next_probe_at = now + config_.health_interval;
-  const ProbeResult probe = Probe(r);
+  const ProbeResult probe = result();
   if (probe == ProbeResult::kOk) {
     if (!r.serving) book_.Emit(now, r.id, "replica_serving", "health probe passes again");
     r.serving = true;
@@ -153,7 +194,7 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now) {
   Terminate(r, now, /*restart_after=*/true);
 }
 
-bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now) {
+bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now, const ProbeResults& probed) {
   if (r.proc == Proc::kRunning || r.proc == Proc::kTerminating) {
     if (std::optional<int> code = CheckExited(r.pid)) {
       OnExit(r, *code, now);
@@ -163,7 +204,7 @@ bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now) {
   switch (r.proc) {
     case Proc::kRunning:
       if (r.crash_streak > 0 && now - r.started_at >= config_.stable_after) r.crash_streak = 0;
-      PollRunning(r, now);
+      PollRunning(r, now, probed);
       break;
     case Proc::kTerminating:
       if (!r.kill_sent && now - r.term_sent_at >= config_.stop_grace) {
@@ -185,7 +226,18 @@ bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now) {
 
 void LocalProcessOrchestrator::Poll(Seconds now) {
   book_.Touch(now);
-  book_.RetainIf([&](Replica& r) { return PollOne(r, now); });
+  ProbeResults probed;
+  if (prepared_ && prepared_->first == now) {
+    probed = std::move(prepared_->second);
+  } else {
+    probed = ProbeDueReplicas(now);
+  }
+  prepared_.reset();
+  book_.RetainIf([&](Replica& r) { return PollOne(r, now, probed); });
+}
+
+void LocalProcessOrchestrator::PrepareProbes(Seconds now) {
+  prepared_.emplace(now, ProbeDueReplicas(now));
 }
 
 }  // namespace gpuscale::orch

@@ -40,6 +40,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -112,6 +113,7 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   // read. Stop does not wait: see the header comment.
   std::vector<scale::ReplicaStatus> ListReplicas() const override;
   Result<scale::ReplicaStatus> Start(Seconds now) override;
+  void PrepareProbes(Seconds now) override;
   Status Place(const std::string& id, Seconds now) override;
   Status Drain(const std::string& id, Seconds now) override;
   Status Resume(const std::string& id, Seconds now) override;
@@ -168,8 +170,14 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   void ScheduleRestart(Replica& r, Seconds now, const std::string& why);
   void Terminate(Replica& r, Seconds now, bool restart_after);
   void OnExit(Replica& r, int code, Seconds now);  // sets r.proc; may mark r removable
-  bool PollOne(Replica& r, Seconds now);           // false: remove r
-  void PollRunning(Replica& r, Seconds now);
+  // Probe results of this poll, by replica id (ProbeDueReplicas).
+  using ProbeResults = std::map<std::string, ProbeResult>;
+  bool PollOne(Replica& r, Seconds now, const ProbeResults& probed);  // false: remove r
+  void PollRunning(Replica& r, Seconds now, const ProbeResults& probed);
+  bool ProbeDue(const Replica& r, Seconds now) const;
+  // Probes every replica due for one at the same time (up to kProbeThreads at once), so that
+  // hung replicas cost the tick about one probe timeout, not one each.
+  ProbeResults ProbeDueReplicas(Seconds now);
   ProbeResult Probe(const Replica& r) const;
   std::set<int> PortsInUse() const;
   // adoption (local_process_adoption.cc)
@@ -182,6 +190,8 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   GpuSource gpu_source_;
   ReadinessProbe probe_;
   ReplicaBook<Replica> book_;  // every replica, stopping ones included; the events
+  // PrepareProbes' results for the Poll at the same `now`.
+  std::optional<std::pair<Seconds, ProbeResults>> prepared_;
 };
 
 }  // namespace gpuscale::orch

@@ -1,6 +1,10 @@
 #include "orch/local_process_orchestrator.h"
 
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <signal.h>
 
 #include "orch/orch_test_util.h"
@@ -217,6 +221,48 @@ TEST_F(LocalProcessTest, StartupTimeoutAndFailedHealthChecksRestartTheReplica) {
   for (const auto& e : orch.TakeEvents()) events_.push_back(e);
   EXPECT_TRUE(HasEvent("replica_unhealthy"));
   EXPECT_EQ(InfoOf(orch, "svc-0", now_).restarts, 2);
+}
+
+// Probes of one poll run at the same time: replicas that do not answer cost the tick one
+// probe timeout, not one each (issue 27: a trickling replica stalled every service).
+TEST_F(LocalProcessTest, ProbesOfOnePollRunConcurrently) {
+  LocalProcessConfig config = Config({"sleep", "60"});
+  config.readiness_path = "/health";
+  std::atomic<int> running{0}, most{0}, calls{0};
+  auto& orch = Make(config, [&](int, const std::string&) {
+    const int now_running = ++running;
+    for (int seen = most.load();
+         now_running > seen && !most.compare_exchange_weak(seen, now_running);) {
+    }
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a slow answer
+    --running;
+    return ProbeResult::kNoAnswer;
+  });
+  for (int i = 0; i < 4; ++i) orch.Start(now_);
+  orch.Poll(now_);  // launches those that got a GPU
+  Track(orch);
+  int launched = 0;
+  for (const auto& r : orch.ListReplicas()) launched += r.phase == ReplicaPhase::kStarting;
+  ASSERT_GE(launched, 2);
+  now_ += Seconds{1};
+  calls = 0;
+  most = 0;
+  orch.Poll(now_);
+  EXPECT_EQ(calls.load(), launched);
+  EXPECT_EQ(most.load(), launched) << "the probes ran one after another";
+
+  // Prepared ahead (the daemon prepares every service's probes at once), the next Poll uses
+  // those results instead of probing again.
+  now_ += Seconds{1};
+  calls = 0;
+  orch.PrepareProbes(now_);
+  EXPECT_EQ(calls.load(), launched);
+  orch.Poll(now_);
+  EXPECT_EQ(calls.load(), launched) << "Poll probed again";
+  now_ += Seconds{1};
+  orch.Poll(now_);  // nothing prepared for this moment: Poll probes by itself
+  EXPECT_EQ(calls.load(), 2 * launched);
 }
 
 // Readiness is not liveness: a replica whose health probe goes unanswered (a busy server)

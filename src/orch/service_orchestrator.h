@@ -90,6 +90,12 @@ class ServiceOrchestrator : public scale::ReplicaOrchestrator {
   // Drives every replica's life (process exits, readiness, engine state); call it every
   // control tick.
   virtual void Poll(Seconds now) = 0;
+  // Runs the network probes the next Poll(now) needs and keeps their results for it, so
+  // that the daemon can run every service's probes at the same time (one hung replica per
+  // service then costs a tick one probe timeout, not one per service). Changes nothing but
+  // the kept results; safe to run concurrently with other orchestrators' PrepareProbes.
+  // Default: nothing (Poll probes by itself).
+  virtual void PrepareProbes(Seconds /*now*/) {}
   // Re-adopts persisted replicas. REQUIRES: called before any Start (no replicas yet).
   virtual AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now) = 0;
   // In-flight requests (running + waiting) of a replica, from the daemon's scrape.
