@@ -4,14 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <exception>
-#include <thread>
 #include <utility>
 
 #include "daemon/daemon_internal.h"
 #include "daemon/replica_rows.h"
+#include "orch/parallel.h"
 
 namespace gpuscale::daemon {
 namespace {
@@ -338,17 +337,8 @@ void Daemon::PrepareProbes(Seconds now) {
   std::vector<orch::ServiceOrchestrator*> orchestrators;
   for (auto& [name, slot] : services_) orchestrators.push_back(slot->orch.get());
   if (orchestrators.size() < 2) return;  // Poll probes by itself
-  std::atomic<size_t> next{0};
-  const auto work = [&] {
-    for (size_t i = next++; i < orchestrators.size(); i = next++) {
-      orchestrators[i]->PrepareProbes(now);
-    }
-  };
-  std::vector<std::thread> threads;
-  const size_t count =
-      std::min(orchestrators.size(), std::max<size_t>(1, options_.collector_threads));
-  for (size_t t = 0; t < count; ++t) threads.emplace_back(work);
-  for (std::thread& thread : threads) thread.join();
+  orch::ParallelFor(orchestrators.size(), options_.collector_threads,
+                    [&](size_t i) { orchestrators[i]->PrepareProbes(now); });
 }
 
 // One control tick; see daemon.h for the steps. Longer than 40 lines would be: the steps

@@ -4,11 +4,10 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 
 #include "orch/argv_template.h"
 #include "orch/local_process_orchestrator.h"
+#include "orch/parallel.h"
 #include "orch/process_util.h"
 
 namespace gpuscale::orch {
@@ -116,22 +115,9 @@ LocalProcessOrchestrator::ProbeResults LocalProcessOrchestrator::ProbeDueReplica
     if (ProbeDue(r, now)) due.emplace_back(r.id, r.port);
   }
   std::vector<ProbeResult> results(due.size(), ProbeResult::kNoAnswer);
-  const auto probe_one = [&](size_t i) {
+  ParallelFor(due.size(), kProbeThreads, [&](size_t i) {
     results[i] = probe_(due[i].second, config_.readiness_path);
-  };
-  if (due.size() == 1) {
-    probe_one(0);
-  } else if (due.size() > 1) {
-    constexpr size_t kProbeThreads = 32;
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> threads;
-    for (size_t t = 0; t < std::min(kProbeThreads, due.size()); ++t) {
-      threads.emplace_back([&] {
-        for (size_t i = next++; i < due.size(); i = next++) probe_one(i);
-      });
-    }
-    for (std::thread& thread : threads) thread.join();
-  }
+  });
   ProbeResults probed;
   for (size_t i = 0; i < due.size(); ++i) probed.emplace(due[i].first, results[i]);
   return probed;

@@ -175,6 +175,7 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   bool PollOne(Replica& r, Seconds now, const ProbeResults& probed);  // false: remove r
   void PollRunning(Replica& r, Seconds now, const ProbeResults& probed);
   bool ProbeDue(const Replica& r, Seconds now) const;
+  static constexpr size_t kProbeThreads = 32;
   // Probes every replica due for one at the same time (up to kProbeThreads at once), so that
   // hung replicas cost the tick about one probe timeout, not one each.
   ProbeResults ProbeDueReplicas(Seconds now);

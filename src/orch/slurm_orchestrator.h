@@ -46,6 +46,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,6 +111,7 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   Status Stop(const std::string& id, Seconds now) override;
 
   void Poll(Seconds now) override;
+  void PrepareProbes(Seconds now) override;
   AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now) override;
   Status ReportOutstanding(const std::string& id, int outstanding) override;
   void StopAll(Seconds now) override;
@@ -168,6 +170,9 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   SlurmOrchestratorConfig config_;
   std::unique_ptr<SlurmTransport> transport_;
   SlurmProbe probe_;
+  // PrepareProbes' readiness answers (replica id -> ready) for the Poll at the same `now`.
+  std::optional<std::pair<Seconds, std::map<std::string, bool>>> prepared_;
+  std::map<std::string, bool> probed_;  // this Poll's answers, from prepared_
   ReplicaBook<Replica> book_;      // every replica, stopping ones included; the events
   std::vector<SlurmJob> jobs_;     // last good listing
   std::vector<SlurmNode> nodes_;   // last good listing

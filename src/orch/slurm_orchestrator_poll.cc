@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "orch/parallel.h"
 #include "orch/slurm_json.h"
 #include "orch/slurm_orchestrator.h"
 
@@ -54,9 +55,29 @@ bool SlurmOrchestrator::Refresh(Seconds now) {
 
 void SlurmOrchestrator::Poll(Seconds now) {
   book_.Touch(now);
+  probed_.clear();
+  if (prepared_ && prepared_->first == now) probed_ = std::move(prepared_->second);
+  prepared_.reset();
   if (!Refresh(now)) return;  // never act on missing data
   book_.RetainIf([&](Replica& r) { return PollOne(r, JobById(r.job_id), now); });
   CancelStrays(now);
+}
+
+void SlurmOrchestrator::PrepareProbes(Seconds now) {
+  std::vector<const Replica*> due;
+  for (const Replica& r : book_.records()) {
+    if (!config_.readiness_path.empty() && r.running && !r.stopping &&
+        r.phase == scale::ReplicaPhase::kStarting && now >= r.next_probe_at) {
+      due.push_back(&r);
+    }
+  }
+  std::vector<char> ready(due.size(), 0);
+  ParallelFor(due.size(), 32, [&](size_t i) {
+    ready[i] = probe_(due[i]->host, due[i]->port, config_.readiness_path) ? 1 : 0;
+  });
+  std::map<std::string, bool> answers;
+  for (size_t i = 0; i < due.size(); ++i) answers.emplace(due[i]->id, ready[i] != 0);
+  prepared_.emplace(now, std::move(answers));
 }
 
 bool SlurmOrchestrator::PollOne(Replica& r, const SlurmJob* job, Seconds now) {
@@ -133,7 +154,11 @@ void SlurmOrchestrator::OnRunning(Replica& r, const SlurmJob& job, Seconds now) 
   }
   if (r.phase != scale::ReplicaPhase::kStarting || now < r.next_probe_at) return;
   r.next_probe_at = now + config_.probe_interval;
-  if (config_.readiness_path.empty() || probe_(r.host, r.port, config_.readiness_path)) {
+  const auto prepared = probed_.find(r.id);
+  const bool ready = config_.readiness_path.empty() ||
+                     (prepared != probed_.end() ? prepared->second
+                                                : probe_(r.host, r.port, config_.readiness_path));
+  if (ready) {
     book_.SetPhase(r, scale::ReplicaPhase::kReady, now);
     r.crash_streak = 0;
     book_.Emit(now, r.id, "replica_ready",

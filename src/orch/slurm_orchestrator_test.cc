@@ -138,7 +138,11 @@ TEST_F(SlurmOrchestratorTest, SubmitsANamedJobWithGresAndBecomesReadyOnItsNode) 
   EXPECT_EQ(orch->ListReplicas()[0].phase, ReplicaPhase::kStarting);
   EXPECT_EQ(probes_, std::vector<std::string>{"10.0.0.2:21000"});
   ready_ = true;
+  // Prepared ahead (the daemon probes every service at once), Poll uses the answer.
+  orch->PrepareProbes(Seconds{3});
+  EXPECT_EQ(probes_.size(), 2u);
   orch->Poll(Seconds{3});
+  EXPECT_EQ(probes_.size(), 2u) << "Poll probed again";
   EXPECT_EQ(orch->ListReplicas()[0].phase, ReplicaPhase::kReady);
   const ReplicaInfo info = orch->Replicas(Seconds{3})[0];
   EXPECT_EQ(info.host, "10.0.0.2");
