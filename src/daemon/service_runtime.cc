@@ -96,6 +96,19 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
       if (r.ready) result.metric_errors.push_back(r.exposition.error().ToString());
       continue;
     }
+    if (r.exposition->families.empty() && r.exposition->skipped_lines > 0) {
+      // Nothing but malformed lines (a replica serving something else on /metrics): as bad
+      // as a failed scrape. A few bad lines among good ones are skipped silently.
+      ++result.scrape_errors;
+      if (r.ready) {
+        const metrics::Exposition& e = *r.exposition;
+        result.metric_errors.push_back(fmt::format(
+            "replica {}: /metrics has no valid sample ({} malformed lines skipped{}{})", r.id,
+            e.skipped_lines, e.line_errors.empty() ? "" : "; first: ",
+            e.line_errors.empty() ? "" : e.line_errors.front().ToString()));
+      }
+      continue;
+    }
     if (sink) {
       const double running = SumOfFamily(*r.exposition, scale::metric_names::kRunning).value_or(0);
       const double waiting = SumOfFamily(*r.exposition, scale::metric_names::kWaiting).value_or(0);

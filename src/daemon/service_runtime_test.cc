@@ -127,6 +127,24 @@ TEST_F(ServiceRuntimeTest, FailedScrapeIsAMetricErrorForThePolicy) {
   EXPECT_TRUE(policy_->inputs.back().metrics_error);
 }
 
+TEST_F(ServiceRuntimeTest, GarbageMetricsBodyIsAMetricErrorNamingTheReplica) {
+  policy_->desired = 1;
+  runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
+  ServiceObservation obs = Observe(0, Seconds{1});
+  ASSERT_EQ(obs.replicas.size(), 1u);
+  metrics::ParseOptions lenient;
+  lenient.skip_bad_lines = true;  // as the scraper parses
+  obs.replicas[0].exposition =
+      metrics::ParsePrometheusText("<html><body>Not a metrics page</body></html>\n", lenient);
+  ASSERT_TRUE(obs.replicas[0].exposition);
+  ServiceTickResult r = runtime_->Tick(Seconds{1}, obs, nullptr, sink_);
+  EXPECT_EQ(r.scrape_errors, 1);
+  ASSERT_EQ(r.metric_errors.size(), 1u);
+  EXPECT_THAT(r.metric_errors[0], HasSubstr("/metrics has no valid sample (1 malformed lines"));
+  EXPECT_THAT(r.metric_errors[0], HasSubstr(obs.replicas[0].id));
+  EXPECT_TRUE(policy_->inputs.back().metrics_error);
+}
+
 // A metric the policy reads that no ready replica exports is a metric error naming it (and
 // what it is read from), never silently "no data"; metrics that do not come from scrapes
 // are not checked against them.
