@@ -85,14 +85,19 @@ class RenderCliTest : public testing::Test {
 
 std::string Fixture(const std::string& name) { return std::string(kFixtures) + "/" + name; }
 
+// The reference recipes carry no container args: the model comes from --model.
+constexpr char kModel[] = "Qwen/Qwen2.5-7B-Instruct";
+
 TEST_F(RenderCliTest, ReferenceRecipesMatchGoldenAndSchemas) {
   std::vector<fs::path> rendered;
   for (const std::string stem : {"h100_pod_autoscaling", "a10_node_autoscaling", "a10_advanced"}) {
     rendered.push_back(
-        RenderGolden({"render", "--recipe", Fixture(stem + ".json")}, stem + ".yaml"));
+        RenderGolden({"render", "--recipe", Fixture(stem + ".json"), "--model", kModel},
+                     stem + ".yaml"));
   }
   rendered.push_back(RenderGolden(
-      {"render", "--recipe", Fixture("a10_advanced.json"), "-o", "json", "--namespace", "llm"},
+      {"render", "--recipe", Fixture("a10_advanced.json"), "-o", "json", "--namespace", "llm",
+       "--model", kModel},
       "a10_advanced.json.golden"));
   Validate(rendered);
 }
@@ -140,7 +145,12 @@ TEST_F(RenderCliTest, ErrorsNameTheFlagOrField) {
       {{"render", "--service", "chat", "--config", Fixture("gpuscale.yaml"), "--trigger",
         "prometheus"},
        "'slo' policy family"},
-      {{"render", "--recipe", Fixture("a10_advanced.json"), "--name", "Bad_Name"}, "DNS-1035"},
+      {{"render", "--recipe", Fixture("a10_advanced.json"), "--name", "Bad_Name", "--model",
+        kModel},
+       "DNS-1035"},
+      {{"render", "--recipe", Fixture("a10_advanced.json")},
+       "recipe_container_command_args: the recipe has no recipe_container_command_args, so its "
+       "vLLM container would start without a model: pass --model <name>"},
   };
   for (const Case& c : cases) {
     RunResult r = Run(kBinary, c.args);

@@ -114,6 +114,9 @@ void AddRenderCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--namespace", flags->options.namespace_name, "metadata.namespace");
   cmd->add_option("--image", flags->options.image,
                   "Container image (default: recipe_image_uri, else vllm/vllm-openai:latest)");
+  cmd->add_option("--model", flags->options.model,
+                  "Model a recipe's vLLM container serves (args --model M --port {port}), for "
+                  "a recipe without recipe_container_command_args");
   cmd->add_option("--port", flags->port, "Container port, substituted for {port}")
       ->check(CLI::Range(1, 65535));
   cmd->callback([flags, &ctx] { RunRender(*flags, ctx); });

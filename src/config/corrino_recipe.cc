@@ -3,9 +3,15 @@
 // Corrino turns `recipe_pod_autoscaling_params` into a KEDA ScaledObject with one prometheus
 // trigger and HPA behavior, and `recipe_node_autoscaling_params` into a cluster-autoscaler
 // node pool. We read the same fields into the equivalent gpuscale objects:
-//   scaling_threshold          -> trigger threshold (KEDA default metricType AverageValue)
+//   scaling_threshold          -> trigger threshold
 //   query / collect_metrics_timespan -> the trigger's PromQL (default: share of requests
 //                                 slower than 5 s end to end over the timespan)
+//   scaling_metric_type (ours) -> the trigger's metricType. Default: Value for the default
+//                                 query, AverageValue (KEDA's default) for one of the
+//                                 recipe's own. Corrino renders AverageValue for its ratio
+//                                 too, where the HPA computes ceil(ratio / threshold): at
+//                                 most ceil(1 / threshold) replicas whatever max_replicas
+//                                 says. Value computes ceil(current x ratio / threshold).
 //   polling_interval           -> polling_interval_seconds
 //   scaling_cooldown           -> cooldown_period_seconds
 //   stabilization_window_up/down -> behavior.scale_up/down.stabilization_window_seconds
@@ -47,7 +53,7 @@ struct CorrinoDefaults {
 #define GS_CORRINO_ADVANCED_KEYS                                                           \
   "collect_metrics_timespan", "scaling_threshold", "scaling_cooldown", "polling_interval", \
       "stabilization_window_down", "scaling_period_down", "stabilization_window_up",       \
-      "scaling_period_up", "query"
+      "scaling_period_up", "query", "scaling_metric_type"
 
 YAML::Node Block(const YAML::Node& root, std::string_view key) {
   YAML::Node node = root[std::string(key)];
@@ -106,7 +112,6 @@ std::string DefaultQuery(const std::string& timespan) {
 
 Result<scale::TargetMetric> ReadTrigger(const YAML::Node& pod, const YAML::Node& nodes) {
   scale::TargetMetric m;
-  m.type = scale::MetricTargetType::kAverageValue;  // KEDA prometheus default
   const Source t = AdvancedSource(pod, nodes, "scaling_threshold");
   GS_ASSIGN_OR_RETURN(
       m.target, yaml::ReadDouble(t.node, "scaling_threshold", t.path, CorrinoDefaults::kThreshold));
@@ -121,6 +126,20 @@ Result<scale::TargetMetric> ReadTrigger(const YAML::Node& pod, const YAML::Node&
     return yaml::FieldError(q.node["query"], yaml::Join(q.path, "query"), "is empty");
   }
   m.name = m.query;  // the daemon runs a PromQL metric name verbatim (scale/metric_names.h)
+  // The default query is a ratio of the whole service's requests: Value (see the header).
+  const bool ratio = m.query == DefaultQuery(timespan);
+  const Source k = AdvancedSource(pod, nodes, "scaling_metric_type");
+  GS_ASSIGN_OR_RETURN(std::string type, yaml::ReadString(k.node, "scaling_metric_type", k.path,
+                                                         ratio ? "Value" : "AverageValue"));
+  if (type == "Value") {
+    m.type = scale::MetricTargetType::kValue;
+  } else if (type == "AverageValue") {
+    m.type = scale::MetricTargetType::kAverageValue;
+  } else {
+    return yaml::FieldError(k.node["scaling_metric_type"],
+                            yaml::Join(k.path, "scaling_metric_type"),
+                            fmt::format("expected Value or AverageValue, got '{}'", type));
+  }
   return m;
 }
 

@@ -38,7 +38,7 @@ TEST(CorrinoRecipeTest, MinimalRecipeGetsReferenceDefaults) {
   const scale::TargetMetric& m = c.metrics[0];
   EXPECT_EQ(m.query, scale::metric_names::kE2eOver5sRatio);  // 5m default timespan
   EXPECT_EQ(m.name, m.query);
-  EXPECT_EQ(m.type, scale::MetricTargetType::kAverageValue);
+  EXPECT_EQ(m.type, scale::MetricTargetType::kValue);  // the default query is a ratio
   EXPECT_EQ(m.target, 0.5);                  // scaling_threshold
   EXPECT_EQ(c.cooldown_period_seconds, 60);  // scaling_cooldown
   EXPECT_EQ(c.polling_interval_seconds, 15);
@@ -132,6 +132,36 @@ TEST(CorrinoRecipeTest, DefaultsDelayScaleUpByTheUpWindow) {
   EXPECT_EQ(current, 2);
 }
 
+// The HPA's two formulas on the default ratio query (share of requests slower than 5 s) at
+// 0.8 against a 0.4 threshold, 3 replicas running, max 10: Value gives ceil(3 x 0.8 / 0.4)
+// = 6; AverageValue (what Corrino renders) gives ceil(0.8 / 0.4) = 2 whatever the load, and
+// never more than ceil(1 / 0.4) = 3.
+TEST(CorrinoRecipeTest, RatioQueriesUseValueSoTheCountFollowsTheLoad) {
+  const auto desired = [](const std::string& type_field) {
+    const std::string json =
+        "{\"recipe_pod_autoscaling_params\": {\"min_replicas\": 1, \"max_replicas\": 10,\n"
+        "\"scaling_threshold\": 0.4, \"stabilization_window_up\": 0,\n"
+        "\"stabilization_window_down\": 0" + type_field + "}}";
+    auto spec = ParseCorrinoRecipe(YAML::Load(json));
+    EXPECT_TRUE(spec) << spec.error().ToString();
+    if (!spec) return -1;
+    scale::ScalingInput in;
+    in.now = Seconds{0};
+    in.current_replicas = 3;
+    in.ready_replicas = 3;
+    const auto& m = TargetConfig(*spec).metrics[0];
+    in.metrics[m.name].service_value = 0.8;
+    return spec->policy->Evaluate(in).desired_replicas;
+  };
+  // Rate-limited to +1 pod per period by the recipe's scale-up policy: compare the proposals.
+  EXPECT_GT(desired(""), 3) << "Value: the ratio's excess grows the service";
+  EXPECT_EQ(desired(", \"scaling_metric_type\": \"AverageValue\""), 2)
+      << "AverageValue: ceil(0.8 / 0.4) = 2, a scale-down under overload";
+  EXPECT_FALSE(ParseCorrinoRecipe(YAML::Load(
+      "{\"recipe_pod_autoscaling_params\": {\"max_replicas\": 2, \"scaling_metric_type\": "
+      "\"Utilization\"}}")));
+}
+
 TEST(CorrinoRecipeTest, AllExampleRecipesParse) {
   for (const char* name :
        {"h100_pod_autoscaling.json", "a10_node_autoscaling.json", "a10_advanced.json"}) {
@@ -161,7 +191,7 @@ TEST(CorrinoRecipeTest, ErrorsNameFieldAndLine) {
        "recipe_pod_autoscaling_params.scaling_treshold: unknown field; accepted fields: "
        "min_replicas, max_replicas, collect_metrics_timespan, scaling_threshold, "
        "scaling_cooldown, polling_interval, stabilization_window_down, scaling_period_down, "
-       "stabilization_window_up, scaling_period_up, query (line 2)"},
+       "stabilization_window_up, scaling_period_up, query, scaling_metric_type (line 2)"},
       {"bad timespan",
        "{\"recipe_pod_autoscaling_params\": {\"max_replicas\": 2,\n"
        "\"collect_metrics_timespan\": \"five minutes\"}}",

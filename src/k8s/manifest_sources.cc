@@ -40,9 +40,25 @@ Result<WorkloadSpec> RecipeWorkload(const YAML::Node& root, const std::string& f
                       yaml::ReadInt(root, "recipe_container_port", "", w.container_port));
   if (options.container_port) w.container_port = *options.container_port;
   GS_ASSIGN_OR_RETURN(w.argv, ReadStringList(root, "recipe_container_command_args"));
-  // vLLM's OpenAI server image takes its flags as args; without any the port still has to
-  // match the probes and the Service.
-  if (w.argv.empty()) w.argv = {"--port", "{port}"};
+  // vLLM's OpenAI server image takes its flags as args: the model, and the port that the
+  // probes and the Service use.
+  if (!w.argv.empty() && !options.model.empty()) {
+    return InvalidArgument(
+        "the recipe's recipe_container_command_args already say what to serve; drop --model "
+        "or the args (put --model <name> among them)",
+        "recipe_container_command_args");
+  }
+  if (w.argv.empty()) {
+    if (options.model.empty()) {
+      return InvalidArgument(
+          "the recipe has no recipe_container_command_args, so its vLLM container would start "
+          "without a model: pass --model <name> (rendered as args --model <name> --port "
+          "{port}), or add the args to the recipe, e.g. [\"--model\", "
+          "\"Qwen/Qwen2.5-7B-Instruct\", \"--port\", \"{port}\"]",
+          "recipe_container_command_args");
+    }
+    w.argv = {"--model", options.model, "--port", "{port}"};
+  }
   w.command_is_program = false;
   GS_ASSIGN_OR_RETURN(w.gpus_per_replica, yaml::ReadInt(root, "recipe_nvidia_gpu_count", "", 1));
   GS_ASSIGN_OR_RETURN(w.initial_replicas,

@@ -31,11 +31,16 @@ struct RenderOptions {
   std::optional<TriggerKind> trigger;  // unset: prometheus for recipes, external for services
   std::string scaler_address;          // external trigger: gpuscale's scaler host:port
   std::string prometheus_url;          // "" = ScalingSpec's default (or the daemon config's)
+  // The model a recipe's vLLM container serves: args `--model <model> --port {port}`, for a
+  // recipe without recipe_container_command_args (which then must not also be given).
+  std::string model;
 };
 
 // `fallback_name` names the workload when neither options.name nor deployment_name does
-// (the CLI passes the recipe file's stem). Errors: ParseCorrinoRecipe's (field + line), and
-// kInvalidArgument for a bad root field named above.
+// (the CLI passes the recipe file's stem). Errors: ParseCorrinoRecipe's (field + line),
+// kInvalidArgument for a bad root field named above, and kInvalidArgument naming
+// recipe_container_command_args when the recipe has none and options.model is empty (the
+// container would start vLLM without a model) or has some and options.model is set too.
 Result<ManifestSpec> ManifestFromRecipe(const YAML::Node& root, const std::string& fallback_name,
                                         const RenderOptions& options);
 
