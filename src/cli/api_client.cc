@@ -9,6 +9,8 @@
 #include <functional>
 #include <utility>
 
+#include "loadgen/http_error.h"
+
 namespace gpuscale::cli {
 namespace {
 
@@ -61,23 +63,6 @@ Error ReplyError(const httplib::Response& response, const std::string& base_url)
 }
 
 // cpp-httplib names its errors in one word ("Connection"); say what happened.
-std::string Describe(httplib::Error error) {
-  switch (error) {
-    case httplib::Error::Connection:
-      return "connection refused or host unreachable";
-    case httplib::Error::ConnectionTimeout:
-      return "timed out connecting";
-    case httplib::Error::Read:
-      return "the connection failed while reading the reply";
-    case httplib::Error::Write:
-      return "the connection failed while sending the request";
-    case httplib::Error::SSLConnection:
-      return "TLS handshake failed";
-    default:
-      return "HTTP client error: " + httplib::to_string(error);
-  }
-}
-
 // Sends one request with `send` and turns the reply into JSON or an Error.
 Result<Json> Exchange(const ApiClientOptions& options,
                       const std::function<httplib::Result(httplib::Client&)>& send) {
@@ -91,7 +76,7 @@ Result<Json> Exchange(const ApiClientOptions& options,
   httplib::Result result = send(client);
   if (!result) {
     return Unavailable(fmt::format("cannot reach gpuscale at {}: {}; is `gpuscale serve` running?",
-                                   base_url, Describe(result.error())));
+                                   base_url, loadgen::DescribeHttpError(result.error())));
   }
   if (result->status >= 400) return Unexpected<Error>(ReplyError(*result, base_url));
   Json body = Json::parse(result->body, nullptr, /*allow_exceptions=*/false);

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <charconv>
 #include <exception>
 
@@ -79,6 +80,27 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   AddGatewayCommands(app, ctx);
   AddRenderCommands(app, ctx);
   AddTaskCommands(app, ctx);
+
+  // An unknown command word: CLI11 would let a later --help print the top-level help and exit
+  // 0, as if `gpuscale sim --help` had worked. Refuse it, naming the nearest command.
+  const std::vector<CLI::App*> commands = app.get_subcommands({});
+  const bool known = std::any_of(commands.begin(), commands.end(), [&](const CLI::App* sub) {
+    return !args.empty() && sub->check_name(args[0]);
+  });
+  if (!args.empty() && !args[0].empty() && args[0][0] != '-' && !known) {
+    std::string names, nearest;
+    for (const CLI::App* sub : commands) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      if (nearest.empty() && (sub->get_name().rfind(args[0], 0) == 0 ||
+                              args[0].rfind(sub->get_name(), 0) == 0)) {
+        nearest = sub->get_name();
+      }
+    }
+    err << "error: unknown command '" << args[0] << "'"
+        << (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") << "\n"
+        << "commands: " << names << "\n";
+    return kExitUsage;
+  }
 
   // CLI11 parses argv in reverse order from a vector.
   std::vector<std::string> reversed(args.rbegin(), args.rend());

@@ -27,6 +27,7 @@ namespace {
 struct ServeFlags {
   std::string config_path;
   std::string listen;
+  std::string port;  // not a serve flag: given, it is refused with a pointer to --listen
   std::string state_dir;
   std::string token;
   double loop_interval_seconds = 0;  // 0 = the config's
@@ -140,6 +141,14 @@ void Reload(const ServeFlags& flags, daemon::Daemon& d, CommandContext& ctx) {
 }
 
 void RunServe(const ServeFlags& flags, CommandContext& ctx) {
+  if (!flags.port.empty()) {
+    ctx.Fail(Error{ErrorCode::kInvalidArgument,
+                   fmt::format("serve takes addresses, not ports: --listen 127.0.0.1:{} for the "
+                               "REST API, --gateway-listen 127.0.0.1:{} for the OpenAI gateway",
+                               flags.port, flags.port),
+                   "--port"});
+    return;
+  }
   sigset_t stop_signals, previous;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -246,6 +255,8 @@ void AddServeCommands(CLI::App& app, CommandContext& ctx) {
       "file and applies its services, prometheus, tasks and loop_interval_seconds (gpu, api "
       "and state_dir at the next start).");
   cmd->add_option("--config", flags->config_path, "Daemon config file (YAML), e.g. gpuscale.yaml");
+  // Hidden: only to answer the flag other servers (vllm, emulate) take with a hint.
+  cmd->add_option("--port", flags->port)->group("");
   cmd->add_option("--listen", flags->listen,
                   "API address HOST:PORT (overrides api.listen; "
                   "port 0 = any free port)");

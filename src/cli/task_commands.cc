@@ -3,6 +3,8 @@
 // default and the API's JSON as it is with `-o json`.
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -146,7 +148,17 @@ void PrintCancelled(const Json& task, std::ostream& out) {
 CLI::App* AddIdCommand(CLI::App* parent, const char* name, const char* help,
                        const char* id_help, std::shared_ptr<IdFlags> flags) {
   CLI::App* command = parent->add_subcommand(name, help);
-  command->add_option("ID", flags->id, id_help)->required()->check(CLI::PositiveNumber);
+  // CLI::PositiveNumber would answer "abc" with its whole double range (300 digits).
+  const CLI::Validator task_id(
+      [](std::string& text) -> std::string {
+        int64_t id = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+        if (ec == std::errc() && end == text.data() + text.size() && id >= 1) return "";
+        return "expected a task id (an integer >= 1, as `gpuscale task list` shows), got '" +
+               text + "'";
+      },
+      "ID >= 1");
+  command->add_option("ID", flags->id, id_help)->required()->check(task_id);
   AddApiFlags(command, flags->api);
   return command;
 }

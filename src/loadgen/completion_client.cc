@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "loadgen/http_error.h"
 #include "loadgen/sse_parser.h"
 
 namespace gpuscale::loadgen {
@@ -153,8 +154,17 @@ Result<std::string> FetchFirstModel(const ServerUrl& url, double timeout_seconds
   httplib::Result res = http.Get(path.c_str());
   const std::string where = url.scheme_host_port + path;
   if (!res) {
-    return Unavailable(fmt::format("cannot reach {}: {}", where, httplib::to_string(res.error())),
+    return Unavailable(fmt::format("cannot reach {}: {}", where, DescribeHttpError(res.error())),
                        "--url");
+  }
+  if (res->status == 404 && res->body.find("no such endpoint") != std::string::npos) {
+    // gpuscale's own 404 body: the user pointed the bench at the daemon's REST API.
+    return InvalidArgument(
+        fmt::format("{} is gpuscale's REST API, not an OpenAI endpoint: point --url at the "
+                    "gateway (`gpuscale serve` prints its address, by default "
+                    "http://127.0.0.1:8000)",
+                    url.scheme_host_port),
+        "--url");
   }
   if (res->status != 200) {
     return Unavailable(
@@ -250,7 +260,7 @@ RequestOutcome CompletionClient::Send(const PlannedRequest& planned) {
     outcome.error_kind = state.error_kind;
   } else if (!result) {
     outcome.error_kind = ErrorKind(result.error());
-    outcome.error_detail = httplib::to_string(result.error());
+    outcome.error_detail = DescribeHttpError(result.error());
   } else if (state.status != 200) {
     outcome.error_kind = fmt::format("http_{}", state.status);
   } else if (!state.done) {
