@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <string_view>
 #include <vector>
@@ -15,18 +16,41 @@ namespace {
 
 constexpr double kBytesPerMib = 1024.0 * 1024.0;
 
-// One parallel factor and the spellings vLLM, SGLang and the LLM Autotuner use for it.
+// One parallel factor and the spellings vLLM (CLI flags and Python keyword arguments),
+// SGLang and the LLM Autotuner use for it.
 struct Factor {
   std::string_view short_name;
-  std::array<std::string_view, 4> spellings;
+  std::array<std::string_view, 5> spellings;
 };
 constexpr std::array<Factor, 5> kFactors = {{
-    {"tp", {"tensor-parallel-size", "tp-size", "tp_size", "tp"}},
-    {"pp", {"pipeline-parallel-size", "pp-size", "pp_size", "pp"}},
-    {"dp", {"data-parallel-size", "dp-size", "dp_size", "dp"}},
-    {"cp", {"context-parallel-size", "cp-size", "cp_size", "cp"}},
-    {"dcp", {"decode-context-parallel-size", "dcp-size", "dcp_size", "dcp"}},
+    {"tp", {"tensor-parallel-size", "tensor_parallel_size", "tp-size", "tp_size", "tp"}},
+    {"pp", {"pipeline-parallel-size", "pipeline_parallel_size", "pp-size", "pp_size", "pp"}},
+    {"dp", {"data-parallel-size", "data_parallel_size", "dp-size", "dp_size", "dp"}},
+    {"cp", {"context-parallel-size", "context_parallel_size", "cp-size", "cp_size", "cp"}},
+    {"dcp",
+     {"decode-context-parallel-size", "decode_context_parallel_size", "dcp-size", "dcp_size",
+      "dcp"}},
 }};
+
+bool IsFactorSpelling(std::string_view name) {
+  for (const Factor& f : kFactors) {
+    for (std::string_view spelling : f.spellings) {
+      if (spelling == name) return true;
+    }
+  }
+  return false;
+}
+
+// A parameter that reads like a parallel size ("expert_parallel_size", "sp-size") but is not
+// one the estimate counts: said by name, since a silently ignored factor under-counts GPUs.
+bool LooksLikeParallelSize(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool sized = lower.ends_with("size");
+  return (sized && lower.find("parallel") != std::string::npos) ||
+         (sized && lower.size() <= 7 && (lower.ends_with("p_size") || lower.ends_with("p-size")));
+}
 constexpr std::array<std::string_view, 4> kMemoryFractionSpellings = {
     "gpu-memory-utilization", "gpu_memory_utilization", "mem-fraction-static",
     "mem_fraction_static"};
@@ -293,6 +317,14 @@ Result<Requirement> EstimateRequirement(const TaskSpec& task, const EstimateOpti
   GS_ASSIGN_OR_RETURN(TotalMemory total, ResolveTotalMemory(task, options));
 
   Requirement requirement;
+  for (const auto& [name, value] : task.parameters) {
+    if (!IsFactorSpelling(name) && LooksLikeParallelSize(name)) {
+      requirement.warnings.push_back(fmt::format(
+          "parameter '{}' looks like a parallel size but is not one gpuscale counts (tensor, "
+          "pipeline, data, context, decode-context): the estimate assumes it adds no GPUs",
+          name));
+    }
+  }
   requirement.world_size = static_cast<int>(grid.MaxWorldSize());
   requirement.gpus = requirement.world_size;
   std::string& explanation = requirement.explanation;
@@ -312,6 +344,9 @@ Result<Requirement> EstimateRequirement(const TaskSpec& task, const EstimateOpti
   if (fraction_param) {
     requirement.memory_mb_per_gpu =
         FractionMemoryMb(*fraction_param, fraction, total, weights_memory_mb, explanation);
+  }
+  for (const std::string& warning : requirement.warnings) {
+    explanation += "\nwarning: " + warning;
   }
   return requirement;
 }

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "alloc/task_spec.h"
 #include "core/result.h"
@@ -56,6 +57,9 @@ struct Requirement {
   int gpus = 1;                   // GPUs to allocate (== world_size)
   int64_t memory_mb_per_gpu = 0;  // free memory each GPU must have, MiB
   std::string explanation;        // the formula with this task's numbers, one step per line
+                                  // (ends with the warnings, "warning: ..." lines)
+  // Parameters that look like parallel sizes the estimate does not count, by name.
+  std::vector<std::string> warnings;
 };
 
 // Estimates the requirement of `task`. Errors (kInvalidArgument, field "parameters.<name>",

@@ -65,8 +65,33 @@ INSTANTIATE_TEST_SUITE_P(
         // Grids: the largest point.
         WorldCase{{{"tp-size", Ints({1, 2, 4})}}, 4},
         WorldCase{{{"tp", Ints({2, 1})}, {"pp", Ints({1, 2})}, {"dp", Ints({1, 3})}}, 12},
+        // vLLM's Python keyword spellings (LLM(tensor_parallel_size=...)).
+        WorldCase{{{"tensor_parallel_size", Int(2)},
+                   {"pipeline_parallel_size", Int(2)},
+                   {"data_parallel_size", Int(3)}},
+                  12},
+        WorldCase{{{"context_parallel_size", Int(3)}}, 3},
+        WorldCase{{{"decode_context_parallel_size", Int(2)}}, 2},
         // Unrelated parameters are ignored.
         WorldCase{{{"max-num-seqs", Ints({64, 128})}, {"tp", Int(2)}}, 2}));
+
+TEST(EstimateTest, AParallelLookingParameterItDoesNotCountIsNamedInAWarning) {
+  Result<Requirement> r = EstimateRequirement(
+      Task("Qwen2.5-7B", {{"tensor_parallel_size", Int(2)},
+                          {"expert_parallel_size", Int(4)},
+                          {"max-num-seqs", Int(64)}}));
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->gpus, 2);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_THAT(r->warnings[0], HasSubstr("'expert_parallel_size' looks like a parallel size"));
+  EXPECT_THAT(r->explanation, HasSubstr("warning: parameter 'expert_parallel_size'"));
+  EXPECT_TRUE(EstimateRequirement(Task("Qwen2.5-7B", {{"tp", Int(2)}}))->warnings.empty());
+  EXPECT_EQ(EstimateRequirement(Task("Qwen2.5-7B", {{"ep_size", Int(2)}}))->warnings.size(), 1u);
+  EXPECT_FALSE(EstimateRequirement(Task("Qwen2.5-7B", {{"tensor_parallel_size", Int(2)},
+                                                       {"tp", Int(2)}}))
+                   .has_value())
+      << "two spellings of one factor";
+}
 
 TEST(EstimateTest, SeventyBillionBf16MatchesWeightsFormula) {
   Result<Requirement> r =

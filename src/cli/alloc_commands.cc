@@ -234,10 +234,14 @@ int RunEstimate(const EstimateArgs& args, CommandContext& ctx) {
   }
   Result<alloc::Requirement> requirement = alloc::EstimateRequirement(*task, options);
   if (!requirement) return ctx.Fail(requirement.error());
+  for (const std::string& warning : requirement->warnings) {
+    ctx.err << "warning: " << warning << "\n";
+  }
   if (args.format == OutputFormat::kJson) {
     ctx.out << json{{"world_size", requirement->world_size},
                     {"gpus", requirement->gpus},
                     {"memory_mb_per_gpu", requirement->memory_mb_per_gpu},
+                    {"warnings", requirement->warnings},
                     {"explanation", requirement->explanation}}
                    .dump(2)
             << "\n";

@@ -527,7 +527,8 @@ Result<std::unique_ptr<GatewayServer>> GatewayServer::Start(std::shared_ptr<Gate
   auto reject = [](const Request&, http::status status, const std::string& message) {
     return CannedResponse(ErrorReply(status, message, "invalid_request_error"));
   };
-  GS_ASSIGN_OR_RETURN(impl->server, net::HttpServer::Start(std::move(options), handler, reject));
+  GS_ASSIGN_OR_RETURN(impl->server,
+                      net::HttpServer::Start(std::move(options), handler, reject));
   return std::unique_ptr<GatewayServer>(new GatewayServer(std::move(impl)));
 }
 
