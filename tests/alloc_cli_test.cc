@@ -148,7 +148,8 @@ parameters:
   // 70e9 x 2 B / 2 shards / 2^20 = 66757.2 MiB; x 1.2 + 1024 = 81132.6 -> 81133 MiB.
   EXPECT_EQ(doc["memory_mb_per_gpu"], 81133);
   EXPECT_THAT(doc["explanation"].get<std::string>(), HasSubstr("world size = tp 4 x pp 1"));
-  EXPECT_EQ(doc.size(), 4u);
+  EXPECT_EQ(doc["warnings"], json::array());
+  EXPECT_EQ(doc.size(), 5u);
 }
 
 TEST_F(AllocCliTest, EstimateUsesBackendTotalMemoryOnlyWhenABackendIsGiven) {
