@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -217,6 +218,22 @@ TEST_F(TasksTest, SweepCompletesWithoutSharingGpusAndStoresResults) {
   EXPECT_EQ(ReplayLeases(Events(), &started), "");
   EXPECT_EQ(started.size(), 6u);
   EXPECT_TRUE(Leases().empty()) << Leases().dump();
+}
+
+// examples/tasks/emulated-sweep.yaml runs `gpuscale emulate`: a bare `gpuscale` is the
+// daemon's own executable, found without PATH (the test's PATH has no build directory).
+TEST_F(TasksTest, ABareGpuscaleCommandRunsTheDaemonsOwnExecutable) {
+  ASSERT_EQ(std::string(std::getenv("PATH") ? std::getenv("PATH") : "").find(
+                std::filesystem::path(kBinary).parent_path().string() + ":"),
+            std::string::npos)
+      << "the build directory is on PATH: this test would prove nothing";
+  StartDaemon(Config());
+  json task = Task("bare", {{"tensor-parallel-size", {1}}, {"max-num-seqs", {2}}});
+  task["server"]["command"][0] = "gpuscale";
+  HttpReply submitted = Submit(task);
+  ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
+  const json done = WaitEnded(submitted.body["id"], std::chrono::seconds(40));
+  EXPECT_EQ(done["status"], "succeeded") << done.dump(1);
 }
 
 TEST_F(TasksTest, MoreGpusThanExistIsRefusedAtOnce) {

@@ -99,6 +99,17 @@ bool CanBind(int port) {
   return ok;
 }
 
+// What to exec for argv[0]: a bare "gpuscale" is this very program when the daemon is
+// gpuscale, so that examples and tasks that run `gpuscale emulate` need no PATH entry and
+// never start another installed version. Anything else is looked up on PATH as given.
+std::string ProgramToExec(const std::string& argv0) {
+  if (argv0 != "gpuscale") return argv0;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || self.filename() != "gpuscale") return argv0;
+  return self.string();
+}
+
 }  // namespace
 
 Result<int> SpawnDetached(const SpawnRequest& request) {
@@ -129,7 +140,9 @@ Result<int> SpawnDetached(const SpawnRequest& request) {
   std::vector<char*> argv = CStrings(request.argv);
   std::vector<char*> env = CStrings(request.env);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], &spawn.actions, &spawn.attr, argv.data(), env.data());
+  const std::string program = ProgramToExec(request.argv[0]);
+  const int rc =
+      posix_spawnp(&pid, program.c_str(), &spawn.actions, &spawn.attr, argv.data(), env.data());
   close(log_fd);
   if (rc != 0) {
     return Unavailable(fmt::format("cannot start '{}': {} (check the service's command and PATH)",

@@ -30,7 +30,8 @@ struct SpawnRequest {
 
 // Starts the process in a new process group (so a signal to the daemon's terminal does not
 // reach it, and stopping it reaches its children), stdin from /dev/null, file descriptors
-// other than 0-2 closed. Returns the pid. Errors: kUnavailable naming the program when it
+// other than 0-2 closed. A bare `gpuscale` as argv[0] runs the daemon's own executable when
+// the daemon is gpuscale (no PATH needed; argv[0] stays as given). Returns the pid. Errors: kUnavailable naming the program when it
 // cannot be started (not found, not executable) or the log cannot be opened (naming it).
 Result<int> SpawnDetached(const SpawnRequest& request);
 
