@@ -132,6 +132,33 @@ TEST_F(GpuCliTest, SimulatedInventoryJson) {
   EXPECT_NEAR(doc["gpus"][0]["score"].get<double>(), 0.6 * 0.75 + 0.4 * 0.5, 1e-4);
 }
 
+// A snapshot (`gpus -o json`) loads back as an inventory: the same GPUs; its derived fields
+// are checked against what they derive from.
+TEST_F(GpuCliTest, AJsonSnapshotLoadsAsAnInventory) {
+  const fs::path inventory =
+      WriteFile("inv.yaml", "gpus:\n  - {index: 0, memory_total_mb: 1000, memory_used_mb: 250}\n"
+                            "  - {index: 1, memory_total_mb: 2000, utilization_percent: 10}\n");
+  RunResult first = Run({"gpus", "--inventory", inventory.string(), "-o", "json"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const fs::path snapshot = WriteFile("snapshot.json", first.out);
+  RunResult again = Run({"gpus", "--inventory", snapshot.string(), "-o", "json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  json a = ParseJson(first), b = ParseJson(again);
+  a.erase("timestamp");
+  b.erase("timestamp");
+  EXPECT_EQ(a, b);
+
+  json tampered = ParseJson(first);
+  tampered["gpus"][0]["memory_free_mb"] = 999;
+  const fs::path bad = WriteFile("tampered.json", tampered.dump(2));
+  RunResult refused = Run({"gpus", "--inventory", bad.string()});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("gpus[0].memory_free_mb: memory_free_mb 999 is not "
+                             "memory_total_mb - memory_used_mb = 750"),
+            std::string::npos)
+      << refused.err;
+}
+
 TEST_F(GpuCliTest, DefaultSimulatedTableIsReadable) {
   RunResult run = Run({"gpus", "--backend", "simulated"});
   ASSERT_EQ(run.exit_code, 0) << run.err;

@@ -72,6 +72,16 @@ Status ParseReadings(const YAML::Node& node, const std::string& path, GpuInfo& g
     }
     gpu.memory_free_mb = *gpu.memory_total_mb - *gpu.memory_used_mb;
   }
+  // Derived fields of `gpuscale gpus -o json`, so that a snapshot of a real machine loads as
+  // an inventory: checked against what they derive from, never taken as given.
+  GS_ASSIGN_OR_RETURN(auto free, ReadReading(node, "memory_free_mb", path, {}, 0, 1e9));
+  if (free && gpu.memory_free_mb && ToMb(free) != gpu.memory_free_mb) {
+    return yaml::FieldError(
+        node["memory_free_mb"], yaml::Join(path, "memory_free_mb"),
+        fmt::format("memory_free_mb {} is not memory_total_mb - memory_used_mb = {}",
+                    *ToMb(free), *gpu.memory_free_mb));
+  }
+  GS_RETURN_IF_ERROR(ReadReading(node, "score", path, {}, 0, 1));  // recomputed from weights
   GS_ASSIGN_OR_RETURN(gpu.utilization_percent,
                       ReadReading(node, "utilization_percent", path, 0.0, 0, 100));
   GS_ASSIGN_OR_RETURN(gpu.temperature_c, ReadReading(node, "temperature_c", path, {}, -50, 200));
@@ -82,8 +92,8 @@ Status ParseReadings(const YAML::Node& node, const std::string& path, GpuInfo& g
 Result<GpuInfo> ParseGpu(const YAML::Node& node, const std::string& path, size_t position) {
   GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
       node, path,
-      {"index", "uuid", "name", "memory_total_mb", "memory_used_mb", "utilization_percent",
-       "temperature_c", "power_draw_w", "node", "processes"}));
+      {"index", "uuid", "name", "memory_total_mb", "memory_used_mb", "memory_free_mb",
+       "utilization_percent", "temperature_c", "power_draw_w", "score", "node", "processes"}));
   GpuInfo gpu;
   GS_ASSIGN_OR_RETURN(gpu.index, yaml::ReadInt(node, "index", path, static_cast<int>(position)));
   if (gpu.index < 0) return yaml::FieldError(node, yaml::Join(path, "index"), "must be >= 0");
@@ -180,7 +190,9 @@ Result<Inventory> ParseInventory(std::string_view text, std::string_view source)
     if (!root.IsMap()) {
       return InvalidArgument(fmt::format("{}: expected a mapping with a 'gpus' list", source));
     }
-    GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(root, "", {"gpus", "topology"}));
+    // backend and timestamp: what `gpuscale gpus -o json` adds around the GPUs (informative).
+    GS_RETURN_IF_ERROR(
+        yaml::CheckKnownKeys(root, "", {"gpus", "topology", "backend", "timestamp"}));
     Inventory inventory;
     GS_ASSIGN_OR_RETURN(inventory.gpus, ParseGpus(root["gpus"]));
     const YAML::Node topology = root["topology"];
