@@ -353,6 +353,13 @@ Result<RequestTarget> ParseTarget(std::string_view target) {
         fmt::format("expected a target starting with '/', got '{}'", target.substr(0, 64)),
         "target");
   }
+  for (size_t i = 0; i < target.size(); ++i) {
+    const auto c = static_cast<unsigned char>(target[i]);
+    if (c < 0x20 || c == 0x7f) {  // control bytes (NUL included) have no place in a URL
+      return InvalidArgument(fmt::format("control byte 0x{:02x} at offset {} of the target", c, i),
+                             "target");
+    }
+  }
   const size_t question = target.find('?');
   RequestTarget out;
   GS_ASSIGN_OR_RETURN(out.path, PercentDecode(target.substr(0, question), false));

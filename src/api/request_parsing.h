@@ -30,8 +30,8 @@ struct RequestTarget {
   QueryParams params;  // percent-decoded, "+" -> " " (form encoding); "a" alone -> a=""
 };
 
-// Errors: kInvalidArgument (field "target") when the target does not start with "/", has a
-// bad escape ("%zz", a "%" at the end) or decodes to a NUL byte.
+// Errors: kInvalidArgument (field "target") when the target does not start with "/", holds
+// a control byte, has a bad escape ("%zz", a "%" at the end) or decodes to a NUL byte.
 Result<RequestTarget> ParseTarget(std::string_view target);
 
 // Largest request body accepted; larger bodies get 413 before they are parsed.

@@ -189,6 +189,10 @@ TEST(ParseTargetTest, RefusesBadEscapesNulAndNonPaths) {
     ASSERT_FALSE(t.has_value()) << bad;
     EXPECT_EQ(t.error().field, "target") << bad;
   }
+  // Raw control bytes, NUL included (found by fuzz/api_body_fuzz.cc).
+  EXPECT_FALSE(ParseTarget(std::string("/v1/x\0y", 7)).has_value());
+  EXPECT_FALSE(ParseTarget("/v1/\x01").has_value());
+  EXPECT_FALSE(ParseTarget("/v1?a=\x7f").has_value());
 }
 
 }  // namespace
