@@ -182,6 +182,9 @@ awaitable<bool> StreamTokens(Impl& impl, beast::tcp_stream& stream, const Reques
   for (int32_t sent = 0;;) {
     const Seen seen = co_await WaitForTokens(impl, id, sent);
     std::string events;
+    if (sent == 0 && seen.generated > 0 && header.endpoint == Endpoint::kChatCompletions) {
+      events += StreamRoleEvent(header);  // with the first token, as vLLM sends it
+    }
     for (; sent < seen.generated; ++sent) {
       events += StreamTokenEvent(header, sent, sent + 1 == request.max_tokens);
     }
@@ -299,6 +302,31 @@ StringResponse ModelsResponse(Impl& impl) {
                       "application/json");
 }
 
+StringResponse ModelResponse(Impl& impl, std::string_view id) {
+  if (id != impl.options.model_name) {
+    return ErrorResponse(404, fmt::format("The model `{}` does not exist.", id),
+                         "NotFoundError");
+  }
+  return TextResponse(200,
+                      ModelBody(impl.options.model_name, impl.created_unix_seconds,
+                                ServedMaxModelLen(impl.options.engine)),
+                      "application/json");
+}
+
+// The vLLM release whose API and metric names the emulator follows.
+StringResponse VersionResponse() {
+  return TextResponse(200, R"({"version": "0.12.0"})", "application/json");
+}
+
+StringResponse TokenizeResponse(Impl& impl, std::string_view body) {
+  Result<int64_t> count = TokenizeCount(body);
+  if (!count) {
+    return ErrorResponse(400, count.error().message, "BadRequestError", count.error().field);
+  }
+  return TextResponse(200, TokenizeBody(*count, ServedMaxModelLen(impl.options.engine)),
+                      "application/json");
+}
+
 StringResponse MetricsResponse(Impl& impl) {
   EngineStats stats;
   {
@@ -323,11 +351,16 @@ awaitable<bool> Handle(Impl& impl, beast::tcp_stream& stream, Request& req) {
     const bool kept = co_await HandleCompletion(impl, stream, req, endpoint);
     co_return kept;
   }
-  StringResponse res = get && path == "/health"      ? HealthResponse(impl)
-                       : get && path == "/v1/models" ? ModelsResponse(impl)
-                       : get && path == "/metrics"   ? MetricsResponse(impl)
-                                                     : ErrorResponse(404, "Not Found",
-                                                                     "NotFoundError");
+  constexpr std::string_view kModelPrefix = "/v1/models/";
+  StringResponse res =
+      get && path == "/health"                ? HealthResponse(impl)
+      : (get || post) && path == "/ping"      ? HealthResponse(impl)  // SageMaker's probe
+      : get && path == "/v1/models"           ? ModelsResponse(impl)
+      : get && path.starts_with(kModelPrefix) ? ModelResponse(impl, path.substr(kModelPrefix.size()))
+      : get && path == "/version"             ? VersionResponse()
+      : post && path == "/tokenize"           ? TokenizeResponse(impl, req.body())
+      : get && path == "/metrics"             ? MetricsResponse(impl)
+                                              : ErrorResponse(404, "Not Found", "NotFoundError");
   const bool sent = co_await net::WriteResponse(stream, req, res);
   co_return sent;
 }

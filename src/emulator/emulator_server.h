@@ -9,8 +9,12 @@
 //   GET  /v1/models   the one model and its max_model_len, the longest prompt + max_tokens
 //                     a request may ask for: --max-model-len when given, else the
 //                     emulated model's context (kDefaultMaxModelLen); 503 while loading
+//   GET  /v1/models/{id}  that model's entry; 404 (NotFoundError) for another id
 //   GET  /health      503 until the emulated model load (startup_seconds) is over, and again
-//                     while draining; then 200
+//                     while draining; then 200. GET or POST /ping: the same (SageMaker's)
+//   GET  /version     {"version": "0.12.0"}: the vLLM release whose API and metrics it follows
+//   POST /tokenize    vLLM's: {"count", "max_model_len", "tokens", "token_strs"} for a
+//                     `prompt` or `messages` body, counted as completions count prompt tokens
 //   GET  /metrics     vLLM's metric names (vllm_metrics.h)
 //
 // Threads: net::HttpServer's I/O threads (http_threads, default 1), on which every connection

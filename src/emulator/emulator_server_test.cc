@@ -213,10 +213,41 @@ TEST_F(EmulatorServerTest, StreamsChatCompletions) {
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200) << res->body;
   std::vector<std::string> events = SseData(res->body);
-  ASSERT_EQ(events.size(), 4u);
+  ASSERT_EQ(events.size(), 5u) << "the role, 3 tokens, [DONE]";
   EXPECT_EQ(json::parse(events[0])["object"], "chat.completion.chunk");
-  EXPECT_EQ(json::parse(events[0])["choices"][0]["delta"]["role"], "assistant");
-  EXPECT_EQ(events[3], "[DONE]");
+  // As vLLM: the role in its own first chunk, with empty content.
+  EXPECT_EQ(json::parse(events[0])["choices"][0]["delta"],
+            json({{"role", "assistant"}, {"content", ""}}));
+  EXPECT_FALSE(json::parse(events[1])["choices"][0]["delta"].contains("role"));
+  EXPECT_EQ(events[4], "[DONE]");
+}
+
+TEST_F(EmulatorServerTest, AnswersVllmsSideEndpoints) {
+  StartServer(FastOptions());  // startup_seconds 0: loaded at once
+  httplib::Client& client = *client_;
+  httplib::Result version = client.Get("/version");
+  ASSERT_TRUE(version);
+  EXPECT_EQ(version->status, 200);
+  EXPECT_TRUE(json::parse(version->body)["version"].is_string());
+  EXPECT_EQ(client.Get("/ping")->status, 200);
+  EXPECT_EQ(client.Post("/ping", "", "text/plain")->status, 200);
+  httplib::Result model = client.Get(("/v1/models/" + FastOptions().model_name).c_str());
+  ASSERT_TRUE(model);
+  ASSERT_EQ(model->status, 200) << model->body;
+  EXPECT_EQ(json::parse(model->body)["id"], FastOptions().model_name);
+  EXPECT_EQ(json::parse(model->body)["object"], "model");
+  httplib::Result missing = client.Get("/v1/models/other");
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(json::parse(missing->body)["error"]["type"], "NotFoundError");
+  httplib::Result tokens =
+      client.Post("/tokenize", R"({"prompt": "one two three four"})", "application/json");
+  ASSERT_TRUE(tokens);
+  ASSERT_EQ(tokens->status, 200) << tokens->body;
+  const json counted = json::parse(tokens->body);
+  EXPECT_GT(counted["count"].get<int>(), 0);
+  EXPECT_EQ(counted["tokens"].size(), counted["count"].get<size_t>());
+  EXPECT_GT(counted["max_model_len"].get<int>(), 0);
+  EXPECT_EQ(client.Post("/tokenize", "{}", "application/json")->status, 400);
 }
 
 TEST_F(EmulatorServerTest, RejectsBadRequestsWithOpenAiErrors) {

@@ -173,14 +173,21 @@ std::string_view TokenText(int32_t index) {
   return kWords[static_cast<size_t>(index) % kWords.size()];
 }
 
+std::string StreamRoleEvent(const ResponseHeader& header) {
+  json chunk = ChunkHeader(header);
+  json choice{{"index", 0},
+              {"delta", {{"role", "assistant"}, {"content", ""}}},
+              {"logprobs", nullptr},
+              {"finish_reason", nullptr}};
+  chunk["choices"] = json::array({std::move(choice)});
+  return Event(chunk);
+}
+
 std::string StreamTokenEvent(const ResponseHeader& header, int32_t index, bool last) {
   json chunk = ChunkHeader(header);
   json choice{{"index", 0}};
   if (header.endpoint == Endpoint::kChatCompletions) {
-    json delta = json::object();
-    if (index == 0) delta["role"] = "assistant";
-    delta["content"] = TokenText(index);
-    choice["delta"] = std::move(delta);
+    choice["delta"] = json{{"content", TokenText(index)}};
   } else {
     choice["text"] = TokenText(index);
   }
@@ -231,6 +238,29 @@ std::string ModelListBody(std::string_view model, int64_t created_unix_seconds,
              {"root", model},
              {"max_model_len", max_model_len}};
   return Dump(json{{"object", "list"}, {"data", json::array({std::move(entry)})}});
+}
+
+std::string ModelBody(std::string_view model, int64_t created_unix_seconds,
+                      int64_t max_model_len) {
+  return json::parse(ModelListBody(model, created_unix_seconds, max_model_len))["data"][0]
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<int64_t> TokenizeCount(std::string_view body) {
+  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return InvalidArgument("expected a JSON object", "body");
+  if (parsed.contains("messages")) return MessageTokens(parsed);
+  if (parsed.contains("prompt")) return PromptTokens(parsed);
+  return InvalidArgument("expected `prompt` (text) or `messages` (a chat)", "prompt");
+}
+
+std::string TokenizeBody(int64_t count, int64_t max_model_len) {
+  json tokens = json::array();
+  for (int64_t i = 0; i < count; ++i) tokens.push_back(1000 + i % 30000);  // stand-in ids
+  return Dump(json{{"count", count},
+                   {"max_model_len", max_model_len},
+                   {"tokens", std::move(tokens)},
+                   {"token_strs", nullptr}});
 }
 
 std::string ErrorBody(std::string_view message, std::string_view type, std::string_view param,

@@ -51,8 +51,11 @@ struct ResponseHeader {
   Endpoint endpoint = Endpoint::kCompletions;
 };
 
+// The chat stream's first event, as vLLM sends it: the assistant role with empty content
+// (clients that count content chunks do not count it), sent with the first token.
+std::string StreamRoleEvent(const ResponseHeader& header);
 // One SSE event ("data: {...}\n\n") carrying output token `index`; finish_reason "length" on
-// the last token, else null. Chat chunks carry the assistant role on token 0.
+// the last token, else null.
 std::string StreamTokenEvent(const ResponseHeader& header, int32_t index, bool last);
 // The usage event sent after the last token when include_usage is set (empty choices).
 std::string StreamUsageEvent(const ResponseHeader& header, int32_t prompt_tokens,
@@ -67,6 +70,16 @@ std::string CompletionResponseBody(const ResponseHeader& header, int32_t prompt_
 // {"object":"list","data":[{"id":model,"object":"model",...,"max_model_len":n}]}.
 std::string ModelListBody(std::string_view model, int64_t created_unix_seconds,
                           int64_t max_model_len);
+
+// GET /v1/models/{model}: the one entry of ModelListBody.
+std::string ModelBody(std::string_view model, int64_t created_unix_seconds,
+                      int64_t max_model_len);
+
+// POST /tokenize (vLLM's): the prompt tokens of a `prompt` or `messages` body, counted as
+// completions count them. Errors: InvalidArgument naming the field.
+Result<int64_t> TokenizeCount(std::string_view body);
+// {"count": n, "max_model_len": L, "tokens": [n stand-in ids], "token_strs": null}.
+std::string TokenizeBody(int64_t count, int64_t max_model_len);
 
 // OpenAI's error shape: {"error":{"message","type","param","code"}}; `param` null when empty.
 std::string ErrorBody(std::string_view message, std::string_view type, std::string_view param,

@@ -80,9 +80,13 @@ TEST(OpenAiProtocolTest, StreamEventsAreOpenAiChunks) {
   EXPECT_EQ(chunk["choices"][0]["finish_reason"], "length");
 
   const ResponseHeader chat{"chatcmpl-1", 1700000000, "m", Endpoint::kChatCompletions};
+  json role = json::parse(StreamRoleEvent(chat).substr(6));
+  EXPECT_EQ(role["object"], "chat.completion.chunk");
+  EXPECT_EQ(role["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(role["choices"][0]["delta"]["content"], "");
   json first = json::parse(StreamTokenEvent(chat, 0, false).substr(6));
-  EXPECT_EQ(first["object"], "chat.completion.chunk");
-  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_FALSE(first["choices"][0]["delta"].contains("role"));
+  EXPECT_EQ(first["choices"][0]["delta"]["content"], std::string(TokenText(0)));
   EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
   json usage = json::parse(StreamUsageEvent(chat, 5, 7).substr(6));
   EXPECT_EQ(usage["usage"]["total_tokens"], 12);
