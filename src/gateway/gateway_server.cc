@@ -202,9 +202,13 @@ struct GatewayServer::Impl {
   awaitable<bool> Handle(beast::tcp_stream& client, Request& req);
   std::optional<Canned> Route(const Request& req) const;
   awaitable<bool> Forward(beast::tcp_stream& client, Request& req, SteadyTime arrival);
+  // Waits in the service's activator queue for a replica until `deadline`. nullopt with
+  // `full` when the queue has no room, with `gone` when the client hung up meanwhile (its
+  // place is given up then, so a woken service never receives a request nobody awaits).
   awaitable<std::optional<Ticket>> WaitForReplica(const std::string& service,
                                                   std::optional<uint64_t> key,
-                                                  SteadyTime deadline, bool& full);
+                                                  SteadyTime deadline, int client_fd,
+                                                  bool& full, bool& gone);
   awaitable<Attempt> Relay(beast::tcp_stream& client, const Request& req, const Ticket& ticket,
                            SteadyTime arrival, RequestMeasurement& m, bool allow_pooled = true);
   awaitable<bool> Send(beast::tcp_stream& client, const Request& req, const Canned& reply);
@@ -283,7 +287,8 @@ awaitable<bool> GatewayServer::Impl::Handle(beast::tcp_stream& client, Request& 
 }
 
 awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
-    const std::string& service, std::optional<uint64_t> key, SteadyTime deadline, bool& full) {
+    const std::string& service, std::optional<uint64_t> key, SteadyTime deadline, int client_fd,
+    bool& full, bool& gone) {
   // The timer lives on this connection's strand: a wake posted from the daemon's thread runs
   // only while this coroutine is suspended, so it is never lost between Acquire and wait.
   auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
@@ -300,9 +305,14 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
     ~Leave() { state.LeaveQueue(service, id); }
   } leave{*state, service, id};
   for (;;) {
+    if (Peek(client_fd) == PeekResult::kClosed) {
+      gone = true;
+      co_return std::nullopt;
+    }
     if (auto ticket = state->Acquire(service, key)) co_return ticket;
     if (std::chrono::steady_clock::now() >= deadline) co_return std::nullopt;
-    // Also re-check every second, in case a replica became healthy again without a publish.
+    // Also re-check every second, in case a replica became healthy again without a publish
+    // (and to notice a client that hung up).
     timer->expires_at(std::min(deadline, std::chrono::steady_clock::now() +
                                              std::chrono::seconds(1)));
     co_await timer->async_wait(kTuple);
@@ -334,9 +344,18 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
   std::optional<Ticket> ticket = state->Acquire(*service, key);
   if (!ticket) {
     bool full = false;
+    bool gone = false;
     const SteadyTime deadline = arrival + Ticks(config.queue_timeout);
-    ticket = co_await WaitForReplica(*service, key, deadline, full);
+    const int client_fd = client.socket().native_handle();
+    ticket = co_await WaitForReplica(*service, key, deadline, client_fd, full, gone);
     m.queue_seconds = SecondsSince(arrival);
+    if (!ticket && gone) {
+      m.status = 0;
+      m.error = "client_gone";
+      m.e2e_seconds = SecondsSince(arrival);
+      state->Record(*service, m);
+      co_return false;  // nobody to answer
+    }
     if (!ticket) {
       m.status = 503;
       m.error = full ? "queue_full" : "queue_timeout";

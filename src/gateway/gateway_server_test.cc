@@ -273,6 +273,23 @@ TEST_F(GatewayServerTest, TheActivatorHoldsARequestUntilAReplicaIsReady) {
   EXPECT_EQ(state_->Queued("chat"), 0);
 }
 
+TEST_F(GatewayServerTest, AQueuedClientThatHangsUpLeavesTheQueueAndIsNeverForwarded) {
+  Start();
+  state_->Publish({{"chat", {"llama"}, {}}});
+  {
+    httplib::Client c = Client();
+    c.set_read_timeout(0, 300000);  // the client gives up after 0.3 s, while queued
+    EXPECT_FALSE(c.Post("/v1/chat/completions", "{\"model\": \"llama\"}", "application/json"));
+  }
+  // The gateway notices within its one-second re-check and gives the place up.
+  for (int i = 0; i < 300 && state_->Queued("chat") != 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(state_->Queued("chat"), 0) << "a request nobody awaits still holds a queue place";
+  FakeReplica a("a");
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(a.requests.load(), 0) << "the woken replica got the abandoned request";
+}
+
 TEST_F(GatewayServerTest, AFullQueueAndAnExpiredWaitAnswer503WithRetryAfter) {
   GatewayConfig config;
   config.queue_size = 1;
