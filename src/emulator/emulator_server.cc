@@ -186,7 +186,10 @@ awaitable<bool> StreamTokens(Impl& impl, beast::tcp_stream& stream, const Reques
       events += StreamRoleEvent(header);  // with the first token, as vLLM sends it
     }
     for (; sent < seen.generated; ++sent) {
-      events += StreamTokenEvent(header, sent, sent + 1 == request.max_tokens);
+      const bool last = sent + 1 == request.max_tokens;
+      events += request.continuous_usage
+                    ? StreamTokenEventWithUsage(header, sent, last, request.prompt_tokens)
+                    : StreamTokenEvent(header, sent, last);
     }
     if (seen.finished) {
       if (request.include_usage) {

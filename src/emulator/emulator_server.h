@@ -4,7 +4,8 @@
 //
 // Endpoints:
 //   POST /v1/completions, /v1/chat/completions  (stream: true -> server-sent events, one
-//        token per event, then "data: [DONE]"); 400 with an OpenAI error body for a bad body,
+//        token per event (with usage so far under stream_options.continuous_usage_stats),
+//        then "data: [DONE]"); 400 with an OpenAI error body for a bad body,
 //        404 for another model name, 503 while loading or draining.
 //   GET  /v1/models   the one model and its max_model_len, the longest prompt + max_tokens
 //                     a request may ask for: --max-model-len when given, else the

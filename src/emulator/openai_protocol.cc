@@ -113,6 +113,9 @@ Status ReadOptions(const json& body, CompletionRequest& request) {
   if (options != body.end() && options->is_object()) {
     GS_ASSIGN_OR_RETURN(request.include_usage,
                         ReadBool(*options, "include_usage", "stream_options.include_usage"));
+    GS_ASSIGN_OR_RETURN(request.continuous_usage,
+                        ReadBool(*options, "continuous_usage_stats",
+                                 "stream_options.continuous_usage_stats"));
   }
   return OkStatus();
 }
@@ -173,6 +176,25 @@ std::string_view TokenText(int32_t index) {
   return kWords[static_cast<size_t>(index) % kWords.size()];
 }
 
+namespace {
+
+// One output token as a chunk object (StreamTokenEvent's payload).
+json TokenChunk(const ResponseHeader& header, int32_t index, bool last) {
+  json chunk = ChunkHeader(header);
+  json choice{{"index", 0}};
+  if (header.endpoint == Endpoint::kChatCompletions) {
+    choice["delta"] = json{{"content", TokenText(index)}};
+  } else {
+    choice["text"] = TokenText(index);
+  }
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = last ? json("length") : json(nullptr);
+  chunk["choices"] = json::array({std::move(choice)});
+  return chunk;
+}
+
+}  // namespace
+
 std::string StreamRoleEvent(const ResponseHeader& header) {
   json chunk = ChunkHeader(header);
   json choice{{"index", 0},
@@ -184,16 +206,13 @@ std::string StreamRoleEvent(const ResponseHeader& header) {
 }
 
 std::string StreamTokenEvent(const ResponseHeader& header, int32_t index, bool last) {
-  json chunk = ChunkHeader(header);
-  json choice{{"index", 0}};
-  if (header.endpoint == Endpoint::kChatCompletions) {
-    choice["delta"] = json{{"content", TokenText(index)}};
-  } else {
-    choice["text"] = TokenText(index);
-  }
-  choice["logprobs"] = nullptr;
-  choice["finish_reason"] = last ? json("length") : json(nullptr);
-  chunk["choices"] = json::array({std::move(choice)});
+  return Event(TokenChunk(header, index, last));
+}
+
+std::string StreamTokenEventWithUsage(const ResponseHeader& header, int32_t index, bool last,
+                                      int32_t prompt_tokens) {
+  json chunk = TokenChunk(header, index, last);
+  chunk["usage"] = UsageJson(prompt_tokens, index + 1);
   return Event(chunk);
 }
 

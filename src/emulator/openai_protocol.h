@@ -26,6 +26,8 @@ struct CompletionRequest {
   int32_t max_tokens = kDefaultMaxTokens;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a final usage chunk
+  // stream_options.continuous_usage_stats (vLLM's): usage so far on every token chunk too.
+  bool continuous_usage = false;
 };
 
 // Parses a request body. Prompt tokens: the `prompt_tokens` integer when given (a gpuscale
@@ -57,6 +59,10 @@ std::string StreamRoleEvent(const ResponseHeader& header);
 // One SSE event ("data: {...}\n\n") carrying output token `index`; finish_reason "length" on
 // the last token, else null.
 std::string StreamTokenEvent(const ResponseHeader& header, int32_t index, bool last);
+// The same with `usage` so far (prompt_tokens, index + 1 completion tokens), for
+// continuous_usage_stats.
+std::string StreamTokenEventWithUsage(const ResponseHeader& header, int32_t index, bool last,
+                                      int32_t prompt_tokens);
 // The usage event sent after the last token when include_usage is set (empty choices).
 std::string StreamUsageEvent(const ResponseHeader& header, int32_t prompt_tokens,
                              int32_t completion_tokens);

@@ -46,6 +46,13 @@ TEST(OpenAiProtocolTest, ParsesPromptLengthsAndOptions) {
     EXPECT_EQ(request->max_tokens, c.max_tokens) << c.body;
     EXPECT_EQ(request->stream, c.stream) << c.body;
   }
+  Result<CompletionRequest> usage = ParseCompletionRequest(
+      R"({"prompt": "a", "stream": true, "stream_options": {"include_usage": true,
+          "continuous_usage_stats": true}})",
+      Endpoint::kCompletions);
+  ASSERT_TRUE(usage.has_value()) << usage.error().ToString();
+  EXPECT_TRUE(usage->include_usage);
+  EXPECT_TRUE(usage->continuous_usage);
 }
 
 TEST(OpenAiProtocolTest, RejectsBadBodiesNamingTheKey) {
@@ -58,6 +65,8 @@ TEST(OpenAiProtocolTest, RejectsBadBodiesNamingTheKey) {
       {R"({"prompt": "a", "max_tokens": 1.5})", "max_tokens"},
       {R"({"prompt": "a", "stream": "yes"})", "stream"},
       {R"({"prompt": "a", "n": 2})", "n"},
+      {R"({"prompt": "a", "stream_options": {"continuous_usage_stats": 1}})",
+       "stream_options.continuous_usage_stats"},
       {R"({"prompt": "a", "model": 1})", "model"},
   };
   for (const auto& [body, field] : cases) {
@@ -88,6 +97,10 @@ TEST(OpenAiProtocolTest, StreamEventsAreOpenAiChunks) {
   EXPECT_FALSE(first["choices"][0]["delta"].contains("role"));
   EXPECT_EQ(first["choices"][0]["delta"]["content"], std::string(TokenText(0)));
   EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  json running = json::parse(StreamTokenEventWithUsage(chat, 2, false, 5).substr(6));
+  EXPECT_EQ(running["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(running["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(running["choices"][0]["delta"]["content"], std::string(TokenText(2)));
   json usage = json::parse(StreamUsageEvent(chat, 5, 7).substr(6));
   EXPECT_EQ(usage["usage"]["total_tokens"], 12);
   EXPECT_EQ(StreamDoneEvent(), "data: [DONE]\n\n");
