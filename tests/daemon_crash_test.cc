@@ -1,15 +1,17 @@
 // The daemon killed (-9) at random moments of scale-ups and scale-downs (issue 27's
 // randomized fault test). After each restart, and at every moment in between, three things
 // hold over all runs: every replica process (found by its GPUSCALE_REPLICA_OF marker in
-// /proc, not through the daemon) is one the daemon knows, no two live replica processes share
-// a GPU, and every GPU lease belongs to a replica that exists. The seed is printed, and
+// /proc, not through the daemon) belongs to a replica the daemon knows (its process group),
+// no two live replicas share a GPU, and every GPU lease belongs to a replica that exists. The seed is printed, and
 // GPUSCALE_CRASH_SEED / GPUSCALE_CRASH_RUNS replay or lengthen a run.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -40,6 +42,21 @@ std::vector<std::string> SplitComma(const std::string& text) {
   return parts;
 }
 
+// "pid 123 (ppid 1, pgid 123, state S: gpuscale emulate --port 4000 ...)" for a failure.
+std::string Describe(int pid) {
+  std::string stat;
+  if (std::optional<std::vector<std::string>> argv = orch::ReadCmdline(pid)) {
+    for (const std::string& a : *argv) stat += (stat.empty() ? "" : " ") + a;
+  }
+  std::string proc_stat;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::getline(in, proc_stat);
+  const size_t paren = proc_stat.rfind(')');
+  return "pid " + std::to_string(pid) + " [" +
+         (paren == std::string::npos ? std::string("gone") : proc_stat.substr(paren + 2, 24)) +
+         "] " + stat.substr(0, 120);
+}
+
 int EnvInt(const char* name, int fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
@@ -51,15 +68,17 @@ class DaemonCrashTest : public DaemonServeTest {
     return "GPUSCALE_REPLICA_OF=" + std::filesystem::absolute(dir_ + "/state").string();
   }
 
-  // "" when no two live replica processes hold one GPU, else what they share.
+  // "" when no two live replicas hold one GPU, else what they share. A replica is a process
+  // group (the daemon starts each in its own): processes of one group share its GPUs (an
+  // engine's workers; under ASan, the leak checker's tracer forked at exit).
   std::string SharedGpu() {
-    std::map<std::string, int> holder;
+    std::map<std::string, orch::MarkedProcess> holder;
     for (const orch::MarkedProcess& p : orch::FindProcessesWithEnv(ReplicaMarker())) {
       for (const std::string& gpu : SplitComma(VisibleDevices(p.pid))) {
-        const auto [it, fresh] = holder.emplace(gpu, p.pid);
-        if (!fresh) {
-          return "GPU " + gpu + " held by pids " + std::to_string(it->second) + " and " +
-                 std::to_string(p.pid);
+        const auto [it, fresh] = holder.emplace(gpu, p);
+        if (!fresh && it->second.pgid != p.pgid) {
+          return "GPU " + gpu + " held by " + Describe(it->second.pid) + " and " +
+                 Describe(p.pid);
         }
       }
     }
@@ -77,9 +96,9 @@ class DaemonCrashTest : public DaemonServeTest {
       owners.insert("replica/" + r["id"].get<std::string>());
     }
     for (const orch::MarkedProcess& p : orch::FindProcessesWithEnv(ReplicaMarker())) {
-      if (!known_pids.count(p.pid)) {
-        return "replica process " + std::to_string(p.pid) +
-               " is unknown to the daemon; it lists " + replicas.dump();
+      if (!known_pids.count(p.pgid)) {  // a replica's pid leads its process group
+        return "replica process " + Describe(p.pid) + " (group " + std::to_string(p.pgid) +
+               ") is unknown to the daemon; it lists " + replicas.dump();
       }
     }
     const json leases = Http(Port(), "GET", "/v1/leases", token_).body["leases"];
