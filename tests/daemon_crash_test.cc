@@ -4,12 +4,13 @@
 // /proc, not through the daemon) belongs to a replica the daemon knows (its process group),
 // no two live replicas share a GPU, and every GPU lease belongs to a replica that exists. The seed is printed, and
 // GPUSCALE_CRASH_SEED / GPUSCALE_CRASH_RUNS replay or lengthen a run.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -48,9 +49,15 @@ std::string Describe(int pid) {
   if (std::optional<std::vector<std::string>> argv = orch::ReadCmdline(pid)) {
     for (const std::string& a : *argv) stat += (stat.empty() ? "" : " ") + a;
   }
+  // read(2), not std::ifstream: a process that exits mid-read makes ifstream throw.
   std::string proc_stat;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::getline(in, proc_stat);
+  const int fd = open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buffer[512];
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n > 0) proc_stat.assign(buffer, static_cast<size_t>(n));
+    close(fd);
+  }
   const size_t paren = proc_stat.rfind(')');
   return "pid " + std::to_string(pid) + " [" +
          (paren == std::string::npos ? std::string("gone") : proc_stat.substr(paren + 2, 24)) +
