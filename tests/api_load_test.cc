@@ -5,7 +5,6 @@
 // Bounded (about 10 s) and loopback only.
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "daemon_serve_fixture.h"
+#include "testing/open_files.h"
 #include "testing/raw_socket.h"
 
 namespace gpuscale::daemon_test {
@@ -25,21 +25,10 @@ using testing::RawClient;
 constexpr int kStreams = 500;
 constexpr int kSlowHeaders = 200;
 
-// Raises this process's open-files soft limit (the daemon started after it inherits it);
-// false when the hard limit is too low for the test.
-bool RaiseOpenFiles(rlim_t wanted) {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return false;
-  if (limit.rlim_cur < wanted) {
-    limit.rlim_cur = std::min(wanted, limit.rlim_max);
-    setrlimit(RLIMIT_NOFILE, &limit);
-    getrlimit(RLIMIT_NOFILE, &limit);
-  }
-  return limit.rlim_cur >= wanted;
-}
-
 TEST_F(DaemonServeTest, ApiAnswersWhileHundredsOfStreamsAndSlowClientsAreOpen) {
-  if (!RaiseOpenFiles(2 * (kStreams + kSlowHeaders) + 512)) {
+  // Both ends of every connection: this process's and the daemon's (which inherits it).
+  const rlim_t wanted = 2 * (kStreams + kSlowHeaders) + 512;
+  if (testing::RaiseOpenFiles(wanted) < wanted) {
     GTEST_SKIP() << "the open-files hard limit is below what 700 connections need";
   }
   StartDaemon(Config(Service(1, 2, kFastQueuePolicyYaml)));

@@ -3,7 +3,6 @@
 // without bound, and pins the answer the asynchronous server gives instead.
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "api/api_test_util.h"
+#include "testing/open_files.h"
 #include "testing/raw_socket.h"
 
 namespace gpuscale::api {
@@ -32,17 +32,11 @@ std::string BodyOf(const std::string& response) {
   return start == std::string::npos ? "" : response.substr(start + 4);
 }
 
-// Lets the test open `wanted` descriptors when the hard limit allows; returns how many it
-// may open (the soft limit after raising it, less a margin for the process's own).
-int RaiseOpenFiles(int wanted) {
-  rlimit limit{};
-  getrlimit(RLIMIT_NOFILE, &limit);
-  if (limit.rlim_cur < static_cast<rlim_t>(wanted) + 256) {
-    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, static_cast<rlim_t>(wanted) + 256);
-    setrlimit(RLIMIT_NOFILE, &limit);
-    getrlimit(RLIMIT_NOFILE, &limit);
-  }
-  return static_cast<int>(std::min<rlim_t>(limit.rlim_cur - 128, static_cast<rlim_t>(wanted)));
+// How many sockets the test may open, up to `wanted`: the soft limit it could raise, less a
+// margin for the process's own descriptors.
+int SocketsAllowed(int wanted) {
+  const rlim_t limit = testing::RaiseOpenFiles(static_cast<rlim_t>(wanted) + 256);
+  return static_cast<int>(std::min<rlim_t>(limit - 128, static_cast<rlim_t>(wanted)));
 }
 
 TEST_F(ApiServerTest, ChunkedBodyOverTheLimitIs413) {
@@ -190,7 +184,7 @@ TEST_F(ApiServerStreamCapTest, StreamsPastTheCapAre503AndOthersStillAnswer) {
 }
 
 TEST_F(ApiServerTest, HundredsOfStreamsAndSlowHeadersLeaveTheApiAnswering) {
-  const int streams = RaiseOpenFiles(300);
+  const int streams = SocketsAllowed(300);
   ASSERT_GE(streams, 100) << "the open-files limit is too low for this test";
   std::vector<std::unique_ptr<RawClient>> clients;
   for (int i = 0; i < streams; ++i) {

@@ -5,11 +5,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +18,8 @@
 #include "emulator/openai_protocol.h"
 #include "metrics/metric_lookup.h"
 #include "metrics/prometheus_text_parser.h"
+#include "testing/open_files.h"
+#include "testing/raw_socket.h"
 
 namespace gpuscale::emulator {
 namespace {
@@ -56,7 +53,7 @@ std::vector<std::string> SseData(const std::string& body) {
   return data;
 }
 
-class EmulatorServerTest : public testing::Test {
+class EmulatorServerTest : public ::testing::Test {
  protected:
   void StartServer(const EmulatorOptions& options) {
     Result<std::unique_ptr<EmulatorServer>> server = EmulatorServer::Start(options);
@@ -120,7 +117,7 @@ struct MaxModelLenCase {
 };
 
 class ListedMaxModelLenTest : public EmulatorServerTest,
-                              public testing::WithParamInterface<MaxModelLenCase> {};
+                              public ::testing::WithParamInterface<MaxModelLenCase> {};
 
 // The listed max_model_len follows --max-model-len (else the model's context) and never the
 // KV cache, which the parallel sizes and memory utilization scale.
@@ -147,7 +144,7 @@ EngineFlags Flags(int32_t max_model_len, int32_t tp, double memory_utilization =
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, ListedMaxModelLenTest,
-    testing::Values(MaxModelLenCase{"NoFlag", Flags(0, 1), kDefaultMaxModelLen, 4096},
+    ::testing::Values(MaxModelLenCase{"NoFlag", Flags(0, 1), kDefaultMaxModelLen, 4096},
                     MaxModelLenCase{"NoFlagTp4", Flags(0, 4), kDefaultMaxModelLen, 16384},
                     MaxModelLenCase{"FlagBelowKv", Flags(2048, 1), 2048, 4096},
                     MaxModelLenCase{"FlagWithTp2", Flags(3000, 2), 3000, 8192},
@@ -327,49 +324,14 @@ TEST_F(EmulatorServerTest, ShutdownEndsStreamsThatOutliveTheDrainTime) {
   EXPECT_EQ(server_->Stats().requests_finished_total, 0);
 }
 
-// A raw client socket that sent one streaming request and reads nothing back until asked:
-// a thousand of them cost no threads in the test.
-class RawStream {
- public:
-  explicit RawStream(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return;
-    // Longer than any test run (a token per 100 ms step): every stream stays open.
-    const std::string body = R"({"prompt": "hi", "max_tokens": 100000, "stream": true})";
-    const std::string request = fmt::format(
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        "Content-Length: {}\r\n\r\n{}",
-        body.size(), body);
-    sent_ = write(fd_, request.data(), request.size()) == static_cast<ssize_t>(request.size());
-  }
-  ~RawStream() {
-    if (fd_ >= 0) close(fd_);
-  }
-  RawStream(const RawStream&) = delete;
-  RawStream& operator=(const RawStream&) = delete;
-
-  bool sent() const { return sent_; }
-  // True once the response's first token event arrived (waits up to `timeout_ms`).
-  bool SawAnEvent(int timeout_ms) {
-    pollfd p{fd_, POLLIN, 0};
-    while (received_.find("data: ") == std::string::npos) {
-      if (poll(&p, 1, timeout_ms) <= 0) return false;
-      char buf[4096];
-      const ssize_t n = read(fd_, buf, sizeof buf);
-      if (n <= 0) return false;
-      received_.append(buf, static_cast<size_t>(n));
-    }
-    return true;
-  }
-
- private:
-  int fd_;
-  bool sent_ = false;
-  std::string received_;
-};
+// One streaming request whose stream outlasts any test run (a token per 100 ms step).
+std::string EndlessStreamRequest() {
+  const std::string body = R"({"prompt": "hi", "max_tokens": 100000, "stream": true})";
+  return fmt::format(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: {}\r\n\r\n{}",
+      body.size(), body);
+}
 
 // vLLM's server is asynchronous: its probes answer while it streams to many clients. So must
 // the emulator's, or the daemon restarts a replica that is merely busy (issue 21). The
@@ -385,25 +347,26 @@ TEST_F(EmulatorServerTest, HealthAndMetricsAnswerWhileAThousandStreamsAreOpen) {
   options.drain_seconds = 0;
   StartServer(options);
   // Both ends of every stream live in this process: 2,000 descriptors and some.
-  rlimit files{};
-  getrlimit(RLIMIT_NOFILE, &files);
-  files.rlim_cur = std::max<rlim_t>(files.rlim_cur, std::min<rlim_t>(files.rlim_max, 4096));
-  setrlimit(RLIMIT_NOFILE, &files);
+  const rlim_t files = testing::RaiseOpenFiles(4096);
   // Where the hard limit is lower, as many streams as fit (still far past the 64 a thread
   // per connection allowed), said on stderr.
-  const int kStreams = static_cast<int>(std::min<rlim_t>(1000, (files.rlim_cur - 200) / 2));
+  const int kStreams = static_cast<int>(std::min<rlim_t>(1000, (files - 200) / 2));
   ASSERT_GE(kStreams, 200) << "raise the open-files limit (ulimit -n) to run this test";
   if (kStreams < 1000) {
-    std::cerr << "open-files limit " << files.rlim_cur << ": " << kStreams
+    std::cerr << "open-files limit " << files << ": " << kStreams
               << " streams instead of 1,000\n";
   }
-  std::vector<std::unique_ptr<RawStream>> streams;
+  const std::string request = EndlessStreamRequest();
+  std::vector<std::unique_ptr<testing::RawClient>> streams;
   for (int i = 0; i < kStreams; ++i) {
-    streams.push_back(std::make_unique<RawStream>(server_->port()));
-    ASSERT_TRUE(streams.back()->sent()) << "stream " << i;
+    streams.push_back(std::make_unique<testing::RawClient>(server_->port()));
+    ASSERT_TRUE(streams.back()->Send(request)) << "stream " << i;
   }
   int streaming = 0;
-  for (auto& s : streams) streaming += s->SawAnEvent(20000) ? 1 : 0;
+  for (auto& s : streams) {
+    const std::string seen = s->ReadUntil("data: ", std::chrono::milliseconds(20000));
+    streaming += seen.find("data: ") != std::string::npos ? 1 : 0;
+  }
   EXPECT_EQ(streaming, kStreams) << "every stream is served at once";
   EXPECT_GE(server_->connections(), kStreams);
   // The bound is generous (a loaded CI machine); the benchmark measures the latency itself.

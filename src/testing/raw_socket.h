@@ -123,8 +123,21 @@ class RawClient {
   // Reads until `needle` arrived, the server closed, or `timeout` passed; returns what came
   // (everything read so far on this connection).
   std::string ReadUntil(const std::string& needle, std::chrono::milliseconds timeout) {
+    return Read([&] { return received_.find(needle) != std::string::npos; }, timeout);
+  }
+  // Reads until the server closes the connection (or `timeout`).
+  std::string ReadAll(std::chrono::milliseconds timeout) {
+    return Read([] { return false; }, timeout);
+  }
+  bool closed() const { return closed_; }
+  // Forgets what was read so far (the next ReadUntil looks at new bytes only).
+  void Clear() { received_.clear(); }
+
+ private:
+  template <typename Done>
+  std::string Read(const Done& done, std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (received_.find(needle) == std::string::npos && !closed_) {
+    while (!done() && !closed_) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
@@ -140,15 +153,7 @@ class RawClient {
     }
     return received_;
   }
-  // Reads until the server closes the connection (or `timeout`).
-  std::string ReadAll(std::chrono::milliseconds timeout) {
-    return ReadUntil(std::string(1, '\0') + "never", timeout);
-  }
-  bool closed() const { return closed_; }
-  // Forgets what was read so far (the next ReadUntil looks at new bytes only).
-  void Clear() { received_.clear(); }
 
- private:
   int fd_;
   bool connected_ = false;
   bool closed_ = false;
