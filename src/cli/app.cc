@@ -84,10 +84,9 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   // An unknown command word: CLI11 would let a later --help print the top-level help and exit
   // 0, as if `gpuscale sim --help` had worked. Refuse it, naming the nearest command.
   const std::vector<CLI::App*> commands = app.get_subcommands({});
-  const bool known = std::any_of(commands.begin(), commands.end(), [&](const CLI::App* sub) {
-    return !args.empty() && sub->check_name(args[0]);
-  });
-  if (!args.empty() && !args[0].empty() && args[0][0] != '-' && !known) {
+  const bool word = !args.empty() && !args[0].empty() && args[0][0] != '-';
+  if (word && std::none_of(commands.begin(), commands.end(),
+                           [&](const CLI::App* sub) { return sub->check_name(args[0]); })) {
     std::string names, nearest;
     for (const CLI::App* sub : commands) {
       names += (names.empty() ? "" : ", ") + sub->get_name();

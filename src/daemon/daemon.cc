@@ -15,6 +15,12 @@
 namespace gpuscale::daemon {
 namespace {
 
+// Kinds of store writes that keep /readyz at 503 while their last try failed (StoreError,
+// StoreWritten); a service's replicas are a kind of their own ("writing replicas of chat").
+constexpr std::string_view kWritingLeases = "writing leases";
+constexpr std::string_view kWritingDecisions = "writing decisions";
+constexpr std::string_view kAppendingEvents = "appending events";
+
 std::vector<store::ReplicaRow> RowsOf(const std::string& service,
                                       const orch::ServiceOrchestrator& orch) {
   std::vector<store::ReplicaRow> rows;
@@ -173,12 +179,13 @@ void Daemon::PersistReplicas(const std::string& service, orch::ServiceOrchestrat
                              std::vector<store::ReplicaRow>& persisted) {
   std::vector<store::ReplicaRow> rows = RowsOf(service, orch);
   if (!persisted.empty() && SameReplicaRows(rows, persisted)) return;
+  const std::string what = "writing replicas of " + service;  // also its failure kind
   const Seconds now = clock_.Now();
   for (store::ReplicaRow& row : rows) row.updated_at = now;
   if (Status s = store_->replicas().ReplaceForService(service, rows); !s) {
-    return StoreError("writing replicas of " + service, s.error());
+    return StoreError(what, s.error());
   }
-  StoreWritten("writing replicas of " + service);
+  StoreWritten(what);
   persisted = std::move(rows);
 }
 
@@ -187,9 +194,9 @@ void Daemon::PersistLeases() {
   for (const alloc::Lease& lease : ledger_.Leases()) rows.push_back(ToLeaseRow(lease));
   if (SameLeaseRows(rows, persisted_leases_) && tick_count_ > 0) return;
   if (Status s = store_->leases().ReplaceAll(rows); !s) {
-    return StoreError("writing leases", s.error());
+    return StoreError(kWritingLeases, s.error());
   }
-  StoreWritten("writing leases");
+  StoreWritten(kWritingLeases);
   persisted_leases_ = std::move(rows);
 }
 
@@ -212,9 +219,9 @@ void Daemon::PersistDecision(Slot& slot, const ServiceTickResult& result, Second
   row.details = t.decision.details;
   for (const scale::ReplicaAction& a : t.actions) row.actions.push_back(ActionText(a));
   if (Result<int64_t> id = store_->decisions().Append(row); !id) {
-    StoreError("writing a decision of " + slot.name, id.error(), "writing decisions");
+    StoreError("writing a decision of " + slot.name, id.error(), kWritingDecisions);
   } else {
-    StoreWritten("writing decisions");
+    StoreWritten(kWritingDecisions);
   }
 }
 
@@ -225,7 +232,7 @@ void Daemon::AppendEvents(std::vector<store::EventRow>& events) {
     Result<int64_t> id = store_->events().Append(e);
     last_written = id.has_value();
     if (!id) {
-      StoreError("appending event " + e.kind, id.error(), "appending events");
+      StoreError("appending event " + e.kind, id.error(), kAppendingEvents);
       continue;
     }
     latest = *id;
@@ -235,7 +242,7 @@ void Daemon::AppendEvents(std::vector<store::EventRow>& events) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     latest_event_id_ = std::max(latest_event_id_, latest);
-    if (last_written) store_failures_.erase("appending events");
+    if (last_written) store_failures_.erase(std::string(kAppendingEvents));
   }
   events_cv_.notify_all();
 }

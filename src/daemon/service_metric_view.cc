@@ -61,6 +61,10 @@ const std::map<std::string_view, std::vector<std::string_view>>& ScrapeSources()
   return *kSources;
 }
 
+// The policies' names for vLLM's gauges (scale/, which is pure, cannot include metrics/)
+// are vLLM's own.
+static_assert(names::kWaiting == vllm::kNumRequestsWaiting);
+static_assert(names::kRunning == vllm::kNumRequestsRunning);
 static_assert(names::kKvUsage == vllm::kKvCacheUsagePerc);
 static_assert(names::kKvUsageFormer == vllm::kGpuCacheUsagePercFormer);
 
