@@ -46,7 +46,7 @@ void BM_SseParserFeed(benchmark::State& state) {
   const emulator::ResponseHeader header{"cmpl-1", 1700000000, "model",
                                         emulator::Endpoint::kCompletions};
   std::string stream;
-  for (int i = 0; i < 1000; ++i) stream += emulator::StreamTokenEvent(header, i, false);
+  for (int i = 0; i < 1000; ++i) stream += emulator::StreamTokenEvent(header, 0, i, emulator::Finish::kNotYet);
   for (auto _ : state) {
     loadgen::SseParser parser;
     benchmark::DoNotOptimize(parser.Feed(stream));

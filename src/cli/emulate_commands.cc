@@ -161,7 +161,12 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--kv-cache-tokens", options->engine.kv_cache_tokens,
                   "KV-cache capacity at --gpu-memory-utilization 0.9 and tp = pp = 1; a "
-                  "request reserves prompt + max_tokens, others wait")
+                  "request reserves prompt + its output, others wait")
+      ->capture_default_str();
+  cmd->add_option("--output-tokens", options->output_tokens,
+                  "The emulated model's answer length: outputs end there (finish_reason "
+                  "\"stop\") below the request's max_tokens unless it sets ignore_eos; without "
+                  "max_tokens the limit is the context left. 0: always run to the limit")
       ->capture_default_str();
   cmd->add_option("--startup-seconds", options->startup_seconds,
                   "Emulated model load: /health answers 503 until it has passed")

@@ -120,7 +120,8 @@ BatchEngine::BatchEngine(const EngineConfig& config) : config_(config) {
   stats_.generation_tokens = metrics::BucketHistogram(metrics::VllmTokenCountBuckets(longest));
 }
 
-Result<RequestId> BatchEngine::Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now) {
+Result<RequestId> BatchEngine::Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now,
+                                      bool stops) {
   if (prompt_tokens < 1) {
     return InvalidArgument(fmt::format("expected at least 1 token, got {}", prompt_tokens),
                            "prompt_tokens");
@@ -148,6 +149,7 @@ Result<RequestId> BatchEngine::Submit(int32_t prompt_tokens, int32_t max_tokens,
   RequestProgress& request = requests_[id];
   request.prompt_tokens = prompt_tokens;
   request.max_tokens = max_tokens;
+  request.stops = stops;
   request.arrived_at = now;
   waiting_.push_back(id);
   ++stats_.waiting;
@@ -255,6 +257,7 @@ void BatchEngine::FinishStep(Seconds at) {
     request.finished_at = at;
     stats_.kv_used_tokens -= request.prompt_tokens + request.max_tokens;
     ++stats_.requests_finished_total;
+    if (request.stops) ++stats_.requests_stopped_total;
     ObserveFinished(request, at);
   }
   running_ = std::move(still_running);

@@ -84,6 +84,7 @@ struct RequestProgress {
   int32_t max_tokens = 0;
   int32_t tokens_generated = 0;
   int32_t prefilled_tokens = 0;  // of prompt_tokens; the first token follows the last chunk
+  bool stops = false;            // ends at the model's end, not the client's limit
   Seconds arrived_at{0};
   std::optional<Seconds> scheduled_at;  // admitted to the batch (vLLM: SCHEDULED)
   std::optional<Seconds> first_token_at;
@@ -101,7 +102,8 @@ struct EngineStats {
   int64_t kv_capacity_tokens = 0;
   int64_t prompt_tokens_total = 0;      // prompt tokens prefilled
   int64_t generation_tokens_total = 0;  // output tokens produced
-  int64_t requests_finished_total = 0;  // reached max_tokens
+  int64_t requests_finished_total = 0;  // produced their output tokens
+  int64_t requests_stopped_total = 0;   // of those, ended at the model's end (finish "stop")
   int64_t requests_cancelled_total = 0;
   // Prompt tokens looked up in the prefix cache on admission. The model keeps no prefix
   // cache, so nothing hits; and it reserves KV up front, so nothing is preempted.
@@ -134,11 +136,14 @@ class BatchEngine {
   // REQUIRES: ValidateEngineConfig(config) is ok.
   explicit BatchEngine(const EngineConfig& config);
 
-  // Advances to `now`, then queues a request arriving at `now`; starts a step at `now` when
-  // the engine was idle. Errors: InvalidArgument (field "prompt_tokens" or "max_tokens") when
-  // either is < 1, or when prompt_tokens + max_tokens exceeds max_model_len or the KV cache,
-  // which could never admit it. REQUIRES: `now` is not before the last time passed in.
-  Result<RequestId> Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now);
+  // Advances to `now`, then queues a request arriving at `now` that produces `max_tokens`
+  // output tokens; starts a step at `now` when the engine was idle. `stops`: the output ends
+  // at the model's own end rather than at the client's limit (counted as finish "stop").
+  // Errors: InvalidArgument (field "prompt_tokens" or "max_tokens") when either is < 1, or
+  // when prompt_tokens + max_tokens exceeds max_model_len or the KV cache, which could never
+  // admit it. REQUIRES: `now` is not before the last time passed in.
+  Result<RequestId> Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now,
+                           bool stops = false);
 
   // Completes every step that ends at or before `now`, starting each next step where the
   // previous one ended. REQUIRES: `now` is not before the last time passed in.

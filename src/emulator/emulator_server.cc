@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -111,20 +112,28 @@ void RunScheduler(Impl& impl) {
   }
 }
 
+// What one choice of a request will produce: its prompt, its output length (the limit, or
+// the emulated model's answer when that is shorter) and how it ends.
+struct ChoicePlan {
+  int32_t prompt_tokens = 1;
+  int32_t tokens = 1;
+  Finish finish = Finish::kLength;
+};
+
 // Ends a request's life in the engine once its response is done (or abandoned).
-void ReleaseRequest(Impl& impl, RequestId id) {
+void ReleaseRequest(Impl& impl, const std::vector<RequestId>& ids) {
   std::lock_guard lock(impl.mu);
-  impl.engine.Forget(id, impl.Now());
+  for (RequestId id : ids) impl.engine.Forget(id, impl.Now());
   --impl.open_requests;
   impl.progress_cv.notify_all();  // Shutdown() waits for open_requests to reach 0
 }
 
-// Releases a submitted request however its handler ends (finished, client gone, or the
-// coroutine destroyed at shutdown).
+// Releases a submitted request's sequences however its handler ends (finished, client gone,
+// or the coroutine destroyed at shutdown).
 struct RequestGuard {
   Impl& impl;
-  RequestId id;
-  ~RequestGuard() { ReleaseRequest(impl, id); }
+  std::vector<RequestId> ids;
+  ~RequestGuard() { ReleaseRequest(impl, ids); }
 };
 
 bool Done(const RequestProgress* progress) {
@@ -132,28 +141,33 @@ bool Done(const RequestProgress* progress) {
          progress->state == RequestState::kCancelled;
 }
 
-// What a handler saw of its request when it woke.
+// What a handler saw of one choice's sequence when it woke.
 struct Seen {
   int32_t generated = 0;
   bool finished = false;  // kFinished (not cancelled)
   bool over = false;      // finished, cancelled, forgotten or aborted: no more tokens come
 };
 
-// Suspends the calling coroutine (without blocking its thread) until the request has more
-// than `sent` tokens or is over. The scheduler's wake-up is posted to this coroutine's strand,
-// so it cannot run between the check and the wait; the 1 s bound re-checks anyway.
-awaitable<Seen> WaitForTokens(Impl& impl, RequestId id, int32_t sent) {
+// Suspends the calling coroutine (without blocking its thread) until some choice has more
+// tokens than `sent` says or every choice is over. The scheduler's wake-up is posted to this
+// coroutine's strand, so it cannot run between the check and the wait; the 1 s bound
+// re-checks anyway.
+awaitable<std::vector<Seen>> WaitForTokens(Impl& impl, const std::vector<RequestId>& ids,
+                                           const std::vector<int32_t>& sent) {
   auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+  std::vector<Seen> seen(ids.size());
   for (;;) {
-    Seen seen;
-    bool ready = false;
+    bool ready = true;  // every choice over, unless one is not
     {
       std::lock_guard lock(impl.mu);
-      const RequestProgress* p = impl.engine.Find(id);
-      seen.generated = p ? p->tokens_generated : sent;
-      seen.finished = p && p->state == RequestState::kFinished;
-      seen.over = impl.abort_streams || Done(p);
-      ready = seen.over || seen.generated > sent;
+      for (size_t c = 0; c < ids.size(); ++c) {
+        const RequestProgress* p = impl.engine.Find(ids[c]);
+        seen[c].generated = p ? p->tokens_generated : sent[c];
+        seen[c].finished = p && p->state == RequestState::kFinished;
+        seen[c].over = impl.abort_streams || Done(p);
+        ready = ready && seen[c].over;
+      }
+      for (size_t c = 0; c < ids.size(); ++c) ready = ready || seen[c].generated > sent[c];
       if (!ready) {
         timer->expires_after(std::chrono::seconds(1));
         impl.waiters.push_back(
@@ -165,11 +179,33 @@ awaitable<Seen> WaitForTokens(Impl& impl, RequestId id, int32_t sent) {
   }
 }
 
-// One event per token as the engine produces them, in HTTP chunks; ends with [DONE] when the
-// request finishes, or without it (connection closed) when the drain time ran out.
+// The events for the tokens of `seen` not yet in `sent` (which it advances): per choice, the
+// chat role first, then one event per token, the last with the choice's finish reason.
+std::string TokenEvents(const ResponseHeader& header, const CompletionRequest& request,
+                        const std::vector<ChoicePlan>& plans, const std::vector<Seen>& seen,
+                        std::vector<int32_t>& sent, Usage& usage) {
+  std::string events;
+  for (size_t c = 0; c < plans.size(); ++c) {
+    const auto choice = static_cast<int32_t>(c);
+    if (sent[c] == 0 && seen[c].generated > 0 && header.endpoint == Endpoint::kChatCompletions) {
+      events += StreamRoleEvent(header, choice);  // with the first token, as vLLM sends it
+    }
+    for (; sent[c] < seen[c].generated; ++sent[c]) {
+      ++usage.completion_tokens;
+      const Finish finish = sent[c] + 1 == plans[c].tokens ? plans[c].finish : Finish::kNotYet;
+      events += StreamTokenEvent(header, choice, sent[c], finish,
+                                 request.continuous_usage ? std::optional(usage) : std::nullopt);
+    }
+  }
+  return events;
+}
+
+// One event per token as the engine produces them, in HTTP chunks; ends with [DONE] when
+// every choice finished, or without it (connection closed) when the drain time ran out.
 awaitable<bool> StreamTokens(Impl& impl, beast::tcp_stream& stream, const Request& req,
-                             RequestId id, const ResponseHeader& header,
-                             const CompletionRequest& request) {
+                             const std::vector<RequestId>& ids, const ResponseHeader& header,
+                             const CompletionRequest& request,
+                             const std::vector<ChoicePlan>& plans) {
   http::response<http::empty_body> res{http::status::ok, 11};
   res.set(http::field::content_type, "text/event-stream");
   res.set(http::field::cache_control, "no-cache");
@@ -179,22 +215,17 @@ awaitable<bool> StreamTokens(Impl& impl, beast::tcp_stream& stream, const Reques
   stream.expires_after(net::kClientWriteTimeout);
   auto [hec, hn] = co_await http::async_write_header(stream, serializer, kTuple);
   if (hec) co_return false;
-  for (int32_t sent = 0;;) {
-    const Seen seen = co_await WaitForTokens(impl, id, sent);
-    std::string events;
-    if (sent == 0 && seen.generated > 0 && header.endpoint == Endpoint::kChatCompletions) {
-      events += StreamRoleEvent(header);  // with the first token, as vLLM sends it
-    }
-    for (; sent < seen.generated; ++sent) {
-      const bool last = sent + 1 == request.max_tokens;
-      events += request.continuous_usage
-                    ? StreamTokenEventWithUsage(header, sent, last, request.prompt_tokens)
-                    : StreamTokenEvent(header, sent, last);
-    }
-    if (seen.finished) {
-      if (request.include_usage) {
-        events += StreamUsageEvent(header, request.prompt_tokens, seen.generated);
-      }
+  std::vector<int32_t> sent(ids.size(), 0);
+  Usage usage{request.TotalPromptTokens(), 0};
+  for (;;) {
+    const std::vector<Seen> seen = co_await WaitForTokens(impl, ids, sent);
+    std::string events = TokenEvents(header, request, plans, seen, sent, usage);
+    const bool finished =
+        std::all_of(seen.begin(), seen.end(), [](const Seen& s) { return s.finished; });
+    const bool aborted = std::any_of(seen.begin(), seen.end(),
+                                     [](const Seen& s) { return s.over && !s.finished; });
+    if (finished) {
+      if (request.include_usage) events += StreamUsageEvent(header, usage);
       events += StreamDoneEvent();
     }
     if (!events.empty()) {
@@ -203,20 +234,65 @@ awaitable<bool> StreamTokens(Impl& impl, beast::tcp_stream& stream, const Reques
       auto [ec, n] = co_await asio::async_write(stream, chunk, kTuple);
       if (ec) co_return false;  // the client left: the guard cancels the request
     }
-    if (seen.finished) {
+    if (finished) {
       const auto last = http::make_chunk_last();
       auto [ec, n] = co_await asio::async_write(stream, last, kTuple);
       stream.expires_never();
       co_return !ec;
     }
-    if (seen.over) co_return false;  // aborted: an unterminated stream tells the client
+    if (aborted) co_return false;  // an unterminated stream tells the client
   }
 }
 
+// vLLM's wording for a request past the context, so clients that parse it behave the same.
+std::optional<StringResponse> CheckContext(const CompletionRequest& request,
+                                           int32_t max_model_len) {
+  const bool chat = request.endpoint == Endpoint::kChatCompletions;
+  for (int32_t prompt : request.prompts) {
+    if (!request.max_tokens && prompt >= max_model_len) {
+      return ErrorResponse(400,
+                           fmt::format("This model's maximum context length is {} tokens. "
+                                       "However, your prompt has {} tokens and leaves no room "
+                                       "for output. Please reduce the length of the {}.",
+                                       max_model_len, prompt, chat ? "messages" : "prompt"),
+                           "BadRequestError", chat ? "messages" : "prompt");
+    }
+    if (request.max_tokens && int64_t{prompt} + *request.max_tokens > max_model_len) {
+      return ErrorResponse(
+          400,
+          fmt::format("This model's maximum context length is {} tokens. However, you "
+                      "requested {} tokens ({} in the {}, {} in the completion). Please reduce "
+                      "the length of the {} or completion.",
+                      max_model_len, int64_t{prompt} + *request.max_tokens, prompt,
+                      chat ? "messages" : "prompt", *request.max_tokens,
+                      chat ? "messages" : "prompt"),
+          "BadRequestError", "max_tokens");
+    }
+  }
+  return std::nullopt;
+}
+
+// Each choice's output: up to the limit (max_tokens, else the context left), ending earlier
+// ("stop") at the emulated answer length unless the request ignores the end of sequence.
+std::vector<ChoicePlan> PlanChoices(const CompletionRequest& request, int32_t max_model_len,
+                                    int32_t answer_tokens) {
+  std::vector<ChoicePlan> plans;
+  for (int32_t c = 0; c < request.Choices(); ++c) {
+    ChoicePlan plan;
+    plan.prompt_tokens = request.PromptOfChoice(c);
+    const int32_t limit = request.max_tokens.value_or(max_model_len - plan.prompt_tokens);
+    const bool stops = !request.ignore_eos && answer_tokens > 0 && answer_tokens < limit;
+    plan.tokens = stops ? answer_tokens : limit;
+    plan.finish = stops ? Finish::kStop : Finish::kLength;
+    plans.push_back(plan);
+  }
+  return plans;
+}
+
 // Admission checks shared by both completion endpoints; an error response, or nullopt with
-// `request` filled in.
+// `request` and `plans` filled in.
 std::optional<StringResponse> Admit(Impl& impl, const Request& req, Endpoint endpoint,
-                                    CompletionRequest& request) {
+                                    CompletionRequest& request, std::vector<ChoicePlan>& plans) {
   if (!impl.Loaded()) {
     return ErrorResponse(503, "the model is still loading", "ServiceUnavailableError");
   }
@@ -229,24 +305,32 @@ std::optional<StringResponse> Admit(Impl& impl, const Request& req, Endpoint end
     return ErrorResponse(404, fmt::format("The model `{}` does not exist.", parsed->model),
                          "NotFoundError", "model");
   }
+  const int32_t max_model_len = impl.engine.config().max_model_len;
+  if (auto refused = CheckContext(*parsed, max_model_len)) return refused;
   request = std::move(*parsed);
+  plans = PlanChoices(request, max_model_len, impl.options.output_tokens);
   return std::nullopt;
 }
 
-// Submits an admitted request; an error response, or nullopt with `id` set.
-std::optional<StringResponse> Submit(Impl& impl, const CompletionRequest& request,
-                                     RequestId& id) {
+// Submits one engine sequence per choice of an admitted request (all or none); an error
+// response, or nullopt with `ids` set.
+std::optional<StringResponse> Submit(Impl& impl, const std::vector<ChoicePlan>& plans,
+                                     std::vector<RequestId>& ids) {
   std::lock_guard lock(impl.mu);
   if (impl.draining) {
     return ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
   }
-  Result<RequestId> submitted =
-      impl.engine.Submit(request.prompt_tokens, request.max_tokens, impl.Now());
-  if (!submitted) {
-    return ErrorResponse(400, submitted.error().ToString(), "BadRequestError",
-                         submitted.error().field);
+  for (const ChoicePlan& plan : plans) {
+    Result<RequestId> submitted = impl.engine.Submit(plan.prompt_tokens, plan.tokens, impl.Now(),
+                                                     plan.finish == Finish::kStop);
+    if (!submitted) {
+      for (RequestId id : ids) impl.engine.Forget(id, impl.Now());
+      ids.clear();
+      return ErrorResponse(400, submitted.error().ToString(), "BadRequestError",
+                           submitted.error().field);
+    }
+    ids.push_back(*submitted);
   }
-  id = *submitted;
   ++impl.open_requests;
   impl.scheduler_cv.notify_one();
   return std::nullopt;
@@ -255,31 +339,45 @@ std::optional<StringResponse> Submit(Impl& impl, const CompletionRequest& reques
 awaitable<bool> HandleCompletion(Impl& impl, beast::tcp_stream& stream, const Request& req,
                                  Endpoint endpoint) {
   CompletionRequest request;
-  RequestId id = 0;
-  std::optional<StringResponse> refused = Admit(impl, req, endpoint, request);
-  if (!refused) refused = Submit(impl, request, id);
+  std::vector<ChoicePlan> plans;
+  std::vector<RequestId> ids;
+  std::optional<StringResponse> refused = Admit(impl, req, endpoint, request, plans);
+  if (!refused) refused = Submit(impl, plans, ids);
   if (refused) {
     const bool sent = co_await net::WriteResponse(stream, req, *refused);
     co_return sent;
   }
-  RequestGuard guard{impl, id};
+  RequestGuard guard{impl, ids};
   const bool chat = endpoint == Endpoint::kChatCompletions;
   const ResponseHeader header{
       fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", impl.next_response_id++),
       static_cast<int64_t>(SystemClock::Instance().Now().count()), impl.options.model_name,
       endpoint};
   if (request.stream) {
-    const bool kept = co_await StreamTokens(impl, stream, req, id, header, request);
+    const bool kept = co_await StreamTokens(impl, stream, req, ids, header, request, plans);
     co_return kept;
   }
-  Seen seen;
-  while (!seen.over) seen = co_await WaitForTokens(impl, id, seen.generated);
+  std::vector<int32_t> generated(ids.size(), 0);
+  std::vector<Seen> seen;
+  for (bool over = false; !over;) {
+    seen = co_await WaitForTokens(impl, ids, generated);
+    over = true;
+    for (size_t c = 0; c < seen.size(); ++c) {
+      generated[c] = seen[c].generated;
+      over = over && seen[c].over;
+    }
+  }
+  std::vector<ChoiceResult> results;
+  bool finished = true;
+  for (size_t c = 0; c < seen.size(); ++c) {
+    results.push_back({seen[c].generated, plans[c].finish});
+    finished = finished && seen[c].finished;
+  }
   StringResponse res =
-      seen.finished
-          ? TextResponse(200, CompletionResponseBody(header, request.prompt_tokens,
-                                                     seen.generated),
-                         "application/json")
-          : ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
+      finished ? TextResponse(200,
+                              CompletionResponseBody(header, results, request.TotalPromptTokens()),
+                              "application/json")
+               : ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
   const bool sent = co_await net::WriteResponse(stream, req, res);
   co_return sent;
 }
@@ -390,6 +488,11 @@ Status ValidateEmulatorOptions(const EmulatorOptions& options) {
                            "--max-connections");
   }
   if (options.model_name.empty()) return InvalidArgument("expected a name", "--model");
+  if (options.output_tokens < 0) {
+    return InvalidArgument(fmt::format("expected >= 0 (0: answers run to the limit), got {}",
+                                       options.output_tokens),
+                           "--output-tokens");
+  }
   return OkStatus();
 }
 

@@ -5,8 +5,11 @@
 // Endpoints:
 //   POST /v1/completions, /v1/chat/completions  (stream: true -> server-sent events, one
 //        token per event (with usage so far under stream_options.continuous_usage_stats),
-//        then "data: [DONE]"); 400 with an OpenAI error body for a bad body,
-//        404 for another model name, 503 while loading or draining.
+//        then "data: [DONE]"); one choice per prompt (a list of prompts) times `n`, each an
+//        engine sequence of its own; an output runs to max_tokens (absent: the context left)
+//        or ends earlier at the emulated answer length (output_tokens, finish_reason "stop")
+//        unless the request sets ignore_eos. 400 with an OpenAI error body for a bad body or
+//        one past the context, 404 for another model name, 503 while loading or draining.
 //   GET  /v1/models   the one model and its max_model_len, the longest prompt + max_tokens
 //                     a request may ask for: --max-model-len when given, else the
 //                     emulated model's context (kDefaultMaxModelLen); 503 while loading
@@ -48,6 +51,9 @@ inline constexpr int32_t kDefaultMaxModelLen = 131072;
 // (--max-model-len), else kDefaultMaxModelLen.
 int32_t ServedMaxModelLen(const EngineConfig& engine);
 
+// The default answer length: about a chat reply's (ShareGPT's mean output is ~200 tokens).
+inline constexpr int32_t kDefaultOutputTokens = 256;
+
 struct EmulatorOptions {
   std::string host = "127.0.0.1";  // listen address; 0.0.0.0 to accept remote clients
   int port = 0;                    // 0 = any free port (read it back with port())
@@ -57,6 +63,10 @@ struct EmulatorOptions {
   int http_threads = 1;          // I/O threads; each serves any number of connections
   int max_connections = 10000;   // open client connections; past it new ones are closed
   double drain_seconds = 30.0;   // Shutdown(): how long in-flight requests may still run
+  // The emulated model's answer length: an output ends there with finish_reason "stop" when
+  // the request's limit (max_tokens, else the context left after the prompt) is higher and
+  // it does not set ignore_eos. 0: answers never end before the limit.
+  int32_t output_tokens = kDefaultOutputTokens;
 };
 
 // Errors: InvalidArgument naming the flag (e.g. "--startup-seconds") for a bad option.

@@ -219,6 +219,136 @@ TEST_F(EmulatorServerTest, StreamsChatCompletions) {
   EXPECT_EQ(events[4], "[DONE]");
 }
 
+// A list of prompts is one choice each, n choices per prompt, each an engine sequence of its
+// own; usage counts every prompt once and every choice's output.
+TEST_F(EmulatorServerTest, AnswersEveryPromptAndEveryChoice) {
+  StartServer(FastOptions());
+  httplib::Result res =
+      Post("/v1/completions", {{"prompt", {"a b", "c d e"}}, {"n", 2}, {"max_tokens", 3}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json body = json::parse(res->body);
+  ASSERT_EQ(body["choices"].size(), 4u) << res->body;
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(body["choices"][c]["index"], c);
+    EXPECT_EQ(CountWords(body["choices"][c]["text"].get<std::string>()), 3);
+    EXPECT_EQ(body["choices"][c]["finish_reason"], "length");
+  }
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(server_->Stats().generation_tokens_total, 12);
+  EXPECT_EQ(server_->Stats().requests_finished_total, 4);
+}
+
+TEST_F(EmulatorServerTest, StreamsEveryChoiceWithItsIndexAndRole) {
+  StartServer(FastOptions());
+  httplib::Result res =
+      Post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                                    {"n", 2},
+                                    {"max_tokens", 4},
+                                    {"stream", true},
+                                    {"stream_options", {{"include_usage", true}}}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  std::vector<std::string> events = SseData(res->body);
+  ASSERT_EQ(events.size(), 12u) << "2 x (role + 4 tokens), usage, [DONE]: " << res->body;
+  std::vector<int> roles(2, 0), tokens(2, 0), finished(2, 0);
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    json choice = json::parse(events[i])["choices"][0];
+    const int index = choice["index"].get<int>();
+    ASSERT_TRUE(index == 0 || index == 1) << events[i];
+    if (choice["delta"].contains("role")) {
+      EXPECT_EQ(tokens[index], 0) << "the role comes before the choice's first token";
+      ++roles[index];
+      continue;
+    }
+    ++tokens[index];
+    if (!choice["finish_reason"].is_null()) {
+      EXPECT_EQ(choice["finish_reason"], "length");
+      EXPECT_EQ(tokens[index], 4);
+      ++finished[index];
+    }
+  }
+  EXPECT_EQ(roles, std::vector<int>({1, 1}));
+  EXPECT_EQ(tokens, std::vector<int>({4, 4}));
+  EXPECT_EQ(finished, std::vector<int>({1, 1}));
+  EXPECT_EQ(json::parse(events[10])["usage"]["completion_tokens"], 8);
+  EXPECT_EQ(events[11], "[DONE]");
+}
+
+struct OutputLengthCase {
+  const char* name;
+  json body;
+  int32_t answer_tokens;  // EmulatorOptions::output_tokens
+  int completion_tokens;
+  const char* finish_reason;
+};
+
+void PrintTo(const OutputLengthCase& c, std::ostream* os) { *os << c.name; }
+
+class OutputLengthTest : public EmulatorServerTest,
+                         public ::testing::WithParamInterface<OutputLengthCase> {};
+
+// An output runs to the limit or ends at the emulated answer ("stop"), as a real model's
+// does at its end of sequence; ignore_eos runs to the limit; without max_tokens the limit is
+// the context left after the prompt (vLLM's), not OpenAI's 16.
+TEST_P(OutputLengthTest, EndsAtTheAnswerOrTheLimit) {
+  const OutputLengthCase& c = GetParam();
+  EmulatorOptions options = FastOptions();
+  options.output_tokens = c.answer_tokens;
+  options.engine.max_model_len = 40;
+  StartServer(options);
+  httplib::Result res = Post("/v1/completions", c.body);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json body = json::parse(res->body);
+  EXPECT_EQ(body["usage"]["completion_tokens"], c.completion_tokens) << res->body;
+  EXPECT_EQ(body["choices"][0]["finish_reason"], c.finish_reason) << res->body;
+  Result<metrics::Exposition> parsed = metrics::ParsePrometheusText(client_->Get("/metrics")->body);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:request_success_total",
+                                {{{"finished_reason", c.finish_reason}}}),
+            1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Emulator, OutputLengthTest,
+    ::testing::Values(
+        OutputLengthCase{"AnswerShorterThanLimit", {{"prompt", "a b"}, {"max_tokens", 20}}, 6, 6,
+                         "stop"},
+        OutputLengthCase{"LimitShorterThanAnswer", {{"prompt", "a b"}, {"max_tokens", 4}}, 6, 4,
+                         "length"},
+        OutputLengthCase{"IgnoreEos",
+                         {{"prompt", "a b"}, {"max_tokens", 20}, {"ignore_eos", true}}, 6, 20,
+                         "length"},
+        OutputLengthCase{"NoAnswerLength", {{"prompt", "a b"}, {"max_tokens", 20}}, 0, 20,
+                         "length"},
+        OutputLengthCase{"NoLimitEndsAtTheAnswer", {{"prompt", "a b"}}, 30, 30, "stop"},
+        OutputLengthCase{"NoLimitIsTheContextLeft", {{"prompt", "a b c d"}}, 100, 36, "length"},
+        OutputLengthCase{"NoLimitIgnoringEos", {{"prompt", "a b c d"}, {"ignore_eos", true}}, 6,
+                         36, "length"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST_F(EmulatorServerTest, RefusesAPromptThatLeavesNoRoomForOutput) {
+  EmulatorOptions options = FastOptions();
+  options.engine.max_model_len = 40;
+  StartServer(options);
+  httplib::Result res = Post("/v1/completions", {{"prompt_tokens", 40}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(json::parse(res->body)["error"]["param"], "prompt") << res->body;
+  // One prompt of a list past the context refuses the whole request, and nothing runs.
+  res = Post("/v1/completions", {{"prompt", {"a", std::string(80, 'b') + " c"}}, {"max_tokens", 39}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  res = Post("/v1/completions",
+             {{"prompt", {"a", "b"}}, {"n", 2}, {"max_tokens", 38}, {"prompt_tokens", 3}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  EXPECT_EQ(server_->Stats().requests_finished_total, 0);
+  EXPECT_EQ(server_->Stats().waiting + server_->Stats().running, 0);
+}
+
 TEST_F(EmulatorServerTest, AnswersVllmsSideEndpoints) {
   StartServer(FastOptions());  // startup_seconds 0: loaded at once
   httplib::Client& client = *client_;

@@ -43,23 +43,42 @@ Result<bool> ReadBool(const json& object, const char* key, const std::string& fi
   return it->get<bool>();
 }
 
-// Words of a completions `prompt`: a string, strings, or token ids (counted one each).
-Result<int64_t> PromptTokens(const json& body) {
+// Prompt tokens of one entry of a completions `prompt` list: a string's words, or a list of
+// token ids (one token each). nullopt when the entry is neither.
+std::optional<int64_t> PromptEntryTokens(const json& entry) {
+  if (entry.is_string()) return CountWords(entry.get_ref<const std::string&>());
+  if (!entry.is_array()) return std::nullopt;
+  for (const json& id : entry) {
+    if (!id.is_number_integer()) return std::nullopt;
+  }
+  return static_cast<int64_t>(entry.size());
+}
+
+// The prompts of a completions body, as OpenAI and vLLM read `prompt`: a string, a list of
+// token ids (one prompt), or a list of strings or token-id lists (one prompt each).
+Result<std::vector<int64_t>> Prompts(const json& body) {
   auto it = body.find("prompt");
   if (it == body.end()) return InvalidArgument("required: a string or an array", "prompt");
-  if (it->is_string()) return CountWords(it->get_ref<const std::string&>());
-  if (!it->is_array()) return InvalidArgument("expected a string or an array", "prompt");
-  int64_t tokens = 0;
-  for (const json& part : *it) {
-    if (part.is_string()) {
-      tokens += CountWords(part.get_ref<const std::string&>());
-    } else if (part.is_number_integer()) {
-      ++tokens;  // a token id
-    } else {
-      return InvalidArgument("expected strings or token ids", "prompt");
-    }
+  if (it->is_string()) {
+    return std::vector<int64_t>{CountWords(it->get_ref<const std::string&>())};
   }
-  return tokens;
+  if (!it->is_array()) return InvalidArgument("expected a string or an array", "prompt");
+  if (it->empty()) return InvalidArgument("expected at least one prompt", "prompt");
+  if ((*it)[0].is_number_integer()) {  // one prompt of token ids: [1, 2, 3]
+    std::optional<int64_t> ids = PromptEntryTokens(*it);
+    if (!ids) return InvalidArgument("expected token ids (integers) only", "prompt");
+    return std::vector<int64_t>{*ids};
+  }
+  std::vector<int64_t> prompts;
+  for (size_t i = 0; i < it->size(); ++i) {
+    std::optional<int64_t> tokens = PromptEntryTokens((*it)[i]);
+    if (!tokens) {
+      return InvalidArgument("expected a string or a list of token ids",
+                             fmt::format("prompt[{}]", i));
+    }
+    prompts.push_back(*tokens);
+  }
+  return prompts;
 }
 
 // Words of the chat messages' contents (strings or arrays of text parts).
@@ -104,10 +123,9 @@ Status ReadOptions(const json& body, CompletionRequest& request) {
     GS_ASSIGN_OR_RETURN(max_tokens, ReadPositiveInt(body, "max_completion_tokens", kMaxTokens));
   }
   if (max_tokens) request.max_tokens = static_cast<int32_t>(*max_tokens);
-  auto n = body.find("n");
-  if (n != body.end() && !n->is_null() && *n != 1) {
-    return InvalidArgument(fmt::format("only n = 1 is emulated, got {}", Dump(*n)), "n");
-  }
+  GS_ASSIGN_OR_RETURN(std::optional<int64_t> n, ReadPositiveInt(body, "n", kMaxChoices));
+  if (n) request.n = static_cast<int32_t>(*n);
+  GS_ASSIGN_OR_RETURN(request.ignore_eos, ReadBool(body, "ignore_eos", "ignore_eos"));
   GS_ASSIGN_OR_RETURN(request.stream, ReadBool(body, "stream", "stream"));
   auto options = body.find("stream_options");
   if (options != body.end() && options->is_object()) {
@@ -120,10 +138,10 @@ Status ReadOptions(const json& body, CompletionRequest& request) {
   return OkStatus();
 }
 
-json UsageJson(int32_t prompt_tokens, int32_t completion_tokens) {
-  return json{{"prompt_tokens", prompt_tokens},
-              {"total_tokens", prompt_tokens + completion_tokens},
-              {"completion_tokens", completion_tokens}};
+json UsageJson(const Usage& usage) {
+  return json{{"prompt_tokens", usage.prompt_tokens},
+              {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+              {"completion_tokens", usage.completion_tokens}};
 }
 
 json ChunkHeader(const ResponseHeader& header) {
@@ -149,26 +167,40 @@ int32_t CountWords(std::string_view text) {
   return words;
 }
 
+int64_t CompletionRequest::TotalPromptTokens() const {
+  int64_t total = 0;
+  for (int32_t tokens : prompts) total += tokens;
+  return total;
+}
+
 Result<CompletionRequest> ParseCompletionRequest(std::string_view body, Endpoint endpoint) {
   const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return InvalidArgument("expected a JSON object", "body");
   CompletionRequest request;
   request.endpoint = endpoint;
   GS_RETURN_IF_ERROR(ReadOptions(parsed, request));
-  GS_ASSIGN_OR_RETURN(
-      std::optional<int64_t> hint,
-      ReadPositiveInt(parsed, "prompt_tokens", std::numeric_limits<int32_t>::max() / 2));
-  int64_t tokens = 0;
-  if (hint) {
-    tokens = *hint;
+  constexpr int64_t kMaxPrompt = std::numeric_limits<int32_t>::max() / 2;
+  GS_ASSIGN_OR_RETURN(std::optional<int64_t> hint,
+                      ReadPositiveInt(parsed, "prompt_tokens", kMaxPrompt));
+  std::vector<int64_t> prompts;
+  if (hint && !parsed.contains("prompt") && !parsed.contains("messages")) {
+    prompts.push_back(*hint);  // the hint alone: one prompt of that length
   } else if (endpoint == Endpoint::kCompletions) {
-    GS_ASSIGN_OR_RETURN(tokens, PromptTokens(parsed));
+    GS_ASSIGN_OR_RETURN(prompts, Prompts(parsed));
   } else {
-    GS_ASSIGN_OR_RETURN(tokens, MessageTokens(parsed));
+    GS_ASSIGN_OR_RETURN(int64_t tokens, MessageTokens(parsed));
+    prompts.push_back(tokens);
   }
-  // An empty prompt still costs one token (the BOS token a real tokenizer adds).
-  request.prompt_tokens =
-      static_cast<int32_t>(std::clamp<int64_t>(tokens, 1, std::numeric_limits<int32_t>::max() / 2));
+  if (static_cast<int64_t>(prompts.size()) * request.n > kMaxChoices) {
+    return InvalidArgument(fmt::format("{} prompts x n = {} asks for more than {} choices",
+                                       prompts.size(), request.n, kMaxChoices),
+                           "n");
+  }
+  request.prompts.clear();
+  for (int64_t tokens : prompts) {
+    // An empty prompt still costs one token (the BOS token a real tokenizer adds).
+    request.prompts.push_back(static_cast<int32_t>(std::clamp<int64_t>(hint.value_or(tokens), 1, kMaxPrompt)));
+  }
   return request;
 }
 
@@ -178,73 +210,81 @@ std::string_view TokenText(int32_t index) {
 
 namespace {
 
-// One output token as a chunk object (StreamTokenEvent's payload).
-json TokenChunk(const ResponseHeader& header, int32_t index, bool last) {
-  json chunk = ChunkHeader(header);
-  json choice{{"index", 0}};
-  if (header.endpoint == Endpoint::kChatCompletions) {
-    choice["delta"] = json{{"content", TokenText(index)}};
-  } else {
-    choice["text"] = TokenText(index);
+json FinishJson(Finish finish) {
+  switch (finish) {
+    case Finish::kStop:
+      return "stop";
+    case Finish::kLength:
+      return "length";
+    case Finish::kNotYet:
+      break;
   }
-  choice["logprobs"] = nullptr;
-  choice["finish_reason"] = last ? json("length") : json(nullptr);
-  chunk["choices"] = json::array({std::move(choice)});
-  return chunk;
+  return nullptr;
 }
 
 }  // namespace
 
-std::string StreamRoleEvent(const ResponseHeader& header) {
+std::string StreamRoleEvent(const ResponseHeader& header, int32_t choice) {
   json chunk = ChunkHeader(header);
-  json choice{{"index", 0},
-              {"delta", {{"role", "assistant"}, {"content", ""}}},
-              {"logprobs", nullptr},
-              {"finish_reason", nullptr}};
-  chunk["choices"] = json::array({std::move(choice)});
+  json entry{{"index", choice},
+             {"delta", {{"role", "assistant"}, {"content", ""}}},
+             {"logprobs", nullptr},
+             {"finish_reason", nullptr}};
+  chunk["choices"] = json::array({std::move(entry)});
   return Event(chunk);
 }
 
-std::string StreamTokenEvent(const ResponseHeader& header, int32_t index, bool last) {
-  return Event(TokenChunk(header, index, last));
-}
-
-std::string StreamTokenEventWithUsage(const ResponseHeader& header, int32_t index, bool last,
-                                      int32_t prompt_tokens) {
-  json chunk = TokenChunk(header, index, last);
-  chunk["usage"] = UsageJson(prompt_tokens, index + 1);
+std::string StreamTokenEvent(const ResponseHeader& header, int32_t choice, int32_t token,
+                             Finish finish, const std::optional<Usage>& usage) {
+  json chunk = ChunkHeader(header);
+  json entry{{"index", choice}};
+  if (header.endpoint == Endpoint::kChatCompletions) {
+    entry["delta"] = json{{"content", TokenText(token)}};
+  } else {
+    entry["text"] = TokenText(token);
+  }
+  entry["logprobs"] = nullptr;
+  entry["finish_reason"] = FinishJson(finish);
+  chunk["choices"] = json::array({std::move(entry)});
+  if (usage) chunk["usage"] = UsageJson(*usage);
   return Event(chunk);
 }
 
-std::string StreamUsageEvent(const ResponseHeader& header, int32_t prompt_tokens,
-                             int32_t completion_tokens) {
+std::string StreamUsageEvent(const ResponseHeader& header, const Usage& usage) {
   json chunk = ChunkHeader(header);
   chunk["choices"] = json::array();
-  chunk["usage"] = UsageJson(prompt_tokens, completion_tokens);
+  chunk["usage"] = UsageJson(usage);
   return Event(chunk);
 }
 
 std::string_view StreamDoneEvent() { return "data: [DONE]\n\n"; }
 
-std::string CompletionResponseBody(const ResponseHeader& header, int32_t prompt_tokens,
-                                   int32_t completion_tokens) {
-  std::string text;
-  for (int32_t i = 0; i < completion_tokens; ++i) text += TokenText(i);
+std::string CompletionResponseBody(const ResponseHeader& header,
+                                   const std::vector<ChoiceResult>& choices,
+                                   int64_t prompt_tokens) {
   const bool chat = header.endpoint == Endpoint::kChatCompletions;
-  json choice{{"index", 0}};
-  if (chat) {
-    choice["message"] = json{{"role", "assistant"}, {"content", std::move(text)}};
-  } else {
-    choice["text"] = std::move(text);
+  json entries = json::array();
+  Usage usage{prompt_tokens, 0};
+  for (size_t c = 0; c < choices.size(); ++c) {
+    std::string text;
+    for (int32_t i = 0; i < choices[c].completion_tokens; ++i) text += TokenText(i);
+    usage.completion_tokens += choices[c].completion_tokens;
+    json entry{{"index", c}};
+    if (chat) {
+      entry["message"] = json{{"role", "assistant"}, {"content", std::move(text)}};
+    } else {
+      entry["text"] = std::move(text);
+    }
+    entry["logprobs"] = nullptr;
+    entry["finish_reason"] = FinishJson(choices[c].finish);
+    entries.push_back(std::move(entry));
   }
-  choice["logprobs"] = nullptr;
-  choice["finish_reason"] = "length";
   json body{{"id", header.id},
             {"object", chat ? "chat.completion" : "text_completion"},
             {"created", header.created_unix_seconds},
             {"model", header.model},
-            {"choices", json::array({std::move(choice)})},
-            {"usage", UsageJson(prompt_tokens, completion_tokens)}};
+            {"choices", std::move(entries)},
+            {"usage", UsageJson(usage)}};
   return Dump(body);
 }
 
@@ -269,7 +309,12 @@ Result<int64_t> TokenizeCount(std::string_view body) {
   const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return InvalidArgument("expected a JSON object", "body");
   if (parsed.contains("messages")) return MessageTokens(parsed);
-  if (parsed.contains("prompt")) return PromptTokens(parsed);
+  if (parsed.contains("prompt")) {
+    GS_ASSIGN_OR_RETURN(std::vector<int64_t> prompts, Prompts(parsed));
+    int64_t total = 0;
+    for (int64_t tokens : prompts) total += tokens;
+    return total;
+  }
   return InvalidArgument("expected `prompt` (text) or `messages` (a chat)", "prompt");
 }
 

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 
@@ -16,26 +18,41 @@ namespace gpuscale::emulator {
 
 enum class Endpoint { kCompletions, kChatCompletions };
 
-// Default output length when a request names no max_tokens (vLLM's completions default).
-inline constexpr int32_t kDefaultMaxTokens = 16;
+// Most choices one request may ask for (prompts x n); vLLM has no cap but its batch size.
+inline constexpr int32_t kMaxChoices = 128;
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kCompletions;
-  std::string model;          // empty when the body names none
-  int32_t prompt_tokens = 1;  // whitespace words of the prompt/messages, at least 1
-  int32_t max_tokens = kDefaultMaxTokens;
+  std::string model;  // empty when the body names none
+  // Prompt tokens of each prompt (whitespace words, at least 1): one for chat and for a
+  // completions `prompt` that is a string or a list of token ids; one per entry of a list of
+  // strings or of token-id lists.
+  std::vector<int32_t> prompts{1};
+  // The output limit; nullopt when the body names none (vLLM then allows up to the context
+  // length, not OpenAI's 16).
+  std::optional<int32_t> max_tokens;
+  int32_t n = 1;            // choices per prompt
+  bool ignore_eos = false;  // vLLM's: run to max_tokens even past the model's natural end
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a final usage chunk
   // stream_options.continuous_usage_stats (vLLM's): usage so far on every token chunk too.
   bool continuous_usage = false;
+
+  // prompts x n.
+  int32_t Choices() const { return static_cast<int32_t>(prompts.size()) * n; }
+  // The prompt tokens of choice `index` (choices run prompt by prompt, n per prompt).
+  int32_t PromptOfChoice(int32_t index) const { return prompts[static_cast<size_t>(index / n)]; }
+  // Usage's prompt_tokens: every prompt once, however many choices each has (as vLLM counts).
+  int64_t TotalPromptTokens() const;
 };
 
 // Parses a request body. Prompt tokens: the `prompt_tokens` integer when given (a gpuscale
-// hint for exact lengths), else the whitespace-separated words of `prompt` (a string or an
-// array of strings) or of the messages' `content` (a string or an array of {type:"text",
-// text} parts). Output length: `max_tokens` (chat also accepts `max_completion_tokens`).
-// Errors: InvalidArgument whose field is the JSON key at fault (e.g. "max_tokens": "expected
-// an integer >= 1") or "body" when it is not a JSON object; "n" when n != 1.
+// hint for exact lengths, applied to every prompt; alone, it stands for one prompt), else the whitespace-separated words of
+// each `prompt` (a string, a list of strings, a list of token ids or a list of such lists)
+// or of the messages' `content` (a string or an array of {type:"text", text} parts). Output
+// limit: `max_tokens` (chat also accepts `max_completion_tokens`). Errors: InvalidArgument
+// whose field is the JSON key at fault (e.g. "max_tokens": "expected an integer in [1, ...]")
+// or "body" when it is not a JSON object; "n" past kMaxChoices choices in all.
 Result<CompletionRequest> ParseCompletionRequest(std::string_view body, Endpoint endpoint);
 
 // Whitespace-separated words in `text`.
@@ -53,25 +70,40 @@ struct ResponseHeader {
   Endpoint endpoint = Endpoint::kCompletions;
 };
 
-// The chat stream's first event, as vLLM sends it: the assistant role with empty content
-// (clients that count content chunks do not count it), sent with the first token.
-std::string StreamRoleEvent(const ResponseHeader& header);
-// One SSE event ("data: {...}\n\n") carrying output token `index`; finish_reason "length" on
-// the last token, else null.
-std::string StreamTokenEvent(const ResponseHeader& header, int32_t index, bool last);
-// The same with `usage` so far (prompt_tokens, index + 1 completion tokens), for
-// continuous_usage_stats.
-std::string StreamTokenEventWithUsage(const ResponseHeader& header, int32_t index, bool last,
-                                      int32_t prompt_tokens);
+// How a choice ended: the emulated model's natural end ("stop") or the output limit
+// ("length"); kNotYet on every token but a choice's last.
+enum class Finish { kNotYet, kStop, kLength };
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+// The chat stream's first event of choice `choice`, as vLLM sends it: the assistant role with
+// empty content (clients that count content chunks do not count it), sent with its first
+// token.
+std::string StreamRoleEvent(const ResponseHeader& header, int32_t choice);
+// One SSE event ("data: {...}\n\n") carrying output token `token` of choice `choice`, with
+// `finish` as its finish_reason (null for kNotYet); with `usage` so far when given (vLLM's
+// continuous_usage_stats).
+std::string StreamTokenEvent(const ResponseHeader& header, int32_t choice, int32_t token,
+                             Finish finish, const std::optional<Usage>& usage = std::nullopt);
 // The usage event sent after the last token when include_usage is set (empty choices).
-std::string StreamUsageEvent(const ResponseHeader& header, int32_t prompt_tokens,
-                             int32_t completion_tokens);
+std::string StreamUsageEvent(const ResponseHeader& header, const Usage& usage);
 // The stream terminator "data: [DONE]\n\n".
 std::string_view StreamDoneEvent();
 
-// The whole (non-streaming) response with `completion_tokens` tokens of text and usage.
-std::string CompletionResponseBody(const ResponseHeader& header, int32_t prompt_tokens,
-                                   int32_t completion_tokens);
+// One choice of a whole response: its output length and how it ended.
+struct ChoiceResult {
+  int32_t completion_tokens = 0;
+  Finish finish = Finish::kLength;
+};
+
+// The whole (non-streaming) response: one choice per entry of `choices` (its index is the
+// position) with that many tokens of text, and usage over all of them.
+std::string CompletionResponseBody(const ResponseHeader& header,
+                                   const std::vector<ChoiceResult>& choices,
+                                   int64_t prompt_tokens);
 
 // {"object":"list","data":[{"id":model,"object":"model",...,"max_model_len":n}]}.
 std::string ModelListBody(std::string_view model, int64_t created_unix_seconds,

@@ -127,15 +127,18 @@ constexpr Histogram kHistograms[] = {
 };
 
 // vLLM creates every finish reason's series up front, so all appear from the first scrape.
-// Every emulated request runs to max_tokens ("length"); cancelled ones are not counted.
+// Cancelled requests are not counted (vLLM's "abort" counts aborts in the engine).
 void AddRequestSuccess(metrics::ExpositionWriter& w, const EngineStats& stats,
                        const std::vector<Label>& labels) {
   w.BeginFamily(vllm::kRequestSuccessTotal, MetricType::kCounter, "Finished requests by reason.");
   for (std::string_view reason : {"stop", "length", "abort"}) {
     std::vector<Label> with_reason = labels;
     with_reason.push_back({"finished_reason", std::string(reason)});
-    const double n = reason == "length" ? static_cast<double>(stats.requests_finished_total) : 0;
-    w.AddValue(Sorted(std::move(with_reason)), n);
+    const int64_t n =
+        reason == "stop"     ? stats.requests_stopped_total
+        : reason == "length" ? stats.requests_finished_total - stats.requests_stopped_total
+                             : 0;
+    w.AddValue(Sorted(std::move(with_reason)), static_cast<double>(n));
   }
 }
 

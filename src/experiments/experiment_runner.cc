@@ -103,6 +103,9 @@ loadgen::BenchOptions BenchOptionsOf(const task::BenchSpec& spec, int port,
   options.duration_seconds = spec.duration_seconds;
   options.drain_timeout_seconds = spec.drain_timeout_seconds;
   options.cancel = &cancel;
+  // Outputs as long as the task says, on a real model too (vLLM's ignore_eos): configs are
+  // compared on the same work, not on where each one's model happened to stop.
+  options.client.ignore_eos = true;
   return options;
 }
 

@@ -15,10 +15,13 @@ export const GPUSCALE_BIN = process.env.GPUSCALE_BIN ?? join(REPO_ROOT, 'build/g
 export const WEB_ROOT = process.env.GPUSCALE_WEB_ROOT ?? join(REPO_ROOT, 'web/dist');
 export const SCREENSHOT_DIR = process.env.GPUSCALE_SCREENSHOTS ?? join(REPO_ROOT, 'build/screenshots');
 
+export const EMULATED_ANSWER_TOKENS = 12;
+
 export function emulator(model: string): string {
   // Small batches make requests wait, so vllm:num_requests_waiting rises under bench load.
+  // A 12-token answer: a request without max_tokens ends there with finish_reason "stop".
   return `[${JSON.stringify(GPUSCALE_BIN)}, emulate, --port, "{port}", --model, ${model}, ` +
-    '--max-batch-size, "2", --startup-seconds, "0.5", --drain-seconds, "1"]';
+    `--max-batch-size, "2", --startup-seconds, "0.5", --drain-seconds, "1", --output-tokens, "${EMULATED_ANSWER_TOKENS}"]`;
 }
 
 // `demo`: target policy on the waiting queue (scales out under load, holds replicas for the

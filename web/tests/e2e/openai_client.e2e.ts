@@ -8,7 +8,7 @@
 import OpenAI, { AuthenticationError, NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Replica } from '../../src/api/types';
-import { Daemon, emulator, waitFor } from './daemon';
+import { Daemon, EMULATED_ANSWER_TOKENS, emulator, waitFor } from './daemon';
 
 const GATEWAY_TOKEN = 'e2e-gateway-token';
 
@@ -113,6 +113,49 @@ describe('openai client against the gateway', () => {
     expect(usage?.completion_tokens).toBeGreaterThan(0);
     expect(usage?.completion_tokens).toBeLessThanOrEqual(4);
     expect(usage?.total_tokens).toBe((usage?.prompt_tokens ?? 0) + (usage?.completion_tokens ?? 0));
+  });
+
+  it('answers every prompt of a list, n choices each', async () => {
+    const completion = await openai.completions.create({ model: 'demo', prompt: ['one two', 'three'], n: 2, max_tokens: 3 });
+    expect(completion.choices.map((c) => c.index)).toEqual([0, 1, 2, 3]);
+    for (const choice of completion.choices) {
+      expect(choice.text.trim().split(/\s+/)).toHaveLength(3);
+      expect(choice.finish_reason).toBe('length');
+    }
+    // Each prompt counted once, every choice's output counted.
+    expect(completion.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 12 });
+  });
+
+  it('streams n chat choices, each with its role, tokens and end', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'demo',
+      messages: [{ role: 'user', content: 'two answers please' }],
+      n: 2,
+      max_tokens: 5,
+      stream: true,
+    });
+    const text = ['', ''];
+    const roles = [0, 0];
+    const ends: (string | null)[] = [null, null];
+    for await (const chunk of stream) {
+      for (const choice of chunk.choices) {
+        if (choice.delta.role === 'assistant') roles[choice.index] = (roles[choice.index] ?? 0) + 1;
+        text[choice.index] += choice.delta.content ?? '';
+        if (choice.finish_reason) ends[choice.index] = choice.finish_reason;
+      }
+    }
+    expect(roles).toEqual([1, 1]);
+    expect(text.map((t) => t.trim().split(/\s+/).length)).toEqual([5, 5]);
+    expect(ends).toEqual(['length', 'length']);
+  });
+
+  it('ends an answer without max_tokens at the model\'s own end ("stop"), not at 16', async () => {
+    const completion = await openai.chat.completions.create({
+      model: 'demo',
+      messages: [{ role: 'user', content: 'take your time' }],
+    });
+    expect(completion.choices[0]?.finish_reason).toBe('stop');
+    expect(completion.usage?.completion_tokens).toBe(EMULATED_ANSWER_TOKENS);
   });
 
   it('turns an unknown model into the client NotFoundError', async () => {
