@@ -81,6 +81,45 @@ TEST_F(DaemonServeTest, KilledReplicaIsRestartedWithoutWaitingForTheLoop) {
   EXPECT_GE(Replicas()[0]["restarts"].get<int>(), 1);
 }
 
+// Simulated GPUs react to load (issue 22): the GPU leased to an emulated replica shows the
+// memory of its model and KV cache from the start, and utilization that follows its batch
+// occupancy: full (one sequence per batch) under bench load, back to 0 after it; the GPUs
+// nobody leases stay at the inventory's zeros.
+TEST_F(DaemonServeTest, LeasedSimulatedGpuShowsTheEmulatedReplicasLoad) {
+  StartDaemon(Config(Service(1, 1, kFastQueuePolicyYaml)));
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1; }, std::chrono::seconds(15)));
+  const int leased = Replicas()[0]["gpus"][0];
+  auto gpu = [&](int index) {
+    const HttpReply gpus = Http(Port(), "GET", "/v1/gpus");
+    for (const json& g : gpus.body["gpus"]) {
+      if (g["index"] == index) return g;
+    }
+    return json();
+  };
+  // An 8B model (the default when the name gives no size) in 16 bits plus 65,536 KV tokens.
+  EXPECT_TRUE(WaitFor([&] { return gpu(leased)["memory_used_mb"].get<int>() > 20000; },
+                      std::chrono::seconds(5)))
+      << gpu(leased);
+  EXPECT_LT(gpu(leased)["memory_used_mb"].get<int>(), gpu(leased)["memory_total_mb"].get<int>());
+  const int other = leased == 0 ? 1 : 0;
+  EXPECT_EQ(gpu(other)["memory_used_mb"], 0) << gpu(other);
+  EXPECT_EQ(gpu(other)["utilization_percent"], 0.0) << gpu(other);
+
+  const int replica_port = Replicas()[0]["port"];
+  const pid_t bench = Spawn(BenchArgv("http://127.0.0.1:" + std::to_string(replica_port), 8), -1,
+                            dir_ + "/bench.err", {marker_});
+  ASSERT_GT(bench, 0);
+  const bool busy =
+      WaitFor([&] { return gpu(leased)["utilization_percent"].get<double>() > 50; },
+              std::chrono::seconds(6));
+  waitpid(bench, nullptr, 0);
+  EXPECT_TRUE(busy) << gpu(leased);
+  EXPECT_TRUE(WaitFor([&] { return gpu(leased)["utilization_percent"].get<double>() == 0; },
+                      std::chrono::seconds(5)))
+      << gpu(leased);
+  EXPECT_EQ(gpu(other)["utilization_percent"], 0.0) << gpu(other);
+}
+
 TEST_F(DaemonServeTest, ReplicaWithoutGpuIsPendingWithReason) {
   StartDaemon(Config(Service(2, 2, kFastQueuePolicyYaml), /*gpus=*/1));
   ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1 && Count("pending") == 1; },

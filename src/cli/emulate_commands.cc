@@ -65,6 +65,8 @@ Result<emulator::EmulatorOptions> ResolveOptions(EmulateFlags flags,
   }
   GS_ASSIGN_OR_RETURN(flags.options.engine,
                       emulator::ApplyEngineFlags(flags.options.engine, flags.engine));
+  flags.options.gpu_memory_bytes =
+      emulator::GpuMemoryBytes(flags.options.model_name, flags.engine, flags.options.engine);
   return flags.options;
 }
 

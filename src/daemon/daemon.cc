@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "daemon/daemon_internal.h"
+#include "daemon/emulated_gpu_load.h"
 #include "daemon/replica_rows.h"
 #include "orch/parallel.h"
 
@@ -278,6 +279,20 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
   return observed;
 }
 
+// Simulated GPUs only: what each scraped emulated replica reports on its GPUs, read by the
+// monitor's next sample.
+void Daemon::PostGpuLoad(const Observed& observed) {
+  if (!gpu_load_) return;
+  gpu::GpuLoads loads;
+  for (const auto& [name, range] : observed.ranges) {
+    for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
+      const Result<metrics::Exposition>& scrape = observed.scrapes[i].result;
+      if (scrape) AddEmulatedGpuLoad(*scrape, range.replicas[i - range.scrape_begin].gpus, loads);
+    }
+  }
+  gpu_load_->Set(std::move(loads));
+}
+
 // Events of one service tick: a changed desired count, failed actions, and metric errors
 // when they start, change or clear (not every tick: a dead endpoint would flood the log).
 void Daemon::TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now,
@@ -362,6 +377,7 @@ void Daemon::Tick() {
   Result<gpu::GpuSnapshot> gpus = monitor_->Snapshot();
   const gpu::GpuSnapshot* snapshot = gpus ? &*gpus : nullptr;
   Observed observed = Collect(now, snapshot);
+  PostGpuLoad(observed);
   for (auto& [name, slot] : services_) TickService(*slot, now, observed, snapshot, events);
   PersistLeases();
   AppendEvents(events);

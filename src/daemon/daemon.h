@@ -61,6 +61,7 @@
 #include "experiments/task_manager.h"
 #include "gateway/gateway_state.h"
 #include "gpu/monitor.h"
+#include "gpu/simulated_load.h"
 #include "orch/local_process_orchestrator.h"
 #include "store/store.h"
 
@@ -208,6 +209,7 @@ class Daemon final : public DaemonApi {
   void ApplyRules(Command& command, Seconds now, std::vector<store::EventRow>& events);
   void ApplyManual(Command& command, Seconds now, std::vector<store::EventRow>& events);
   Observed Collect(Seconds now, const gpu::GpuSnapshot* gpus);
+  void PostGpuLoad(const Observed& observed);
   void TickService(Slot& slot, Seconds now, Observed& observed, const gpu::GpuSnapshot* gpus,
                    std::vector<store::EventRow>& events);
   void TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now,
@@ -248,6 +250,9 @@ class Daemon final : public DaemonApi {
   DaemonOptions options_;
 
   std::unique_ptr<gpu::GpuBackend> backend_;
+  // The simulated backend's load board (emulated replicas' gauges, posted every tick); null
+  // on real GPUs.
+  std::shared_ptr<gpu::GpuLoadBoard> gpu_load_;
   std::unique_ptr<gpu::Monitor> monitor_;
   alloc::LeaseLedger ledger_;
   // Some replica is starting, restarting, draining or stopping (set by PublishViews): the

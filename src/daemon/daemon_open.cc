@@ -58,6 +58,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Open(DaemonConfig config, Clock& clock,
 Status Daemon::OpenState() {
   const Seconds now = clock_.Now();
   GS_ASSIGN_OR_RETURN(backend_, gpu::MakeBackend(config_.gpu.backend));
+  if (backend_->Name() == "simulated") {  // leased GPUs show what emulated replicas report
+    gpu_load_ = std::make_shared<gpu::GpuLoadBoard>();
+    backend_ = std::make_unique<gpu::LoadedSimulatedBackend>(std::move(backend_), gpu_load_);
+  }
   gpu::MonitorOptions monitor_options;
   monitor_options.cache_ttl = config_.gpu.cache_ttl;
   monitor_options.sample_interval = config_.gpu.sample_interval;

@@ -435,7 +435,12 @@ StringResponse MetricsResponse(Impl& impl) {
     impl.engine.Advance(impl.Now());
     stats = impl.engine.stats();
   }
-  return TextResponse(200, RenderVllmMetrics(stats, impl.options.model_name),
+  std::optional<EmulatedGpu> gpu;
+  if (impl.options.gpu_memory_bytes > 0) {
+    gpu = EmulatedGpu{static_cast<double>(stats.running) / impl.engine.config().max_batch_size,
+                      impl.options.gpu_memory_bytes};
+  }
+  return TextResponse(200, RenderVllmMetrics(stats, impl.options.model_name, gpu),
                       "text/plain; version=0.0.4; charset=utf-8");
 }
 

@@ -67,6 +67,9 @@ struct EmulatorOptions {
   // the request's limit (max_tokens, else the context left after the prompt) is higher and
   // it does not set ignore_eos. 0: answers never end before the limit.
   int32_t output_tokens = kDefaultOutputTokens;
+  // Bytes each of the replica's GPUs holds (GpuMemoryBytes); > 0 adds the emulated-GPU
+  // gauges to /metrics (vllm_metrics.h), so a simulated GPU leased to it shows load.
+  int64_t gpu_memory_bytes = 0;
 };
 
 // Errors: InvalidArgument naming the flag (e.g. "--startup-seconds") for a bad option.

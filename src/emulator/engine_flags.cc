@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <string_view>
+
+#include "alloc/model_size.h"
 
 namespace gpuscale::emulator {
 namespace {
@@ -130,6 +133,18 @@ Result<std::vector<std::string>> ApplyExtraArgs(const std::vector<std::string>& 
     ignored.push_back(std::move(skipped));
   }
   return ignored;
+}
+
+int64_t GpuMemoryBytes(std::string_view model_name, const EngineFlags& flags,
+                       const EngineConfig& engine) {
+  const double params = alloc::ParamCountFromModelName(model_name).value_or(kDefaultEmulatedParams);
+  const bool quantized = !flags.quantization.empty() && flags.quantization != "none";
+  const double bytes_per_weight =
+      alloc::BytesPerParameter(quantized ? flags.quantization : flags.dtype).value_or(2.0);
+  const double total = params * bytes_per_weight +
+                       static_cast<double>(engine.kv_cache_tokens) * kKvBytesPerToken;
+  const int gpus = std::max(1, engine.tensor_parallel_size * engine.pipeline_parallel_size);
+  return static_cast<int64_t>(total / gpus);
 }
 
 }  // namespace gpuscale::emulator

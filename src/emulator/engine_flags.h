@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -61,5 +62,19 @@ Result<EngineConfig> ApplyEngineFlags(const EngineConfig& base, const EngineFlag
 // returned, e.g. {"--swap-space 4", "--enforce-eager"}, for a warning.
 Result<std::vector<std::string>> ApplyExtraArgs(const std::vector<std::string>& extras,
                                                 bool accept_unknown, EngineFlags& flags);
+
+// KV-cache bytes per token the footprint counts: an 8B Llama's in 16-bit (2 x 32 layers x 8
+// KV heads x 128 dims x 2 bytes). Rough for other models; it only sizes a simulated GPU's
+// memory reading.
+inline constexpr int64_t kKvBytesPerToken = 131072;
+// Parameters of a model whose name announces no size: the emulator's default model's.
+inline constexpr double kDefaultEmulatedParams = 8e9;
+
+// Bytes each of the replica's tp x pp GPUs holds: its share of the weights (the parameters
+// `model_name` announces, alloc::ParamCountFromModelName, at the bytes per weight of
+// --quantization, else --dtype) and of the KV cache (engine.kv_cache_tokens x
+// kKvBytesPerToken). REQUIRES: `engine` is the result of ApplyEngineFlags(..., flags).
+int64_t GpuMemoryBytes(std::string_view model_name, const EngineFlags& flags,
+                       const EngineConfig& engine);
 
 }  // namespace gpuscale::emulator

@@ -212,3 +212,45 @@ TEST(EngineFlagsTest, MaxModelLenRejectsLongRequestsLikeVllm) {
 
 }  // namespace
 }  // namespace gpuscale::emulator
+
+namespace gpuscale::emulator {
+namespace {
+
+struct FootprintCase {
+  std::string name;
+  std::string model;
+  EngineFlags flags;
+  double gib;  // per GPU
+};
+
+// Weights (the name's parameters x bytes per weight) + KV cache (tokens x 128 KiB), split
+// over tp x pp GPUs.
+TEST(EngineFlagsTest, GpuMemoryIsTheWeightsAndKvCacheShare) {
+  const double kv_gib = 65536.0 * kKvBytesPerToken / (1 << 30);  // 8 GiB at the defaults
+  EngineFlags tp2;
+  tp2.tensor_parallel_size = 2;
+  EngineFlags fp8;
+  fp8.quantization = "fp8";
+  EngineFlags fp32;
+  fp32.dtype = "float32";
+  const std::vector<FootprintCase> cases = {
+      {"size from the name", "meta-llama/Llama-3.1-70B-Instruct", {}, 140e9 / (1 << 30) + kv_gib},
+      {"no size: an 8B", "demo", {}, 16e9 / (1 << 30) + kv_gib},
+      {"fp8 halves the weights", "Qwen2.5-7B", fp8, 7e9 / (1 << 30) + kv_gib},
+      {"float32 doubles them", "Qwen2.5-7B", fp32, 28e9 / (1 << 30) + kv_gib},
+      // tp 2 doubles the KV cache (more room per GPU) and halves what each GPU holds.
+      {"tp 2", "Llama-3.1-70B", tp2, (140e9 / (1 << 30) + 2 * kv_gib) / 2},
+  };
+  for (const FootprintCase& c : cases) {
+    EngineConfig base;
+    base.kv_cache_tokens = 65536;
+    Result<EngineConfig> engine = ApplyEngineFlags(base, c.flags);
+    ASSERT_TRUE(engine.has_value()) << c.name << ": " << engine.error().ToString();
+    EXPECT_NEAR(static_cast<double>(GpuMemoryBytes(c.model, c.flags, *engine)) / (1 << 30), c.gib,
+                0.01)
+        << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace gpuscale::emulator

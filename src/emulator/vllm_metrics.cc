@@ -144,7 +144,8 @@ void AddRequestSuccess(metrics::ExpositionWriter& w, const EngineStats& stats,
 
 }  // namespace
 
-std::string RenderVllmMetrics(const EngineStats& stats, std::string_view model_name) {
+std::string RenderVllmMetrics(const EngineStats& stats, std::string_view model_name,
+                              const std::optional<EmulatedGpu>& gpu) {
   const std::vector<Label> labels =
       Sorted({{"model_name", std::string(model_name)}, {"engine", std::string(kEngine)}});
   metrics::ExpositionWriter w;
@@ -160,6 +161,14 @@ std::string RenderVllmMetrics(const EngineStats& stats, std::string_view model_n
   for (const Histogram& h : kHistograms) {
     w.BeginFamily(h.name, MetricType::kHistogram, h.help);
     AddHistogram(w, h.name, stats.*h.histogram, labels);
+  }
+  if (gpu) {
+    w.BeginFamily(metrics::emulated::kGpuUtilizationRatio, MetricType::kGauge,
+                  "Emulated GPU utilization: running sequences / max_num_seqs.");
+    w.AddValue(labels, gpu->utilization_ratio);
+    w.BeginFamily(metrics::emulated::kGpuMemoryUsedBytes, MetricType::kGauge,
+                  "Emulated bytes held on each of the replica's GPUs (weights + KV cache).");
+    w.AddValue(labels, static_cast<double>(gpu->memory_used_bytes));
   }
   return w.Take();
 }

@@ -154,5 +154,19 @@ TEST(VllmMetricsTest, HistogramsUseVllmBuckets) {
   EXPECT_NE(text.find("le=\"0.001\""), std::string::npos);
 }
 
+// The emulated-GPU gauges only when asked for: a real vLLM has none, and the emulator
+// without a footprint imitates it exactly.
+TEST(VllmMetricsTest, EmulatedGpuGaugesFollowWhenGiven) {
+  const std::string plain = RenderVllmMetrics(BusyEngineStats(), "llama");
+  EXPECT_EQ(plain.find("gpuscale_emulator"), std::string::npos);
+  Result<metrics::Exposition> parsed = metrics::ParsePrometheusText(
+      RenderVllmMetrics(BusyEngineStats(), "llama", EmulatedGpu{0.5, 1 << 30}));
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  EXPECT_EQ(*metrics::FindValue(*parsed, "gpuscale_emulator_gpu_utilization_ratio"), 0.5);
+  EXPECT_EQ(*metrics::FindValue(*parsed, "gpuscale_emulator_gpu_memory_used_bytes"), 1 << 30);
+  EXPECT_EQ(parsed->FindFamily("gpuscale_emulator_gpu_memory_used_bytes")->type,
+            MetricType::kGauge);
+}
+
 }  // namespace
 }  // namespace gpuscale::emulator

@@ -54,3 +54,16 @@ inline constexpr std::string_view kRequestPromptTokens = "vllm:request_prompt_to
 inline constexpr std::string_view kRequestGenerationTokens = "vllm:request_generation_tokens";
 
 }  // namespace gpuscale::metrics::vllm
+
+// What `gpuscale emulate` adds to vLLM's families so that a simulated GPU leased to an
+// emulated replica shows load (the daemon reads them; vLLM itself has no such gauges, a real
+// GPU reports its own). Labels as above.
+namespace gpuscale::metrics::emulated {
+
+// Batch occupancy, 0..1: running sequences / the most a step takes (max_num_seqs); what a
+// leased simulated GPU shows as utilization.
+inline constexpr std::string_view kGpuUtilizationRatio = "gpuscale_emulator_gpu_utilization_ratio";
+// Bytes one of the replica's GPUs holds: its share of the weights and of the KV cache.
+inline constexpr std::string_view kGpuMemoryUsedBytes = "gpuscale_emulator_gpu_memory_used_bytes";
+
+}  // namespace gpuscale::metrics::emulated

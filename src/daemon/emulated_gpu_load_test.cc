@@ -1,0 +1,46 @@
+#include "daemon/emulated_gpu_load.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace gpuscale::daemon {
+namespace {
+
+metrics::Exposition Parse(const std::string& text) {
+  Result<metrics::Exposition> parsed = metrics::ParsePrometheusText(text);
+  EXPECT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  return parsed.value_or(metrics::Exposition{});
+}
+
+constexpr char kEmulated[] =
+    "# TYPE gpuscale_emulator_gpu_utilization_ratio gauge\n"
+    "gpuscale_emulator_gpu_utilization_ratio{engine=\"0\",model_name=\"m\"} 0.25\n"
+    "# TYPE gpuscale_emulator_gpu_memory_used_bytes gauge\n"
+    "gpuscale_emulator_gpu_memory_used_bytes{engine=\"0\",model_name=\"m\"} 2147483648\n";
+
+TEST(EmulatedGpuLoadTest, PutsTheReplicasLoadOnEachOfItsGpus) {
+  gpu::GpuLoads loads;
+  AddEmulatedGpuLoad(Parse(kEmulated), {1, 3}, loads);
+  ASSERT_EQ(loads.size(), 2u);
+  EXPECT_EQ(loads[1], (gpu::GpuLoad{25, 2048}));
+  EXPECT_EQ(loads[3], (gpu::GpuLoad{25, 2048}));
+  // A second replica on GPU 3 (fractional sharing) adds to it.
+  AddEmulatedGpuLoad(Parse(kEmulated), {3}, loads);
+  EXPECT_EQ(loads[3], (gpu::GpuLoad{50, 4096}));
+}
+
+TEST(EmulatedGpuLoadTest, RealEnginesAndBadValuesAddNothing) {
+  gpu::GpuLoads loads;
+  AddEmulatedGpuLoad(Parse("vllm:num_requests_running{model_name=\"m\"} 3\n"), {0}, loads);
+  EXPECT_TRUE(loads.empty());
+  AddEmulatedGpuLoad(Parse("gpuscale_emulator_gpu_utilization_ratio -2\n"
+                           "gpuscale_emulator_gpu_memory_used_bytes NaN\n"),
+                     {0}, loads);
+  EXPECT_EQ(loads[0], (gpu::GpuLoad{0, 0}));
+  AddEmulatedGpuLoad(Parse("gpuscale_emulator_gpu_utilization_ratio 7\n"), {1}, loads);
+  EXPECT_EQ(loads[1], (gpu::GpuLoad{100, 0})) << "occupancy is at most 1";
+}
+
+}  // namespace
+}  // namespace gpuscale::daemon

@@ -1,0 +1,61 @@
+// Load on simulated GPUs: a simulated inventory is static, so GPUs leased to emulated
+// replicas would read 0 % and 0 MiB under any traffic. The daemon reads each emulated
+// replica's own gauges (metrics::emulated: batch occupancy, bytes per GPU) every tick and
+// posts them on a GpuLoadBoard; LoadedSimulatedBackend adds them to every snapshot, so the
+// monitor's history, the dashboard and experiments' gpu_monitoring show the load the
+// replicas carry. Real backends report real load and are never wrapped.
+//
+// Thread-safety: GpuLoadBoard is safe from any thread (the daemon's loop writes, the
+// monitor's sampler reads). LoadedSimulatedBackend, like every backend, has one caller at a
+// time. ApplyLoad is pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+#include "gpu/gpu_info.h"
+
+namespace gpuscale::gpu {
+
+// What the replicas on one GPU put on it.
+struct GpuLoad {
+  double utilization_percent = 0;  // summed over replicas, capped at 100 when applied
+  int64_t memory_used_mb = 0;      // MiB, on top of the inventory's own reading
+  friend bool operator==(const GpuLoad&, const GpuLoad&) = default;
+};
+
+using GpuLoads = std::map<int, GpuLoad>;  // by GPU index
+
+class GpuLoadBoard {
+ public:
+  // Replaces every load: a GPU absent from `loads` carries none (its replica is gone).
+  void Set(GpuLoads loads);
+  GpuLoads Get() const;
+
+ private:
+  mutable std::mutex mu_;
+  GpuLoads loads_;  // guarded by mu_
+};
+
+// A loaded GPU's utilization becomes the load's (at most 100), its used memory the
+// inventory's plus the load's (at most the total) and its free memory the rest. GPUs
+// without a load, and loads for indices the snapshot lacks, are left alone.
+void ApplyLoad(GpuSnapshot& snapshot, const GpuLoads& loads);
+
+// A simulated backend with the board's loads applied to each snapshot.
+class LoadedSimulatedBackend final : public GpuBackend {
+ public:
+  LoadedSimulatedBackend(std::unique_ptr<GpuBackend> simulated,
+                         std::shared_ptr<const GpuLoadBoard> board);
+  std::string_view Name() const override { return simulated_->Name(); }
+  Result<GpuSnapshot> Query(Seconds now) override;
+
+ private:
+  std::unique_ptr<GpuBackend> simulated_;
+  std::shared_ptr<const GpuLoadBoard> board_;
+};
+
+}  // namespace gpuscale::gpu
