@@ -18,6 +18,9 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "gpu/monitor.h"
+#include "gpu/simulated_backend.h"
+#include "gpu/simulated_load.h"
 
 namespace gpuscale::experiments {
 namespace {
@@ -128,6 +131,33 @@ TEST_F(ExperimentRunnerTest, RunsTheBenchmarkAndStopsTheServer) {
   std::string header;
   std::getline(log, header);
   EXPECT_NE(header.find("CUDA_VISIBLE_DEVICES=1,3"), std::string::npos) << header;
+}
+
+// On simulated GPUs the experiment's GPUs carry the emulated server's load while it is
+// benchmarked (issue 22: gpu_monitoring was flat zeros): the runner posts the server's
+// gauges on the board the simulated backend applies, and clears them when the run ends.
+TEST_F(ExperimentRunnerTest, SimulatedGpusShowTheServersLoadInGpuMonitoring) {
+  auto board = std::make_shared<gpu::GpuLoadBoard>();
+  gpu::LoadedSimulatedBackend backend(std::make_unique<gpu::SimulatedBackend>(), board);
+  gpu::MonitorOptions monitor_options;
+  monitor_options.cache_ttl = Seconds{0};
+  monitor_options.sample_interval = Seconds{0.1};
+  gpu::Monitor monitor(backend, SystemClock::Instance(), monitor_options);
+  monitor.Start();
+  history_ = [&monitor](Seconds) { return monitor.History(); };
+  RunnerOptions options;
+  options.gpu_load = board;
+  options.load_interval = Seconds{0.1};
+  RunOutcome outcome = Run(Launch(EmulatorArgv(), /*bench_seconds=*/1.5), options);
+  monitor.Stop();
+  ASSERT_EQ(outcome.status, task::ExperimentStatus::kSucceeded) << outcome.message;
+  ASSERT_TRUE(outcome.gpu_monitoring.has_value());
+  for (int index : {1, 3}) {
+    const gpu::GpuStats& stats = outcome.gpu_monitoring->at(index);
+    EXPECT_GT(stats.memory_used_mb.max, 20000) << "an 8B model and its KV cache on GPU " << index;
+    EXPECT_GT(stats.utilization_percent.max, 0) << "4 clients in a batch of 64 on GPU " << index;
+  }
+  EXPECT_TRUE(board->Get().empty()) << "the run's load leaves with its server";
 }
 
 TEST_F(ExperimentRunnerTest, ServerSeesTheLeasedGpusAndTheTaskEnvironment) {

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "daemon/daemon_internal.h"
-#include "daemon/emulated_gpu_load.h"
+#include "experiments/emulated_gpu_load.h"
 #include "daemon/replica_rows.h"
 #include "orch/parallel.h"
 
@@ -287,10 +287,10 @@ void Daemon::PostGpuLoad(const Observed& observed) {
   for (const auto& [name, range] : observed.ranges) {
     for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
       const Result<metrics::Exposition>& scrape = observed.scrapes[i].result;
-      if (scrape) AddEmulatedGpuLoad(*scrape, range.replicas[i - range.scrape_begin].gpus, loads);
+      if (scrape) experiments::AddEmulatedGpuLoad(*scrape, range.replicas[i - range.scrape_begin].gpus, loads);
     }
   }
-  gpu_load_->Set(std::move(loads));
+  gpu_load_->Set("services", std::move(loads));
 }
 
 // Events of one service tick: a changed desired count, failed actions, and metric errors

@@ -19,6 +19,7 @@ Status Daemon::OpenTasks() {
   options.weights = ScoreWeights();
   options.runner.probe_interval = options_.probe_interval;
   options.runner.stop_grace = config_.tasks.stop_grace.value_or(options_.stop_grace);
+  options.runner.gpu_load = gpu_load_;
   options.publish = [this](std::vector<store::EventRow> events) {
     PublishEvents(std::move(events));
   };

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,8 @@
 #include <system_error>
 #include <thread>
 
+#include "experiments/emulated_gpu_load.h"
+#include "metrics/scraper.h"
 #include "orch/http_probe.h"
 #include "orch/process_util.h"
 #include "task/grid.h"
@@ -228,14 +231,40 @@ std::optional<std::string> ExperimentRunner::WaitReady(Attempt& attempt) const {
   }
 }
 
+void ExperimentRunner::PostGpuLoad(const Attempt& attempt, const std::atomic<bool>& done) const {
+  const std::string source = fmt::format("experiment-{}", attempt.launch.experiment_id);
+  const std::string url = fmt::format("http://127.0.0.1:{}/metrics", attempt.outcome.port);
+  const std::vector<int> gpus = attempt.launch.gpus.Indices();
+  metrics::ScrapeOptions scrape;
+  scrape.timeout = std::min(options_.load_interval, Seconds{2});
+  while (!done) {
+    gpu::GpuLoads loads;
+    if (Result<metrics::Exposition> text = metrics::ScrapeMetrics(url, scrape)) {
+      AddEmulatedGpuLoad(*text, gpus, loads);
+    }
+    options_.gpu_load->Set(source, std::move(loads));
+    // Short naps so the end of the benchmark is not held up by a whole interval.
+    for (auto slept = Seconds{0}; slept < options_.load_interval && !done;
+         slept += Seconds{0.05}) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  options_.gpu_load->Clear(source);
+}
+
 // Runs the benchmark and folds the GPU history of its window; leaves a failure reason in
 // outcome.message (the caller decides whether cancel or a crash takes precedence).
 void ExperimentRunner::RunBenchmark(Attempt& attempt) const {
   RunOutcome& outcome = attempt.outcome;
+  std::atomic<bool> done{false};
+  std::thread load;
+  if (options_.gpu_load) load = std::thread([&] { PostGpuLoad(attempt, done); });
   outcome.bench_started = clock_.Now();
   Result<loadgen::BenchReport> report =
       loadgen::RunBench(BenchOptionsOf(attempt.launch.task.bench, outcome.port, attempt.cancel));
   outcome.bench_finished = clock_.Now();
+  done = true;
+  if (load.joinable()) load.join();
   if (!report) {
     outcome.message = "benchmark could not start: " + report.error().ToString();
   } else {

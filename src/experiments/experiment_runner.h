@@ -30,6 +30,7 @@
 #include "core/result.h"
 #include "gpu/gpu_stats.h"
 #include "gpu/monitor.h"
+#include "gpu/simulated_load.h"
 #include "loadgen/bench_runner.h"
 #include "task/task_types.h"
 
@@ -42,6 +43,11 @@ struct RunnerOptions {
   size_t log_tail_lines = 20;   // lines of the server log quoted in failure messages
   int port_range_start = 0;     // 0 = a port the kernel picks
   int port_range_end = 0;
+  // Simulated GPUs only (null otherwise): while benchmarking, the server's emulated-GPU
+  // gauges are read every load_interval and posted here (as "experiment-<id>"), so the
+  // experiment's gpu_monitoring shows the load it ran (emulated_gpu_load.h).
+  std::shared_ptr<gpu::GpuLoadBoard> gpu_load;
+  Seconds load_interval{1};
 };
 
 // GPU sampler history taken at or after `since` (the daemon passes its gpu::Monitor's).
@@ -98,6 +104,8 @@ class ExperimentRunner {
   // nullopt once ready; else why not ("cancelled", exit or timeout with the log tail).
   std::optional<std::string> WaitReady(Attempt& attempt) const;
   void RunBenchmark(Attempt& attempt) const;
+  // Posts the server's emulated-GPU load until `done` (RunBenchmark's helper thread).
+  void PostGpuLoad(const Attempt& attempt, const std::atomic<bool>& done) const;
 
   Clock& clock_;
   HistoryReader history_;

@@ -5,14 +5,26 @@
 
 namespace gpuscale::gpu {
 
-void GpuLoadBoard::Set(GpuLoads loads) {
+void GpuLoadBoard::Set(const std::string& source, GpuLoads loads) {
   std::lock_guard lock(mu_);
-  loads_ = std::move(loads);
+  by_source_[source] = std::move(loads);
+}
+
+void GpuLoadBoard::Clear(const std::string& source) {
+  std::lock_guard lock(mu_);
+  by_source_.erase(source);
 }
 
 GpuLoads GpuLoadBoard::Get() const {
   std::lock_guard lock(mu_);
-  return loads_;
+  GpuLoads total;
+  for (const auto& [source, loads] : by_source_) {
+    for (const auto& [index, load] : loads) {
+      total[index].utilization_percent += load.utilization_percent;
+      total[index].memory_used_mb += load.memory_used_mb;
+    }
+  }
+  return total;
 }
 
 void ApplyLoad(GpuSnapshot& snapshot, const GpuLoads& loads) {

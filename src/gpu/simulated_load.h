@@ -1,7 +1,7 @@
 // Load on simulated GPUs: a simulated inventory is static, so GPUs leased to emulated
 // replicas would read 0 % and 0 MiB under any traffic. The daemon reads each emulated
-// replica's own gauges (metrics::emulated: batch occupancy, bytes per GPU) every tick and
-// posts them on a GpuLoadBoard; LoadedSimulatedBackend adds them to every snapshot, so the
+// replica's own gauges (metrics::emulated: batch occupancy, bytes per GPU) every tick, and
+// the experiment runner its server's while it benchmarks, and posts them on a GpuLoadBoard; LoadedSimulatedBackend adds them to every snapshot, so the
 // monitor's history, the dashboard and experiments' gpu_monitoring show the load the
 // replicas carry. Real backends report real load and are never wrapped.
 //
@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 
 #include "gpu/gpu_info.h"
@@ -29,15 +30,21 @@ struct GpuLoad {
 
 using GpuLoads = std::map<int, GpuLoad>;  // by GPU index
 
+// Loads by source: the daemon's services post under one name every tick, each running
+// experiment under its own while it benchmarks; a reading sums them.
 class GpuLoadBoard {
  public:
-  // Replaces every load: a GPU absent from `loads` carries none (its replica is gone).
-  void Set(GpuLoads loads);
+  // Replaces `source`'s loads: a GPU absent from `loads` carries none of it (its replica is
+  // gone).
+  void Set(const std::string& source, GpuLoads loads);
+  // Drops `source` (its server stopped).
+  void Clear(const std::string& source);
+  // Every source's loads added up per GPU.
   GpuLoads Get() const;
 
  private:
   mutable std::mutex mu_;
-  GpuLoads loads_;  // guarded by mu_
+  std::map<std::string, GpuLoads> by_source_;  // guarded by mu_
 };
 
 // A loaded GPU's utilization becomes the load's (at most 100), its used memory the

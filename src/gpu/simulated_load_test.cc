@@ -64,17 +64,28 @@ TEST(SimulatedLoadTest, BackendShowsTheBoardsCurrentLoads) {
   auto board = std::make_shared<GpuLoadBoard>();
   LoadedSimulatedBackend backend(std::make_unique<SimulatedBackend>(), board);
   EXPECT_EQ(backend.Name(), "simulated");
-  board->Set({{2, {40, 2048}}});
+  board->Set("services", {{2, {40, 2048}}});
   Result<GpuSnapshot> loaded = backend.Query(Seconds{1});
   ASSERT_TRUE(loaded.has_value()) << loaded.error().ToString();
   EXPECT_EQ(loaded->gpus[2].utilization_percent, 40);
   EXPECT_EQ(loaded->gpus[2].memory_used_mb, 2048);
   EXPECT_EQ(loaded->gpus[0].memory_used_mb, 0);
-  board->Set({});
+  board->Set("services", {});
   Result<GpuSnapshot> idle = backend.Query(Seconds{2});
   ASSERT_TRUE(idle.has_value());
   EXPECT_EQ(idle->gpus[2].memory_used_mb, 0);
   EXPECT_EQ(idle->gpus[2].utilization_percent, 0);
+}
+
+TEST(SimulatedLoadTest, BoardSumsItsSourcesUntilOneIsCleared) {
+  GpuLoadBoard board;
+  board.Set("services", {{0, {30, 1000}}, {1, {10, 100}}});
+  board.Set("experiment-7", {{1, {20, 200}}});
+  EXPECT_EQ(board.Get(), (GpuLoads{{0, {30, 1000}}, {1, {30, 300}}}));
+  board.Clear("experiment-7");
+  EXPECT_EQ(board.Get(), (GpuLoads{{0, {30, 1000}}, {1, {10, 100}}}));
+  board.Set("services", {});
+  EXPECT_TRUE(board.Get().empty());
 }
 
 }  // namespace

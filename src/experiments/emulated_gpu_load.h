@@ -9,7 +9,7 @@
 #include "gpu/simulated_load.h"
 #include "metrics/prometheus_text_parser.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::experiments {
 
 // Adds one replica's load to each of its `gpus`: utilization (occupancy x 100) and memory
 // (bytes per GPU, in MiB), summed when several replicas share a GPU. A scrape without the
@@ -18,4 +18,4 @@ namespace gpuscale::daemon {
 void AddEmulatedGpuLoad(const metrics::Exposition& scrape, const std::vector<int>& gpus,
                         gpu::GpuLoads& loads);
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::experiments

@@ -1,4 +1,4 @@
-#include "daemon/emulated_gpu_load.h"
+#include "experiments/emulated_gpu_load.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "metrics/metric_lookup.h"
 #include "metrics/vllm_metric_names.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::experiments {
 namespace {
 
 // The gauge summed over the scrape's series (one per engine), or nullopt when absent.
@@ -32,4 +32,4 @@ void AddEmulatedGpuLoad(const metrics::Exposition& scrape, const std::vector<int
   }
 }
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::experiments

@@ -1,10 +1,10 @@
-#include "daemon/emulated_gpu_load.h"
+#include "experiments/emulated_gpu_load.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace gpuscale::daemon {
+namespace gpuscale::experiments {
 namespace {
 
 metrics::Exposition Parse(const std::string& text) {
@@ -43,4 +43,4 @@ TEST(EmulatedGpuLoadTest, RealEnginesAndBadValuesAddNothing) {
 }
 
 }  // namespace
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::experiments
