@@ -275,7 +275,7 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
   options.prometheus_url = config_.prometheus.url;
   options.query_timeout = config_.prometheus.timeout;
   options.max_threads = options_.collector_threads;
-  daemon::Collect(observed.scrapes, observed.queries, options);
+  daemon::Collect(observed.scrapes, observed.queries, options, *scrape_pool_);
   return observed;
 }
 

@@ -62,6 +62,7 @@
 #include "gateway/gateway_state.h"
 #include "gpu/monitor.h"
 #include "gpu/simulated_load.h"
+#include "metrics/scraper.h"
 #include "orch/local_process_orchestrator.h"
 #include "store/store.h"
 
@@ -253,6 +254,8 @@ class Daemon final : public DaemonApi {
   // The simulated backend's load board (emulated replicas' gauges, posted every tick); null
   // on real GPUs.
   std::shared_ptr<gpu::GpuLoadBoard> gpu_load_;
+  // Every tick's replica scrapes, over connections kept from one tick to the next.
+  std::unique_ptr<metrics::ScrapePool> scrape_pool_ = std::make_unique<metrics::ScrapePool>();
   std::unique_ptr<gpu::Monitor> monitor_;
   alloc::LeaseLedger ledger_;
   // Some replica is starting, restarting, draining or stopping (set by PublishViews): the

@@ -25,26 +25,33 @@ void RunParallel(size_t count, size_t max_threads, const std::function<void(size
 }
 
 void Collect(std::vector<ScrapeJob>& scrapes, std::vector<QueryJob>& queries,
-             const CollectorOptions& options) {
-  metrics::ScrapeOptions scrape;
-  scrape.timeout = options.scrape_timeout;
+             const CollectorOptions& options, metrics::ScrapePool& pool) {
   metrics::PrometheusQueryOptions query;
   query.timeout = options.query_timeout;
-  RunParallel(scrapes.size() + queries.size(), options.max_threads, [&](size_t i) {
-    if (i < scrapes.size()) {
-      scrapes[i].result = metrics::ScrapeMetrics(scrapes[i].url, scrape);
-      return;
-    }
-    QueryJob& q = queries[i - scrapes.size()];
-    if (options.prometheus_url.empty()) {
-      q.result = FailedPrecondition(
-          "the policy reads this metric from Prometheus, but the daemon config sets no "
-          "prometheus.url",
-          "prometheus.url");
-      return;
-    }
-    q.result = metrics::QueryPrometheus(options.prometheus_url, q.promql, query);
-  });
+  auto run_queries = [&] {
+    RunParallel(queries.size(), options.max_threads, [&](size_t i) {
+      QueryJob& q = queries[i];
+      if (options.prometheus_url.empty()) {
+        q.result = FailedPrecondition(
+            "the policy reads this metric from Prometheus, but the daemon config sets no "
+            "prometheus.url",
+            "prometheus.url");
+        return;
+      }
+      q.result = metrics::QueryPrometheus(options.prometheus_url, q.promql, query);
+    });
+  };
+  // The queries beside the scrapes, not after them: a tick waits for the slower of the two.
+  std::thread querying;
+  if (!queries.empty()) querying = std::thread(run_queries);
+  std::vector<std::string> urls;
+  urls.reserve(scrapes.size());
+  for (const ScrapeJob& job : scrapes) urls.push_back(job.url);
+  metrics::ScrapeOptions scrape;
+  scrape.timeout = options.scrape_timeout;
+  std::vector<Result<metrics::Exposition>> results = pool.ScrapeAll(urls, scrape);
+  for (size_t i = 0; i < scrapes.size(); ++i) scrapes[i].result = std::move(results[i]);
+  if (querying.joinable()) querying.join();
 }
 
 }  // namespace gpuscale::daemon

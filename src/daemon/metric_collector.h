@@ -1,10 +1,11 @@
-// MetricCollector: the daemon's metric I/O for one control tick -- every replica scrape
-// (metrics::ScrapeMetrics) and every PromQL query (metrics::QueryPrometheus) of all services,
-// run in parallel on a bounded number of short-lived threads, so one tick costs about one
-// timeout however many replicas hang. Results are written into the job structs.
+// MetricCollector: the daemon's metric I/O for one control tick -- every replica scrape and
+// every PromQL query (metrics::QueryPrometheus) of all services, so one tick costs about one
+// timeout however many replicas hang. Scrapes run asynchronously on the calling thread over
+// the caller's kept-alive connections (metrics::ScrapePool); the few queries run meanwhile on
+// a bounded number of short-lived threads. Results are written into the job structs.
 //
-// Ownership: none (jobs are the caller's). Thread-safety: Collect may be called from any
-// thread; it blocks until every job has finished (each is bounded by its timeout).
+// Ownership: none (jobs and pool are the caller's). Thread-safety: Collect blocks until every
+// job has finished (each is bounded by its timeout); one caller per pool at a time.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "metrics/prometheus_text_parser.h"
+#include "metrics/scraper.h"
 
 namespace gpuscale::daemon {
 
@@ -32,13 +34,13 @@ struct CollectorOptions {
   Seconds scrape_timeout{2};   // per scrape (connect + read); default 2 s
   std::string prometheus_url;  // "" = no server: every query fails with a message saying so
   Seconds query_timeout{5};    // per PromQL query; default 5 s
-  size_t max_threads = 16;     // concurrent requests at most; default 16
+  size_t max_threads = 16;     // concurrent queries at most; default 16
 };
 
 // Runs every job. Errors land in each job's result: the scraper's/client's errors, or
 // kFailedPrecondition "no prometheus.url configured" for queries without a server.
 void Collect(std::vector<ScrapeJob>& scrapes, std::vector<QueryJob>& queries,
-             const CollectorOptions& options);
+             const CollectorOptions& options, metrics::ScrapePool& pool);
 
 // Calls job(i) for i in [0, count) on at most max_threads threads (the caller's included).
 void RunParallel(size_t count, size_t max_threads, const std::function<void(size_t)>& job);

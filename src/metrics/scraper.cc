@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "net/http_client.h"
+#include "net/http_get_pool.h"
 
 namespace gpuscale::metrics {
 namespace {
@@ -42,9 +43,9 @@ Result<ScrapeUrl> ParseScrapeUrl(std::string_view url) {
   return out;
 }
 
-// Over 40 lines only because each transport outcome maps to its own message.
-Result<Exposition> ScrapeMetrics(std::string_view url, const ScrapeOptions& options) {
-  GS_ASSIGN_OR_RETURN(ScrapeUrl target, ParseScrapeUrl(url));
+namespace {
+
+net::HttpGetRequest ScrapeRequest(const ScrapeUrl& target, const ScrapeOptions& options) {
   net::HttpGetRequest request;
   request.host = target.host;
   request.port = target.port;
@@ -52,7 +53,12 @@ Result<Exposition> ScrapeMetrics(std::string_view url, const ScrapeOptions& opti
   request.headers = {{"Accept", "text/plain;version=0.0.4"}};
   request.timeout = options.timeout;  // the whole exchange, however slowly the replica sends
   request.max_body_bytes = options.max_body_bytes;
-  Result<net::HttpGetResponse> response = net::HttpGet(request);
+  return request;
+}
+
+// What a GET of `url` amounts to: the parsed body, or an error naming the URL.
+Result<Exposition> ScrapeOutcome(std::string_view url, Result<net::HttpGetResponse> response,
+                                 const ScrapeOptions& options) {
   if (!response) {
     if (response.error().code == ErrorCode::kResourceExhausted) {
       return ResourceExhausted(
@@ -64,8 +70,7 @@ Result<Exposition> ScrapeMetrics(std::string_view url, const ScrapeOptions& opti
     return Unavailable(
         fmt::format("scrape of {} returned HTTP {} (expected 200)", url, response->status));
   }
-  const std::string& body = response->body;
-  Result<Exposition> parsed = ParsePrometheusText(body, options.parse);
+  Result<Exposition> parsed = ParsePrometheusText(response->body, options.parse);
   if (!parsed) {
     Error error = std::move(parsed).error();
     error.message = fmt::format("{} (in the body of {})", error.message, url);
@@ -73,5 +78,44 @@ Result<Exposition> ScrapeMetrics(std::string_view url, const ScrapeOptions& opti
   }
   return parsed;
 }
+
+}  // namespace
+
+Result<Exposition> ScrapeMetrics(std::string_view url, const ScrapeOptions& options) {
+  GS_ASSIGN_OR_RETURN(ScrapeUrl target, ParseScrapeUrl(url));
+  return ScrapeOutcome(url, net::HttpGet(ScrapeRequest(target, options)), options);
+}
+
+ScrapePool::ScrapePool(size_t max_in_flight) {
+  net::HttpGetPoolOptions options;
+  options.max_in_flight = max_in_flight;
+  pool_ = std::make_unique<net::HttpGetPool>(options);
+}
+
+ScrapePool::~ScrapePool() = default;
+
+std::vector<Result<Exposition>> ScrapePool::ScrapeAll(const std::vector<std::string>& urls,
+                                                      const ScrapeOptions& options) {
+  std::vector<Result<Exposition>> results(urls.size(), Unavailable("not scraped"));
+  std::vector<net::HttpGetRequest> requests;
+  std::vector<size_t> positions;  // of each request in `urls`
+  for (size_t i = 0; i < urls.size(); ++i) {
+    Result<ScrapeUrl> target = ParseScrapeUrl(urls[i]);
+    if (!target) {
+      results[i] = Unexpected<Error>(target.error());
+      continue;
+    }
+    requests.push_back(ScrapeRequest(*target, options));
+    positions.push_back(i);
+  }
+  std::vector<Result<net::HttpGetResponse>> responses = pool_->GetAll(requests);
+  for (size_t r = 0; r < responses.size(); ++r) {
+    const size_t i = positions[r];
+    results[i] = ScrapeOutcome(urls[i], std::move(responses[r]), options);
+  }
+  return results;
+}
+
+int64_t ScrapePool::connections_opened() const { return pool_->connections_opened(); }
 
 }  // namespace gpuscale::metrics

@@ -3,18 +3,25 @@
 // adapter that does I/O; the parser and the windows stay pure. cpp-httplib stays out of this
 // header (linked PRIVATE), so domain code that includes it cannot reach the HTTP library.
 //
-// Thread-safety: stateless; each call opens its own connection, so calls may run concurrently
-// (the daemon scrapes replicas in parallel). Each call blocks for at most about
-// `options.timeout` (see ScrapeOptions).
+// ScrapeMetrics is stateless: each call opens its own connection, so calls may run
+// concurrently, and blocks for at most about `options.timeout` (see ScrapeOptions).
+// ScrapePool scrapes many URLs at once on the calling thread over kept-alive connections (what
+// the daemon does every tick); one caller at a time.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/result.h"
 #include "metrics/prometheus_text_parser.h"
+
+namespace gpuscale::net {
+class HttpGetPool;
+}
 
 namespace gpuscale::metrics {
 
@@ -44,5 +51,27 @@ Result<ScrapeUrl> ParseScrapeUrl(std::string_view url);
 // reached, times out, or answers with a status other than 200 (the message names the URL and
 // the cause); ResourceExhausted when the body exceeds options.max_body_bytes.
 Result<Exposition> ScrapeMetrics(std::string_view url, const ScrapeOptions& options = {});
+
+// Many scrapes at once, with ScrapeMetrics' contract for each: asynchronous on one thread
+// (at most max_in_flight in progress), over connections kept alive from one call to the next
+// (net/http_get_pool.h), so a fleet's replicas cost neither a thread nor a connect each per
+// tick.
+class ScrapePool {
+ public:
+  explicit ScrapePool(size_t max_in_flight = 256);
+  ~ScrapePool();
+  ScrapePool(const ScrapePool&) = delete;
+  ScrapePool& operator=(const ScrapePool&) = delete;
+
+  // One result per URL, in order. Blocks until every scrape ended (each within its timeout).
+  std::vector<Result<Exposition>> ScrapeAll(const std::vector<std::string>& urls,
+                                            const ScrapeOptions& options = {});
+
+  // Connections opened so far (a steady fleet opens about one per replica, once).
+  int64_t connections_opened() const;
+
+ private:
+  std::unique_ptr<net::HttpGetPool> pool_;
+};
 
 }  // namespace gpuscale::metrics

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "metrics/metric_lookup.h"
 #include "testing/loopback_server.h"
@@ -42,6 +43,32 @@ TEST(ScraperTest, FetchesAndParsesExposition) {
   Result<Exposition> scraped = ScrapeMetrics(server.Url("/metrics"));
   ASSERT_TRUE(scraped) << scraped.error().ToString();
   EXPECT_EQ(*FindValue(*scraped, "vllm:num_requests_waiting"), 4);
+}
+
+// The pool gives each URL ScrapeMetrics' outcome, in order, and keeps its connections: a
+// second tick over the same replica opens none.
+TEST(ScraperTest, PoolScrapesEveryUrlInOrderOverKeptConnections) {
+  LocalServer server;
+  ScrapePool pool;
+  const std::vector<std::string> urls = {server.Url("/metrics"), "ftp://nope", server.Url("/nope"),
+                                         server.Url("/broken"), server.Url("/metrics")};
+  for (int tick = 0; tick < 2; ++tick) {
+    std::vector<Result<Exposition>> results = pool.ScrapeAll(urls);
+    ASSERT_EQ(results.size(), urls.size());
+    ASSERT_TRUE(results[0]) << results[0].error().ToString();
+    EXPECT_EQ(*FindValue(*results[0], "vllm:num_requests_waiting"), 4);
+    ASSERT_FALSE(results[1]);
+    EXPECT_EQ(results[1].error().code, ErrorCode::kInvalidArgument);
+    ASSERT_FALSE(results[2]);
+    EXPECT_THAT(results[2].error().message, HasSubstr("returned HTTP 404"));
+    ASSERT_TRUE(results[3]);
+    EXPECT_EQ(results[3]->skipped_lines, 1);
+    ASSERT_TRUE(results[4]);
+  }
+  const int64_t opened = pool.connections_opened();
+  EXPECT_LE(opened, 4) << "at most one connection per scrape of the first tick";
+  (void)pool.ScrapeAll(urls);
+  EXPECT_EQ(pool.connections_opened(), opened) << "the third tick reuses them all";
 }
 
 TEST(ScraperTest, SkipsBadLinesByDefaultAndFailsWhenStrict) {

@@ -2,7 +2,7 @@
 // connect, send, and reading the status, headers and body together. What the daemon's
 // scrapes need: a replica that trickles its answer a byte at a time used to hold a scrape
 // thread (and so the control tick) for as long as it kept trickling, because cpp-httplib's
-// timeouts apply per read. Runs on its own io_context in the calling thread.
+// timeouts apply per read. A one-request HttpGetPool (http_get_pool.h) in the calling thread.
 //
 // Thread-safety: stateless; calls may run concurrently.
 #pragma once

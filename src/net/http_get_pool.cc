@@ -1,0 +1,177 @@
+#include "net/http_get_pool.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace gpuscale::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+using asio::awaitable;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+std::string Cause(const boost::system::error_code& ec, std::string_view stage, Seconds timeout) {
+  if (ec == beast::error::timeout) {
+    return fmt::format("timed out after {} s while {}", timeout.count(), stage);
+  }
+  if (ec == asio::error::connection_refused) return "connection refused";
+  return fmt::format("{} failed: {}", stage, ec.message());
+}
+
+// A reused connection the server had closed fails this way before any byte of the answer.
+bool ClosedWhileIdle(const boost::system::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == asio::error::eof;
+}
+
+struct IdleConnection {
+  std::unique_ptr<beast::tcp_stream> stream;
+  SteadyClock::time_point since;
+};
+
+}  // namespace
+
+struct HttpGetPool::Impl {
+  explicit Impl(HttpGetPoolOptions o) : options(o) {}
+
+  // An idle connection to `key` young enough to reuse, or null; stale ones are closed.
+  std::unique_ptr<beast::tcp_stream> TakeIdle(const std::string& key) {
+    std::lock_guard lock(mu);
+    auto it = idle.find(key);
+    if (it == idle.end()) return nullptr;
+    const auto oldest = SteadyClock::now() - std::chrono::duration_cast<SteadyClock::duration>(
+                                                 options.idle_timeout);
+    while (!it->second.empty()) {
+      IdleConnection c = std::move(it->second.back());
+      it->second.pop_back();
+      if (c.since >= oldest) return std::move(c.stream);
+    }
+    return nullptr;
+  }
+
+  void PutIdle(const std::string& key, std::unique_ptr<beast::tcp_stream> stream) {
+    std::lock_guard lock(mu);
+    std::deque<IdleConnection>& list = idle[key];
+    if (list.size() >= options.max_idle_per_host) list.pop_front();
+    stream->expires_never();
+    list.push_back({std::move(stream), SteadyClock::now()});
+  }
+
+  const HttpGetPoolOptions options;
+  asio::io_context ioc;
+  mutable std::mutex mu;  // idle: written on GetAll's thread, counted from any
+  std::map<std::string, std::deque<IdleConnection>> idle;
+};
+
+namespace {
+
+// One GET, on a kept connection when one is idle (retried once on a fresh connection when
+// the server had closed it), else on a new one. One deadline covers the exchange.
+awaitable<Result<HttpGetResponse>> GetOne(HttpGetPool::Impl& impl, const HttpGetRequest& request,
+                                         std::atomic<int64_t>& opened,
+                                         std::atomic<int64_t>& reused) {
+  const std::string key = fmt::format("{}:{}", request.host, request.port);
+  const auto deadline = std::chrono::duration_cast<SteadyClock::duration>(request.timeout);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::unique_ptr<beast::tcp_stream> stream =
+        impl.options.keep_alive && attempt == 0 ? impl.TakeIdle(key) : nullptr;
+    const bool kept = stream != nullptr;
+    if (!kept) {
+      tcp::resolver resolver(impl.ioc);
+      const std::string port = std::to_string(request.port);
+      auto [rec, endpoints] = co_await resolver.async_resolve(request.host, port, kTuple);
+      if (rec) {
+        co_return Unavailable(fmt::format("cannot resolve '{}': {}", request.host, rec.message()));
+      }
+      stream = std::make_unique<beast::tcp_stream>(impl.ioc);
+      stream->expires_after(deadline);
+      auto [cec, endpoint] = co_await stream->async_connect(endpoints, kTuple);
+      if (cec) co_return Unavailable(Cause(cec, "connecting", request.timeout));
+      ++opened;
+    } else {
+      stream->expires_after(deadline);
+    }
+    http::request<http::empty_body> req{http::verb::get, request.target, 11};
+    req.set(http::field::host, key);
+    req.keep_alive(impl.options.keep_alive);
+    for (const auto& [name, value] : request.headers) req.set(name, value);
+    auto [wec, written] = co_await http::async_write(*stream, req, kTuple);
+    if (wec && kept && ClosedWhileIdle(wec)) continue;
+    if (wec) co_return Unavailable(Cause(wec, "sending the request", request.timeout));
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.header_limit(64 * 1024);
+    parser.body_limit(request.max_body_bytes);
+    auto [ec, read] = co_await http::async_read(*stream, buffer, parser, kTuple);
+    if (ec == http::error::body_limit) {
+      co_return ResourceExhausted(
+          fmt::format("the response is over {} bytes", request.max_body_bytes));
+    }
+    if (ec && kept && !parser.got_some() && ClosedWhileIdle(ec)) continue;
+    if (ec) co_return Unavailable(Cause(ec, "reading the response", request.timeout));
+    HttpGetResponse response;
+    response.status = parser.get().result_int();
+    const bool keep = impl.options.keep_alive && parser.get().keep_alive() && buffer.size() == 0;
+    response.body = std::move(parser.get().body());
+    if (kept) ++reused;
+    if (keep) impl.PutIdle(key, std::move(stream));
+    co_return response;
+  }
+  co_return Unavailable("the connection closed twice before an answer");
+}
+
+// Takes the next request until none is left.
+awaitable<void> Worker(HttpGetPool::Impl& impl, const std::vector<HttpGetRequest>& requests,
+                       std::vector<Result<HttpGetResponse>>& results, size_t& next,
+                       std::atomic<int64_t>& opened, std::atomic<int64_t>& reused) {
+  while (next < requests.size()) {
+    const size_t i = next++;
+    const HttpGetRequest& request = requests[i];
+    Result<HttpGetResponse> result = co_await GetOne(impl, request, opened, reused);
+    results[i] = std::move(result);
+  }
+}
+
+}  // namespace
+
+HttpGetPool::HttpGetPool(HttpGetPoolOptions options)
+    : impl_(std::make_unique<Impl>(options)) {}
+
+HttpGetPool::~HttpGetPool() = default;
+
+std::vector<Result<HttpGetResponse>> HttpGetPool::GetAll(
+    const std::vector<HttpGetRequest>& requests) {
+  std::vector<Result<HttpGetResponse>> results(requests.size(), Unavailable("not requested"));
+  size_t next = 0;
+  const size_t workers = std::min(std::max<size_t>(impl_->options.max_in_flight, 1),
+                                  requests.size());
+  impl_->ioc.restart();
+  for (size_t w = 0; w < workers; ++w) {
+    asio::co_spawn(impl_->ioc, Worker(*impl_, requests, results, next, opened_, reused_),
+                   asio::detached);
+  }
+  impl_->ioc.run();
+  return results;
+}
+
+size_t HttpGetPool::idle_connections() const {
+  std::lock_guard lock(impl_->mu);
+  size_t n = 0;
+  for (const auto& [key, list] : impl_->idle) n += list.size();
+  return n;
+}
+
+}  // namespace gpuscale::net
