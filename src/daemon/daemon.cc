@@ -203,12 +203,15 @@ void Daemon::PersistLeases() {
 
 void Daemon::PersistDecision(Slot& slot, const ServiceTickResult& result, Seconds now) {
   const scale::ControllerTick& t = result.tick;
-  ++slot.ticks_since_decision;
-  if (!result.desired_changed && t.actions.empty() &&
-      slot.ticks_since_decision < options_.decision_every_ticks) {
-    return;
-  }
-  slot.ticks_since_decision = 0;
+  const bool changed = result.desired_changed || !t.actions.empty() ||
+                       t.current_replicas != slot.written_current ||
+                       t.ready_replicas != slot.written_ready;
+  const bool due = !slot.decision_written_at ||
+                   now - *slot.decision_written_at >= options_.decision_heartbeat;
+  if (!changed && !due) return;
+  slot.decision_written_at = now;
+  slot.written_current = t.current_replicas;
+  slot.written_ready = t.ready_replicas;
   store::DecisionRow row;
   row.service = slot.name;
   row.at = now;

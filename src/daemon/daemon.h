@@ -15,9 +15,10 @@
 // One Tick(): apply queued API changes; per service, orchestrator Poll; scrape every ready or
 // draining replica and run the policies' PromQL queries (all services in parallel,
 // metric_collector.h); ServiceRuntime::Tick (metrics -> policy or manual override ->
-// reconcile); persist replicas and leases when they changed, the decision when the desired
-// count or the actions changed or every DaemonOptions::decision_every_ticks ticks (keeps the
-// database small at a 15 s loop: an idle service writes ~240 rows a day), and events:
+// reconcile); persist replicas and leases when they changed, the decision when the desired,
+// current or ready count or the actions changed, or DaemonOptions::decision_heartbeat after
+// the last one (state grows with events, not with time: an idle service writes 288 rows a
+// day at any loop interval, 1,000 of them ~3.5 MB an hour), and events:
 // orchestrator events, desired-count changes, failed actions, metric errors when they change.
 // A failing store write is logged and counted (gpuscale_store_errors_total); the loop goes on.
 //
@@ -71,7 +72,7 @@ namespace gpuscale::daemon {
 struct DaemonOptions {
   Seconds scrape_timeout{2};      // per replica scrape
   size_t collector_threads = 16;  // concurrent scrapes/queries per tick
-  int decision_every_ticks = 20;  // an unchanged decision is stored this often
+  Seconds decision_heartbeat{300};  // an unchanged decision is stored this often
   Seconds stop_grace{10};         // replica SIGTERM -> SIGKILL (scale-in and shutdown)
   Seconds probe_interval{1};      // readiness probes of starting replicas
   Seconds health_interval{10};    // health probes of ready replicas; 0 = none

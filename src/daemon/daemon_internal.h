@@ -22,7 +22,9 @@ struct Daemon::Slot {
   bool deleting = false;
   Seconds created_at{0};
   std::vector<store::ReplicaRow> persisted;  // last rows written (skip unchanged writes)
-  int ticks_since_decision = 0;
+  // The last decision row written: its time and counts (a row is written when they change).
+  std::optional<Seconds> decision_written_at;
+  int written_current = -1, written_ready = -1;
   std::string last_metric_errors;  // joined, to emit an event only when they change
 };
 

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -75,6 +76,34 @@ TEST_F(DaemonTest, FirstTickStartsMinReplicasAndMakesItReady) {
   EXPECT_TRUE(kinds.count("daemon_started"));
   EXPECT_TRUE(kinds.count("replica_started"));
   EXPECT_TRUE(kinds.count("decision"));
+}
+
+// State grows with events, not with time (issue 28): a steady service writes a decision row
+// when its counts change and then one per heartbeat, however fast the loop ticks.
+TEST_F(DaemonTest, SteadyServiceWritesDecisionsOnChangeAndHeartbeatOnly) {
+  DaemonOptions options = QuietOptions();
+  options.decision_heartbeat = Seconds{60};
+  Open(Config(1, 1), options);
+  auto rows = [&] {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2((dir_ + "/state/gpuscale.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                              nullptr),
+              SQLITE_OK);
+    sqlite3_stmt* count = nullptr;
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM decisions", -1, &count, nullptr);
+    sqlite3_step(count);
+    const int n = sqlite3_column_int(count, 0);
+    sqlite3_finalize(count);
+    sqlite3_close(db);
+    return n;
+  };
+  Tick(3);  // start (desired 0 -> 1), running, ready: each a change
+  const int started = rows();
+  EXPECT_GE(started, 2);
+  Tick(50);  // 50 s of nothing new
+  EXPECT_EQ(rows(), started);
+  Tick(15);  // past the 60 s heartbeat
+  EXPECT_EQ(rows(), started + 1);
 }
 
 TEST_F(DaemonTest, FullStoreMakesTheDaemonNotReadyWhileReplicasKeepRunning) {
