@@ -11,6 +11,7 @@
 #include "daemon/daemon_internal.h"
 #include "experiments/emulated_gpu_load.h"
 #include "daemon/replica_rows.h"
+#include "metrics/vllm_metric_names.h"
 #include "orch/parallel.h"
 
 namespace gpuscale::daemon {
@@ -273,7 +274,15 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
     for (const PromQuery& q : range.prom) observed.queries.push_back({q.promql});
     range.query_end = observed.queries.size();
   }
+  // Only what some service's view or policy reads, and the emulated GPUs' load, is parsed.
+  std::set<std::string, std::less<>> families = {
+      std::string(metrics::emulated::kGpuUtilizationRatio),
+      std::string(metrics::emulated::kGpuMemoryUsedBytes)};
+  for (auto& [name, slot] : services_) {
+    if (slot->runtime) slot->runtime->AddScrapedFamilies(families);
+  }
   CollectorOptions options;
+  options.scrape_families = &families;
   options.scrape_timeout = options_.scrape_timeout;
   options.prometheus_url = config_.prometheus.url;
   options.query_timeout = config_.prometheus.timeout;

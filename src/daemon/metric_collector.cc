@@ -49,6 +49,7 @@ void Collect(std::vector<ScrapeJob>& scrapes, std::vector<QueryJob>& queries,
   for (const ScrapeJob& job : scrapes) urls.push_back(job.url);
   metrics::ScrapeOptions scrape;
   scrape.timeout = options.scrape_timeout;
+  scrape.parse.only_families = options.scrape_families;
   std::vector<Result<metrics::Exposition>> results = pool.ScrapeAll(urls, scrape);
   for (size_t i = 0; i < scrapes.size(); ++i) scrapes[i].result = std::move(results[i]);
   if (querying.joinable()) querying.join();

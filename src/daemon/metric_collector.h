@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct CollectorOptions {
   std::string prometheus_url;  // "" = no server: every query fails with a message saying so
   Seconds query_timeout{5};    // per PromQL query; default 5 s
   size_t max_threads = 16;     // concurrent queries at most; default 16
+  // Scrapes keep only these families (metrics::ParseOptions::only_families); null = all.
+  const std::set<std::string, std::less<>>* scrape_families = nullptr;
 };
 
 // Runs every job. Errors land in each job's result: the scraper's/client's errors, or

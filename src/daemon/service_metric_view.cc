@@ -448,4 +448,23 @@ std::vector<ServiceMetricView::Unexported> ServiceMetricView::FindUnexported(
   return missing;
 }
 
+void ServiceMetricView::AddReadFamilies(const std::vector<std::string>& policy_metrics,
+                                        std::set<std::string, std::less<>>& families) {
+  for (std::string_view name :
+       {names::kWaiting, names::kRunning, names::kKvUsage, names::kKvUsageFormer,
+        kSuccessCounter, kPromptTokensCounter, kGenerationTokensCounter, kTtftHistogram,
+        kE2eHistogram}) {
+    families.emplace(name);
+  }
+  families.insert(kTpotHistograms.begin(), kTpotHistograms.end());
+  for (const std::string& metric : policy_metrics) {
+    const auto source = ScrapeSources().find(metric);
+    if (source == ScrapeSources().end()) {
+      families.insert(metric);
+    } else {
+      families.insert(source->second.begin(), source->second.end());
+    }
+  }
+}
+
 }  // namespace gpuscale::daemon

@@ -43,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,6 +102,13 @@ class ServiceMetricView {
   std::vector<Unexported> FindUnexported(const std::vector<ReadyReplicaRef>& ready,
                                          const std::vector<std::string>& metrics,
                                          const scale::ScalingInput& input) const;
+
+  // Adds the families this view reads from a scrape when the policy reads `policy_metrics`:
+  // vLLM's gauges (both names of a renamed one), counters and histograms above, and each
+  // policy metric's source families (or the family of its own name). A scrape parsed with
+  // only these (metrics::ParseOptions::only_families) gives the same inputs and errors.
+  static void AddReadFamilies(const std::vector<std::string>& policy_metrics,
+                              std::set<std::string, std::less<>>& families);
 
  private:
   struct ReplicaWindows;

@@ -210,4 +210,8 @@ std::vector<PromQuery> ServiceRuntime::PromQueries() const {
 
 std::string_view ServiceRuntime::policy_family() const { return policy_->Family(); }
 
+void ServiceRuntime::AddScrapedFamilies(std::set<std::string, std::less<>>& families) const {
+  ServiceMetricView::AddReadFamilies(policy_->inner().MetricNames(), families);
+}
+
 }  // namespace gpuscale::daemon

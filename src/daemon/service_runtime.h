@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,9 @@ class ServiceRuntime {
 
   const ServiceConfig& config() const { return config_; }
   std::string_view policy_family() const;
+  // Adds the scrape families this service's view and policy read (ServiceMetricView::
+  // AddReadFamilies), so the daemon parses nothing else.
+  void AddScrapedFamilies(std::set<std::string, std::less<>>& families) const;
   const std::optional<ServiceTickResult>& last_tick() const { return last_; }
   scale::ReplicaOrchestrator& orchestrator() { return orchestrator_; }
 

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,50 @@ TEST(VllmScrapeTest, Vllm012ExpositionFillsEveryPolicyMetric) {
     ASSERT_TRUE(it->second.service_value.has_value()) << c.name;
     EXPECT_NEAR(*it->second.service_value, c.value, 1e-9) << c.name;
   }
+}
+
+// The daemon parses only the families its views and policies read: a view fed such scrapes
+// gives every policy input a full parse gives, for the families a policy names (here the
+// vLLM gauges and a preemption rule) and for the service values.
+TEST(VllmScrapeTest, ScrapesOfTheReadFamiliesOnlyGiveTheSameInputs) {
+  Vllm012Replica replica;
+  ASSERT_TRUE(replica.loaded()) << "fixture missing";
+  const std::vector<std::string> policy_metrics = {
+      std::string(names::kWaiting), std::string(names::kKvUsageFormer),
+      "vllm:num_preemptions_total", std::string(names::kTtftViolationRatio),
+      std::string(names::kSuccessRate2m)};
+  std::set<std::string, std::less<>> families;
+  ServiceMetricView::AddReadFamilies(policy_metrics, families);
+  metrics::ScrapeOptions only;
+  only.parse.only_families = &families;
+  const SloThresholds slo{.ttft_seconds = 1.0, .tpot_seconds = 0.05};
+  ServiceMetricView full(slo), filtered(slo);
+  size_t full_samples = 0, filtered_samples = 0;
+  for (auto [t, path] : {std::pair{0.0, "/start"}, std::pair{60.0, "/metrics"}}) {
+    Result<metrics::Exposition> all = metrics::ScrapeMetrics(replica.Url(path));
+    Result<metrics::Exposition> some = metrics::ScrapeMetrics(replica.Url(path), only);
+    ASSERT_TRUE(all && some);
+    full_samples = all->SampleCount();
+    filtered_samples = some->SampleCount();
+    full.Record(Seconds{t}, "r1", *all);
+    filtered.Record(Seconds{t}, "r1", *some);
+  }
+  EXPECT_LT(filtered_samples, full_samples);
+  scale::ScalingInput a, b;
+  full.Fill(Seconds{60}, {{"r1", {}}}, nullptr, a);
+  filtered.Fill(Seconds{60}, {{"r1", {}}}, nullptr, b);
+  for (const std::string& metric : policy_metrics) {
+    ASSERT_TRUE(b.metrics.contains(metric)) << metric;
+    EXPECT_EQ(a.metrics.at(metric).per_replica, b.metrics.at(metric).per_replica) << metric;
+    EXPECT_EQ(a.metrics.at(metric).service_value, b.metrics.at(metric).service_value) << metric;
+  }
+  for (std::string_view metric : {names::kTpotViolationRatio, names::kE2eOver5sRatio,
+                                  names::kPromptTokensRate30s, names::kRunning}) {
+    const std::string name(metric);
+    EXPECT_EQ(a.metrics.at(name).service_value, b.metrics.at(name).service_value) << name;
+    EXPECT_EQ(a.metrics.at(name).per_replica, b.metrics.at(name).per_replica) << name;
+  }
+  EXPECT_TRUE(filtered.FindUnexported({{"r1", {}}}, policy_metrics, b).empty());
 }
 
 }  // namespace

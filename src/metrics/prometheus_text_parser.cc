@@ -126,6 +126,8 @@ class TextParser {
 
  private:
   Status ParseLine(std::string_view line);
+  // Whether options_.only_families keeps `name` (a family's, or with `sample` a sample's).
+  bool Wanted(std::string_view name, bool sample) const;
   Status ParseComment(Cursor cur);
   Status ParseHelp(Cursor cur);
   Status ParseTypeLine(Cursor cur);
@@ -169,12 +171,32 @@ Status TextParser::ParseLine(std::string_view line) {
   cur.SkipBlanks();
   if (cur.AtEnd()) return OkStatus();
   if (cur.Consume('#')) return ParseComment(cur);
+  if (options_.only_families != nullptr && !Wanted(Cursor(cur).TakeName(), true)) {
+    return OkStatus();
+  }
   return ParseSample(cur);
+}
+
+bool TextParser::Wanted(std::string_view name, bool sample) const {
+  const auto& wanted = *options_.only_families;
+  if (wanted.contains(name)) return true;
+  if (!sample) return false;
+  for (std::string_view suffix : {"_bucket", "_sum", "_count", "_total", "_created"}) {
+    if (name.ends_with(suffix) && wanted.contains(name.substr(0, name.size() - suffix.size()))) {
+      return true;
+    }
+  }
+  return false;
 }
 
 Status TextParser::ParseComment(Cursor cur) {
   cur.SkipBlanks();
   std::string_view keyword = cur.TakeToken();
+  if (options_.only_families != nullptr && (keyword == "HELP" || keyword == "TYPE")) {
+    Cursor name = cur;
+    name.SkipBlanks();
+    if (!Wanted(name.TakeToken(), false)) return OkStatus();
+  }
   if (keyword == "HELP") return ParseHelp(cur);
   if (keyword == "TYPE") return ParseTypeLine(cur);
   return OkStatus();  // any other comment

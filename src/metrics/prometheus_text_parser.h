@@ -20,6 +20,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +38,12 @@ struct ParseOptions {
   bool skip_bad_lines = false;
   // How many skipped-line errors to keep in Exposition::line_errors (for logs); default 8.
   size_t max_kept_errors = 8;
+  // When set, only these families are kept: HELP, TYPE and sample lines of any other family
+  // are passed over unparsed (and so unchecked), which is most of a vLLM exposition when a
+  // reader needs a dozen families. A sample belongs to a listed family when its name is the
+  // family's, or is it plus _bucket, _sum, _count, _total or _created. The set must outlive
+  // the parse.
+  const std::set<std::string, std::less<>>* only_families = nullptr;
 };
 
 struct Exposition {

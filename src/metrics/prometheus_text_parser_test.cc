@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -307,6 +308,34 @@ TEST(PrometheusTextParserTest, ParsesVllm012Exposition) {
   EXPECT_EQ(parsed->FindFamily("vllm:time_per_output_token_seconds"), nullptr);
   // 1-2-5 token buckets up to max_model_len 8192: 12 bounds, +Inf, _count, _sum.
   EXPECT_EQ(parsed->FindFamily("vllm:request_prompt_tokens")->samples.size(), 15u);
+}
+
+// A reader that needs a few families gets exactly those, as a full parse has them, and the
+// lines of the others are passed over unchecked (a broken one costs nothing).
+TEST(PrometheusTextParserTest, OnlyFamiliesKeepsTheListedOnesWhole) {
+  const std::string text =
+      "# HELP waiting Requests waiting.\n# TYPE waiting gauge\nwaiting{m=\"a\"} 3\n"
+      "# TYPE lat histogram\nlat_bucket{le=\"1\"} 2\nlat_bucket{le=\"+Inf\"} 5\n"
+      "lat_sum 7\nlat_count 5\n"
+      "# TYPE other gauge\nother{broken 1\n"
+      "# TYPE done counter\ndone_total 9\ndone_created 1.7e9\n";
+  const std::set<std::string, std::less<>> wanted = {"waiting", "lat", "done"};
+  ParseOptions options;
+  options.only_families = &wanted;
+  Result<Exposition> parsed = ParsePrometheusText(text, options);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  // done_created is a family of its own, as in a full parse (a counter's samples are _total).
+  ASSERT_EQ(parsed->families.size(), 4u);
+  EXPECT_NE(parsed->FindFamily("done_created"), nullptr);
+  EXPECT_EQ(parsed->FindFamily("waiting")->help, "Requests waiting.");
+  EXPECT_EQ(parsed->FindFamily("waiting")->samples[0].value, 3);
+  EXPECT_EQ(parsed->FindFamily("lat")->type, MetricType::kHistogram);
+  EXPECT_EQ(parsed->FindFamily("lat")->samples.size(), 4u);
+  EXPECT_EQ(parsed->FindFamily("done")->samples.size(), 1u);
+  EXPECT_EQ(parsed->FindFamily("other"), nullptr);
+  EXPECT_EQ(parsed->skipped_lines, 0);
+  // Without the filter the broken line fails the parse.
+  EXPECT_FALSE(ParsePrometheusText(text).has_value());
 }
 
 TEST(PrometheusValueTest, AcceptsTheFormatsSpecialValues) {
