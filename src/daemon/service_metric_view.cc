@@ -93,10 +93,15 @@ void AddFirstHistogram(metrics::HistogramWindow& window, Seconds now,
   }
 }
 
-// Sum over the label sets of every gauge, counter and untyped family. Histograms and
-// summaries have no single value (their samples mix buckets, sums and counts).
-std::map<std::string, double> FamilyValues(const metrics::Exposition& exposition) {
-  std::map<std::string, double> values;
+// Family name -> value, looked up by string_view without building a string.
+using FamilyValueMap = std::map<std::string, double, std::less<>>;
+
+// Sets `values` to the sums over the label sets of every gauge, counter and untyped family
+// (histograms and summaries have no single value: their samples mix buckets, sums and
+// counts). Updates in place: a replica's families are the same scrape after scrape, so the
+// steady state allocates nothing (a fleet's tick records 10,000 of these).
+void UpdateFamilyValues(const metrics::Exposition& exposition, FamilyValueMap& values) {
+  std::vector<FamilyValueMap::iterator> seen;
   for (const metrics::MetricFamily& family : exposition.families) {
     if (family.type == metrics::MetricType::kHistogram ||
         family.type == metrics::MetricType::kSummary || family.samples.empty()) {
@@ -104,18 +109,35 @@ std::map<std::string, double> FamilyValues(const metrics::Exposition& exposition
     }
     double sum = 0;
     for (const metrics::Sample& sample : family.samples) sum += sample.value;
-    values[family.name] += sum;  // a family split by another family in between: add up
+    auto it = values.find(std::string_view(family.name));
+    if (it == values.end()) it = values.emplace(family.name, 0.0).first;
+    if (std::find(seen.begin(), seen.end(), it) == seen.end()) {
+      it->second = 0;
+      seen.push_back(it);
+    }
+    it->second += sum;  // a family split by another family in between: add up
   }
-  return values;
+  std::erase_if(values, [&](const auto& entry) {
+    return std::none_of(seen.begin(), seen.end(), [&](auto s) { return &*s == &entry; });
+  });
 }
 
 // Fills the name of a renamed gauge that the replica does not export from the one it does.
-void FillRenamedGauges(std::map<std::string, double>& values) {
+void FillRenamedGauges(FamilyValueMap& values) {
   for (const auto& [current, former] : kRenamedGauges) {
-    const auto a = values.find(std::string(current));
-    const auto b = values.find(std::string(former));
+    const auto a = values.find(current);
+    const auto b = values.find(former);
     if (a != values.end() && b == values.end()) values.emplace(former, a->second);
     if (a == values.end() && b != values.end()) values.emplace(current, b->second);
+  }
+}
+
+// Sets `names` to the exposition's family names, in place (see UpdateFamilyValues).
+void UpdateFamilyNames(const metrics::Exposition& exposition,
+                       std::set<std::string, std::less<>>& names) {
+  std::erase_if(names, [&](const std::string& name) { return !exposition.FindFamily(name); });
+  for (const metrics::MetricFamily& family : exposition.families) {
+    if (!names.contains(std::string_view(family.name))) names.insert(family.name);
   }
 }
 
@@ -188,7 +210,7 @@ struct ServiceMetricView::ReplicaWindows {
         e2e(retention) {}
 
   Seconds last_scrape{-std::numeric_limits<double>::infinity()};
-  std::map<std::string, double> latest;  // family -> value of the latest scrape
+  FamilyValueMap latest;  // family -> value of the latest scrape
   std::set<std::string, std::less<>> families;  // every family the latest scrape declared
   metrics::SeriesWindow success, prompt_tokens, generation_tokens;
   metrics::HistogramWindow ttft, tpot, e2e;
@@ -218,10 +240,9 @@ void ServiceMetricView::Record(Seconds now, const std::string& replica,
   if (!w) w = std::make_unique<ReplicaWindows>(retention_);
   if (now < w->last_scrape) return;  // out of order: the windows would drop it too
   w->last_scrape = now;
-  w->latest = FamilyValues(exposition);
+  UpdateFamilyValues(exposition, w->latest);
   FillRenamedGauges(w->latest);
-  w->families.clear();
-  for (const metrics::MetricFamily& family : exposition.families) w->families.insert(family.name);
+  UpdateFamilyNames(exposition, w->families);
   // A replica that has not finished a request may not expose the counter yet: that is 0.
   auto success = metrics::FindValue(exposition, kSuccessCounter, {}, metrics::Combine::kSum);
   w->success.Add(now, success ? *success : 0.0);
@@ -323,18 +344,18 @@ void SetServiceValue(scale::ScalingInput& input, std::string_view name,
 // Per ready, scraped replica (in order): every family's latest value, and the task demand.
 // The vLLM gauges always appear (possibly empty), as in the simulator, so a policy sees "no
 // replica reported" rather than "metric unknown".
-void FillPerReplica(const std::vector<const std::map<std::string, double>*>& scraped,
+void FillPerReplica(const std::vector<const FamilyValueMap*>& scraped,
                     scale::ScalingInput& input) {
   std::map<std::string, scale::MetricValue> per_replica;
   for (std::string_view name : {names::kWaiting, names::kRunning, names::kKvUsage}) {
     per_replica[std::string(name)];
   }
-  auto count = [](const std::map<std::string, double>& latest, std::string_view name) {
-    auto it = latest.find(std::string(name));
+  auto count = [](const FamilyValueMap& latest, std::string_view name) {
+    auto it = latest.find(name);
     return it != latest.end() && std::isfinite(it->second) ? static_cast<int>(it->second) : 0;
   };
   int queued = 0, running = 0;
-  for (const std::map<std::string, double>* latest : scraped) {
+  for (const FamilyValueMap* latest : scraped) {
     for (const auto& [name, value] : *latest) per_replica[name].per_replica.push_back(value);
     queued += count(*latest, names::kWaiting);
     running += count(*latest, names::kRunning);
@@ -374,7 +395,7 @@ void ServiceMetricView::FillGateway(Seconds now, scale::ScalingInput& input) con
 
 void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready,
                              const gpu::GpuSnapshot* gpus, scale::ScalingInput& input) const {
-  std::vector<const std::map<std::string, double>*> scraped;
+  std::vector<const FamilyValueMap*> scraped;
   for (const ReadyReplicaRef& ref : ready) {
     if (auto it = replicas_.find(ref.id); it != replicas_.end()) {
       scraped.push_back(&it->second->latest);
