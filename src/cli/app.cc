@@ -75,6 +75,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   AddPolicyCommands(app, ctx);
   AddSimulateCommands(app, ctx);
   AddEmulateCommands(app, ctx);
+  AddFleetCommand(app, ctx);
   AddBenchCommands(app, ctx);
   AddServeCommands(app, ctx);
   AddGatewayCommands(app, ctx);

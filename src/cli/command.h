@@ -57,6 +57,7 @@ void AddAllocCommands(CLI::App& app, CommandContext& ctx);   // allocate, wait, 
 void AddPolicyCommands(CLI::App& app, CommandContext& ctx);  // policy eval
 void AddSimulateCommands(CLI::App& app, CommandContext& ctx);  // simulate
 void AddEmulateCommands(CLI::App& app, CommandContext& ctx);   // emulate
+void AddFleetCommand(CLI::App& app, CommandContext& ctx);      // fleet
 void AddBenchCommands(CLI::App& app, CommandContext& ctx);     // bench
 void AddServeCommands(CLI::App& app, CommandContext& ctx);     // serve
 void AddGatewayCommands(CLI::App& app, CommandContext& ctx);   // gateway (standalone)

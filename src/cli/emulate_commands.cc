@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "emulator/emulator_server.h"
+#include "emulator/fleet_server.h"
 #include "emulator/engine_flags.h"
 
 namespace gpuscale::cli {
@@ -100,7 +101,39 @@ int RunEmulate(const emulator::EmulatorOptions& options, CommandContext& ctx) {
   return kExitOk;
 }
 
+int RunFleet(const emulator::FleetOptions& options, CommandContext& ctx) {
+  StopSignalScope signals;
+  RaiseOpenFilesLimit();  // a listening port per replica, and a descriptor per connection
+  Result<std::unique_ptr<emulator::FleetServer>> fleet = emulator::FleetServer::Start(options);
+  if (!fleet) return ctx.Fail(fleet.error());
+  ctx.out << fmt::format("listening on {}:{}\n", options.host, (*fleet)->port()) << std::flush;
+  while (g_stop_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ctx.err << fmt::format("stopping: {} replicas\n", (*fleet)->replica_count());
+  (*fleet)->Stop();
+  return kExitOk;
+}
+
 }  // namespace
+
+void AddFleetCommand(CLI::App& app, CommandContext& ctx) {
+  auto options = std::make_shared<emulator::FleetOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "fleet",
+      "Emulate many replicas in one process for control-plane tests at fleet scale: each "
+      "replica gets a port answering /health and vLLM's /metrics; a service with "
+      "`engine: fleet` and `fleet: {url: http://HOST:PORT}` starts and stops them through "
+      "this process's control API (POST/GET /replicas, DELETE /replicas/ID, PUT "
+      "/replicas/ID/load {running, waiting}). Runs until SIGTERM/SIGINT.");
+  cmd->add_option("--port", options->port, "Control API port; 0 picks a free one (printed)")
+      ->capture_default_str();
+  cmd->add_option("--host", options->host, "Listen address of the control API and replicas")
+      ->capture_default_str();
+  cmd->add_option("--threads", options->threads, "I/O threads for every port")
+      ->capture_default_str();
+  cmd->add_option("--model", options->model_name, "model_name label of the replicas' metrics")
+      ->capture_default_str();
+  cmd->callback([options, &ctx] { RunFleet(*options, ctx); });
+}
 
 // The vLLM engine flags (engine_flags.h says what each changes).
 void AddEngineFlagOptions(CLI::App* cmd, EmulateFlags& flags) {

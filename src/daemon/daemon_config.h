@@ -123,8 +123,11 @@ inline constexpr int kMaxReplicasPerService = 100000;
 
 struct ServiceConfig {
   std::string name;  // [a-z0-9][a-z0-9-]{0,62}; unique
-  std::string engine = "local";  // "local" (processes on this machine) or "slurm"
+  // "local" (processes on this machine), "slurm", or "fleet" (replicas emulated by a
+  // `gpuscale fleet` process, for tests at fleet scale: orch/fleet_orchestrator.h)
+  std::string engine = "local";
   SlurmServiceConfig slurm;      // read only with engine: slurm
+  std::string fleet_url;         // engine: fleet: `fleet: {url: http://host:port}`
   std::vector<std::string> command;                          // argv template, required
   std::vector<std::pair<std::string, std::string>> env;      // in file order
   // `models: [...]`: the model names the gateway routes to this service (the request's

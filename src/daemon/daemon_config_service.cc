@@ -314,7 +314,7 @@ Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::stri
     }
     GS_RETURN_IF_ERROR(
         yaml::CheckKnownKeys(node, path,
-                             {"name", "engine", "slurm", "command", "env", "models",
+                             {"name", "engine", "slurm", "fleet", "command", "env", "models",
                               "gpus_per_replica",
                               "min_memory_free_mb", "readiness_path", "metrics_path",
                               "startup_timeout_seconds", "drain_timeout_seconds", "min_replicas",

@@ -112,9 +112,46 @@ Result<SlurmServiceConfig> ReadSlurm(const YAML::Node& n, const std::string& pat
 
 }  // namespace
 
+namespace {
+
+// engine: fleet -- `fleet: {url: http://host:port}`; replicas hold no GPUs.
+Status ReadFleet(const YAML::Node& n, const std::string& path, ServiceConfig& s) {
+  const YAML::Node fleet = Child(n, "fleet");
+  if (!fleet.IsDefined() || !fleet.IsMap()) {
+    return FieldError(fleet.IsDefined() ? fleet : n, Join(path, "fleet"),
+                      "engine fleet needs `fleet: {url: http://host:port}` (the control API "
+                      "of a `gpuscale fleet`)");
+  }
+  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(fleet, Join(path, "fleet"), {"url"}));
+  GS_ASSIGN_OR_RETURN(s.fleet_url, yaml::ReadString(fleet, "url", Join(path, "fleet"), ""));
+  if (!s.fleet_url.starts_with("http://")) {
+    return FieldError(Child(fleet, "url"), Join(path, "fleet.url"),
+                      fmt::format("expected http://host:port, got '{}'", s.fleet_url));
+  }
+  if (s.gpus_per_replica != 0) {
+    return FieldError(Child(n, "gpus_per_replica"), Join(path, "gpus_per_replica"),
+                      "fleet replicas are emulated and hold no GPUs: set gpus_per_replica: 0");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Status ReadEngine(const YAML::Node& n, const std::string& path, ServiceConfig& s) {
   GS_ASSIGN_OR_RETURN(s.engine, yaml::ReadString(n, "engine", path, "local"));
   const YAML::Node slurm = Child(n, "slurm");
+  if (s.engine != "fleet" && Child(n, "fleet").IsDefined()) {
+    return FieldError(Child(n, "fleet"), Join(path, "fleet"),
+                      fmt::format("a fleet block needs `engine: fleet` (the engine is {})",
+                                  s.engine));
+  }
+  if (s.engine == "fleet") {
+    if (slurm.IsDefined()) {
+      return FieldError(slurm, Join(path, "slurm"),
+                        "a slurm block needs `engine: slurm` (the engine is fleet)");
+    }
+    return ReadFleet(n, path, s);
+  }
   if (s.engine == "local") {
     if (slurm.IsDefined()) {
       return FieldError(slurm, Join(path, "slurm"),
@@ -124,7 +161,7 @@ Status ReadEngine(const YAML::Node& n, const std::string& path, ServiceConfig& s
   }
   if (s.engine != "slurm") {
     return FieldError(Child(n, "engine"), Join(path, "engine"),
-                      fmt::format("expected local or slurm, got '{}'", s.engine));
+                      fmt::format("expected local, slurm or fleet, got '{}'", s.engine));
   }
   if (!slurm.IsDefined()) {
     s.slurm = SlurmServiceConfig{};  // cli transport, cluster defaults
@@ -136,6 +173,12 @@ Status ReadEngine(const YAML::Node& n, const std::string& path, ServiceConfig& s
 
 void EmitEngine(YAML::Emitter& out, const ServiceConfig& s) {
   if (s.engine == "local") return;
+  if (s.engine == "fleet") {
+    out << YAML::Key << "engine" << YAML::Value << s.engine;
+    out << YAML::Key << "fleet" << YAML::Value << YAML::BeginMap << YAML::Key << "url"
+        << YAML::Value << YAML::DoubleQuoted << s.fleet_url << YAML::EndMap;
+    return;
+  }
   const SlurmServiceConfig& c = s.slurm;
   out << YAML::Key << "engine" << YAML::Value << s.engine;
   out << YAML::Key << "slurm" << YAML::Value << YAML::BeginMap;

@@ -17,6 +17,7 @@
 #include "daemon/service_policy.h"
 #include "daemon/slurm_adapter.h"
 #include "gpu/backend_factory.h"
+#include "orch/fleet_orchestrator.h"
 #include "orch/process_util.h"
 #include "yaml/yaml_util.h"
 
@@ -138,6 +139,16 @@ Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
 // A service's engine: local processes (default) or Slurm jobs (engine: slurm).
 Result<std::unique_ptr<orch::ServiceOrchestrator>> Daemon::MakeOrchestrator(
     const ServiceConfig& service) {
+  if (service.engine == "fleet") {
+    orch::FleetConfig fleet;
+    fleet.service = service.name;
+    fleet.url = service.fleet_url;
+    fleet.readiness_path = service.readiness_path;
+    fleet.max_replicas = service.max_replicas;
+    GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::FleetOrchestrator> orchestrator,
+                        orch::FleetOrchestrator::Create(std::move(fleet)));
+    return std::unique_ptr<orch::ServiceOrchestrator>(std::move(orchestrator));
+  }
   if (service.engine == "slurm") {
     SlurmAdapterOptions o;
     o.state_dir = config_.state_dir;

@@ -257,7 +257,29 @@ void ServiceMetricView::Record(Seconds now, const std::string& replica,
 }
 
 void ServiceMetricView::RecordGateway(Seconds now, const gateway::ServiceStatsView& stats) {
-  if (!gateway_) gateway_ = std::make_unique<GatewayWindows>(retention_);
+  // Windows only from the first request on: a fleet of services nobody calls through the
+  // gateway would otherwise keep 10 minutes of all-zero histograms each (600 MB at 1,000
+  // services on a 1 s loop).
+  const bool idle = stats.requests == 0 && stats.in_flight == 0 && stats.queued == 0;
+  if (!gateway_ && idle) {
+    gateway_idle_at_ = now;
+    return;
+  }
+  if (!gateway_) {
+    gateway_ = std::make_unique<GatewayWindows>(retention_);
+    // Everything the first figures count happened after the last idle tick: that tick is
+    // their zero baseline, so the first requests count in the rates and ratios.
+    if (gateway_idle_at_ && *gateway_idle_at_ < now) {
+      GatewayWindows& g = *gateway_;
+      g.requests.Add(*gateway_idle_at_, 0);
+      g.errors.Add(*gateway_idle_at_, 0);
+      for (auto [window, sample] : {std::pair{&g.ttft, &stats.ttft},
+                                    std::pair{&g.tpot, &stats.tpot}, std::pair{&g.e2e, &stats.e2e}}) {
+        const std::vector<double> zeros(sample->upper_bounds.size(), 0.0);
+        window->Add(*gateway_idle_at_, sample->upper_bounds, zeros, 0);
+      }
+    }
+  }
   GatewayWindows& g = *gateway_;
   if (now < g.last) return;
   g.last = now;
@@ -368,7 +390,14 @@ void FillPerReplica(const std::vector<const FamilyValueMap*>& scraped,
 
 void ServiceMetricView::FillGateway(Seconds now, scale::ScalingInput& input) const {
   const std::optional<GatewayFigures> f = Gateway(now);
-  if (!f) return;
+  if (!f) {
+    // slo.source gateway: the ratios are what clients saw, and none saw anything yet.
+    if (slo_.source == SloSource::kGateway) {
+      input.metrics.erase(std::string(names::kTtftViolationRatio));
+      input.metrics.erase(std::string(names::kTpotViolationRatio));
+    }
+    return;
+  }
   auto set = [&input](std::string_view name, std::optional<double> value) {
     SetServiceValue(input, name, value, scale::MetricSource::kGateway);
   };

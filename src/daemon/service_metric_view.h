@@ -24,7 +24,8 @@
 //    every replica with windows (as Prometheus reads every scraped target); Forget/Retain
 //    decide which. A value with no data (fewer than two scrapes, no observations) is absent.
 //  - gateway values (source kGateway, names kGateway* in metric_names.h), from the cumulative
-//    measurements the daemon samples from its gateway every tick (RecordGateway): request
+//    measurements the daemon samples from its gateway every tick (RecordGateway; from the
+//    service's first request, queued or sent, on: before it there are none): request
 //    rate (30 s), error ratio, TTFT/TPOT/e2e quantiles and SLO violation ratios (1 min), and
 //    the in-flight and queued counts now. With slo.source gateway (or auto while the gateway
 //    saw requests in the last minute) kTtftViolationRatio / kTpotViolationRatio are the
@@ -117,7 +118,8 @@ class ServiceMetricView {
   // False for metrics that do not come from replicas' scrapes (see FindUnexported).
   bool FromScrapes(std::string_view metric, const scale::ScalingInput& input) const;
   SloThresholds slo_;
-  std::unique_ptr<GatewayWindows> gateway_;
+  std::unique_ptr<GatewayWindows> gateway_;  // from the first request on
+  std::optional<Seconds> gateway_idle_at_;    // the last RecordGateway before it
   Seconds retention_;
   std::map<std::string, std::unique_ptr<ReplicaWindows>> replicas_;
 };

@@ -291,6 +291,24 @@ TEST(ServiceMetricViewTest, GatewayFiguresAreWindowedFromCumulativeStats) {
   EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kGatewayQueued)).service_value, 2);
 }
 
+// A service nobody calls through the gateway keeps no gateway windows (a fleet's idle
+// services would hold 10 minutes of zeros each); its first requests are counted from the
+// last idle tick, so nothing of them is lost.
+TEST(ServiceMetricViewTest, GatewayWindowsStartAtTheFirstRequestFromTheLastIdleTick) {
+  ServiceMetricView view(SloThresholds{.ttft_seconds = 1.0});
+  const gateway::ServiceStatsView idle = GatewayStats(0, 0, 2.0, 0.01);
+  for (int t = 0; t <= 20; ++t) view.RecordGateway(Seconds{t}, idle);
+  EXPECT_FALSE(view.Gateway(Seconds{20}).has_value());
+  view.RecordGateway(Seconds{21}, GatewayStats(30, 3, 2.0, 0.01, &idle));
+  const std::optional<GatewayFigures> f = view.Gateway(Seconds{21});
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->requests_total, 30);
+  ASSERT_TRUE(f->error_ratio.has_value());
+  EXPECT_DOUBLE_EQ(*f->error_ratio, 0.1);
+  ASSERT_TRUE(f->ttft_violation_ratio.has_value()) << "the first requests count at once";
+  EXPECT_DOUBLE_EQ(*f->ttft_violation_ratio, 1.0);
+}
+
 // Which histograms the slo policy's violation ratios come from, per slo.source: the replicas
 // say every request met the TTFT SLO, the gateway (what clients saw) says none did.
 TEST(ServiceMetricViewTest, SloSourcePicksTheViolationRatiosOrigin) {

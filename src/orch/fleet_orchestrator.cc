@@ -1,0 +1,220 @@
+#include "orch/fleet_orchestrator.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <charconv>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace gpuscale::orch {
+namespace {
+
+using json = nlohmann::json;
+
+httplib::Client Client(const std::string& host, int port, Seconds timeout) {
+  httplib::Client client(host, port);
+  const auto usec = static_cast<int64_t>(timeout.count() * 1e6);
+  client.set_connection_timeout(usec / 1000000, usec % 1000000);
+  client.set_read_timeout(usec / 1000000, usec % 1000000);
+  client.set_write_timeout(usec / 1000000, usec % 1000000);
+  return client;
+}
+
+// What went wrong with a control call, for a replica's last_error.
+std::string Failure(const httplib::Result& res, std::string_view what) {
+  if (!res) return fmt::format("the fleet did not answer {}: {}", what, httplib::to_string(res.error()));
+  return fmt::format("the fleet answered {} with HTTP {}: {}", what, res->status, res->body);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FleetOrchestrator>> FleetOrchestrator::Create(FleetConfig config) {
+  if (config.service.empty()) return InvalidArgument("expected a service name", "service");
+  constexpr std::string_view kScheme = "http://";
+  std::string_view rest = config.url;
+  const size_t colon = rest.rfind(':');
+  int port = 0;
+  if (rest.starts_with(kScheme) && colon > kScheme.size()) {
+    const std::string_view digits = rest.substr(colon + 1);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (ec != std::errc() || end != digits.data() + digits.size()) port = 0;
+  }
+  if (port < 1 || port > 65535) {
+    return InvalidArgument(
+        fmt::format("expected http://host:port of a `gpuscale fleet`, got '{}'", config.url),
+        "fleet.url");
+  }
+  std::string host(rest.substr(kScheme.size(), colon - kScheme.size()));
+  return std::unique_ptr<FleetOrchestrator>(
+      new FleetOrchestrator(std::move(config), std::move(host), port));
+}
+
+FleetOrchestrator::FleetOrchestrator(FleetConfig config, std::string host, int port)
+    : config_(std::move(config)),
+      host_(std::move(host)),
+      port_(port),
+      book_(ReplicaBookConfig{config_.service, config_.drain_grace}) {}
+
+std::vector<scale::ReplicaStatus> FleetOrchestrator::ListReplicas() const {
+  return book_.ListReplicas();
+}
+
+void FleetOrchestrator::Open(Record& r, Seconds now) {
+  httplib::Client client = Client(host_, port_, config_.timeout);
+  const httplib::Result res =
+      client.Post("/replicas", json{{"id", r.id}}.dump(), "application/json");
+  const json body = res && res->status == 200
+                        ? json::parse(res->body, nullptr, /*allow_exceptions=*/false)
+                        : json();
+  if (!body.is_object() || !body.contains("port") || !body["port"].is_number_integer()) {
+    r.last_error = Failure(res, "a new replica");
+    return;
+  }
+  r.port = body["port"].get<int>();
+  r.started_at = now;
+  r.next_probe_at = now;
+  r.last_error.clear();
+  ReplicaBookBase::SetPhase(r, scale::ReplicaPhase::kStarting, now);
+  book_.Emit(now, r.id, "replica_started", fmt::format("on the fleet at {}:{}", host_, r.port));
+}
+
+Result<scale::ReplicaStatus> FleetOrchestrator::Start(Seconds now) {
+  book_.Touch(now);
+  GS_RETURN_IF_ERROR(book_.CheckRoom(book_.ActiveCount(), config_.max_replicas));
+  Record r;
+  r.id = book_.NextId();
+  r.phase_since = now;
+  Record& added = book_.Add(std::move(r));
+  Open(added, now);
+  if (added.phase == scale::ReplicaPhase::kPending) {
+    book_.Emit(now, added.id, "replica_pending", added.last_error);
+  }
+  return book_.StatusOf(added);
+}
+
+Status FleetOrchestrator::Place(const std::string& id, Seconds now) {
+  GS_ASSIGN_OR_RETURN(Record* r, book_.GetPending(id, now));
+  Open(*r, now);
+  if (r->phase == scale::ReplicaPhase::kPending) return Unavailable(r->last_error);
+  return OkStatus();
+}
+
+Status FleetOrchestrator::Drain(const std::string& id, Seconds now) { return book_.Drain(id, now); }
+
+Status FleetOrchestrator::Resume(const std::string& id, Seconds now) {
+  return book_.Resume(id, now);
+}
+
+Status FleetOrchestrator::Stop(const std::string& id, Seconds now) {
+  GS_ASSIGN_OR_RETURN(Record* r, book_.BeginStop(id, now));
+  if (r->port > 0) {
+    httplib::Client client = Client(host_, port_, config_.timeout);
+    const httplib::Result res = client.Delete("/replicas/" + r->id);
+    if (!res || (res->status != 204 && res->status != 404)) {
+      // The fleet keeps a port nobody uses; the replica is gone for the daemon either way.
+      book_.Emit(now, r->id, "replica_stopped", Failure(res, "the removal"));
+    } else {
+      book_.Emit(now, r->id, "replica_stopped", "removed from the fleet");
+    }
+  }
+  const std::string stopped = r->id;
+  book_.RetainIf([&](const Record& x) { return x.id != stopped; });
+  return OkStatus();
+}
+
+void FleetOrchestrator::Poll(Seconds now) {
+  book_.Touch(now);
+  for (Record& r : book_.records()) {
+    if (r.stopping) continue;
+    if (r.phase == scale::ReplicaPhase::kPending) {
+      Open(r, now);
+      continue;
+    }
+    if (r.phase != scale::ReplicaPhase::kStarting || now < r.next_probe_at) continue;
+    r.next_probe_at = now + Seconds{1};
+    httplib::Client client = Client(host_, r.port, config_.timeout);
+    const httplib::Result res = client.Get(config_.readiness_path);
+    if (res && res->status == 200) {
+      ReplicaBookBase::SetPhase(r, scale::ReplicaPhase::kReady, now);
+      book_.Emit(now, r.id, "replica_ready", ReadyMessage(r, now, fmt::format("port {}", r.port)));
+    }
+  }
+}
+
+AdoptionReport FleetOrchestrator::Adopt(const std::vector<ReplicaRecord>& records, Seconds now) {
+  AdoptionReport report;
+  std::map<std::string, int> listed;  // id -> port, as the fleet has them
+  httplib::Client client = Client(host_, port_, config_.timeout);
+  const httplib::Result res = client.Get("/replicas");
+  const json body = res && res->status == 200
+                        ? json::parse(res->body, nullptr, /*allow_exceptions=*/false)
+                        : json();
+  if (body.is_object() && body.contains("replicas") && body["replicas"].is_array()) {
+    for (const json& r : body["replicas"]) {
+      if (r.is_object() && r.value("id", json()).is_string() && r.value("port", json()).is_number_integer()) {
+        listed[r["id"].get<std::string>()] = r["port"].get<int>();
+      }
+    }
+  } else if (!records.empty()) {
+    report.errors.push_back(Failure(res, "the replica list"));
+  }
+  for (const ReplicaRecord& record : records) {
+    book_.ReserveId(record.id);
+    const auto it = listed.find(record.id);
+    if (record.stopping || it == listed.end() || it->second != record.port) {
+      report.cleaned_up.push_back(record.id);
+      continue;
+    }
+    Record r;
+    ReplicaBookBase::Restore(r, record);
+    ReplicaBookBase::SetPhase(r, scale::ReplicaPhase::kReady, now);
+    book_.Add(std::move(r));
+    book_.Emit(now, record.id, "replica_adopted", fmt::format("still on the fleet at port {}", record.port));
+    report.adopted.push_back(record.id);
+  }
+  return report;
+}
+
+Status FleetOrchestrator::ReportOutstanding(const std::string& id, int outstanding) {
+  return book_.ReportOutstanding(id, outstanding);
+}
+
+void FleetOrchestrator::StopAll(Seconds now) {
+  for (const scale::ReplicaStatus& status : ListReplicas()) (void)Stop(status.id, now);
+}
+
+bool FleetOrchestrator::HasProcesses() const { return false; }
+
+std::vector<ReplicaInfo> FleetOrchestrator::Replicas(Seconds now) const {
+  std::vector<ReplicaInfo> out;
+  for (const Record& r : book_.records()) {
+    ReplicaInfo info = book_.InfoOf(r, now, /*running=*/r.port > 0, /*backoff=*/false);
+    info.host = host_;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::vector<ReplicaRecord> FleetOrchestrator::Records() const {
+  std::vector<ReplicaRecord> out;
+  for (const Record& r : book_.records()) {
+    ReplicaRecord record = ReplicaBookBase::RecordOf(r);
+    record.host = host_;
+    record.engine_id = "fleet";
+    out.push_back(std::move(record));
+  }
+  return out;
+}
+
+std::vector<OrchestratorEvent> FleetOrchestrator::TakeEvents() { return book_.TakeEvents(); }
+
+scale::AdapterCapacity FleetOrchestrator::Capacity(Seconds /*now*/) const {
+  scale::AdapterCapacity capacity;
+  capacity.name = "fleet";
+  capacity.max_worker_groups = config_.max_replicas;
+  return capacity;
+}
+
+}  // namespace gpuscale::orch
