@@ -291,7 +291,20 @@ const BadConfigCase kBadConfigs[] = {
      "services[0].policy.tagret: unknown field"},
     {"YamlKeyIsMap", "services:\n  - {name: chat, command: [x], env: {{a: 1}: b}}", "services[0]"},
     {"UnknownEngine", "services:\n  - name: chat\n    command: [x]\n    engine: pbs",
-     "services[0].engine: expected local or slurm, got 'pbs' (line 4)"},
+     "services[0].engine: expected local, slurm or fleet, got 'pbs' (line 4)"},
+    {"FleetNeedsItsUrl", "services:\n  - name: f\n    command: [x]\n    engine: fleet\n"
+     "    gpus_per_replica: 0",
+     "services[0].fleet: engine fleet needs `fleet: {url: http://host:port}`"},
+    {"FleetBadUrl",
+     "services:\n  - name: f\n    command: [x]\n    engine: fleet\n    gpus_per_replica: 0\n"
+     "    fleet: {url: \"127.0.0.1:9300\"}",
+     "services[0].fleet.url: expected http://host:port, got '127.0.0.1:9300'"},
+    {"FleetHoldsNoGpus",
+     "services:\n  - name: f\n    command: [x]\n    engine: fleet\n"
+     "    fleet: {url: \"http://127.0.0.1:9300\"}",
+     "services[0].gpus_per_replica: fleet replicas are emulated and hold no GPUs"},
+    {"FleetBlockOnLocal", "services:\n  - name: f\n    command: [x]\n    fleet: {url: x}",
+     "services[0].fleet: a fleet block needs `engine: fleet` (the engine is local)"},
     {"SlurmBlockOnLocal", "services:\n  - name: chat\n    command: [x]\n    slurm: {}",
      "services[0].slurm: a slurm block needs `engine: slurm`"},
     {"SlurmUnknownKey",
@@ -391,6 +404,19 @@ env: {Z: last, A: 1, EMPTY: ""}
   ASSERT_TRUE(s) << ErrorText(s);
   using Env = std::vector<std::pair<std::string, std::string>>;
   EXPECT_EQ(s->env, (Env{{"Z", "last"}, {"A", "1"}, {"EMPTY", ""}}));
+}
+
+TEST(DaemonConfigTest, FleetEngineIsReadAndRoundTrips) {
+  Result<ServiceConfig> s = ParseServiceConfigText(
+      "name: f\nengine: fleet\nfleet: {url: \"http://127.0.0.1:9300\"}\ncommand: [unused]\n"
+      "gpus_per_replica: 0\n",
+      "test");
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  EXPECT_EQ(s->engine, "fleet");
+  EXPECT_EQ(s->fleet_url, "http://127.0.0.1:9300");
+  Result<ServiceConfig> again = ParseServiceConfigText(ServiceConfigToYaml(*s), "canonical");
+  ASSERT_TRUE(again.has_value()) << again.error().ToString();
+  EXPECT_EQ(*again, *s);
 }
 
 TEST(DaemonConfigTest, ServiceRoundTripsThroughCanonicalYaml) {
