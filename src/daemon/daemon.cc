@@ -412,7 +412,11 @@ ServiceView Daemon::ViewOf(const Slot& slot, Seconds now) const {
   (void)now;
   ServiceView v;
   v.config = slot.runtime->config();
-  v.spec_yaml = ServiceConfigToYaml(v.config);
+  // Rendered again only when the spec changed: every service's view is rebuilt every tick.
+  if (!slot.spec_yaml || slot.spec_yaml->first != v.config) {
+    slot.spec_yaml.emplace(v.config, ServiceConfigToYaml(v.config));
+  }
+  v.spec_yaml = slot.spec_yaml->second;
   v.policy_family = std::string(slot.runtime->policy_family());
   v.manual_replicas = slot.runtime->manual_replicas();
   v.created_at = slot.created_at;

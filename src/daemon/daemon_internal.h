@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/daemon.h"
@@ -26,6 +27,8 @@ struct Daemon::Slot {
   std::optional<Seconds> decision_written_at;
   int written_current = -1, written_ready = -1;
   std::string last_metric_errors;  // joined, to emit an event only when they change
+  // The spec last rendered for the API view and its YAML (ViewOf; the loop thread only).
+  mutable std::optional<std::pair<ServiceConfig, std::string>> spec_yaml;
 };
 
 struct Daemon::Command {
