@@ -198,6 +198,11 @@ void FillKernel(const std::vector<ReadyReplicaRef>& ready, const gpu::GpuSnapsho
   }
 }
 
+// What the histograms read over one minute keep: the minute and a baseline before it (the
+// window keeps one sample older than its retention). A histogram snapshot per replica per
+// tick is the daemon's largest memory at fleet scale; only e2e is read over 5 minutes.
+Seconds MinuteRetention(Seconds retention) { return std::min(retention, Seconds{120}); }
+
 }  // namespace
 
 struct ServiceMetricView::ReplicaWindows {
@@ -205,8 +210,8 @@ struct ServiceMetricView::ReplicaWindows {
       : success(retention),
         prompt_tokens(retention),
         generation_tokens(retention),
-        ttft(retention),
-        tpot(retention),
+        ttft(MinuteRetention(retention)),
+        tpot(MinuteRetention(retention)),
         e2e(retention) {}
 
   Seconds last_scrape{-std::numeric_limits<double>::infinity()};
@@ -218,8 +223,8 @@ struct ServiceMetricView::ReplicaWindows {
 
 struct ServiceMetricView::GatewayWindows {
   explicit GatewayWindows(Seconds retention)
-      : requests(retention), errors(retention), ttft(retention), tpot(retention),
-        e2e(retention) {}
+      : requests(retention), errors(retention), ttft(MinuteRetention(retention)),
+        tpot(MinuteRetention(retention)), e2e(MinuteRetention(retention)) {}
 
   Seconds last{-std::numeric_limits<double>::infinity()};
   int64_t requests_total = 0, errors_total = 0;
