@@ -78,6 +78,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   AddFleetCommand(app, ctx);
   AddBenchCommands(app, ctx);
   AddServeCommands(app, ctx);
+  AddServiceCommands(app, ctx);
   AddGatewayCommands(app, ctx);
   AddRenderCommands(app, ctx);
   AddTaskCommands(app, ctx);

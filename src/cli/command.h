@@ -58,6 +58,7 @@ void AddPolicyCommands(CLI::App& app, CommandContext& ctx);  // policy eval
 void AddSimulateCommands(CLI::App& app, CommandContext& ctx);  // simulate
 void AddEmulateCommands(CLI::App& app, CommandContext& ctx);   // emulate
 void AddFleetCommand(CLI::App& app, CommandContext& ctx);      // fleet
+void AddServiceCommands(CLI::App& app, CommandContext& ctx);   // services
 void AddBenchCommands(CLI::App& app, CommandContext& ctx);     // bench
 void AddServeCommands(CLI::App& app, CommandContext& ctx);     // serve
 void AddGatewayCommands(CLI::App& app, CommandContext& ctx);   // gateway (standalone)

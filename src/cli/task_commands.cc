@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/api_client.h"
+#include "cli/api_flags.h"
 #include "cli/command.h"
 #include "cli/task_views.h"
 #include "config/task_definition.h"
@@ -21,13 +22,6 @@ namespace gpuscale::cli {
 namespace {
 
 using Json = ApiClient::Json;
-
-// Flags every command here shares.
-struct ApiFlags {
-  std::string api;    // "" = $GPUSCALE_API or the default
-  std::string token;  // "" = $GPUSCALE_TOKEN or none
-  OutputFormat format = OutputFormat::kTable;
-};
 
 struct SubmitFlags {
   ApiFlags api;
@@ -40,19 +34,6 @@ struct IdFlags {
   ApiFlags api;
   int64_t id = 0;
 };
-
-void AddApiFlags(CLI::App* command, ApiFlags& flags) {
-  command->add_option("--api", flags.api,
-                      fmt::format("URL of `gpuscale serve` (default $GPUSCALE_API, else {})",
-                                  kDefaultApiUrl));
-  command->add_option("--token", flags.token,
-                      "Bearer token of the API (default $GPUSCALE_TOKEN, else none)");
-  AddOutputOption(command, flags.format);
-}
-
-ApiClient MakeClient(const ApiFlags& flags) {
-  return ApiClient(ResolveApiOptions(flags.api, flags.token));
-}
 
 void PrintJson(const Json& body, CommandContext& ctx) { ctx.out << body.dump(2) << "\n"; }
 
