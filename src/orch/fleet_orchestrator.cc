@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "net/http_client.h"
+
 namespace gpuscale::orch {
 namespace {
 
@@ -134,8 +136,14 @@ void FleetOrchestrator::Poll(Seconds now) {
     }
     if (r.phase != scale::ReplicaPhase::kStarting || now < r.next_probe_at) continue;
     r.next_probe_at = now + Seconds{1};
-    httplib::Client client = Client(host_, r.port, config_.timeout);
-    const httplib::Result res = client.Get(config_.readiness_path);
+    // net::HttpGet, as the local probe: one deadline for the whole exchange, so a replica
+    // port that trickles its answer cannot hold the control loop (httplib's are per read).
+    net::HttpGetRequest probe;
+    probe.host = host_;
+    probe.port = r.port;
+    probe.target = config_.readiness_path;
+    probe.timeout = config_.timeout;
+    const Result<net::HttpGetResponse> res = net::HttpGet(probe);
     if (res && res->status == 200) {
       ReplicaBookBase::SetPhase(r, scale::ReplicaPhase::kReady, now);
       book_.Emit(now, r.id, "replica_ready", ReadyMessage(r, now, fmt::format("port {}", r.port)));
