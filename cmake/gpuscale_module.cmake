@@ -3,6 +3,24 @@
 # does), built from every *.cc in the module folder except *_test.cc, *_fuzz.cc and *_main.cc.
 # Tests (*_test.cc) become one GoogleTest executable `<name>_test` registered with CTest.
 # Third-party libraries go in PRIVATE_DEPS so that the pure core cannot include them.
+#
+# Include paths are per module, so the build enforces the layering: a module's headers are
+# reachable only through its own include root, build/include/<name>/, which holds one link
+# `<name>` -> src/<name>. A target sees its own root and the roots of what it links (DEPS
+# propagate to dependants, PRIVATE_DEPS do not), so `#include "net/http_get.h"` in a module
+# that does not link gpuscale_net fails to compile instead of only failing a review.
+function(gpuscale_include_root target name dir)
+  set(root ${PROJECT_BINARY_DIR}/include/${name})
+  file(MAKE_DIRECTORY ${root})
+  file(CREATE_LINK ${dir} ${root}/${name} SYMBOLIC)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "INTERFACE_LIBRARY")
+    target_include_directories(${target} INTERFACE ${root})
+  else()
+    target_include_directories(${target} PUBLIC ${root})
+  endif()
+endfunction()
+
 function(gpuscale_module name)
   cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS;TEST_DEPS" ${ARGN})
   file(GLOB all_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
@@ -17,14 +35,13 @@ function(gpuscale_module name)
   endforeach()
   if(sources)
     add_library(gpuscale_${name} STATIC ${sources})
-    target_include_directories(gpuscale_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
     target_link_libraries(gpuscale_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   else()
     # A header-only (or not yet populated) module.
     add_library(gpuscale_${name} INTERFACE)
-    target_include_directories(gpuscale_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
     target_link_libraries(gpuscale_${name} INTERFACE ${ARG_DEPS})
   endif()
+  gpuscale_include_root(gpuscale_${name} ${name} ${CMAKE_CURRENT_SOURCE_DIR})
   if(tests)
     gpuscale_test(${name}_test SOURCES ${tests}
                   DEPS gpuscale_${name} ${ARG_PRIVATE_DEPS} ${ARG_TEST_DEPS})
@@ -40,7 +57,8 @@ function(gpuscale_test name)
   endif()
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} gpuscale_testing
+                        GTest::gtest GTest::gmock GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     GPUSCALE_DATA_DIR="${GPUSCALE_DATA_DIR}"
     GPUSCALE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"

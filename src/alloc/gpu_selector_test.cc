@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "alloc/alloc_test_util.h"
+#include "testing/alloc_test_util.h"
 
 namespace gpuscale::alloc {
 namespace {

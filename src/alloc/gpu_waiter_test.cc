@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "alloc/alloc_test_util.h"
+#include "testing/alloc_test_util.h"
 
 namespace gpuscale::alloc {
 namespace {

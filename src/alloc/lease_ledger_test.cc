@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "alloc/alloc_test_util.h"
+#include "testing/alloc_test_util.h"
 
 namespace gpuscale::alloc {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "api/api_test_util.h"
+#include "testing/api_test_util.h"
 #include "api/event_stream.h"
 
 namespace gpuscale::api {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/api_test_util.h"
+#include "testing/api_test_util.h"
 #include "testing/open_files.h"
 #include "testing/raw_socket.h"
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "api/api_test_util.h"
+#include "testing/api_test_util.h"
 
 namespace gpuscale::api {
 namespace {

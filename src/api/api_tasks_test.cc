@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "api/api_test_util.h"
-#include "api/task_test_data.h"
+#include "testing/api_test_util.h"
+#include "testing/task_test_data.h"
 
 namespace gpuscale::api {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "api/api_server.h"
-#include "api/fake_daemon_api.h"
+#include "testing/fake_daemon_api.h"
 #include "cli/command.h"
 
 namespace gpuscale::cli {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "api/api_server.h"
-#include "api/fake_daemon_api.h"
-#include "api/task_test_data.h"
+#include "testing/fake_daemon_api.h"
+#include "testing/task_test_data.h"
 #include "cli/command.h"
 
 namespace gpuscale::cli {

@@ -1,6 +1,7 @@
 // Errors as values at module boundaries, never exceptions.
 //
-// `Result<T>` is Expected<T, Error> (std::expected under GCC); `Status` is Result<void>.
+// `Result<T>` is Expected<T, Error> (std::expected under GCC) marked [[nodiscard]]; `Status` is
+// Result<void>.
 // Write `return InvalidArgument(...)` (or `return Unexpected<Error>(err)`), never
 // std::unexpected directly, so that the clang fuzz build compiles too. An Error carries one of a
 // few codes, a message a user can act on, and optionally the field (config key, flag, line)
@@ -39,9 +40,20 @@ struct Error {
   std::string ToString() const;
 };
 
+// [[nodiscard]] so that a dropped error is a compile error (-Werror): a caller either handles
+// the Result or says why not with an explicit `(void)`. std::expected itself is not nodiscard,
+// hence this thin subclass; it adds no state and converts both ways with Expected<T, Error>.
 template <typename T>
-using Result = Expected<T, Error>;
-using Status = Expected<void, Error>;
+class [[nodiscard]] Result : public Expected<T, Error> {
+  using Base = Expected<T, Error>;
+
+ public:
+  using Base::Base;
+  Result() = default;
+  Result(const Base& other) : Base(other) {}
+  Result(Base&& other) : Base(std::move(other)) {}
+};
+using Status = Result<void>;
 
 inline Unexpected<Error> MakeError(ErrorCode code, std::string message,
                                         std::string field = {}) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "daemon/daemon.h"
-#include "daemon/daemon_test_fixture.h"
+#include "testing/daemon_test_fixture.h"
 #include "testing/loopback_server.h"
 
 namespace gpuscale::daemon {

@@ -12,8 +12,8 @@
 #include <set>
 
 #include "daemon/daemon.h"
-#include "daemon/daemon_test_fixture.h"
-#include "daemon/fake_slurm_cli.h"
+#include "testing/daemon_test_fixture.h"
+#include "testing/fake_slurm_cli.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "daemon/daemon.h"
-#include "daemon/daemon_test_fixture.h"
+#include "testing/daemon_test_fixture.h"
 
 namespace gpuscale::daemon {
 namespace {

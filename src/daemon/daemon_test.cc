@@ -2,7 +2,7 @@
 // temporary state directory and a manual clock: ticks, API requests, adoption after a
 // restart, pending replicas, shutdown. Every test stops what it started (TearDown).
 #include "daemon/daemon.h"
-#include "daemon/daemon_test_fixture.h"
+#include "testing/daemon_test_fixture.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

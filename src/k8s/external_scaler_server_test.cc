@@ -10,7 +10,7 @@
 #include <string>
 
 #include "externalscaler.grpc.pb.h"
-#include "k8s/fake_scaler_daemon.h"
+#include "testing/fake_scaler_daemon.h"
 
 namespace gpuscale::k8s {
 namespace {

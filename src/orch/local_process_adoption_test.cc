@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "orch/local_process_orchestrator.h"
-#include "orch/orch_test_util.h"
+#include "testing/orch_test_util.h"
 
 namespace gpuscale::orch {
 namespace {

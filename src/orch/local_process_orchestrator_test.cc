@@ -7,7 +7,7 @@
 #include <thread>
 #include <signal.h>
 
-#include "orch/orch_test_util.h"
+#include "testing/orch_test_util.h"
 
 namespace gpuscale::orch {
 namespace {
@@ -239,7 +239,7 @@ TEST_F(LocalProcessTest, ProbesOfOnePollRunConcurrently) {
     --running;
     return ProbeResult::kNoAnswer;
   });
-  for (int i = 0; i < 4; ++i) orch.Start(now_);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(orch.Start(now_));
   orch.Poll(now_);  // launches those that got a GPU
   Track(orch);
   int launched = 0;

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "store/migrations.h"
-#include "store/store_test_util.h"
+#include "testing/store_test_util.h"
 
 namespace gpuscale::store {
 namespace {

@@ -1,7 +1,7 @@
-// Test alias: the affine replica model (sim/affine_model.h) with its default costs.
+// Test alias: the affine replica model (testing/affine_model.h) with its default costs.
 #pragma once
 
-#include "sim/affine_model.h"
+#include "testing/affine_model.h"
 
 namespace gpuscale::testing {
 using sim::AffineCosts;

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "api/fake_daemon_api.h"
+#include "testing/fake_daemon_api.h"
 #include "task/task_types.h"
 
 namespace gpuscale::api {

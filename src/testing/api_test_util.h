@@ -10,7 +10,7 @@
 #include <string>
 
 #include "api/api_server.h"
-#include "api/fake_daemon_api.h"
+#include "testing/fake_daemon_api.h"
 
 namespace gpuscale::api {
 
