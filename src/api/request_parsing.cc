@@ -16,6 +16,7 @@
 
 #include "config/policy_config.h"
 #include "config/task_definition.h"
+#include "scale/enum_names.h"
 #include "scale/policy_util.h"
 #include "scale/rules_policy.h"
 #include "yaml/yaml_util.h"
@@ -98,20 +99,6 @@ Result<nlohmann::json> ParseJsonObject(std::string_view body) {
         fmt::format("expected a JSON object ({{...}}), got a JSON {}", value.type_name()), "body");
   }
   return value;
-}
-
-std::string_view SourceName(scale::MetricSource source) {
-  switch (source) {
-    case scale::MetricSource::kInferenceFramework:
-      return "inference_framework";
-    case scale::MetricSource::kKernel:
-      return "kernel";
-    case scale::MetricSource::kPrometheus:
-      return "prometheus";
-    case scale::MetricSource::kGateway:
-      return "gateway";
-  }
-  return "inference_framework";
 }
 
 // Reads and removes the API-only keys of a rule body (`enabled`, and `source: prometheus`,
@@ -202,7 +189,7 @@ Result<daemon::RuleView> ParseRuleBody(std::string_view body,
   GS_ASSIGN_OR_RETURN(scale::ScalingRule parsed, config::ParseScalingRule(node, "", common));
   rule.service = service.name;
   rule.name = parsed.name;
-  rule.source = prometheus ? "prometheus" : std::string(SourceName(parsed.source));
+  rule.source = prometheus ? "prometheus" : std::string(scale::MetricSourceName(parsed.source));
   rule.metric = parsed.metric;
   rule.aggregation = std::string(scale::AggregationName(parsed.aggregation));
   rule.comparator = std::string(scale::ComparatorName(parsed.comparator));

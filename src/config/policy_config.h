@@ -21,12 +21,7 @@
 #include "core/result.h"
 #include "scale/node_plan.h"
 #include "scale/policy.h"
-
-namespace gpuscale::scale {
-// scale/rules_policy.h; declared here only, since that header and scale/target_metric.h
-// both define a scale::MetricReading and cannot share a translation unit.
-struct ScalingRule;
-}  // namespace gpuscale::scale
+#include "scale/rules_policy.h"
 
 namespace gpuscale::config {
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/policy_config.h"
+#include "config/read_named.h"
 #include "scale/capability_policy.h"
 #include "scale/fixed_elastic_policy.h"
 #include "scale/ratio_policy.h"
@@ -18,58 +19,6 @@
 namespace gpuscale::config {
 
 namespace {
-
-template <typename E>
-using EnumTable = std::vector<std::pair<std::string_view, E>>;
-
-// Reads an enum spelled exactly as in `table`; the error lists the accepted spellings.
-template <typename E>
-Result<E> ReadEnum(const YAML::Node& parent, std::string_view key, const std::string& path,
-                   const EnumTable<E>& table, std::optional<E> fallback = std::nullopt) {
-  const YAML::Node node = parent[std::string(key)];
-  if (fallback && (!node.IsDefined() || node.IsNull())) return *fallback;
-  GS_ASSIGN_OR_RETURN(std::string text, yaml::ReadString(parent, key, path));
-  std::vector<std::string_view> names;
-  for (const auto& [name, value] : table) {
-    if (name == text) return value;
-    names.push_back(name);
-  }
-  return yaml::FieldError(
-      node, yaml::Join(path, key),
-      fmt::format("expected one of {}, got '{}'", fmt::join(names, ", "), text));
-}
-
-const EnumTable<scale::Comparator>& Comparators() {
-  static const EnumTable<scale::Comparator> table = {
-      {"LESS_THAN", scale::Comparator::kLessThan},
-      {"LESS_THAN_OR_EQUAL", scale::Comparator::kLessThanOrEqual},
-      {"GREATER_THAN", scale::Comparator::kGreaterThan},
-      {"GREATER_THAN_OR_EQUAL", scale::Comparator::kGreaterThanOrEqual},
-  };
-  return table;
-}
-
-const EnumTable<scale::MetricSource>& Sources() {
-  static const EnumTable<scale::MetricSource> table = {
-      {"inference_framework", scale::MetricSource::kInferenceFramework},
-      {"kernel", scale::MetricSource::kKernel},
-      // The metric is a PromQL expression the daemon sends to its Prometheus server.
-      {"prometheus", scale::MetricSource::kPrometheus},
-      // gateway:* values (scale/metric_names.h): what clients saw at the daemon's gateway.
-      {"gateway", scale::MetricSource::kGateway},
-  };
-  return table;
-}
-
-const EnumTable<scale::Aggregation>& Aggregations() {
-  static const EnumTable<scale::Aggregation> table = {
-      {"average", scale::Aggregation::kAverage},
-      {"max", scale::Aggregation::kMax},
-      {"min", scale::Aggregation::kMin},
-      {"sum", scale::Aggregation::kSum},
-  };
-  return table;
-}
 
 // The replica bounds of one rule: default to the policy's, min <= max.
 Status ParseRuleBounds(const YAML::Node& node, const std::string& path,
@@ -133,15 +82,17 @@ Result<scale::ScalingRule> ParseScalingRule(const YAML::Node& node, const std::s
                             "step_size", "cooldown_seconds", "min_replicas", "max_replicas"}));
   scale::ScalingRule rule;
   GS_ASSIGN_OR_RETURN(rule.name, yaml::ReadString(node, "name", path, path));
-  GS_ASSIGN_OR_RETURN(rule.source, ReadEnum(node, "source", path, Sources(),
-                                            {scale::MetricSource::kInferenceFramework}));
+  GS_ASSIGN_OR_RETURN(rule.source, ReadNamed(node, "source", path, scale::MetricSourceSpellings(),
+                                             {scale::MetricSource::kInferenceFramework}));
   GS_ASSIGN_OR_RETURN(rule.metric, yaml::ReadString(node, "metric", path));
   if (rule.metric.empty()) {
     return yaml::FieldError(node["metric"], yaml::Join(path, "metric"), "must not be empty");
   }
-  GS_ASSIGN_OR_RETURN(rule.aggregation, ReadEnum(node, "aggregation", path, Aggregations(),
-                                                 {scale::Aggregation::kAverage}));
-  GS_ASSIGN_OR_RETURN(rule.comparator, ReadEnum(node, "comparator", path, Comparators()));
+  GS_ASSIGN_OR_RETURN(rule.aggregation,
+                      ReadNamed(node, "aggregation", path, scale::AggregationSpellings(),
+                                {scale::Aggregation::kAverage}));
+  GS_ASSIGN_OR_RETURN(rule.comparator,
+                      ReadNamed(node, "comparator", path, scale::ComparatorSpellings()));
   GS_ASSIGN_OR_RETURN(rule.threshold, yaml::ReadDouble(node, "threshold", path));
   GS_ASSIGN_OR_RETURN(rule.step_size, yaml::ReadInt(node, "step_size", path));
   if (rule.step_size == 0) {

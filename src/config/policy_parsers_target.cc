@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/policy_config.h"
+#include "config/read_named.h"
 #include "scale/kpa_policy.h"
 #include "scale/metric_names.h"
 #include "scale/target_policy.h"
@@ -19,26 +20,6 @@
 
 namespace gpuscale::config {
 namespace {
-
-template <typename E>
-using Names = std::vector<std::pair<std::string_view, E>>;
-
-// An enum spelled exactly as listed (Kubernetes spellings are case-sensitive).
-template <typename E>
-Result<E> ReadNamed(const YAML::Node& parent, std::string_view key, const std::string& path,
-                    const Names<E>& names, std::optional<std::type_identity_t<E>> fallback) {
-  const YAML::Node node = parent[std::string(key)];
-  if (fallback && (!node.IsDefined() || node.IsNull())) return *fallback;
-  GS_ASSIGN_OR_RETURN(std::string text, yaml::ReadString(parent, key, path));
-  std::vector<std::string_view> spellings;
-  for (const auto& [name, value] : names) {
-    if (name == text) return value;
-    spellings.push_back(name);
-  }
-  return yaml::FieldError(
-      node, yaml::Join(path, key),
-      fmt::format("expected one of {}, got '{}'", fmt::join(spellings, ", "), text));
-}
 
 // Reads parent[key] as a number in [lo, hi] (hi optional); `fallback` when absent.
 Result<double> ReadRange(const YAML::Node& parent, std::string_view key, const std::string& path,
@@ -86,14 +67,6 @@ Status CheckBounds(const std::string& path, const CommonPolicyFields& common) {
   return OkStatus();
 }
 
-const Names<scale::MetricAggregation>& Aggregations() {
-  static const Names<scale::MetricAggregation> names = {
-      {"average", scale::MetricAggregation::kAverage},
-      {"sum", scale::MetricAggregation::kSum},
-      {"max", scale::MetricAggregation::kMax}};
-  return names;
-}
-
 // One HPA-style entry of `metrics`: the target value's key follows the type, as in
 // Kubernetes' MetricTarget (value / averageValue / averageUtilization).
 Result<scale::TargetMetric> ParseHpaMetric(const YAML::Node& node, const std::string& path) {
@@ -102,7 +75,7 @@ Result<scale::TargetMetric> ParseHpaMetric(const YAML::Node& node, const std::st
                            {"name", "type", "value", "average_value", "average_utilization",
                             "aggregation", "activation_threshold", "query"}));
   using T = scale::MetricTargetType;
-  static const Names<T> types = {
+  static constexpr scale::Spelling<T> types[] = {
       {"Value", T::kValue}, {"AverageValue", T::kAverageValue}, {"Utilization", T::kUtilization}};
   scale::TargetMetric m;
   GS_ASSIGN_OR_RETURN(m.name, yaml::ReadString(node, "name", path));
@@ -118,8 +91,9 @@ Result<scale::TargetMetric> ParseHpaMetric(const YAML::Node& node, const std::st
     }
   }
   GS_ASSIGN_OR_RETURN(m.target, ReadRange(node, key, path, std::nullopt, 0, std::nullopt, true));
-  GS_ASSIGN_OR_RETURN(m.aggregation, ReadNamed(node, "aggregation", path, Aggregations(),
-                                               {scale::MetricAggregation::kAverage}));
+  GS_ASSIGN_OR_RETURN(m.aggregation,
+                      ReadNamed(node, "aggregation", path, scale::AggregationSpellings(),
+                                {scale::Aggregation::kAverage}));
   GS_ASSIGN_OR_RETURN(m.activation_threshold,
                       ReadRange(node, "activation_threshold", path, 0.0, 0, std::nullopt));
   GS_ASSIGN_OR_RETURN(m.query, yaml::ReadString(node, "query", path, std::string()));
@@ -133,8 +107,9 @@ Result<scale::TargetMetric> ParseTrigger(const YAML::Node& node, const std::stri
                                           {"type", "name", "query", "threshold",
                                            "activation_threshold", "metric_type", "aggregation"}));
   using T = scale::MetricTargetType;
-  static const Names<int> trigger_types = {{"prometheus", 0}};
-  static const Names<T> metric_types = {{"AverageValue", T::kAverageValue}, {"Value", T::kValue}};
+  static constexpr scale::Spelling<int> trigger_types[] = {{"prometheus", 0}};
+  static constexpr scale::Spelling<T> metric_types[] = {{"AverageValue", T::kAverageValue},
+                                                        {"Value", T::kValue}};
   GS_RETURN_IF_ERROR(ReadNamed(node, "type", path, trigger_types, {0}));
   scale::TargetMetric m;
   GS_ASSIGN_OR_RETURN(m.query, yaml::ReadString(node, "query", path));
@@ -148,15 +123,16 @@ Result<scale::TargetMetric> ParseTrigger(const YAML::Node& node, const std::stri
                       ReadRange(node, "threshold", path, std::nullopt, 0, std::nullopt, true));
   GS_ASSIGN_OR_RETURN(m.activation_threshold,
                       ReadRange(node, "activation_threshold", path, 0.0, 0, std::nullopt));
-  GS_ASSIGN_OR_RETURN(m.aggregation, ReadNamed(node, "aggregation", path, Aggregations(),
-                                               {scale::MetricAggregation::kAverage}));
+  GS_ASSIGN_OR_RETURN(m.aggregation,
+                      ReadNamed(node, "aggregation", path, scale::AggregationSpellings(),
+                                {scale::Aggregation::kAverage}));
   return m;
 }
 
 Result<scale::ScalingPolicy> ParseRatePolicy(const YAML::Node& node, const std::string& path) {
   GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(node, path, {"type", "value", "period_seconds"}));
   using P = scale::ScalingPolicyType;
-  static const Names<P> types = {{"Pods", P::kPods}, {"Percent", P::kPercent}};
+  static constexpr scale::Spelling<P> types[] = {{"Pods", P::kPods}, {"Percent", P::kPercent}};
   scale::ScalingPolicy p;
   GS_ASSIGN_OR_RETURN(p.type, ReadNamed(node, "type", path, types, std::nullopt));
   GS_ASSIGN_OR_RETURN(p.value, ReadIntRange(node, "value", path, std::nullopt, 1, std::nullopt));
@@ -173,7 +149,8 @@ Result<scale::ScalingRules> ParseRules(const YAML::Node& node, const std::string
   GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
       node, path, {"stabilization_window_seconds", "select_policy", "policies"}));
   using S = scale::SelectPolicy;
-  static const Names<S> selects = {{"Max", S::kMax}, {"Min", S::kMin}, {"Disabled", S::kDisabled}};
+  static constexpr scale::Spelling<S> selects[] = {
+      {"Max", S::kMax}, {"Min", S::kMin}, {"Disabled", S::kDisabled}};
   GS_ASSIGN_OR_RETURN(int window,
                       ReadIntRange(node, "stabilization_window_seconds", path,
                                    static_cast<int>(rules.stabilization_window_seconds), 0, 3600));

@@ -49,7 +49,7 @@ target:
   ASSERT_EQ(c.metrics.size(), 3u);
   EXPECT_EQ(c.metrics[0].type, scale::MetricTargetType::kValue);
   EXPECT_EQ(c.metrics[0].target, 3);
-  EXPECT_EQ(c.metrics[0].aggregation, scale::MetricAggregation::kMax);
+  EXPECT_EQ(c.metrics[0].aggregation, scale::Aggregation::kMax);
   EXPECT_EQ(c.metrics[1].type, scale::MetricTargetType::kUtilization);
   EXPECT_EQ(c.metrics[1].target, 80);
   EXPECT_EQ(c.metrics[2].type, scale::MetricTargetType::kAverageValue);  // the default type
@@ -113,7 +113,7 @@ TEST(TargetPolicyParserTest, ErrorsNameFieldAndLine) {
        "average_value, average_utilization, aggregation, activation_threshold, query (line 4)"},
       {"bad aggregation", "target",
        "target:\n  metrics:\n    - {name: q, average_value: 1, aggregation: median}\n",
-       "target.metrics[0].aggregation: expected one of average, sum, max, got 'median' (line 3)"},
+       "target.metrics[0].aggregation: expected one of average, max, min, sum, got 'median' (line 3)"},
       {"no metrics at all", "target", "target:\n  tolerance: 0.1\n",
        "target.metrics: a target policy needs at least one entry in metrics or triggers "
        "(line 2)"},

@@ -17,12 +17,6 @@
 namespace gpuscale::daemon {
 namespace {
 
-// Kinds of store writes that keep /readyz at 503 while their last try failed (StoreError,
-// StoreWritten); a service's replicas are a kind of their own ("writing replicas of chat").
-constexpr std::string_view kWritingLeases = "writing leases";
-constexpr std::string_view kWritingDecisions = "writing decisions";
-constexpr std::string_view kAppendingEvents = "appending events";
-
 std::vector<store::ReplicaRow> RowsOf(const std::string& service,
                                       const orch::ServiceOrchestrator& orch) {
   std::vector<store::ReplicaRow> rows;
@@ -42,10 +36,11 @@ std::string ActionText(const scale::ReplicaAction& a) {
 Daemon::~Daemon() {
   if (options_.gateway) options_.gateway->SetDemandListener({});
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
+  if (events_) events_->Stop();  // SSE readers waiting for events return now
   if (loop_.joinable()) loop_.join();
   ShutdownTasks();
   ledger_.SetReleaseListener({});  // it points at tasks_, destroyed before ledger_
@@ -54,22 +49,8 @@ Daemon::~Daemon() {
 
 void Daemon::Log(std::string_view message) { options_.log(message); }
 
-void Daemon::StoreError(std::string_view what, const Error& error, std::string_view kind) {
-  Log(fmt::format("state store: {} failed: {} (the control loop continues)", what,
-                  error.ToString()));
-  std::lock_guard<std::mutex> lock(mu_);
-  metrics_.AddStoreError();
-  store_failures_[std::string(kind.empty() ? what : kind)] =
-      fmt::format("{}: {}", what, error.message);
-}
-
-void Daemon::StoreWritten(std::string_view kind) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!store_failures_.empty()) store_failures_.erase(std::string(kind));
-}
-
 void Daemon::Run() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (loop_.joinable() || stop_) return;
   loop_ = std::thread([this] { LoopMain(); });
   if (tasks_) tasks_->Start();
@@ -95,10 +76,10 @@ void Daemon::LoopMain() {
     // is ready in 1 s serves 1 s later, not a loop interval later (the policy keeps its own
     // windows and cooldowns, so extra ticks do not make it jumpier).
     if (settling_.load()) interval = std::min(interval, options_.probe_interval);
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const auto next =
         started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval);
-    loop_cv_.wait_until(lock, next, [this] { return stop_ || wake_; });
+    loop_cv_.WaitUntil(mu_, next, [this]() GS_REQUIRES(mu_) { return stop_ || wake_; });
     if (stop_) return;
     wake_ = false;
   }
@@ -106,24 +87,25 @@ void Daemon::LoopMain() {
 
 void Daemon::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     wake_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
 }
 
 void Daemon::Shutdown(bool stop_replicas) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (shut_down_) return;
     shut_down_ = stop_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
+  if (events_) events_->Stop();
   if (loop_.joinable()) loop_.join();
   // Experiment servers never outlive the daemon (experiments are not adopted); their leases
   // are released before the final PersistLeases below.
   ShutdownTasks();
-  std::lock_guard<std::mutex> loop_lock(loop_mu_);
+  MutexLock loop_lock(loop_mu_);
   if (!stop_replicas) {
     Log("leaving replicas running for the next daemon to adopt");
     return;
@@ -141,7 +123,7 @@ void Daemon::Shutdown(bool stop_replicas) {
     if (!retiring_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   PersistLeases();
-  AppendEvents(events);
+  events_->Append(events);
   if (!retiring_.empty()) Log("some replicas did not exit in time; they are left to adoption");
   monitor_->Stop();
 }
@@ -163,56 +145,33 @@ void Daemon::PollRetiring(Seconds now, std::vector<store::EventRow>& events) {
     // Retiring rows stay persisted until the processes are gone, so a crash meanwhile still
     // lets the next daemon finish the stop; a live service of the same name owns the rows
     // again once it exists (creation waits for the retirement: ApplyCommand).
-    PersistReplicas(slot.name, *slot.orch, slot.persisted);
+    PersistReplicas(slot.name, *slot.orch);
     if (slot.orch->HasProcesses()) {
       ++it;
       continue;
     }
     if (slot.deleting) {  // a re-created service's row is spared (FinishDeleting)
       if (Status s = store_->services().FinishDeleting(slot.name); !s) {
-        StoreError("deleting service " + slot.name, s.error());
+        store_health_.Failed("deleting service " + slot.name, s.error());
       }
     }
+    state_->Forget(slot.name);
     it = retiring_.erase(it);
   }
 }
 
-void Daemon::PersistReplicas(const std::string& service, orch::ServiceOrchestrator& orch,
-                             std::vector<store::ReplicaRow>& persisted) {
-  std::vector<store::ReplicaRow> rows = RowsOf(service, orch);
-  if (!persisted.empty() && SameReplicaRows(rows, persisted)) return;
-  const std::string what = "writing replicas of " + service;  // also its failure kind
-  const Seconds now = clock_.Now();
-  for (store::ReplicaRow& row : rows) row.updated_at = now;
-  if (Status s = store_->replicas().ReplaceForService(service, rows); !s) {
-    return StoreError(what, s.error());
-  }
-  StoreWritten(what);
-  persisted = std::move(rows);
+void Daemon::PersistReplicas(const std::string& service, const orch::ServiceOrchestrator& orch) {
+  state_->WriteReplicas(service, RowsOf(service, orch), clock_.Now());
 }
 
 void Daemon::PersistLeases() {
   std::vector<store::LeaseRow> rows;
   for (const alloc::Lease& lease : ledger_.Leases()) rows.push_back(ToLeaseRow(lease));
-  if (SameLeaseRows(rows, persisted_leases_) && tick_count_ > 0) return;
-  if (Status s = store_->leases().ReplaceAll(rows); !s) {
-    return StoreError(kWritingLeases, s.error());
-  }
-  StoreWritten(kWritingLeases);
-  persisted_leases_ = std::move(rows);
+  state_->WriteLeases(std::move(rows));
 }
 
-void Daemon::PersistDecision(Slot& slot, const ServiceTickResult& result, Seconds now) {
+void Daemon::PersistDecision(const Slot& slot, const ServiceTickResult& result, Seconds now) {
   const scale::ControllerTick& t = result.tick;
-  const bool changed = result.desired_changed || !t.actions.empty() ||
-                       t.current_replicas != slot.written_current ||
-                       t.ready_replicas != slot.written_ready;
-  const bool due = !slot.decision_written_at ||
-                   now - *slot.decision_written_at >= options_.decision_heartbeat;
-  if (!changed && !due) return;
-  slot.decision_written_at = now;
-  slot.written_current = t.current_replicas;
-  slot.written_ready = t.ready_replicas;
   store::DecisionRow row;
   row.service = slot.name;
   row.at = now;
@@ -223,36 +182,10 @@ void Daemon::PersistDecision(Slot& slot, const ServiceTickResult& result, Second
   row.reason = t.decision.reason;
   row.details = t.decision.details;
   for (const scale::ReplicaAction& a : t.actions) row.actions.push_back(ActionText(a));
-  if (Result<int64_t> id = store_->decisions().Append(row); !id) {
-    StoreError("writing a decision of " + slot.name, id.error(), kWritingDecisions);
-  } else {
-    StoreWritten(kWritingDecisions);
-  }
+  state_->WriteDecision(row, result.desired_changed || !t.actions.empty());
 }
 
-void Daemon::AppendEvents(std::vector<store::EventRow>& events) {
-  int64_t latest = 0;
-  bool last_written = false;
-  for (store::EventRow& e : events) {
-    Result<int64_t> id = store_->events().Append(e);
-    last_written = id.has_value();
-    if (!id) {
-      StoreError("appending event " + e.kind, id.error(), kAppendingEvents);
-      continue;
-    }
-    latest = *id;
-  }
-  events.clear();
-  if (latest == 0) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    latest_event_id_ = std::max(latest_event_id_, latest);
-    if (last_written) store_failures_.erase(std::string(kAppendingEvents));
-  }
-  events_cv_.notify_all();
-}
-
-void Daemon::PublishEvents(std::vector<store::EventRow> events) { AppendEvents(events); }
+void Daemon::PublishEvents(std::vector<store::EventRow> events) { events_->Append(events); }
 
 Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) {
   Observed observed;
@@ -357,9 +290,9 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
   for (orch::OrchestratorEvent& e : orch.TakeEvents()) {
     events.push_back(MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
   }
-  PersistReplicas(slot.name, orch, slot.persisted);
+  PersistReplicas(slot.name, orch);
   PersistDecision(slot, result, now);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   metrics_.AddDecision(slot.name);
   if (result.scrape_errors > 0) metrics_.AddScrapeErrors(slot.name, result.scrape_errors);
 }
@@ -378,7 +311,7 @@ void Daemon::PrepareProbes(Seconds now) {
 // One control tick; see daemon.h for the steps. Longer than 40 lines would be: the steps
 // are each one call, kept in one place so the order is visible.
 void Daemon::Tick() {
-  std::lock_guard<std::mutex> loop_lock(loop_mu_);
+  MutexLock loop_lock(loop_mu_);
   const auto started = std::chrono::steady_clock::now();
   const Seconds now = clock_.Now();
   std::vector<store::EventRow> events;
@@ -392,7 +325,7 @@ void Daemon::Tick() {
   PostGpuLoad(observed);
   for (auto& [name, slot] : services_) TickService(*slot, now, observed, snapshot, events);
   PersistLeases();
-  AppendEvents(events);
+  events_->Append(events);
   if (now - last_retention_ > Seconds{3600}) {
     last_retention_ = now;
     (void)store_->events().DeleteBefore(now - options_.retention);
@@ -403,7 +336,7 @@ void Daemon::Tick() {
   PublishRoutes(now);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   metrics_.ObserveLoop(seconds);
   first_tick_done_ = true;
 }
@@ -468,7 +401,7 @@ void Daemon::PublishViews(Seconds now) {
     }
   }
   settling_ = settling;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const Command& c : commands_) {
     if (c.kind == Command::Kind::kDelete) {
       views.erase(c.service);

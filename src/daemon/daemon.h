@@ -38,7 +38,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,13 +51,17 @@
 
 #include "alloc/lease_ledger.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "daemon/daemon_api.h"
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_metrics.h"
+#include "daemon/event_log.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
 #include "daemon/state_dir_lock.h"
+#include "daemon/state_writer.h"
+#include "daemon/store_health.h"
 #include "experiments/task_manager.h"
 #include "gateway/gateway_state.h"
 #include "gpu/monitor.h"
@@ -118,16 +121,16 @@ class Daemon final : public DaemonApi {
 
   // Starts the loop thread: Tick(), then wait loop_interval (interruptible). No-op when
   // running.
-  void Run();
+  void Run() GS_EXCLUDES(mu_);
   // Stops the loop thread; then, when `stop_replicas`, stops every replica and waits (about
   // stop_grace at most, escalating to SIGKILL) until their processes are gone; otherwise
   // leaves them running for a later adoption. Idempotent.
-  void Shutdown(bool stop_replicas);
+  void Shutdown(bool stop_replicas) GS_EXCLUDES(loop_mu_, mu_);
   // One control tick at clock.Now() (the loop calls it; tests call it directly).
-  void Tick();
+  void Tick() GS_EXCLUDES(loop_mu_);
   // Ends the loop's current wait: the next tick starts now (the gateway's activator calls it
   // when a request waits for a service with no ready replica). Any thread.
-  void Wake();
+  void Wake() GS_EXCLUDES(mu_);
 
   // `gpuscale serve` on SIGHUP: applies the config file read again (`reread`, or why it could
   // not be read: then nothing changes). Its services: new names are created, changed specs
@@ -179,7 +182,7 @@ class Daemon final : public DaemonApi {
   Daemon(DaemonConfig config, Clock& clock, DaemonOptions options);
 
   // Open (daemon_open.cc)
-  Status OpenState();
+  Status OpenState() GS_REQUIRES(loop_mu_);
   Result<std::vector<ServiceConfig>> LoadServices(Seconds now);
   Result<std::unique_ptr<Slot>> MakeSlot(const ServiceConfig& service, Seconds now);
   // The service's engine (local processes or Slurm jobs, by service.engine).
@@ -187,56 +190,56 @@ class Daemon final : public DaemonApi {
       const ServiceConfig& service);
   void RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>& events);
   size_t StopUnknownReplicaProcesses(const std::vector<store::ReplicaRow>& rows, Seconds now,
-                                     std::vector<store::EventRow>& events);
-  void AdoptAll(Seconds now);
+                                     std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  void AdoptAll(Seconds now) GS_REQUIRES(loop_mu_);
   size_t StaleLeaseCount();
-  void AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now);
+  void AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now) GS_REQUIRES(loop_mu_);
   ServiceConfig OrphanConfig(const std::string& service);
   void DropEngineRecords(const std::string& service, std::vector<orch::ReplicaRecord>& records,
                          Seconds now, std::vector<store::EventRow>& events);
-  void FinishDeletedServices(const std::set<std::string>& with_replicas);
+  void FinishDeletedServices(const std::set<std::string>& with_replicas) GS_REQUIRES(loop_mu_);
   // Tasks (daemon_tasks.cc): the TaskManager, after adoption (its experiments' leases were
   // not re-acquired, so a restarted daemon reconciles them without leaks).
   Status OpenTasks();
-  void ShutdownTasks();
+  void ShutdownTasks() GS_EXCLUDES(loop_mu_);
   // Reload: applies the re-read prometheus, tasks and loop_interval sections; returns their
   // names where they changed. REQUIRES: neither loop_mu_ nor mu_ held.
-  std::vector<std::string> ApplyLiveSections(const DaemonConfig& reread);
+  std::vector<std::string> ApplyLiveSections(const DaemonConfig& reread) GS_EXCLUDES(loop_mu_, mu_);
 
   // Tick (daemon.cc; commands in daemon_commands.cc)
-  void ApplyCommands(Seconds now);
-  void ApplyCommand(Command& command, Seconds now, std::vector<store::EventRow>& events);
-  void ApplySpec(Command& command, Seconds now, std::vector<store::EventRow>& events);
-  void ApplyDelete(Command& command, Seconds now, std::vector<store::EventRow>& events);
-  void ApplyRules(Command& command, Seconds now, std::vector<store::EventRow>& events);
-  void ApplyManual(Command& command, Seconds now, std::vector<store::EventRow>& events);
-  Observed Collect(Seconds now, const gpu::GpuSnapshot* gpus);
+  void ApplyCommands(Seconds now) GS_REQUIRES(loop_mu_);
+  void ApplyCommand(Command& command, Seconds now, std::vector<store::EventRow>& events)
+      GS_REQUIRES(loop_mu_);
+  void ApplySpec(Command& command, Seconds now, std::vector<store::EventRow>& events)
+      GS_REQUIRES(loop_mu_);
+  void ApplyDelete(Command& command, Seconds now, std::vector<store::EventRow>& events)
+      GS_REQUIRES(loop_mu_);
+  void ApplyRules(Command& command, Seconds now, std::vector<store::EventRow>& events)
+      GS_REQUIRES(loop_mu_);
+  void ApplyManual(Command& command, Seconds now, std::vector<store::EventRow>& events)
+      GS_REQUIRES(loop_mu_);
+  Observed Collect(Seconds now, const gpu::GpuSnapshot* gpus) GS_REQUIRES(loop_mu_);
   void PostGpuLoad(const Observed& observed);
   void TickService(Slot& slot, Seconds now, Observed& observed, const gpu::GpuSnapshot* gpus,
                    std::vector<store::EventRow>& events);
   void TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now,
                   std::vector<store::EventRow>& events);
-  void PollRetiring(Seconds now, std::vector<store::EventRow>& events);
-  void PersistReplicas(const std::string& service, orch::ServiceOrchestrator& orch,
-                       std::vector<store::ReplicaRow>& persisted);
+  void PollRetiring(Seconds now, std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  // State to the store through state_ (StateWriter: only what changed is written).
+  void PersistReplicas(const std::string& service, const orch::ServiceOrchestrator& orch);
   void PersistLeases();
-  void PersistDecision(Slot& slot, const ServiceTickResult& result, Seconds now);
-  void AppendEvents(std::vector<store::EventRow>& events);
-  // The TaskManager's publisher: appends and wakes SSE readers like AppendEvents. Callable
-  // from any thread (it takes only the store's lock and mu_).
+  void PersistDecision(const Slot& slot, const ServiceTickResult& result, Seconds now);
+  // Appends to the event log (events_), for calls with a temporary list (the reload report,
+  // the TaskManager's publisher). Any thread.
   void PublishEvents(std::vector<store::EventRow> events);
-  void Retire(std::unique_ptr<Slot> slot, Seconds now);
-  void PublishViews(Seconds now);
+  void Retire(std::unique_ptr<Slot> slot, Seconds now) GS_REQUIRES(loop_mu_);
+  void PublishViews(Seconds now) GS_REQUIRES(loop_mu_);
   // The route table for the gateway (options_.gateway), from this tick's replicas.
-  void PublishRoutes(Seconds now);
+  void PublishRoutes(Seconds now) GS_REQUIRES(loop_mu_);
   ServiceView ViewOf(const Slot& slot, Seconds now) const;
-  // A failed store write: logged, counted, and held in store_failures_ under `kind` ("" =
-  // `what`) until StoreWritten(kind).
-  void StoreError(std::string_view what, const Error& error, std::string_view kind = "");
-  void StoreWritten(std::string_view kind);
-  void PrepareProbes(Seconds now);
+  void PrepareProbes(Seconds now) GS_REQUIRES(loop_mu_);
   void Log(std::string_view message);
-  void LoopMain();
+  void LoopMain() GS_EXCLUDES(loop_mu_, mu_);
 
   // API helpers (daemon_requests.cc)
   // kResourceExhausted (HTTP 409) when a local service's replica, or its min_replicas, needs
@@ -264,37 +267,39 @@ class Daemon final : public DaemonApi {
   std::atomic<bool> settling_{false};
   std::unique_ptr<StateDirLock> state_lock_;  // held from Open to destruction
   std::unique_ptr<store::Store> store_;
+  // Failing store writes, shown by /readyz (thread-safe; outlives the two below).
+  StoreHealth store_health_{[this](std::string_view message) { Log(message); }};
+  // The event log and the state writer, over store_ (each thread-safe, with its own lock).
+  std::unique_ptr<EventLog> events_;
+  std::unique_ptr<StateWriter> state_;
   // Tasks/experiments (daemon_tasks.cc); destroyed before the store and ledger it borrows.
   std::unique_ptr<experiments::TaskManager> tasks_;
 
-  std::mutex loop_mu_;  // serializes Tick/Shutdown; guards the members up to mu_
-  std::map<std::string, std::unique_ptr<Slot>> services_;
+  // The loop's own state: held by Tick, Shutdown, Open and the reload of live sections, so
+  // orchestrators are touched by one thread at a time. Taken before mu_, never after it.
+  Mutex loop_mu_;
+  std::map<std::string, std::unique_ptr<Slot>> services_ GS_GUARDED_BY(loop_mu_);
   // Deleted services and orphans whose replicas are still stopping.
-  std::vector<std::unique_ptr<Slot>> retiring_;
-  std::vector<store::LeaseRow> persisted_leases_;
-  int64_t tick_count_ = 0;
-  Seconds last_retention_{0};
+  std::vector<std::unique_ptr<Slot>> retiring_ GS_GUARDED_BY(loop_mu_);
+  int64_t tick_count_ GS_GUARDED_BY(loop_mu_) = 0;
+  Seconds last_retention_ GS_GUARDED_BY(loop_mu_){0};
 
-  mutable std::mutex mu_;                                           // guards the members below
-  std::map<std::string, ServiceView> views_;                        // API-visible services
-  std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_;  // last tick's replicas
-  std::vector<Command> commands_;                                   // queued API changes
+  // What API threads read and queue: held briefly, never across I/O.
+  mutable Mutex mu_;
+  std::map<std::string, ServiceView> views_ GS_GUARDED_BY(mu_);  // API-visible services
+  // Last tick's replicas.
+  std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_ GS_GUARDED_BY(mu_);
+  std::vector<Command> commands_ GS_GUARDED_BY(mu_);  // queued API changes
   // Removed services whose replicas this daemon could not stop (AdoptOrphans: their engine
   // could not be set up), by name -> why. Their names stay taken until a restart stops them:
   // a new service of that name would overwrite the rows that still track the old replicas.
-  std::map<std::string, std::string> unstoppable_;
-  DaemonMetrics metrics_;
-  bool first_tick_done_ = false;
-  // Each kind of store write ("replicas of chat", "leases", "events", ...) whose last try
-  // failed, with the error: /readyz answers 503 while one is here, so that a full disk shows
-  // before state is lost. A kind leaves when it is written again.
-  std::map<std::string, std::string> store_failures_;
-  int64_t latest_event_id_ = 0;
-  std::condition_variable events_cv_;  // notified (with mu_) when events are appended
-  bool stop_ = false;
-  bool shut_down_ = false;
-  bool wake_ = false;                // Wake() was called; guarded by mu_
-  std::condition_variable loop_cv_;  // wakes the loop's wait on stop_ or wake_
+  std::map<std::string, std::string> unstoppable_ GS_GUARDED_BY(mu_);
+  DaemonMetrics metrics_ GS_GUARDED_BY(mu_);
+  bool first_tick_done_ GS_GUARDED_BY(mu_) = false;
+  bool stop_ GS_GUARDED_BY(mu_) = false;
+  bool shut_down_ GS_GUARDED_BY(mu_) = false;
+  bool wake_ GS_GUARDED_BY(mu_) = false;  // Wake() was called
+  CondVar loop_cv_;                       // wakes the loop's wait on stop_ or wake_
   std::thread loop_;
 };
 

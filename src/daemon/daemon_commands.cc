@@ -14,7 +14,7 @@ namespace gpuscale::daemon {
 void Daemon::ApplyCommands(Seconds now) {
   std::vector<Command> commands;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     commands.swap(commands_);
   }
   std::vector<store::EventRow> events;
@@ -31,11 +31,11 @@ void Daemon::ApplyCommands(Seconds now) {
     ApplyCommand(c, now, events);
   }
   if (!deferred.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     commands_.insert(commands_.begin(), std::make_move_iterator(deferred.begin()),
                      std::make_move_iterator(deferred.end()));
   }
-  AppendEvents(events);
+  events_->Append(events);
 }
 
 void Daemon::ApplyCommand(Command& c, Seconds now, std::vector<store::EventRow>& events) {
@@ -69,9 +69,9 @@ void Daemon::ApplySpec(Command& c, Seconds now, std::vector<store::EventRow>& ev
     }
     (void)(*slot)->orch->Adopt(records, now);
     (*slot)->created_at = it->second->created_at;
-    (*slot)->persisted = std::move(it->second->persisted);
   }
   if (c.manual) (void)(*slot)->runtime->SetManualReplicas(c.manual);
+  state_->ForgetDecision(c.service);  // a new spec's first decision is always recorded
   services_[c.service] = std::move(*slot);
   events.push_back(MakeEvent(
       now, c.service, c.kind == Command::Kind::kCreate ? "service_created" : "service_updated", "",
@@ -85,7 +85,7 @@ void Daemon::ApplyDelete(Command& c, Seconds now, std::vector<store::EventRow>& 
   Retire(std::move(it->second), now);
   services_.erase(it);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     metrics_.ForgetService(c.service);
   }
   events.push_back(MakeEvent(now, c.service, "service_deleted", "",

@@ -22,10 +22,6 @@ struct Daemon::Slot {
   // replicas are gone (PollRetiring). False for services retired by Shutdown.
   bool deleting = false;
   Seconds created_at{0};
-  std::vector<store::ReplicaRow> persisted;  // last rows written (skip unchanged writes)
-  // The last decision row written: its time and counts (a row is written when they change).
-  std::optional<Seconds> decision_written_at;
-  int written_current = -1, written_ready = -1;
   std::string last_metric_errors;  // joined, to emit an event only when they change
   // The spec last rendered for the API view and its YAML (ViewOf; the loop thread only).
   mutable std::optional<std::pair<ServiceConfig, std::string>> spec_yaml;

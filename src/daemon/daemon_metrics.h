@@ -40,7 +40,8 @@ class DaemonMetrics {
   void ObserveLoop(double seconds);
   void AddDecision(const std::string& service) { ++decisions_[service]; }
   void AddScrapeErrors(const std::string& service, int n) { scrape_errors_[service] += n; }
-  void AddStoreError() { ++store_errors_; }
+  // Store write failures so far (StoreHealth counts them; copied here before Render).
+  void set_store_errors(int64_t total) { store_errors_ = total; }
   void ForgetService(const std::string& service);
   int64_t store_errors() const { return store_errors_; }
 

@@ -64,7 +64,7 @@ TEST(DaemonMetricsTest, EverySampleHasATypedFamilyWithHelp) {
   DaemonMetrics m;
   m.AddDecision("chat");
   m.AddScrapeErrors("chat", 1);
-  m.AddStoreError();
+  m.set_store_errors(1);
   m.ObserveLoop(0.1);
   const std::string text = m.Render(nullptr, {}, {ServiceGauges{"chat", 0, 0, 1, 0, 1}}, 0);
   std::map<std::string, std::string> types;  // family -> type

@@ -45,11 +45,15 @@ Result<std::unique_ptr<Daemon>> Daemon::Open(DaemonConfig config, Clock& clock,
     };
   }
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(config), clock, std::move(options)));
-  GS_RETURN_IF_ERROR(daemon->OpenState());
+  {
+    // No other thread runs yet; held because OpenState builds the loop's state.
+    MutexLock loop_lock(daemon->loop_mu_);
+    GS_RETURN_IF_ERROR(daemon->OpenState());
+    // Adopted replicas are routable before the first tick.
+    if (daemon->options_.gateway) daemon->PublishRoutes(clock.Now());
+  }
   if (daemon->options_.gateway) {
-    // Adopted replicas are routable before the first tick; a request waiting for a service
-    // with none starts a tick at once.
-    daemon->PublishRoutes(clock.Now());
+    // A request waiting for a service with no ready replica starts a tick at once.
     daemon->options_.gateway->SetDemandListener(
         [d = daemon.get()](const std::string&) { d->Wake(); });
   }
@@ -74,6 +78,9 @@ Status Daemon::OpenState() {
   store::OpenOptions store_options;
   store_options.max_bytes = options_.store_max_bytes;
   GS_ASSIGN_OR_RETURN(store_, store::Store::Open(db_path, now, store_options));
+  events_ = std::make_unique<EventLog>(store_->events(), store_health_);
+  GS_RETURN_IF_ERROR(events_->Open());
+  state_ = std::make_unique<StateWriter>(*store_, store_health_, options_.decision_heartbeat);
   // The state as it was at this start, for a restore after the database is damaged
   // (docs/operations.md). Without room for it the daemon still runs; the log says so.
   if (Status backup = store_->database().BackupTo(db_path + ".bak"); !backup) {
@@ -91,9 +98,8 @@ Status Daemon::OpenState() {
     RestoreManual(**slot, now, events);
     services_[services[i].name] = std::move(*slot);
   }
-  AppendEvents(events);
+  events_->Append(events);
   AdoptAll(now);
-  GS_ASSIGN_OR_RETURN(latest_event_id_, store_->events().LatestId());
   GS_RETURN_IF_ERROR(OpenTasks());
   PublishViews(now);
   monitor_->Start();
@@ -132,7 +138,7 @@ Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
     }
     services.push_back(std::move(*parsed));
   }
-  AppendEvents(events);
+  events_->Append(events);
   return services;
 }
 
@@ -208,7 +214,7 @@ void Daemon::RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>
   const int manual = *row->manual_replicas;
   if (Status s = slot.runtime->SetManualReplicas(manual); !s) {
     if (Status cleared = store_->services().SetManualReplicas(slot.name, std::nullopt); !cleared) {
-      StoreError("clearing the manual override of " + slot.name, cleared.error());
+      store_health_.Failed("clearing the manual override of " + slot.name, cleared.error());
     }
     events.push_back(MakeEvent(now, slot.name, "manual_override", "",
                                fmt::format("stored override of {} replicas dropped ({}); control "
@@ -235,7 +241,7 @@ size_t Daemon::StaleLeaseCount() {
 // Re-adopts what the previous daemon persisted; see daemon.h.
 void Daemon::AdoptAll(Seconds now) {
   Result<std::vector<store::ReplicaRow>> rows = store_->replicas().List();
-  if (!rows) return StoreError("reading replicas for adoption", rows.error());
+  if (!rows) return store_health_.Failed("reading replicas for adoption", rows.error());
   std::map<std::string, std::vector<orch::ReplicaRecord>> records;
   std::vector<store::ReplicaRow> orphans;
   for (const store::ReplicaRow& row : *rows) {
@@ -257,7 +263,7 @@ void Daemon::AdoptAll(Seconds now) {
     for (orch::OrchestratorEvent& e : slot->orch->TakeEvents()) {
       events.push_back(MakeEvent(e.at, name, e.kind, e.replica, e.message));
     }
-    PersistReplicas(name, *slot->orch, slot->persisted);
+    PersistReplicas(name, *slot->orch);
   }
   AdoptOrphans(orphans, now);
   const size_t unknown = StopUnknownReplicaProcesses(*rows, now, events);
@@ -271,7 +277,7 @@ void Daemon::AdoptAll(Seconds now) {
       fmt::format("{} services; adopted {} running replicas, cleaned up {}, stopped {} "
                   "unrecorded replica processes; {} stale leases dropped",
                   services_.size(), adopted, cleaned, unknown, dropped)));
-  AppendEvents(events);
+  events_->Append(events);
 }
 
 // A replica process of this state directory (its marker, orch/process_util.h) that no
@@ -348,7 +354,7 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
                       service, orch.error().ToString());
       Log(message);
       events.push_back(MakeEvent(now, service, "orphan_error", "", message));
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       unstoppable_[service] = orch.error().ToString();
       continue;
     }
@@ -363,7 +369,7 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
     slot->orch->StopAll(now);
     retiring_.push_back(std::move(slot));
   }
-  AppendEvents(events);
+  events_->Append(events);
 }
 
 // Records of a cluster engine's replicas (they carry the engine's job id) whose engine
@@ -390,11 +396,11 @@ void Daemon::DropEngineRecords(const std::string& service,
 // Rows marked deleting whose replicas were all gone before the restart.
 void Daemon::FinishDeletedServices(const std::set<std::string>& with_replicas) {
   Result<std::vector<store::ServiceRow>> rows = store_->services().List();
-  if (!rows) return StoreError("listing services", rows.error());
+  if (!rows) return store_health_.Failed("listing services", rows.error());
   for (const store::ServiceRow& row : *rows) {
     if (!row.deleting || with_replicas.count(row.name) != 0) continue;
     if (Status s = store_->services().FinishDeleting(row.name); !s) {
-      StoreError("deleting service " + row.name, s.error());
+      store_health_.Failed("deleting service " + row.name, s.error());
     }
   }
 }

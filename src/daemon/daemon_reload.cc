@@ -52,7 +52,7 @@ std::vector<std::string> Daemon::ApplyLiveSections(const DaemonConfig& reread) {
   std::vector<std::string> applied;
   bool retune = false;
   {
-    std::lock_guard<std::mutex> loop_lock(loop_mu_);
+    MutexLock loop_lock(loop_mu_);
     if (config_.prometheus != reread.prometheus) {
       config_.prometheus = reread.prometheus;
       applied.push_back("prometheus");
@@ -67,7 +67,7 @@ std::vector<std::string> Daemon::ApplyLiveSections(const DaemonConfig& reread) {
     tasks_->Retune({reread.tasks.recheck_interval, reread.tasks.max_head_skips,
                     reread.tasks.stop_grace.value_or(options_.stop_grace)});
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (config_.loop_interval != reread.loop_interval) {
     config_.loop_interval = reread.loop_interval;
     applied.push_back("loop_interval_seconds");

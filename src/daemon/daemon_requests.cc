@@ -90,14 +90,14 @@ std::vector<gpu::HistoryPoint> Daemon::GpuHistory(Seconds window) {
 }
 
 std::vector<ServiceView> Daemon::ListServices() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ServiceView> views;
   for (const auto& [name, view] : views_) views.push_back(view);
   return views;
 }
 
 Result<ServiceView> Daemon::GetService(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = views_.find(name);
   if (it == views_.end()) return NoService(name);
   return it->second;
@@ -107,7 +107,7 @@ Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
   GS_ASSIGN_OR_RETURN(ServiceConfig valid, ValidateService(config, {}));
   GS_RETURN_IF_ERROR(CheckFitsInventory(valid));
   const Seconds now = clock_.Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (views_.count(valid.name) != 0) {
     return FailedPrecondition(fmt::format("service '{}' already exists (PUT "
                                           "/v1/services/{} changes it)",
@@ -141,7 +141,7 @@ Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
 
 Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (views_.count(config.name) == 0) return NoService(config.name);
   }
   GS_ASSIGN_OR_RETURN(std::vector<store::RuleRow> rules,
@@ -149,7 +149,7 @@ Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
   GS_ASSIGN_OR_RETURN(ServiceConfig valid, ValidateService(config, rules));
   GS_RETURN_IF_ERROR(CheckFitsInventory(valid));
   const Seconds now = clock_.Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = views_.find(valid.name);
   if (it == views_.end()) return NoService(valid.name);
   ServiceView& view = it->second;
@@ -174,7 +174,7 @@ Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
 }
 
 Status Daemon::DeleteService(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (views_.count(name) == 0) return NoService(name);
   // The row (with the spec: which engine runs the replicas) stays, marked deleting, until the
   // replicas are gone, so a daemon restarted meanwhile still stops them (AdoptOrphans).
@@ -189,14 +189,14 @@ Status Daemon::DeleteService(const std::string& name) {
 
 Result<std::vector<RuleView>> Daemon::ListRules(const std::string& service) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (views_.count(service) == 0) return NoService(service);
   }
   return store_->rules().ListForService(service);
 }
 
 Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rule) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = views_.find(service);
   if (it == views_.end()) return NoService(service);
   const ServiceConfig& config = it->second.config;
@@ -220,7 +220,7 @@ Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rul
 }
 
 Status Daemon::DeleteRule(const std::string& service, int64_t rule_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (views_.count(service) == 0) return NoService(service);
   Result<store::RuleRow> rule = store_->rules().Get(rule_id);
   if (!rule || rule->service != service) {
@@ -236,7 +236,7 @@ Status Daemon::DeleteRule(const std::string& service, int64_t rule_id) {
 
 Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
                                                std::optional<int> replicas) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = views_.find(service);
   if (it == views_.end()) return NoService(service);
   const ServiceConfig& config = it->second.config;
@@ -257,7 +257,7 @@ Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
 }
 
 Result<std::vector<orch::ReplicaInfo>> Daemon::ListReplicas(const std::string& service) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (views_.count(service) == 0) return NoService(service);
   auto it = replicas_.find(service);
   if (it == replicas_.end()) return std::vector<orch::ReplicaInfo>{};
@@ -267,19 +267,17 @@ Result<std::vector<orch::ReplicaInfo>> Daemon::ListReplicas(const std::string& s
 std::vector<alloc::Lease> Daemon::Leases() { return ledger_.Leases(); }
 
 Result<std::vector<store::EventRow>> Daemon::Events(const store::EventQuery& query) {
-  return store_->events().Query(query);
+  return events_->Query(query);
 }
 
 int64_t Daemon::WaitForEvents(int64_t after_id, Seconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  events_cv_.wait_for(lock, timeout, [&] { return latest_event_id_ > after_id || stop_; });
-  return std::max(latest_event_id_, after_id);
+  return events_->WaitAfter(after_id, timeout);
 }
 
 std::string Daemon::MetricsText() {
   Result<gpu::GpuSnapshot> gpus = monitor_->Snapshot();
   const size_t leases = ledger_.size();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ServiceGauges> gauges;
   for (const auto& [name, view] : views_) {
     ServiceGauges g;
@@ -291,6 +289,7 @@ std::string Daemon::MetricsText() {
     g.desired = view.desired_replicas;
     gauges.push_back(std::move(g));
   }
+  metrics_.set_store_errors(store_health_.error_count());
   std::string text =
       metrics_.Render(gpus ? &*gpus : nullptr, config_.gpu.backend.weights, gauges, leases);
   if (options_.gateway) text += options_.gateway->MetricsText();  // gpuscale_gateway_*
@@ -298,13 +297,11 @@ std::string Daemon::MetricsText() {
 }
 
 Status Daemon::Ready() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!first_tick_done_) {
     return Unavailable("state loaded; waiting for the first control tick");
   }
-  if (!store_failures_.empty()) {
-    std::vector<std::string> failures;
-    for (const auto& [kind, failure] : store_failures_) failures.push_back(failure);
+  if (std::vector<std::string> failures = store_health_.Failures(); !failures.empty()) {
     return Unavailable(fmt::format(
         "the state database cannot be written ({}); replicas keep running, but state may be "
         "lost until these writes succeed again",

@@ -40,7 +40,7 @@ Status Daemon::OpenTasks() {
 void Daemon::ShutdownTasks() {
   if (!tasks_) return;
   tasks_->Shutdown();
-  std::lock_guard<std::mutex> loop_lock(loop_mu_);
+  MutexLock loop_lock(loop_mu_);
   PersistLeases();
 }
 

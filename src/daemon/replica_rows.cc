@@ -1,22 +1,10 @@
 // Orchestrator records <-> store rows (replica_rows.h).
 #include "daemon/replica_rows.h"
 
-#include <tuple>
-
 namespace gpuscale::daemon {
 namespace {
 
 constexpr std::string_view kStopping = "stopping";
-
-auto Key(const store::ReplicaRow& r) {
-  return std::tie(r.id, r.service, r.phase, r.pid, r.port, r.gpus, r.gpu_keys, r.lease_owner,
-                  r.argv, r.log_path, r.restarts, r.started_at, r.phase_since, r.host,
-                  r.engine_id);
-}
-
-auto Key(const store::LeaseRow& l) {
-  return std::tie(l.key, l.gpu_index, l.node, l.owner, l.acquired_at);
-}
 
 }  // namespace
 
@@ -67,23 +55,6 @@ orch::ReplicaRecord ToReplicaRecord(const store::ReplicaRow& row) {
 
 store::LeaseRow ToLeaseRow(const alloc::Lease& lease) {
   return {lease.key, lease.gpu_index, lease.node, lease.owner, lease.acquired_at};
-}
-
-bool SameReplicaRows(const std::vector<store::ReplicaRow>& a,
-                     const std::vector<store::ReplicaRow>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Key(a[i]) != Key(b[i])) return false;
-  }
-  return true;
-}
-
-bool SameLeaseRows(const std::vector<store::LeaseRow>& a, const std::vector<store::LeaseRow>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Key(a[i]) != Key(b[i])) return false;
-  }
-  return true;
 }
 
 }  // namespace gpuscale::daemon

@@ -10,52 +10,22 @@
 #include <utility>
 
 #include "config/policy_config.h"
+#include "scale/enum_names.h"
 #include "scale/metric_names.h"
 #include "scale/policy_util.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {
-namespace internal {
-// The target family's {metric name, query} pairs (service_policy_target.cc: in its own file
-// because scale/target_metric.h and scale/policy_util.h both declare scale::MetricReading).
-std::vector<std::pair<std::string, std::string>> TargetPolicyQueries(const scale::Policy& policy);
-}  // namespace internal
 
 namespace {
 
+// A rule row's text field as the enum it spells (scale/enum_names.h's tables).
 template <typename E>
-using Spellings = std::array<std::pair<std::string_view, E>, 4>;
-
-constexpr Spellings<scale::Comparator> kComparators = {{
-    {"LESS_THAN", scale::Comparator::kLessThan},
-    {"LESS_THAN_OR_EQUAL", scale::Comparator::kLessThanOrEqual},
-    {"GREATER_THAN", scale::Comparator::kGreaterThan},
-    {"GREATER_THAN_OR_EQUAL", scale::Comparator::kGreaterThanOrEqual},
-}};
-
-constexpr Spellings<scale::Aggregation> kAggregations = {{
-    {"average", scale::Aggregation::kAverage},
-    {"max", scale::Aggregation::kMax},
-    {"min", scale::Aggregation::kMin},
-    {"sum", scale::Aggregation::kSum},
-}};
-
-constexpr Spellings<scale::MetricSource> kSources = {{
-    {"inference_framework", scale::MetricSource::kInferenceFramework},
-    {"kernel", scale::MetricSource::kKernel},
-    {"prometheus", scale::MetricSource::kPrometheus},
-    {"gateway", scale::MetricSource::kGateway},
-}};
-
-template <typename E>
-Result<E> Lookup(const Spellings<E>& table, const std::string& text, std::string_view field) {
-  std::vector<std::string_view> names;
-  for (const auto& [name, value] : table) {
-    if (name == text) return value;
-    if (names.empty() || names.back() != name) names.push_back(name);
-  }
-  return InvalidArgument(fmt::format("expected one of {}, got '{}'", fmt::join(names, ", "), text),
-                         std::string(field));
+Result<E> Lookup(scale::Spellings<E> table, const std::string& text, std::string_view field) {
+  if (std::optional<E> value = scale::ValueNamed(table, text)) return *value;
+  return InvalidArgument(
+      fmt::format("expected one of {}, got '{}'", scale::JoinedNames(table), text),
+      std::string(field));
 }
 
 // Names ServiceMetricView computes from scrapes (no Prometheus server needed).
@@ -89,9 +59,11 @@ Result<scale::ScalingRule> RuleFromRow(const store::RuleRow& row, const ServiceC
   rule.name = row.name;
   if (row.metric.empty()) return InvalidArgument("must not be empty", "metric");
   rule.metric = row.metric;
-  GS_ASSIGN_OR_RETURN(rule.source, Lookup(kSources, row.source, "source"));
-  GS_ASSIGN_OR_RETURN(rule.aggregation, Lookup(kAggregations, row.aggregation, "aggregation"));
-  GS_ASSIGN_OR_RETURN(rule.comparator, Lookup(kComparators, row.comparator, "comparator"));
+  GS_ASSIGN_OR_RETURN(rule.source, Lookup(scale::MetricSourceSpellings(), row.source, "source"));
+  GS_ASSIGN_OR_RETURN(rule.aggregation,
+                      Lookup(scale::AggregationSpellings(), row.aggregation, "aggregation"));
+  GS_ASSIGN_OR_RETURN(rule.comparator,
+                      Lookup(scale::ComparatorSpellings(), row.comparator, "comparator"));
   if (!std::isfinite(row.threshold)) return InvalidArgument("must be a finite number", "threshold");
   rule.threshold = row.threshold;
   if (row.step_size == 0) {
@@ -148,12 +120,7 @@ std::vector<PromQuery> PromQueriesOf(const scale::Policy& policy) {
     }
     queries.push_back({key, promql});
   };
-  for (const auto& [key, promql] : internal::TargetPolicyQueries(policy)) add(key, promql);
-  if (const auto* rules = dynamic_cast<const scale::RulesPolicy*>(&policy)) {
-    for (const scale::ScalingRule& r : rules->config().rules) {
-      if (r.source == scale::MetricSource::kPrometheus) add(r.metric, r.metric);
-    }
-  }
+  for (const auto& [key, promql] : policy.PromQueries()) add(key, promql);
   return queries;
 }
 

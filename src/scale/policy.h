@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -28,6 +29,10 @@ enum class MetricSource {
   kPrometheus,          // a Prometheus server query result (service-level)
   kGateway,             // what gpuscale's gateway measured at the door (service-level)
 };
+
+// How per-replica samples become one value (rules, target metrics). Backend.AI's
+// model-service autoscaling rules use the average over replicas. Names: scale/enum_names.h.
+enum class Aggregation { kAverage, kMax, kMin, kSum };
 
 // One metric as observed at `now`.
 struct MetricValue {
@@ -112,6 +117,9 @@ class Policy {
   // report a name no source provides by name, where the policy alone would only see "no
   // data". Default: none (families that read tasks, groups and adapters only).
   virtual std::vector<std::string> MetricNames() const { return {}; }
+  // The PromQL queries Evaluate reads, as {metric name, query}: a daemon with a Prometheus
+  // server sends each one every tick and fills the metric with the result. Default: none.
+  virtual std::vector<std::pair<std::string, std::string>> PromQueries() const { return {}; }
 };
 
 }  // namespace gpuscale::scale

@@ -11,20 +11,6 @@
 
 namespace gpuscale::scale {
 
-std::string_view AggregationName(Aggregation aggregation) {
-  switch (aggregation) {
-    case Aggregation::kAverage:
-      return "average";
-    case Aggregation::kMax:
-      return "max";
-    case Aggregation::kMin:
-      return "min";
-    case Aggregation::kSum:
-      return "sum";
-  }
-  return "average";
-}
-
 bool IsUsableSample(double value) { return std::isfinite(value) && value >= 0; }
 
 namespace {

@@ -17,12 +17,6 @@
 
 namespace gpuscale::scale {
 
-// How per-replica samples become one value. Backend.AI's model-service autoscaling rules
-// use the average over replicas.
-enum class Aggregation { kAverage, kMax, kMin, kSum };
-
-std::string_view AggregationName(Aggregation aggregation);  // "average", "max", ...
-
 // One metric as a policy sees it this tick.
 struct MetricReading {
   // The aggregated value of the usable samples; nullopt when there is none.

@@ -7,21 +7,9 @@
 #include <limits>
 #include <utility>
 
-namespace gpuscale::scale {
+#include "scale/enum_names.h"
 
-std::string_view ComparatorName(Comparator comparator) {
-  switch (comparator) {
-    case Comparator::kLessThan:
-      return "LESS_THAN";
-    case Comparator::kLessThanOrEqual:
-      return "LESS_THAN_OR_EQUAL";
-    case Comparator::kGreaterThan:
-      return "GREATER_THAN";
-    case Comparator::kGreaterThanOrEqual:
-      return "GREATER_THAN_OR_EQUAL";
-  }
-  return "GREATER_THAN";
-}
+namespace gpuscale::scale {
 
 std::string_view ComparatorSymbol(Comparator comparator) {
   switch (comparator) {
@@ -241,6 +229,14 @@ std::vector<std::string> RulesPolicy::MetricNames() const {
     }
   }
   return names;
+}
+
+std::vector<std::pair<std::string, std::string>> RulesPolicy::PromQueries() const {
+  std::vector<std::pair<std::string, std::string>> queries;
+  for (const ScalingRule& rule : config_.rules) {
+    if (rule.source == MetricSource::kPrometheus) queries.emplace_back(rule.metric, rule.metric);
+  }
+  return queries;
 }
 
 Decision RulesPolicy::Evaluate(const ScalingInput& input) {

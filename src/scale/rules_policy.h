@@ -25,7 +25,6 @@ namespace gpuscale::scale {
 
 enum class Comparator { kLessThan, kLessThanOrEqual, kGreaterThan, kGreaterThanOrEqual };
 
-std::string_view ComparatorName(Comparator comparator);    // "GREATER_THAN"
 std::string_view ComparatorSymbol(Comparator comparator);  // ">"
 bool Compare(double value, Comparator comparator, double threshold);
 
@@ -62,6 +61,8 @@ class RulesPolicy final : public Policy {
   int MaxReplicas() const override { return config_.max_replicas; }
   Decision Evaluate(const ScalingInput& input) override;
   std::vector<std::string> MetricNames() const override;  // every rule's metric, once
+  // Rules whose source is prometheus: the metric is the query.
+  std::vector<std::pair<std::string, std::string>> PromQueries() const override;
 
   const RulesPolicyConfig& config() const { return config_; }
   const std::vector<std::string>& warnings() const { return warnings_; }

@@ -5,6 +5,8 @@
 
 #include <limits>
 
+#include "scale/enum_names.h"
+
 namespace gpuscale::scale {
 namespace {
 

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <vector>
 
+#include "scale/enum_names.h"
+
 namespace gpuscale::scale {
 namespace {
 
@@ -22,14 +24,16 @@ bool Usable(double v) { return std::isfinite(v) && v >= 0; }
 
 bool WithinTolerance(double ratio, double tolerance) { return std::abs(1.0 - ratio) <= tolerance; }
 
-double Aggregate(const std::vector<double>& values, MetricAggregation aggregation) {
+double Aggregate(const std::vector<double>& values, Aggregation aggregation) {
   const double sum = std::accumulate(values.begin(), values.end(), 0.0);
   switch (aggregation) {
-    case MetricAggregation::kSum:
+    case Aggregation::kSum:
       return sum;
-    case MetricAggregation::kMax:
+    case Aggregation::kMax:
       return *std::max_element(values.begin(), values.end());
-    case MetricAggregation::kAverage:
+    case Aggregation::kMin:
+      return *std::min_element(values.begin(), values.end());
+    case Aggregation::kAverage:
       break;
   }
   return sum / static_cast<double>(values.size());
@@ -74,18 +78,6 @@ int ProposeForPerReplica(double level, int reporting, double target, int current
     return current;
   }
   return proposal;
-}
-
-std::string_view AggregationName(MetricAggregation aggregation) {
-  switch (aggregation) {
-    case MetricAggregation::kSum:
-      return "sum";
-    case MetricAggregation::kMax:
-      return "max";
-    case MetricAggregation::kAverage:
-      break;
-  }
-  return "average";
 }
 
 TargetReading Failed(const TargetMetric& metric, std::string why) {
@@ -144,7 +136,7 @@ TargetReading FromReplicas(const TargetMetric& metric, const std::vector<double>
   const int reporting = static_cast<int>(values.size());
   if (metric.type == MetricTargetType::kValue) {
     r.proposal = ProposeForRatio(r.value / metric.target, current, tolerance);
-  } else if (metric.aggregation == MetricAggregation::kSum) {
+  } else if (metric.aggregation == Aggregation::kSum) {
     r.proposal = ProposeForTotal(r.value, metric.target, current, tolerance);
   } else {
     r.proposal = ProposeForPerReplica(r.value, reporting, metric.target, current, tolerance);

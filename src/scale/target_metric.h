@@ -19,14 +19,12 @@ namespace gpuscale::scale {
 
 enum class MetricTargetType { kValue, kAverageValue, kUtilization };
 
-// How per-replica values collapse when no service-level value was reported.
-enum class MetricAggregation { kAverage, kSum, kMax };
-
 struct TargetMetric {
   std::string name;  // key in ScalingInput::metrics (a KEDA trigger's `name`)
   MetricTargetType type = MetricTargetType::kAverageValue;
   double target = 1;  // value, average value or average utilization; > 0
-  MetricAggregation aggregation = MetricAggregation::kAverage;
+  // How per-replica values collapse when no service-level value was reported.
+  Aggregation aggregation = Aggregation::kAverage;
   // KEDA: the service is active while the metric is strictly above this (default 0); only
   // consulted for scaling to and from zero replicas.
   double activation_threshold = 0;

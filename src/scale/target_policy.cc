@@ -19,6 +19,14 @@ std::vector<std::string> TargetPolicy::MetricNames() const {
   return names;
 }
 
+std::vector<std::pair<std::string, std::string>> TargetPolicy::PromQueries() const {
+  std::vector<std::pair<std::string, std::string>> queries;
+  for (const TargetMetric& m : config_.metrics) {
+    if (!m.query.empty()) queries.emplace_back(m.name, m.query);
+  }
+  return queries;
+}
+
 Decision TargetPolicy::Evaluate(const ScalingInput& input) {
   const int current = std::max(0, input.current_replicas);
   Readings readings = ReadAll(input, current);

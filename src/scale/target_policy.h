@@ -52,6 +52,8 @@ class TargetPolicy final : public Policy {
   // input.metrics_error set the policy does not scale down this tick.
   Decision Evaluate(const ScalingInput& input) override;
   std::vector<std::string> MetricNames() const override;
+  // Metrics with a `query` (prometheus triggers).
+  std::vector<std::pair<std::string, std::string>> PromQueries() const override;
 
   // The metrics (with their PromQL queries) the daemon must deliver each tick.
   const TargetPolicyConfig& config() const { return config_; }

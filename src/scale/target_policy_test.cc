@@ -24,7 +24,7 @@ MetricValue PerReplica(std::vector<double> values) {
 }
 
 TargetMetric Metric(std::string name, MetricTargetType type, double target,
-                    MetricAggregation aggregation = MetricAggregation::kAverage) {
+                    Aggregation aggregation = Aggregation::kAverage) {
   TargetMetric m;
   m.name = std::move(name);
   m.type = type;
@@ -71,7 +71,7 @@ struct CalculatorCase {
 // nothing happens within the 0.1 tolerance; AverageValue divides the total by the target.
 TEST(TargetPolicyTest, ReplicaCalculatorTable) {
   using T = MetricTargetType;
-  using A = MetricAggregation;
+  using A = Aggregation;
   const std::vector<CalculatorCase> cases = {
       {"HPA doc: 200m vs 100m doubles", Metric("m", T::kValue, 0.1), 3, Service(0.2), 6},
       {"HPA doc: 50m vs 100m halves", Metric("m", T::kValue, 0.1), 4, Service(0.05), 2},
@@ -88,6 +88,7 @@ TEST(TargetPolicyTest, ReplicaCalculatorTable) {
       {"Value aggregates per replica by average", Metric("m", T::kValue, 20), 2,
        PerReplica({10, 50}), 3},
       {"Value aggregates by max", Metric("m", T::kValue, 20, A::kMax), 2, PerReplica({10, 50}), 5},
+      {"Value aggregates by min", Metric("m", T::kValue, 20, A::kMin), 2, PerReplica({10, 50}), 1},
       {"AverageValue aggregates by sum", Metric("m", T::kAverageValue, 20, A::kSum), 2,
        PerReplica({30, 50}), 4},
       {"missing replicas damp a scale-down", Metric("m", T::kAverageValue, 100), 4,

@@ -77,6 +77,8 @@ struct ReplicaRow {
   Seconds updated_at{0};
   std::string host = "127.0.0.1";  // where the replica serves (a Slurm node's address)
   std::string engine_id;           // the engine's id (Slurm job id); "" for local processes
+
+  bool operator==(const ReplicaRow&) const = default;
 };
 
 // A GPU lease (alloc::Lease) as persisted.
@@ -86,6 +88,8 @@ struct LeaseRow {
   std::string node;
   std::string owner;
   Seconds acquired_at{0};
+
+  bool operator==(const LeaseRow&) const = default;
 };
 
 // One controller tick's decision for a service.

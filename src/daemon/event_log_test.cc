@@ -1,0 +1,55 @@
+#include "daemon/event_log.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "daemon/store_health.h"
+#include "store/store.h"
+
+namespace gpuscale::daemon {
+namespace {
+
+TEST(EventLogTest, WaitersSeeNewEventsTimeOutOrStop) {
+  Result<std::unique_ptr<store::Store>> store = store::Store::Open(":memory:", Seconds{0});
+  ASSERT_TRUE(store);
+  StoreHealth health{{}};
+  EventLog log((*store)->events(), health);
+  ASSERT_TRUE(log.Open());
+  EXPECT_EQ(log.WaitAfter(0, Seconds{0.01}), 0);  // nothing yet: times out
+  store::EventRow e;
+  e.at = Seconds{1};
+  e.kind = "service_created";
+  e.service = "chat";
+  std::vector<store::EventRow> events = {e, e};
+  log.Append(events);
+  EXPECT_TRUE(events.empty());
+  EXPECT_EQ(log.WaitAfter(0, Seconds{5}), 2);  // returns at once
+  ASSERT_EQ(log.Query({})->size(), 2u);
+  log.Stop();
+  EXPECT_EQ(log.WaitAfter(2, Seconds{60}), 2);  // stopped: no wait
+  EXPECT_TRUE(health.Failures().empty());
+}
+
+// A waiter blocked in WaitAfter is woken by an append from another thread.
+TEST(EventLogTest, AnAppendFromAnotherThreadWakesAWaiter) {
+  Result<std::unique_ptr<store::Store>> store = store::Store::Open(":memory:", Seconds{0});
+  ASSERT_TRUE(store);
+  StoreHealth health{{}};
+  EventLog log((*store)->events(), health);
+  ASSERT_TRUE(log.Open());
+  std::thread appender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    store::EventRow e;
+    e.kind = "service_created";
+    std::vector<store::EventRow> events = {e};
+    log.Append(events);
+  });
+  EXPECT_EQ(log.WaitAfter(0, Seconds{30}), 1);
+  appender.join();
+}
+
+}  // namespace
+}  // namespace gpuscale::daemon
