@@ -1,21 +1,20 @@
 // Orchestrator records <-> store rows (replica_rows.h).
 #include "daemon/replica_rows.h"
 
-#include <tuple>
+#include <algorithm>
 
 namespace gpuscale::daemon {
 namespace {
 
 constexpr std::string_view kStopping = "stopping";
 
-auto Key(const store::ReplicaRow& r) {
-  return std::tie(r.id, r.service, r.phase, r.pid, r.port, r.gpus, r.gpu_keys, r.lease_owner,
-                  r.argv, r.log_path, r.restarts, r.started_at, r.phase_since, r.host,
-                  r.engine_id);
-}
-
-auto Key(const store::LeaseRow& l) {
-  return std::tie(l.key, l.gpu_index, l.node, l.owner, l.acquired_at);
+// Every field but updated_at. That one says when the row was written, not what the replica
+// is: the daemon stamps rows as it writes them and builds each tick's rows unstamped, so
+// comparing it would make every snapshot look changed and defeat the skip of no-op writes.
+bool SameButUpdateTime(const store::ReplicaRow& a, const store::ReplicaRow& b) {
+  store::ReplicaRow a_stamped_as_b = a;
+  a_stamped_as_b.updated_at = b.updated_at;
+  return a_stamped_as_b == b;
 }
 
 }  // namespace
@@ -71,19 +70,12 @@ store::LeaseRow ToLeaseRow(const alloc::Lease& lease) {
 
 bool SameReplicaRows(const std::vector<store::ReplicaRow>& a,
                      const std::vector<store::ReplicaRow>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Key(a[i]) != Key(b[i])) return false;
-  }
-  return true;
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), SameButUpdateTime);
 }
 
+// A lease row has no write time: every field is state.
 bool SameLeaseRows(const std::vector<store::LeaseRow>& a, const std::vector<store::LeaseRow>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Key(a[i]) != Key(b[i])) return false;
-  }
-  return true;
+  return a == b;
 }
 
 }  // namespace gpuscale::daemon

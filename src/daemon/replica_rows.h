@@ -19,7 +19,8 @@ store::ReplicaRow ToReplicaRow(const orch::ReplicaRecord& record, const std::str
 orch::ReplicaRecord ToReplicaRecord(const store::ReplicaRow& row);
 store::LeaseRow ToLeaseRow(const alloc::Lease& lease);
 
-// Row equality ignoring updated_at: the daemon skips writes that would change nothing.
+// Row equality (element by element, in order), replica rows ignoring updated_at (when the
+// row was written, not replica state): the daemon skips writes that would change nothing.
 bool SameReplicaRows(const std::vector<store::ReplicaRow>& a,
                      const std::vector<store::ReplicaRow>& b);
 bool SameLeaseRows(const std::vector<store::LeaseRow>& a, const std::vector<store::LeaseRow>& b);

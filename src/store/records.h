@@ -28,6 +28,8 @@ struct ServiceRow {
   // the replicas' engine) stays until they are gone, so a restarted daemon can finish the stop.
   bool deleting = false;
   std::optional<int> manual_replicas;  // the API's override of the desired count; none = policy
+
+  bool operator==(const ServiceRow&) const = default;
 };
 
 // A live service's row (not deleting, no manual override).
@@ -57,6 +59,8 @@ struct RuleRow {
   int max_replicas = 0;
   bool enabled = true;
   Seconds created_at{0};
+
+  bool operator==(const RuleRow&) const = default;
 };
 
 // A replica as the orchestrator last persisted it (what adoption after a restart reads).
@@ -77,6 +81,8 @@ struct ReplicaRow {
   Seconds updated_at{0};
   std::string host = "127.0.0.1";  // where the replica serves (a Slurm node's address)
   std::string engine_id;           // the engine's id (Slurm job id); "" for local processes
+
+  bool operator==(const ReplicaRow&) const = default;
 };
 
 // A GPU lease (alloc::Lease) as persisted.
@@ -86,6 +92,8 @@ struct LeaseRow {
   std::string node;
   std::string owner;
   Seconds acquired_at{0};
+
+  bool operator==(const LeaseRow&) const = default;
 };
 
 // One controller tick's decision for a service.
@@ -100,6 +108,8 @@ struct DecisionRow {
   std::string reason;
   std::vector<std::string> details;
   std::vector<std::string> actions;  // "start", "drain chat-2: ...", ...
+
+  bool operator==(const DecisionRow&) const = default;
 };
 
 // Something that happened (a decision, an action, a replica crash...). `data` is optional
@@ -112,6 +122,8 @@ struct EventRow {
   std::string replica;  // "" when not about one replica
   std::string message;
   std::string data;
+
+  bool operator==(const EventRow&) const = default;
 };
 
 // A task of the tasks/experiments feature (task/task_types.h holds the domain view; the
@@ -129,6 +141,8 @@ struct TaskRow {
   std::string message;
   Seconds created_at{0};
   std::optional<Seconds> finished_at;
+
+  bool operator==(const TaskRow&) const = default;
 };
 
 // One experiment of a task. `parameters` and `results` are JSON text (task/task_codec.h);
@@ -151,6 +165,8 @@ struct ExperimentRow {
   Seconds queued_at{0};
   std::optional<Seconds> started_at;
   std::optional<Seconds> finished_at;
+
+  bool operator==(const ExperimentRow&) const = default;
 };
 
 // Filter for EventRepository::Query; empty strings match everything.
