@@ -4,20 +4,15 @@
 
 #include <mutex>
 
+#include "store/tables.h"
+
 namespace gpuscale::store {
 
 Result<int64_t> EventRepository::Append(const EventRow& event) {
   if (event.kind.empty()) return InvalidArgument("expected an event kind", "kind");
   std::lock_guard<std::mutex> lock(db_.mu());
-  GS_ASSIGN_OR_RETURN(Statement stmt,
-                      db_.Prepare("INSERT INTO events (at, service, kind, replica, message, data) "
-                                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
-  stmt.Bind(1, event.at.count())
-      .Bind(2, event.service)
-      .Bind(3, event.kind)
-      .Bind(4, event.replica)
-      .Bind(5, event.message)
-      .Bind(6, event.data);
+  GS_ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(kEvents.Insert()));
+  kEvents.BindInsert(stmt, event);
   GS_RETURN_IF_ERROR(stmt.Run());
   return db_.LastInsertRowId();
 }
@@ -34,8 +29,8 @@ Result<std::vector<EventRow>> EventRepository::Query(const EventQuery& query) {
   // "?2 = '' OR service = ?2" keeps one prepared statement for every filter combination.
   GS_ASSIGN_OR_RETURN(
       Statement stmt,
-      db_.Prepare("SELECT id, at, service, kind, replica, message, data FROM events "
-                  "WHERE id > ?1 AND (?2 = '' OR service = ?2) AND (?3 = '' OR kind = ?3) "
+      db_.Prepare(kEvents.Select() +
+                  " WHERE id > ?1 AND (?2 = '' OR service = ?2) AND (?3 = '' OR kind = ?3) "
                   "ORDER BY id LIMIT ?4"));
   stmt.Bind(1, query.since_id)
       .Bind(2, query.service)
@@ -45,9 +40,8 @@ Result<std::vector<EventRow>> EventRepository::Query(const EventQuery& query) {
   while (true) {
     GS_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return events;
-    events.push_back(EventRow{stmt.ColumnInt64(0), Seconds{stmt.ColumnDouble(1)},
-                              stmt.ColumnText(2), stmt.ColumnText(3), stmt.ColumnText(4),
-                              stmt.ColumnText(5), stmt.ColumnText(6)});
+    GS_ASSIGN_OR_RETURN(EventRow event, kEvents.Read(stmt));
+    events.push_back(std::move(event));
   }
 }
 

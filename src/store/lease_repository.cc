@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "store/tables.h"
+
 namespace gpuscale::store {
 
 Status LeaseRepository::PutLocked(const LeaseRow& lease) {
@@ -11,14 +13,8 @@ Status LeaseRepository::PutLocked(const LeaseRow& lease) {
   if (lease.owner.empty()) {
     return InvalidArgument(fmt::format("lease '{}' has no owner", lease.key), "owner");
   }
-  GS_ASSIGN_OR_RETURN(Statement stmt,
-                      db_.Prepare("INSERT OR REPLACE INTO leases (key, gpu_index, node, owner, "
-                                  "acquired_at) VALUES (?1, ?2, ?3, ?4, ?5)"));
-  stmt.Bind(1, lease.key)
-      .Bind(2, int64_t{lease.gpu_index})
-      .Bind(3, lease.node)
-      .Bind(4, lease.owner)
-      .Bind(5, lease.acquired_at.count());
+  GS_ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(kLeases.Insert("INSERT OR REPLACE")));
+  kLeases.BindInsert(stmt, lease);
   return stmt.Run();
 }
 
@@ -55,18 +51,15 @@ Result<int64_t> LeaseRepository::DeleteOwner(std::string_view owner) {
 
 Result<std::vector<LeaseRow>> LeaseRepository::Select(std::string_view where,
                                                       std::string_view arg) {
-  GS_ASSIGN_OR_RETURN(
-      Statement stmt,
-      db_.Prepare(fmt::format(
-          "SELECT key, gpu_index, node, owner, acquired_at FROM leases {} ORDER BY key", where)));
+  GS_ASSIGN_OR_RETURN(Statement stmt,
+                      db_.Prepare(fmt::format("{} {} ORDER BY key", kLeases.Select(), where)));
   if (!where.empty()) stmt.Bind(1, arg);
   std::vector<LeaseRow> leases;
   while (true) {
     GS_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return leases;
-    leases.push_back(LeaseRow{stmt.ColumnText(0), static_cast<int>(stmt.ColumnInt64(1)),
-                              stmt.ColumnText(2), stmt.ColumnText(3),
-                              Seconds{stmt.ColumnDouble(4)}});
+    GS_ASSIGN_OR_RETURN(LeaseRow lease, kLeases.Read(stmt));
+    leases.push_back(std::move(lease));
   }
 }
 

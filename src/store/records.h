@@ -28,6 +28,8 @@ struct ServiceRow {
   // the replicas' engine) stays until they are gone, so a restarted daemon can finish the stop.
   bool deleting = false;
   std::optional<int> manual_replicas;  // the API's override of the desired count; none = policy
+
+  bool operator==(const ServiceRow&) const = default;
 };
 
 // A live service's row (not deleting, no manual override).
@@ -57,6 +59,8 @@ struct RuleRow {
   int max_replicas = 0;
   bool enabled = true;
   Seconds created_at{0};
+
+  bool operator==(const RuleRow&) const = default;
 };
 
 // A replica as the orchestrator last persisted it (what adoption after a restart reads).
@@ -104,6 +108,8 @@ struct DecisionRow {
   std::string reason;
   std::vector<std::string> details;
   std::vector<std::string> actions;  // "start", "drain chat-2: ...", ...
+
+  bool operator==(const DecisionRow&) const = default;
 };
 
 // Something that happened (a decision, an action, a replica crash...). `data` is optional
@@ -116,6 +122,8 @@ struct EventRow {
   std::string replica;  // "" when not about one replica
   std::string message;
   std::string data;
+
+  bool operator==(const EventRow&) const = default;
 };
 
 // A task of the tasks/experiments feature (task/task_types.h holds the domain view; the
@@ -133,6 +141,8 @@ struct TaskRow {
   std::string message;
   Seconds created_at{0};
   std::optional<Seconds> finished_at;
+
+  bool operator==(const TaskRow&) const = default;
 };
 
 // One experiment of a task. `parameters` and `results` are JSON text (task/task_codec.h);
@@ -155,6 +165,8 @@ struct ExperimentRow {
   Seconds queued_at{0};
   std::optional<Seconds> started_at;
   std::optional<Seconds> finished_at;
+
+  bool operator==(const ExperimentRow&) const = default;
 };
 
 // Filter for EventRepository::Query; empty strings match everything.

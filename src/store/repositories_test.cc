@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "store/store.h"
+#include "testing/store_test_util.h"
 
 namespace gpuscale::store {
 namespace {
@@ -113,9 +114,11 @@ TEST_F(RepositoryTest, RuleCrudAndCascadeWithService) {
 
   rule->threshold = 20;
   rule->enabled = false;
+  rule->created_at = Seconds{999};
   ASSERT_TRUE(store_->rules().Update(*rule));
   EXPECT_EQ(store_->rules().Get(*id)->threshold, 20);
   EXPECT_FALSE(store_->rules().Get(*id)->enabled);
+  EXPECT_EQ(store_->rules().Get(*id)->created_at, Seconds{5});  // kept from Add
 
   ASSERT_TRUE(store_->rules().Delete(*second));
   EXPECT_EQ(store_->rules().ListForService("chat")->size(), 1u);
@@ -269,6 +272,53 @@ TEST_F(RepositoryTest, EventsQueryByIdServiceAndKind) {
   EXPECT_EQ(store_->events().Query({0, "", "", 0}).error().field, "limit");
   EXPECT_EQ(store_->events().Append(EventRow{}).error().field, "kind");
   EXPECT_EQ(*store_->events().DeleteBefore(Seconds{2}), 2);
+}
+
+template <typename T>
+void ExpectReadsBack(const Result<T>& read, const T& written) {
+  ASSERT_TRUE(read) << read.error().ToString();
+  EXPECT_EQ(*read, written);
+}
+
+// Each repository writes and reads every field of its row (store_test_util.h's rows set them
+// all), whatever statement it uses.
+TEST_F(RepositoryTest, EveryRowReadsBackEqualThroughItsRepository) {
+  ASSERT_TRUE(store_->services().Put(FullService()));
+  ExpectReadsBack(store_->services().Get("chat"), FullService());
+
+  RuleRow rule = FullRule();
+  Result<int64_t> rule_id = store_->rules().Add(rule);
+  ASSERT_TRUE(rule_id) << rule_id.error().ToString();
+  rule.id = *rule_id;
+  ExpectReadsBack(store_->rules().Get(rule.id), rule);
+
+  ASSERT_TRUE(store_->replicas().Put(FullReplica()));
+  ExpectReadsBack(store_->replicas().Get("chat-3"), FullReplica());
+
+  ASSERT_TRUE(store_->leases().Put(FullLease()));
+  ExpectReadsBack(store_->leases().List(), std::vector<LeaseRow>{FullLease()});
+
+  DecisionRow decision = FullDecision();
+  Result<int64_t> decision_id = store_->decisions().Append(decision);
+  ASSERT_TRUE(decision_id);
+  decision.id = *decision_id;
+  ExpectReadsBack(store_->decisions().Recent("chat", 1), std::vector<DecisionRow>{decision});
+
+  EventRow event = FullEvent();
+  Result<int64_t> event_id = store_->events().Append(event);
+  ASSERT_TRUE(event_id);
+  event.id = *event_id;
+  ExpectReadsBack(store_->events().Query({}), std::vector<EventRow>{event});
+
+  TaskRow task = FullTask();
+  ExperimentRow experiment = FullExperiment();
+  Result<AddedTask> added = store_->tasks().AddTask(task, {experiment});
+  ASSERT_TRUE(added) << added.error().ToString();
+  task.id = added->task_id;
+  experiment.id = added->experiment_ids.at(0);
+  experiment.task_id = task.id;  // AddTask sets it
+  ExpectReadsBack(store_->tasks().GetTask(task.id), task);
+  ExpectReadsBack(store_->tasks().GetExperiment(experiment.id), experiment);
 }
 
 }  // namespace

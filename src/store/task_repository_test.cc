@@ -97,9 +97,13 @@ TEST_F(TaskRepositoryTest, UpdatesRoundTripEveryColumn) {
   e.message = "ok";
   e.started_at = Seconds{11};
   e.finished_at = Seconds{12.5};
+  e.index = 7;  // task and index are fixed when the task is added
+  e.task_id = added->task_id + 1;
   ASSERT_TRUE(tasks().UpdateExperiment(e));
   Result<ExperimentRow> read = tasks().GetExperiment(e.id);
   ASSERT_TRUE(read);
+  EXPECT_EQ(read->index, 0);
+  EXPECT_EQ(read->task_id, added->task_id);
   EXPECT_EQ(read->status, "succeeded");
   EXPECT_EQ(read->results, e.results);
   EXPECT_THAT(read->server_argv, ElementsAre("gpuscale", "emulate", "--port", "4100"));
