@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/trace_file.h"
 #include "config/sim_config.h"
+#include "orch/parallel.h"
 #include "sim/oracle.h"
 #include "sim/reactive_plan.h"
 #include "sim/report.h"
@@ -168,12 +170,19 @@ Result<std::optional<sim::OracleBound>> Oracle(const Run& run, const sim::Trace&
                                                std::ostream& err) {
   if (skip || !run.result) return std::optional<sim::OracleBound>();
   err << "simulate: computing the oracle bound\n";
-  auto progress = [&err](double share) {
+  std::mutex err_mu;  // progress comes from the replaying threads
+  auto progress = [&err, &err_mu](double share) {
+    std::lock_guard lock(err_mu);
     err << fmt::format("simulate: oracle {:.0f}%\n", share * 100);
+  };
+  // The oracle's buckets are independent: one thread per core.
+  auto parallel_for = [](size_t n, const std::function<void(size_t)>& body) {
+    orch::ParallelFor(n, std::max(1u, std::thread::hardware_concurrency()), body);
   };
   GS_ASSIGN_OR_RETURN(sim::OracleBound bound,
                       sim::ComputeOracleBound(run.file.sim, *run.model, trace,
-                                              run.result->report.duration_s, progress));
+                                              run.result->report.duration_s, progress,
+                                              parallel_for));
   err << fmt::format("simulate: oracle: {:.2f} req/s per replica at the SLO ({:.4f} "
                      "work-s/s), {:.3f} GPU-hours\n",
                      bound.capacity_rps, bound.capacity_work_per_s, bound.gpu_hours);

@@ -72,7 +72,8 @@ double SingleReplicaAttainment(const ReplicaModel& model,
 
 Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const ReplicaModel& model,
                                        const Trace& given, double end_s,
-                                       const OracleProgress& progress) {
+                                       const OracleProgress& progress,
+                                       const OracleParallelFor& parallel_for) {
   if (given.requests.empty()) return InvalidArgument("the trace has no requests", "trace");
   if (!(end_s > 0)) return InvalidArgument("must be > 0", "end_s");
   auto by_arrival = [](const TraceRequest& a, const TraceRequest& b) {
@@ -131,7 +132,8 @@ Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const Rep
       (1 - config.slo.target_ratio) * static_cast<double>(trace.requests.size());
   std::vector<FleetCurve> curves = FleetCurves(config, model, trace, start_need,
                                                      bound.bucket_s, end_s,
-                                                     bound.allowed_violations, progress);
+                                                     bound.allowed_violations, progress,
+                                                     parallel_for);
   double unavoidable = 0;
   for (const FleetCurve& c : curves) unavoidable += c.violations.back();
   bound.best_attainment = 1 - unavoidable / static_cast<double>(trace.requests.size());

@@ -100,15 +100,23 @@ double StartReplicaSeconds(const std::vector<double>& need, const std::vector<do
 int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
                     size_t first_scored, int replicas, RouterKind router, const SloSpec& slo);
 
-// Called with the share of buckets replayed (0..1], from the replaying threads one at a
-// time, at most about every 10 %.
+// Called with the share of buckets replayed (0..1], about every 10 %; from the threads
+// OracleParallelFor runs the buckets on, so possibly from two at once.
 using OracleProgress = std::function<void(double share)>;
+
+// Runs body(0) .. body(n - 1) and returns when all are done; body is safe to run at once for
+// distinct indexes. Buckets are independent and replaying them is most of the oracle's time,
+// so the caller picks the threads (the CLI: one per core); the core starts none itself.
+// Empty: one after the other. Results do not depend on it.
+using OracleParallelFor =
+    std::function<void(size_t n, const std::function<void(size_t)>& body)>;
 
 // Step 3 for every bucket of `bucket_s` over [0, end_s), starting at ceil(start_need[b]).
 std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const ReplicaModel& model,
                                     const Trace& trace, const std::vector<double>& start_need,
                                     double bucket_s, double end_s, double allowed_violations,
-                                    const OracleProgress& progress = {});
+                                    const OracleProgress& progress = {},
+                                    const OracleParallelFor& parallel_for = {});
 
 // Step 4: the cheapest plan, serving time and cold starts together, within the budget.
 struct PlanLimits {
@@ -135,6 +143,7 @@ CheapestPlan SolveCheapestPlan(const std::vector<FleetCurve>& curves, double all
 // Errors: kInvalidArgument for an empty trace or end_s <= 0.
 Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const ReplicaModel& model,
                                        const Trace& trace, double end_s,
-                                       const OracleProgress& progress = {});
+                                       const OracleProgress& progress = {},
+                                       const OracleParallelFor& parallel_for = {});
 
 }  // namespace gpuscale::sim

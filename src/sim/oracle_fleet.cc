@@ -4,8 +4,6 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
-#include <mutex>
-#include <thread>
 
 #include "sim/oracle.h"
 #include "sim/report.h"
@@ -63,7 +61,8 @@ int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& 
 std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const ReplicaModel& model,
                                     const Trace& trace, const std::vector<double>& start_need,
                                     double bucket_s, double end_s, double allowed_violations,
-                                    const OracleProgress& progress) {
+                                    const OracleProgress& progress,
+                                    const OracleParallelFor& parallel_for) {
   const size_t buckets = start_need.size();
   const auto& requests = trace.requests;
   const int min_n = std::max(config.service.min_replicas, 1);
@@ -106,27 +105,20 @@ std::vector<FleetCurve> FleetCurves(const SimulationConfig& config, const Replic
     c.violations.assign(down.rbegin(), down.rend());
     c.violations.insert(c.violations.end(), up.begin(), up.end());
   };
-  // Buckets are independent: spread them over the cores (results do not depend on it).
-  std::atomic<size_t> next{0};
-  size_t done = 0;  // guarded by progress_mu
-  std::mutex progress_mu;
-  auto worker = [&] {
-    for (size_t b = next.fetch_add(1); b < buckets; b = next.fetch_add(1)) {
-      evaluate(b);
-      if (!progress) continue;
-      std::lock_guard<std::mutex> lock(progress_mu);
-      ++done;
-      if (done == buckets || (done * 10) / buckets != ((done - 1) * 10) / buckets) {
-        progress(static_cast<double>(done) / static_cast<double>(buckets));
-      }
+  // Buckets are independent: the caller may run them at once (OracleParallelFor).
+  std::atomic<size_t> done{0};
+  auto run_bucket = [&](size_t b) {
+    evaluate(b);
+    const size_t n = done.fetch_add(1) + 1;
+    if (progress && (n == buckets || (n * 10) / buckets != ((n - 1) * 10) / buckets)) {
+      progress(static_cast<double>(n) / static_cast<double>(buckets));
     }
   };
-  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
-                                            std::max<size_t>(buckets, 1));
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  if (parallel_for) {
+    parallel_for(buckets, run_bucket);
+  } else {
+    for (size_t b = 0; b < buckets; ++b) run_bucket(b);
+  }
   return curves;
 }
 
