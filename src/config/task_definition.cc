@@ -255,30 +255,26 @@ Status CheckGridAndCommand(const YAML::Node& root, const task::TaskDefinition& t
   return OkStatus();
 }
 
-Result<task::TaskDefinition> ParseUnguarded(const YAML::Node& root) {
-  if (!root.IsMap()) return yaml::FieldError(root, "", "expected a task: a mapping at the top");
-  GS_RETURN_IF_ERROR(
-      yaml::CheckKnownKeys(root, "",
-                           {GPUSCALE_TASK_SPEC_KEYS, "server", "benchmark",
-                            "gpu_wait_timeout_seconds", "priority", "max_parallel", "objective"}));
-  task::TaskDefinition task;
-  GS_ASSIGN_OR_RETURN(task.spec, internal::ReadTaskSpecFields(root));
-  task.name = task.spec.name;
-  GS_RETURN_IF_ERROR(CheckName(root, task.name));
-  GS_RETURN_IF_ERROR(ReadServer(root, task));
-  GS_RETURN_IF_ERROR(ReadBenchmark(root, task.bench));
-  GS_RETURN_IF_ERROR(ReadScheduling(root, task));
-  GS_RETURN_IF_ERROR(ReadObjective(root, task.objective));
-  GS_RETURN_IF_ERROR(CheckGridAndCommand(root, task));
-  return task;
-}
-
 }  // namespace
 
 Result<task::TaskDefinition> ParseTaskDefinition(const YAML::Node& root) {
-  // yaml-cpp throws on some malformed shapes; no exception may leave the module.
+  // yaml-cpp throws on some malformed shapes; a Result function never throws.
   try {
-    return ParseUnguarded(root);
+    if (!root.IsMap()) return yaml::FieldError(root, "", "expected a task: a mapping at the top");
+    GS_RETURN_IF_ERROR(
+        yaml::CheckKnownKeys(root, "",
+                             {GPUSCALE_TASK_SPEC_KEYS, "server", "benchmark",
+                              "gpu_wait_timeout_seconds", "priority", "max_parallel", "objective"}));
+    task::TaskDefinition task;
+    GS_ASSIGN_OR_RETURN(task.spec, internal::ReadTaskSpecFields(root));
+    task.name = task.spec.name;
+    GS_RETURN_IF_ERROR(CheckName(root, task.name));
+    GS_RETURN_IF_ERROR(ReadServer(root, task));
+    GS_RETURN_IF_ERROR(ReadBenchmark(root, task.bench));
+    GS_RETURN_IF_ERROR(ReadScheduling(root, task));
+    GS_RETURN_IF_ERROR(ReadObjective(root, task.objective));
+    GS_RETURN_IF_ERROR(CheckGridAndCommand(root, task));
+    return task;
   } catch (const YAML::Exception& e) {
     return InvalidArgument(fmt::format("malformed task: {} (line {})", e.msg, e.mark.line + 1));
   }

@@ -109,9 +109,8 @@ Status ReadSizing(const YAML::Node& root, alloc::TaskSpec& task) {
   return OkStatus();
 }
 
-Result<alloc::TaskSpec> ParseTaskSpecUnguarded(const YAML::Node& root) {
-  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(root, "", {GPUSCALE_TASK_SPEC_KEYS}));
-  return internal::ReadTaskSpecFields(root);
+Unexpected<Error> MalformedTask(const YAML::Exception& e) {
+  return InvalidArgument(fmt::format("malformed task: {} (line {})", e.msg, e.mark.line + 1));
 }
 
 }  // namespace
@@ -119,25 +118,31 @@ Result<alloc::TaskSpec> ParseTaskSpecUnguarded(const YAML::Node& root) {
 namespace internal {
 
 Result<alloc::TaskSpec> ReadTaskSpecFields(const YAML::Node& root) {
-  alloc::TaskSpec task;
-  GS_ASSIGN_OR_RETURN(task.name, yaml::ReadString(root, "name", "", std::string()));
-  GS_ASSIGN_OR_RETURN(task.model, ReadModel(root));
-  GS_RETURN_IF_ERROR(ReadSizing(root, task));
-  GS_ASSIGN_OR_RETURN(task.parameters, ReadParameters(root));
-  GS_RETURN_IF_ERROR(alloc::ValidateTask(task));
-  return task;
+  // yaml-cpp throws on some malformed shapes (e.g. a sequence used as a map key): a function
+  // that returns a Result never throws, so the exception becomes the error here.
+  try {
+    alloc::TaskSpec task;
+    GS_ASSIGN_OR_RETURN(task.name, yaml::ReadString(root, "name", "", std::string()));
+    GS_ASSIGN_OR_RETURN(task.model, ReadModel(root));
+    GS_RETURN_IF_ERROR(ReadSizing(root, task));
+    GS_ASSIGN_OR_RETURN(task.parameters, ReadParameters(root));
+    GS_RETURN_IF_ERROR(alloc::ValidateTask(task));
+    return task;
+  } catch (const YAML::Exception& e) {
+    return MalformedTask(e);
+  }
 }
 
 }  // namespace internal
 
 Result<alloc::TaskSpec> ParseTaskSpec(const YAML::Node& root) {
-  // yaml-cpp throws on some malformed shapes (e.g. a sequence used as a map key); no
-  // exception may leave the module.
+  // yaml-cpp throws on some malformed shapes; a Result function never throws.
   try {
-    return ParseTaskSpecUnguarded(root);
+    GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(root, "", {GPUSCALE_TASK_SPEC_KEYS}));
   } catch (const YAML::Exception& e) {
-    return InvalidArgument(fmt::format("malformed task: {} (line {})", e.msg, e.mark.line + 1));
+    return MalformedTask(e);
   }
+  return internal::ReadTaskSpecFields(root);
 }
 
 Result<alloc::TaskSpec> ParseTaskText(std::string_view text, std::string_view source) {

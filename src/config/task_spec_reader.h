@@ -16,7 +16,7 @@ namespace gpuscale::config::internal {
 #define GPUSCALE_TASK_SPEC_KEYS "name", "model", "params_b", "dtype", "gpu_memory_mb", "parameters"
 
 // Reads the spec fields of `root` and runs alloc::ValidateTask. Errors: kInvalidArgument
-// naming the field and line. May throw YAML::Exception on malformed shapes: callers catch.
+// naming the field and line (also for shapes yaml-cpp throws on: never throws).
 Result<alloc::TaskSpec> ReadTaskSpecFields(const YAML::Node& root);
 
 }  // namespace gpuscale::config::internal
