@@ -51,10 +51,9 @@ ServiceHistory::Point ServiceHistory::ToPoint(const HistorySample& sample) {
   for (const scale::DecisionInput& in : sample.inputs) {
     size_t i = std::find(names_.begin(), names_.end(), in.metric) - names_.begin();
     if (i == names_.size()) names_.push_back(in.metric);
-    p.values.resize(names_.size(), kNone);
-    p.targets.resize(names_.size(), kNone);
-    p.values[i] = Opt(in.value);
-    p.targets[i] = Opt(in.target);
+    p.inputs.resize(2 * names_.size(), kNone);
+    p.inputs[2 * i] = Opt(in.value);
+    p.inputs[2 * i + 1] = Opt(in.target);
   }
   p.gateway = GatewayOf(sample.gateway);
   return p;
@@ -85,8 +84,8 @@ void ServiceHistory::Accumulate(const Point& p) {
   a.value_n.resize(m, 0);
   a.target_n.resize(m, 0);
   for (size_t i = 0; i < m; ++i) {
-    if (float v = At(p.values, i); !std::isnan(v)) a.value_sum[i] += v, ++a.value_n[i];
-    if (float v = At(p.targets, i); !std::isnan(v)) a.target_sum[i] += v, ++a.target_n[i];
+    if (float v = At(p.inputs, 2 * i); !std::isnan(v)) a.value_sum[i] += v, ++a.value_n[i];
+    if (float v = At(p.inputs, 2 * i + 1); !std::isnan(v)) a.target_sum[i] += v, ++a.target_n[i];
   }
   for (size_t g = 0; g < kGateway; ++g) {
     if (!std::isnan(p.gateway[g])) a.gateway_sum[g] += p.gateway[g], ++a.gateway_n[g];
@@ -98,11 +97,10 @@ void ServiceHistory::FlushCoarse() {
   Point p = a.last;  // replica counts: the step's last tick
   p.t = a.start;
   auto mean = [](double sum, int n) { return n == 0 ? kNone : static_cast<float>(sum / n); };
-  p.values.assign(a.value_sum.size(), kNone);
-  p.targets.assign(a.target_sum.size(), kNone);
+  p.inputs.assign(2 * a.value_sum.size(), kNone);
   for (size_t i = 0; i < a.value_sum.size(); ++i) {
-    p.values[i] = mean(a.value_sum[i], a.value_n[i]);
-    p.targets[i] = mean(a.target_sum[i], a.target_n[i]);
+    p.inputs[2 * i] = mean(a.value_sum[i], a.value_n[i]);
+    p.inputs[2 * i + 1] = mean(a.target_sum[i], a.target_n[i]);
   }
   for (size_t g = 0; g < kGateway; ++g) p.gateway[g] = mean(a.gateway_sum[g], a.gateway_n[g]);
   coarse_.push_back(std::move(p));
@@ -147,8 +145,8 @@ Result<HistorySeries> ServiceHistory::Query(Seconds from, Seconds to, Seconds st
     const size_t k = std::min(n - 1, static_cast<size_t>((p.t - from.count()) / step.count()));
     last[k] = &p;
     for (size_t i = 0; i < m; ++i) {
-      values[k * m + i].Add(At(p.values, i));
-      targets[k * m + i].Add(At(p.targets, i));
+      values[k * m + i].Add(At(p.inputs, 2 * i));
+      targets[k * m + i].Add(At(p.inputs, 2 * i + 1));
     }
     for (size_t g = 0; g < kGateway; ++g) gateway[k * kGateway + g].Add(p.gateway[g]);
   };

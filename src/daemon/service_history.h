@@ -4,9 +4,9 @@
 //
 // Two tiers per service: every tick for the last `fine_span` (10 min), and one point per
 // `coarse_step` (1 min) for `coarse_span` (24 h). A coarse point averages its minute's ticks
-// (replica counts: the minute's last tick). Points hold floats: about 60 bytes plus 8 per
-// metric, so ~600 + 1,440 points cost a service about 150 KB at most. Lost on restart (the
-// store keeps decision rows; this is for charts).
+// (replica counts: the minute's last tick). A point holds floats: about 110 bytes with one
+// metric, so a service's ~600 + 1,440 points cost about 220 KB once a day has passed (220 MB
+// for 1,000 services). Lost on restart (the store keeps decision rows; this is for charts).
 //
 // Thread-safety: ServiceHistory is thread-compatible; HistoryBook (one per daemon) is
 // thread-safe and owns its lock (the loop records, API threads query).
@@ -69,7 +69,7 @@ inline constexpr size_t kGateway = kHistoryGatewayFields.size();
 struct Point {
   double t = 0;
   float desired = 0, ready = 0, current = 0;
-  std::vector<float> values, targets;  // by metric index; NaN = none
+  std::vector<float> inputs;  // metric i's value at 2i, its target at 2i + 1; NaN = none
   std::array<float, kGateway> gateway{};
 };
 // Sums of one coarse step's ticks, per field (NaN-free), and how many each had.
