@@ -21,7 +21,7 @@
 #include "daemon/daemon_config.h"
 #include "daemon/gateway_figures.h"
 #include "gpu/gpu_info.h"
-#include "gpu/monitor.h"
+#include "gpumon/monitor.h"
 #include "orch/local_process_orchestrator.h"
 #include "store/records.h"
 #include "task/task_types.h"
