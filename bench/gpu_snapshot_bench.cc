@@ -15,10 +15,10 @@
 #include <string>
 
 #include "core/clock.h"
-#include "gpu/monitor.h"
-#include "gpu/nvidia_smi_backend.h"
 #include "gpu/nvidia_smi_parser.h"
-#include "gpu/simulated_backend.h"
+#include "gpumon/monitor.h"
+#include "gpumon/nvidia_smi_backend.h"
+#include "gpumon/simulated_backend.h"
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include "daemon/metric_collector.h"
 #include "daemon/service_metric_view.h"
 #include "emulator/emulator_server.h"
-#include "metrics/scraper.h"
+#include "scrape/scraper.h"
 
 namespace {
 

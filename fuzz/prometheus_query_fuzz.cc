@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "metrics/prometheus_query.h"
+#include "metrics/prometheus_response.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view body(reinterpret_cast<const char*>(data), size);

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "core/clock.h"
-#include "gpu/monitor.h"
-#include "gpu/simulated_backend.h"
-#include "gpu/simulated_load.h"
+#include "gpumon/monitor.h"
+#include "gpumon/simulated_backend.h"
+#include "gpumon/simulated_load.h"
 
 namespace gpuscale::experiments {
 namespace {

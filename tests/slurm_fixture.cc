@@ -14,7 +14,7 @@
 #include <set>
 #include <thread>
 
-#include "gpu/process_runner.h"
+#include "gpumon/process_runner.h"
 #include "orch/process_util.h"
 
 namespace gpuscale::slurm_test {

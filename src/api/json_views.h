@@ -17,7 +17,7 @@
 #include "daemon/daemon_api.h"
 #include "gpu/availability_score.h"
 #include "gpu/gpu_info.h"
-#include "gpu/monitor.h"
+#include "gpumon/monitor.h"
 #include "orch/local_process_orchestrator.h"
 #include "store/records.h"
 

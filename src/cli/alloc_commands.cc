@@ -19,7 +19,7 @@
 #include "cli/command.h"
 #include "config/task_file.h"
 #include "core/clock.h"
-#include "gpu/backend_factory.h"
+#include "gpumon/backend_factory.h"
 
 namespace gpuscale::cli {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "gpu/backend_factory.h"
+#include "gpumon/backend_factory.h"
 
 namespace gpuscale::cli {
 

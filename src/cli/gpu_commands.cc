@@ -16,8 +16,8 @@
 #include "cli/command.h"
 #include "core/clock.h"
 #include "gpu/availability_score.h"
-#include "gpu/backend_factory.h"
-#include "gpu/monitor.h"
+#include "gpumon/backend_factory.h"
+#include "gpumon/monitor.h"
 #include "task/task_json.h"
 
 namespace gpuscale::cli {

@@ -64,10 +64,10 @@
 #include "daemon/store_health.h"
 #include "experiments/task_manager.h"
 #include "gateway/gateway_state.h"
-#include "gpu/monitor.h"
-#include "gpu/simulated_load.h"
-#include "metrics/scraper.h"
+#include "gpumon/monitor.h"
+#include "gpumon/simulated_load.h"
 #include "orch/local_process_orchestrator.h"
+#include "scrape/scraper.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {

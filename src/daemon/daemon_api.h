@@ -22,7 +22,7 @@
 #include "daemon/gateway_figures.h"
 #include "daemon/service_history.h"
 #include "gpu/gpu_info.h"
-#include "gpu/monitor.h"
+#include "gpumon/monitor.h"
 #include "orch/local_process_orchestrator.h"
 #include "store/records.h"
 #include "task/task_types.h"

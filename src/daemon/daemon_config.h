@@ -61,7 +61,7 @@
 #include "core/result.h"
 #include "daemon/slo_thresholds.h"
 #include "gateway/gateway_config.h"
-#include "gpu/backend_factory.h"
+#include "gpumon/backend_factory.h"
 
 namespace YAML {
 class Node;

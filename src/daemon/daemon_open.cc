@@ -16,7 +16,7 @@
 #include "daemon/replica_rows.h"
 #include "daemon/service_policy.h"
 #include "daemon/slurm_adapter.h"
-#include "gpu/backend_factory.h"
+#include "gpumon/backend_factory.h"
 #include "orch/fleet_orchestrator.h"
 #include "orch/process_util.h"
 #include "yaml/yaml_util.h"

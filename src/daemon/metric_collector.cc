@@ -5,8 +5,8 @@
 #include <atomic>
 #include <thread>
 
-#include "metrics/prometheus_query.h"
-#include "metrics/scraper.h"
+#include "scrape/prometheus_query.h"
+#include "scrape/scraper.h"
 
 namespace gpuscale::daemon {
 

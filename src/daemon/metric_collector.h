@@ -17,7 +17,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "metrics/prometheus_text_parser.h"
-#include "metrics/scraper.h"
+#include "scrape/scraper.h"
 
 namespace gpuscale::daemon {
 

@@ -13,8 +13,8 @@
 
 #include "daemon/service_metric_view.h"
 #include "metrics/exposition_writer.h"
-#include "metrics/scraper.h"
 #include "scale/metric_names.h"
+#include "scrape/scraper.h"
 #include "testing/loopback_server.h"
 
 namespace gpuscale::daemon {

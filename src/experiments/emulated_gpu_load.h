@@ -1,12 +1,12 @@
 // The load an emulated replica puts on its simulated GPUs, read from its own /metrics
-// (metrics::emulated: batch occupancy and bytes per GPU; gpu/simulated_load.h says why).
+// (metrics::emulated: batch occupancy and bytes per GPU; gpumon/simulated_load.h says why).
 //
 // Thread-safety: a pure function.
 #pragma once
 
 #include <vector>
 
-#include "gpu/simulated_load.h"
+#include "gpumon/simulated_load.h"
 #include "metrics/prometheus_text_parser.h"
 
 namespace gpuscale::experiments {

@@ -14,9 +14,10 @@
 #include <thread>
 
 #include "experiments/emulated_gpu_load.h"
-#include "metrics/scraper.h"
+#include "loadgen/bench_runner.h"
 #include "orch/http_probe.h"
 #include "orch/process_util.h"
+#include "scrape/scraper.h"
 #include "task/grid.h"
 
 namespace gpuscale::experiments {

@@ -29,10 +29,10 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "gpu/gpu_stats.h"
-#include "gpu/monitor.h"
-#include "gpu/simulated_load.h"
-#include "loadgen/bench_runner.h"
+#include "gpumon/monitor.h"
+#include "gpumon/simulated_load.h"
 #include "task/task_types.h"
+#include "workload/bench_report.h"
 
 namespace gpuscale::experiments {
 

@@ -35,7 +35,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "experiments/experiment_runner.h"
-#include "gpu/monitor.h"
+#include "gpumon/monitor.h"
 #include "store/records.h"
 #include "store/store.h"
 #include "task/task_types.h"

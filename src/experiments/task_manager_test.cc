@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "experiments/task_manager_impl.h"
-#include "gpu/simulated_backend.h"
+#include "gpumon/simulated_backend.h"
 
 namespace gpuscale::experiments {
 namespace {

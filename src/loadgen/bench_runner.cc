@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <ostream>
 #include <thread>
 #include <vector>
+
+#include "loadgen/completion_client.h"
 
 namespace gpuscale::loadgen {
 namespace {
@@ -21,15 +23,6 @@ constexpr auto kFailureBackoff = std::chrono::milliseconds(50);
 
 SteadyClock::duration ToDuration(double seconds) {
   return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
-}
-
-Status CheckSeconds(double value, const char* flag, bool allow_zero) {
-  if (!std::isfinite(value) || value < 0 || (!allow_zero && value == 0)) {
-    return InvalidArgument(
-        fmt::format("expected a number of seconds {} 0, got {}", allow_zero ? ">=" : ">", value),
-        flag);
-  }
-  return OkStatus();
 }
 
 // One benchmark run: the shared state of its client threads. Member functions run on the
@@ -207,19 +200,6 @@ BenchReport BenchRun::Run() {
 
 }  // namespace
 
-Status ValidateBenchOptions(const BenchOptions& options) {
-  GS_RETURN_IF_ERROR(ParseServerUrl(options.url));
-  GS_RETURN_IF_ERROR(ValidateWorkloadSpec(options.workload));
-  if (options.concurrency < 1 || options.concurrency > 10000) {
-    return InvalidArgument(fmt::format("expected 1..10000, got {}", options.concurrency),
-                           "--concurrency");
-  }
-  GS_RETURN_IF_ERROR(CheckSeconds(options.duration_seconds, "--duration", false));
-  GS_RETURN_IF_ERROR(CheckSeconds(options.drain_timeout_seconds, "--drain-timeout", true));
-  GS_RETURN_IF_ERROR(CheckSeconds(options.client.read_timeout_seconds, "--request-timeout", false));
-  return OkStatus();
-}
-
 Result<BenchReport> RunBench(const BenchOptions& options) {
   GS_RETURN_IF_ERROR(ValidateBenchOptions(options));
   GS_ASSIGN_OR_RETURN(ServerUrl url, ParseServerUrl(options.url));
@@ -231,43 +211,6 @@ Result<BenchReport> RunBench(const BenchOptions& options) {
   run_options.workload.duration_seconds = options.duration_seconds;
   BenchRun run(run_options, std::move(url), std::move(model));
   return run.Run();
-}
-
-BenchReport Aggregate(const std::vector<RequestOutcome>& outcomes, double elapsed_seconds) {
-  BenchReport report;
-  report.elapsed_seconds = elapsed_seconds;
-  std::vector<double> ttft, itl, tpot, e2e;
-  for (const RequestOutcome& outcome : outcomes) {
-    ++report.requests_sent;
-    if (!outcome.ok) {
-      ++report.requests_failed;
-      ++report.errors_by_kind[outcome.error_kind];
-      if (report.first_error_detail.empty()) report.first_error_detail = outcome.error_detail;
-      continue;
-    }
-    ++report.requests_completed;
-    report.input_tokens_total += outcome.input_tokens;
-    report.output_tokens_total += outcome.output_tokens;
-    ttft.push_back(outcome.ttft_seconds);
-    e2e.push_back(outcome.e2e_seconds);
-    itl.insert(itl.end(), outcome.inter_token_seconds.begin(), outcome.inter_token_seconds.end());
-    if (outcome.output_tokens > 1) {
-      tpot.push_back((outcome.e2e_seconds - outcome.ttft_seconds) / (outcome.output_tokens - 1));
-    }
-  }
-  if (elapsed_seconds > 0) {
-    report.request_throughput_per_second =
-        static_cast<double>(report.requests_completed) / elapsed_seconds;
-    report.output_token_throughput_per_second =
-        static_cast<double>(report.output_tokens_total) / elapsed_seconds;
-    report.input_token_throughput_per_second =
-        static_cast<double>(report.input_tokens_total) / elapsed_seconds;
-  }
-  report.ttft_seconds = Summarize(std::move(ttft));
-  report.inter_token_latency_seconds = Summarize(std::move(itl));
-  report.time_per_output_token_seconds = Summarize(std::move(tpot));
-  report.e2e_latency_seconds = Summarize(std::move(e2e));
-  return report;
 }
 
 }  // namespace gpuscale::loadgen

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gpu/process_runner.h"
+#include "gpumon/process_runner.h"
 #include "orch/slurm_json.h"
 
 namespace gpuscale::orch {

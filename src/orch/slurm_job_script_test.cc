@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gpu/process_runner.h"
+#include "gpumon/process_runner.h"
 
 namespace gpuscale::orch {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "core/result.h"
 #include "gpu/gpu_stats.h"
-#include "loadgen/bench_runner.h"
 #include "task/task_types.h"
+#include "workload/bench_report.h"
 
 namespace gpuscale::task {
 

@@ -23,7 +23,8 @@
 #include "alloc/task_spec.h"
 #include "core/clock.h"
 #include "gpu/gpu_stats.h"
-#include "loadgen/bench_runner.h"
+#include "workload/bench_report.h"
+#include "workload/workload.h"
 
 namespace gpuscale::task {
 

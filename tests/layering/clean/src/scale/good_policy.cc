@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 /* #include <thread> */
-// #include "metrics/scraper.h"
+// #include "scrape/scraper.h"
 
 #include "core/clock.h"
 #include "metrics/metric_window.h"

@@ -7,8 +7,10 @@
 #include <thread>  // expect-violation
 
 #include "core/clock.h"
+#include "loadgen/completion_client.h"  // expect-violation
+#include "loadgen/sse_parser.h"
 #include "metrics/metric_window.h"
-#include "metrics/scraper.h"  // expect-violation
+#include "scrape/scraper.h"  // expect-violation
 
 // A commented-out include is not an include:
 // #include <mutex>

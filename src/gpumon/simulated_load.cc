@@ -1,0 +1,55 @@
+#include "gpumon/simulated_load.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace gpuscale::gpu {
+
+void GpuLoadBoard::Set(const std::string& source, GpuLoads loads) {
+  std::lock_guard lock(mu_);
+  by_source_[source] = std::move(loads);
+}
+
+void GpuLoadBoard::Clear(const std::string& source) {
+  std::lock_guard lock(mu_);
+  by_source_.erase(source);
+}
+
+GpuLoads GpuLoadBoard::Get() const {
+  std::lock_guard lock(mu_);
+  GpuLoads total;
+  for (const auto& [source, loads] : by_source_) {
+    for (const auto& [index, load] : loads) {
+      total[index].utilization_percent += load.utilization_percent;
+      total[index].memory_used_mb += load.memory_used_mb;
+    }
+  }
+  return total;
+}
+
+void ApplyLoad(GpuSnapshot& snapshot, const GpuLoads& loads) {
+  for (GpuInfo& gpu : snapshot.gpus) {
+    auto it = loads.find(gpu.index);
+    if (it == loads.end()) continue;
+    const GpuLoad& load = it->second;
+    gpu.utilization_percent = std::clamp(load.utilization_percent, 0.0, 100.0);
+    int64_t used = gpu.memory_used_mb.value_or(0) + std::max<int64_t>(load.memory_used_mb, 0);
+    if (gpu.memory_total_mb) {
+      used = std::min(used, *gpu.memory_total_mb);
+      gpu.memory_free_mb = *gpu.memory_total_mb - used;
+    }
+    gpu.memory_used_mb = used;
+  }
+}
+
+LoadedSimulatedBackend::LoadedSimulatedBackend(std::unique_ptr<GpuBackend> simulated,
+                                               std::shared_ptr<const GpuLoadBoard> board)
+    : simulated_(std::move(simulated)), board_(std::move(board)) {}
+
+Result<GpuSnapshot> LoadedSimulatedBackend::Query(Seconds now) {
+  GS_ASSIGN_OR_RETURN(GpuSnapshot snapshot, simulated_->Query(now));
+  ApplyLoad(snapshot, board_->Get());
+  return snapshot;
+}
+
+}  // namespace gpuscale::gpu

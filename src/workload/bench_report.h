@@ -1,0 +1,57 @@
+// What a benchmark run measured: each request's outcome (RequestOutcome, filled by
+// loadgen::CompletionClient) and their aggregate (BenchReport: throughput, errors by kind,
+// TTFT / inter-token / per-output-token / end-to-end latency percentiles, the numbers llmperf
+// and genai-bench report). Pure: tasks, objectives and the experiment store read reports
+// without linking the HTTP client that produces them.
+//
+// Thread-safety: plain values and a pure function.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "workload/latency_summary.h"
+
+namespace gpuscale::loadgen {
+
+struct RequestOutcome {
+  bool ok = false;
+  // Empty when ok, else one of: connection_error, connect_timeout, read_error (includes
+  // read timeouts), write_error, cancelled, client_error, http_<status> (e.g. http_503),
+  // incomplete_stream (ended without [DONE]), invalid_event (not JSON), server_error_event.
+  std::string error_kind;
+  std::string error_detail;  // first 200 bytes of the error body or event, for logs
+  double ttft_seconds = 0;   // send -> first content event
+  double e2e_seconds = 0;    // send -> [DONE]
+  int32_t input_tokens = 0;
+  int32_t output_tokens = 0;
+  std::vector<double> inter_token_seconds;  // gaps between successive content events
+};
+
+struct BenchReport {
+  std::string url;
+  std::string model;
+  double elapsed_seconds = 0;  // start -> last request ended
+  int64_t requests_sent = 0;
+  int64_t requests_completed = 0;
+  int64_t requests_failed = 0;
+  std::map<std::string, int64_t> errors_by_kind;  // RequestOutcome::error_kind -> count
+  std::string first_error_detail;                 // an example, for the table output
+  int64_t input_tokens_total = 0;                 // of completed requests
+  int64_t output_tokens_total = 0;                // of completed requests
+  double request_throughput_per_second = 0;       // completed / elapsed
+  double output_token_throughput_per_second = 0;  // output tokens / elapsed
+  double input_token_throughput_per_second = 0;
+  LatencySummary ttft_seconds;
+  LatencySummary inter_token_latency_seconds;    // every gap between content events
+  LatencySummary time_per_output_token_seconds;  // per request: (e2e - ttft) / (tokens - 1)
+  LatencySummary e2e_latency_seconds;
+};
+
+// Aggregates request outcomes into a report over `elapsed_seconds` (url and model are left
+// empty for the caller).
+BenchReport Aggregate(const std::vector<RequestOutcome>& outcomes, double elapsed_seconds);
+
+}  // namespace gpuscale::loadgen
