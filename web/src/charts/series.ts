@@ -8,6 +8,7 @@ import { memoryPercent, parseTime } from '../format';
 export interface ChartSeries {
   label: string;
   values: (number | null)[];
+  dash?: boolean; // drawn dashed (a target or threshold)
 }
 
 export interface ChartData {
