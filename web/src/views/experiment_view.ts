@@ -162,13 +162,13 @@ class ExperimentHeader {
   readonly failure = h('div', { class: 'state state-error', id: 'experiment-failure', role: 'alert', hidden: true });
 
   constructor(id: number) {
-    this.title = h('h1', { tabindex: -1 }, `Experiment ${id}`);
+    this.title = h('h1', { tabindex: -1 }, `Experiment #${id}`);
   }
 
   show(e: Experiment): void {
     this.back.setAttribute('href', routeHash({ view: 'task', id: e.task_id }));
     this.back.textContent = `← Task ${e.task_id}`;
-    this.title.textContent = `Experiment #${e.index} of task ${e.task_id}`;
+    this.title.textContent = `Experiment #${e.id} of task ${e.task_id}`;
     mount(this.status, statusBadge(e.status), e.is_best ? h('span', { class: 'badge best-badge' }, 'best') : null);
     this.failure.hidden = !(e.message && e.status !== 'succeeded');
     this.failure.textContent = e.status === 'failed' ? `Failed: ${e.message}` : e.message;

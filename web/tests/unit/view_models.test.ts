@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { kindOptions, matchesFilter, mergeEvents } from '../../src/views/events_model';
+import { eventSubject, kindOptions, matchesFilter, mergeEvents } from '../../src/views/events_model';
 import { leaseHolders, ownerLabel } from '../../src/views/gpu_model';
 import { metricUnit, policyTargets, readsStoredRules, storedRulesNote } from '../../src/views/policy_model';
 import { comparatorSymbol, numberOrText, ruleInputFromForm } from '../../src/views/rule_form_model';
@@ -42,6 +42,15 @@ describe('events view model', () => {
   it('merges history and live events newest first without duplicates', () => {
     const merged = mergeEvents([event(3), event(1)], [event(2), event(3), event(5)], 3);
     expect(merged.map((e) => e.id)).toEqual([5, 3, 2]);
+  });
+
+  it('links an event to its service, or to the task and experiment it names', () => {
+    expect(eventSubject(event(1, { service: 'chat' }))).toEqual({ kind: 'service', name: 'chat' });
+    expect(eventSubject(event(2, { service: '', kind: 'experiment_failed', data: { task_id: 3, experiment_id: 10 } })))
+      .toEqual({ kind: 'task', taskId: 3, experimentId: 10 });
+    expect(eventSubject(event(3, { service: '', kind: 'task_submitted', data: { task_id: 3 } })))
+      .toEqual({ kind: 'task', taskId: 3, experimentId: null });
+    expect(eventSubject(event(4, { service: '', kind: 'daemon_started', data: null }))).toBeNull();
   });
 
   it('offers known and seen kinds, sorted', () => {
