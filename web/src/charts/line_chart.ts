@@ -25,7 +25,7 @@ export interface LineChartOptions {
   height?: number; // px, default 180
   emptyText?: string;
   colors?: string[];
-  minSpanSeconds?: number; // the x axis covers at least this much time (ending at the last point)
+  minSpanSeconds?: number; // the x axis covers at least this much time (ending at the last point), default 60
   syncKey?: string; // charts with the same key move one cursor together
 }
 
@@ -116,15 +116,15 @@ export class LineChart {
     this.plot?.setSize({ width: this.width(), height: this.options.height ?? 180 });
   }
 
-  // A fixed range wins. uPlot widens a lone point's time axis to 86400 / ms (1000 days in
-  // Unix seconds), which shows a fresh live chart as years of empty axis; a lone point gets
-  // a minute (or the minimum span) ending at it instead.
+  // A fixed range wins. Else the data's, at least the minimum span ending at the last point:
+  // uPlot widens a lone point's time axis to 86400 / ms (1000 days in Unix seconds), and a
+  // span of a second or two would be labelled in sub-second ticks.
   private xScale(u: uPlot, min: number, max: number): uPlot.Range.MinMax {
     if (this.range) return this.range;
-    const span = this.options.minSpanSeconds ?? 0;
+    const span = this.options.minSpanSeconds ?? 60;
     const xs = u.data[0];
     const only = xs.length === 1 ? xs[0] : undefined;
-    if (only !== undefined && Number.isFinite(only)) return xRange(only, only, Math.max(span, 60));
+    if (only !== undefined && Number.isFinite(only)) return xRange(only, only, span);
     return xRange(min, max, span);
   }
 
