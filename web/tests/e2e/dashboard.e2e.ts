@@ -35,6 +35,14 @@ async function completion(): Promise<number> {
   return response.status;
 }
 
+// The service page's charts need the daemon's history endpoint; say so plainly when the
+// binary predates it (GPUSCALE_BIN) rather than failing on an empty chart.
+async function requireHistory(): Promise<void> {
+  const { status } = await daemon.api('/v1/services/demo/history');
+  expect(status, `GET /v1/services/demo/history answered ${status}: ${GPUSCALE_BIN} has no history endpoint`)
+    .toBe(200);
+}
+
 async function statText(key: string): Promise<string> {
   return (await page.textContent(`#gateway-stats [data-stat="${key}"] .stat-value`)) ?? '';
 }
@@ -173,6 +181,7 @@ describe('dashboard against gpuscale serve', () => {
     expect(service.body.desired_replicas).toBeGreaterThan(1);
     expect(await page.evaluate(() => (window as unknown as { e2eMarker?: number }).e2eMarker)).toBe(42);
     // the history chart follows (it is refreshed every 5 s from the daemon's record)
+    await requireHistory();
     await expect.poll(async () => {
       const [replicas] = await drawnCharts(page, '#history-replicas .chart');
       return Math.max(...(replicas?.series[0] ?? []).map((v) => v ?? 0));
@@ -181,6 +190,7 @@ describe('dashboard against gpuscale serve', () => {
   });
 
   it('shows the gateway\'s request rate and latency on the service page', async () => {
+    await requireHistory();
     expect(daemon.gatewayUrl).not.toBe('');
     // The bench has made its point; its queue on the first replica (which the gateway does
     // not see: it was sent around it) would hold our requests for seconds.
@@ -223,6 +233,7 @@ describe('dashboard against gpuscale serve', () => {
   });
 
   it('charts metric, target and replicas recorded before the page loaded, on one time axis', async () => {
+    await requireHistory();
     // The daemon has recorded the service every tick since the suite started; once it has
     // run for 40 s, a page opened now shows that history, not just what it sampled itself.
     await sleep(Math.max(0, daemonStartedAt + 40 - Date.now() / 1000) * 1000);
@@ -267,6 +278,7 @@ describe('dashboard against gpuscale serve', () => {
   });
 
   it('draws time axis labels that do not overlap at 1280 px', async () => {
+    await requireHistory();
     const wide = await newPage(browser, 1280, 900);
     try {
       for (const [hash, selector] of [['#/services/demo', '#history-panel .chart'], ['#/gpus', '#gpu-charts .chart']] as const) {
