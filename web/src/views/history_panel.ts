@@ -11,7 +11,13 @@ import { LineChart } from '../charts/line_chart';
 import { formatDuration, formatUnixTime } from '../format';
 import { h, mount } from '../ui/dom';
 import { emptyState, loadingState } from '../ui/states';
-import { DEFAULT_WINDOW_SECONDS, SERVICE_HISTORY_WINDOWS, loadHistory, type HistoryChartSpec, type HistoryView } from './history_model';
+import {
+  DEFAULT_WINDOW_SECONDS,
+  SERVICE_HISTORY_WINDOWS,
+  loadHistory,
+  type HistoryChartSpec,
+  type HistoryView,
+} from './history_model';
 
 const SYNC_KEY = 'service-history';
 let windowSeconds = DEFAULT_WINDOW_SECONDS; // kept across visits to service pages
@@ -34,6 +40,8 @@ export class HistoryPanel {
   private readonly charts = new Map<string, LineChart>();
   private readonly body: HTMLElement;
   private loaded = false;
+  private requests = 0; // only the newest answer is shown (a window change races the poll)
+  private destroyed = false;
 
   constructor(
     private readonly api: ApiClient,
@@ -55,10 +63,13 @@ export class HistoryPanel {
   }
 
   async load(): Promise<void> {
-    this.show(await loadHistory(this.api, this.service, windowSeconds, this.now()));
+    const request = ++this.requests;
+    const view = await loadHistory(this.api, this.service, windowSeconds, this.now());
+    if (request === this.requests && !this.destroyed) this.show(view);
   }
 
   destroy(): void {
+    this.destroyed = true;
     this.charts.forEach((c) => c.destroy());
     this.charts.clear();
   }
