@@ -174,6 +174,14 @@ Status HandleDeleteRuleByQuery(HandlerContext& ctx) {
   return SendNoContent(ctx, ctx.daemon.DeleteRule(Param(ctx, 0), id));
 }
 
+Status HandleServiceHistory(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(HistoryRange range, ParseHistoryRange(ctx.request.params));
+  GS_ASSIGN_OR_RETURN(daemon::HistorySeries series,
+                      ctx.daemon.History(Param(ctx, 0), range.from, range.to, range.step));
+  SendJson(ctx.response, 200, ServiceHistoryJson(Param(ctx, 0), series));
+  return OkStatus();
+}
+
 Status HandleGetReplicas(HandlerContext& ctx) {
   GS_ASSIGN_OR_RETURN(std::vector<orch::ReplicaInfo> replicas,
                       ctx.daemon.ListReplicas(Param(ctx, 0)));

@@ -61,6 +61,7 @@ Status HandleGetRule(HandlerContext& ctx);
 Status HandleDeleteRule(HandlerContext& ctx);         // /rules/{id}
 Status HandleDeleteRuleByQuery(HandlerContext& ctx);  // /rules?id=N
 Status HandleGetReplicas(HandlerContext& ctx);
+Status HandleServiceHistory(HandlerContext& ctx);
 Status HandleSetReplicas(HandlerContext& ctx);
 Status HandleLeases(HandlerContext& ctx);
 Status HandleEvents(HandlerContext& ctx);

@@ -59,6 +59,7 @@ const std::vector<Route>& Routes() {
       {"GET", "/v1/services/{name}/rules/{id}", HandleGetRule},
       {"DELETE", "/v1/services/{name}/rules/{id}", HandleDeleteRule},
       {"GET", "/v1/services/{name}/replicas", HandleGetReplicas},
+      {"GET", "/v1/services/{name}/history", HandleServiceHistory},
       {"PUT", "/v1/services/{name}/replicas", HandleSetReplicas},
       {"GET", "/v1/leases", HandleLeases},
       {"GET", "/v1/events", HandleEvents},

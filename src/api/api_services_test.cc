@@ -309,3 +309,50 @@ TEST_F(ApiServerTest, ReplicaWithoutANodeHasANullHost) {
 
 }  // namespace
 }  // namespace gpuscale::api
+
+namespace gpuscale::api {
+namespace {
+
+// GET /v1/services/NAME/history: columnar series from the daemon's history, errors naming
+// the parameter, 404 for an unknown service.
+TEST_F(ApiServerTest, ServiceHistoryIsColumnarWithNullsForEmptySteps) {
+  ASSERT_EQ(Post("/v1/services", kChatService)->status, 201);
+  for (int t = 0; t < 10; ++t) {
+    daemon::HistorySample s;
+    s.at = Seconds{100.0 + t};
+    s.desired = 2;
+    s.ready = 1;
+    s.current = 2;
+    s.inputs = {{"vllm:num_requests_waiting", t < 5 ? std::optional<double>(t) : std::nullopt, 5}};
+    daemon_.history.Record("chat", s);
+  }
+  httplib::Result res = client_->Get("/v1/services/chat/history?from=100&to=120&step=2");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json body = Body(res);
+  EXPECT_EQ(body["service"], "chat");
+  EXPECT_EQ(body["step"], 2);
+  ASSERT_EQ(body["t"].size(), 10u);
+  EXPECT_EQ(body["t"][0], 100);
+  EXPECT_EQ(body["desired"][0], 2);
+  EXPECT_TRUE(body["desired"][5].is_null());  // t = 110..: nothing recorded
+  ASSERT_EQ(body["metrics"].size(), 1u);
+  EXPECT_EQ(body["metrics"][0]["name"], "vllm:num_requests_waiting");
+  EXPECT_EQ(body["metrics"][0]["value"][0], 0.5);  // mean of 0 and 1
+  EXPECT_TRUE(body["metrics"][0]["value"][3].is_null());  // no data at t = 106, 107
+  EXPECT_EQ(body["metrics"][0]["target"][3], 5);
+  EXPECT_TRUE(body["gateway"]["requests_per_second"][0].is_null());
+
+  res = client_->Get("/v1/services/chat/history?step=abc");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("step"), std::string::npos) << res->body;
+  res = client_->Get("/v1/services/chat/history?from=200&to=100");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("from"), std::string::npos) << res->body;
+  EXPECT_EQ(client_->Get("/v1/services/nope/history")->status, 404);
+}
+
+}  // namespace
+}  // namespace gpuscale::api

@@ -116,6 +116,41 @@ Json HistoryJson(const std::vector<gpu::HistoryPoint>& points, const gpu::ScoreW
   return Json{{"points", std::move(array)}};
 }
 
+namespace {
+
+// Values rounded to 4 significant-ish decimals (charts need no more; it halves the body).
+Json ColumnJson(const daemon::HistorySeries::Column& column) {
+  Json array = Json::array();
+  for (const std::optional<double>& v : column) {
+    array.push_back(v ? Json(std::round(*v * 10000) / 10000) : Json(nullptr));
+  }
+  return array;
+}
+
+}  // namespace
+
+Json ServiceHistoryJson(const std::string& service, const daemon::HistorySeries& series) {
+  Json metrics = Json::array();
+  for (const daemon::HistorySeries::Metric& m : series.metrics) {
+    metrics.push_back(
+        Json{{"name", m.name}, {"value", ColumnJson(m.value)}, {"target", ColumnJson(m.target)}});
+  }
+  Json gateway = Json::object();
+  for (size_t g = 0; g < daemon::kHistoryGatewayFields.size(); ++g) {
+    gateway[daemon::kHistoryGatewayFields[g]] = ColumnJson(series.gateway[g]);
+  }
+  return Json{{"service", service},
+              {"from", series.from.count()},
+              {"to", series.to.count()},
+              {"step", series.step.count()},
+              {"t", series.t},
+              {"desired", ColumnJson(series.desired)},
+              {"ready", ColumnJson(series.ready)},
+              {"current", ColumnJson(series.current)},
+              {"metrics", std::move(metrics)},
+              {"gateway", std::move(gateway)}};
+}
+
 // The gateway's figures (daemon/gateway_figures.h); durations in seconds, null when the
 // window holds no observation.
 Json GatewayJson(const std::optional<daemon::GatewayFigures>& g) {

@@ -32,6 +32,11 @@ Json SnapshotJson(const gpu::GpuSnapshot& snapshot, const gpu::ScoreWeights& wei
 // {"points": [{"timestamp", "gpus": [...]}]}
 Json HistoryJson(const std::vector<gpu::HistoryPoint>& points, const gpu::ScoreWeights& weights);
 
+// GET /v1/services/NAME/history: columnar, one entry per step, null for an empty step:
+// {"service", "from", "to", "step", "t": [...], "desired", "ready", "current",
+//  "metrics": [{"name", "value": [...], "target": [...]}], "gateway": {"<field>": [...]}}
+Json ServiceHistoryJson(const std::string& service, const daemon::HistorySeries& series);
+
 Json ServiceJson(const daemon::ServiceView& service);
 // A service's `gateway` figures (null when there are none).
 Json GatewayJson(const std::optional<daemon::GatewayFigures>& gateway);

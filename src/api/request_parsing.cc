@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -230,6 +231,35 @@ Result<Seconds> ParseHistoryWindow(const QueryParams& params) {
   GS_ASSIGN_OR_RETURN(int64_t seconds,
                       ParseIntParam(params, "seconds", 300, 1, kMaxHistorySeconds));
   return Seconds{static_cast<double>(seconds)};
+}
+
+namespace {
+
+// A finite number of seconds >= 0; nullopt when the parameter is absent.
+Result<std::optional<Seconds>> ParseSecondsParam(const QueryParams& params,
+                                                 const std::string& name) {
+  auto it = params.find(name);
+  if (it == params.end()) return std::optional<Seconds>();
+  const std::string& text = it->second;
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value) ||
+      value < 0) {
+    return InvalidArgument(fmt::format("expected a number of seconds >= 0, got '{}'", text),
+                           name);
+  }
+  return std::optional<Seconds>(Seconds{value});
+}
+
+}  // namespace
+
+Result<HistoryRange> ParseHistoryRange(const QueryParams& params) {
+  HistoryRange range;
+  GS_ASSIGN_OR_RETURN(range.to, ParseSecondsParam(params, "to"));
+  GS_ASSIGN_OR_RETURN(range.from, ParseSecondsParam(params, "from"));
+  GS_ASSIGN_OR_RETURN(std::optional<Seconds> step, ParseSecondsParam(params, "step"));
+  range.step = step.value_or(Seconds{0});
+  return range;
 }
 
 Result<store::EventQuery> ParseEventQuery(const QueryParams& params) {

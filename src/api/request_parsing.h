@@ -61,6 +61,15 @@ Result<std::optional<int>> ParseReplicasBody(std::string_view body);
 // ?seconds=N of /v1/gpus/history: default 300, 1..86400. Errors: field "seconds".
 Result<Seconds> ParseHistoryWindow(const QueryParams& params);
 
+// GET /v1/services/NAME/history's range: `from` and `to` in seconds since the epoch
+// (decimals allowed; absent: the daemon's defaults), `step` in seconds (absent or 0: the
+// daemon picks). Errors: kInvalidArgument naming the parameter.
+struct HistoryRange {
+  std::optional<Seconds> from, to;
+  Seconds step{0};
+};
+Result<HistoryRange> ParseHistoryRange(const QueryParams& params);
+
 // ?since_id, ?service, ?kind, ?limit of /v1/events (limit default 100, 1..10000; since_id
 // >= 0). Errors: kInvalidArgument naming the parameter.
 Result<store::EventQuery> ParseEventQuery(const QueryParams& params);

@@ -156,6 +156,7 @@ void Daemon::PollRetiring(Seconds now, std::vector<store::EventRow>& events) {
       }
     }
     state_->Forget(slot.name);
+    if (slot.deleting) history_.Forget(slot.name);
     it = retiring_.erase(it);
   }
 }
@@ -186,6 +187,21 @@ void Daemon::PersistDecision(const Slot& slot, const ServiceTickResult& result, 
 }
 
 void Daemon::PublishEvents(std::vector<store::EventRow> events) { events_->Append(events); }
+
+void Daemon::RecordHistory(const std::string& service, const ServiceTickResult& result,
+                           Seconds now) {
+  HistorySample sample;
+  sample.at = now;
+  sample.desired = result.tick.desired_replicas;
+  sample.ready = result.tick.ready_replicas;
+  sample.current = result.tick.current_replicas;
+  sample.inputs = result.tick.decision.inputs;
+  // As in the API's view: no figures before the service's first request via the gateway.
+  if (const auto& g = result.gateway; g && (g->requests_total > 0 || g->in_flight > 0)) {
+    sample.gateway = g;
+  }
+  history_.Record(service, sample);
+}
 
 Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) {
   Observed observed;
@@ -292,6 +308,7 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
   }
   PersistReplicas(slot.name, orch);
   PersistDecision(slot, result, now);
+  RecordHistory(slot.name, result, now);
   MutexLock lock(mu_);
   metrics_.AddDecision(slot.name);
   if (result.scrape_errors > 0) metrics_.AddScrapeErrors(slot.name, result.scrape_errors);

@@ -161,6 +161,8 @@ class Daemon final : public DaemonApi {
   Result<ServiceView> SetDesiredReplicas(const std::string& service,
                                          std::optional<int> replicas) override;
   Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string& service) override;
+  Result<HistorySeries> History(const std::string& service, std::optional<Seconds> from,
+                                std::optional<Seconds> to, Seconds step) override;
   std::vector<alloc::Lease> Leases() override;
   Result<std::vector<store::EventRow>> Events(const store::EventQuery& query) override;
   int64_t WaitForEvents(int64_t after_id, Seconds timeout) override;
@@ -229,6 +231,7 @@ class Daemon final : public DaemonApi {
   void PersistReplicas(const std::string& service, const orch::ServiceOrchestrator& orch);
   void PersistLeases();
   void PersistDecision(const Slot& slot, const ServiceTickResult& result, Seconds now);
+  void RecordHistory(const std::string& service, const ServiceTickResult& result, Seconds now);
   // Appends to the event log (events_), for calls with a temporary list (the reload report,
   // the TaskManager's publisher). Any thread.
   void PublishEvents(std::vector<store::EventRow> events);
@@ -272,6 +275,8 @@ class Daemon final : public DaemonApi {
   // The event log and the state writer, over store_ (each thread-safe, with its own lock).
   std::unique_ptr<EventLog> events_;
   std::unique_ptr<StateWriter> state_;
+  // Each service's recent ticks for charts (thread-safe: the loop records, the API reads).
+  HistoryBook history_;
   // Tasks/experiments (daemon_tasks.cc); destroyed before the store and ledger it borrows.
   std::unique_ptr<experiments::TaskManager> tasks_;
 

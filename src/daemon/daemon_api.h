@@ -20,6 +20,7 @@
 #include "core/result.h"
 #include "daemon/daemon_config.h"
 #include "daemon/gateway_figures.h"
+#include "daemon/service_history.h"
 #include "gpu/gpu_info.h"
 #include "gpu/monitor.h"
 #include "orch/local_process_orchestrator.h"
@@ -88,6 +89,12 @@ class DaemonApi {
   virtual Result<ServiceView> SetDesiredReplicas(const std::string& service,
                                                  std::optional<int> replicas) = 0;
   virtual Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string& service) = 0;
+  // The service's ticks over [from, to) at `step` (daemon/service_history.h; defaults: to =
+  // now, from = to - 1 h, step 0 = the daemon picks). Errors: kNotFound for an unknown service; kInvalidArgument naming "from"
+  // or "step".
+  virtual Result<HistorySeries> History(const std::string& service,
+                                        std::optional<Seconds> from, std::optional<Seconds> to,
+                                        Seconds step) = 0;
 
   virtual std::vector<alloc::Lease> Leases() = 0;
 

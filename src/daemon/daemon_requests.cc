@@ -264,6 +264,21 @@ Result<std::vector<orch::ReplicaInfo>> Daemon::ListReplicas(const std::string& s
   return it->second;
 }
 
+Result<HistorySeries> Daemon::History(const std::string& service, std::optional<Seconds> from_at,
+                                      std::optional<Seconds> to_at, Seconds step) {
+  {
+    MutexLock lock(mu_);
+    if (views_.count(service) == 0) return NoService(service);
+  }
+  const Seconds to = to_at.value_or(clock_.Now());
+  const Seconds from = from_at.value_or(to - Seconds{3600});
+  Result<HistorySeries> series = history_.Query(service, from, to, step);
+  if (!series && series.error().code == ErrorCode::kNotFound) {
+    return ServiceHistory().Query(from, to, step);  // no tick yet: every step empty
+  }
+  return series;
+}
+
 std::vector<alloc::Lease> Daemon::Leases() { return ledger_.Leases(); }
 
 Result<std::vector<store::EventRow>> Daemon::Events(const store::EventQuery& query) {

@@ -125,6 +125,10 @@ Decision KpaPolicy::Evaluate(const ScalingInput& input) {
   Decision d;
   std::string why;
   const std::optional<double> concurrency = ReadConcurrency(input, &why);
+  // Per ready replica, against the concurrency each replica is meant to carry.
+  const double per_replica_target =
+      config_.target_concurrency * config_.target_utilization_percentage / 100;
+  d.inputs.push_back({"concurrency per replica", std::nullopt, per_replica_target});
   if (!concurrency) {
     d.desired_replicas = std::clamp(current, lo, hi);
     d.reason = fmt::format("hold at {}: no concurrency data ({})", current, why);
@@ -143,6 +147,7 @@ Decision KpaPolicy::Evaluate(const ScalingInput& input) {
   d.reason = panicking() ? fmt::format("{} (panic mode: no scale-down): {}", head, load)
                          : fmt::format("{}: {}", head, load);
   d.reason += zero_note;
+  d.inputs.back().value = *concurrency / std::max(1, input.ready_replicas);
   if (d.desired_replicas != desired) {
     d.details.push_back(fmt::format("recommendation {} clamped to [{}, {}]", desired, lo, hi));
   }

@@ -95,6 +95,17 @@ struct GroupAction {
   std::string group_id;        // for kShutdown
 };
 
+// A value a decision read and what the policy compared it with, for "metric against target"
+// history: `value` is absent when the metric had no data this tick, `target` when the policy
+// has no single number to compare with.
+struct DecisionInput {
+  std::string metric;  // a name a user recognizes, e.g. "vllm:num_requests_waiting"
+  std::optional<double> value;
+  std::optional<double> target;
+
+  friend bool operator==(const DecisionInput&, const DecisionInput&) = default;
+};
+
 struct Decision {
   int desired_replicas = 0;
   // One sentence a user understands: which metric, which value, which threshold, which
@@ -102,6 +113,7 @@ struct Decision {
   std::string reason;
   std::vector<std::string> details;  // warnings and per-rule/per-metric notes
   std::vector<GroupAction> actions;  // empty for policies that only set a count
+  std::vector<DecisionInput> inputs;  // what Evaluate read (empty for families that read none)
 };
 
 class Policy {

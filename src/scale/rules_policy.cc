@@ -252,6 +252,8 @@ Decision RulesPolicy::Evaluate(const ScalingInput& input) {
   const ScalingRule* first_in = nullptr;
   for (size_t i = 0; i < config_.rules.size(); ++i) {
     RuleCheck check = CheckRule(i, input);
+    decision.inputs.push_back({fmt::format("{} ({})", config_.rules[i].metric, config_.rules[i].name),
+                               check.reading.value, config_.rules[i].threshold});
     // Rules whose condition held (or could not be judged) are worth a note; silent ones not.
     if (check.outcome != Outcome::kNoMatch) {
       check.detail = static_cast<int>(decision.details.size());

@@ -167,16 +167,24 @@ int SloPolicy::Need(const Observation& obs, double trend, double* forecast) cons
 }
 
 Decision SloPolicy::Evaluate(const ScalingInput& input) {
+  inputs_.clear();
+  Decision decision = Decide(input);
+  decision.inputs = std::move(inputs_);
+  return decision;
+}
+
+Decision SloPolicy::Decide(const ScalingInput& input) {
   const int current = input.current_replicas;
   auto clamp = [&](int n) { return ClampReplicas(n, config_.min_replicas, config_.max_replicas); };
   auto obs = Observe(input);
   if (!obs || !obs->rate_short || !ToWorkUnits(input, *obs)) {
     return {clamp(current),
             fmt::format("hold at {}: {}", current,
-                        input.metrics_error ? "metrics unavailable this tick"
+                        input.metrics_error      ? "metrics unavailable this tick"
                         : obs && obs->rate_short ? "no token-rate data yet"
                                                  : "no arrival-rate data yet"),
             input.metric_errors,
+            {},
             {}};
   }
   // A fleet that just grew is judged on violations measured after it did (ready_grace).
@@ -184,6 +192,10 @@ Decision SloPolicy::Evaluate(const ScalingInput& input) {
   last_ready_ = input.ready_replicas;
   const bool in_grace = ready_rise_ && input.now - *ready_rise_ < config_.ready_grace;
   LearnCapacity(*obs, input.ready_replicas, input.now, in_grace);
+  inputs_.push_back({"SLO violation ratio", obs->violation, 1 - config_.target_attainment});
+  inputs_.push_back({config_.output_token_weight > 0 ? "load per ready replica (tokens/s)"
+                                                     : "load per ready replica (req/s)",
+                     *obs->rate_short / std::max(1, input.ready_replicas), capacity_});
   double forecast = 0;
   // Without the short rate there is no trend to extrapolate (nor its history to keep).
   const double trend = config_.follow_short_rate ? Trend(*obs, input.now) : 0;
@@ -210,7 +222,8 @@ Decision SloPolicy::Evaluate(const ScalingInput& input) {
       FormatNumber(*obs->rate_short), FormatNumber(capacity_), unit, ratio(obs->ttft_violation),
       ratio(obs->tpot_violation));
   if (need >= current) {
-    return {need, fmt::format("{}: {} -> need {}", FormatChange(current, need), why, need), {}, {}};
+    return {
+        need, fmt::format("{}: {} -> need {}", FormatChange(current, need), why, need), {}, {}, {}};
   }
   return ScaleDown(input, need, why);
 }
@@ -226,7 +239,7 @@ Decision SloPolicy::ScaleDown(const ScalingInput& input, int need, std::string w
           ? fmt::format("hold at {}: need {} now, but {} within the last {} s ({})", current, need,
                         held, FormatNumber(config_.scale_down_delay.count()), why)
           : fmt::format("{}: {} -> need {}", FormatChange(current, desired), why, need);
-  return {ClampReplicas(desired, config_.min_replicas, config_.max_replicas), reason, {}, {}};
+  return {ClampReplicas(desired, config_.min_replicas, config_.max_replicas), reason, {}, {}, {}};
 }
 
 }  // namespace gpuscale::scale

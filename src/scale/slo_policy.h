@@ -137,6 +137,8 @@ class SloPolicy final : public Policy {
   double Trend(const Observation& obs, Seconds now);
   int Need(const Observation& obs, double trend, double* forecast) const;
   Decision ScaleDown(const ScalingInput& input, int need, std::string why);
+  // Evaluate without its inputs, which it records in inputs_ as it reads them.
+  Decision Decide(const ScalingInput& input);
 
   SloPolicyConfig config_;
   const double initial_capacity_;  // requests/s or work units/s (token mode)
@@ -149,6 +151,7 @@ class SloPolicy final : public Policy {
   std::optional<Seconds> last_cut_;                           // last capacity decrease
   int last_ready_ = -1;                                       // ready replicas, last tick
   std::optional<Seconds> ready_rise_;                         // when they last rose
+  std::vector<DecisionInput> inputs_;                         // of the tick being decided
 };
 
 }  // namespace gpuscale::scale

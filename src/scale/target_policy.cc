@@ -41,7 +41,13 @@ Decision TargetPolicy::Evaluate(const ScalingInput& input) {
   const int hi = std::max(0, config_.max_replicas);
   const int lo = std::min(std::max(0, config_.min_replicas), hi);
   decision.desired_replicas = std::clamp(decision.desired_replicas, lo, hi);
-  for (TargetReading& r : readings.metrics) decision.details.push_back(std::move(r.note));
+  for (size_t i = 0; i < readings.metrics.size(); ++i) {
+    TargetReading& r = readings.metrics[i];
+    std::optional<double> value;
+    if (r.status == TargetReading::Status::kOk) value = r.value;
+    decision.inputs.push_back({config_.metrics[i].name, value, config_.metrics[i].target});
+    decision.details.push_back(std::move(r.note));
+  }
   return decision;
 }
 

@@ -218,6 +218,25 @@ class FakeDaemonApi : public daemon::DaemonApi {
     if (services_.count(service) == 0) return NotFound(fmt_no_service(service), "name");
     return replicas_[service];
   }
+  // Tests record ticks into `history` (a real HistoryBook); services without any get empty
+  // steps, as from the daemon.
+  // Defaults: to = 3600 (the fakes' clocks start at 0), from = to - 3600.
+  Result<daemon::HistorySeries> History(const std::string& service,
+                                        std::optional<Seconds> from_at,
+                                        std::optional<Seconds> to_at, Seconds step) override {
+    const Seconds to = to_at.value_or(Seconds{3600});
+    const Seconds from = from_at.value_or(to - Seconds{3600});
+    {
+      std::lock_guard lock(mu_);
+      if (services_.count(service) == 0) return NotFound(fmt_no_service(service), "name");
+    }
+    Result<daemon::HistorySeries> series = history.Query(service, from, to, step);
+    if (!series && series.error().code == ErrorCode::kNotFound) {
+      return daemon::ServiceHistory().Query(from, to, step);
+    }
+    return series;
+  }
+  daemon::HistoryBook history;
 
   std::vector<alloc::Lease> Leases() override {
     std::lock_guard lock(mu_);

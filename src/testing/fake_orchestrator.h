@@ -109,7 +109,7 @@ class ScriptedPolicy final : public scale::Policy {
   int MaxReplicas() const override { return max_; }
   scale::Decision Evaluate(const scale::ScalingInput& input) override {
     inputs.push_back(input);
-    return {desired, "scripted", {}, {}};
+    return {desired, "scripted", {}, {}, {}};
   }
   std::vector<std::string> MetricNames() const override { return metric_names; }
   int desired = 1;

@@ -67,6 +67,10 @@ class FakeScalerDaemon : public daemon::DaemonApi {
   Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string&) override {
     return Unavailable("fake");
   }
+  Result<daemon::HistorySeries> History(const std::string&, std::optional<Seconds>,
+                                        std::optional<Seconds>, Seconds) override {
+    return Unavailable("fake");
+  }
   std::vector<alloc::Lease> Leases() override { return {}; }
   Result<std::vector<store::EventRow>> Events(const store::EventQuery&) override {
     return Unavailable("fake");
