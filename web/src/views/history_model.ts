@@ -6,7 +6,7 @@
 
 import type { ApiClient } from '../api/client';
 import { ApiError, describeError } from '../api/errors';
-import type { HistoryColumn, ServiceHistory } from '../api/types';
+import type { HistoryColumn, HistoryQuery, ServiceHistory } from '../api/types';
 import type { ChartData, ChartSeries } from '../charts/series';
 import { metricUnit } from './policy_model';
 
@@ -18,7 +18,8 @@ export const SERVICE_HISTORY_WINDOWS: ReadonlyArray<{ seconds: number; label: st
   { seconds: 6 * 3600, label: '6 h' },
   { seconds: 86400, label: '24 h' },
 ];
-export const DEFAULT_WINDOW_SECONDS = 3600;
+// 10 minutes: the daemon's tick resolution (longer windows get one point per minute).
+export const DEFAULT_WINDOW_SECONDS = 600;
 
 export interface HistoryChartSpec {
   key: string; // stable while the chart's lines stay the same (reuse of the chart object)
@@ -136,7 +137,8 @@ export function firstRecorded(history: ServiceHistory): number | null {
   return first;
 }
 
-export function historyView(history: ServiceHistory): HistoryView {
+export function historyView(answer: ServiceHistory): HistoryView {
+  const history = compactHistory(answer);
   const x = times(history);
   const first = firstRecorded(history);
   if (x.length === 0 || first === null) {
@@ -144,16 +146,81 @@ export function historyView(history: ServiceHistory): HistoryView {
       'every control-loop tick, so points appear within seconds of its start; a longer window may hold older ones.' };
   }
   const replicas = replicaChart(history);
-  const from = finiteOrNull(history.from) ?? x[0] ?? 0;
-  const to = finiteOrNull(history.to) ?? x[x.length - 1] ?? from;
-  return { kind: 'charts', from, to, step: finiteOrNull(history.step) ?? 0, metrics: metricCharts(history),
+  const from = finiteOrNull(answer.from) ?? x[0] ?? 0;
+  const to = finiteOrNull(answer.to) ?? x[x.length - 1] ?? from;
+  // The time between points as drawn: the daemon's tick after compaction, else its step.
+  const gaps = x.slice(1).map((t, i) => t - (x[i] ?? t));
+  const step = gaps.length > 0 ? median(gaps) : finiteOrNull(answer.step) ?? 0;
+  return { kind: 'charts', from, to, step, metrics: metricCharts(history),
     replicas, traffic: trafficCharts(history), firstRecorded: first };
 }
 
-// The window to ask for, ending now: whole seconds.
-export function historyRange(windowSeconds: number, now: number): { from: number; to: number } {
+// "6 s", "1 min", "1 min 30 s": the step of the points, for the panel's header.
+export function formatStep(seconds: number): string {
+  if (seconds < 60) return `${Number(seconds.toPrecision(3))} s`;
+  const minutes = Math.floor(seconds / 60);
+  const rest = Math.round(seconds - minutes * 60);
+  return rest === 0 ? `${minutes} min` : `${minutes} min ${rest} s`;
+}
+
+// Windows up to this long are asked for at 1 s steps, so that every tick the daemon keeps
+// (it keeps each one for 10 minutes) is a point of its own, whatever its loop interval: the
+// daemon's own choice of step falls back to minute means when the window reaches back
+// before its oldest kept tick (a daemon younger than the window, or a window a second
+// longer than what it keeps). compactHistory() then drops the empty seconds.
+export const TICK_WINDOW_SECONDS = 600;
+
+// The window to ask for, ending now: whole seconds; a step for short windows, else the
+// daemon's (at most ~600 points).
+export function historyRange(windowSeconds: number, now: number): HistoryQuery {
   const to = Math.floor(now);
-  return { from: to - windowSeconds, to };
+  return { from: to - windowSeconds, to, ...(windowSeconds <= TICK_WINDOW_SECONDS ? { step: 1 } : {}) };
+}
+
+// Every column of an answer, each aligned to t.
+function allColumns(history: ServiceHistory, length: number): HistoryColumn[] {
+  const metrics = Array.isArray(history.metrics) ? history.metrics : [];
+  const gateway = history.gateway ?? {};
+  return [history.desired, history.ready, history.current, ...metrics.flatMap((m) => [m.value, m.target]),
+    ...Object.values(gateway)].map((c) => column(c, length));
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+// The entries that hold a reading, in order, with one all-null entry wherever the daemon
+// recorded nothing for more than three of its usual intervals (it was down, or paused), so
+// that lines join tick to tick but break where the record does.
+export function compactHistory(history: ServiceHistory): ServiceHistory {
+  const t = times(history);
+  const columns = allColumns(history, t.length);
+  const kept = t.flatMap((_x, i) => (columns.some((c) => c[i] !== null) ? [i] : []));
+  if (kept.length === t.length) return history;
+  const gaps = kept.slice(1).map((k, j) => (t[k] ?? 0) - (t[kept[j] ?? 0] ?? 0));
+  const usual = median(gaps);
+  const rows: (number | null)[] = []; // an index into t, or null for a break
+  kept.forEach((k, j) => {
+    if (j > 0 && usual > 0 && (gaps[j - 1] ?? 0) > 3 * usual) rows.push(null);
+    rows.push(k);
+  });
+  const pick = (c: unknown) => {
+    const values = column(c, t.length);
+    return rows.map((k) => (k === null ? null : values[k] ?? null));
+  };
+  const newT = rows.map((k, j) => (k !== null ? t[k] ?? 0 : (t[rows[j - 1] ?? 0] ?? 0) + usual));
+  const gateway = Object.fromEntries(Object.entries(history.gateway ?? {}).map(([key, c]) => [key, pick(c)]));
+  return {
+    ...history,
+    t: newT,
+    desired: pick(history.desired),
+    ready: pick(history.ready),
+    current: pick(history.current),
+    metrics: (Array.isArray(history.metrics) ? history.metrics : [])
+      .map((m) => ({ ...m, value: pick(m.value), target: pick(m.target) })),
+    gateway: gateway as unknown as ServiceHistory['gateway'],
+  };
 }
 
 // Why a history request failed, for the panel: a daemon that predates the endpoint answers

@@ -8,12 +8,13 @@
 
 import type { ApiClient } from '../api/client';
 import { LineChart } from '../charts/line_chart';
-import { formatDuration, formatUnixTime } from '../format';
+import { formatUnixTime } from '../format';
 import { h, mount } from '../ui/dom';
 import { emptyState, loadingState } from '../ui/states';
 import {
   DEFAULT_WINDOW_SECONDS,
   SERVICE_HISTORY_WINDOWS,
+  formatStep,
   loadHistory,
   type HistoryChartSpec,
   type HistoryView,
@@ -90,7 +91,7 @@ export class HistoryPanel {
     }
     this.element.dataset.firstRecorded = String(view.firstRecorded);
     this.meta.textContent = `${formatUnixTime(view.from)} – ${formatUnixTime(view.to, false)}` +
-      (view.step > 0 ? ` · one point per ${formatDuration(view.step)}` : '');
+      (view.step > 0 ? ` · one point per ${formatStep(view.step)}` : '');
     this.notes.metric.hidden = view.metrics.length > 0;
     this.notes.metric.textContent = `The ${this.policyFamily()} policy reads no metric with a target; ` +
       'the decision log explains each change.';

@@ -271,6 +271,12 @@ describe('dashboard against gpuscale serve', () => {
       expect(await fresh.page.locator('#rule-form').count()).toBe(0);
       expect(await fresh.page.textContent('#rules-not-used')).toContain('reads no scaling rules');
       await screenshot(fresh.page, 'service-demo-history');
+      // a longer window: the same charts, now spanning the hour
+      await fresh.page.selectOption('#history-window', '3600');
+      await expect.poll(async () => {
+        const [first] = await drawnCharts(fresh.page, '#history-replicas .chart');
+        return first ? first.xMax - first.xMin : 0;
+      }, { timeout: 10_000 }).toBeGreaterThanOrEqual(3599);
       expect(fresh.errors.filter((e) => e.startsWith('pageerror'))).toEqual([]);
     } finally {
       await fresh.page.close();

@@ -3,7 +3,9 @@ import { ApiClient, historyQueryString, type FetchLike } from '../../src/api/cli
 import type { ServiceHistory } from '../../src/api/types';
 import {
   column,
+  compactHistory,
   firstRecorded,
+  formatStep,
   historyRange,
   historyView,
   loadHistory,
@@ -101,8 +103,37 @@ describe('service history charts', () => {
     expect(allNull.kind).toBe('empty');
   });
 
+  it('keeps only the seconds that hold a tick, and breaks the lines where the daemon recorded nothing', () => {
+    const n = 40; // 1 s steps; a tick every 5 s, none from 15 to 30 s
+    const t = Array.from({ length: n }, (_, i) => T0 + i);
+    const ticked = (i: number) => i % 5 === 0 && (i < 15 || i > 30);
+    const col = (v: number) => t.map((_x, i) => (ticked(i) ? v : null));
+    const sparse = history({ from: T0, to: T0 + n, step: 1, t, desired: col(2), ready: col(1), current: col(2),
+      metrics: [{ name: 'm', value: col(4), target: col(5) }],
+      gateway: { ...noGateway(), requests_per_second: col(9) } });
+    const compact = compactHistory(sparse);
+    expect(compact.t).toEqual([0, 5, 10, 15, 35].map((s) => T0 + s));
+    expect(compact.desired).toEqual([2, 2, 2, null, 2]);
+    expect(compact.metrics[0]?.target).toEqual([5, 5, 5, null, 5]);
+    expect(compact.gateway.requests_per_second).toEqual([9, 9, 9, null, 9]);
+    expect(compact.gateway.in_flight).toEqual([null, null, null, null, null]);
+    const view = historyView(sparse) as HistoryCharts;
+    expect(view.step).toBe(5);
+    expect([view.from, view.to]).toEqual([T0, T0 + n]); // the window, not the points
+    const full = history();
+    expect(compactHistory(full)).toBe(full);
+  });
+
+  it('names the step of the points', () => {
+    expect(formatStep(6)).toBe('6 s');
+    expect(formatStep(1.5)).toBe('1.5 s');
+    expect(formatStep(60)).toBe('1 min');
+    expect(formatStep(90)).toBe('1 min 30 s');
+  });
+
   it('asks for whole seconds ending now', () => {
     expect(historyRange(3600, T0 + 0.7)).toEqual({ from: T0 - 3600, to: T0 });
+    expect(historyRange(600, T0)).toEqual({ from: T0 - 600, to: T0, step: 1 }); // every tick kept
     expect(historyQueryString({ from: 10.9, to: 20 })).toBe('?from=10&to=20');
     expect(historyQueryString({})).toBe('');
   });
@@ -113,6 +144,8 @@ describe('loading the service history (mocked fetch)', () => {
     const { api, urls } = client(() => json(200, history()));
     const view = await loadHistory(api, 'chat', 3600, T0 + 3600);
     expect(urls).toEqual([`/v1/services/chat/history?from=${T0}&to=${T0 + 3600}`]);
+    await loadHistory(api, 'chat', 600, T0 + 600);
+    expect(urls[1]).toBe(`/v1/services/chat/history?from=${T0}&to=${T0 + 600}&step=1`);
     expect(view.kind).toBe('charts');
   });
 
