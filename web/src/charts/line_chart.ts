@@ -160,7 +160,10 @@ export class LineChart {
       axes: [
         { space: TIME_AXIS_SPACE_PX, values: (_u, splits, _axis, _space, incr) => timeAxisLabels(splits, incr) },
         {
-          size: 64,
+          // One width for every chart, so that stacked charts' plots line up on their shared
+          // time axis; it fits "1000 ms" and "100 %".
+          size: 72,
+          space: 24, // px between y ticks: two or three even on a 120 px chart
           // Short units (%, °C, W, s, ms) on the ticks; long ones are in the caption only.
           values: (_u, splits) => splits.map((v) => (integers && !Number.isInteger(v) ? ''
             : axisValue(v, unit.length <= 2 ? unit : ''))),
