@@ -13,7 +13,6 @@ import { emptyState } from './ui/states';
 import { TokenPrompt } from './ui/token_prompt';
 import { eventsView } from './views/events_view';
 import { experimentView } from './views/experiment_view';
-import { GatewayHistory } from './views/gateway_model';
 import { gpusView } from './views/gpus_view';
 import { serviceView } from './views/service_view';
 import { servicesView } from './views/services_view';
@@ -56,11 +55,8 @@ function start(app: HTMLElement): void {
   const ctx: ViewContext = {
     api: new ApiClient(tokens),
     events: new EventHub(tokens),
-    gateway: new GatewayHistory(),
     now: () => Date.now() / 1000,
   };
-  // Kept for every service whatever the view, so a service page opens with its recent history.
-  ctx.events.subscribeGatewayStats((services) => ctx.gateway.recordAll(services, ctx.now()));
   const links = NAV.map((n) => h('a', { href: n.hash, dataset: { view: n.view } }, n.label));
   const live = h('span', { class: 'stream-status', id: 'stream-status', title: 'live event stream' });
   const main = h('main', { id: 'view' });

@@ -14,11 +14,13 @@ import type {
   GpuHistory,
   GpuSnapshot,
   GpuscaleEvent,
+  HistoryQuery,
   Lease,
   Replica,
   Rule,
   RuleInput,
   Service,
+  ServiceHistory,
   Task,
   TaskSummary,
 } from './types';
@@ -53,6 +55,17 @@ export function eventQueryString(query: EventQuery): string {
   return text ? `?${text}` : '';
 }
 
+// "?from=…&to=…&step=…" with whole seconds; omitted fields are left to the server.
+export function historyQueryString(query: HistoryQuery): string {
+  const params = new URLSearchParams();
+  for (const key of ['from', 'to', 'step'] as const) {
+    const value = query[key];
+    if (value !== undefined && Number.isFinite(value)) params.set(key, String(Math.floor(value)));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
 export class ApiClient {
   constructor(
     private readonly tokens: TokenProvider,
@@ -74,6 +87,13 @@ export class ApiClient {
 
   service(name: string): Promise<Service> {
     return this.request<Service>('GET', `/v1/services/${encodeURIComponent(name)}`);
+  }
+
+  // GET /v1/services/{name}/history; a daemon without the endpoint answers 404 (as for an
+  // unknown service).
+  serviceHistory(service: string, query: HistoryQuery = {}): Promise<ServiceHistory> {
+    return this.request<ServiceHistory>('GET',
+      `/v1/services/${encodeURIComponent(service)}/history${historyQueryString(query)}`);
   }
 
   async rules(service: string): Promise<Rule[]> {

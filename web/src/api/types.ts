@@ -86,6 +86,47 @@ export interface GatewayStatsMessage {
   services: Record<string, GatewayStats>;
 }
 
+// GET /v1/services/{name}/history: the daemon's in-memory record of a service, one entry per
+// `step` seconds from `from` to `to` (Unix seconds), columnar so that each array is a chart
+// line; null where nothing was recorded. Tick resolution for the last 10 minutes, one point
+// per minute for 24 hours.
+export type HistoryColumn = (number | null)[];
+
+export interface HistoryMetric {
+  name: string; // the metric (or PromQL) a policy decision read
+  value: HistoryColumn;
+  target: HistoryColumn; // the target or threshold it compared the value with
+}
+
+export interface GatewayHistoryColumns {
+  requests_per_second: HistoryColumn;
+  error_ratio: HistoryColumn; // 0..1
+  ttft_p50_seconds: HistoryColumn;
+  ttft_p90_seconds: HistoryColumn;
+  tpot_p50_seconds: HistoryColumn;
+  e2e_p90_seconds: HistoryColumn;
+  in_flight: HistoryColumn;
+}
+
+export interface ServiceHistory {
+  service: string;
+  from: number;
+  to: number;
+  step: number; // seconds per entry, as the server chose or was asked
+  t: number[];
+  desired: HistoryColumn;
+  ready: HistoryColumn;
+  current: HistoryColumn; // pending + starting + ready
+  metrics: HistoryMetric[]; // empty for policies that read no metric
+  gateway: GatewayHistoryColumns; // all null without gateway traffic
+}
+
+export interface HistoryQuery {
+  from?: number;
+  to?: number;
+  step?: number;
+}
+
 export const RULE_SOURCES = ['inference_framework', 'kernel', 'prometheus'] as const;
 export const RULE_COMPARATORS = [
   'GREATER_THAN',

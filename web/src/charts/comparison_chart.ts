@@ -1,4 +1,4 @@
-// ComparisonChart: a task's experiments side by side (x = experiment index), output token
+// ComparisonChart: a task's experiments side by side (labelled #id), output token
 // throughput (tok/s, left axis) and TTFT p90 (ms, right axis) as paired bars, so the
 // throughput/latency trade-off of the sweep reads at a glance. uPlot, like the time-series
 // charts; setData() redraws in place. data-points="N" counts drawn values for tests.
@@ -20,6 +20,7 @@ export class ComparisonChart {
   private readonly emptyNote: HTMLElement;
   private plot: uPlot | null = null;
   private count = -1;
+  private ids: number[] = [];
   private readonly resizeObserver: ResizeObserver | null;
 
   constructor(title: string, private readonly height = 220) {
@@ -32,7 +33,8 @@ export class ComparisonChart {
     this.resizeObserver?.observe(this.element);
   }
 
-  setData(data: ChartData): void {
+  setData(data: ChartData & { ids: number[] }): void {
+    this.ids = data.ids;
     const points = countPoints(data);
     this.element.dataset.points = String(points);
     this.emptyNote.hidden = points > 0;
@@ -53,6 +55,11 @@ export class ComparisonChart {
     this.plot = null;
   }
 
+  private label(position: number): string {
+    const id = this.ids[position];
+    return id === undefined ? '' : `#${id}`;
+  }
+
   private width(): number {
     return Math.max(240, Math.floor(this.element.clientWidth || 600) - 8);
   }
@@ -64,7 +71,8 @@ export class ComparisonChart {
       width: this.width(),
       height: this.height,
       series: [
-        { label: 'experiment', value: (_u, v) => (v === null ? '—' : `#${v}`) },
+        // Values show under the cursor only: a bar chart has no "last" value.
+        { label: 'experiment', value: (_u, v, _s, idx) => (idx === null || v === null ? '' : this.label(v)) },
         ...data.series.map((s, i) => ({
           label: s.label,
           scale: i === 0 ? 'tps' : 'ms',
@@ -73,7 +81,7 @@ export class ComparisonChart {
           width: 1,
           paths: bars(i === 0 ? -1 : 1),
           points: { show: false },
-          value: (_u: uPlot, v: number | null) => (v === null ? '—' : `${axisNumber(v)} ${units[i] ?? ''}`),
+          value: (_u: uPlot, v: number | null) => (v === null ? '' : `${axisNumber(v)} ${units[i] ?? ''}`),
         })),
       ],
       scales: {
@@ -82,7 +90,7 @@ export class ComparisonChart {
         ms: { range: (_u, _min, max) => [0, Math.max(1, max * 1.15)] },
       },
       axes: [
-        { splits: () => data.x, values: (_u, splits) => splits.map((v) => `#${v}`) },
+        { splits: () => data.x, values: (_u, splits) => splits.map((v) => this.label(v)) },
         { scale: 'tps', size: 64, values: (_u, s) => s.map(axisNumber), label: 'tok/s' },
         { scale: 'ms', side: 1, size: 64, grid: { show: false }, values: (_u, s) => s.map(axisNumber), label: 'ms' },
       ],

@@ -2,12 +2,13 @@
 // seconds, one y array per line, null for a missing reading), the layout uPlot draws.
 // Pure functions; unit-tested.
 
-import type { Gpu, GpuHistoryPoint, Service } from '../api/types';
+import type { Gpu, GpuHistoryPoint } from '../api/types';
 import { memoryPercent, parseTime } from '../format';
 
 export interface ChartSeries {
   label: string;
   values: (number | null)[];
+  dash?: boolean; // drawn dashed (a target or threshold)
 }
 
 export interface ChartData {
@@ -70,66 +71,4 @@ export function countPoints(data: ChartData): number {
     for (const v of s.values) if (v !== null && Number.isFinite(v)) count += 1;
   }
   return count;
-}
-
-// One observation of a service's replica counts.
-export interface ReplicaSample {
-  t: number; // Unix seconds
-  desired: number;
-  ready: number;
-  starting: number;
-  pending: number;
-  draining: number;
-}
-
-// `replicas` counts pending + starting + ready; starting is what remains.
-export function sampleFromService(service: Service, t: number): ReplicaSample {
-  return {
-    t,
-    desired: service.desired_replicas,
-    ready: service.ready_replicas,
-    pending: service.pending_replicas,
-    starting: Math.max(0, service.replicas - service.ready_replicas - service.pending_replicas),
-    draining: service.draining_replicas,
-  };
-}
-
-// A bounded, time-ordered buffer of samples (the service charts poll; a page reload starts
-// a new history because the API keeps none of these counts over time).
-export class SampleBuffer<T extends { t: number }> {
-  private samples: T[] = [];
-
-  constructor(
-    private readonly maxSamples: number,
-    private readonly maxAgeSeconds: number,
-  ) {}
-
-  push(sample: T): void {
-    const last = this.samples[this.samples.length - 1];
-    if (last && sample.t < last.t) return; // out of order (a slow poll): drop
-    if (last && sample.t === last.t) this.samples[this.samples.length - 1] = sample;
-    else this.samples.push(sample);
-    const oldest = sample.t - this.maxAgeSeconds;
-    let drop = 0;
-    while (drop < this.samples.length && (this.samples[drop]?.t ?? 0) < oldest) drop += 1;
-    if (this.samples.length - drop > this.maxSamples) drop = this.samples.length - this.maxSamples;
-    if (drop > 0) this.samples = this.samples.slice(drop);
-  }
-
-  get all(): readonly T[] {
-    return this.samples;
-  }
-}
-
-export function replicaChartData(samples: readonly ReplicaSample[]): ChartData {
-  const column = (key: Exclude<keyof ReplicaSample, 't'>) => samples.map((s) => s[key]);
-  return {
-    x: samples.map((s) => s.t),
-    series: [
-      { label: 'desired', values: column('desired') },
-      { label: 'ready', values: column('ready') },
-      { label: 'starting', values: column('starting') },
-      { label: 'pending', values: column('pending') },
-    ],
-  };
 }

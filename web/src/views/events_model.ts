@@ -51,6 +51,25 @@ export function mergeEvents(current: readonly GpuscaleEvent[], incoming: readonl
   return [...byId.values()].sort((a, b) => b.id - a.id).slice(0, cap);
 }
 
+// What an event is about, for its link: a service, or the task (and experiment) that task_*
+// and experiment_* events name in data.task_id / data.experiment_id; null for neither.
+export type EventSubject =
+  | { kind: 'service'; name: string }
+  | { kind: 'task'; taskId: number; experimentId: number | null };
+
+function dataId(event: GpuscaleEvent, key: string): number | null {
+  const data = event.data;
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return null;
+  const value = data[key];
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : null;
+}
+
+export function eventSubject(event: GpuscaleEvent): EventSubject | null {
+  if (event.service) return { kind: 'service', name: event.service };
+  const taskId = dataId(event, 'task_id');
+  return taskId === null ? null : { kind: 'task', taskId, experimentId: dataId(event, 'experiment_id') };
+}
+
 export function kindOptions(seen: Iterable<string>): string[] {
   return [...new Set([...KNOWN_KINDS, ...seen])].filter((k) => k.length > 0).sort();
 }

@@ -9,7 +9,7 @@ import { formatClock } from '../format';
 import { routeHash } from '../router';
 import { h, mount } from '../ui/dom';
 import { emptyState, errorState, loadingState } from '../ui/states';
-import { kindOptions, matchesFilter, mergeEvents, type EventFilter } from './events_model';
+import { eventSubject, kindOptions, matchesFilter, mergeEvents, type EventFilter } from './events_model';
 import type { Dispose, ViewContext } from './view';
 
 const HISTORY = 200;
@@ -23,10 +23,24 @@ const STATUS_TEXT: Record<StreamStatus, string> = {
   stopped: 'live stream stopped (reload to restart)',
 };
 
+// A link to the service, or to the task and experiment the event names.
+function subjectCell(e: GpuscaleEvent): HTMLElement {
+  const subject = eventSubject(e);
+  if (!subject) return h('td', { class: 'muted' }, '—');
+  if (subject.kind === 'service') {
+    return h('td', null, h('a', { href: routeHash({ view: 'service', name: subject.name }) }, subject.name));
+  }
+  const experiment = subject.experimentId;
+  return h('td', { class: 'subject' },
+    h('a', { href: routeHash({ view: 'task', id: subject.taskId }), class: 'task-link' }, `task ${subject.taskId}`),
+    experiment === null ? null : [' · ', h('a', { href: routeHash({ view: 'experiment', id: experiment }),
+      class: 'experiment-link' }, `#${experiment}`)]);
+}
+
 function eventRow(e: GpuscaleEvent): HTMLElement {
   return h('tr', { dataset: { eventId: e.id, kind: e.kind } },
-    h('td', null, h('time', { datetime: e.at }, formatClock(e.at, true))),
-    h('td', null, e.service ? h('a', { href: routeHash({ view: 'service', name: e.service }) }, e.service) : '—'),
+    h('td', { class: 'num' }, h('time', { datetime: e.at }, formatClock(e.at, true))),
+    subjectCell(e),
     h('td', null, h('span', { class: `kind kind-${e.kind}` }, e.kind)),
     h('td', null, e.replica || '—'),
     h('td', { class: 'reason' }, e.message));
@@ -65,7 +79,7 @@ export function eventsView(root: HTMLElement, ctx: ViewContext, filter: EventFil
     }
     mount(table, events.map(eventRow));
     mount(body, h('div', { class: 'table-wrap' }, h('table', { id: 'events-table' },
-      h('thead', null, h('tr', null, ['Time', 'Service', 'Kind', 'Replica', 'Message'].map((t) => h('th', null, t)))),
+      h('thead', null, h('tr', null, ['Time', 'Service / task', 'Kind', 'Replica', 'Message'].map((t) => h('th', null, t)))),
       table)));
   };
   const add = (incoming: GpuscaleEvent[]) => {

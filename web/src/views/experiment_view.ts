@@ -9,7 +9,7 @@
 import { ApiError, describeError } from '../api/errors';
 import type { BenchReport, Experiment, GpuHistory } from '../api/types';
 import { LineChart } from '../charts/line_chart';
-import { GPU_METRICS, GPU_METRIC_ORDER, gpuHistorySeries } from '../charts/series';
+import { GPU_METRICS, GPU_METRIC_ORDER, countPoints, gpuHistorySeries } from '../charts/series';
 import { MISSING, formatDuration, formatLatency, formatMib, formatPercent, formatRate, formatScore,
   formatUnixTime } from '../format';
 import { routeHash } from '../router';
@@ -78,8 +78,9 @@ function statCell(c: { mean: string; range: string }): HTMLElement {
 function monitoringTable(e: Experiment): HTMLElement {
   const m = e.gpu_monitoring;
   if (!m) {
+    const why = e.bench ? 'the monitor took no sample during the benchmark.' : 'the benchmark did not run.';
     return h('p', { class: 'muted', id: 'monitoring-none' }, isEnded(e.status)
-      ? 'No GPU monitoring data: the benchmark did not run.' : 'Recorded while the benchmark runs.');
+      ? `No GPU monitoring data: ${why}` : 'Recorded while the benchmark runs.');
   }
   const samples = monitoringSamples(m);
   return h('div', null,
@@ -128,6 +129,10 @@ class WindowCharts {
 
   async update(ctx: ViewContext, e: Experiment | null): Promise<void> {
     const window = e ? historyWindow(e, ctx.now()) : null;
+    if (e && isEnded(e.status) && e.bench === null) {
+      return this.say(`No GPU charts: the experiment ${e.status === 'succeeded' ? 'ended' : e.status} before its ` +
+        'benchmark ran, so there is no load to show.');
+    }
     if (!e || !window) return this.say('Charts appear once the experiment has leased its GPUs.');
     if (window.tooOld) return this.say('The daemon keeps 24 h of GPU history; this experiment is older.');
     const history: GpuHistory = await ctx.api.gpuHistory(window.requestSeconds);
@@ -137,10 +142,17 @@ class WindowCharts {
         `(${formatUnixTime(window.start)} – ${formatUnixTime(window.end)}); the stats table holds what was recorded.`);
     }
     const points = windowPoints(history.points, window, e.gpu_info?.indices ?? []);
+    const series = GPU_METRIC_ORDER.map((m) => gpuHistorySeries(points, m));
+    if (series.every((s) => countPoints(s) === 0)) {
+      return this.say('The daemon recorded no GPU sample of this experiment\'s GPUs within its window ' +
+        `(${formatUnixTime(window.start)} – ${formatUnixTime(window.end, false)}).`);
+    }
     this.note.hidden = coverage === 'full';
     this.note.textContent = 'The history starts after this experiment did: the charts show the part still kept.';
     this.element.querySelector('.chart-grid')?.removeAttribute('hidden');
-    GPU_METRIC_ORDER.forEach((m, i) => this.charts[i]?.setData(gpuHistorySeries(points, m)));
+    // The experiment's window, at least 30 s wide (a short benchmark is a few samples).
+    const range: [number, number] = [window.start, Math.max(window.end, window.start + 30)];
+    series.forEach((data, i) => this.charts[i]?.setData(data, range));
   }
 
   destroy(): void {
@@ -162,13 +174,13 @@ class ExperimentHeader {
   readonly failure = h('div', { class: 'state state-error', id: 'experiment-failure', role: 'alert', hidden: true });
 
   constructor(id: number) {
-    this.title = h('h1', { tabindex: -1 }, `Experiment ${id}`);
+    this.title = h('h1', { tabindex: -1 }, `Experiment #${id}`);
   }
 
   show(e: Experiment): void {
     this.back.setAttribute('href', routeHash({ view: 'task', id: e.task_id }));
     this.back.textContent = `← Task ${e.task_id}`;
-    this.title.textContent = `Experiment #${e.index} of task ${e.task_id}`;
+    this.title.textContent = `Experiment #${e.id} of task ${e.task_id}`;
     mount(this.status, statusBadge(e.status), e.is_best ? h('span', { class: 'badge best-badge' }, 'best') : null);
     this.failure.hidden = !(e.message && e.status !== 'succeeded');
     this.failure.textContent = e.status === 'failed' ? `Failed: ${e.message}` : e.message;

@@ -1,80 +1,8 @@
 // Pure helpers of the service page's Gateway panel: the figures it shows (formatted, with
-// units) and the short history of request rate and TTFT behind its charts. The API keeps no
-// such history, so the page samples what it receives (gateway_stats stream messages every
-// 5 s, and the service poll while the page is open) for the last 10 minutes; a reload
-// starts over.
+// units) and what to do when there are none.
 
 import type { GatewayStats, JsonValue } from '../api/types';
-import { SampleBuffer, type ChartData } from '../charts/series';
 import { MISSING, formatLatency, formatPercent, formatRate } from '../format';
-
-export const GATEWAY_HISTORY_SECONDS = 600;
-const MAX_SAMPLES = 1000; // 10 min of 2 s polls plus 5 s stream messages is about 420
-
-export interface GatewaySample {
-  t: number; // Unix seconds, when the page received the figures
-  rate: number | null; // req/s over the last 30 s
-  ttftP50: number | null; // seconds
-  ttftP90: number | null;
-}
-
-export function gatewaySample(stats: GatewayStats, t: number): GatewaySample {
-  return {
-    t,
-    rate: finite(stats.request_rate_per_second),
-    ttftP50: finite(stats.ttft_p50_seconds),
-    ttftP90: finite(stats.ttft_p90_seconds),
-  };
-}
-
-function finite(value: number | null | undefined): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
-}
-
-// Per service, the samples of the last GATEWAY_HISTORY_SECONDS. One instance for the page
-// (main.ts feeds it every gateway_stats message), so a service's history is there when its
-// page opens.
-export class GatewayHistory {
-  private readonly buffers = new Map<string, SampleBuffer<GatewaySample>>();
-
-  // A null `stats` (no figures yet) adds nothing.
-  record(service: string, stats: GatewayStats | null, t: number): void {
-    if (!stats) return;
-    let buffer = this.buffers.get(service);
-    if (!buffer) {
-      buffer = new SampleBuffer<GatewaySample>(MAX_SAMPLES, GATEWAY_HISTORY_SECONDS);
-      this.buffers.set(service, buffer);
-    }
-    buffer.push(gatewaySample(stats, t));
-  }
-
-  recordAll(services: Readonly<Record<string, GatewayStats>>, t: number): void {
-    for (const [name, stats] of Object.entries(services)) this.record(name, stats, t);
-  }
-
-  // Oldest first; only those within the window before `now` (the buffer trims on push, and
-  // a service can go quiet).
-  samples(service: string, now: number): GatewaySample[] {
-    const all = this.buffers.get(service)?.all ?? [];
-    return all.filter((s) => s.t >= now - GATEWAY_HISTORY_SECONDS);
-  }
-}
-
-export function rateChartData(samples: readonly GatewaySample[]): ChartData {
-  return { x: samples.map((s) => s.t), series: [{ label: 'requests', values: samples.map((s) => s.rate) }] };
-}
-
-// TTFT in ms, the chart's unit (the axis then reads "30 ms" rather than "0.03 s").
-export function ttftChartData(samples: readonly GatewaySample[]): ChartData {
-  const ms = (v: number | null) => (v === null ? null : v * 1000);
-  return {
-    x: samples.map((s) => s.t),
-    series: [
-      { label: 'p50', values: samples.map((s) => ms(s.ttftP50)) },
-      { label: 'p90', values: samples.map((s) => ms(s.ttftP90)) },
-    ],
-  };
-}
 
 // A request rate: formatRate, but with two decimals below 0.1 req/s, where one request in
 // the 30 s window (0.03 req/s) would otherwise read as "0.0 req/s".

@@ -1,11 +1,8 @@
 // Pure helpers of the policy panel: what a service's policy aims at (from its spec, or from
-// its stored rules when the spec has no policy block) and the metric values the daemon
-// recorded with its decisions (decision events' data), so that the page can chart metric
-// against target.
+// its stored rules when the spec has no policy block), whether stored rules apply to it at
+// all, and the unit of a metric.
 
-import type { GpuscaleEvent, JsonValue, Rule } from '../api/types';
-import { parseTime } from '../format';
-import type { ChartData } from '../charts/series';
+import type { JsonValue, Rule, Service } from '../api/types';
 import { comparatorSymbol } from './rule_form_model';
 
 export interface PolicyTarget {
@@ -57,6 +54,26 @@ function ruleTargets(rules: ReadonlyArray<Pick<Rule, 'metric' | 'threshold' | 'c
   }));
 }
 
+export function hasPolicyBlock(spec: JsonValue): boolean {
+  return isObject(spec) && isObject(spec.policy);
+}
+
+// Stored rules (the /rules API and the page's rules form) drive only a `rules`-family service
+// defined without a policy block; the daemon refuses them (409) for every other service.
+export function readsStoredRules(service: Pick<Service, 'policy_family' | 'spec'>): boolean {
+  return service.policy_family === 'rules' && !hasPolicyBlock(service.spec);
+}
+
+// Why a service has no rules form.
+export function storedRulesNote(service: Pick<Service, 'name' | 'policy_family' | 'spec'>): string {
+  if (service.policy_family === 'rules') {
+    return 'Its rules are part of its spec (policy.rules): change them in the config file or with ' +
+      `PUT /v1/services/${service.name}. Stored rules apply only to services defined without a policy block.`;
+  }
+  return `The ${service.policy_family} policy reads no scaling rules, so this page offers no rules form; ` +
+    'stored rules drive services defined without a policy block.';
+}
+
 // Targets of the policy in `spec` (a service's spec JSON); stored `rules` when the spec has
 // no policy block. Families without a metric target (ratio, capability, ...) give none.
 export function policyTargets(spec: JsonValue, storedRules: readonly Rule[]): PolicyTarget[] {
@@ -83,44 +100,6 @@ export function policyTargets(spec: JsonValue, storedRules: readonly Rule[]): Po
     return [{ metric: 'concurrency per replica', target, description: `KPA target ${target} per replica` }];
   }
   return [];
-}
-
-// Metric values a decision event carries: data.metrics as {"name": value} or
-// [{"name"|"metric", "value"}]. Unknown shapes give none.
-export function metricReadings(data: JsonValue): Map<string, number> {
-  const readings = new Map<string, number>();
-  if (!isObject(data)) return readings;
-  const metrics = data.metrics ?? data.inputs;
-  if (isObject(metrics)) {
-    for (const [name, value] of Object.entries(metrics)) {
-      const n = num(value) ?? (isObject(value) ? num(value.value) : null);
-      if (n !== null) readings.set(name, n);
-    }
-  } else {
-    for (const m of list(metrics)) {
-      const name = str(m.name) ?? str(m.metric);
-      const value = num(m.value);
-      if (name && value !== null) readings.set(name, value);
-    }
-  }
-  return readings;
-}
-
-// Metric vs target over the decisions (oldest first), or null when no decision carried a
-// value for `target.metric`.
-export function metricVsTarget(decisions: readonly GpuscaleEvent[], target: PolicyTarget): ChartData | null {
-  const points = decisions
-    .map((e) => ({ t: parseTime(e.at), value: metricReadings(e.data).get(target.metric) }))
-    .filter((p): p is { t: number; value: number } => p.value !== undefined && Number.isFinite(p.t))
-    .sort((a, b) => a.t - b.t);
-  if (points.length === 0) return null;
-  return {
-    x: points.map((p) => p.t),
-    series: [
-      { label: target.metric, values: points.map((p) => p.value) },
-      { label: 'target', values: points.map(() => target.target) },
-    ],
-  };
 }
 
 // The unit a metric's values are in, from Prometheus naming conventions (base units in

@@ -44,7 +44,6 @@ export class RulesEditor {
   constructor(
     private readonly api: ApiClient,
     private readonly service: string,
-    policyNote: string | null,
     private readonly onRules: (rules: Rule[]) => void = () => {},
   ) {
     this.inputs = {
@@ -82,7 +81,6 @@ export class RulesEditor {
     });
     this.element = h('section', { class: 'panel', id: 'rules-editor' },
       h('h2', null, 'Scaling rules'),
-      policyNote ? h('p', { class: 'note' }, policyNote) : null,
       this.list, h('h3', null, 'Add a rule'), form);
   }
 

@@ -49,7 +49,7 @@ function definitionList(task: Task): HTMLElement {
       definitionItem('Model', task.model),
       definitionItem('Objective', task.objective.description || task.objective.kind),
       definitionItem('Best', best ? h('a', { href: routeHash({ view: 'experiment', id: best.id }) },
-        `#${best.index}: ${figure.text} ${figure.label}`) : 'none yet'),
+        `#${best.id}: ${figure.text} ${figure.label}`) : 'none yet'),
       definitionItem('Progress', taskProgress(task)),
       definitionItem('Parameters', formatParameters(task.parameters)),
       definitionItem('Server', h('code', null, task.server_command.join(' '))),
@@ -71,7 +71,7 @@ function experimentRow(task: Task, e: Experiment, now: number): HTMLElement {
   const best = isBest(task, e);
   const f = benchFigures(e.bench);
   return h('tr', { class: best ? 'best' : undefined, dataset: { experimentId: e.id, status: e.status, best: String(best) } },
-    h('td', { class: 'num' }, h('a', { href: routeHash({ view: 'experiment', id: e.id }) }, `#${e.index}`),
+    h('td', { class: 'num' }, h('a', { href: routeHash({ view: 'experiment', id: e.id }) }, `#${e.id}`),
       best ? h('span', { class: 'badge best-badge' }, 'best') : null),
     h('td', null, statusBadge(e.status)),
     h('td', { class: 'params' }, formatParameters(e.parameters)),
@@ -89,7 +89,7 @@ function experimentRow(task: Task, e: Experiment, now: number): HTMLElement {
 function experimentsTable(task: Task, now: number): HTMLElement {
   return h('div', { class: 'table-wrap' }, h('table', { id: 'experiments-table' },
     h('thead', null, h('tr', null,
-      ['#', 'Status', 'Parameters', 'GPUs', 'Requests', 'Output', 'TTFT p90', 'TPOT p90', 'Errors', 'Ran', 'Message']
+      ['Experiment', 'Status', 'Parameters', 'GPUs', 'Requests', 'Output', 'TTFT p90', 'TPOT p90', 'Errors', 'Ran', 'Message']
         .map((t) => h('th', null, t)))),
     h('tbody', null, sortExperiments(task.experiments).map((e) => experimentRow(task, e, now)))));
 }

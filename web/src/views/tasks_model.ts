@@ -219,12 +219,13 @@ export function monitoringRows(monitoring: GpuMonitoring | null): MonitoringRow[
 
 // ---- charts ----------------------------------------------------------------------------
 
-// Per experiment with a benchmark (x = experiment index): output tok/s and TTFT p90 in ms.
+// Per experiment with a benchmark, in the task's order (x = position 0, 1, …; `ids` are the
+// experiments' ids, which label them as everywhere else): output tok/s and TTFT p90 in ms.
 export function comparisonData(experiments: readonly Experiment[]): ChartData & { ids: number[] } {
   const ran = sortExperiments(experiments).filter((e) => e.bench !== null);
   const p90 = (e: Experiment) => e.bench?.ttft_seconds?.p90;
   return {
-    x: ran.map((e) => e.index),
+    x: ran.map((_e, i) => i),
     ids: ran.map((e) => e.id),
     series: [
       { label: 'output tok/s', values: ran.map((e) => e.bench?.output_token_throughput_per_second ?? null) },

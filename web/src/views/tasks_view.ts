@@ -26,7 +26,7 @@ function bestCell(task: TaskSummary, best: Experiment | undefined): HTMLElement 
   const figure = keyFigure(task.objective, best?.bench ?? null);
   return h('td', { class: 'num best-cell' },
     h('a', { href: routeHash({ view: 'experiment', id: task.best_experiment_id }) },
-      best ? `#${best.index}` : `experiment ${task.best_experiment_id}`),
+      `#${task.best_experiment_id}`),
     ` ${figure.text}`, h('span', { class: 'muted' }, best ? ` ${figure.label}` : ''));
 }
 

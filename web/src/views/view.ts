@@ -3,12 +3,10 @@
 
 import type { ApiClient } from '../api/client';
 import type { EventHub } from '../event_hub';
-import type { GatewayHistory } from './gateway_model';
 
 export interface ViewContext {
   api: ApiClient;
   events: EventHub;
-  gateway: GatewayHistory; // the gateway's recent figures per service, fed by the event stream
   now: () => number; // Unix seconds
 }
 

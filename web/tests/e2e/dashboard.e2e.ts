@@ -8,13 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GpuSnapshot, Replica, Rule, Service } from '../../src/api/types';
 import { formatMib } from '../../src/format';
 import { launchBrowser, newPage, screenshot } from './browser';
-import { Daemon, GPUSCALE_BIN } from './daemon';
+import { drawnCharts, firstReading, overlaps, timeLabelBoxes } from './charts';
+import { Daemon, GPUSCALE_BIN, sleep } from './daemon';
 
 let daemon: Daemon;
 let browser: Browser;
 let page: Page;
 let pageErrors: string[] = [];
 let bench: ChildProcess | null = null;
+let daemonStartedAt = 0; // Unix seconds
 
 async function go(hash: string): Promise<void> {
   await page.evaluate((h) => {
@@ -31,6 +33,14 @@ async function completion(): Promise<number> {
   });
   await response.text();
   return response.status;
+}
+
+// The service page's charts need the daemon's history endpoint; say so plainly when the
+// binary predates it (GPUSCALE_BIN) rather than failing on an empty chart.
+async function requireHistory(): Promise<void> {
+  const { status } = await daemon.api('/v1/services/demo/history');
+  expect(status, `GET /v1/services/demo/history answered ${status}: ${GPUSCALE_BIN} has no history endpoint`)
+    .toBe(200);
 }
 
 async function statText(key: string): Promise<string> {
@@ -51,6 +61,7 @@ beforeAll(async () => {
   if (problem) throw new Error(`cannot run the dashboard e2e tests: ${problem}`);
   daemon = new Daemon();
   await daemon.start();
+  daemonStartedAt = Date.now() / 1000;
   browser = await launchBrowser();
   ({ page, errors: pageErrors } = await newPage(browser));
   await page.goto(`${daemon.url}/`);
@@ -169,11 +180,17 @@ describe('dashboard against gpuscale serve', () => {
     const service = await daemon.api<Service>('/v1/services/demo');
     expect(service.body.desired_replicas).toBeGreaterThan(1);
     expect(await page.evaluate(() => (window as unknown as { e2eMarker?: number }).e2eMarker)).toBe(42);
-    expect(Number(await page.getAttribute('#replica-chart .chart', 'data-points'))).toBeGreaterThan(0);
+    // the history chart follows (it is refreshed every 5 s from the daemon's record)
+    await requireHistory();
+    await expect.poll(async () => {
+      const [replicas] = await drawnCharts(page, '#history-replicas .chart');
+      return Math.max(...(replicas?.series[0] ?? []).map((v) => v ?? 0));
+    }, { timeout: 20_000 }).toBeGreaterThan(1);
     await screenshot(page, 'service-demo');
   });
 
   it('shows the gateway\'s request rate and latency on the service page', async () => {
+    await requireHistory();
     expect(daemon.gatewayUrl).not.toBe('');
     // The bench has made its point; its queue on the first replica (which the gateway does
     // not see: it was sent around it) would hold our requests for seconds.
@@ -195,10 +212,10 @@ describe('dashboard against gpuscale serve', () => {
       await page.waitForSelector('#gateway-panel[data-state="live"]', { timeout: 15_000 });
       await page.waitForFunction(() => {
         const value = (key: string) => document.querySelector(`#gateway-stats [data-stat="${key}"] .stat-value`)?.textContent;
-        const points = (chart: string) => Number(document.querySelector<HTMLElement>(
-          `#gateway-charts .chart[data-chart="${chart}"]`)?.dataset.points ?? 0);
-        return /^\d[\d.]* m?s$/.test(value('ttft_p50') ?? '') && points('Time to first token') > 0 && points('Request rate') > 0;
-      }, undefined, { timeout: 20_000 });
+        const points = (key: string) => Number(document.querySelector<HTMLElement>(
+          `#history-traffic .chart[data-key="${key}"]`)?.dataset.points ?? 0);
+        return /^\d[\d.]* m?s$/.test(value('ttft_p50') ?? '') && points('latency') > 0 && points('rate') > 0;
+      }, undefined, { timeout: 30_000 });
     } finally {
       sending = false;
       await sender;
@@ -213,6 +230,78 @@ describe('dashboard against gpuscale serve', () => {
     await expect.poll(async () => (await daemon.api<Service>('/v1/services/demo')).body.gateway?.requests_total ?? 0,
       { timeout: 5_000 }).toBeGreaterThanOrEqual(statuses.length);
     await screenshot(page, 'service-demo-gateway');
+  });
+
+  it('charts metric, target and replicas recorded before the page loaded, on one time axis', async () => {
+    await requireHistory();
+    // The daemon has recorded the service every tick since the suite started; once it has
+    // run for 40 s, a page opened now shows that history, not just what it sampled itself.
+    await sleep(Math.max(0, daemonStartedAt + 40 - Date.now() / 1000) * 1000);
+    const fresh = await newPage(browser, 1280, 900);
+    try {
+      const loadedAt = Date.now() / 1000;
+      await fresh.page.goto(`${daemon.url}/#/services/demo`);
+      await fresh.page.waitForSelector('#history-panel[data-state="charts"]', { timeout: 20_000 });
+      const [metric, ...more] = await drawnCharts(fresh.page, '#history-metrics .chart');
+      expect(more).toEqual([]); // demo's target policy reads one metric
+      expect(metric?.title).toContain('vllm:num_requests_waiting');
+      expect(metric?.labels).toEqual(['value', 'target']);
+      const targets = metric?.series[1]?.filter((v) => v !== null) ?? [];
+      expect(targets.length).toBeGreaterThan(0);
+      expect(new Set(targets)).toEqual(new Set([3])); // average_value: 3 in the e2e config
+      const [replicas] = await drawnCharts(fresh.page, '#history-replicas .chart');
+      expect(replicas?.labels).toEqual(['desired', 'ready', 'current']);
+      for (const [chart, label] of [[metric, 'value'], [replicas, 'desired'], [replicas, 'ready']] as const) {
+        expect(chart ? firstReading(chart, label) : null, `${label}'s first reading`).toBeLessThan(loadedAt - 20);
+      }
+      expect(Math.max(...(replicas?.series[0] ?? []).map((v) => v ?? 0))).toBeGreaterThan(1); // the scale-out
+      // every chart on the same time axis, reaching back before the page loaded
+      const all = await drawnCharts(fresh.page, '#history-panel .chart');
+      expect(all.length).toBeGreaterThanOrEqual(3);
+      expect(new Set(all.map((c) => `${c.xMin}-${c.xMax}`)).size).toBe(1);
+      expect(all[0]?.xMin).toBeLessThan(loadedAt - 20);
+      // the history API agrees on when the service was first recorded
+      const api = await daemon.api<{ t: number[]; desired: (number | null)[] }>('/v1/services/demo/history');
+      expect(api.status).toBe(200);
+      const apiFirst = api.body.t[api.body.desired.findIndex((v) => v !== null)] ?? Number.NaN;
+      expect(apiFirst).toBeLessThan(loadedAt - 20);
+      // no legend shows a dash: without a cursor a line shows its last reading, or nothing
+      for (const chart of all) expect(chart.legend.filter((v) => v === '—' || v === '--'), chart.title).toEqual([]);
+      // rules: the target policy reads none, so the page offers no rules form and says why
+      expect(await fresh.page.locator('#rule-form').count()).toBe(0);
+      expect(await fresh.page.textContent('#rules-not-used')).toContain('reads no scaling rules');
+      await screenshot(fresh.page, 'service-demo-history');
+      // a longer window: the same charts, now spanning the hour
+      await fresh.page.selectOption('#history-window', '3600');
+      await expect.poll(async () => {
+        const [first] = await drawnCharts(fresh.page, '#history-replicas .chart');
+        return first ? first.xMax - first.xMin : 0;
+      }, { timeout: 10_000 }).toBeGreaterThanOrEqual(3599);
+      expect(fresh.errors.filter((e) => e.startsWith('pageerror'))).toEqual([]);
+    } finally {
+      await fresh.page.close();
+    }
+  });
+
+  it('draws time axis labels that do not overlap at 1280 px', async () => {
+    await requireHistory();
+    const wide = await newPage(browser, 1280, 900);
+    try {
+      for (const [hash, selector] of [['#/services/demo', '#history-panel .chart'], ['#/gpus', '#gpu-charts .chart']] as const) {
+        await wide.page.goto(`${daemon.url}/${hash}`);
+        await wide.page.waitForFunction((s) => [...document.querySelectorAll(s)]
+          .some((c) => (c as HTMLElement & { uplot?: unknown }).uplot), selector, { timeout: 30_000 });
+        await wide.page.waitForTimeout(500); // a redraw after the first layout
+        const charts = await timeLabelBoxes(wide.page, selector);
+        expect(charts.length, hash).toBeGreaterThan(0);
+        for (const chart of charts) {
+          expect(chart.boxes.length, `${hash} ${chart.title}`).toBeGreaterThanOrEqual(2);
+          expect(overlaps(chart.boxes), `${hash} ${chart.title}`).toEqual([]);
+        }
+      }
+    } finally {
+      await wide.page.close();
+    }
   });
 
   it('streams events live and filters them by kind', async () => {

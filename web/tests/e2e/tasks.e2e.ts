@@ -118,6 +118,8 @@ describe('tasks and experiments views against gpuscale serve', () => {
     expect(text).toContain('e2e-sweep');
     expect(text).toContain('2 / 2 done');
     await page.waitForFunction((r) => /\d tok\/s/.test(document.querySelector(r)?.textContent ?? ''), row);
+    // the best experiment by its id, as `gpuscale task list` shows it, not its index in the task
+    expect(await page.textContent(`${row} .best-cell a`)).toBe(`#${summary?.best_experiment_id}`);
     await screenshot(page, 'tasks');
   }, 150_000);
 
@@ -133,6 +135,8 @@ describe('tasks and experiments views against gpuscale serve', () => {
     expect(monitored).toBeGreaterThan(0);
     expect(await page.locator('#experiments-table .monitor-badge').count()).toBe(monitored);
     expect(await page.textContent('#experiments-table')).toMatch(/\d+(\.\d)? req\/s/);
+    const labels = await page.$$eval('#experiments-table tbody tr td:first-child a', (as) => as.map((a) => a.textContent));
+    expect(labels).toEqual([...task.experiments].sort((a, b) => a.index - b.index).map((e) => `#${e.id}`));
     await page.waitForFunction(() => Number(document.querySelector<HTMLElement>('#task-chart .chart')?.dataset.points) > 0);
     await screenshot(page, 'task');
   });
@@ -162,6 +166,33 @@ describe('tasks and experiments views against gpuscale serve', () => {
       .some((c) => Number(c.dataset.points) > 0), undefined, { timeout: 20_000 });
     await screenshot(page, 'experiment');
   });
+
+  it('shows a failed experiment\'s message instead of charts, and links its events to the task', async () => {
+    const failing = { ...sweep(), name: 'e2e-failing', parameters: { 'tensor-parallel-size': [1] },
+      server: { command: [GPUSCALE_BIN, 'emulate', '--port', '{port}', '--no-such-flag'], startup_timeout_seconds: 30 } };
+    const submitted = await daemon.api<Task>('/v1/tasks', { method: 'POST', body: JSON.stringify(failing) });
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(201);
+    const id = submitted.body.id;
+    const experimentId = submitted.body.experiments[0]?.id ?? 0;
+    const ended = await waitFor(async () => (await daemon.api<Task>(`/v1/tasks/${id}`)).body.status === 'failed', 60_000);
+    expect(ended, `task ${id} did not fail`).toBe(true);
+    await go(`#/experiments/${experimentId}`);
+    await page.waitForSelector('#experiment-failure:not([hidden])');
+    expect(await page.textContent('#experiment-failure')).toMatch(/^Failed: /);
+    await page.waitForSelector('#history-note:not([hidden])');
+    expect(await page.textContent('#history-note')).toContain('No GPU charts');
+    expect(await page.isHidden('#experiment-charts')).toBe(true);
+    expect(await page.locator('#experiment-charts canvas:visible').count()).toBe(0);
+    expect(await page.textContent('h1')).toBe(`Experiment #${experimentId} of task ${id}`);
+    await screenshot(page, 'experiment-failed');
+    // the events view links the experiment's events to its task and to itself
+    await go('#/events?kind=experiment_failed');
+    const row = page.locator('#events-table tr[data-kind="experiment_failed"]').first();
+    await row.waitFor();
+    expect(await row.locator('a.task-link').getAttribute('href')).toBe(`#/tasks/${id}`);
+    expect(await row.locator('a.experiment-link').getAttribute('href')).toBe(`#/experiments/${experimentId}`);
+    expect(await row.locator('a.experiment-link').textContent()).toBe(`#${experimentId}`);
+  }, 90_000);
 
   it('fits a phone-width screen', async () => {
     const { body: task } = await daemon.api<Task>(`/v1/tasks/${taskId}`);

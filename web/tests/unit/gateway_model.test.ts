@@ -1,15 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { MISSING } from '../../src/format';
 import {
-  GATEWAY_HISTORY_SECONDS,
-  GatewayHistory,
   formatRatio,
   formatRequestRate,
   gatewayEmptyHint,
   gatewayFigures,
-  rateChartData,
   servedModels,
-  ttftChartData,
 } from '../../src/views/gateway_model';
 import { gatewayStats } from './fixtures';
 
@@ -87,50 +83,5 @@ describe('gateway empty state', () => {
     expect(hint).toContain('model "demo"');
     expect(hint).toContain('printed by `gpuscale serve`');
     expect(hint).not.toMatch(/:\d{4}/); // no guessed port: the API does not expose the gateway's address
-  });
-});
-
-describe('gateway history', () => {
-  it('keeps samples per service, skips null blocks and drops those older than 10 minutes', () => {
-    const history = new GatewayHistory();
-    history.record('demo', null, 100);
-    expect(history.samples('demo', 100)).toEqual([]);
-    history.record('demo', gatewayStats({ request_rate_per_second: 1 }), 100);
-    history.recordAll({ demo: gatewayStats({ request_rate_per_second: 2 }), chat: gatewayStats() }, 105);
-    expect(history.samples('demo', 105).map((s) => s.rate)).toEqual([1, 2]);
-    expect(history.samples('chat', 105)).toHaveLength(1);
-    expect(history.samples('other', 105)).toEqual([]);
-    // a service gone quiet: its old samples leave the window without new ones
-    expect(history.samples('demo', 100 + GATEWAY_HISTORY_SECONDS + 1).map((s) => s.t)).toEqual([105]);
-    history.record('demo', gatewayStats({ request_rate_per_second: 3 }), 100 + GATEWAY_HISTORY_SECONDS + 10);
-    expect(history.samples('demo', 100 + GATEWAY_HISTORY_SECONDS + 10).map((s) => s.rate)).toEqual([3]);
-  });
-
-  it('replaces a sample at the same second and ignores one received out of order', () => {
-    const history = new GatewayHistory();
-    history.record('demo', gatewayStats({ request_rate_per_second: 1 }), 200);
-    history.record('demo', gatewayStats({ request_rate_per_second: 5 }), 200);
-    history.record('demo', gatewayStats({ request_rate_per_second: 9 }), 150);
-    expect(history.samples('demo', 200).map((s) => [s.t, s.rate])).toEqual([[200, 5]]);
-  });
-
-  it('bounds the samples kept', () => {
-    const history = new GatewayHistory();
-    for (let t = 0; t < 1500; t += 0.5) history.record('demo', gatewayStats(), 1000 + t);
-    expect(history.samples('demo', 2500).length).toBeLessThanOrEqual(1000);
-  });
-
-  it('shapes chart data: rate in req/s, TTFT p50 and p90 in ms, gaps for missing readings', () => {
-    const history = new GatewayHistory();
-    history.record('demo', gatewayStats({ request_rate_per_second: 0.5, ttft_p50_seconds: 0.03, ttft_p90_seconds: 0.05 }), 10);
-    history.record('demo', gatewayStats({ request_rate_per_second: null, ttft_p50_seconds: null, ttft_p90_seconds: Number.NaN }), 12);
-    const samples = history.samples('demo', 12);
-    expect(rateChartData(samples)).toEqual({ x: [10, 12], series: [{ label: 'requests', values: [0.5, null] }] });
-    const ttft = ttftChartData(samples);
-    expect(ttft.x).toEqual([10, 12]);
-    expect(ttft.series.map((s) => s.label)).toEqual(['p50', 'p90']);
-    expect(ttft.series[0]?.values[0]).toBeCloseTo(30);
-    expect(ttft.series[1]?.values[0]).toBeCloseTo(50);
-    expect(ttft.series.map((s) => s.values[1])).toEqual([null, null]);
   });
 });

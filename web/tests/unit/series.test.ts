@@ -1,13 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  SampleBuffer,
-  countPoints,
-  gpuHistorySeries,
-  replicaChartData,
-  sampleFromService,
-  type ReplicaSample,
-} from '../../src/charts/series';
-import { gpu, service } from './fixtures';
+import { countPoints, gpuHistorySeries } from '../../src/charts/series';
+import { gpu } from './fixtures';
 
 const T0 = '2025-01-01T00:00:00Z';
 const T1 = '2025-01-01T00:00:05Z';
@@ -41,32 +34,5 @@ describe('GPU history series', () => {
     expect(gpuHistorySeries([], 'power')).toEqual({ x: [], series: [] });
     const data = gpuHistorySeries([{ timestamp: 'nope', gpus: [gpu(0)] }], 'power');
     expect(countPoints(data)).toBe(0);
-  });
-});
-
-describe('replica samples', () => {
-  it('splits replicas into ready, starting and pending', () => {
-    const s = sampleFromService(service({ replicas: 5, ready_replicas: 2, pending_replicas: 1, desired_replicas: 6, draining_replicas: 1 }), 100);
-    expect(s).toEqual({ t: 100, desired: 6, ready: 2, starting: 2, pending: 1, draining: 1 });
-    expect(sampleFromService(service({ replicas: 0, ready_replicas: 1, pending_replicas: 0 }), 1).starting).toBe(0);
-  });
-
-  it('keeps samples bounded by count and age, in time order', () => {
-    const buffer = new SampleBuffer<{ t: number }>(3, 100);
-    [1, 2, 2, 0, 3, 4].forEach((t) => buffer.push({ t }));
-    expect(buffer.all.map((s) => s.t)).toEqual([2, 3, 4]);
-    buffer.push({ t: 200 });
-    expect(buffer.all.map((s) => s.t)).toEqual([200]);
-  });
-
-  it('charts desired, ready, starting and pending', () => {
-    const samples: ReplicaSample[] = [
-      { t: 1, desired: 2, ready: 1, starting: 1, pending: 0, draining: 0 },
-      { t: 2, desired: 3, ready: 2, starting: 0, pending: 1, draining: 0 },
-    ];
-    const data = replicaChartData(samples);
-    expect(data.x).toEqual([1, 2]);
-    expect(data.series.map((s) => s.label)).toEqual(['desired', 'ready', 'starting', 'pending']);
-    expect(data.series[3]?.values).toEqual([0, 1]);
   });
 });

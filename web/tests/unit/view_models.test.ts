@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { kindOptions, matchesFilter, mergeEvents } from '../../src/views/events_model';
+import { eventSubject, kindOptions, matchesFilter, mergeEvents } from '../../src/views/events_model';
 import { leaseHolders, ownerLabel } from '../../src/views/gpu_model';
-import { metricReadings, metricUnit, metricVsTarget, policyTargets } from '../../src/views/policy_model';
+import { metricUnit, policyTargets, readsStoredRules, storedRulesNote } from '../../src/views/policy_model';
 import { comparatorSymbol, numberOrText, ruleInputFromForm } from '../../src/views/rule_form_model';
 import type { JsonValue } from '../../src/api/types';
-import { event, gpu, rule } from './fixtures';
+import { event, gpu, rule, service } from './fixtures';
 
 describe('rule form values', () => {
   it('sends numbers as numbers and anything else as typed, leaving empty optionals out', () => {
@@ -42,6 +42,15 @@ describe('events view model', () => {
   it('merges history and live events newest first without duplicates', () => {
     const merged = mergeEvents([event(3), event(1)], [event(2), event(3), event(5)], 3);
     expect(merged.map((e) => e.id)).toEqual([5, 3, 2]);
+  });
+
+  it('links an event to its service, or to the task and experiment it names', () => {
+    expect(eventSubject(event(1, { service: 'chat' }))).toEqual({ kind: 'service', name: 'chat' });
+    expect(eventSubject(event(2, { service: '', kind: 'experiment_failed', data: { task_id: 3, experiment_id: 10 } })))
+      .toEqual({ kind: 'task', taskId: 3, experimentId: 10 });
+    expect(eventSubject(event(3, { service: '', kind: 'task_submitted', data: { task_id: 3 } })))
+      .toEqual({ kind: 'task', taskId: 3, experimentId: null });
+    expect(eventSubject(event(4, { service: '', kind: 'daemon_started', data: null }))).toBeNull();
   });
 
   it('offers known and seen kinds, sorted', () => {
@@ -88,15 +97,15 @@ describe('policy targets', () => {
     expect(policyTargets({ policy: { family: 'ratio', ratio: {} } }, [])).toEqual([]);
   });
 
-  it('reads metric values from decision data and charts them against the target', () => {
-    expect(metricReadings({ metrics: { a: 1, b: { value: 2 }, c: 'x' } })).toEqual(new Map([['a', 1], ['b', 2]]));
-    expect(metricReadings({ metrics: [{ name: 'a', value: 3 }, { metric: 'b', value: 4 }] })).toEqual(new Map([['a', 3], ['b', 4]]));
-    expect(metricReadings('text')).toEqual(new Map());
-    const target = { metric: 'a', target: 5, description: '' };
-    const data = metricVsTarget([event(2, { data: { metrics: { a: 8 } } }), event(1, { data: { metrics: { a: 2 } } }),
-      event(3, { data: null })], target);
-    expect(data?.series).toEqual([{ label: 'a', values: [2, 8] }, { label: 'target', values: [5, 5] }]);
-    expect(metricVsTarget([event(1)], target)).toBeNull();
+  it('offers stored rules only to a rules-family service without a policy block', () => {
+    const ruled = service({ policy_family: 'rules', spec: { name: 'chat' } });
+    const specRules = service({ policy_family: 'rules', spec: { policy: { family: 'rules', rules: [] } } });
+    const target = service({ policy_family: 'target', spec: { policy: { family: 'target', target: {} } } });
+    expect(readsStoredRules(ruled)).toBe(true);
+    expect(readsStoredRules(specRules)).toBe(false);
+    expect(readsStoredRules(target)).toBe(false);
+    expect(storedRulesNote(target)).toContain('target policy reads no scaling rules');
+    expect(storedRulesNote(specRules)).toContain('PUT /v1/services/chat');
   });
 
   it('names metric units from Prometheus conventions', () => {
