@@ -17,8 +17,12 @@ std::array<float, kHistoryGatewayFields.size()> GatewayOf(const std::optional<Ga
   std::array<float, kHistoryGatewayFields.size()> out;
   out.fill(kNone);
   if (!g) return out;
-  out = {Opt(g->request_rate), Opt(g->error_ratio), Opt(g->ttft_p50),
-         Opt(g->ttft_p90),     Opt(g->tpot_p50),    Opt(g->e2e_p90),
+  out = {Opt(g->request_rate),
+         Opt(g->error_ratio),
+         Opt(g->ttft_p50),
+         Opt(g->ttft_p90),
+         Opt(g->tpot_p50),
+         Opt(g->e2e_p90),
          static_cast<float>(g->in_flight)};
   return out;
 }
@@ -112,15 +116,19 @@ void ServiceHistory::FlushCoarse() {
 Result<HistorySeries> ServiceHistory::Query(Seconds from, Seconds to, Seconds step) const {
   if (!(to > from)) {
     return InvalidArgument(
-        fmt::format("must be before `to` ({:.3f}), got {:.3f}", to.count(), from.count()),
-        "from");
+        fmt::format("must be before `to` ({:.3f}), got {:.3f}", to.count(), from.count()), "from");
   }
   if (!(step.count() >= 0)) return InvalidArgument("must be >= 0 seconds", "step");
-  const double fine_start = fine_.empty() ? std::numeric_limits<double>::infinity()
-                                          : fine_.front().t;
+  const double fine_start =
+      fine_.empty() ? std::numeric_limits<double>::infinity() : fine_.front().t;
   if (step.count() == 0) {
+    // Tick resolution when the range starts within the fine tier's span of the newest tick
+    // (one coarse step of slack), even if the daemon has not run that long yet.
     double native = options_.coarse_step.count();
-    if (from.count() >= fine_start && fine_.size() >= 2) {
+    const bool recent =
+        !fine_.empty() &&
+        from.count() >= fine_.back().t - options_.fine_span.count() - options_.coarse_step.count();
+    if (recent && fine_.size() >= 2) {
       native = (fine_.back().t - fine_.front().t) / static_cast<double>(fine_.size() - 1);
     }
     step = Seconds{std::ceil(std::max({native, (to - from).count() / 600, 1.0}))};

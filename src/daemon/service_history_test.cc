@@ -42,6 +42,15 @@ TEST(ServiceHistoryTest, RecentTicksAtTickResolution) {
   EXPECT_EQ(s->gateway[6][5], 3);   // in_flight
 }
 
+// A young daemon (history shorter than the range) still answers a recent range per tick.
+TEST(ServiceHistoryTest, RecentRangeOlderThanTheFirstTickKeepsTickResolution) {
+  ServiceHistory h;
+  for (int t = 0; t < 30; ++t) h.Record(Tick(1000 + t, 2, t));
+  Result<HistorySeries> s = h.Query(Seconds{1030 - 600}, Seconds{1030}, Seconds{0});
+  ASSERT_TRUE(s) << s.error().ToString();
+  EXPECT_EQ(s->step, Seconds{1});
+}
+
 // Older than the fine span: one point per minute, the minute's mean (counts: its last tick);
 // a coarser step averages the points it covers and leaves empty steps null.
 TEST(ServiceHistoryTest, OlderTicksAreMinuteMeans) {
