@@ -197,9 +197,7 @@ void Daemon::RecordHistory(const std::string& service, const ServiceTickResult& 
   sample.current = result.tick.current_replicas;
   sample.inputs = result.tick.decision.inputs;
   // As in the API's view: no figures before the service's first request via the gateway.
-  if (const auto& g = result.gateway; g && (g->requests_total > 0 || g->in_flight > 0)) {
-    sample.gateway = g;
-  }
+  if (result.gateway && result.gateway->HasTraffic()) sample.gateway = result.gateway;
   history_.Record(service, sample);
 }
 
@@ -395,8 +393,7 @@ ServiceView Daemon::ViewOf(const Slot& slot, Seconds now) const {
     v.last_decision_at = last->tick.now;
     v.metric_errors = last->metric_errors;
     // No figures before the service's first request through the gateway.
-    if (last->gateway && (last->gateway->requests_total > 0 || last->gateway->in_flight > 0 ||
-                          last->gateway->queued > 0)) {
+    if (last->gateway && last->gateway->HasTraffic()) {
       v.gateway = last->gateway;
     }
   }

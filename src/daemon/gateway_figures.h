@@ -19,6 +19,9 @@ struct GatewayFigures {
   std::optional<double> ttft_p50, ttft_p90, tpot_p50, e2e_p90;  // seconds, last minute
   std::optional<double> ttft_violation_ratio, tpot_violation_ratio;  // vs the service's SLO
 
+  // Something went through the gateway (the API and history show no figures before that).
+  bool HasTraffic() const { return requests_total > 0 || in_flight > 0 || queued > 0; }
+
   friend bool operator==(const GatewayFigures&, const GatewayFigures&) = default;
 };
 
