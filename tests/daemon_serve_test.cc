@@ -101,7 +101,14 @@ TEST_F(DaemonServeTest, LeasedSimulatedGpuShowsTheEmulatedReplicasLoad) {
                       std::chrono::seconds(5)))
       << gpu(leased);
   EXPECT_LT(gpu(leased)["memory_used_mb"].get<int>(), gpu(leased)["memory_total_mb"].get<int>());
+  // The replica is the GPU's process, as nvidia-smi's process table would list it.
+  const json processes = gpu(leased)["processes"];
+  ASSERT_EQ(processes.size(), 1u) << processes;
+  EXPECT_EQ(processes[0]["pid"], Replicas()[0]["pid"]);
+  EXPECT_EQ(processes[0]["name"], "x replica " + Replicas()[0]["id"].get<std::string>());
+  EXPECT_EQ(processes[0]["used_memory_mb"], gpu(leased)["memory_used_mb"]);
   const int other = leased == 0 ? 1 : 0;
+  EXPECT_EQ(gpu(other)["processes"], json::array());
   EXPECT_EQ(gpu(other)["memory_used_mb"], 0) << gpu(other);
   EXPECT_EQ(gpu(other)["utilization_percent"], 0.0) << gpu(other);
 

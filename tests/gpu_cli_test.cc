@@ -69,9 +69,13 @@ TEST_F(GpuCliTest, NvidiaSmiBackendEndToEndJsonContract) {
   const json& gpu0 = doc["gpus"][0];
   for (const char* key :
        {"index", "uuid", "name", "memory_total_mb", "memory_used_mb", "memory_free_mb",
-        "utilization_percent", "temperature_c", "power_draw_w", "score"}) {
+        "utilization_percent", "temperature_c", "power_draw_w", "score", "processes"}) {
     EXPECT_TRUE(gpu0.contains(key)) << key;
   }
+  // The fake's compute-apps line, on the GPU its uuid names.
+  EXPECT_EQ(gpu0["processes"], json::parse(R"([{"pid": 4242, "name": "python3",
+                                                "used_memory_mb": 10000}])"));
+  EXPECT_EQ(doc["gpus"][1]["processes"], json::array());
   EXPECT_EQ(gpu0["uuid"], "GPU-fake-0000");
   EXPECT_EQ(gpu0["memory_used_mb"], 10240);
   EXPECT_DOUBLE_EQ(gpu0["power_draw_w"].get<double>(), 120.5);
@@ -165,6 +169,18 @@ TEST_F(GpuCliTest, DefaultSimulatedTableIsReadable) {
   EXPECT_NE(run.out.find("INDEX"), std::string::npos);
   EXPECT_NE(run.out.find("NVIDIA H100 80GB HBM3"), std::string::npos);
   EXPECT_NE(run.out.find("0 / 81559"), std::string::npos) << run.out;
+}
+
+// Like nvidia-smi, the table lists each GPU's compute processes below the GPUs.
+TEST_F(GpuCliTest, TableListsTheProcessesOnEachGpu) {
+  InstallFakeNvidiaSmi();
+  RunResult run = Run({"gpus", "--backend", "nvidia-smi"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("PID"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("4242        10000  python3"), std::string::npos) << run.out;
+  RunResult simulated = Run({"gpus", "--backend", "simulated"});
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  EXPECT_EQ(simulated.out.find("PID"), std::string::npos) << "no table without processes";
 }
 
 TEST_F(GpuCliTest, BadInventoryExitsTwoNamingFieldAndLine) {

@@ -25,9 +25,25 @@ double Round(double value, double scale = 1000.0) { return std::round(value * sc
 
 std::string Time(Seconds at) { return FormatRfc3339(at); }
 
-Json GpuArray(const std::vector<gpu::GpuInfo>& gpus, const gpu::ScoreWeights& weights) {
+// A snapshot's GPUs carry their process tables; history points do not (the monitor drops
+// them: a table per sample would multiply the history's memory for little use).
+Json GpuArray(const std::vector<gpu::GpuInfo>& gpus, const gpu::ScoreWeights& weights,
+              bool with_processes) {
   Json array = Json::array();
-  for (const gpu::GpuInfo& gpu : gpus) array.push_back(GpuJson(gpu, weights));
+  for (const gpu::GpuInfo& gpu : gpus) {
+    Json entry = GpuJson(gpu, weights);
+    if (!with_processes) entry.erase("processes");
+    array.push_back(std::move(entry));
+  }
+  return array;
+}
+
+Json ProcessesJson(const std::vector<gpu::GpuProcess>& processes) {
+  Json array = Json::array();
+  for (const gpu::GpuProcess& p : processes) {
+    array.push_back(
+        Json{{"pid", p.pid}, {"name", p.name}, {"used_memory_mb", OrNull(p.used_memory_mb)}});
+  }
   return array;
 }
 
@@ -98,20 +114,21 @@ Json GpuJson(const gpu::GpuInfo& gpu, const gpu::ScoreWeights& weights) {
               {"utilization_percent", OrNull(gpu.utilization_percent)},
               {"temperature_c", OrNull(gpu.temperature_c)},
               {"power_draw_w", OrNull(gpu.power_draw_w)},
-              {"score", Round(gpu::AvailabilityScore(gpu, weights), 10000.0)}};
+              {"score", Round(gpu::AvailabilityScore(gpu, weights), 10000.0)},
+              {"processes", ProcessesJson(gpu.processes)}};
 }
 
 Json SnapshotJson(const gpu::GpuSnapshot& snapshot, const gpu::ScoreWeights& weights) {
   return Json{{"backend", snapshot.backend},
               {"timestamp", Time(snapshot.taken_at)},
-              {"gpus", GpuArray(snapshot.gpus, weights)}};
+              {"gpus", GpuArray(snapshot.gpus, weights, true)}};
 }
 
 Json HistoryJson(const std::vector<gpu::HistoryPoint>& points, const gpu::ScoreWeights& weights) {
   Json array = Json::array();
   for (const gpu::HistoryPoint& point : points) {
     array.push_back(
-        Json{{"timestamp", Time(point.taken_at)}, {"gpus", GpuArray(point.gpus, weights)}});
+        Json{{"timestamp", Time(point.taken_at)}, {"gpus", GpuArray(point.gpus, weights, false)}});
   }
   return Json{{"points", std::move(array)}};
 }

@@ -50,6 +50,18 @@ void PrintGpusTable(const gpu::GpuSnapshot& snapshot, const gpu::ScoreWeights& w
                        Cell(gpu.utilization_percent, "%"), Cell(gpu.temperature_c, " C"),
                        Cell(gpu.power_draw_w, " W", 1), gpu::AvailabilityScore(gpu, weights));
   }
+  // The compute processes on each GPU, as nvidia-smi lists them, where the backend knows them.
+  bool header = false;
+  for (const gpu::GpuInfo& gpu : snapshot.gpus) {
+    for (const gpu::GpuProcess& process : gpu.processes) {
+      if (!header) {
+        out << fmt::format("\n{:<5} {:>8} {:>12}  {}\n", "GPU", "PID", "MEMORY MiB", "PROCESS");
+        header = true;
+      }
+      out << fmt::format("{:<5} {:>8} {:>12}  {}\n", gpu.index, process.pid,
+                         Cell(process.used_memory_mb), process.name.empty() ? "-" : process.name);
+    }
+  }
 }
 
 struct GpusArgs {

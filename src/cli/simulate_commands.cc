@@ -286,6 +286,14 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
                          {"attainment", fleet->attainment},
                          {"meets_target", fleet->meets_target}};
   }
+  // Replicas against load over time for charts (the dashboard's simulation view): at most
+  // 500 points whatever the trace's length.
+  const sim::TimelineSeries series = sim::BucketTimeline(run.result->timeline, 500);
+  j["timeline"] = {{"bucket_seconds", series.bucket_s},
+                   {"time_s", series.time_s},
+                   {"arrival_rate", series.arrival_rate},
+                   {"replicas", series.replicas},
+                   {"ready_replicas", series.ready}};
   j["scale_ups"] = r.scale_ups;
   j["scale_downs"] = r.scale_downs;
   j["replicas_started"] = r.replicas_started;

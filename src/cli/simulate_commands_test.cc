@@ -63,6 +63,13 @@ TEST_F(SimulateCommandTest, SameInputsGiveByteIdenticalOutput) {
                           "\"replica_hours_below\""}) {
     EXPECT_NE(first.find(key, plan_at), std::string::npos) << key << " in " << first;
   }
+  // The timeline for charts: a 75-s run fits 500 points at 1 s per bucket.
+  const auto timeline_at = first.find("\"timeline\"");
+  ASSERT_NE(timeline_at, std::string::npos) << first;
+  for (const char* key : {"\"bucket_seconds\": 1", "\"time_s\": [", "\"arrival_rate\": [",
+                          "\"replicas\": [", "\"ready_replicas\": ["}) {
+    EXPECT_NE(first.find(key, timeline_at), std::string::npos) << key << " in " << first;
+  }
   std::ifstream a(Path("a.csv")), b(Path("b.csv"));
   std::stringstream ta, tb;
   ta << a.rdbuf();

@@ -190,16 +190,16 @@ TEST_F(TaskCommandsTest, ShowTableMarksTheBestAndShowsResults) {
   api::SeedTasks(daemon_);
   ASSERT_EQ(Run({"task", "show", "4"}), kExitOk) << err_;
   EXPECT_NE(out_.find("task 4 'llama-sweep': running"), std::string::npos) << out_;
-  // The best row: '*', index 0, id 7, its parameters, GPU 2, throughput, TTFT and TPOT p90
-  // in ms, and the monitoring marker.
+  // The best row: '*#7' (the experiment's id, as everywhere), its parameters, GPU 2, throughput,
+  // TTFT and TPOT p90 in ms, and the monitoring marker.
   std::istringstream lines(out_);
   std::string line, best_row;
   while (std::getline(lines, line)) {
-    if (line.find("*0") != std::string::npos) best_row = line;
+    if (line.find("*#7 ") != std::string::npos) best_row = line;
   }
   ASSERT_FALSE(best_row.empty()) << out_;
-  for (const char* cell : {" 7 ", "succeeded", "max-num-seqs=8 tp=1", " 2 ", "412.3", "81.2 ms",
-                           "15.3 ms", "yes"}) {
+  for (const char* cell :
+       {"succeeded", "max-num-seqs=8 tp=1", " 2 ", "412.3", "81.2 ms", "15.3 ms", "yes"}) {
     EXPECT_NE(best_row.find(cell), std::string::npos) << cell << " in: " << best_row;
   }
   EXPECT_NE(out_.find("0,1"), std::string::npos) << out_;  // the running one's GPUs
@@ -238,9 +238,9 @@ TEST_F(TaskCommandsTest, CancelStopsTheTaskThenRefusesAnEndedOne) {
 TEST_F(TaskCommandsTest, ExperimentShowPrintsResults) {
   api::SeedTasks(daemon_);
   ASSERT_EQ(Run({"experiment", "show", "7"}), kExitOk) << err_;
-  for (const char* text : {"experiment 7 (task 4, #0): succeeded, best", "max-num-seqs=8 tp=1",
-                           "NVIDIA H100 80GB HBM3", "412.3", "81.2 ms",
-                           "/tmp/gpuscale/experiments/7.log", "90.0%"}) {
+  for (const char* text :
+       {"experiment #7 (task 4): succeeded, best", "max-num-seqs=8 tp=1", "NVIDIA H100 80GB HBM3",
+        "412.3", "81.2 ms", "/tmp/gpuscale/experiments/7.log", "90.0%"}) {
     EXPECT_NE(out_.find(text), std::string::npos) << text << " in:\n" << out_;
   }
   ASSERT_EQ(Run({"experiment", "show", "7", "-o", "json"}), kExitOk) << err_;

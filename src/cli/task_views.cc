@@ -177,26 +177,28 @@ void PrintTask(const Json& task, std::ostream& out) {
   const Json& experiments = Member(task, "experiments");
   if (!experiments.is_array() || experiments.empty()) return;
   out << "\n";
-  std::vector<std::vector<std::string>> rows = {{"#", "ID", "STATUS", "PARAMETERS", "GPUS",
-                                                 "TOK/S", "TTFT P90", "TPOT P90", "MONITORED"}};
+  // Experiments go by their id everywhere (CLI, API, dashboard, logs); the position within the
+  // task's grid is not shown, so that "#7" always names the same experiment.
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "STATUS", "PARAMETERS", "GPUS", "TOK/S", "TTFT P90", "TPOT P90", "MONITORED"}};
   for (const Json& e : experiments) {
     const Json& bench = Member(e, "bench");
     const bool best = Member(e, "is_best") == true;
-    rows.push_back({(best ? "*" : "") + Text(Member(e, "index")), Text(Member(e, "id")),
-                    Text(Member(e, "status")), ParametersText(Member(e, "parameters")),
-                    GpusText(e), Fixed(Member(bench, "output_token_throughput_per_second"), 1),
+    rows.push_back({(best ? "*#" : "#") + Text(Member(e, "id")), Text(Member(e, "status")),
+                    ParametersText(Member(e, "parameters")), GpusText(e),
+                    Fixed(Member(bench, "output_token_throughput_per_second"), 1),
                     Millis(Member(Member(bench, "ttft_seconds"), "p90")),
                     Millis(Member(Member(bench, "time_per_output_token_seconds"), "p90")),
                     Member(e, "gpu_monitoring").is_object() ? "yes" : "-"});
   }
-  PrintRows(rows, {true, true, false, false, false, true, true, true, false}, out);
+  PrintRows(rows, {true, false, false, false, true, true, true, false}, out);
   out << "(* best for the objective; details: gpuscale experiment show ID)\n";
 }
 
 void PrintExperiment(const Json& e, std::ostream& out) {
-  out << fmt::format("experiment {} (task {}, #{}): {}{}\n", Text(Member(e, "id")),
-                     Text(Member(e, "task_id")), Text(Member(e, "index")),
-                     Text(Member(e, "status")), Member(e, "is_best") == true ? ", best" : "");
+  out << fmt::format("experiment #{} (task {}): {}{}\n", Text(Member(e, "id")),
+                     Text(Member(e, "task_id")), Text(Member(e, "status")),
+                     Member(e, "is_best") == true ? ", best" : "");
   out << fmt::format("  parameters:  {}\n", ParametersText(Member(e, "parameters")));
   const Json& info = Member(e, "gpu_info");
   out << fmt::format("  gpus:        {} ({} MiB per GPU estimated){}\n", GpusText(e),

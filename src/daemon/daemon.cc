@@ -246,7 +246,11 @@ void Daemon::PostGpuLoad(const Observed& observed) {
   for (const auto& [name, range] : observed.ranges) {
     for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
       const Result<metrics::Exposition>& scrape = observed.scrapes[i].result;
-      if (scrape) experiments::AddEmulatedGpuLoad(*scrape, range.replicas[i - range.scrape_begin].gpus, loads);
+      if (!scrape) continue;
+      const orch::ReplicaInfo& replica = range.replicas[i - range.scrape_begin];
+      const gpu::GpuProcess process{replica.pid, std::nullopt,
+                                    fmt::format("{} replica {}", name, replica.id)};
+      experiments::AddEmulatedGpuLoad(*scrape, replica.gpus, process, loads);
     }
   }
   gpu_load_->Set("services", std::move(loads));

@@ -21,14 +21,17 @@ std::optional<double> Gauge(const metrics::Exposition& scrape, std::string_view 
 }  // namespace
 
 void AddEmulatedGpuLoad(const metrics::Exposition& scrape, const std::vector<int>& gpus,
-                        gpu::GpuLoads& loads) {
+                        const gpu::GpuProcess& process, gpu::GpuLoads& loads) {
   const std::optional<double> ratio = Gauge(scrape, metrics::emulated::kGpuUtilizationRatio);
   const std::optional<double> bytes = Gauge(scrape, metrics::emulated::kGpuMemoryUsedBytes);
   if (!ratio && !bytes) return;
+  const auto used_mb = static_cast<int64_t>(std::min(bytes.value_or(0), 1e18) / (1 << 20));
   for (int index : gpus) {
     gpu::GpuLoad& load = loads[index];
     load.utilization_percent += std::min(ratio.value_or(0), 1.0) * 100;
-    load.memory_used_mb += static_cast<int64_t>(std::min(bytes.value_or(0), 1e18) / (1 << 20));
+    load.memory_used_mb += used_mb;
+    gpu::GpuProcess& entry = load.processes.emplace_back(process);
+    entry.used_memory_mb = used_mb;
   }
 }
 

@@ -193,12 +193,11 @@ Status ExperimentRunner::StartServer(Attempt& attempt) const {
   const std::string gpus = fmt::format("{}", fmt::join(indices, ","));
   std::vector<std::pair<std::string, std::string>> env = launch.task.env;
   env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);  // last wins: the lease decides
-  orch::SpawnRequest request{
-      argv, orch::ChildEnvironment(env), launch.log_path,
-      fmt::format("---- {} gpuscale: experiment {} (task '{}', #{}) on port {}, "
-                  "CUDA_VISIBLE_DEVICES={}: {}\n",
-                  FormatRfc3339(clock_.Now()), launch.experiment_id, launch.task.name,
-                  launch.plan.index, port, gpus, fmt::join(argv, " "))};
+  orch::SpawnRequest request{argv, orch::ChildEnvironment(env), launch.log_path,
+                             fmt::format("---- {} gpuscale: experiment #{} (task '{}') on port {}, "
+                                         "CUDA_VISIBLE_DEVICES={}: {}\n",
+                                         FormatRfc3339(clock_.Now()), launch.experiment_id,
+                                         launch.task.name, port, gpus, fmt::join(argv, " "))};
   GS_ASSIGN_OR_RETURN(const int pid, orch::SpawnDetached(request));
   attempt.outcome.pid = pid;
   attempt.outcome.port = port;
@@ -236,12 +235,14 @@ void ExperimentRunner::PostGpuLoad(const Attempt& attempt, const std::atomic<boo
   const std::string source = fmt::format("experiment-{}", attempt.launch.experiment_id);
   const std::string url = fmt::format("http://127.0.0.1:{}/metrics", attempt.outcome.port);
   const std::vector<int> gpus = attempt.launch.gpus.Indices();
+  const gpu::GpuProcess process{attempt.outcome.pid, std::nullopt,
+                                fmt::format("experiment #{}", attempt.launch.experiment_id)};
   metrics::ScrapeOptions scrape;
   scrape.timeout = std::min(options_.load_interval, Seconds{2});
   while (!done) {
     gpu::GpuLoads loads;
     if (Result<metrics::Exposition> text = metrics::ScrapeMetrics(url, scrape)) {
-      AddEmulatedGpuLoad(*text, gpus, loads);
+      AddEmulatedGpuLoad(*text, gpus, process, loads);
     }
     options_.gpu_load->Set(source, std::move(loads));
     // Short naps so the end of the benchmark is not held up by a whole interval.

@@ -116,10 +116,11 @@ Status TaskManager::Impl::CheckPlans(const task::TaskDefinition& definition,
     GS_RETURN_IF_ERROR(task::RenderServerArgv(definition, plan, context));
     if (static_cast<size_t>(plan.gpus) > snapshot.gpus.size()) {
       return ResourceExhausted(
-          fmt::format("experiment {} ({}) needs {} GPUs but this machine has {} ({} backend); "
-                      "lower the parallelism parameters or add GPUs",
-                      plan.index, ParametersText(plan.parameters), plan.gpus,
-                      snapshot.gpus.size(), snapshot.backend),
+          fmt::format(
+              "parameter combination {} ({}) needs {} GPUs but this machine has {} ({} backend); "
+              "lower the parallelism parameters or add GPUs",
+              plan.index, ParametersText(plan.parameters), plan.gpus, snapshot.gpus.size(),
+              snapshot.backend),
           "parameters");
     }
   }

@@ -24,7 +24,8 @@ namespace gpuscale::gpu {
 struct GpuProcess {
   int pid = 0;
   std::optional<int64_t> used_memory_mb;
-  std::string name;  // executable name when known
+  std::string name;  // executable name when known (simulated GPUs: the replica's owner)
+  friend bool operator==(const GpuProcess&, const GpuProcess&) = default;
 };
 
 struct GpuInfo {

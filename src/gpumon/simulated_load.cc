@@ -20,8 +20,10 @@ GpuLoads GpuLoadBoard::Get() const {
   GpuLoads total;
   for (const auto& [source, loads] : by_source_) {
     for (const auto& [index, load] : loads) {
-      total[index].utilization_percent += load.utilization_percent;
-      total[index].memory_used_mb += load.memory_used_mb;
+      GpuLoad& sum = total[index];
+      sum.utilization_percent += load.utilization_percent;
+      sum.memory_used_mb += load.memory_used_mb;
+      sum.processes.insert(sum.processes.end(), load.processes.begin(), load.processes.end());
     }
   }
   return total;
@@ -39,6 +41,7 @@ void ApplyLoad(GpuSnapshot& snapshot, const GpuLoads& loads) {
       gpu.memory_free_mb = *gpu.memory_total_mb - used;
     }
     gpu.memory_used_mb = used;
+    gpu.processes.insert(gpu.processes.end(), load.processes.begin(), load.processes.end());
   }
 }
 

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpu/gpu_info.h"
 
@@ -25,6 +26,9 @@ namespace gpuscale::gpu {
 struct GpuLoad {
   double utilization_percent = 0;  // summed over replicas, capped at 100 when applied
   int64_t memory_used_mb = 0;      // MiB, on top of the inventory's own reading
+  // One entry per replica (its pid, memory and owner), the process table nvidia-smi would
+  // show for a real GPU.
+  std::vector<GpuProcess> processes = {};
   friend bool operator==(const GpuLoad&, const GpuLoad&) = default;
 };
 
@@ -48,7 +52,8 @@ class GpuLoadBoard {
 };
 
 // A loaded GPU's utilization becomes the load's (at most 100), its used memory the
-// inventory's plus the load's (at most the total) and its free memory the rest. GPUs
+// inventory's plus the load's (at most the total), its free memory the rest, and the load's
+// processes join its process list. GPUs
 // without a load, and loads for indices the snapshot lacks, are left alone.
 void ApplyLoad(GpuSnapshot& snapshot, const GpuLoads& loads);
 

@@ -77,6 +77,22 @@ TEST(SimulatedLoadTest, BackendShowsTheBoardsCurrentLoads) {
   EXPECT_EQ(idle->gpus[2].utilization_percent, 0);
 }
 
+// Each replica on a GPU shows as a process of its own (nvidia-smi's process table), from
+// every source, after whatever the inventory already lists.
+TEST(SimulatedLoadTest, ProcessesOfEverySourceJoinTheGpusList) {
+  GpuLoadBoard board;
+  board.Set("services", {{0, {20, 1000, {{11, 1000, "chat replica 1"}}}}});
+  board.Set("experiment-7", {{0, {30, 500, {{12, 500, "experiment #7"}}}}});
+  GpuSnapshot snapshot;
+  snapshot.gpus = {Gpu(0, 81559, 0)};
+  snapshot.gpus[0].processes = {{5, 10, "inventory"}};
+  ApplyLoad(snapshot, board.Get());
+  const std::vector<GpuProcess> expected = {
+      {5, 10, "inventory"}, {12, 500, "experiment #7"}, {11, 1000, "chat replica 1"}};
+  EXPECT_EQ(snapshot.gpus[0].processes, expected);
+  EXPECT_EQ(snapshot.gpus[0].memory_used_mb, 1500);
+}
+
 TEST(SimulatedLoadTest, BoardSumsItsSourcesUntilOneIsCleared) {
   GpuLoadBoard board;
   board.Set("services", {{0, {30, 1000}}, {1, {10, 100}}});

@@ -130,6 +130,39 @@ PlanComparison CompareWithPlan(const OraclePlan& plan, const std::vector<Timelin
   return c;
 }
 
+TimelineSeries BucketTimeline(const std::vector<TimelineRow>& rows, size_t max_points) {
+  TimelineSeries series;
+  if (rows.empty() || max_points == 0) return series;
+  const double span = std::max(0.0, rows.back().time_s);
+  // floor + 1, not ceil: a last tick exactly at span / max_points * k must still fall in
+  // bucket max_points - 1.
+  series.bucket_s = std::floor(span / static_cast<double>(max_points)) + 1;
+  // One bucket's sums; flushed when a tick falls past it.
+  double sum_rate = 0, sum_replicas = 0, sum_ready = 0;
+  int ticks = 0;
+  double bucket_start = 0;
+  auto flush = [&] {
+    if (ticks == 0) return;
+    series.time_s.push_back(bucket_start);
+    series.arrival_rate.push_back(sum_rate / ticks);
+    series.replicas.push_back(sum_replicas / ticks);
+    series.ready.push_back(sum_ready / ticks);
+    sum_rate = sum_replicas = sum_ready = 0;
+    ticks = 0;
+  };
+  for (const TimelineRow& row : rows) {
+    const double start = std::floor(std::max(0.0, row.time_s) / series.bucket_s) * series.bucket_s;
+    if (ticks > 0 && start != bucket_start) flush();
+    bucket_start = start;
+    sum_rate += row.arrival_rate;
+    sum_replicas += row.ready + row.starting + row.draining;
+    sum_ready += row.ready;
+    ++ticks;
+  }
+  flush();
+  return series;
+}
+
 std::string FormatReportTable(const SimReport& r, const References& references,
                               const std::vector<TimelineRow>& timeline) {
   const double oracle_gpu_hours = references.oracle_gpu_hours;

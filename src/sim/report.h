@@ -65,6 +65,17 @@ struct References {
 std::string FormatReportTable(const SimReport& report, const References& references,
                               const std::vector<TimelineRow>& timeline = {});
 
+// A run's timeline in at most `max_points` buckets of `bucket_s` seconds (whole seconds, at
+// least 1) from t = 0, for charts (the JSON report's "timeline"; a day at 1-s ticks is 86,400
+// rows). Per bucket holding ticks: its start, and the means over its ticks of the arrival
+// rate, the replicas holding GPUs (ready + starting + draining, what GPU-hours count) and the
+// ready ones. Buckets without a tick are left out, so `time_s` may skip.
+struct TimelineSeries {
+  double bucket_s = 1;
+  std::vector<double> time_s, arrival_rate, replicas, ready;
+};
+TimelineSeries BucketTimeline(const std::vector<TimelineRow>& rows, size_t max_points);
+
 // The timeline as CSV with a header row; numbers printed with fixed precision so equal runs
 // give byte-identical files.
 std::string FormatTimelineCsv(const std::vector<TimelineRow>& rows);

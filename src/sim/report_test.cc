@@ -168,6 +168,43 @@ TEST(CompareWithPlanTest, IntegratesReadyReplicasAgainstThePlanPerTick) {
   }
 }
 
+TimelineRow Tick(double t, double rate, int ready, int starting = 0, int draining = 0) {
+  TimelineRow row;
+  row.time_s = t;
+  row.arrival_rate = rate;
+  row.ready = ready;
+  row.starting = starting;
+  row.draining = draining;
+  return row;
+}
+
+TEST(BucketTimelineTest, MeansPerBucketWithinThePointBudget) {
+  // 0..100 s at 10-s ticks into at most 5 points: 21-s buckets.
+  std::vector<TimelineRow> rows;
+  for (int t = 0; t <= 100; t += 10) rows.push_back(Tick(t, t, 2, t == 50 ? 2 : 0, t == 60));
+  const TimelineSeries s = BucketTimeline(rows, 5);
+  EXPECT_EQ(s.bucket_s, 21);
+  EXPECT_EQ(s.time_s, (std::vector<double>{0, 21, 42, 63, 84}));
+  // Bucket [42, 63): ticks 50 (2 starting) and 60 (1 draining).
+  EXPECT_EQ(s.arrival_rate, (std::vector<double>{10, 35, 55, 75, 95}));
+  EXPECT_EQ(s.replicas, (std::vector<double>{2, 2, 3.5, 2, 2}));
+  EXPECT_EQ(s.ready, (std::vector<double>{2, 2, 2, 2, 2}));
+}
+
+TEST(BucketTimelineTest, EdgeCases) {
+  EXPECT_TRUE(BucketTimeline({}, 10).time_s.empty());
+  EXPECT_TRUE(BucketTimeline({Tick(0, 1, 1)}, 0).time_s.empty());
+  // Fewer ticks than points: 1-s buckets, one per tick; a gap leaves no bucket.
+  const TimelineSeries s = BucketTimeline({Tick(0, 1, 1), Tick(1, 2, 1), Tick(5, 3, 4)}, 100);
+  EXPECT_EQ(s.bucket_s, 1);
+  EXPECT_EQ(s.time_s, (std::vector<double>{0, 1, 5}));
+  EXPECT_EQ(s.replicas, (std::vector<double>{1, 1, 4}));
+  // A last tick at an exact multiple stays within the budget.
+  std::vector<TimelineRow> rows;
+  for (int t = 0; t <= 1000; ++t) rows.push_back(Tick(t, 1, 1));
+  EXPECT_LE(BucketTimeline(rows, 10).time_s.size(), 10u);
+}
+
 TEST(CompareWithPlanTest, ReportTableAndChartShowThePlan) {
   References refs;
   refs.oracle_gpu_hours = 0.1;
