@@ -21,6 +21,16 @@ export interface Gpu {
   temperature_c: number | null;
   power_draw_w: number | null;
   score: number;
+  // GET /v1/gpus only (the history keeps none); absent from daemons that predate it.
+  processes?: GpuProcess[];
+}
+
+// A compute process on a GPU (NVML / nvidia-smi; on simulated GPUs the emulated replica,
+// "SERVICE replica ID", or a task's benchmark server, "experiment #ID", holding it).
+export interface GpuProcess {
+  pid: number;
+  name: string; // "" when the backend does not know it
+  used_memory_mb: number | null; // null when the driver does not say (some MIG / container setups)
 }
 
 export interface GpuSnapshot {

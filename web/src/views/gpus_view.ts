@@ -1,9 +1,11 @@
 // GPUs view: one card per GPU (name, utilization, memory, temperature, power, availability
-// score, lease holders) refreshed every 2 s, and four charts (utilization %, memory %,
-// temperature °C, power W; one line per GPU) over a selectable window of
-// /v1/gpus/history, refreshed every 10 s.
+// score, lease holders, compute processes) refreshed every 2 s, and four charts
+// (utilization %, memory %, temperature °C, power W; one line per GPU) over a selectable
+// window of /v1/gpus/history, refreshed every 10 s. A process that is a service's replica
+// links to that service, as does a replica's lease.
 
-import type { Gpu, GpuSnapshot, Lease } from '../api/types';
+import type { ApiClient } from '../api/client';
+import type { Gpu, GpuSnapshot, Lease, Replica } from '../api/types';
 import { describeError } from '../api/errors';
 import { LineChart } from '../charts/line_chart';
 import { GPU_METRICS, GPU_METRIC_ORDER, gpuHistorySeries } from '../charts/series';
@@ -17,10 +19,21 @@ import {
   formatTemperature,
   memoryPercent,
 } from '../format';
+import { routeHash } from '../router';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { emptyState, errorHint, errorState, loadingState } from '../ui/states';
-import { leaseHolders, ownerLabel } from './gpu_model';
+import {
+  EMPTY_REPLICA_INDEX,
+  leaseHolders,
+  leaseService,
+  ownerLabel,
+  processRows,
+  replicaIndex,
+  replicaLookup,
+  type ProcessOwner,
+  type ReplicaIndex,
+} from './gpu_model';
 import type { Dispose, ViewContext } from './view';
 
 const SNAPSHOT_MS = 2000;
@@ -37,7 +50,35 @@ function stat(label: string, value: string, percent?: number | null): HTMLElemen
     h('span', { class: 'stat-value' }, value), percent !== undefined ? meter(percent) : null);
 }
 
-function gpuCard(gpu: Gpu, owners: readonly string[]): HTMLElement {
+function ownerLink(owner: ProcessOwner, text: string): HTMLElement | string {
+  if (owner?.kind === 'replica') {
+    return h('a', { href: routeHash({ view: 'service', name: owner.service }), title: `replica ${owner.replica}` }, text);
+  }
+  if (owner?.kind === 'experiment') return h('a', { href: routeHash({ view: 'experiment', id: owner.id }) }, text);
+  return text;
+}
+
+function leaseBadge(owner: string, index: ReplicaIndex): HTMLElement {
+  const service = leaseService(owner, index);
+  const label = ownerLabel(owner);
+  return h('span', { class: 'badge' }, service ? h('a', { href: routeHash({ view: 'service', name: service }) }, label) : label);
+}
+
+// PID, name and memory of each compute process; "no processes" for an idle GPU. Left out
+// when the daemon reports no process list (one that predates it).
+function processTable(gpu: Gpu, index: ReplicaIndex): HTMLElement | null {
+  const rows = processRows(gpu, index);
+  if (rows === null) return null;
+  if (rows.length === 0) return h('div', { class: 'processes muted small', dataset: { processes: 0 } }, 'no processes');
+  return h('table', { class: 'processes', dataset: { processes: rows.length } },
+    h('thead', null, h('tr', null, h('th', null, 'PID'), h('th', null, 'Process'), h('th', null, 'Memory'))),
+    h('tbody', null, rows.map((r) => h('tr', { dataset: { pid: r.pid, ...(r.owner?.kind === 'replica' ? { service: r.owner.service } : {}) } },
+      h('td', { class: 'num' }, String(r.pid)),
+      h('td', { class: 'process-name', title: r.name }, ownerLink(r.owner, r.name)),
+      h('td', { class: 'num' }, r.memory)))));
+}
+
+function gpuCard(gpu: Gpu, owners: readonly string[], index: ReplicaIndex): HTMLElement {
   const memPct = memoryPercent(gpu.memory_used_mb, gpu.memory_total_mb);
   return h('article', { class: 'card gpu-card', dataset: { gpuIndex: gpu.index } },
     h('header', null, h('h3', null, `GPU ${gpu.index}`), h('span', { class: 'muted gpu-name' }, gpu.name)),
@@ -49,18 +90,27 @@ function gpuCard(gpu: Gpu, owners: readonly string[]): HTMLElement {
       stat('Score', formatScore(gpu.score))),
     h('div', { class: 'lease' }, h('span', { class: 'stat-label' }, 'Lease'),
       owners.length === 0 ? h('span', { class: 'muted' }, 'free')
-        : owners.map((o) => h('span', { class: 'badge' }, ownerLabel(o)))),
+        : owners.map((o) => leaseBadge(o, index))),
+    processTable(gpu, index),
     h('footer', { class: 'muted uuid' }, gpu.uuid));
 }
 
-function renderCards(target: HTMLElement, snapshot: GpuSnapshot, leases: readonly Lease[]): void {
+function renderCards(target: HTMLElement, snapshot: GpuSnapshot, leases: readonly Lease[], index: ReplicaIndex): void {
   if (snapshot.gpus.length === 0) {
     mount(target, emptyState('No GPUs found.', `The ${snapshot.backend} backend reports none. ` +
       'Check gpu.backend in the daemon config (`simulated` gives 4 × H100 80 GB) or run `gpuscale gpus`.'));
     return;
   }
   const holders = leaseHolders(snapshot.gpus, leases);
-  mount(target, snapshot.gpus.map((gpu) => gpuCard(gpu, holders.get(gpu.index) ?? [])));
+  mount(target, snapshot.gpus.map((gpu) => gpuCard(gpu, holders.get(gpu.index) ?? [], index)));
+}
+
+// Every service's replicas (a service deleted meanwhile counts as none).
+async function fetchReplicaIndex(api: ApiClient): Promise<ReplicaIndex> {
+  const services = await api.services();
+  const replicas = await Promise.all(services.map(async (s): Promise<[string, Replica[]]> =>
+    [s.name, await api.replicas(s.name).catch(() => [])]));
+  return replicaIndex(replicas);
 }
 
 export function gpusView(root: HTMLElement, ctx: ViewContext): Dispose {
@@ -80,10 +130,21 @@ export function gpusView(root: HTMLElement, ctx: ViewContext): Dispose {
     h('div', { class: 'chart-grid', id: 'gpu-charts' }, charts.map((c) => c.element)));
 
   let hadSnapshot = false;
+  let index = EMPTY_REPLICA_INDEX;
+  let lookedUp: string | null = null; // replicaLookup's key at the last lookup
   const snapshotPoller = new Poller(async () => {
     try {
       const [snapshot, leases] = await Promise.all([ctx.api.gpus(), ctx.api.leases()]);
-      renderCards(cards, snapshot, leases);
+      const lookup = replicaLookup(snapshot.gpus, leases, index);
+      if (lookup.unknown && lookup.key !== lookedUp) {
+        try {
+          index = await fetchReplicaIndex(ctx.api);
+          lookedUp = lookup.key;
+        } catch {
+          // Links only: the cards show without them, and the next poll asks again.
+        }
+      }
+      renderCards(cards, snapshot, leases, index);
       hadSnapshot = true;
       meta.textContent = `${snapshot.backend} backend · updated ${formatClock(snapshot.timestamp)}`;
       banner.hidden = true;

@@ -1,5 +1,5 @@
 // Builders of API values for unit tests (shapes as documented in docs/api.md).
-import type { GatewayStats, Gpu, GpuscaleEvent, Rule, Service } from '../../src/api/types';
+import type { GatewayStats, Gpu, GpuscaleEvent, Replica, Rule, Service } from '../../src/api/types';
 
 export function gpu(index: number, overrides: Partial<Gpu> = {}): Gpu {
   return {
@@ -86,6 +86,26 @@ export function rule(overrides: Partial<Rule> = {}): Rule {
     max_replicas: 4,
     enabled: true,
     created_at: '2025-01-01T00:00:00Z',
+    ...overrides,
+  };
+}
+
+export function replica(id: string, pid: number, overrides: Partial<Replica> = {}): Replica {
+  return {
+    id,
+    phase: 'ready',
+    state: 'ready',
+    phase_since: '2025-01-01T00:00:00Z',
+    host: '127.0.0.1',
+    port: 40053,
+    gpus: [0],
+    pid,
+    restarts: 0,
+    uptime_seconds: 8,
+    outstanding_requests: 0,
+    adopted: false,
+    last_error: '',
+    log_path: `/tmp/state/logs/${id}.log`,
     ...overrides,
   };
 }
