@@ -159,3 +159,10 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
   const error = new Scanner(text).check();
   return error && error.position >= 0 ? error : null;
 }
+
+// 1-based line and column of character offset `position` in `text`.
+export function lineColumn(text: string, position: number): { line: number; column: number } {
+  const before = text.slice(0, Math.max(0, Math.min(position, text.length)));
+  const lines = before.split('\n');
+  return { line: lines.length, column: (lines[lines.length - 1] ?? '').length + 1 };
+}

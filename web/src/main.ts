@@ -16,6 +16,7 @@ import { experimentView } from './views/experiment_view';
 import { gpusView } from './views/gpus_view';
 import { serviceView } from './views/service_view';
 import { servicesView } from './views/services_view';
+import { simulationsView } from './views/simulations_view';
 import { taskView } from './views/task_view';
 import { tasksView } from './views/tasks_view';
 import type { Dispose, ViewContext } from './views/view';
@@ -44,6 +45,8 @@ function mountView(route: Route, root: HTMLElement, ctx: ViewContext): Dispose {
       return taskView(root, ctx, route.id);
     case 'experiment':
       return experimentView(root, ctx, route.id);
+    case 'simulations':
+      return simulationsView(root, ctx);
     case 'not_found':
       mount(root, emptyState(`No page at ${route.path}.`, 'Pick a section above.'));
       return () => undefined;

@@ -1,5 +1,5 @@
 // Hash routes of the dashboard ("#/gpus", "#/services/chat", "#/events?service=chat&kind=
-// decision", "#/tasks/3", "#/experiments/7"). Hash routing means the daemon serves one index.html and needs no SPA fallback.
+// decision", "#/tasks/3", "#/experiments/7", "#/simulations"). Hash routing means the daemon serves one index.html and needs no SPA fallback.
 // Pure functions: parseRoute(location.hash) and routeHash(route) are inverse.
 
 export type Route =
@@ -10,6 +10,7 @@ export type Route =
   | { view: 'tasks' }
   | { view: 'task'; id: number }
   | { view: 'experiment'; id: number }
+  | { view: 'simulations' }
   | { view: 'not_found'; path: string };
 
 export const NAV: ReadonlyArray<{ view: Route['view']; label: string; hash: string }> = [
@@ -17,6 +18,7 @@ export const NAV: ReadonlyArray<{ view: Route['view']; label: string; hash: stri
   { view: 'services', label: 'Services', hash: '#/services' },
   { view: 'events', label: 'Events', hash: '#/events' },
   { view: 'tasks', label: 'Tasks', hash: '#/tasks' },
+  { view: 'simulations', label: 'Simulations', hash: '#/simulations' },
 ];
 
 // A positive integer id ("7"), else null.
@@ -50,6 +52,7 @@ export function parseRoute(hash: string): Route {
       return { view: 'events', service: query.get('service') ?? '', kind: query.get('kind') ?? '' };
     }
     if (first === 'tasks' && second === undefined) return { view: 'tasks' };
+    if (first === 'simulations' && second === undefined) return { view: 'simulations' };
     const id = second === undefined ? null : parseId(second);
     if (first === 'tasks' && id !== null) return { view: 'task', id };
     if (first === 'experiments' && id !== null) return { view: 'experiment', id };
@@ -62,6 +65,7 @@ export function routeHash(route: Route): string {
     case 'gpus':
     case 'services':
     case 'tasks':
+    case 'simulations':
       return `#/${route.view}`;
     case 'service':
       return `#/services/${encodeURIComponent(route.name)}`;

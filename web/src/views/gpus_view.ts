@@ -74,7 +74,7 @@ function processTable(gpu: Gpu, index: ReplicaIndex): HTMLElement | null {
     h('thead', null, h('tr', null, h('th', null, 'PID'), h('th', null, 'Process'), h('th', null, 'Memory'))),
     h('tbody', null, rows.map((r) => h('tr', { dataset: { pid: r.pid, ...(r.owner?.kind === 'replica' ? { service: r.owner.service } : {}) } },
       h('td', { class: 'num' }, String(r.pid)),
-      h('td', { class: 'process-name', title: r.name }, ownerLink(r.owner, r.name)),
+      h('td', { class: 'process-name' }, ownerLink(r.owner, r.name)),
       h('td', { class: 'num' }, r.memory)))));
 }
 

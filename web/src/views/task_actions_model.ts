@@ -10,7 +10,7 @@
 import type { ApiClient } from '../api/client';
 import { ApiError, describeError } from '../api/errors';
 import type { Task, TaskSummary } from '../api/types';
-import { findJsonSyntaxError } from '../json_syntax';
+import { findJsonSyntaxError, lineColumn } from '../json_syntax';
 import { isEnded } from './tasks_model';
 
 // Where JSON.parse gave up, as 1-based line and column and a 0-based character offset (for
@@ -24,12 +24,7 @@ export interface JsonProblem {
 
 export type DefinitionCheck = { ok: true; value: Record<string, unknown> } | { ok: false; problem: JsonProblem };
 
-// 1-based line and column of character offset `position` in `text`.
-export function lineColumn(text: string, position: number): { line: number; column: number } {
-  const before = text.slice(0, Math.max(0, Math.min(position, text.length)));
-  const lines = before.split('\n');
-  return { line: lines.length, column: (lines[lines.length - 1] ?? '').length + 1 };
-}
+export { lineColumn }; // where it is tested, beside offsetOf
 
 // Character offset of 1-based `line`, `column` in `text` (clamped to the text).
 export function offsetOf(text: string, line: number, column: number): number {

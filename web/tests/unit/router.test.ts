@@ -16,6 +16,9 @@ describe('router', () => {
     ['#/tasks', { view: 'tasks' }],
     ['#/tasks/3', { view: 'task', id: 3 }],
     ['#/experiments/17', { view: 'experiment', id: 17 }],
+    ['#/simulations', { view: 'simulations' }],
+    ['#/simulations/', { view: 'simulations' }],
+    ['#/simulations/x', { view: 'not_found', path: '/simulations/x' }],
     ['#/tasks/0', { view: 'not_found', path: '/tasks/0' }],
     ['#/tasks/x1', { view: 'not_found', path: '/tasks/x1' }],
     ['#/experiments/-2', { view: 'not_found', path: '/experiments/-2' }],
@@ -36,6 +39,7 @@ describe('router', () => {
     { view: 'tasks' },
     { view: 'task', id: 12 },
     { view: 'experiment', id: 7 },
+    { view: 'simulations' },
   ])('round-trips %j', (route) => {
     expect(parseRoute(routeHash(route))).toEqual(route);
   });
@@ -46,5 +50,6 @@ describe('router', () => {
     expect(navSection({ view: 'events', service: '', kind: '' })).toBe('events');
     expect(navSection({ view: 'task', id: 1 })).toBe('tasks');
     expect(navSection({ view: 'experiment', id: 1 })).toBe('tasks');
+    expect(navSection({ view: 'simulations' })).toBe('simulations');
   });
 });
