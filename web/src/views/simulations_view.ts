@@ -76,11 +76,12 @@ function simRow(row: SimRow, live: ReadonlyMap<string, string[]> | null): HTMLEl
 
 function simTable(c: SimComparison, live: ReadonlyMap<string, string[]> | null): HTMLElement {
   const targets = new Set(c.runs.map((r) => r.slo_target));
-  const attainment = targets.size === 1 ? `SLO attainment (target ${formatTarget(c.runs[0]?.slo_target ?? null)})` : 'SLO attainment';
+  const target = targets.size === 1 ? h('span', { class: 'th-sub' }, `target ${formatTarget(c.runs[0]?.slo_target ?? null)}`) : null;
   return h('div', { class: 'table-wrap' }, h('table', { id: 'sim-table' },
     h('thead', null, h('tr', null,
-      ['Run', 'Policy', attainment, 'GPU-hours', '× oracle', 'TTFT p99', 'TPOT p99', 'Peak replicas', 'Scale-ups / downs',
-        'Live services'].map((t) => h('th', null, t)))),
+      h('th', null, 'Run'), h('th', null, 'Policy'), h('th', null, 'SLO attainment', target),
+      ['GPU-hours', '× oracle', 'TTFT p99', 'TPOT p99', 'Peak replicas', 'Ups / downs', 'Live services']
+        .map((t) => h('th', null, t)))),
     h('tbody', null, simRows(c).map((row) => simRow(row, live)))));
 }
 

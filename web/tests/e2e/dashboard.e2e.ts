@@ -107,6 +107,41 @@ describe('dashboard against gpuscale serve', () => {
     });
   });
 
+  it('lists each replica\'s process on the card of the GPU it leased, linked to its service', async () => {
+    // Both services start one replica; their pids come from the API, as the page's links do.
+    const replicas: { service: string; replica: Replica }[] = [];
+    await expect.poll(async () => {
+      replicas.length = 0;
+      for (const service of ['demo', 'ruled']) {
+        const { body } = await daemon.api<{ replicas: Replica[] }>(`/v1/services/${service}/replicas`);
+        const running = body.replicas.find((r) => r.pid > 0 && r.gpus.length > 0);
+        if (running) replicas.push({ service, replica: running });
+      }
+      return replicas.length;
+    }, { timeout: 30_000 }).toBe(2);
+    for (const { service, replica } of replicas) {
+      const gpu = replica.gpus[0];
+      const row = `.gpu-card[data-gpu-index="${gpu}"] table.processes tr[data-pid="${replica.pid}"]`;
+      await page.waitForSelector(row, { timeout: 15_000 });
+      const { body } = await daemon.api<GpuSnapshot>('/v1/gpus');
+      const api = body.gpus.find((g) => g.index === gpu)?.processes?.find((p) => p.pid === replica.pid);
+      expect(api, `GPU ${gpu} in /v1/gpus lists pid ${replica.pid}`).toBeDefined();
+      const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent ?? ''));
+      expect(cells[0]).toBe(String(replica.pid));
+      expect(cells[1]).toBe(api?.name); // "SERVICE replica ID" on simulated GPUs
+      expect(cells[1]).toContain(replica.id);
+      expect(cells[2]).toMatch(/^(\d+ MiB|\d+\.\d GiB|—)$/);
+      expect(await page.getAttribute(`${row} a`, 'href')).toBe(`#/services/${service}`);
+      expect(await page.getAttribute(`${row}`, 'data-service')).toBe(service);
+    }
+    // The GPUs nobody leased say so.
+    const leased = new Set(replicas.map((r) => r.replica.gpus[0]));
+    const { body } = await daemon.api<GpuSnapshot>('/v1/gpus');
+    for (const gpu of body.gpus.filter((g) => !leased.has(g.index) && (g.processes ?? []).length === 0)) {
+      expect(await page.textContent(`.gpu-card[data-gpu-index="${gpu.index}"] .processes`)).toBe('no processes');
+    }
+  });
+
   it('draws the GPU history charts with data points', async () => {
     await page.waitForFunction(() => {
       const charts = [...document.querySelectorAll<HTMLElement>('#gpu-charts .chart')];
