@@ -3,14 +3,16 @@
 // a small task sweep and a failing task so the task and experiment views have content, then
 // puts `gpuscale bench` load on the gateway so the service's charts have data, and saves a
 // full-page PNG of each view at a 1400 x 1000 viewport in Debian's Chromium (playwright-core,
-// no browser download). Everything it starts is stopped at the end, also on failure.
+// no browser download). The Simulations view gets a comparison `gpuscale simulate` writes
+// for it: the six conv policy configs of examples/sim on the Azure conversation trace at 10x
+// its rate (a second or two). Everything it starts is stopped at the end, also on failure.
 //
 //   node web/scripts/screenshots.mjs OUTDIR
 //   env: GPUSCALE_BIN (default build/gpuscale), CHROMIUM_PATH (default /usr/bin/chromium),
 //        SCREENSHOT_LOAD_SECONDS (bench duration before the service shots, default 60)
 
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,6 +93,16 @@ async function submitTasks(base) {
   return { sweep: tasks[0], failing: tasks[1] };
 }
 
+// `gpuscale simulate --compare … -o json` of the conv policies, written to `path`.
+function simulationFile(path) {
+  const configs = ['slo', 'hpa', 'kpa', 'keda', 'ratio', 'rules'].map((p) => join(ROOT, 'examples/sim/conv', `${p}.yaml`));
+  const json = execFileSync(BIN, ['simulate', '--compare', configs.join(','), '--trace',
+    join(ROOT, 'data/traces/AzureLLMInferenceTrace_conv.csv'), '--rate-scale', '10', '-o', 'json',
+    '--svg', join(path, '..', 'compare.svg')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+  writeFileSync(path, json);
+  return path;
+}
+
 async function shoot(page, base, hash, name, ready) {
   await page.goto(`${base}/${hash}`);
   await page.waitForSelector(ready, { timeout: 20_000 });
@@ -137,6 +149,10 @@ async function main() {
     await shoot(page, base, `#/experiments/${best}`, 'experiment', '#bench-summary');
     await shoot(page, base, `#/experiments/${failing.experiments[0]?.id}`, 'experiment-failed', '#experiment-failure');
     stop(bench);
+    const comparison = simulationFile(join(state, 'compare.json'));
+    await page.goto(`${base}/#/simulations`);
+    await page.setInputFiles('#sim-file', comparison);
+    await shoot(page, base, '#/simulations', 'simulations', '#sim-timeline[data-points]:not([data-points="0"])');
   } finally {
     await browser?.close().catch(() => undefined);
     for (const child of children.reverse()) stop(child);
