@@ -54,10 +54,10 @@ export class PlotFigure {
 }
 
 // A dashed line across the plot at a value of `scale` (horizontal for a y scale, vertical
-// for x), drawn in a uPlot draw hook, in canvas pixels. Its label sits where points are
-// least likely (policies crowd near 100 % attainment, above a target line, and to the
-// right of a lower bound): under a horizontal line's right end, at the foot of a vertical
-// one, on a white box so that a line or point behind it does not garble it.
+// for x), drawn in a uPlot hook, in canvas pixels. Its label sits where points are least
+// likely (policies crowd near 100 % attainment, above a target line, and to the right of a
+// lower bound): under a horizontal line's right end, at the foot of a vertical one, on a
+// white box so that a grid line behind it does not garble it.
 export function drawMarker(u: uPlot, scale: string, value: number, label: string, color: string): void {
   const horizontal = scale !== 'x';
   const pos = u.valToPos(value, scale, true);

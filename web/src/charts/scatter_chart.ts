@@ -88,7 +88,9 @@ export class AttainmentScatter {
         { label: 'SLO attainment', size: 72, values: (_u, splits) => splits.map((v) => (v > 100 ? '' : `${Number(v.toPrecision(4))} %`)) },
       ],
       hooks: {
-        draw: [(u) => {
+        // Under the points (drawAxes runs before the series): a point is never hidden by a
+        // line or its label.
+        drawAxes: [(u) => {
           for (const t of data.targets) drawMarker(u, 'y', t, `SLO target ${formatTarget(t / 100)}`, TARGET_COLOR);
           for (const o of data.oracles) drawMarker(u, 'x', o, 'oracle (lower bound)', ORACLE_COLOR);
         }],
