@@ -340,10 +340,11 @@ function ratio(value: number, oracle: number | null): number | null {
   return oracle !== null && oracle > 0 ? value / oracle : null;
 }
 
-// The one oracle bound every run shares, or null (none, or different ones).
-export function sharedOracle(runs: readonly SimRun[]): number | null {
-  const values = distinct(runs, (r) => r.oracle_gpu_hours);
-  return values.length === 1 ? values[0]?.value ?? null : null;
+// GPU-hours over the oracle's. gpuscale writes 0 for it when the bound is 0 GPU-hours (a
+// trace with nothing to serve); no factor is shown then, rather than "0.00×".
+function overOracle(r: SimRun): number | null {
+  if (r.oracle_gpu_hours !== null && r.oracle_gpu_hours <= 0) return null;
+  return r.gpu_hours_over_oracle ?? ratio(r.gpu_hours, r.oracle_gpu_hours);
 }
 
 export function simRows(c: SimComparison): SimRow[] {
@@ -351,7 +352,7 @@ export function simRows(c: SimComparison): SimRow[] {
   const rows: SimRow[] = c.runs.map((r, i) => ({
     kind: 'run', key: `run:${i}`, name: r.name, policy: r.policy, attainment: r.slo_attainment, target: r.slo_target,
     met: r.slo_attainment >= r.slo_target, gpuHours: r.gpu_hours,
-    overOracle: r.gpu_hours_over_oracle ?? ratio(r.gpu_hours, r.oracle_gpu_hours),
+    overOracle: overOracle(r),
     ttftP99: r.ttft_seconds.p99, tpotP99: r.tpot_seconds.p99, peak: r.peak_replicas, ups: r.scale_ups,
     downs: r.scale_downs, run: i,
   }));
@@ -432,7 +433,7 @@ export function verdict(c: SimComparison): string {
   if (best.reactive_plan && best.reactive_plan.gpu_hours > 0) {
     parts.push(`${percentDifference(best.gpu_hours, best.reactive_plan.gpu_hours)} the reactive reference`);
   }
-  const over = best.gpu_hours_over_oracle ?? ratio(best.gpu_hours, best.oracle_gpu_hours);
+  const over = overOracle(best);
   const oracle = over !== null ? ` (${formatOverOracle(over)} the oracle bound)` : '';
   return `Cheapest run meeting ${target}: ${best.name}, ${formatGpuHours(best.gpu_hours)} GPU-hours${oracle}` +
     (parts.length > 0 ? `; ${parts.join(', ')}.` : '.');

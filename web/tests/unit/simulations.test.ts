@@ -142,6 +142,12 @@ describe('the comparison table', () => {
     expect(rows.filter((r) => r.kind === 'static_fleet').map((r) => r.name)).toEqual(['static fleet (2) · a', 'static fleet (3) · b']);
   });
 
+  it('shows no factor over an oracle of 0 GPU-hours (gpuscale writes 0 for it)', () => {
+    const rows = simRows(parsed([simRunJson('idle', { oracle_gpu_hours: 0, gpu_hours_over_oracle: 0 })]));
+    expect(rows.map((r) => [r.kind, r.overOracle])).toEqual([['run', null], ['reactive', null], ['static_fleet', null],
+      ['oracle', null]]);
+  });
+
   it('has no oracle or reactive rows without the oracle', () => {
     const rows = simRows(parsed([noOracle(simRunJson('slo'))]));
     expect(rows.map((r) => r.kind)).toEqual(['run', 'static_fleet']);
