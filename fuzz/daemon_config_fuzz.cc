@@ -2,7 +2,7 @@
 // arbitrary text (config files and POST /v1/services bodies are user input). Whatever it
 // accepts must survive the store's round trip: every service written with
 // ServiceConfigToYaml parses back to an equal value.
-//   build-fuzz/fuzz/daemon_config_fuzz -max_total_time=600 fuzz/corpus/daemon_config_fuzz
+//   build-asan/fuzz/daemon_config_fuzz -max_total_time=600 fuzz/corpus/daemon_config_fuzz
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // libFuzzer target for the nvidia-smi CSV parsers (GPU query and compute-apps query).
 // Besides "no crash, no sanitizer report", it checks the parser's promises on every
 // accepted input: GPUs sorted by unique index, utilization within 0..100, memory >= 0.
-//   build-fuzz/fuzz/nvidia_smi_fuzz -max_total_time=600 fuzz/corpus/nvidia_smi_fuzz
+//   build-asan/fuzz/nvidia_smi_fuzz -max_total_time=600 fuzz/corpus/nvidia_smi_fuzz
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // arbitrary bytes (a replica's /metrics body is untrusted input), in both strict and
 // skip-bad-lines modes; and anything it accepts must write back (ExpositionWriter) to text
 // that it accepts again with the same number of samples.
-//   build-fuzz/fuzz/prom_text_fuzz -max_total_time=600 fuzz/corpus/prom_text_fuzz
+//   build-asan/fuzz/prom_text_fuzz -max_total_time=600 fuzz/corpus/prom_text_fuzz
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

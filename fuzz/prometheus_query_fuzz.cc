@@ -1,7 +1,7 @@
 // Fuzz target: the Prometheus HTTP-API response parser must never crash, hang or throw on
 // arbitrary bytes (a Prometheus server, or whatever answers at its URL, is untrusted input),
 // and an accepted body yields a number; rejections carry a message.
-//   build-fuzz/fuzz/prometheus_query_fuzz -max_total_time=600 fuzz/corpus/prometheus_query_fuzz
+//   build-asan/fuzz/prometheus_query_fuzz -max_total_time=600 fuzz/corpus/prometheus_query_fuzz
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

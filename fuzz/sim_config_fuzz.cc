@@ -1,7 +1,7 @@
 // Fuzz target: the simulation config parser (`gpuscale simulate --config`, --compare lists)
 // must never crash, hang or let an exception escape on arbitrary text, and whatever it
 // accepts must build its policy or say why, with a message.
-//   build-fuzz/fuzz/sim_config_fuzz -max_total_time=600 fuzz/corpus/sim_config_fuzz
+//   build-asan/fuzz/sim_config_fuzz -max_total_time=600 fuzz/corpus/sim_config_fuzz
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

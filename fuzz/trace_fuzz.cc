@@ -3,7 +3,7 @@
 // format detection and with each explicit format. Anything it accepts must keep the
 // reader's promises: sorted by arrival, first arrival 0, finite times, non-negative tokens;
 // every strict-mode error names its line. Accepted traces also go through TransformTrace.
-//   build-fuzz/fuzz/trace_fuzz -max_total_time=600 fuzz/corpus/trace_fuzz
+//   build-asan/fuzz/trace_fuzz -max_total_time=600 fuzz/corpus/trace_fuzz
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Clang's thread-safety attributes: a member says which mutex guards it, a function which
 // mutex it needs or must not hold, and clang's -Wthread-safety (on in every clang build: the
-// fuzz tree) checks each access at compile time. Under GCC they expand to nothing; the tsan
+// asan tree) checks each access at compile time. Under GCC they expand to nothing; the tsan
 // preset checks the same code at run time. Use them with core/mutex.h's Mutex: libstdc++'s
 // std::mutex carries no annotations, so the analysis cannot see it.
 #pragma once
