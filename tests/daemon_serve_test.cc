@@ -105,7 +105,7 @@ TEST_F(DaemonServeTest, LeasedSimulatedGpuShowsTheEmulatedReplicasLoad) {
   const json processes = gpu(leased)["processes"];
   ASSERT_EQ(processes.size(), 1u) << processes;
   EXPECT_EQ(processes[0]["pid"], Replicas()[0]["pid"]);
-  EXPECT_EQ(processes[0]["name"], "x replica " + Replicas()[0]["id"].get<std::string>());
+  EXPECT_EQ(processes[0]["name"], "replica " + Replicas()[0]["id"].get<std::string>());
   EXPECT_EQ(processes[0]["used_memory_mb"], gpu(leased)["memory_used_mb"]);
   const int other = leased == 0 ? 1 : 0;
   EXPECT_EQ(gpu(other)["processes"], json::array());

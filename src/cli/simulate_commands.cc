@@ -266,11 +266,14 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
   j["gpu_hours"] = r.gpu_hours;
   if (oracle >= 0) {
     j["oracle_gpu_hours"] = oracle;
-    j["gpu_hours_over_oracle"] = oracle > 0 ? r.gpu_hours / oracle : 0.0;
+    // null, not 0, where the bound is 0 GPU-hours (an empty trace): no ratio exists.
+    j["gpu_hours_over_oracle"] =
+        oracle > 0 ? nlohmann::ordered_json(r.gpu_hours / oracle) : nlohmann::ordered_json();
   }
   if (refs.oracle_plan) j["oracle_plan"] = PlanJson(*refs.oracle_plan, run.result->timeline);
   if (const auto& reactive = refs.reactive_plan) {
-    const double over_oracle = oracle > 0 ? reactive->gpu_hours / oracle : 0.0;
+    const nlohmann::ordered_json over_oracle =
+        oracle > 0 ? nlohmann::ordered_json(reactive->gpu_hours / oracle) : nlohmann::ordered_json();
     j["reactive_plan"] = {{"lag_seconds", reactive->lag_buckets * reactive->bucket_s},
                           {"hold_seconds", reactive->hold_buckets * reactive->bucket_s},
                           {"spare_replicas", reactive->spare_replicas},

@@ -248,8 +248,8 @@ void Daemon::PostGpuLoad(const Observed& observed) {
       const Result<metrics::Exposition>& scrape = observed.scrapes[i].result;
       if (!scrape) continue;
       const orch::ReplicaInfo& replica = range.replicas[i - range.scrape_begin];
-      const gpu::GpuProcess process{replica.pid, std::nullopt,
-                                    fmt::format("{} replica {}", name, replica.id)};
+      // Replica ids already name their service ("demo-0").
+      const gpu::GpuProcess process{replica.pid, std::nullopt, "replica " + replica.id};
       experiments::AddEmulatedGpuLoad(*scrape, replica.gpus, process, loads);
     }
   }

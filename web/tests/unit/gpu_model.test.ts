@@ -21,9 +21,9 @@ const lease = (owner: string, index = 0): Lease => ({ key: `GPU-${index}`, gpu_i
 
 describe('GPU processes', () => {
   it.each<[string, GpuProcess, ProcessOwner]>([
-    ['a replica by pid', proc(4242, 'demo replica demo-0'), { kind: 'replica', service: 'demo', replica: 'demo-0' }],
+    ['a replica by pid', proc(4242, 'replica demo-0'), { kind: 'replica', service: 'demo', replica: 'demo-0' }],
     ['a replica of a hyphenated service', proc(5151, 'python3'), { kind: 'replica', service: 'chat-2', replica: 'chat-2-0' }],
-    ['a pid no replica has, whatever its name says', proc(777, 'demo replica demo-0'), null],
+    ['a pid no replica has, whatever its name says', proc(777, 'replica demo-0'), null],
     ['a task\'s benchmark server by name', proc(9000, 'experiment #12'), { kind: 'experiment', id: 12 }],
     ['a name that only starts like one', proc(9001, 'experiment #12b'), null],
     ['experiment #0 (no such id)', proc(9002, 'experiment #0'), null],
@@ -40,9 +40,9 @@ describe('GPU processes', () => {
   it.each<[string, GpuProcess[] | undefined, { pid: number; name: string; memory: string }[] | null]>([
     ['an idle GPU', [], []],
     ['a daemon without process lists', undefined, null],
-    ['memory as the card formats it, unknowns as a dash', [proc(4242, 'demo replica demo-0', 23450), proc(12, '', null),
+    ['memory as the card formats it, unknowns as a dash', [proc(4242, 'replica demo-0', 23450), proc(12, '', null),
       proc(13, 'tiny', 512)], [
-      { pid: 4242, name: 'demo replica demo-0', memory: '22.9 GiB' },
+      { pid: 4242, name: 'replica demo-0', memory: '22.9 GiB' },
       { pid: 12, name: '—', memory: '—' },
       { pid: 13, name: 'tiny', memory: '512 MiB' },
     ]],
@@ -60,7 +60,7 @@ describe('GPU processes', () => {
 });
 
 describe('replica lookups for process links', () => {
-  const gpus = [gpu(0, { processes: [proc(4242, 'demo replica demo-0')] }), gpu(1, { processes: [] }), gpu(2)];
+  const gpus = [gpu(0, { processes: [proc(4242, 'replica demo-0')] }), gpu(1, { processes: [] }), gpu(2)];
 
   it.each<[string, Parameters<typeof replicaLookup>, boolean]>([
     ['an empty index with a replica process', [gpus, [lease('replica/demo-0')], EMPTY_REPLICA_INDEX], true],
