@@ -43,20 +43,36 @@ constexpr std::string_view kGenerationTokensCounter = vllm::kGenerationTokensTot
 constexpr std::array<std::pair<std::string_view, std::string_view>, 1> kRenamedGauges = {{
     {names::kKvUsage, names::kKvUsageFormer},
 }};
-// The families each policy metric is read from in a scrape, any one of which provides it.
-// Names not listed are read from the family of the same name; kernel and gateway metrics
-// do not come from scrapes at all (KernelMetrics, FillGateway).
-const std::map<std::string_view, std::vector<std::string_view>>& ScrapeSources() {
-  static const auto* kSources = new std::map<std::string_view, std::vector<std::string_view>>{
-      {names::kKvUsage, {names::kKvUsage, names::kKvUsageFormer}},
-      {names::kKvUsageFormer, {names::kKvUsage, names::kKvUsageFormer}},
-      {names::kSuccessRate30s, {kSuccessCounter}},
-      {names::kSuccessRate2m, {kSuccessCounter}},
-      {names::kPromptTokensRate30s, {kPromptTokensCounter}},
-      {names::kGenerationTokensRate30s, {kGenerationTokensCounter}},
-      {names::kTtftViolationRatio, {kTtftHistogram}},
-      {names::kTpotViolationRatio, {kTpotHistograms.begin(), kTpotHistograms.end()}},
-      {names::kE2eOver5sRatio, {kE2eHistogram}},
+// The windows kept per replica, one bit each: a service value is computed from one of them.
+enum Series : unsigned {
+  kSuccessSeries = 1u << 0,
+  kPromptTokensSeries = 1u << 1,
+  kGenerationTokensSeries = 1u << 2,
+  kTtftSeries = 1u << 3,
+  kTpotSeries = 1u << 4,
+  kE2eSeries = 1u << 5,
+  kAllSeries = (1u << 6) - 1,
+};
+
+// How each policy metric is read from scrapes: the families any one of which provides it,
+// and the window it is computed from (0: the latest value, no window). Names not listed are
+// read from the family of the same name; kernel and gateway metrics do not come from scrapes
+// at all (KernelMetrics, FillGateway).
+struct ScrapeSource {
+  std::vector<std::string_view> families;
+  unsigned series = 0;
+};
+const std::map<std::string_view, ScrapeSource>& ScrapeSources() {
+  static const auto* kSources = new std::map<std::string_view, ScrapeSource>{
+      {names::kKvUsage, {{names::kKvUsage, names::kKvUsageFormer}}},
+      {names::kKvUsageFormer, {{names::kKvUsage, names::kKvUsageFormer}}},
+      {names::kSuccessRate30s, {{kSuccessCounter}, kSuccessSeries}},
+      {names::kSuccessRate2m, {{kSuccessCounter}, kSuccessSeries}},
+      {names::kPromptTokensRate30s, {{kPromptTokensCounter}, kPromptTokensSeries}},
+      {names::kGenerationTokensRate30s, {{kGenerationTokensCounter}, kGenerationTokensSeries}},
+      {names::kTtftViolationRatio, {{kTtftHistogram}, kTtftSeries}},
+      {names::kTpotViolationRatio, {{kTpotHistograms.begin(), kTpotHistograms.end()}, kTpotSeries}},
+      {names::kE2eOver5sRatio, {{kE2eHistogram}, kE2eSeries}},
   };
   return *kSources;
 }
@@ -100,15 +116,22 @@ using FamilyValueMap = std::map<std::string, double, std::less<>>;
 // (histograms and summaries have no single value: their samples mix buckets, sums and
 // counts). Updates in place: a replica's families are the same scrape after scrape, so the
 // steady state allocates nothing (a fleet's tick records 10,000 of these).
+bool HasValue(const metrics::MetricFamily& family) {
+  return family.type != metrics::MetricType::kHistogram &&
+         family.type != metrics::MetricType::kSummary && !family.samples.empty();
+}
+
+double ValueOf(const metrics::MetricFamily& family) {
+  double sum = 0;
+  for (const metrics::Sample& sample : family.samples) sum += sample.value;
+  return sum;
+}
+
 void UpdateFamilyValues(const metrics::Exposition& exposition, FamilyValueMap& values) {
   std::vector<FamilyValueMap::iterator> seen;
   for (const metrics::MetricFamily& family : exposition.families) {
-    if (family.type == metrics::MetricType::kHistogram ||
-        family.type == metrics::MetricType::kSummary || family.samples.empty()) {
-      continue;
-    }
-    double sum = 0;
-    for (const metrics::Sample& sample : family.samples) sum += sample.value;
+    if (!HasValue(family)) continue;
+    const double sum = ValueOf(family);
     auto it = values.find(std::string_view(family.name));
     if (it == values.end()) it = values.emplace(family.name, 0.0).first;
     if (std::find(seen.begin(), seen.end(), it) == seen.end()) {
@@ -122,13 +145,19 @@ void UpdateFamilyValues(const metrics::Exposition& exposition, FamilyValueMap& v
   });
 }
 
-// Fills the name of a renamed gauge that the replica does not export from the one it does.
-void FillRenamedGauges(FamilyValueMap& values) {
+// Fills the name of a renamed gauge that the replica does not export from the one it does,
+// and adds each copy made (to, from) to `copies`.
+void FillRenamedGauges(FamilyValueMap& values,
+                       std::vector<std::pair<double*, const double*>>& copies) {
   for (const auto& [current, former] : kRenamedGauges) {
     const auto a = values.find(current);
     const auto b = values.find(former);
-    if (a != values.end() && b == values.end()) values.emplace(former, a->second);
-    if (a == values.end() && b != values.end()) values.emplace(current, b->second);
+    if (a != values.end() && b == values.end()) {
+      copies.emplace_back(&values.emplace(former, a->second).first->second, &a->second);
+    }
+    if (a == values.end() && b != values.end()) {
+      copies.emplace_back(&values.emplace(current, b->second).first->second, &b->second);
+    }
   }
 }
 
@@ -206,19 +235,79 @@ Seconds MinuteRetention(Seconds retention) { return std::min(retention, Seconds{
 }  // namespace
 
 struct ServiceMetricView::ReplicaWindows {
-  explicit ReplicaWindows(Seconds retention)
-      : success(retention),
-        prompt_tokens(retention),
-        generation_tokens(retention),
-        ttft(MinuteRetention(retention)),
-        tpot(MinuteRetention(retention)),
-        e2e(retention) {}
+  // Creates the windows `series` asks for that are missing and drops the others.
+  void Keep(unsigned series, Seconds retention) {
+    auto keep = [&](auto& window, unsigned bit, Seconds kept_for) {
+      if (!(series & bit)) {
+        window.reset();
+      } else if (!window) {
+        window.emplace(kept_for);
+      }
+    };
+    keep(success, kSuccessSeries, retention);
+    keep(prompt_tokens, kPromptTokensSeries, retention);
+    keep(generation_tokens, kGenerationTokensSeries, retention);
+    keep(ttft, kTtftSeries, MinuteRetention(retention));
+    keep(tpot, kTpotSeries, MinuteRetention(retention));
+    keep(e2e, kE2eSeries, retention);
+  }
+
+  // Updates `latest` and `families` from a scrape. A replica's scrapes list the same
+  // families in the same order, scrape after scrape: when this one does, as the last did,
+  // the values are written through `layout` with no lookup (10,000 replicas per tick at
+  // fleet scale); otherwise everything is rebuilt and the layout recorded.
+  void Update(const metrics::Exposition& exposition) {
+    if (SameLayout(exposition)) {
+      for (size_t i = 0; i < layout.size(); ++i) {
+        if (layout[i].entry) *layout[i].entry = ValueOf(exposition.families[i]);
+      }
+      for (auto [to, from] : renamed) *to = *from;
+      return;
+    }
+    UpdateFamilyValues(exposition, latest);
+    renamed.clear();
+    FillRenamedGauges(latest, renamed);
+    UpdateFamilyNames(exposition, families);
+    layout.clear();
+    for (const metrics::MetricFamily& family : exposition.families) {
+      double* entry = nullptr;
+      if (HasValue(family)) entry = &latest.find(std::string_view(family.name))->second;
+      layout.push_back({family.name, entry});
+    }
+    // A family split in two by another (its name twice) is summed: the slow path's job.
+    for (size_t i = 0; i < layout.size(); ++i) {
+      for (size_t j = i + 1; j < layout.size(); ++j) {
+        if (layout[i].name == layout[j].name) {
+          layout.clear();
+          return;
+        }
+      }
+    }
+  }
+
+  bool SameLayout(const metrics::Exposition& exposition) const {
+    if (layout.empty() || layout.size() != exposition.families.size()) return false;
+    for (size_t i = 0; i < layout.size(); ++i) {
+      const metrics::MetricFamily& family = exposition.families[i];
+      if (layout[i].name != family.name || (layout[i].entry != nullptr) != HasValue(family)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  struct LayoutEntry {
+    std::string name;
+    double* entry;  // its value in `latest`; null for families without one
+  };
 
   Seconds last_scrape{-std::numeric_limits<double>::infinity()};
   FamilyValueMap latest;  // family -> value of the latest scrape
   std::set<std::string, std::less<>> families;  // every family the latest scrape declared
-  metrics::SeriesWindow success, prompt_tokens, generation_tokens;
-  metrics::HistogramWindow ttft, tpot, e2e;
+  std::vector<LayoutEntry> layout;              // the latest scrape's families, in order
+  std::vector<std::pair<double*, const double*>> renamed;  // FillRenamedGauges' copies
+  std::optional<metrics::SeriesWindow> success, prompt_tokens, generation_tokens;
+  std::optional<metrics::HistogramWindow> ttft, tpot, e2e;
 };
 
 struct ServiceMetricView::GatewayWindows {
@@ -234,31 +323,44 @@ struct ServiceMetricView::GatewayWindows {
 };
 
 ServiceMetricView::ServiceMetricView(SloThresholds slo, Seconds retention)
-    : slo_(slo), retention_(retention) {}
+    : slo_(slo), retention_(retention), series_(kAllSeries) {}
 ServiceMetricView::~ServiceMetricView() = default;
 ServiceMetricView::ServiceMetricView(ServiceMetricView&&) noexcept = default;
 ServiceMetricView& ServiceMetricView::operator=(ServiceMetricView&&) noexcept = default;
 
+void ServiceMetricView::SetReadMetrics(const std::vector<std::string>& policy_metrics) {
+  unsigned series = 0;
+  for (const std::string& metric : policy_metrics) {
+    if (auto it = ScrapeSources().find(metric); it != ScrapeSources().end()) {
+      series |= it->second.series;
+    }
+  }
+  if (series == series_) return;
+  series_ = series;
+  for (auto& [id, w] : replicas_) w->Keep(series_, retention_);
+}
+
 void ServiceMetricView::Record(Seconds now, const std::string& replica,
                                const metrics::Exposition& exposition) {
   auto& w = replicas_[replica];
-  if (!w) w = std::make_unique<ReplicaWindows>(retention_);
+  if (!w) {
+    w = std::make_unique<ReplicaWindows>();
+    w->Keep(series_, retention_);
+  }
   if (now < w->last_scrape) return;  // out of order: the windows would drop it too
   w->last_scrape = now;
-  UpdateFamilyValues(exposition, w->latest);
-  FillRenamedGauges(w->latest);
-  UpdateFamilyNames(exposition, w->families);
-  // A replica that has not finished a request may not expose the counter yet: that is 0.
-  auto success = metrics::FindValue(exposition, kSuccessCounter, {}, metrics::Combine::kSum);
-  w->success.Add(now, success ? *success : 0.0);
-  for (auto [window, family] : {std::pair{&w->prompt_tokens, kPromptTokensCounter},
-                                std::pair{&w->generation_tokens, kGenerationTokensCounter}}) {
-    auto tokens = metrics::FindValue(exposition, family, {}, metrics::Combine::kSum);
-    window->Add(now, tokens ? *tokens : 0.0);
+  w->Update(exposition);
+  // A replica that has not finished a request may not expose a counter yet: that is 0.
+  for (auto [window, family] :
+       {std::pair{&w->success, kSuccessCounter}, std::pair{&w->prompt_tokens, kPromptTokensCounter},
+        std::pair{&w->generation_tokens, kGenerationTokensCounter}}) {
+    if (!*window) continue;
+    auto value = metrics::FindValue(exposition, family, {}, metrics::Combine::kSum);
+    (*window)->Add(now, value ? *value : 0.0);
   }
-  AddHistogram(w->ttft, now, exposition, kTtftHistogram);
-  AddFirstHistogram(w->tpot, now, exposition, kTpotHistograms);
-  AddHistogram(w->e2e, now, exposition, kE2eHistogram);
+  if (w->ttft) AddHistogram(*w->ttft, now, exposition, kTtftHistogram);
+  if (w->tpot) AddFirstHistogram(*w->tpot, now, exposition, kTpotHistograms);
+  if (w->e2e) AddHistogram(*w->e2e, now, exposition, kE2eHistogram);
 }
 
 void ServiceMetricView::RecordGateway(Seconds now, const gateway::ServiceStatsView& stats) {
@@ -427,24 +529,19 @@ void ServiceMetricView::FillGateway(Seconds now, scale::ScalingInput& input) con
   set(names::kTpotViolationRatio, f->tpot_violation_ratio);
 }
 
-void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready,
-                             const gpu::GpuSnapshot* gpus, scale::ScalingInput& input) const {
-  std::vector<const FamilyValueMap*> scraped;
-  for (const ReadyReplicaRef& ref : ready) {
-    if (auto it = replicas_.find(ref.id); it != replicas_.end()) {
-      scraped.push_back(&it->second->latest);
-    }
-  }
-  FillPerReplica(scraped, input);
+void ServiceMetricView::FillServiceValues(Seconds now, scale::ScalingInput& input) const {
   std::vector<const metrics::SeriesWindow*> success, prompt_tokens, generation_tokens;
   std::vector<const metrics::HistogramWindow*> ttft, tpot, e2e;
+  auto add = [](auto& list, const auto& window) {
+    if (window) list.push_back(&*window);
+  };
   for (const auto& [id, w] : replicas_) {
-    success.push_back(&w->success);
-    prompt_tokens.push_back(&w->prompt_tokens);
-    generation_tokens.push_back(&w->generation_tokens);
-    ttft.push_back(&w->ttft);
-    tpot.push_back(&w->tpot);
-    e2e.push_back(&w->e2e);
+    add(success, w->success);
+    add(prompt_tokens, w->prompt_tokens);
+    add(generation_tokens, w->generation_tokens);
+    add(ttft, w->ttft);
+    add(tpot, w->tpot);
+    add(e2e, w->e2e);
   }
   SetServiceValue(input, names::kSuccessRate30s, SumRate(success, now, Seconds{30}));
   SetServiceValue(input, names::kSuccessRate2m, SumRate(success, now, Seconds{120}));
@@ -457,6 +554,18 @@ void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& re
                   FractionAbove(tpot, now, Seconds{60}, slo_.tpot_seconds));
   SetServiceValue(input, names::kE2eOver5sRatio,
                   FractionAbove(e2e, now, Seconds{300}, kE2eThresholdSeconds));
+}
+
+void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready,
+                             const gpu::GpuSnapshot* gpus, scale::ScalingInput& input) const {
+  std::vector<const FamilyValueMap*> scraped;
+  for (const ReadyReplicaRef& ref : ready) {
+    if (auto it = replicas_.find(ref.id); it != replicas_.end()) {
+      scraped.push_back(&it->second->latest);
+    }
+  }
+  FillPerReplica(scraped, input);
+  if (series_ != 0) FillServiceValues(now, input);
   if (gpus != nullptr) FillKernel(ready, *gpus, input);
   FillGateway(now, input);
 }
@@ -491,7 +600,7 @@ std::vector<ServiceMetricView::Unexported> ServiceMetricView::FindUnexported(
     if (!FromScrapes(metric, input)) continue;
     const auto source = ScrapeSources().find(metric);
     std::vector<std::string_view> families = {metric};
-    if (source != ScrapeSources().end()) families = source->second;
+    if (source != ScrapeSources().end()) families = source->second.families;
     const bool exported = std::any_of(scraped.begin(), scraped.end(), [&](const auto* w) {
       return std::any_of(families.begin(), families.end(),
                          [&](std::string_view f) { return w->families.contains(f); });
@@ -506,18 +615,15 @@ std::vector<ServiceMetricView::Unexported> ServiceMetricView::FindUnexported(
 void ServiceMetricView::AddReadFamilies(const std::vector<std::string>& policy_metrics,
                                         std::set<std::string, std::less<>>& families) {
   for (std::string_view name :
-       {names::kWaiting, names::kRunning, names::kKvUsage, names::kKvUsageFormer,
-        kSuccessCounter, kPromptTokensCounter, kGenerationTokensCounter, kTtftHistogram,
-        kE2eHistogram}) {
+       {names::kWaiting, names::kRunning, names::kKvUsage, names::kKvUsageFormer}) {
     families.emplace(name);
   }
-  families.insert(kTpotHistograms.begin(), kTpotHistograms.end());
   for (const std::string& metric : policy_metrics) {
     const auto source = ScrapeSources().find(metric);
     if (source == ScrapeSources().end()) {
       families.insert(metric);
     } else {
-      families.insert(source->second.begin(), source->second.end());
+      families.insert(source->second.families.begin(), source->second.families.end());
     }
   }
 }

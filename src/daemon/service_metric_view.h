@@ -23,6 +23,9 @@
 //    vllm:time_per_output_token_seconds it exports), kE2eOver5sRatio (5 min). These read
 //    every replica with windows (as Prometheus reads every scraped target); Forget/Retain
 //    decide which. A value with no data (fewer than two scrapes, no observations) is absent.
+//    Only the service values the policy reads are kept (SetReadMetrics; all by default): a
+//    window per replica per scrape is most of a tick's CPU and of the daemon's memory at
+//    fleet scale, and a policy on a gauge needs none.
 //  - gateway values (source kGateway, names kGateway* in metric_names.h), from the cumulative
 //    measurements the daemon samples from its gateway every tick (RecordGateway; from the
 //    service's first request, queued or sent, on: before it there are none): request
@@ -71,6 +74,11 @@ class ServiceMetricView {
   ServiceMetricView(ServiceMetricView&&) noexcept;
   ServiceMetricView& operator=(ServiceMetricView&&) noexcept;
 
+  // Which service values to keep windows for: those among `policy_metrics` (names a policy
+  // reads). A value dropped here loses its windows; one added starts with empty windows
+  // (absent until two scrapes, as for a new replica). Cheap when nothing changed.
+  void SetReadMetrics(const std::vector<std::string>& policy_metrics);
+
   // One scrape of `replica` at `now`.
   void Record(Seconds now, const std::string& replica, const metrics::Exposition& exposition);
   // The gateway's cumulative measurements of this service at `now`.
@@ -105,9 +113,10 @@ class ServiceMetricView {
                                          const scale::ScalingInput& input) const;
 
   // Adds the families this view reads from a scrape when the policy reads `policy_metrics`:
-  // vLLM's gauges (both names of a renamed one), counters and histograms above, and each
-  // policy metric's source families (or the family of its own name). A scrape parsed with
-  // only these (metrics::ParseOptions::only_families) gives the same inputs and errors.
+  // vLLM's waiting, running and KV gauges (both names of a renamed one), and each policy
+  // metric's source families (or the family of its own name): the counters and histograms
+  // above only when a policy metric is computed from them. A scrape parsed with only these
+  // (metrics::ParseOptions::only_families) gives the same inputs and errors.
   static void AddReadFamilies(const std::vector<std::string>& policy_metrics,
                               std::set<std::string, std::less<>>& families);
 
@@ -115,12 +124,15 @@ class ServiceMetricView {
   struct ReplicaWindows;
   struct GatewayWindows;
   void FillGateway(Seconds now, scale::ScalingInput& input) const;
+  // The service values computed from the replicas' windows.
+  void FillServiceValues(Seconds now, scale::ScalingInput& input) const;
   // False for metrics that do not come from replicas' scrapes (see FindUnexported).
   bool FromScrapes(std::string_view metric, const scale::ScalingInput& input) const;
   SloThresholds slo_;
   std::unique_ptr<GatewayWindows> gateway_;  // from the first request on
   std::optional<Seconds> gateway_idle_at_;    // the last RecordGateway before it
   Seconds retention_;
+  unsigned series_;  // which replica windows to keep (bits of the .cc's Series)
   std::map<std::string, std::unique_ptr<ReplicaWindows>> replicas_;
 };
 

@@ -6,6 +6,7 @@
 
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,38 @@ TEST(ServiceMetricViewTest, KvUsageIsReadUnderTheCurrentAndTheFormerName) {
   EXPECT_THAT(input.metrics.at(former).per_replica, ElementsAre(0.5, 0.25, 0.6));
 }
 
+// Scrape after scrape a replica lists the same families (the view then writes values in
+// place): later values, renamed copies and a changed family list all come through.
+TEST(ServiceMetricViewTest, LaterScrapesOfTheSameFamiliesUpdateEveryValue) {
+  auto gauge = [](std::string_view name, double value) {
+    return fmt::format("# TYPE {0} gauge\n{0}{{model_name=\"m\"}} {1}\n", name, value);
+  };
+  const std::string current(names::kKvUsage), former(names::kKvUsageFormer);
+  const std::string waiting(names::kWaiting), running(names::kRunning);
+  ServiceMetricView view;
+  auto at = [&](double t) { return FillAt(view, Seconds{t}, Ready({"r1"})); };
+  view.Record(Seconds{1}, "r1", Parse(Gauges(1, 2) + gauge(former, 0.25)));
+  view.Record(Seconds{2}, "r1", Parse(Gauges(5, 6) + gauge(former, 0.5)));
+  scale::ScalingInput input = at(2);
+  EXPECT_THAT(input.metrics.at(waiting).per_replica, ElementsAre(5));
+  EXPECT_THAT(input.metrics.at(running).per_replica, ElementsAre(6));
+  EXPECT_THAT(input.metrics.at(former).per_replica, ElementsAre(0.5));
+  EXPECT_THAT(input.metrics.at(current).per_replica, ElementsAre(0.5)) << "copied again";
+  // A family gone, one new: rebuilt.
+  view.Record(Seconds{3}, "r1", Parse(Gauges(7, 8) + gauge("vllm:num_preemptions_total", 3)));
+  input = at(3);
+  EXPECT_THAT(input.metrics.at(waiting).per_replica, ElementsAre(7));
+  EXPECT_THAT(input.metrics.at(current).per_replica, ::testing::IsEmpty());
+  EXPECT_THAT(input.metrics.at("vllm:num_preemptions_total").per_replica, ElementsAre(3));
+  // A family split by another (its name twice) is summed, scrape after scrape.
+  for (double t : {4.0, 5.0}) {
+    view.Record(Seconds{t}, "r1",
+                Parse(gauge(waiting, t) + gauge(running, 1) +
+                      fmt::format("{}{{model_name=\"n\"}} 10\n", waiting)));
+    EXPECT_THAT(at(t).metrics.at(waiting).per_replica, ElementsAre(t + 10)) << t;
+  }
+}
+
 TEST(ServiceMetricViewTest, ReplicaNotReadyIsExcludedFromPerReplicaValues) {
   ServiceMetricView view;
   view.Record(Seconds{10}, "r1", Parse(Gauges(4, 1)));
@@ -170,6 +203,49 @@ TEST(ServiceMetricViewTest, SuccessRatesSumPerReplicaRatesOverLabelSets) {
   EXPECT_DOUBLE_EQ(*rate30.service_value, 4.0);
   // 2 min window: baseline t = 0. r1: 180 / 120 = 1.5, r2: 120 / 120 = 1.
   EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kSuccessRate2m)).service_value, 2.5);
+}
+
+// Windows only for the service values the policy reads: none for a policy on a gauge; one
+// added later starts empty (a rate needs two scrapes from then on); one dropped is gone.
+TEST(ServiceMetricViewTest, KeepsWindowsOnlyForTheValuesThePolicyReads) {
+  ServiceMetricView view;
+  view.SetReadMetrics({std::string(names::kWaiting)});
+  view.Record(Seconds{0}, "r1", Parse(Gauges(1, 2) + Success(0, 0)));
+  view.Record(Seconds{60}, "r1", Parse(Gauges(3, 2) + Success(60, 0)));
+  scale::ScalingInput input = FillAt(view, Seconds{60}, Ready({"r1"}));
+  EXPECT_THAT(input.metrics.at(std::string(names::kWaiting)).per_replica, ElementsAre(3));
+  EXPECT_FALSE(input.metrics.contains(std::string(names::kSuccessRate30s)));
+
+  view.SetReadMetrics({std::string(names::kWaiting), std::string(names::kSuccessRate30s)});
+  view.Record(Seconds{120}, "r1", Parse(Success(120, 0)));
+  EXPECT_FALSE(FillAt(view, Seconds{120}, Ready({"r1"}))
+                   .metrics.contains(std::string(names::kSuccessRate30s)))
+      << "one scrape since the window started";
+  view.Record(Seconds{180}, "r1", Parse(Success(240, 0)));
+  input = FillAt(view, Seconds{180}, Ready({"r1"}));
+  EXPECT_DOUBLE_EQ(*input.metrics.at(std::string(names::kSuccessRate30s)).service_value, 2.0);
+
+  view.SetReadMetrics({});
+  EXPECT_FALSE(FillAt(view, Seconds{180}, Ready({"r1"}))
+                   .metrics.contains(std::string(names::kSuccessRate30s)));
+}
+
+// What a policy reads decides which families a scrape keeps: the vLLM gauges always, the
+// counters and histograms only for the service values computed from them.
+TEST(ServiceMetricViewTest, ReadFamiliesFollowThePolicysMetrics) {
+  std::set<std::string, std::less<>> gauge_only, slo;
+  ServiceMetricView::AddReadFamilies({std::string(names::kWaiting)}, gauge_only);
+  EXPECT_THAT(gauge_only, ::testing::UnorderedElementsAre(
+                              "vllm:num_requests_waiting", "vllm:num_requests_running",
+                              "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"));
+  ServiceMetricView::AddReadFamilies(
+      {std::string(names::kTpotViolationRatio), std::string(names::kGenerationTokensRate30s)}, slo);
+  for (const char* family :
+       {"vllm:request_time_per_output_token_seconds", "vllm:inter_token_latency_seconds",
+        "vllm:time_per_output_token_seconds", "vllm:generation_tokens_total"}) {
+    EXPECT_TRUE(slo.contains(family)) << family;
+  }
+  EXPECT_FALSE(slo.contains("vllm:time_to_first_token_seconds"));
 }
 
 TEST(ServiceMetricViewTest, ViolationRatiosWeightReplicasByObservations) {

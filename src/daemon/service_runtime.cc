@@ -86,6 +86,8 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
                                             const gpu::GpuSnapshot* gpus,
                                             const OutstandingSink& sink,
                                             ServiceTickResult& result) {
+  // Only the windows the policy reads (a rules policy's metrics change with its rules).
+  view_.SetReadMetrics(policy_->inner().MetricNames());
   std::vector<ReadyReplicaRef> ready;
   std::vector<std::string> seen;
   for (const ReplicaObservation& r : observation.replicas) {

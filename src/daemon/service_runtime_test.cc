@@ -94,6 +94,7 @@ TEST(ServiceRuntimeSloTest, ViolationRatioUsesTheServicesSloTargets) {
     auto policy = std::make_unique<testing::ScriptedPolicy>(1, 1);
     testing::ScriptedPolicy* scripted = policy.get();
     scripted->desired = 1;
+    scripted->metric_names = {"slo:ttft_violation_ratio:1m"};  // its window is kept
     ServiceConfig service = Service(1, 1);
     service.slo.ttft_seconds = ttft_target;
     ServiceRuntime runtime(service, std::move(policy), orch);
