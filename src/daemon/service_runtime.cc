@@ -70,6 +70,20 @@ ServiceRuntime::ServiceRuntime(ServiceConfig config, std::unique_ptr<scale::Poli
   controller_config.reconciler.drain_timeout = config_.drain_timeout;
   controller_ =
       std::make_unique<scale::Controller>(std::move(wrapped), orchestrator_, controller_config);
+  LearnPolicyMetrics();
+}
+
+void ServiceRuntime::LearnPolicyMetrics() {
+  metric_names_ = policy_->inner().MetricNames();
+  const std::vector<PromQuery> queries = PromQueries();
+  scraped_metrics_.clear();
+  for (const std::string& name : metric_names_) {
+    const bool queried = std::any_of(queries.begin(), queries.end(),
+                                     [&](const PromQuery& q) { return q.key == name; });
+    if (!queried) scraped_metrics_.push_back(name);
+  }
+  // Only the windows the policy reads (a rules policy's metrics change with its rules).
+  view_.SetReadMetrics(metric_names_);
 }
 
 ServiceRuntime::~ServiceRuntime() = default;
@@ -86,8 +100,6 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
                                             const gpu::GpuSnapshot* gpus,
                                             const OutstandingSink& sink,
                                             ServiceTickResult& result) {
-  // Only the windows the policy reads (a rules policy's metrics change with its rules).
-  view_.SetReadMetrics(policy_->inner().MetricNames());
   std::vector<ReadyReplicaRef> ready;
   std::vector<std::string> seen;
   for (const ReplicaObservation& r : observation.replicas) {
@@ -166,14 +178,8 @@ std::string UnexportedMessage(const ServiceMetricView::Unexported& u) {
 void ServiceRuntime::ReportUnexported(const std::vector<ReadyReplicaRef>& ready,
                                       const scale::ScalingInput& input,
                                       ServiceTickResult& result) const {
-  const std::vector<PromQuery> queries = PromQueries();
-  std::vector<std::string> scraped;
-  for (std::string& name : policy_->inner().MetricNames()) {
-    const bool queried = std::any_of(queries.begin(), queries.end(),
-                                     [&](const PromQuery& q) { return q.key == name; });
-    if (!queried) scraped.push_back(std::move(name));
-  }
-  for (const ServiceMetricView::Unexported& u : view_.FindUnexported(ready, scraped, input)) {
+  for (const ServiceMetricView::Unexported& u :
+       view_.FindUnexported(ready, scraped_metrics_, input)) {
     result.metric_errors.push_back(UnexportedMessage(u));
   }
 }
@@ -204,6 +210,7 @@ std::optional<int> ServiceRuntime::manual_replicas() const { return policy_->man
 
 void ServiceRuntime::ReplacePolicy(std::unique_ptr<scale::Policy> policy) {
   policy_->set_inner(std::move(policy));
+  LearnPolicyMetrics();
 }
 
 std::vector<PromQuery> ServiceRuntime::PromQueries() const {
@@ -213,7 +220,7 @@ std::vector<PromQuery> ServiceRuntime::PromQueries() const {
 std::string_view ServiceRuntime::policy_family() const { return policy_->Family(); }
 
 void ServiceRuntime::AddScrapedFamilies(std::set<std::string, std::less<>>& families) const {
-  ServiceMetricView::AddReadFamilies(policy_->inner().MetricNames(), families);
+  ServiceMetricView::AddReadFamilies(metric_names_, families);
 }
 
 }  // namespace gpuscale::daemon

@@ -121,12 +121,17 @@ class ServiceRuntime {
                               ServiceTickResult& result);
   void ReportUnexported(const std::vector<ReadyReplicaRef>& ready, const scale::ScalingInput& input,
                         ServiceTickResult& result) const;
+  // What the policy reads, derived once per policy instance (a policy's metrics change only
+  // with the policy: ReplacePolicy), not on every tick.
+  void LearnPolicyMetrics();
 
   ServiceConfig config_;
   scale::ReplicaOrchestrator& orchestrator_;
   OverridablePolicy* policy_;  // owned by controller_
   std::unique_ptr<scale::Controller> controller_;
   ServiceMetricView view_;
+  std::vector<std::string> metric_names_;     // policy_->inner().MetricNames()
+  std::vector<std::string> scraped_metrics_;  // those not asked of Prometheus
   std::optional<ServiceTickResult> last_;
 };
 

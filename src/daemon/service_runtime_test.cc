@@ -45,6 +45,16 @@ class ServiceRuntimeTest : public ::testing::Test {
     runtime_ = std::make_unique<ServiceRuntime>(Service(1, 4), std::move(policy), orch_);
   }
 
+  // Swaps in a scripted policy that reads `metrics` (a policy's metrics are fixed for its
+  // lifetime: the runtime learns them when it gets the policy), with the same desired count.
+  void UsePolicyReading(std::vector<std::string> metrics) {
+    auto policy = std::make_unique<testing::ScriptedPolicy>(1, 4);
+    policy->metric_names = std::move(metrics);
+    policy->desired = policy_->desired;
+    policy_ = policy.get();
+    runtime_->ReplacePolicy(std::move(policy));
+  }
+
   // Ready replicas all report `waiting` queued requests.
   ServiceObservation Observe(double waiting, Seconds now) {
     orch_.Advance(now);
@@ -173,7 +183,7 @@ TEST_F(ServiceRuntimeTest, MetricNoReadyReplicaExportsIsAMetricErrorByName) {
   policy_->desired = 2;
   runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
   for (const Case& c : cases) {
-    policy_->metric_names = {c.metric};
+    UsePolicyReading({c.metric});
     ServiceTickResult r = runtime_->Tick(Seconds{1}, Observe(0, Seconds{1}), nullptr, sink_);
     if (c.error.empty()) {
       EXPECT_THAT(r.metric_errors, ::testing::IsEmpty()) << c.metric;
@@ -187,7 +197,7 @@ TEST_F(ServiceRuntimeTest, MetricNoReadyReplicaExportsIsAMetricErrorByName) {
 
 // Without a ready replica there is nobody to export anything: no error.
 TEST_F(ServiceRuntimeTest, NoReadyReplicaMeansNoUnexportedMetricError) {
-  policy_->metric_names = {"vllm:kv_cache_usage_perc"};
+  UsePolicyReading({"vllm:kv_cache_usage_perc"});
   ServiceTickResult r = runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
   EXPECT_THAT(r.metric_errors, ::testing::IsEmpty());
 }

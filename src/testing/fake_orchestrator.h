@@ -114,7 +114,9 @@ class ScriptedPolicy final : public scale::Policy {
   std::vector<std::string> MetricNames() const override { return metric_names; }
   int desired = 1;
   std::vector<scale::ScalingInput> inputs;
-  std::vector<std::string> metric_names;  // what MetricNames() says the policy reads
+  // What MetricNames() says the policy reads; set it before a ServiceRuntime gets the policy
+  // (the runtime learns a policy's metrics once, as they never change for a real one).
+  std::vector<std::string> metric_names;
 
  private:
   int min_, max_;
