@@ -66,6 +66,8 @@ StringResponse JsonError(http::status status, std::string_view message, std::str
 
 // One connection to a replica's port: /health and /metrics, kept alive.
 awaitable<void> ReplicaSession(std::shared_ptr<Replica> replica, tcp::socket socket) {
+  boost::system::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);  // as net::HttpServer: no Nagle delay
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
   for (;;) {
