@@ -332,17 +332,28 @@ void Daemon::PrepareProbes(Seconds now) {
 void Daemon::Tick() {
   MutexLock loop_lock(loop_mu_);
   const auto started = std::chrono::steady_clock::now();
+  // Where the tick's time goes, for gpuscale_control_loop_phase_seconds_total.
+  std::vector<std::pair<const char*, double>> phases;
+  auto phase_start = started;
+  auto end_phase = [&](const char* phase) {
+    const auto t = std::chrono::steady_clock::now();
+    phases.emplace_back(phase, std::chrono::duration<double>(t - phase_start).count());
+    phase_start = t;
+  };
   const Seconds now = clock_.Now();
   std::vector<store::EventRow> events;
   ApplyCommands(now);
   PrepareProbes(now);
   for (auto& [name, slot] : services_) slot->orch->Poll(now);
   PollRetiring(now, events);
+  end_phase("probe");
   Result<gpu::GpuSnapshot> gpus = monitor_->Snapshot();
   const gpu::GpuSnapshot* snapshot = gpus ? &*gpus : nullptr;
   Observed observed = Collect(now, snapshot);
   PostGpuLoad(observed);
+  end_phase("collect");
   for (auto& [name, slot] : services_) TickService(*slot, now, observed, snapshot, events);
+  end_phase("services");
   PersistLeases();
   events_->Append(events);
   if (now - last_retention_ > Seconds{3600}) {
@@ -350,13 +361,16 @@ void Daemon::Tick() {
     (void)store_->events().DeleteBefore(now - options_.retention);
     (void)store_->decisions().DeleteBefore(now - options_.retention);
   }
+  end_phase("persist");
   ++tick_count_;
   PublishViews(now);
   PublishRoutes(now);
+  end_phase("publish");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   MutexLock lock(mu_);
   metrics_.ObserveLoop(seconds);
+  for (const auto& [phase, phase_seconds] : phases) metrics_.AddLoopPhase(phase, phase_seconds);
   first_tick_done_ = true;
 }
 

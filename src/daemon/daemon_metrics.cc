@@ -124,6 +124,14 @@ std::string DaemonMetrics::Render(const gpu::GpuSnapshot* gpus, const gpu::Score
   bounds.push_back(std::numeric_limits<double>::infinity());
   cumulative.push_back(static_cast<double>(loop_count_));
   w.AddHistogram({}, bounds, cumulative, loop_sum_);
+  w.BeginFamily("gpuscale_control_loop_phase_seconds_total", MetricType::kCounter,
+                "Wall time of the control ticks by phase: probe (commands, probes, polls), "
+                "collect (scrapes and queries), services (decide and reconcile), persist "
+                "(leases, events, retention), publish (API views and gateway routes).");
+  for (const auto& [phase, seconds] : loop_phases_) {
+    const std::vector<metrics::Label> labels = {{"phase", phase}};
+    w.AddValue(labels, seconds);
+  }
   w.BeginFamily("gpuscale_leases", MetricType::kGauge, "GPU leases held by replicas.");
   w.AddValue({}, static_cast<double>(leases));
   w.BeginFamily("gpuscale_store_errors_total", MetricType::kCounter,

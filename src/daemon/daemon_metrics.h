@@ -6,8 +6,9 @@
 //   gpuscale_gpu_power_watts, gpuscale_gpu_availability_score  {gpu, uuid, name}
 //   gpuscale_service_replicas{service, phase}, gpuscale_service_desired_replicas{service},
 //   gpuscale_decisions_total{service}, gpuscale_scrape_errors_total{service},
-//   gpuscale_control_loop_duration_seconds (histogram), gpuscale_leases,
-//   gpuscale_store_errors_total.
+//   gpuscale_control_loop_duration_seconds (histogram),
+//   gpuscale_control_loop_phase_seconds_total{phase} (where the ticks' time went: probe,
+//   collect, services, persist, publish), gpuscale_leases, gpuscale_store_errors_total.
 // Absent GPU readings are left out (never written as 0).
 //
 // Ownership: plain values. Thread-safety: none; the daemon guards it with its view mutex.
@@ -38,6 +39,8 @@ class DaemonMetrics {
                                                          0.25,  0.5,  1,     2.5,  5};
 
   void ObserveLoop(double seconds);
+  // Adds one tick's wall time in `phase` (a fixed name: the label's values stay few).
+  void AddLoopPhase(const std::string& phase, double seconds) { loop_phases_[phase] += seconds; }
   void AddDecision(const std::string& service) { ++decisions_[service]; }
   void AddScrapeErrors(const std::string& service, int n) { scrape_errors_[service] += n; }
   // Store write failures so far (StoreHealth counts them; copied here before Render).
@@ -53,6 +56,7 @@ class DaemonMetrics {
   std::array<int64_t, kLoopBounds.size()> loop_buckets_{};  // non-cumulative counts
   int64_t loop_count_ = 0;
   double loop_sum_ = 0;
+  std::map<std::string, double> loop_phases_;
   std::map<std::string, int64_t> decisions_;
   std::map<std::string, int64_t> scrape_errors_;
   int64_t store_errors_ = 0;

@@ -32,6 +32,9 @@ TEST(DaemonMetricsTest, RendersGpuServiceAndLoopFamiliesThatParseBack) {
   m.ObserveLoop(7);
   m.AddDecision("chat");
   m.AddScrapeErrors("chat", 2);
+  m.AddLoopPhase("collect", 0.5);
+  m.AddLoopPhase("collect", 0.25);
+  m.AddLoopPhase("services", 0.125);
   ServiceGauges s{"chat", 1, 0, 2, 0, 3};
   const std::string text = m.Render(&snapshot, {}, {s}, 2);
 
@@ -53,6 +56,10 @@ TEST(DaemonMetricsTest, RendersGpuServiceAndLoopFamiliesThatParseBack) {
   EXPECT_THAT(text, HasSubstr("gpuscale_control_loop_duration_seconds_bucket{le=\"0.025\"} 1"));
   EXPECT_THAT(text, HasSubstr("gpuscale_control_loop_duration_seconds_count 2"));
   EXPECT_THAT(text, HasSubstr("gpuscale_leases 2"));
+  EXPECT_THAT(text, HasSubstr("# TYPE gpuscale_control_loop_phase_seconds_total counter"));
+  EXPECT_THAT(text, HasSubstr("gpuscale_control_loop_phase_seconds_total{phase=\"collect\"} 0.75"));
+  EXPECT_THAT(text,
+              HasSubstr("gpuscale_control_loop_phase_seconds_total{phase=\"services\"} 0.125"));
   const metrics::MetricFamily* loop = parsed->FindFamily("gpuscale_control_loop_duration_seconds");
   ASSERT_NE(loop, nullptr);
   EXPECT_EQ(loop->type, metrics::MetricType::kHistogram);
