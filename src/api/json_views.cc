@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "core/clock.h"
 #include "scale/replica_orchestrator.h"
@@ -186,6 +188,23 @@ Json GatewayJson(const std::optional<daemon::GatewayFigures>& g) {
               {"tpot_violation_ratio", OrNull(g->tpot_violation_ratio)}};
 }
 
+namespace {
+
+// The spec as JSON, converted from its YAML text once per distinct text: parsing YAML was
+// most of a 1,000-service GET /v1/services (a document per service per request), and a
+// spec changes only when someone edits it. Bounded: cleared past 16,384 texts (a fleet of
+// that many services, or that many edits; ~4 KB each).
+Json SpecJson(const std::string& yaml_text) {
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::string, Json>();
+  std::lock_guard lock(mu);
+  if (auto it = cache->find(yaml_text); it != cache->end()) return it->second;
+  if (cache->size() >= 16384) cache->clear();
+  return cache->emplace(yaml_text, YamlTextToJson(yaml_text)).first->second;
+}
+
+}  // namespace
+
 Json ServiceJson(const daemon::ServiceView& service) {
   Json last_decision = nullptr;
   if (service.last_decision_at) {
@@ -207,7 +226,7 @@ Json ServiceJson(const daemon::ServiceView& service) {
               {"metric_errors", service.metric_errors},
               {"gateway", GatewayJson(service.gateway)},
               {"created_at", Time(service.created_at)},
-              {"spec", YamlTextToJson(service.spec_yaml)}};
+              {"spec", SpecJson(service.spec_yaml)}};
 }
 
 Json RuleJson(const daemon::RuleView& rule) {
