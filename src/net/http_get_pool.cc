@@ -94,7 +94,20 @@ awaitable<Result<HttpGetResponse>> GetOne(HttpGetPool::Impl& impl, const HttpGet
     if (!kept) {
       tcp::resolver resolver(impl.ioc);
       const std::string port = std::to_string(request.port);
-      auto [rec, endpoints] = co_await resolver.async_resolve(request.host, port, kTuple);
+      boost::system::error_code rec;
+      tcp::resolver::results_type endpoints;
+      boost::system::error_code not_numeric;
+      asio::ip::make_address(request.host, not_numeric);
+      if (!not_numeric) {
+        // An address literal (every replica the orchestrators start): no name lookup, and no
+        // hop through asio's one resolver thread, which runs getaddrinfo calls one at a time.
+        endpoints = resolver.resolve(
+            request.host, port, tcp::resolver::numeric_host | tcp::resolver::numeric_service, rec);
+      } else {
+        auto [ec, found] = co_await resolver.async_resolve(request.host, port, kTuple);
+        rec = ec;
+        endpoints = std::move(found);
+      }
       if (rec) {
         co_return Unavailable(fmt::format("cannot resolve '{}': {}", request.host, rec.message()));
       }

@@ -1,5 +1,6 @@
 #include "net/http_get_pool.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -78,6 +79,24 @@ TEST(HttpGetPoolTest, AnswersEveryRequestInOrderOverKeptConnections) {
   EXPECT_EQ(pool.connections_opened(), server.accepted.load());
   EXPECT_GE(pool.requests_reused(), 120 - 4);
   EXPECT_GE(pool.idle_connections(), 1u);
+}
+
+// Address literals connect without a lookup; names are resolved (asynchronously; only
+// "localhost", from /etc/hosts: tests send nothing outside 127.0.0.0/8, DNS included).
+TEST(HttpGetPoolTest, ResolvesHostNamesAndConnectsToAddressesDirectly) {
+  CountingServer server;
+  HttpGetPool pool;
+  HttpGetRequest by_name = server.Get("/name");
+  by_name.host = "localhost";
+  std::vector<Result<HttpGetResponse>> results = pool.GetAll({server.Get("/literal"), by_name});
+  ASSERT_TRUE(results[0].has_value()) << results[0].error().ToString();
+  EXPECT_EQ(results[0]->body, "ok /literal");
+  if (results[1].has_value()) {
+    EXPECT_EQ(results[1]->body, "ok /name");
+  } else {
+    // Where "localhost" is ::1 only, a server on 127.0.0.1 is not reached, but the name was.
+    EXPECT_THAT(results[1].error().message, ::testing::Not(::testing::HasSubstr("resolve")));
+  }
 }
 
 // The server closes idle connections sooner than the pool would drop them: the first

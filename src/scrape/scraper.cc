@@ -89,6 +89,11 @@ Result<Exposition> ScrapeMetrics(std::string_view url, const ScrapeOptions& opti
 ScrapePool::ScrapePool(size_t max_in_flight) {
   net::HttpGetPoolOptions options;
   options.max_in_flight = max_in_flight;
+  // A replica is scraped once a tick; a slow tick (10,000 replicas) must not outlast the kept
+  // connections, or every scrape reconnects and the next tick is slower still. Kept as long
+  // as Go's HTTP client keeps Prometheus's (90 s): a server that closed one meanwhile (uvicorn
+  // after 5 s) costs one retry on a fresh connection, which HttpGetPool does.
+  options.idle_timeout = Seconds{90};
   pool_ = std::make_unique<net::HttpGetPool>(options);
 }
 
