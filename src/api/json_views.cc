@@ -34,17 +34,14 @@ Json GpuArray(const std::vector<gpu::GpuInfo>& gpus, const gpu::ScoreWeights& we
   Json array = Json::array();
   for (const gpu::GpuInfo& gpu : gpus) {
     Json entry = GpuJson(gpu, weights);
-    if (!with_processes) entry.erase("processes");
+    if (with_processes) {
+      Json& processes = entry["processes"] = Json::array();
+      for (const gpu::GpuProcess& p : gpu.processes) {
+        processes.push_back(
+            Json{{"pid", p.pid}, {"name", p.name}, {"used_memory_mb", OrNull(p.used_memory_mb)}});
+      }
+    }
     array.push_back(std::move(entry));
-  }
-  return array;
-}
-
-Json ProcessesJson(const std::vector<gpu::GpuProcess>& processes) {
-  Json array = Json::array();
-  for (const gpu::GpuProcess& p : processes) {
-    array.push_back(
-        Json{{"pid", p.pid}, {"name", p.name}, {"used_memory_mb", OrNull(p.used_memory_mb)}});
   }
   return array;
 }
@@ -116,8 +113,7 @@ Json GpuJson(const gpu::GpuInfo& gpu, const gpu::ScoreWeights& weights) {
               {"utilization_percent", OrNull(gpu.utilization_percent)},
               {"temperature_c", OrNull(gpu.temperature_c)},
               {"power_draw_w", OrNull(gpu.power_draw_w)},
-              {"score", Round(gpu::AvailabilityScore(gpu, weights), 10000.0)},
-              {"processes", ProcessesJson(gpu.processes)}};
+              {"score", Round(gpu::AvailabilityScore(gpu, weights), 10000.0)}};
 }
 
 Json SnapshotJson(const gpu::GpuSnapshot& snapshot, const gpu::ScoreWeights& weights) {
