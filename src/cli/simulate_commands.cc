@@ -124,7 +124,8 @@ struct Run {
   Result<sim::SimResult> result = InvalidArgument("not run");
 };
 
-Result<Run> PrepareRun(const std::string& path) {
+// Loads a config and sizes an `initial_replicas: auto` warm start from the trace.
+Result<Run> PrepareRun(const std::string& path, const sim::Trace& trace, std::ostream& err) {
   auto file = config::LoadSimConfigFile(path);
   if (!file) {
     Error e = file.error();
@@ -141,6 +142,13 @@ Result<Run> PrepareRun(const std::string& path) {
   }
   run.model = std::move(*model);
   run.file = std::move(*file);
+  if (int& initial = run.file.sim.service.initial_replicas;
+      initial == sim::ServiceSpec::kAutoInitialReplicas) {
+    initial = sim::WarmStartReplicas(run.file.sim, *run.model, trace);
+    err << fmt::format("simulate: {}: initial_replicas auto: {} (the static fleet for the "
+                       "trace's first {:.0f} s)\n",
+                       run.name, initial, sim::kWarmStartSeconds);
+  }
   // Parse the policy once up front so that errors surface before any thread starts.
   auto policy = config::MakeSimPolicy(run.file);
   if (!policy) {
@@ -252,6 +260,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
   nlohmann::ordered_json j;
   j["name"] = run.name;
   j["policy"] = r.policy;
+  j["initial_replicas"] = run.file.sim.service.ReadyAtStart();
   j["trace"] = trace_json;
   j["requests"] = r.requests;
   j["completed"] = r.completed;
@@ -310,7 +319,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
 int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
   auto trace = LoadTrace(flags, ctx.err);
   if (!trace) return ctx.Fail(trace.error());
-  auto run = PrepareRun(flags.config);
+  auto run = PrepareRun(flags.config, *trace, ctx.err);
   if (!run) return ctx.Fail(run.error());
   std::mutex err_mu;
   Execute(*run, *trace, ctx.err, err_mu);
@@ -360,7 +369,7 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
   if (!trace) return ctx.Fail(trace.error());
   std::vector<Run> runs;
   for (const auto& path : flags.compare) {
-    auto run = PrepareRun(path);
+    auto run = PrepareRun(path, *trace, ctx.err);
     if (!run) return ctx.Fail(run.error());
     runs.push_back(std::move(*run));
   }

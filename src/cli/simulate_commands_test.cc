@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cli/command.h"
@@ -169,6 +170,36 @@ TEST_F(SimulateCommandTest, ReportsTheSmallestStaticFleetMeetingTheTargetUnlessS
             0)
       << err;
   EXPECT_NE(out.find("static_fleet         1 replica, "), std::string::npos) << out;
+}
+
+TEST_F(SimulateCommandTest, AnAutoWarmStartIsSizedFromTheTraceAndReported) {
+  std::ifstream conv(Config("hpa"));
+  std::stringstream text;
+  text << conv.rdbuf();
+  std::string yaml = text.str();
+  const std::string fixed = "initial_replicas: 8";
+  const auto at = yaml.find(fixed);
+  ASSERT_NE(at, std::string::npos) << yaml;
+  yaml.replace(at, fixed.size(), "initial_replicas: auto");
+  std::ofstream(Path("auto.yaml")) << yaml;
+  std::string out, err;
+  ASSERT_EQ(Run({"simulate", "--config", Path("auto.yaml"), "--trace", Path("trace.csv"),
+                 "--rate-scale", "4", "--no-oracle", "-o", "json"},
+                &out, &err),
+            0)
+      << err;
+  // 80 req/s from the first second: one replica is not warm for it, and the warm start is
+  // the static fleet sized on those first minutes (here the whole 150 s trace).
+  const auto fleet_at = out.find("\"static_fleet\": {\n    \"replicas\": ");
+  ASSERT_NE(fleet_at, std::string::npos) << out;
+  const int fleet = std::stoi(out.substr(out.find(": ", fleet_at + 20) + 2));
+  EXPECT_GT(fleet, 1);
+  EXPECT_NE(out.find(fmt::format("\"initial_replicas\": {},", fleet)), std::string::npos) << out;
+  EXPECT_NE(err.find(fmt::format("simulate: auto: initial_replicas auto: {} (the static fleet "
+                                 "for the trace's first 300 s)",
+                                 fleet)),
+            std::string::npos)
+      << err;
 }
 
 TEST_F(SimulateCommandTest, BadConfigNamesFileFieldAndLine) {

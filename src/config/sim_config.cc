@@ -52,8 +52,13 @@ Status ParseService(const YAML::Node& n, sim::SimulationConfig& c) {
                       ReadInt(n, "gpus_per_replica", "service", s.gpus_per_replica));
   GS_ASSIGN_OR_RETURN(s.min_replicas, ReadInt(n, "min_replicas", "service", s.min_replicas));
   GS_ASSIGN_OR_RETURN(s.max_replicas, ReadInt(n, "max_replicas", "service", s.max_replicas));
-  GS_ASSIGN_OR_RETURN(s.initial_replicas,
-                      ReadInt(n, "initial_replicas", "service", s.initial_replicas));
+  // `auto`: sized from the trace's first minutes before the run (sim::WarmStartReplicas).
+  if (const YAML::Node v = n["initial_replicas"]; v.IsDefined() && v.IsScalar() && v.Scalar() == "auto") {
+    s.initial_replicas = sim::ServiceSpec::kAutoInitialReplicas;
+  } else {
+    GS_ASSIGN_OR_RETURN(s.initial_replicas,
+                        ReadInt(n, "initial_replicas", "service", s.initial_replicas));
+  }
   GS_ASSIGN_OR_RETURN(double cold, ReadDouble(n, "cold_start_seconds", "service",
                                               s.cold_start.count()));
   GS_ASSIGN_OR_RETURN(double drain, ReadDouble(n, "drain_timeout_seconds", "service",

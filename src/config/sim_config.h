@@ -4,7 +4,8 @@
 //
 //   cluster: {nodes: 2, gpus_per_node: 8, gpu_type: H100, gpu_memory_mb: 81559}
 //   service: {name: chat, model: llama-3-8b, gpus_per_replica: 1, min_replicas: 1,
-//             max_replicas: 16, initial_replicas: 1, cold_start_seconds: 60,
+//             max_replicas: 16, initial_replicas: 1,  # or auto: sim::WarmStartReplicas
+//             cold_start_seconds: 60,
 //             drain_timeout_seconds: 300}
 //   replica_model: {gpu: h100, max_batch_size: 256, kv_cache_tokens: 0,
 //                   max_batched_tokens: 8192}       # tensor_parallel = gpus_per_replica

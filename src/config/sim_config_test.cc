@@ -122,6 +122,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "policy: {family: slo}\n",
                 "faults.metrics_outages[0].to_seconds: must be >= from_seconds (line 3)"}));
 
+TEST(SimConfigTest, InitialReplicasTakesAutoOrANumber) {
+  auto automatic = Parse("service: {initial_replicas: auto}\npolicy: {family: slo}\n");
+  ASSERT_TRUE(automatic) << automatic.error().ToString();
+  EXPECT_EQ(automatic->sim.service.initial_replicas, sim::ServiceSpec::kAutoInitialReplicas);
+  auto fixed = Parse("service: {initial_replicas: 3}\npolicy: {family: slo}\n");
+  ASSERT_TRUE(fixed) << fixed.error().ToString();
+  EXPECT_EQ(fixed->sim.service.ReadyAtStart(), 3);
+  auto bad = Parse("service: {initial_replicas: many}\npolicy: {family: slo}\n");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().ToString().find("service.initial_replicas"), std::string::npos)
+      << bad.error().ToString();
+}
+
 TEST(SimConfigTest, RejectsUnknownKeys) {
   auto file = Parse("scrape_interval: 5\npolicy: {family: slo}\n");
   ASSERT_FALSE(file);

@@ -346,6 +346,10 @@ Result<SimResult> RunSimulation(const SimulationConfig& config, const ReplicaMod
                                 std::unique_ptr<scale::Policy> policy, const Trace& trace,
                                 const SimOptions& options) {
   GS_RETURN_IF_ERROR(ValidateSimulationConfig(config));
+  if (config.service.initial_replicas == ServiceSpec::kAutoInitialReplicas) {
+    return InvalidArgument("'auto' must be sized from the trace (sim::WarmStartReplicas) first",
+                           "service.initial_replicas");
+  }
   if (trace.requests.empty()) return InvalidArgument("the trace has no requests", "trace");
   if (!policy) return InvalidArgument("no policy given", "policy");
   // The clock steps through every scrape and control tick, busy or idle: a trace stretched

@@ -37,7 +37,10 @@ struct ServiceSpec {
   int gpus_per_replica = 1;
   int min_replicas = 1;
   int max_replicas = 8;
-  int initial_replicas = -1;  // ready at t = 0; -1 = min_replicas
+  // `initial_replicas: auto` in a config: the warm start is sized from the trace
+  // (WarmStartReplicas, sim/static_fleet.h) before anything runs.
+  static constexpr int kAutoInitialReplicas = -2;
+  int initial_replicas = -1;  // ready at t = 0; -1 = min_replicas; kAutoInitialReplicas
   Seconds cold_start{60};     // placement -> ready
   Seconds drain_timeout{300};
 
@@ -160,7 +163,8 @@ Result<SimResult> RunSimulation(const SimulationConfig& config, const ReplicaMod
                                 std::unique_ptr<scale::Policy> policy, const Trace& trace,
                                 const SimOptions& options = {});
 
-// Checks a config alone (the same checks RunSimulation starts with).
+// Checks a config alone (the same checks RunSimulation starts with; RunSimulation also
+// refuses an `initial_replicas: auto` not yet sized from the trace).
 Status ValidateSimulationConfig(const SimulationConfig& config);
 
 }  // namespace gpuscale::sim

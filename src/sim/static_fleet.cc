@@ -44,4 +44,16 @@ Result<StaticFleet> SmallestStaticFleet(const SimulationConfig& config, const Re
   return fleet;
 }
 
+int WarmStartReplicas(const SimulationConfig& config, const ReplicaModel& model,
+                      const Trace& trace) {
+  Trace head;
+  for (const TraceRequest& r : trace.requests) {
+    if (r.arrival_s >= kWarmStartSeconds) break;  // sorted by arrival
+    head.requests.push_back(r);
+  }
+  auto fleet = SmallestStaticFleet(config, model, head, kWarmStartSeconds);
+  if (!fleet) return config.service.min_replicas;  // empty window: nothing to be warm for
+  return std::max(fleet->replicas, config.service.min_replicas);
+}
+
 }  // namespace gpuscale::sim

@@ -41,4 +41,14 @@ Result<StaticFleet> SmallestStaticFleet(const SimulationConfig& config, const Re
                                         const Trace& trace, double end_s,
                                         const StaticFleetProgress& progress = {});
 
+// `service.initial_replicas: auto`: the smallest static fleet meeting the SLO target on the
+// trace's first kWarmStartSeconds (at least min_replicas, at most FleetCeiling()). A
+// simulated service starts in the middle of its traffic, warm for it, as a service that has
+// been scaled on the same load before the trace began would be; sizing that start from the
+// trace itself is a property of the scenario, the same for every policy and reference, not
+// something a policy learns from hindsight. An empty window gives min_replicas.
+inline constexpr double kWarmStartSeconds = 300;
+int WarmStartReplicas(const SimulationConfig& config, const ReplicaModel& model,
+                      const Trace& trace);
+
 }  // namespace gpuscale::sim

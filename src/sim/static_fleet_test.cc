@@ -129,5 +129,39 @@ TEST(StaticFleetTest, RejectsAnEmptyTraceAndANonPositiveDuration) {
   EXPECT_EQ(zero.error().field, "end_s");
 }
 
+TEST(WarmStartReplicasTest, IsTheStaticFleetForTheTracesFirstMinutesOnly) {
+  AffineReplicaModel model;
+  const auto config = TwoGpuConfig();
+  // The first five minutes of a bursty trace, then a flood that must not count.
+  Trace trace = BurstyTrace(kWarmStartSeconds);
+  Trace head = trace;
+  for (double t = kWarmStartSeconds; t < kWarmStartSeconds + 60; t += 0.001) {
+    trace.requests.push_back({t, 2000, 300});
+  }
+  auto fleet = SmallestStaticFleet(config, model, head, kWarmStartSeconds);
+  ASSERT_TRUE(fleet);
+  EXPECT_EQ(WarmStartReplicas(config, model, trace), fleet->replicas);
+  EXPECT_GT(WarmStartReplicas(config, model, trace), 1);
+}
+
+TEST(WarmStartReplicasTest, IsMinReplicasWhenTheFirstMinutesAreSilent) {
+  AffineReplicaModel model;
+  auto config = TwoGpuConfig();
+  config.service.min_replicas = 2;
+  Trace late;
+  late.requests = {{kWarmStartSeconds + 1, 100, 10}};
+  EXPECT_EQ(WarmStartReplicas(config, model, late), 2);
+}
+
+TEST(WarmStartReplicasTest, AnUnsizedAutoStartIsRefusedByTheEngine) {
+  AffineReplicaModel model;
+  auto config = TwoGpuConfig();
+  config.service.initial_replicas = ServiceSpec::kAutoInitialReplicas;
+  auto run = RunSimulation(config, model, std::make_unique<testing::ScriptedPolicy>(1, 1),
+                           BurstyTrace(60));
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().field, "service.initial_replicas");
+}
+
 }  // namespace
 }  // namespace gpuscale::sim
