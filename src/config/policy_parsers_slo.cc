@@ -18,6 +18,8 @@
 //     min_capacity_ratio: 0.25        # (0, 1]; cuts never take capacity below this x initial
 //     probe_load_ratio: 0.9           # (0, 1]; 1 = no probing above loads seen to hold
 //     ready_grace_seconds: 45         # >= 0; violations after a replica turns ready, ignored
+//     recurring_bursts: true          # keep ready for bursts that came back (burst_memory.h)
+//     burst_lead_seconds: 90          # >= 0; ready this long before an expected burst
 #include <cmath>
 
 #include <fmt/format.h>
@@ -94,6 +96,9 @@ Status ReadDynamics(const YAML::Node& block, const std::string& path, scale::Slo
   GS_ASSIGN_OR_RETURN(double grace, ReadRanged(block, "ready_grace_seconds", path,
                                                c.ready_grace.count(), 0, false, kBig));
   c.ready_grace = Seconds{grace};
+  GS_ASSIGN_OR_RETURN(double lead, ReadRanged(block, "burst_lead_seconds", path,
+                                              c.burst_lead.count(), 0, false, kBig));
+  c.burst_lead = Seconds{lead};
   return OkStatus();
 }
 
@@ -114,7 +119,7 @@ Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
          "forecast_horizon_seconds", "trend_window_seconds", "burst_z",
          "scale_down_delay_seconds", "max_scale_down_step", "spare_replicas",
          "follow_short_rate", "learn_capacity", "probe_load_ratio", "min_capacity_ratio",
-         "ready_grace_seconds"}));
+         "ready_grace_seconds", "recurring_bursts", "burst_lead_seconds"}));
     GS_ASSIGN_OR_RETURN(c.target_attainment, ReadRanged(block, "target_attainment", path,
                                                         c.target_attainment, 0, true, 1));
     GS_RETURN_IF_ERROR(ReadCapacity(block, path, c));
@@ -123,6 +128,8 @@ Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
                         yaml::ReadBool(block, "follow_short_rate", path, c.follow_short_rate));
     GS_ASSIGN_OR_RETURN(c.learn_capacity,
                         yaml::ReadBool(block, "learn_capacity", path, c.learn_capacity));
+    GS_ASSIGN_OR_RETURN(c.recurring_bursts,
+                        yaml::ReadBool(block, "recurring_bursts", path, c.recurring_bursts));
     GS_ASSIGN_OR_RETURN(c.probe_load_ratio, ReadRanged(block, "probe_load_ratio", path,
                                                        c.probe_load_ratio, 0, true, 1));
     GS_ASSIGN_OR_RETURN(c.min_capacity_ratio, ReadRanged(block, "min_capacity_ratio", path,

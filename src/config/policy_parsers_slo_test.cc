@@ -22,7 +22,8 @@ TEST(SloPolicyParserTest, ReadsTokenModeTrendAndSpareFields) {
   auto spec = ParseSlo(
       "  output_token_weight: 8\n  initial_capacity_tokens_per_second: 32000\n"
       "  trend_window_seconds: 90\n  spare_replicas: 3\n  probe_load_ratio: 0.8\n"
-      "  min_capacity_ratio: 1\n  follow_short_rate: false\n  ready_grace_seconds: 0\n");
+      "  min_capacity_ratio: 1\n  follow_short_rate: false\n  ready_grace_seconds: 0\n"
+      "  recurring_bursts: false\n  burst_lead_seconds: 120\n");
   ASSERT_TRUE(spec) << spec.error().ToString();
   const auto& policy = dynamic_cast<const scale::SloPolicy&>(*spec->policy);
   EXPECT_DOUBLE_EQ(policy.config().output_token_weight, 8);
@@ -33,6 +34,8 @@ TEST(SloPolicyParserTest, ReadsTokenModeTrendAndSpareFields) {
   EXPECT_DOUBLE_EQ(policy.config().min_capacity_ratio, 1);
   EXPECT_FALSE(policy.config().follow_short_rate);
   EXPECT_DOUBLE_EQ(policy.config().ready_grace.count(), 0);
+  EXPECT_FALSE(policy.config().recurring_bursts);
+  EXPECT_DOUBLE_EQ(policy.config().burst_lead.count(), 120);
   EXPECT_DOUBLE_EQ(policy.capacity(), 32000);  // token mode starts from the token figure
 }
 
@@ -50,6 +53,8 @@ TEST(SloPolicyParserTest, RejectsBadFieldsNamingThem) {
            Case{"  min_capacity_ratio: 1.5\n", "slo.min_capacity_ratio: must be in (0, 1] (line 4)"},
            Case{"  follow_short_rate: sometimes\n", "slo.follow_short_rate"},
            Case{"  ready_grace_seconds: -15\n", "slo.ready_grace_seconds: must be in [0,"},
+           Case{"  burst_lead_seconds: -1\n", "slo.burst_lead_seconds: must be in [0,"},
+           Case{"  recurring_bursts: often\n", "slo.recurring_bursts"},
        }) {
     auto spec = ParseSlo(c.block);
     ASSERT_FALSE(spec) << c.block;

@@ -49,13 +49,22 @@ std::vector<std::string> SloPolicy::MetricNames() const {
   return out;
 }
 
+namespace {
+BurstMemoryConfig BurstConfig(const SloPolicyConfig& c) {
+  BurstMemoryConfig b;
+  b.lead = c.burst_lead;
+  return b;
+}
+}  // namespace
+
 SloPolicy::SloPolicy(SloPolicyConfig config)
     : config_(config),
       initial_capacity_(std::max(config.output_token_weight > 0
                                      ? config.initial_capacity_tokens_per_second
                                      : config.initial_capacity_rps,
                                  1e-3)),
-      capacity_(initial_capacity_) {}
+      capacity_(initial_capacity_),
+      burst_memory_(BurstConfig(config)) {}
 
 bool SloPolicy::ToWorkUnits(const ScalingInput& input, Observation& obs) {
   if (config_.output_token_weight <= 0) return true;
@@ -154,10 +163,12 @@ double SloPolicy::Trend(const Observation& obs, Seconds now) {
   return std::clamp(slope, 0.0, window_trend);
 }
 
-int SloPolicy::Need(const Observation& obs, double trend, double* forecast) const {
+int SloPolicy::Need(const Observation& obs, double trend, double expected,
+                    double* forecast) const {
   double short_rate = *obs.rate_short;
   double long_rate = obs.rate_long.value_or(short_rate);
   double base = config_.follow_short_rate ? std::max(short_rate, long_rate) : long_rate;
+  base = std::max(base, expected);
   double f = base + trend * config_.forecast_horizon.count() +
              config_.burst_z * std::sqrt(base * obs.unit / kBurstWindowSeconds) +
              obs.waiting / kBacklogDrainSeconds;
@@ -199,7 +210,15 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
   double forecast = 0;
   // Without the short rate there is no trend to extrapolate (nor its history to keep).
   const double trend = config_.follow_short_rate ? Trend(*obs, input.now) : 0;
-  int need = Need(*obs, trend, &forecast);
+  std::optional<BurstMemory::Expectation> expected;
+  if (config_.recurring_bursts) {
+    // One Poisson standard deviation of the 30 s rate, in the rate's unit.
+    const double noise = std::sqrt(*obs->rate_short * obs->unit / kBurstWindowSeconds);
+    burst_memory_.Observe(input.now, *obs->rate_short, noise);
+    expected = burst_memory_.Expect(input.now);
+  }
+  int need = Need(*obs, trend, expected ? expected->rate : 0, &forecast);
+  const double waiting_requests = obs->waiting / obs->unit;
   double allowed = 1 - config_.target_attainment;
   bool violating = !in_grace && obs->violation && *obs->violation > allowed;
   if (violating && obs->waiting > 0 && current == input.ready_replicas) {
@@ -221,6 +240,18 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
       FormatNumber(forecast), unit, FormatNumber(config_.forecast_horizon.count()),
       FormatNumber(*obs->rate_short), FormatNumber(capacity_), unit, ratio(obs->ttft_violation),
       ratio(obs->tpot_violation));
+  if (expected) why += fmt::format(", ready for {} {}: {}", FormatNumber(expected->rate), unit,
+                                   expected->reason);
+  // A queue (more than a request waiting per ready replica: a stray one is a batch filling
+  // up) says the fleet is short now, whatever the forecast.
+  if (need < current && waiting_requests > std::max(1, input.ready_replicas)) {
+    return {clamp(current),
+            fmt::format("hold at {}: {} requests wait in a queue ({}), need {}", current,
+                        FormatNumber(waiting_requests), why, need),
+            {},
+            {},
+            {}};
+  }
   if (need >= current) {
     return {
         need, fmt::format("{}: {} -> need {}", FormatChange(current, need), why, need), {}, {}, {}};

@@ -26,10 +26,14 @@
 //     short rate over the last trend_window: a rise must show in both before it buys
 //     replicas a cold start ahead, so one noisy 30 s window does not (a 30 s window of a
 //     bursty trace swings by tens of percent, and the horizon multiplies that).
+//     With recurring_bursts, the forecast is at least the load a remembered burst asks to be
+//     ready for (scale/burst_memory.h: ahead of a burst that recurs on a period, throughout
+//     bursts that recur irregularly, briefly after a one-off).
 //  4. Need = ceil(forecast / (mu * target_utilization)) + spare_replicas. Scale up at once
 //     (and by at least one replica while the SLO is violated and requests queue). Scale down
 //     only to the largest need seen in the last scale_down_delay, by at most
-//     max_scale_down_step per tick. Missing metrics never scale down.
+//     max_scale_down_step per tick, and never while requests wait in a queue. Missing
+//     metrics never scale down.
 //
 //  A violation ratio absent from the input means no observation in its window (no request
 //  finished with two tokens or more, or non-streaming requests through the gateway: no
@@ -50,6 +54,7 @@
 #include <string_view>
 #include <utility>
 
+#include "scale/burst_memory.h"
 #include "scale/policy.h"
 
 namespace gpuscale::scale {
@@ -101,6 +106,13 @@ struct SloPolicyConfig {
   // burst multiplied, 60 s left five seeds at 99.00-99.10 % where 45 s keeps all >= 99.2 %.
   // 0: react to every violation.
   Seconds ready_grace{45};
+  // Remember short bursts (scale/burst_memory.h) and keep the fleet ready for one that has
+  // come back before: ahead of the next onset when they recur on a period, throughout when
+  // they recur irregularly, briefly after a one-off. false: only the forecast above.
+  bool recurring_bursts = true;
+  // How long before an expected burst the fleet is ready for it: a cold start plus a tick
+  // and a margin for the period's jitter.
+  Seconds burst_lead{90};
 };
 
 class SloPolicy final : public Policy {
@@ -135,7 +147,8 @@ class SloPolicy final : public Policy {
   // in_grace: within ready_grace of a rise in ready replicas, violations teach nothing.
   void LearnCapacity(const Observation& obs, int ready, Seconds now, bool in_grace);
   double Trend(const Observation& obs, Seconds now);
-  int Need(const Observation& obs, double trend, double* forecast) const;
+  // expected: the load a remembered burst asks to be ready for (BurstMemory), or 0.
+  int Need(const Observation& obs, double trend, double expected, double* forecast) const;
   Decision ScaleDown(const ScalingInput& input, int need, std::string why);
   // Evaluate without its inputs, which it records in inputs_ as it reads them.
   Decision Decide(const ScalingInput& input);
@@ -152,6 +165,7 @@ class SloPolicy final : public Policy {
   int last_ready_ = -1;                                       // ready replicas, last tick
   std::optional<Seconds> ready_rise_;                         // when they last rose
   std::vector<DecisionInput> inputs_;                         // of the tick being decided
+  BurstMemory burst_memory_;
 };
 
 }  // namespace gpuscale::scale

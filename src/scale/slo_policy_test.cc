@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -126,6 +127,52 @@ TEST(SloPolicyTest, ScalesDownOnlyAfterDelayAndByOneStep) {
   EXPECT_EQ(policy.Evaluate(Input(90, 9, {30})).desired_replicas, 8);
 }
 
+TEST(SloPolicyTest, NeverScalesInWhileRequestsQueue) {
+  auto c = Config();
+  c.scale_down_delay = Seconds{0};
+  SloPolicy policy(c);
+  EXPECT_EQ(policy.Evaluate(Input(0, 10, {100})).desired_replicas, 10);
+  // 30 req/s needs 3 replicas, but 5 requests wait on every replica: the fleet is short now.
+  auto held = policy.Evaluate(Input(15, 10, {30, 5, 5}));
+  EXPECT_EQ(held.desired_replicas, 10);
+  EXPECT_NE(held.reason.find("50 requests wait in a queue"), std::string::npos) << held.reason;
+  // A stray waiting request per replica is a batch filling up, not a queue.
+  EXPECT_EQ(policy.Evaluate(Input(30, 10, {30, 1, 5})).desired_replicas, 9);
+}
+
+// 100 req/s with a one-minute burst to 250 every 10 minutes from t = 600, ticks of 15 s.
+double PeriodicLoad(double t) {
+  return t >= 600 && std::fmod(t - 600, 600) < 60 ? 250 : 100;
+}
+
+TEST(SloPolicyTest, IsReadyAheadOfABurstThatRecursOnAPeriod) {
+  auto c = Config();
+  c.scale_down_delay = Seconds{0};
+  c.max_scale_down_step = 100;
+  c.burst_lead = Seconds{90};
+  SloPolicy policy(c);
+  int replicas = 10;
+  for (double t = 0; t < 2100; t += 15) {
+    replicas = policy.Evaluate(Input(t, replicas, {PeriodicLoad(t)})).desired_replicas;
+  }
+  EXPECT_EQ(replicas, 10);  // between bursts: the level's need
+  for (double t = 2100; t < 2325; t += 15) {
+    replicas = policy.Evaluate(Input(t, replicas, {PeriodicLoad(t)})).desired_replicas;
+  }
+  // 75 s before the fourth burst (t = 2400): ready for it, at 100 req/s.
+  auto d = policy.Evaluate(Input(2325, replicas, {PeriodicLoad(2325)}));
+  EXPECT_GE(d.desired_replicas, 25) << d.reason;
+  EXPECT_NE(d.reason.find("a burst every 600 s"), std::string::npos) << d.reason;
+
+  c.recurring_bursts = false;  // the forecast alone: nothing until the burst shows
+  SloPolicy plain(c);
+  replicas = 10;
+  for (double t = 0; t <= 2325; t += 15) {
+    replicas = plain.Evaluate(Input(t, replicas, {PeriodicLoad(t)})).desired_replicas;
+  }
+  EXPECT_EQ(replicas, 10);
+}
+
 TEST(SloPolicyTest, ViolationWithQueueAddsAReplica) {
   SloPolicy policy(Config());
   // Load says 3 replicas, but the SLO is violated and requests queue.
@@ -143,7 +190,7 @@ TEST(SloPolicyTest, ViolationsRightAfterAReplicaTurnsReadyAreNotOverload) {
   // t = 15: the fourth is ready; the minute's window still shows the misses of before.
   EXPECT_EQ(policy.Evaluate(Input(15, 4, {32, 2, 5, 0.2})).desired_replicas, 4);
   EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
-  EXPECT_EQ(policy.Evaluate(Input(60, 4, {32, 2, 5, 0.2})).desired_replicas, 4);
+  { auto d = policy.Evaluate(Input(60, 4, {32, 2, 5, 0.2})); EXPECT_EQ(d.desired_replicas, 4) << d.reason; }
   // 60 s after the rise the fleet is judged again: +1, and mu cut by 10 %.
   EXPECT_EQ(policy.Evaluate(Input(75, 4, {32, 2, 5, 0.2})).desired_replicas, 5);
   EXPECT_NEAR(policy.capacity(), 9.0, 1e-9);
