@@ -1,5 +1,7 @@
-"""Shared by scripts/sim-tune and scripts/sim-seeds: the scored simulator workloads of
-examples/sim/workloads.tsv (also read by scripts/sim-compare) and where things are."""
+"""Shared by scripts/sim-tune, scripts/sim-seeds and scripts/sim-suite: the scored simulator
+workloads of examples/sim/workloads.tsv (also read by scripts/sim-compare), where things are
+and which gpuscale binary to run. (The workload suite's own spec is
+examples/sim/workloads/workloads.json, read by scripts/sim-workloads.)"""
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
