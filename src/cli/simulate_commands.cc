@@ -289,6 +289,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
                           {"gpu_hours", reactive->gpu_hours},
                           {"gpu_hours_over_oracle", over_oracle},
                           {"attainment", reactive->attainment},
+                          {"no_headroom_attainment", reactive->no_headroom_attainment},
                           {"meets_target", reactive->meets_target},
                           {"replicas", reactive->replicas}};
   }

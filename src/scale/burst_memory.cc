@@ -93,10 +93,37 @@ std::optional<Seconds> BurstMemory::Period() const {
   return (last + before) / 2;
 }
 
+bool BurstMemory::InPeriodicWindow(Seconds now, Seconds period) const {
+  const Burst& last = bursts_.back();
+  const Seconds next = last.onset + period;
+  const bool after_last = now - last.end <= config_.slack;
+  // Late by as much as the last two gaps differed (at least two ticks of the 30 s window).
+  const size_t n = bursts_.size();
+  const Seconds jitter = std::max(
+      Seconds{30}, Seconds{std::abs(((bursts_[n - 1].onset - bursts_[n - 2].onset) -
+                                     (bursts_[n - 2].onset - bursts_[n - 3].onset))
+                                        .count())});
+  const bool before_next =
+      now >= next - config_.lead && now <= next + jitter + LongestBurst() + config_.slack;
+  return after_last || before_next;
+}
+
+bool BurstMemory::BetweenPeriodicBursts(Seconds now) const {
+  if (bursts_.empty() || bursts_.back().open) return false;
+  auto period = Period();
+  return period && !InPeriodicWindow(now, *period);
+}
+
 double BurstMemory::PeakRatio() const {
-  double ratio = 1;
-  for (const Burst& b : bursts_) ratio = std::max(ratio, b.ratio);
-  return ratio;
+  // The median burst, not the largest: a burst's peak is read from a 30 s rate that overshoots
+  // while a queue builds (arrivals are completions plus the queue's growth), and one high
+  // reading would otherwise set the fleet for every burst of the hour.
+  std::vector<double> ratios;
+  for (const Burst& b : bursts_) {
+    if (!b.open) ratios.push_back(b.ratio);
+  }
+  if (ratios.empty()) return bursts_.empty() ? 1 : bursts_.back().ratio;
+  return std::max(1.0, Median(ratios));
 }
 
 Seconds BurstMemory::LongestBurst() const {
@@ -123,11 +150,7 @@ std::optional<BurstMemory::Expectation> BurstMemory::Expect(Seconds now) const {
   }
   if (auto period = Period()) {
     const Seconds next = last.onset + *period;
-    const bool after_last = now - last.end <= config_.slack;
-    const bool before_next = now >= next - config_.lead &&
-                             now <= next + config_.period_tolerance * *period + LongestBurst() +
-                                        config_.slack;
-    if (!after_last && !before_next) return std::nullopt;
+    if (!InPeriodicWindow(now, *period)) return std::nullopt;
     return expect(fmt::format("a burst every {:.0f} s, the next expected in {:.0f} s",
                               period->count(), (next - now).count()));
   }

@@ -66,6 +66,12 @@ class BurstMemory {
   // What to be ready for at `now` (see the header comment); nullopt: nothing beyond the level.
   std::optional<Expectation> Expect(Seconds now) const;
 
+  // True between the expected windows of bursts that recur on a period: the load is back at
+  // its level, and a fleet held for the last burst can go (the next one is expected in time).
+  bool BetweenPeriodicBursts(Seconds now) const;
+  // True while a burst is under way.
+  bool InBurst() const { return !bursts_.empty() && bursts_.back().open; }
+
   double level() const { return level_; }
   int bursts() const { return static_cast<int>(bursts_.size()); }
 
@@ -79,6 +85,9 @@ class BurstMemory {
     bool open = true;
   };
   std::optional<Seconds> Period() const;
+  // Within the expected window of the next burst of a period, or just after the last one.
+  // REQUIRES: bursts_ not empty.
+  bool InPeriodicWindow(Seconds now, Seconds period) const;
   double PeakRatio() const;
   Seconds LongestBurst() const;
 

@@ -226,10 +226,10 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
   }
   need = clamp(need);
   while (!recent_needs_.empty() &&
-         input.now - recent_needs_.front().first > config_.scale_down_delay) {
+         input.now - recent_needs_.front().at > config_.scale_down_delay) {
     recent_needs_.pop_front();
   }
-  recent_needs_.emplace_back(input.now, need);
+  recent_needs_.push_back({input.now, need, burst_memory_.InBurst() || expected.has_value()});
   const char* unit = config_.output_token_weight > 0 ? "tokens/s" : "req/s";
   auto ratio = [](const std::optional<double>& r) {
     return r ? FormatNumber(*r) : std::string("n/a");
@@ -261,9 +261,16 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
 
 Decision SloPolicy::ScaleDown(const ScalingInput& input, int need, std::string why) {
   const int current = input.current_replicas;
+  // Between bursts that recur on a period the load is back at its level and the next burst
+  // is expected in time (BurstMemory): what the last burst needed is not held, nor is the
+  // way down paced, or holding it would keep the burst's fleet through most of the period.
+  const bool gap = config_.recurring_bursts && burst_memory_.BetweenPeriodicBursts(input.now);
   int held = need;
-  for (const auto& [t, n] : recent_needs_) held = std::max(held, n);
-  int desired = std::max(held, current - std::max(config_.max_scale_down_step, 1));
+  for (const PastNeed& past : recent_needs_) {
+    if (!(gap && past.in_burst)) held = std::max(held, past.replicas);
+  }
+  const int step = gap ? current : std::max(config_.max_scale_down_step, 1);
+  int desired = std::max(held, current - step);
   desired = std::min(desired, current);
   std::string reason =
       desired == current

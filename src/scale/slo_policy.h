@@ -159,7 +159,12 @@ class SloPolicy final : public Policy {
   std::optional<double> work_per_request_;  // token mode: last measured, work units
   std::optional<std::pair<Seconds, double>> last_in_system_;  // (time, requests)
   double growth_rps_ = 0;                                     // d(in_system)/dt, smoothed
-  std::deque<std::pair<Seconds, int>> recent_needs_;          // for scale-down hysteresis
+  struct PastNeed {
+    Seconds at{0};
+    int replicas = 0;
+    bool in_burst = false;  // recorded in a burst, or while one was expected (BurstMemory)
+  };
+  std::deque<PastNeed> recent_needs_;  // for scale-down hysteresis
   std::deque<std::pair<Seconds, double>> recent_rates_;       // short rate, for the trend
   std::optional<Seconds> last_cut_;                           // last capacity decrease
   int last_ready_ = -1;                                       // ready replicas, last tick

@@ -118,6 +118,7 @@ ReactivePlan CheapestReactivePlan(const std::vector<FleetCurve>& curves,
       }
     }
   }
+  best.no_headroom_attainment = Schedule(in, setting, 1, 0).attainment;
   return best;
 }
 

@@ -37,6 +37,10 @@ struct ReactivePlan {
   bool meets_target = false;
   std::vector<int> replicas;  // per bucket
   double bucket_s = 60;       // the oracle's buckets
+  // The same schedule with no headroom (hold 1, no spare): each bucket gets its exact need a
+  // cold start late. Below the target, reacting alone cannot meet the SLO on this trace: a
+  // causal policy needs headroom sized before the load shows (the static fleet has it).
+  double no_headroom_attainment = 1;
 };
 
 struct ReactiveSetting {

@@ -51,6 +51,8 @@ TEST(ReactivePlanTest, FollowsThePastNeedsWithTheCheapestHeadroomMeetingTheTarge
   EXPECT_EQ(p.replicas, (std::vector<int>{2, 3, 4, 4, 3}));
   EXPECT_DOUBLE_EQ(p.attainment, 1.0);
   EXPECT_NEAR(p.gpu_hours, 16 * 60 / 3600.0, 1e-12);
+  // Without headroom (2, 2, 3, 3, 2): bucket 1's 30 violations and bucket 2's one.
+  EXPECT_DOUBLE_EQ(p.no_headroom_attainment, 1 - 31.0 / 500);
 }
 
 TEST(ReactivePlanTest, ALateReactionThatCannotMeetTheTargetReportsTheBestAttainment) {
