@@ -43,6 +43,21 @@ TEST(BurstMemoryTest, ARecurringBurstIsExpectedAheadOfItsNextOnsetOnly) {
   EXPECT_NE(expected->reason.find("every 600 s"), std::string::npos) << expected->reason;
 }
 
+TEST(BurstMemoryTest, TellsWhenTheLoadIsBetweenBurstsOfAPeriod) {
+  BurstMemory memory;
+  Feed(memory, 0, 1950, Periodic(600, 600));
+  EXPECT_TRUE(memory.BetweenPeriodicBursts(Seconds{1935}));   // the third ended at 1845
+  EXPECT_FALSE(memory.BetweenPeriodicBursts(Seconds{2340}));  // the fourth's lead
+  Feed(memory, 1950, 2415, Periodic(600, 600));
+  EXPECT_TRUE(memory.InBurst());
+  EXPECT_FALSE(memory.BetweenPeriodicBursts(Seconds{2400}));
+  // Two bursts make no period: nothing tells the load is back for good.
+  BurstMemory two;
+  Feed(two, 0, 1400, Periodic(600, 600));
+  EXPECT_EQ(two.bursts(), 2);
+  EXPECT_FALSE(two.BetweenPeriodicBursts(Seconds{1385}));
+}
+
 TEST(BurstMemoryTest, AOneOffIsHeldBrieflyAndNotBoughtAgain) {
   BurstMemory memory;
   auto once = [](double t) { return t >= 600 && t < 660 ? 250.0 : 100.0; };

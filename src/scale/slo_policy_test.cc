@@ -140,7 +140,8 @@ TEST(SloPolicyTest, NeverScalesInWhileRequestsQueue) {
   EXPECT_EQ(policy.Evaluate(Input(30, 10, {30, 1, 5})).desired_replicas, 9);
 }
 
-// 100 req/s with a one-minute burst to 250 every 10 minutes from t = 600, ticks of 15 s.
+// 100 req/s with a one-minute burst to 250 every 10 minutes from t = 600, ticks of 15 s (fed
+// with no requests in the system, so that fleet changes show no growth of it).
 double PeriodicLoad(double t) {
   return t >= 600 && std::fmod(t - 600, 600) < 60 ? 250 : 100;
 }
@@ -153,22 +154,35 @@ TEST(SloPolicyTest, IsReadyAheadOfABurstThatRecursOnAPeriod) {
   SloPolicy policy(c);
   int replicas = 10;
   for (double t = 0; t < 2100; t += 15) {
-    replicas = policy.Evaluate(Input(t, replicas, {PeriodicLoad(t)})).desired_replicas;
+    replicas = policy.Evaluate(Input(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
   }
   EXPECT_EQ(replicas, 10);  // between bursts: the level's need
   for (double t = 2100; t < 2325; t += 15) {
-    replicas = policy.Evaluate(Input(t, replicas, {PeriodicLoad(t)})).desired_replicas;
+    replicas = policy.Evaluate(Input(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
   }
   // 75 s before the fourth burst (t = 2400): ready for it, at 100 req/s.
-  auto d = policy.Evaluate(Input(2325, replicas, {PeriodicLoad(2325)}));
+  auto d = policy.Evaluate(Input(2325, replicas, {PeriodicLoad(2325), 0, 0}));
   EXPECT_GE(d.desired_replicas, 25) << d.reason;
   EXPECT_NE(d.reason.find("a burst every 600 s"), std::string::npos) << d.reason;
 
+  // After that burst, between it and the next, the burst's fleet goes at once: neither the
+  // scale-down delay nor the one-replica step holds it.
+  c.scale_down_delay = Seconds{300};
+  c.max_scale_down_step = 1;
+  SloPolicy held(c);
+  replicas = 10;
+  for (double t = 0; t < 2595; t += 15) {
+    replicas = held.Evaluate(Input(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
+  }
+  EXPECT_EQ(replicas, 10);
+
+  c.scale_down_delay = Seconds{0};
+  c.max_scale_down_step = 100;
   c.recurring_bursts = false;  // the forecast alone: nothing until the burst shows
   SloPolicy plain(c);
   replicas = 10;
   for (double t = 0; t <= 2325; t += 15) {
-    replicas = plain.Evaluate(Input(t, replicas, {PeriodicLoad(t)})).desired_replicas;
+    replicas = plain.Evaluate(Input(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
   }
   EXPECT_EQ(replicas, 10);
 }
