@@ -53,6 +53,13 @@ int WarmStartReplicas(const SimulationConfig& config, const ReplicaModel& model,
   }
   auto fleet = SmallestStaticFleet(config, model, head, kWarmStartSeconds);
   if (!fleet) return config.service.min_replicas;  // empty window: nothing to be warm for
+  if (!fleet->meets_target) {
+    // Out of reach (prompts no replica serves in time): not the whole cluster, but the
+    // smallest fleet within half a point of what the whole cluster attains.
+    SimulationConfig reachable = config;
+    reachable.slo.target_ratio = std::max(0.0, fleet->attainment - 0.005);
+    if (auto near = SmallestStaticFleet(reachable, model, head, kWarmStartSeconds)) fleet = near;
+  }
   return std::max(fleet->replicas, config.service.min_replicas);
 }
 

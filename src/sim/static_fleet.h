@@ -46,7 +46,8 @@ Result<StaticFleet> SmallestStaticFleet(const SimulationConfig& config, const Re
 // simulated service starts in the middle of its traffic, warm for it, as a service that has
 // been scaled on the same load before the trace began would be; sizing that start from the
 // trace itself is a property of the scenario, the same for every policy and reference, not
-// something a policy learns from hindsight. An empty window gives min_replicas.
+// something a policy learns from hindsight. An empty window gives min_replicas; where no
+// fleet meets the target, the smallest within half a point of the fleet ceiling's attainment.
 inline constexpr double kWarmStartSeconds = 300;
 int WarmStartReplicas(const SimulationConfig& config, const ReplicaModel& model,
                       const Trace& trace);

@@ -153,6 +153,23 @@ TEST(WarmStartReplicasTest, IsMinReplicasWhenTheFirstMinutesAreSilent) {
   EXPECT_EQ(WarmStartReplicas(config, model, late), 2);
 }
 
+TEST(WarmStartReplicasTest, OutOfReachIsTheSmallestFleetNearTheBestAttainment) {
+  AffineReplicaModel model;
+  auto config = TwoGpuConfig();
+  config.slo.target_ratio = 1;
+  // A first prompt no replica prefills within the TTFT target: 1 is out of reach at any size,
+  // and the whole cluster would be a start nobody needs.
+  Trace trace = BurstyTrace(kWarmStartSeconds);
+  trace.requests.insert(trace.requests.begin(), TraceRequest{0, 100000, 10});
+  const int ceiling = config.FleetCeiling();
+  const double best = Attainment(config, model, trace, ceiling);
+  ASSERT_LT(best, 1);
+  const int n = WarmStartReplicas(config, model, trace);
+  EXPECT_LT(n, ceiling);
+  EXPECT_GE(Attainment(config, model, trace, n), best - 0.005);
+  EXPECT_LT(Attainment(config, model, trace, n - 1), best - 0.005);
+}
+
 TEST(WarmStartReplicasTest, AnUnsizedAutoStartIsRefusedByTheEngine) {
   AffineReplicaModel model;
   auto config = TwoGpuConfig();
