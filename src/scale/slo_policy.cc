@@ -125,12 +125,13 @@ void SloPolicy::LearnCapacity(const Observation& obs, int ready, Seconds now, bo
     }
   } else if (*obs.violation <= allowed / 4 && cooled) {
     // The SLO held at this load: the capacity is at least that, and probably a bit more.
-    // Probing only close to the estimate: at a lighter load a clean minute says nothing about
+    // Probing only close to the load the plan runs replicas at (target_utilization x mu: else
+    // a fleet sized below mu never probes): at a lighter load a clean minute says nothing about
     // mu, and probing there ratchets mu up tick after tick until the SLO breaks (the
     // violation window lags by a minute, so it breaks hard).
     if (per_replica > capacity_)
       capacity_ = per_replica;
-    else if (per_replica > config_.probe_load_ratio * capacity_)
+    else if (per_replica > config_.probe_load_ratio * config_.target_utilization * capacity_)
       capacity_ *= 1.005;
   }
 }

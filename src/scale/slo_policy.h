@@ -16,7 +16,8 @@
 //     above 60 % of mu, mu drops by 10 % (at most once per 2 min; never below
 //     min_capacity_ratio x the initial capacity);
 //     when the SLO holds (violations under a quarter of the allowed share) a load per replica
-//     above mu raises mu to it, and a load above probe_load_ratio x mu probes mu up by 0.5 %
+//     above mu raises mu to it, and a load above probe_load_ratio x target_utilization x mu
+//     (near the load the plan runs replicas at) probes mu up by 0.5 %
 //     per tick.
 //  3. Forecast over the cold-start horizon: the larger of both rates, plus the upward trend
 //     times horizon (with follow_short_rate off: the long rate alone, no trend), plus burst
@@ -95,7 +96,8 @@ struct SloPolicyConfig {
   // burstier than the load test (bursts lower what a replica sustains at the SLO).
   double min_capacity_ratio = 0.25;
   // mu is probed up (0.5 % per tick) only while the SLO holds at a load per replica above
-  // this share of mu; 1 turns probing off (mu then rises only to loads seen to hold).
+  // this share of the planned load (target_utilization x mu); 1 with target_utilization 1
+  // turns probing off (mu then rises only to loads seen to hold).
   double probe_load_ratio = 0.9;
   // For this long after the number of ready replicas rises, SLO violations are not read as
   // overload (no capacity cut, no extra replica for them): the one-minute violation window

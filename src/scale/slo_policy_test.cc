@@ -216,6 +216,20 @@ TEST(SloPolicyTest, ViolationsRightAfterAReplicaTurnsReadyAreNotOverload) {
   EXPECT_NEAR(eager.capacity(), 9.0, 1e-9);
 }
 
+TEST(SloPolicyTest, ProbesTheCapacityUpAtTheLoadItPlansReplicasFor) {
+  auto c = Config();
+  c.learn_capacity = true;
+  c.target_utilization = 0.85;
+  SloPolicy policy(c);
+  // 10 replicas at 8.5 req/s each: the planned 85 % of mu = 10, the SLO holding.
+  for (double t = 0; t < 150; t += 15) policy.Evaluate(Input(t, 10, {85}));
+  EXPECT_GT(policy.capacity(), 10.0);
+  // At half the planned load a clean minute says nothing: no probing.
+  SloPolicy light(c);
+  for (double t = 0; t < 150; t += 15) light.Evaluate(Input(t, 10, {42}));
+  EXPECT_DOUBLE_EQ(light.capacity(), 10.0);
+}
+
 TEST(SloPolicyTest, LearnsLowerCapacityFromViolationsAtLoad) {
   auto c = Config();
   c.learn_capacity = true;
