@@ -35,6 +35,24 @@ std::optional<double> SumPerReplica(const ScalingInput& input, std::string_view 
 
 }  // namespace
 
+double CapacityAtMix(const std::vector<MixCapacity>& mixes, double prompt_tokens,
+                     double output_tokens) {
+  // Inverse-distance weights in log-length space: exact at a profiled mix, between them a
+  // blend dominated by the nearest, and never outside the profile's range of capacities.
+  const double lp = std::log(std::max(prompt_tokens, 1.0));
+  const double lo = std::log(std::max(output_tokens, 1.0));
+  double weights = 0, sum = 0;
+  for (const MixCapacity& m : mixes) {
+    const double dp = lp - std::log(std::max(m.prompt_tokens, 1.0));
+    const double dout = lo - std::log(std::max(m.output_tokens, 1.0));
+    const double d2 = dp * dp + dout * dout;
+    if (d2 < 1e-12) return m.capacity_tokens_per_second;
+    weights += 1 / d2;
+    sum += m.capacity_tokens_per_second / d2;
+  }
+  return sum / weights;
+}
+
 std::vector<std::string> SloPolicy::MetricNames() const {
   std::vector<std::string> out;
   for (std::string_view name :
@@ -73,9 +91,16 @@ bool SloPolicy::ToWorkUnits(const ScalingInput& input, Observation& obs) {
   auto generated = ServiceValue(input, names::kGenerationTokensRate30s);
   if (done && prompt && generated && *done > 0) {
     work_per_request_ = (*prompt + config_.output_token_weight * *generated) / *done;
+    if (!config_.mix_capacities.empty()) {
+      mix_factor_ = initial_capacity_ /
+                    CapacityAtMix(config_.mix_capacities, *prompt / *done, *generated / *done);
+    }
   }
   if (!work_per_request_) return false;
-  obs.unit = *work_per_request_;
+  // A mix the replicas serve at a lower capacity counts as that much more load, so that one
+  // capacity (initial_capacity_, then learned) holds for every mix.
+  obs.mix_factor = mix_factor_;
+  obs.unit = *work_per_request_ * mix_factor_;
   if (obs.rate_short) *obs.rate_short *= obs.unit;
   if (obs.rate_long) *obs.rate_long *= obs.unit;
   obs.waiting *= obs.unit;
@@ -241,6 +266,9 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
       FormatNumber(forecast), unit, FormatNumber(config_.forecast_horizon.count()),
       FormatNumber(*obs->rate_short), FormatNumber(capacity_), unit, ratio(obs->ttft_violation),
       ratio(obs->tpot_violation));
+  if (obs->mix_factor != 1) {
+    why += fmt::format(", this mix costs x{} (profile)", FormatNumber(obs->mix_factor));
+  }
   if (expected) why += fmt::format(", ready for {} {}: {}", FormatNumber(expected->rate), unit,
                                    expected->reason);
   // A queue (more than a request waiting per ready replica: a stray one is a batch filling

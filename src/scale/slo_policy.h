@@ -54,11 +54,20 @@
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "scale/burst_memory.h"
 #include "scale/policy.h"
 
 namespace gpuscale::scale {
+
+// A profile's capacity at one request mix (docs/profiles.md), in prompt-token equivalents/s
+// counted with the config's output_token_weight.
+struct MixCapacity {
+  double prompt_tokens = 0;
+  double output_tokens = 0;
+  double capacity_tokens_per_second = 0;
+};
 
 struct SloPolicyConfig {
   int min_replicas = 1;
@@ -72,6 +81,13 @@ struct SloPolicyConfig {
   double output_token_weight = 0;
   // Token mode: per-replica prompt-token equivalents/s at the SLO, before learning (> 0).
   double initial_capacity_tokens_per_second = 0;
+  // Token mode: a profile's capacity per mix (> 0 each). One weight does not make every mix
+  // cost the same per work unit (a replica at a 50 ms TPOT target sustains ~25k units/s of
+  // 4k-prompt or 1k-output requests and ~44k of short ones), so the load is scaled by the
+  // capacity at the mix being served (its mean prompt and output lengths, interpolated
+  // between the profile's mixes) over initial_capacity_tokens_per_second: what is learned
+  // of the capacity then carries over from one mix to the next. Empty: one capacity for all.
+  std::vector<MixCapacity> mix_capacities;
   double target_utilization = 0.85;  // of mu; the rest absorbs noise between ticks
   Seconds forecast_horizon{75};      // ~ cold start + one control interval
   // History over which the upward trend is confirmed by a least-squares slope of the
@@ -117,6 +133,12 @@ struct SloPolicyConfig {
   Seconds burst_lead{90};
 };
 
+// The capacity (work units/s) at a mix of these mean lengths, interpolated between the
+// profile's mixes (inverse squared distance in log prompt x log output length).
+// REQUIRES: mixes not empty.
+double CapacityAtMix(const std::vector<MixCapacity>& mixes, double prompt_tokens,
+                     double output_tokens);
+
 class SloPolicy final : public Policy {
  public:
   explicit SloPolicy(SloPolicyConfig config);
@@ -139,6 +161,7 @@ class SloPolicy final : public Policy {
     double in_system = 0;
     double waiting = 0;               // requests (work units in token mode)
     double unit = 1;                  // work units per request (1 counting requests)
+    double mix_factor = 1;            // initial capacity / the capacity at this mix
     std::optional<double> violation;  // max of the TTFT/TPOT violation ratios present
     std::optional<double> ttft_violation, tpot_violation;  // as read, for the reason
   };
@@ -159,6 +182,7 @@ class SloPolicy final : public Policy {
   const double initial_capacity_;  // requests/s or work units/s (token mode)
   double capacity_;
   std::optional<double> work_per_request_;  // token mode: last measured, work units
+  double mix_factor_ = 1;                   // token mode with mix_capacities: last measured
   std::optional<std::pair<Seconds, double>> last_in_system_;  // (time, requests)
   double growth_rps_ = 0;                                     // d(in_system)/dt, smoothed
   struct PastNeed {

@@ -374,6 +374,41 @@ TEST(SloPolicyTest, TokenModeCountsPromptAndWeightedOutputTokens) {
   EXPECT_NE(d.reason.find("tokens/s"), std::string::npos) << d.reason;
 }
 
+TEST(CapacityAtMixTest, IsExactAtAProfiledMixAndBlendsBetween) {
+  const std::vector<MixCapacity> mixes = {{256, 64, 44000}, {1024, 256, 34000}, {4096, 64, 25000}};
+  EXPECT_DOUBLE_EQ(CapacityAtMix(mixes, 1024, 256), 34000);
+  EXPECT_DOUBLE_EQ(CapacityAtMix(mixes, 4096, 64), 25000);
+  // Between the short and the conv-like mix: between their capacities, nearer the nearer.
+  const double between = CapacityAtMix(mixes, 400, 100);
+  EXPECT_GT(between, 34000);
+  EXPECT_LT(between, 44000);
+  EXPECT_GT(CapacityAtMix(mixes, 300, 70), between);
+  // Far outside: within the profile's range, never extrapolated.
+  EXPECT_GE(CapacityAtMix(mixes, 100000, 10), 25000);
+  EXPECT_LE(CapacityAtMix(mixes, 1, 1), 44000);
+}
+
+// With a profile's capacities per mix, a mix served at a lower capacity per work unit counts
+// as more load: long prompts at the same work rate need more replicas than the chat mix.
+TEST(SloPolicyTest, TokenModeScalesTheLoadByTheProfilesCapacityAtTheMix) {
+  auto c = Config();
+  c.output_token_weight = 2;
+  c.initial_capacity_tokens_per_second = 30000;
+  c.mix_capacities = {{1000, 100, 30000}, {4000, 25, 20000}};
+  auto with_tokens = [](ScalingInput in, double prompt_tps, double generated_tps) {
+    in.metrics[std::string(names::kPromptTokensRate30s)].service_value = prompt_tps;
+    in.metrics[std::string(names::kGenerationTokensRate30s)].service_value = generated_tps;
+    return in;
+  };
+  SloPolicy policy(c);
+  // 100 req/s of 1,000 / 100: 120,000 units/s at 30,000 per replica -> 4 replicas.
+  EXPECT_EQ(policy.Evaluate(with_tokens(Input(0, 4, {100}), 100000, 10000)).desired_replicas, 4);
+  // 29.2 req/s of 4,000 / 25: ~118,000 units/s, but this mix runs at 20,000 per replica -> 6.
+  auto d = policy.Evaluate(with_tokens(Input(15, 4, {29.2}), 116800, 730));
+  EXPECT_EQ(d.desired_replicas, 6) << d.reason;
+  EXPECT_NE(d.reason.find("this mix costs x1.5 (profile)"), std::string::npos) << d.reason;
+}
+
 TEST(SloPolicyTest, TokenModeHoldsUntilTokenRatesArrive) {
   auto c = Config();
   c.output_token_weight = 2;
