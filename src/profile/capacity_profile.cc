@@ -1,0 +1,106 @@
+#include "profile/capacity_profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpuscale::profile {
+namespace {
+
+// Whether a:b and c:d are the same ratio (exact in 64-bit integers).
+bool SameRatio(const Mix& x, const Mix& y) {
+  return static_cast<int64_t>(x.prompt_tokens) * y.output_tokens ==
+         static_cast<int64_t>(y.prompt_tokens) * x.output_tokens;
+}
+
+Status CheckMixValues(const std::vector<MixProfile>& mixes) {
+  for (size_t i = 0; i < mixes.size(); ++i) {
+    const MixProfile& m = mixes[i];
+    if (m.mix.prompt_tokens < 1 || m.mix.output_tokens < 1 || !(m.capacity_rps > 0) ||
+        !std::isfinite(m.capacity_rps)) {
+      return InvalidArgument(
+          fmt::format("mix {}:{} has capacity {} req/s; the fit needs lengths >= 1 and a "
+                      "positive capacity",
+                      m.mix.prompt_tokens, m.mix.output_tokens, m.capacity_rps),
+          fmt::format("mixes[{}]", i));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+const std::vector<Mix>& DefaultMixes() {
+  static const std::vector<Mix> mixes = {
+      {256, 64}, {1024, 256}, {2048, 128}, {4096, 64}, {512, 1024}};
+  return mixes;
+}
+
+Status CheckFittable(const std::vector<Mix>& mixes, std::string_view field) {
+  for (size_t i = 1; i < mixes.size(); ++i) {
+    if (!SameRatio(mixes[0], mixes[i])) return OkStatus();
+  }
+  return InvalidArgument(
+      fmt::format("{} given; fitting the generated-token weight needs at least two mixes "
+                  "whose prompt:output ratios differ (with one ratio any weight fits)",
+                  mixes.size() == 1 ? "one mix" : "only mixes of one prompt:output ratio"),
+      std::string(field));
+}
+
+Result<CapacityFit> FitCapacity(const std::vector<MixProfile>& mixes) {
+  std::vector<Mix> shapes;
+  for (const MixProfile& m : mixes) shapes.push_back(m.mix);
+  if (shapes.empty()) return InvalidArgument("no mix to fit", "mixes");
+  GS_RETURN_IF_ERROR(CheckFittable(shapes, "mixes"));
+  GS_RETURN_IF_ERROR(CheckMixValues(mixes));
+  // Relative residuals: row i is (prompt, output) x capacity_rps against 1.
+  double suu = 0, suv = 0, svv = 0, su = 0, sv = 0;
+  for (const MixProfile& m : mixes) {
+    const double u = m.mix.prompt_tokens * m.capacity_rps;
+    const double v = m.mix.output_tokens * m.capacity_rps;
+    suu += u * u;
+    suv += u * v;
+    svv += v * v;
+    su += u;
+    sv += v;
+  }
+  // Not zero: the ratios differ, so the rows are not proportional (Cauchy-Schwarz).
+  const double det = suu * svv - suv * suv;
+  double a = (svv * su - suv * sv) / det;
+  double b = (suu * sv - suv * su) / det;
+  CapacityFit fit;
+  if (b < 0) {
+    b = 0;
+    a = su / suu;
+    fit.weight_clamped = true;
+  }
+  if (!(a > 0) || !std::isfinite(a) || !std::isfinite(b)) {
+    return InvalidArgument(
+        "the capacities fit no positive cost per prompt token (a replica that gets faster as "
+        "prompts grow); check the measurements",
+        "mixes");
+  }
+  fit.output_token_weight = b / a;
+  fit.capacity_tokens_per_second = 1 / a;
+  for (const MixProfile& m : mixes) {
+    const double predicted = fit.capacity_tokens_per_second /
+                             (m.mix.prompt_tokens + fit.output_token_weight * m.mix.output_tokens);
+    fit.max_error_ratio = std::max(fit.max_error_ratio, std::abs(predicted / m.capacity_rps - 1));
+  }
+  return fit;
+}
+
+Status ApplyFit(CapacityProfile& profile) {
+  GS_ASSIGN_OR_RETURN(CapacityFit fit, FitCapacity(profile.mixes));
+  profile.output_token_weight = fit.output_token_weight;
+  profile.capacity_tokens_per_second = fit.capacity_tokens_per_second;
+  profile.fit_max_error_ratio = fit.max_error_ratio;
+  for (MixProfile& m : profile.mixes) {
+    m.capacity_tokens_per_second =
+        m.capacity_rps * (m.mix.prompt_tokens + fit.output_token_weight * m.mix.output_tokens);
+  }
+  return OkStatus();
+}
+
+}  // namespace gpuscale::profile
