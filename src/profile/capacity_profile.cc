@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 namespace gpuscale::profile {
@@ -29,7 +30,35 @@ Status CheckMixValues(const std::vector<MixProfile>& mixes) {
   return OkStatus();
 }
 
+// The double nearest to `v` written with `digits` significant digits.
+double Round(double v, int digits) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const std::string text = fmt::format("{:.{}g}", v, digits);
+  double rounded = v;
+  std::from_chars(text.data(), text.data() + text.size(), rounded);
+  return rounded;
+}
+
 }  // namespace
+
+CapacityProfile RoundedForOutput(const CapacityProfile& profile, int significant_digits) {
+  CapacityProfile p = profile;
+  auto round = [significant_digits](double& v) { v = Round(v, significant_digits); };
+  round(p.output_token_weight);
+  round(p.capacity_tokens_per_second);
+  round(p.fit_max_error_ratio);
+  for (MixProfile& m : p.mixes) {
+    round(m.capacity_rps);
+    round(m.capacity_tokens_per_second);
+    for (CurvePoint& c : m.curve) {
+      for (double* v : {&c.rate_rps, &c.attainment, &c.ttft_p50_seconds, &c.ttft_p99_seconds,
+                        &c.tpot_p50_seconds, &c.tpot_p99_seconds}) {
+        round(*v);
+      }
+    }
+  }
+  return p;
+}
 
 const std::vector<Mix>& DefaultMixes() {
   static const std::vector<Mix> mixes = {
@@ -77,8 +106,10 @@ Result<CapacityFit> FitCapacity(const std::vector<MixProfile>& mixes) {
   }
   if (!(a > 0) || !std::isfinite(a) || !std::isfinite(b)) {
     return InvalidArgument(
-        "the capacities fit no positive cost per prompt token (a replica that gets faster as "
-        "prompts grow); check the measurements",
+        "the capacities fit no positive cost per prompt token: longer prompts did not lower "
+        "the capacity at these mixes (e.g. a replica bound by its batch slots or its decode "
+        "steps), so load cannot be counted in prompt-token equivalents; add mixes whose "
+        "prompts are long enough to cost time, or use the slo policy in request mode",
         "mixes");
   }
   fit.output_token_weight = b / a;

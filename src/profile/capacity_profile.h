@@ -120,7 +120,12 @@ Result<CapacityFit> FitCapacity(const std::vector<MixProfile>& mixes);
 // capacity_tokens_per_second. Errors: FitCapacity's.
 Status ApplyFit(CapacityProfile& profile);
 
-// Whether two mixes sets can be fitted: at least two distinct prompt:output ratios. Errors:
+// `profile` with every measured and fitted number rounded to `significant_digits`, so that
+// a written profile reads as measurements (105.406 req/s, not 105.40625000000001) and still
+// reads back to the same values. REQUIRES: 1 <= significant_digits <= 17.
+CapacityProfile RoundedForOutput(const CapacityProfile& profile, int significant_digits = 6);
+
+// Whether a set of mixes can be fitted: at least two distinct prompt:output ratios. Errors:
 // kInvalidArgument naming `field` (a flag or file field) and saying why.
 Status CheckFittable(const std::vector<Mix>& mixes, std::string_view field);
 

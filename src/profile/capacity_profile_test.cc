@@ -87,6 +87,21 @@ TEST(ApplyFitTest, StoresTheFitAndEachMixInWorkUnits) {
   for (const MixProfile& m : p.mixes) EXPECT_NEAR(m.capacity_tokens_per_second, 36000, 1e-6);
 }
 
+TEST(RoundedForOutputTest, RoundsMeasurementsToSignificantDigits) {
+  CapacityProfile p;
+  p.mixes = Exact(4, 36000, DefaultMixes());
+  p.mixes[0].curve.push_back({94.86562500000001, 100, 0.99123456, 0.017888326994295767, 2, 0, 0});
+  ASSERT_TRUE(ApplyFit(p).has_value());
+  const CapacityProfile r = RoundedForOutput(p);
+  EXPECT_EQ(r.mixes[0].curve[0].rate_rps, 94.8656);
+  EXPECT_EQ(r.mixes[0].curve[0].attainment, 0.991235);
+  EXPECT_EQ(r.mixes[0].curve[0].ttft_p50_seconds, 0.0178883);
+  EXPECT_EQ(r.mixes[0].curve[0].ttft_p99_seconds, 2);
+  EXPECT_EQ(r.mixes[0].curve[0].requests, 100);
+  EXPECT_NEAR(r.capacity_tokens_per_second, 36000, 0.1);
+  EXPECT_EQ(RoundedForOutput(r), r);  // rounding again changes nothing
+}
+
 TEST(CheckFittableTest, NamesTheFieldItWasGiven) {
   Status one = CheckFittable({{1024, 256}}, "--mix");
   ASSERT_FALSE(one.has_value());
