@@ -98,47 +98,55 @@ void PrintPoint(std::ostream& err, const profile::Mix& mix, const profile::Curve
       p.ttft_p99_seconds, p.tpot_p99_seconds, held ? "held" : "missed");
 }
 
+// The sim config's sections and the replica model they describe, errors naming the file.
+struct SimReplica {
+  sim::SimulationConfig config;
+  std::unique_ptr<sim::ReplicaModel> model;
+};
+
+Result<SimReplica> LoadSimReplica(const std::string& path) {
+  auto named = [&path](Error e) {
+    e.message = fmt::format("{}: {}", path, e.message);
+    return Unexpected<Error>(std::move(e));
+  };
+  Result<sim::SimulationConfig> config = config::LoadSimConfigSections(path);
+  if (!config) return named(config.error());
+  Result<std::unique_ptr<sim::ReplicaModel>> model = sim::MakeReplicaModel(config->model);
+  if (!model) {
+    Error e = model.error();
+    e.field = e.field.empty() ? "replica_model" : "replica_model." + e.field;
+    return named(std::move(e));
+  }
+  return SimReplica{std::move(*config), std::move(*model)};
+}
+
 Result<profile::CapacityProfile> ProfileSimulated(const ProfileFlags& flags,
                                                   const std::vector<profile::Mix>& mixes,
                                                   std::ostream& err) {
   for (const CLI::Option* option : flags.endpoint_only) {
     if (option->count() > 0) {
       return InvalidArgument(
-          "applies to --url only (with --sim the config's slo and the "
-          "bisection decide)",
+          "applies to --url only (with --sim the config's slo and the bisection decide)",
           option->get_name());
     }
   }
-  Result<sim::SimulationConfig> config = config::LoadSimConfigSections(flags.sim_config);
-  if (!config) {
-    Error e = config.error();
-    e.message = fmt::format("{}: {}", flags.sim_config, e.message);
-    return Unexpected<Error>(e);
-  }
-  Result<std::unique_ptr<sim::ReplicaModel>> model = sim::MakeReplicaModel(config->model);
-  if (!model) {
-    Error e = model.error();
-    e.field = e.field.empty() ? "replica_model" : "replica_model." + e.field;
-    e.message = fmt::format("{}: {}", flags.sim_config, e.message);
-    return Unexpected<Error>(e);
-  }
+  GS_ASSIGN_OR_RETURN(SimReplica replica, LoadSimReplica(flags.sim_config));
   profile::CapacityProfile result;
-  result.model = config->model.model;
+  result.model = replica.config.model.model;
   result.source = "simulator";
-  result.slo = config->slo;
-  result.replica_model = config->model;
+  result.slo = replica.config.slo;
+  result.replica_model = replica.config.model;
   result.measurement = {"bisection", flags.duration > 0 ? flags.duration : 300, flags.warmup,
                         flags.seed};
   profile::SimReplicaProbe probe(
-      **model, config->slo,
+      *replica.model, result.slo,
       {result.measurement.warmup_seconds, result.measurement.point_seconds, flags.seed});
   const profile::SearchProgress progress = [&err](const profile::Mix& mix,
                                                   const profile::CurvePoint& p,
                                                   bool held) { PrintPoint(err, mix, p, held); };
   for (const profile::Mix& mix : mixes) {
-    GS_ASSIGN_OR_RETURN(
-        profile::MixProfile measured,
-        profile::BisectCapacity(probe, mix, config->slo.target_ratio, {}, progress));
+    GS_ASSIGN_OR_RETURN(profile::MixProfile measured,
+                        profile::BisectCapacity(probe, mix, result.slo.target_ratio, {}, progress));
     result.mixes.push_back(std::move(measured));
   }
   return result;
@@ -197,25 +205,28 @@ Result<profile::CapacityProfile> ProfileEndpoint(const ProfileFlags& flags,
   return result;
 }
 
+json MixJson(const profile::MixProfile& m) {
+  json curve = json::array();
+  for (const profile::CurvePoint& c : m.curve) {
+    curve.push_back({{"rate_rps", c.rate_rps},
+                     {"requests", c.requests},
+                     {"attainment", c.attainment},
+                     {"ttft_p50_seconds", c.ttft_p50_seconds},
+                     {"ttft_p99_seconds", c.ttft_p99_seconds},
+                     {"tpot_p50_seconds", c.tpot_p50_seconds},
+                     {"tpot_p99_seconds", c.tpot_p99_seconds}});
+  }
+  return {{"prompt_tokens", m.mix.prompt_tokens},
+          {"output_tokens", m.mix.output_tokens},
+          {"capacity_rps", m.capacity_rps},
+          {"capacity_tokens_per_second", m.capacity_tokens_per_second},
+          {"curve", std::move(curve)}};
+}
+
+// The profile file's fields, in its order (config/profile_file.h).
 json ProfileJson(const profile::CapacityProfile& p) {
   json mixes = json::array();
-  for (const profile::MixProfile& m : p.mixes) {
-    json curve = json::array();
-    for (const profile::CurvePoint& c : m.curve) {
-      curve.push_back({{"rate_rps", c.rate_rps},
-                       {"requests", c.requests},
-                       {"attainment", c.attainment},
-                       {"ttft_p50_seconds", c.ttft_p50_seconds},
-                       {"ttft_p99_seconds", c.ttft_p99_seconds},
-                       {"tpot_p50_seconds", c.tpot_p50_seconds},
-                       {"tpot_p99_seconds", c.tpot_p99_seconds}});
-    }
-    mixes.push_back({{"prompt_tokens", m.mix.prompt_tokens},
-                     {"output_tokens", m.mix.output_tokens},
-                     {"capacity_rps", m.capacity_rps},
-                     {"capacity_tokens_per_second", m.capacity_tokens_per_second},
-                     {"curve", std::move(curve)}});
-  }
+  for (const profile::MixProfile& m : p.mixes) mixes.push_back(MixJson(m));
   json out{{"version", profile::kProfileVersion},
            {"model", p.model},
            {"source", p.source},

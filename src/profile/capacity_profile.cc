@@ -39,6 +39,26 @@ double Round(double v, int digits) {
   return rounded;
 }
 
+// The sums of the least-squares normal equations in relative residuals: row i of the system
+// is (prompt_i, output_i) x capacity_rps_i = (u_i, v_i), its right-hand side 1.
+struct NormalEquations {
+  double uu = 0, uv = 0, vv = 0, u = 0, v = 0;
+};
+
+NormalEquations Sums(const std::vector<MixProfile>& mixes) {
+  NormalEquations n;
+  for (const MixProfile& m : mixes) {
+    const double u = m.mix.prompt_tokens * m.capacity_rps;
+    const double v = m.mix.output_tokens * m.capacity_rps;
+    n.uu += u * u;
+    n.uv += u * v;
+    n.vv += v * v;
+    n.u += u;
+    n.v += v;
+  }
+  return n;
+}
+
 }  // namespace
 
 CapacityProfile RoundedForOutput(const CapacityProfile& profile, int significant_digits) {
@@ -83,25 +103,15 @@ Result<CapacityFit> FitCapacity(const std::vector<MixProfile>& mixes) {
   if (shapes.empty()) return InvalidArgument("no mix to fit", "mixes");
   GS_RETURN_IF_ERROR(CheckFittable(shapes, "mixes"));
   GS_RETURN_IF_ERROR(CheckMixValues(mixes));
-  // Relative residuals: row i is (prompt, output) x capacity_rps against 1.
-  double suu = 0, suv = 0, svv = 0, su = 0, sv = 0;
-  for (const MixProfile& m : mixes) {
-    const double u = m.mix.prompt_tokens * m.capacity_rps;
-    const double v = m.mix.output_tokens * m.capacity_rps;
-    suu += u * u;
-    suv += u * v;
-    svv += v * v;
-    su += u;
-    sv += v;
-  }
+  const NormalEquations n = Sums(mixes);
   // Not zero: the ratios differ, so the rows are not proportional (Cauchy-Schwarz).
-  const double det = suu * svv - suv * suv;
-  double a = (svv * su - suv * sv) / det;
-  double b = (suu * sv - suv * su) / det;
+  const double det = n.uu * n.vv - n.uv * n.uv;
+  double a = (n.vv * n.u - n.uv * n.v) / det;
+  double b = (n.uu * n.v - n.uv * n.u) / det;
   CapacityFit fit;
   if (b < 0) {
     b = 0;
-    a = su / suu;
+    a = n.u / n.uu;
     fit.weight_clamped = true;
   }
   if (!(a > 0) || !std::isfinite(a) || !std::isfinite(b)) {
