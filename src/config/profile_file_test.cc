@@ -75,6 +75,11 @@ struct ErrorCase {
   std::string want;      // the error, field and line included
 };
 
+// Names the case in test listings (ctest) by its edit, not by its bytes.
+void PrintTo(const ErrorCase& c, std::ostream* os) {
+  *os << "'" << c.from << "' -> '" << c.to << "'";
+}
+
 class ProfileFileErrorTest : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(ProfileFileErrorTest, NamesFieldAndLine) {
