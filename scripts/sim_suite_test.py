@@ -130,8 +130,14 @@ class SuiteTest(unittest.TestCase):
         self.spec = write_json(os.path.join(self.tmp, "spec.json"), spec)
         self.configs = os.path.join(self.tmp, "configs")
         os.mkdir(self.configs)
+        general = os.path.join(ROOT, "examples", "sim", "general")
         for name in ("hpa.yaml", "slo.yaml"):
-            shutil.copy(os.path.join(ROOT, "examples", "sim", "general", name), self.configs)
+            with open(os.path.join(general, name)) as f:
+                text = f.read()
+            # A relative profile path names a file beside the config's own folder.
+            text = text.replace("profile: ../", "profile: " + general + "/../")
+            with open(os.path.join(self.configs, name), "w") as f:
+                f.write(text)
 
     def tearDown(self):
         shutil.rmtree(self.tmp)

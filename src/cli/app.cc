@@ -74,6 +74,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   AddAllocCommands(app, ctx);
   AddPolicyCommands(app, ctx);
   AddSimulateCommands(app, ctx);
+  AddProfileCommands(app, ctx);
   AddEmulateCommands(app, ctx);
   AddFleetCommand(app, ctx);
   AddBenchCommands(app, ctx);

@@ -64,6 +64,7 @@ void AddServeCommands(CLI::App& app, CommandContext& ctx);     // serve
 void AddGatewayCommands(CLI::App& app, CommandContext& ctx);   // gateway (standalone)
 void AddRenderCommands(CLI::App& app, CommandContext& ctx);    // render
 void AddTaskCommands(CLI::App& app, CommandContext& ctx);      // task ..., experiment show
+void AddProfileCommands(CLI::App& app, CommandContext& ctx);   // profile
 
 // Runs the CLI. `args` excludes the program name. Never throws.
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <filesystem>
 #include <string_view>
 
+#include "config/policy_profile.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::config {
@@ -148,6 +150,7 @@ Result<PolicySpec> ParsePolicy(const YAML::Node& root) {
 
 Result<PolicySpec> LoadPolicyFile(const std::string& path) {
   GS_ASSIGN_OR_RETURN(YAML::Node root, yaml::LoadYamlFile(path));
+  ResolveProfilePath(root, std::filesystem::path(path).parent_path().string());
   return ParsePolicy(root);
 }
 

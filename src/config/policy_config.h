@@ -37,6 +37,7 @@ struct CommonPolicyFields {
 };
 
 Result<PolicySpec> ParsePolicy(const YAML::Node& root);
+// A relative `slo.profile` resolves against the file's folder (config/policy_profile.h).
 Result<PolicySpec> LoadPolicyFile(const std::string& path);
 Result<PolicySpec> ParseCorrinoRecipe(const YAML::Node& root);
 Result<PolicySpec> LoadCorrinoRecipeFile(const std::string& path);

@@ -2,6 +2,9 @@
 // algorithm). Every field is optional:
 //
 //   slo:
+//     profile: PATH                   # a capacity profile (gpuscale profile): token mode
+//                                     # with its fitted weight and capacity; excludes the
+//                                     # two fields below it names, sets target_attainment
 //     target_attainment: 0.99         # share of requests meeting the SLO, (0, 1]
 //     initial_capacity_rps: 10        # per-replica requests/s at the SLO, > 0 (learned after)
 //     output_token_weight: 0          # >= 0; > 0 counts load in prompt-token equivalents
@@ -20,11 +23,12 @@
 //     ready_grace_seconds: 45         # >= 0; violations after a replica turns ready, ignored
 //     recurring_bursts: true          # keep ready for bursts that came back (burst_memory.h)
 //     burst_lead_seconds: 90          # >= 0; ready this long before an expected burst
-#include <cmath>
-
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "config/policy_config.h"
+#include "config/policy_profile.h"
 #include "scale/slo_policy.h"
 #include "yaml/yaml_util.h"
 
@@ -74,6 +78,57 @@ Status ReadCapacity(const YAML::Node& block, const std::string& path, scale::Slo
   return OkStatus();
 }
 
+// `profile: PATH` (config/policy_profile.h): token mode with the profile's fit, and its
+// target ratio as target_attainment. The weight and the capacity are one least-squares fit,
+// so neither may be set beside the profile: one from the fit and one typed in would not
+// describe the same replica (an error rather than a silent override). target_attainment may
+// be given only if equal to the profile's: a capacity holds at one target.
+Status ReadProfile(const YAML::Node& block, const std::string& path, scale::SloPolicyConfig& c) {
+  const YAML::Node named = block["profile"];
+  if (!named.IsDefined()) return OkStatus();
+  const std::string profile_field = yaml::Join(path, "profile");
+  for (const char* key : {"output_token_weight", "initial_capacity_tokens_per_second"}) {
+    if (!block[key].IsDefined()) continue;
+    return yaml::FieldError(
+        block[key], yaml::Join(path, key),
+        fmt::format("is set beside {} (line {}), whose fit gives the weight and capacity "
+                    "together; remove one of them",
+                    profile_field, yaml::LineOf(named)));
+  }
+  GS_ASSIGN_OR_RETURN(profile::CapacityProfile p, LoadNamedProfile(block, path));
+  if (!(p.output_token_weight > 0)) {
+    return yaml::FieldError(named, profile_field,
+                            "the profile's fit.output_token_weight is 0, and token mode needs a "
+                            "weight > 0; set output_token_weight and "
+                            "initial_capacity_tokens_per_second instead");
+  }
+  c.output_token_weight = p.output_token_weight;
+  c.initial_capacity_tokens_per_second = p.capacity_tokens_per_second;
+  // Each mix's own capacity: the policy counts a mix served below the fit's line as more load.
+  c.mix_capacities.clear();
+  for (const profile::MixProfile& m : p.mixes) {
+    if (m.capacity_tokens_per_second > 0) {
+      c.mix_capacities.push_back({static_cast<double>(m.mix.prompt_tokens),
+                                  static_cast<double>(m.mix.output_tokens),
+                                  m.capacity_tokens_per_second});
+    }
+  }
+  if (block["target_attainment"].IsDefined()) {
+    GS_ASSIGN_OR_RETURN(double given, ReadRanged(block, "target_attainment", path,
+                                                 c.target_attainment, 0, true, 1));
+    if (std::abs(given - p.slo.target_ratio) > 1e-12) {
+      return yaml::FieldError(
+          block["target_attainment"], yaml::Join(path, "target_attainment"),
+          fmt::format("is {} but {} (line {}) was measured for a share {} of requests within "
+                      "the SLO; a capacity holds at one target only: remove this field or "
+                      "profile the replica at {}",
+                      given, profile_field, yaml::LineOf(named), p.slo.target_ratio, given));
+    }
+  }
+  c.target_attainment = p.slo.target_ratio;
+  return OkStatus();
+}
+
 // The forecast and scale-in fields.
 Status ReadDynamics(const YAML::Node& block, const std::string& path, scale::SloPolicyConfig& c) {
   constexpr double kBig = 1e9;
@@ -115,11 +170,12 @@ Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
     GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
         block, path,
         {"target_attainment", "initial_capacity_rps", "output_token_weight",
-         "initial_capacity_tokens_per_second", "target_utilization",
-         "forecast_horizon_seconds", "trend_window_seconds", "burst_z",
-         "scale_down_delay_seconds", "max_scale_down_step", "spare_replicas",
-         "follow_short_rate", "learn_capacity", "probe_load_ratio", "min_capacity_ratio",
-         "ready_grace_seconds", "recurring_bursts", "burst_lead_seconds"}));
+         "initial_capacity_tokens_per_second", "target_utilization", "forecast_horizon_seconds",
+         "trend_window_seconds", "burst_z", "scale_down_delay_seconds", "max_scale_down_step",
+         "spare_replicas", "follow_short_rate", "learn_capacity", "probe_load_ratio",
+         "min_capacity_ratio", "ready_grace_seconds", "recurring_bursts", "burst_lead_seconds",
+         "profile"}));
+    GS_RETURN_IF_ERROR(ReadProfile(block, path, c));
     GS_ASSIGN_OR_RETURN(c.target_attainment, ReadRanged(block, "target_attainment", path,
                                                         c.target_attainment, 0, true, 1));
     GS_RETURN_IF_ERROR(ReadCapacity(block, path, c));

@@ -1,9 +1,12 @@
 #include "config/sim_config.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
 
+#include <cmath>
+#include <filesystem>
+#include <utility>
+
+#include "config/policy_profile.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::config {
@@ -201,15 +204,13 @@ Status MergeBounds(YAML::Node policy, const sim::ServiceSpec& service) {
   return OkStatus();
 }
 
-}  // namespace
-
-Result<SimConfigFile> ParseSimConfig(const YAML::Node& root) {
+// Every section but `policy`.
+Status ParseSections(const YAML::Node& root, sim::SimulationConfig& c) {
   if (!root || !root.IsMap()) return InvalidArgument("expected a mapping at the top level", "config");
   GS_RETURN_IF_ERROR(CheckKnownKeys(
-      root, "", {"cluster", "service", "replica_model", "router", "control_interval_seconds",
-                 "scrape_interval_seconds", "slo", "oracle_bucket_seconds", "faults", "policy"}));
-  SimConfigFile file;
-  auto& c = file.sim;
+      root, "",
+      {"cluster", "service", "replica_model", "router", "control_interval_seconds",
+       "scrape_interval_seconds", "slo", "oracle_bucket_seconds", "faults", "policy"}));
   GS_RETURN_IF_ERROR(ParseCluster(root["cluster"], c.cluster));
   GS_RETURN_IF_ERROR(ParseService(root["service"], c));
   GS_RETURN_IF_ERROR(ParseModel(root["replica_model"], c.model));
@@ -223,18 +224,44 @@ Result<SimConfigFile> ParseSimConfig(const YAML::Node& root) {
     if (!(v > 0)) return FieldError(root[key], key, "must be > 0");
     *target = Seconds{v};
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<SimConfigFile> ParseSimConfig(const YAML::Node& root) {
+  SimConfigFile file;
+  auto& c = file.sim;
+  GS_RETURN_IF_ERROR(ParseSections(root, c));
   if (!root["policy"]) return InvalidArgument("required field is missing", "policy");
   if (!root["policy"].IsMap()) return FieldError(root["policy"], "policy", "expected a mapping");
   // A handle, not a clone: YAML::Clone drops line marks, and errors must name lines. Filling
   // in the bounds therefore also edits the caller's tree.
   file.policy = root["policy"];
   GS_RETURN_IF_ERROR(MergeBounds(file.policy, c.service));
+  // A profile measured at another SLO gives a capacity the simulation's SLO does not hold at.
+  GS_RETURN_IF_ERROR(CheckProfileSlo(file.policy, "policy", c.slo.ttft_seconds, c.slo.tpot_seconds,
+                                     c.slo.target_ratio, root["slo"], "slo"));
   GS_RETURN_IF_ERROR(sim::ValidateSimulationConfig(c));
   return file;
 }
 
+Result<sim::SimulationConfig> LoadSimConfigSections(const std::string& path) {
+  GS_ASSIGN_OR_RETURN(YAML::Node root, yaml::LoadYamlFile(path));
+  sim::SimulationConfig c;
+  GS_RETURN_IF_ERROR(ParseSections(root, c));
+  GS_RETURN_IF_ERROR(sim::ValidateSimulationConfig(c));
+  return c;
+}
+
 Result<SimConfigFile> LoadSimConfigFile(const std::string& path) {
   GS_ASSIGN_OR_RETURN(YAML::Node root, yaml::LoadYamlFile(path));
+  // Before parsing: MakeSimPolicy parses the policy again for every run, from the tree alone.
+  if (root.IsMap()) {
+    // The const operator[]: the other one adds a `policy` key to a file that has none.
+    ResolveProfilePath(std::as_const(root)["policy"],
+                       std::filesystem::path(path).parent_path().string());
+  }
   return ParseSimConfig(root);
 }
 

@@ -38,9 +38,18 @@ struct SimConfigFile {
   YAML::Node policy;  // the envelope, with min/max_replicas filled from `service`
 };
 
+// Also an error: a slo policy whose `profile:` was measured at another SLO than `slo`
+// (config/policy_profile.h). A relative profile path resolves against the working directory.
 Result<SimConfigFile> ParseSimConfig(const YAML::Node& root);
-// Errors: kNotFound when the file is missing, then those of ParseSimConfig.
+// Errors: kNotFound when the file is missing, then those of ParseSimConfig. A relative
+// `policy.slo.profile` resolves against the file's folder (made absolute in `policy`).
 Result<SimConfigFile> LoadSimConfigFile(const std::string& path);
+
+// Every section of a simulation config but `policy`, which may be absent and is not read:
+// what `gpuscale profile --sim` needs (the replica model and the SLO), from a config that
+// may not have a policy yet or whose policy names the profile being made. Errors: those of
+// LoadSimConfigFile about the other sections.
+Result<sim::SimulationConfig> LoadSimConfigSections(const std::string& path);
 
 // A fresh policy instance from the file's envelope (each simulation needs its own: policies
 // keep state). Errors: those of ParsePolicy, fields prefixed with "policy.".

@@ -150,7 +150,7 @@ TEST(SimConfigTest, PolicyErrorsArePrefixed) {
 }
 
 TEST(SimConfigTest, ExampleConfigsParse) {
-  for (const char* workload : {"conv", "code"}) {
+  for (const char* workload : {"conv", "code", "general"}) {
     std::optional<sim::RouterSpec> router;
     for (const char* name : {"slo", "hpa", "keda", "rules", "ratio", "kpa"}) {
       std::string path = std::string(GPUSCALE_SOURCE_DIR) + "/examples/sim/" + workload + "/" +

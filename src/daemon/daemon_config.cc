@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 
+#include "config/policy_profile.h"
 #include "daemon/daemon_config_internal.h"
 #include "yaml/yaml_util.h"
 
@@ -277,6 +278,18 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
   return config;
 }
 
+// A relative `slo.profile` in a service's policy names a file beside the config: made
+// absolute before parsing, so that the policy text the store keeps (and re-parses when a
+// policy is built, after a restart too) still finds it.
+void ResolveServiceProfilePaths(const YAML::Node& root, const std::string& base_dir) {
+  if (!root.IsMap()) return;
+  const YAML::Node services = root["services"];
+  if (!services.IsDefined() || !services.IsSequence()) return;
+  for (const YAML::Node& service : services) {
+    if (service.IsMap()) config::ResolveProfilePath(service["policy"], base_dir);
+  }
+}
+
 }  // namespace
 
 Result<DaemonConfig> ParseDaemonConfig(const YAML::Node& root) {
@@ -302,6 +315,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
         fmt::format("config file '{}' is empty; write at least one key (e.g. services: [])", path),
         path);
   }
+  ResolveServiceProfilePaths(root, std::filesystem::path(path).parent_path().string());
   return ParseDaemonConfig(root);
 }
 

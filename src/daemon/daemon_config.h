@@ -44,7 +44,11 @@
 //                                                  # (set in both places they must agree;
 //                                                  # set only in the policy, they are the
 //                                                  # service's). No policy = `rules` whose
-//                                                  # rules live in the store.
+//                                                  # rules live in the store. An slo
+//                                                  # policy's `profile: PATH` is relative to
+//                                                  # this file's folder (the working
+//                                                  # directory for a REST body) and must be
+//                                                  # measured at the service's slo.
 //
 // Errors name the field path and line: `services[0].gpus_per_replica: expected an integer
 // >= 0, got 'two' (line 12)`.

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "config/policy_config.h"
+#include "config/policy_profile.h"
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_config_internal.h"
 #include "orch/argv_template.h"
@@ -273,7 +274,8 @@ YAML::Node MergedPolicy(const YAML::Node& policy, const ServiceConfig& s) {
   return merged;
 }
 
-Status ReadPolicy(const YAML::Node& policy, const std::string& path, ServiceConfig& s) {
+Status ReadPolicy(const YAML::Node& policy, const YAML::Node& slo_node, const std::string& path,
+                  ServiceConfig& s) {
   const std::string policy_path = Join(path, "policy");
   if (!policy.IsDefined()) {
     s.policy_yaml.clear();
@@ -288,6 +290,10 @@ Status ReadPolicy(const YAML::Node& policy, const std::string& path, ServiceConf
   if (auto parsed = config::ParsePolicy(merged); !parsed) {
     return Prefixed(parsed.error(), policy_path);
   }
+  // A capacity profile holds at the SLO it was measured at: the service's (read before).
+  GS_RETURN_IF_ERROR(config::CheckProfileSlo(merged, policy_path, s.slo.ttft_seconds,
+                                             s.slo.tpot_seconds, std::nullopt, slo_node,
+                                             Join(path, "slo")));
   s.policy_family = merged["family"].Scalar();
   YAML::Emitter out;
   out << merged;
@@ -325,7 +331,7 @@ Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::stri
     GS_RETURN_IF_ERROR(ReadSlo(node, path, s));
     const YAML::Node policy = Child(node, "policy");
     GS_RETURN_IF_ERROR(ReadReplicaBounds(node, policy, path, s));
-    GS_RETURN_IF_ERROR(ReadPolicy(policy, path, s));
+    GS_RETURN_IF_ERROR(ReadPolicy(policy, Child(node, "slo"), path, s));
     return s;
   } catch (const YAML::Exception& e) {
     // A malformed tree (e.g. a mapping used as a key) makes yaml-cpp throw on conversion.

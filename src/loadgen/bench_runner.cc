@@ -195,6 +195,7 @@ BenchReport BenchRun::Run() {
   BenchReport report = Aggregate(outcomes_, elapsed);
   report.url = options_.url;
   report.model = model_;
+  if (options_.keep_outcomes) report.outcomes = std::move(outcomes_);
   return report;
 }
 

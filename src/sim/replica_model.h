@@ -20,6 +20,8 @@ struct ReplicaModelConfig {
   int max_batch_size = 256;        // max sequences decoding together (vLLM max_num_seqs)
   int64_t kv_cache_tokens = 0;     // 0 = derive from GPU memory, weights and KV size/token
   int max_batched_tokens = 8192;   // prefill chunk budget per step
+
+  friend bool operator==(const ReplicaModelConfig&, const ReplicaModelConfig&) = default;
 };
 
 class ReplicaModel {

@@ -69,6 +69,8 @@ struct SloSpec {
   double ttft_seconds = 1.0;
   double tpot_seconds = 0.05;
   double target_ratio = 0.99;  // the attainment a policy is expected to reach
+
+  friend bool operator==(const SloSpec&, const SloSpec&) = default;
 };
 
 // Injected faults (for recovery tests and what-if runs).

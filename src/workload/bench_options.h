@@ -37,6 +37,9 @@ struct BenchOptions {
   // those in flight are cancelled (error kind "cancelled") within about 20 ms; RunBench then
   // returns the report of what ran so far. Not owned; must outlive RunBench.
   const std::atomic<bool>* cancel = nullptr;
+  // true: the report keeps every request's outcome (BenchReport::outcomes), for callers that
+  // judge requests one by one (`gpuscale profile`: TTFT and TPOT of the same request).
+  bool keep_outcomes = false;
 };
 
 // Errors: InvalidArgument naming the flag (--url, --concurrency, --duration,

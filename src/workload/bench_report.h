@@ -48,6 +48,9 @@ struct BenchReport {
   LatencySummary inter_token_latency_seconds;    // every gap between content events
   LatencySummary time_per_output_token_seconds;  // per request: (e2e - ttft) / (tokens - 1)
   LatencySummary e2e_latency_seconds;
+  // Every request's outcome, in the order they ended; filled only when asked
+  // (BenchOptions::keep_outcomes), empty otherwise.
+  std::vector<RequestOutcome> outcomes = {};
 };
 
 // Aggregates request outcomes into a report over `elapsed_seconds` (url and model are left

@@ -1,0 +1,147 @@
+#include "config/profile_file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "testing/profile_test_data.h"
+
+namespace gpuscale::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ProfileFileTest, WrittenProfileReadsBackEqual) {
+  const profile::CapacityProfile p = testing_data::SampleProfile();
+  const std::string text = ProfileToYaml(p);
+  Result<profile::CapacityProfile> back = ParseProfileText(text, "p.yaml");
+  ASSERT_TRUE(back.has_value()) << back.error().ToString() << "\n" << text;
+  EXPECT_EQ(*back, p);
+  EXPECT_EQ(ProfileToYaml(*back), text);
+}
+
+TEST(ProfileFileTest, RoundTripKeepsEveryDigitAndOddStrings) {
+  profile::CapacityProfile p = testing_data::SampleProfile();
+  p.model = "org/model \"v2\" \\ x";
+  p.source = "http://127.0.0.1:8000";
+  p.replica_model.reset();  // an endpoint profile
+  p.measurement = {"steps", 1.5, 0, 18446744073709551615ULL};
+  p.output_token_weight = 0.1 + 0.2;  // not a short decimal
+  p.capacity_tokens_per_second = 1.0 / 3;
+  p.mixes[0].curve[0].ttft_p99_seconds = 1e-7;
+  p.mixes[1].curve.clear();
+  Result<profile::CapacityProfile> back = ParseProfileText(ProfileToYaml(p), "p.yaml");
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(*back, p);
+}
+
+TEST(ProfileFileTest, ReadsJsonToo) {
+  const char* json = R"({"version": 1, "model": "m", "source": "simulator",
+    "slo": {"ttft_seconds": 1, "tpot_seconds": 0.05, "target_ratio": 0.99},
+    "fit": {"output_token_weight": 4, "capacity_tokens_per_second": 36000},
+    "mixes": [{"prompt_tokens": 256, "output_tokens": 64, "capacity_rps": 70.3,
+               "capacity_tokens_per_second": 36000}]})";
+  Result<profile::CapacityProfile> p = ParseProfileText(json, "p.json");
+  ASSERT_TRUE(p.has_value()) << p.error().ToString();
+  EXPECT_EQ(p->capacity_tokens_per_second, 36000);
+  EXPECT_EQ(p->mixes.size(), 1u);
+  EXPECT_FALSE(p->replica_model.has_value());
+  EXPECT_EQ(p->measurement.method, "bisection");  // the defaults when absent
+}
+
+// Line numbers below are those of kValid.
+constexpr const char* kValid =
+    "version: 1\n"                                                        // 1
+    "model: m\n"                                                          // 2
+    "source: simulator\n"                                                 // 3
+    "slo: {ttft_seconds: 1, tpot_seconds: 0.05, target_ratio: 0.99}\n"    // 4
+    "fit: {output_token_weight: 4, capacity_tokens_per_second: 36000}\n"  // 5
+    "mixes:\n"                                                            // 6
+    "  - {prompt_tokens: 256, output_tokens: 64, capacity_rps: 70.3, "
+    "capacity_tokens_per_second: 36000}\n"     // 7
+    "  - prompt_tokens: 1024\n"                // 8
+    "    output_tokens: 256\n"                 // 9
+    "    capacity_rps: 17.5\n"                 // 10
+    "    capacity_tokens_per_second: 36000\n"  // 11
+    "    curve:\n"                             // 12
+    "      - {rate_rps: 3, requests: 10, attainment: 1, ttft_p50_seconds: 0.1, "
+    "ttft_p99_seconds: 0.2, tpot_p50_seconds: 0.01, tpot_p99_seconds: 0.02}\n"  // 13
+    "measurement: {method: bisection, point_seconds: 300}\n"                    // 14
+    "replica_model: {gpu: h100, max_batch_size: 256}\n";                        // 15
+
+struct ErrorCase {
+  std::string from, to;  // kValid with `from` replaced by `to`
+  std::string want;      // the error, field and line included
+};
+
+// Names the case in test listings (ctest) by its edit, not by its bytes.
+void PrintTo(const ErrorCase& c, std::ostream* os) {
+  *os << "'" << c.from << "' -> '" << c.to << "'";
+}
+
+class ProfileFileErrorTest : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(ProfileFileErrorTest, NamesFieldAndLine) {
+  std::string text = kValid;
+  const ErrorCase& c = GetParam();
+  text.replace(text.find(c.from), c.from.size(), c.to);
+  Result<profile::CapacityProfile> p = ParseProfileText(text, "p.yaml");
+  ASSERT_FALSE(p.has_value()) << c.from << " -> " << c.to;
+  EXPECT_EQ(p.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(p.error().ToString(), HasSubstr(c.want));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ProfileFileErrorTest,
+    ::testing::Values(
+        ErrorCase{"    curve:\n", "    measured_by: me\n    curve:\n",
+                  "mixes[1].measured_by: unknown field; accepted fields: prompt_tokens, "
+                  "output_tokens, capacity_rps, capacity_tokens_per_second, curve (line 12)"},
+        ErrorCase{"capacity_rps: 17.5", "capacity_rps: 0",
+                  "mixes[1].capacity_rps: expected a positive number, got 0 (line 10)"},
+        ErrorCase{"capacity_rps: 70.3", "capacity_rps: -2",
+                  "mixes[0].capacity_rps: expected a positive number, got -2 (line 7)"},
+        ErrorCase{"version: 1", "version: 2",
+                  "version: unsupported version 2; this gpuscale reads version 1 (line 1)"},
+        ErrorCase{"version: 1\n", "", "version: required field is missing (line 1)"},
+        ErrorCase{"target_ratio: 0.99", "target_ratio: 1.5",
+                  "slo.target_ratio: expected a share in (0, 1], got 1.5 (line 4)"},
+        ErrorCase{"tpot_seconds: 0.05", "tpot_seconds: .inf",
+                  "slo.tpot_seconds: expected a positive number, got inf (line 4)"},
+        ErrorCase{"attainment: 1,", "attainment: 2,",
+                  "mixes[1].curve[0].attainment: expected a share in [0, 1], got 2 (line 13)"},
+        ErrorCase{"output_tokens: 256", "output_tokens: 0",
+                  "mixes[1].output_tokens: expected an integer >= 1, got 0 (line 9)"},
+        ErrorCase{"prompt_tokens: 1024", "prompt_tokens: many",
+                  "mixes[1].prompt_tokens: expected an integer, got 'many' (line 8)"},
+        ErrorCase{"model: m", "model: \"\"", "model: expected a non-empty string (line 2)"},
+        ErrorCase{"output_token_weight: 4,", "output_token_weight: -1,",
+                  "fit.output_token_weight: expected a number >= 0, got -1 (line 5)"},
+        ErrorCase{"fit: {output_token_weight: 4, capacity_tokens_per_second: 36000}\n", "",
+                  "fit: required field is missing"},
+        ErrorCase{"method: bisection", "method: guess",
+                  "measurement.method: expected bisection or steps, got 'guess' (line 14)"},
+        ErrorCase{"gpu: h100", "gpu: h100, tp: 2",
+                  "replica_model.tp: unknown field; accepted fields: gpu, tensor_parallel"},
+        ErrorCase{"source: simulator\n", "source: simulator\nnotes: x\n",
+                  "notes: unknown field; accepted fields: version, model"},
+        ErrorCase{"ttft_p50_seconds: 0.1", "ttft_p50_seconds: soon",
+                  "mixes[1].curve[0].ttft_p50_seconds: expected a number, got 'soon' (line 13)"}));
+
+TEST(ProfileFileTest, TheErrorCasesStartFromAValidProfile) {
+  Result<profile::CapacityProfile> p = ParseProfileText(kValid, "p.yaml");
+  ASSERT_TRUE(p.has_value()) << p.error().ToString();
+  EXPECT_EQ(p->mixes[1].curve.size(), 1u);
+  EXPECT_EQ(p->replica_model->max_batch_size, 256);
+  EXPECT_EQ(p->replica_model->model, "m");  // the profile's model
+}
+
+TEST(ProfileFileTest, MissingFileIsNotFound) {
+  Result<profile::CapacityProfile> p = LoadProfileFile("/nonexistent/profile.yaml");
+  ASSERT_FALSE(p.has_value());
+  EXPECT_EQ(p.error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpuscale::config
