@@ -266,7 +266,7 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
       FormatNumber(forecast), unit, FormatNumber(config_.forecast_horizon.count()),
       FormatNumber(*obs->rate_short), FormatNumber(capacity_), unit, ratio(obs->ttft_violation),
       ratio(obs->tpot_violation));
-  if (obs->mix_factor != 1) {
+  if (std::abs(obs->mix_factor - 1) > 0.005) {
     why += fmt::format(", this mix costs x{} (profile)", FormatNumber(obs->mix_factor));
   }
   if (expected) why += fmt::format(", ready for {} {}: {}", FormatNumber(expected->rate), unit,
