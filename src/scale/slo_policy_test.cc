@@ -348,6 +348,17 @@ TEST(SloPolicyTest, LongRateAloneIgnoresAShortBurst) {
   EXPECT_EQ(queued.Evaluate(burst(6)).desired_replicas, 7);
 }
 
+// Knative's panic mode, without a mode: from near-idle a load that shows gets its whole fleet
+// in one tick, not a replica per tick.
+TEST(SloPolicyTest, StepsFromNearIdleToTheWholeNeedInOneTick) {
+  SloPolicy policy(Config());
+  EXPECT_EQ(policy.Evaluate(Input(0, 1, {0.1, 0, 0})).desired_replicas, 1);
+  EXPECT_EQ(policy.Evaluate(Input(15, 1, {0.1, 0, 0})).desired_replicas, 1);
+  // 95 req/s at 10 per replica, plus the 40 waiting on the one replica drained over 30 s.
+  auto d = policy.Evaluate(Input(30, 1, {95, 40, 0}));
+  EXPECT_GE(d.desired_replicas, 10) << d.reason;
+}
+
 TEST(SloPolicyTest, KeepsSpareReplicasWarm) {
   auto c = Config();
   c.spare_replicas = 2;
