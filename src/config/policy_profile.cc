@@ -62,7 +62,8 @@ Result<profile::CapacityProfile> LoadNamedProfile(const YAML::Node& block,
 }
 
 void ResolveProfilePath(const YAML::Node& envelope, const std::string& base_dir) {
-  if (!envelope.IsMap()) return;
+  // IsDefined first: a service without a `policy:` gives an invalid node, whose type throws.
+  if (!envelope.IsDefined() || !envelope.IsMap()) return;
   const YAML::Node block = envelope["slo"];
   if (!block.IsDefined() || !block.IsMap()) return;
   // A handle on the file's own node: assigning a scalar keeps its line mark, so errors about

@@ -577,6 +577,23 @@ TEST(DaemonConfigTest, AnEmptyConfigFileIsAnErrorNotEveryDefault) {
       << config.error().ToString();
 }
 
+// A config file's services may leave the policy out (the store's rules then apply): the
+// profile-path pass that runs on files must not trip over the missing key.
+TEST(DaemonConfigTest, LoadsAFileWhoseServiceHasNoPolicy) {
+  char pattern[] = "/tmp/gpuscale-no-policy-XXXXXX";
+  const int fd = mkstemp(pattern);
+  ASSERT_GE(fd, 0);
+  const std::string text =
+      "services:\n  - name: x\n    command: [sleep, \"1\"]\n  - name: y\n"
+      "    command: [sleep, \"1\"]\n    policy: {family: slo}\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  auto config = LoadDaemonConfig(pattern);
+  std::remove(pattern);
+  ASSERT_TRUE(config) << config.error().ToString();
+  EXPECT_EQ(config->services.size(), 2u);
+}
+
 TEST(DaemonConfigTest, LoadMissingFileIsNotFound) {
   auto config = LoadDaemonConfig("/nonexistent/gpuscale.yaml");
   ASSERT_FALSE(config);
