@@ -71,11 +71,21 @@ struct HttpGetPool::Impl {
     list.push_back({std::move(stream), SteadyClock::now()});
   }
 
+  // A submitted request waiting for a worker.
+  struct Queued {
+    HttpGetRequest request;
+    Done done;
+  };
+
   const HttpGetPoolOptions options;
   asio::io_context ioc;
-  mutable std::mutex mu;  // idle: written on GetAll's thread, counted from any
+  mutable std::mutex mu;  // idle: written on the running thread, counted from any
   // By host:port; hashed: a fleet's 10,000 replicas are 10,000 keys sharing a long prefix.
   std::unordered_map<std::string, std::deque<IdleConnection>> idle;
+  // The running thread's alone (Submit, Run and the workers run there).
+  std::deque<Queued> queue;  // submitted, not started
+  size_t workers = 0;        // Worker coroutines alive, at most options.max_in_flight
+  size_t pending = 0;        // submitted, `done` not called yet
 };
 
 namespace {
@@ -151,16 +161,17 @@ awaitable<Result<HttpGetResponse>> GetOne(HttpGetPool::Impl& impl, const HttpGet
   co_return Unavailable("the connection closed twice before an answer");
 }
 
-// Takes the next request until none is left.
-awaitable<void> Worker(HttpGetPool::Impl& impl, const std::vector<HttpGetRequest>& requests,
-                       std::vector<Result<HttpGetResponse>>& results, size_t& next,
-                       std::atomic<int64_t>& opened, std::atomic<int64_t>& reused) {
-  while (next < requests.size()) {
-    const size_t i = next++;
-    const HttpGetRequest& request = requests[i];
-    Result<HttpGetResponse> result = co_await GetOne(impl, request, opened, reused);
-    results[i] = std::move(result);
+// Takes the next queued request until none is left.
+awaitable<void> Worker(HttpGetPool::Impl& impl, std::atomic<int64_t>& opened,
+                       std::atomic<int64_t>& reused) {
+  while (!impl.queue.empty()) {
+    HttpGetPool::Impl::Queued next = std::move(impl.queue.front());
+    impl.queue.pop_front();
+    Result<HttpGetResponse> result = co_await GetOne(impl, next.request, opened, reused);
+    --impl.pending;
+    next.done(std::move(result));
   }
+  --impl.workers;
 }
 
 }  // namespace
@@ -173,17 +184,41 @@ HttpGetPool::~HttpGetPool() = default;
 std::vector<Result<HttpGetResponse>> HttpGetPool::GetAll(
     const std::vector<HttpGetRequest>& requests) {
   std::vector<Result<HttpGetResponse>> results(requests.size(), Unavailable("not requested"));
-  size_t next = 0;
-  const size_t workers = std::min(std::max<size_t>(impl_->options.max_in_flight, 1),
-                                  requests.size());
-  impl_->ioc.restart();
-  for (size_t w = 0; w < workers; ++w) {
-    asio::co_spawn(impl_->ioc, Worker(*impl_, requests, results, next, opened_, reused_),
-                   asio::detached);
+  size_t left = requests.size();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Submit(requests[i], [&results, &left, i](Result<HttpGetResponse> result) {
+      results[i] = std::move(result);
+      --left;
+    });
   }
-  impl_->ioc.run();
+  Run(SteadyClock::time_point::max(), [&left] { return left == 0; });
   return results;
 }
+
+void HttpGetPool::Submit(HttpGetRequest request, Done done) {
+  Impl& impl = *impl_;
+  impl.queue.push_back({std::move(request), std::move(done)});
+  ++impl.pending;
+  if (impl.workers >= std::max<size_t>(impl.options.max_in_flight, 1)) return;
+  ++impl.workers;
+  asio::co_spawn(impl.ioc, Worker(impl, opened_, reused_), asio::detached);
+}
+
+void HttpGetPool::Run(SteadyClock::time_point deadline, const std::function<bool()>& finished) {
+  if (impl_->pending == 0) return;
+  asio::io_context& ioc = impl_->ioc;
+  ioc.restart();  // after a Run that ran out of work (the context then stops)
+  // First whatever is ready, `finished` or not: an answer that came between two Runs (a
+  // straggler's) is read in the first Run after it, even one that asks nothing new.
+  while (SteadyClock::now() < deadline && ioc.poll_one() > 0) {
+  }
+  // Then one handler at a time, to stop as soon as `finished` holds; run_one_until returns 0
+  // at the deadline or once no work is left.
+  while (!finished() && ioc.run_one_until(deadline) > 0) {
+  }
+}
+
+size_t HttpGetPool::pending() const { return impl_->pending; }
 
 size_t HttpGetPool::idle_connections() const {
   std::lock_guard lock(impl_->mu);
