@@ -8,7 +8,9 @@
 //   gpuscale_decisions_total{service}, gpuscale_scrape_errors_total{service},
 //   gpuscale_control_loop_duration_seconds (histogram),
 //   gpuscale_control_loop_phase_seconds_total{phase} (where the ticks' time went: probe,
-//   collect, services, persist, publish), gpuscale_leases, gpuscale_store_errors_total.
+//   collect, services, persist, publish), gpuscale_scrapes_in_flight (scrapes the last
+//   tick's collect phase left running past its cutoff), gpuscale_leases,
+//   gpuscale_store_errors_total.
 // Absent GPU readings are left out (never written as 0).
 //
 // Ownership: plain values. Thread-safety: none; the daemon guards it with its view mutex.
@@ -43,6 +45,7 @@ class DaemonMetrics {
   void AddLoopPhase(const std::string& phase, double seconds) { loop_phases_[phase] += seconds; }
   void AddDecision(const std::string& service) { ++decisions_[service]; }
   void AddScrapeErrors(const std::string& service, int n) { scrape_errors_[service] += n; }
+  void set_scrapes_in_flight(size_t n) { scrapes_in_flight_ = n; }
   // Store write failures so far (StoreHealth counts them; copied here before Render).
   void set_store_errors(int64_t total) { store_errors_ = total; }
   void ForgetService(const std::string& service);
@@ -60,6 +63,7 @@ class DaemonMetrics {
   std::map<std::string, int64_t> decisions_;
   std::map<std::string, int64_t> scrape_errors_;
   int64_t store_errors_ = 0;
+  size_t scrapes_in_flight_ = 0;
 };
 
 }  // namespace gpuscale::daemon
