@@ -22,6 +22,9 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using SteadyClock = std::chrono::steady_clock;
 using asio::awaitable;
+// The concrete executor, not tcp_stream's type-erased any_io_executor: each of a response's
+// reads would otherwise copy, query and destroy a polymorphic executor.
+using Stream = beast::basic_stream<tcp, asio::io_context::executor_type>;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 std::string Cause(const boost::system::error_code& ec, std::string_view stage, Seconds timeout) {
@@ -39,7 +42,7 @@ bool ClosedWhileIdle(const boost::system::error_code& ec) {
 }
 
 struct IdleConnection {
-  std::unique_ptr<beast::tcp_stream> stream;
+  std::unique_ptr<Stream> stream;
   SteadyClock::time_point since;
 };
 
@@ -49,7 +52,7 @@ struct HttpGetPool::Impl {
   explicit Impl(HttpGetPoolOptions o) : options(o) {}
 
   // An idle connection to `key` young enough to reuse, or null; stale ones are closed.
-  std::unique_ptr<beast::tcp_stream> TakeIdle(const std::string& key) {
+  std::unique_ptr<Stream> TakeIdle(const std::string& key) {
     std::lock_guard lock(mu);
     auto it = idle.find(key);
     if (it == idle.end()) return nullptr;
@@ -63,7 +66,7 @@ struct HttpGetPool::Impl {
     return nullptr;
   }
 
-  void PutIdle(const std::string& key, std::unique_ptr<beast::tcp_stream> stream) {
+  void PutIdle(const std::string& key, std::unique_ptr<Stream> stream) {
     std::lock_guard lock(mu);
     std::deque<IdleConnection>& list = idle[key];
     if (list.size() >= options.max_idle_per_host) list.pop_front();
@@ -91,14 +94,15 @@ struct HttpGetPool::Impl {
 namespace {
 
 // One GET, on a kept connection when one is idle (retried once on a fresh connection when
-// the server had closed it), else on a new one. One deadline covers the exchange.
+// the server had closed it), else on a new one. One deadline covers the exchange. `buffer` is
+// the worker's (HttpGetPoolOptions::read_buffer_bytes), emptied first.
 awaitable<Result<HttpGetResponse>> GetOne(HttpGetPool::Impl& impl, const HttpGetRequest& request,
-                                         std::atomic<int64_t>& opened,
-                                         std::atomic<int64_t>& reused) {
+                                          beast::flat_buffer& buffer, std::atomic<int64_t>& opened,
+                                          std::atomic<int64_t>& reused) {
   const std::string key = fmt::format("{}:{}", request.host, request.port);
   const auto deadline = std::chrono::duration_cast<SteadyClock::duration>(request.timeout);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::unique_ptr<beast::tcp_stream> stream =
+    std::unique_ptr<Stream> stream =
         impl.options.keep_alive && attempt == 0 ? impl.TakeIdle(key) : nullptr;
     const bool kept = stream != nullptr;
     if (!kept) {
@@ -121,7 +125,7 @@ awaitable<Result<HttpGetResponse>> GetOne(HttpGetPool::Impl& impl, const HttpGet
       if (rec) {
         co_return Unavailable(fmt::format("cannot resolve '{}': {}", request.host, rec.message()));
       }
-      stream = std::make_unique<beast::tcp_stream>(impl.ioc);
+      stream = std::make_unique<Stream>(impl.ioc);
       stream->expires_after(deadline);
       auto [cec, endpoint] = co_await stream->async_connect(endpoints, kTuple);
       if (cec) co_return Unavailable(Cause(cec, "connecting", request.timeout));
@@ -139,7 +143,8 @@ awaitable<Result<HttpGetResponse>> GetOne(HttpGetPool::Impl& impl, const HttpGet
     auto [wec, written] = co_await http::async_write(*stream, req, kTuple);
     if (wec && kept && ClosedWhileIdle(wec)) continue;
     if (wec) co_return Unavailable(Cause(wec, "sending the request", request.timeout));
-    beast::flat_buffer buffer;
+    buffer.clear();
+    if (impl.options.read_buffer_bytes == 0) buffer.shrink_to_fit();
     http::response_parser<http::string_body> parser;
     parser.header_limit(64 * 1024);
     parser.body_limit(request.max_body_bytes);
@@ -164,10 +169,12 @@ awaitable<Result<HttpGetResponse>> GetOne(HttpGetPool::Impl& impl, const HttpGet
 // Takes the next queued request until none is left.
 awaitable<void> Worker(HttpGetPool::Impl& impl, std::atomic<int64_t>& opened,
                        std::atomic<int64_t>& reused) {
+  beast::flat_buffer buffer;  // HttpGetPoolOptions::read_buffer_bytes
+  buffer.reserve(impl.options.read_buffer_bytes);
   while (!impl.queue.empty()) {
     HttpGetPool::Impl::Queued next = std::move(impl.queue.front());
     impl.queue.pop_front();
-    Result<HttpGetResponse> result = co_await GetOne(impl, next.request, opened, reused);
+    Result<HttpGetResponse> result = co_await GetOne(impl, next.request, buffer, opened, reused);
     --impl.pending;
     next.done(std::move(result));
   }
