@@ -402,7 +402,7 @@ void Daemon::Tick() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   MutexLock lock(mu_);
   metrics_.ObserveLoop(seconds);
-  metrics_.set_scrapes_in_flight(scrapes_->in_flight());
+  metrics_.set_scrapes(scrapes_->ended(), scrapes_->in_flight());
   for (const auto& [phase, phase_seconds] : phases) metrics_.AddLoopPhase(phase, phase_seconds);
   first_tick_done_ = true;
 }

@@ -132,6 +132,9 @@ std::string DaemonMetrics::Render(const gpu::GpuSnapshot* gpus, const gpu::Score
     const std::vector<metrics::Label> labels = {{"phase", phase}};
     w.AddValue(labels, seconds);
   }
+  w.BeginFamily("gpuscale_scrapes_total", MetricType::kCounter,
+                "Replica scrapes that ended: answered, failed or timed out.");
+  w.AddValue({}, static_cast<double>(scrapes_total_));
   w.BeginFamily("gpuscale_scrapes_in_flight", MetricType::kGauge,
                 "Replica scrapes still in flight when the last tick's collect phase reached its "
                 "cutoff (carried to the next tick).");

@@ -44,6 +44,7 @@ void ReplicaScrapes::Start(const std::string& key, Entry& entry, const std::stri
 }
 
 void ReplicaScrapes::Landed(const std::string& key, Result<metrics::Exposition> result) {
+  ++ended_;
   auto it = entries_.find(key);
   if (it == entries_.end()) return;  // not reachable: entries in flight are kept
   Entry& entry = it->second;

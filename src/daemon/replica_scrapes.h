@@ -63,6 +63,8 @@ class ReplicaScrapes {
 
   // Scrapes left in flight by the last Collect.
   size_t in_flight() const { return pool_.pending(); }
+  // Scrapes that ended (answered, failed or timed out) since construction.
+  int64_t ended() const { return ended_; }
   int64_t connections_opened() const { return pool_.connections_opened(); }
 
  private:
@@ -86,6 +88,7 @@ class ReplicaScrapes {
   std::unordered_map<std::string, Entry> entries_;  // by "<replica> <url>"
   uint64_t tick_ = 0;
   size_t waiting_ = 0;  // scrapes submitted this tick that have not ended
+  int64_t ended_ = 0;
 };
 
 }  // namespace gpuscale::daemon
