@@ -123,7 +123,7 @@ void AddFleetCommand(CLI::App& app, CommandContext& ctx) {
       "replica gets a port answering /health and vLLM's /metrics; a service with "
       "`engine: fleet` and `fleet: {url: http://HOST:PORT}` starts and stops them through "
       "this process's control API (POST/GET /replicas, DELETE /replicas/ID, PUT "
-      "/replicas/ID/load {running, waiting}). Runs until SIGTERM/SIGINT.");
+      "/replicas/ID/load {running, waiting, metrics_delay_ms}). Runs until SIGTERM/SIGINT.");
   cmd->add_option("--port", options->port, "Control API port; 0 picks a free one (printed)")
       ->capture_default_str();
   cmd->add_option("--host", options->host, "Listen address of the control API and replicas")

@@ -65,17 +65,7 @@ void Daemon::LoopMain() {
       // Nothing below should throw; if a library does, the loop must survive it.
       Log(fmt::format("control tick failed: {}", e.what()));
     }
-    // While requests wait at the gateway for a first replica, tick every second: the replica
-    // the activator asked for is then routed to as soon as its probe passes, not a whole
-    // loop interval later.
-    Seconds interval = config_.loop_interval;
-    if (options_.gateway && options_.gateway->TotalQueued() > 0) {
-      interval = std::min(interval, Seconds{1});
-    }
-    // While a replica starts, restarts or stops, tick at the probe interval: a replica that
-    // is ready in 1 s serves 1 s later, not a loop interval later (the policy keeps its own
-    // windows and cooldowns, so extra ticks do not make it jumpier).
-    if (settling_.load()) interval = std::min(interval, options_.probe_interval);
+    const Seconds interval = LoopInterval();
     MutexLock lock(mu_);
     const auto next =
         started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval);
@@ -83,6 +73,25 @@ void Daemon::LoopMain() {
     if (stop_) return;
     wake_ = false;
   }
+}
+
+Seconds Daemon::LoopInterval() {
+  Seconds interval;
+  {
+    MutexLock lock(mu_);  // a reload sets it
+    interval = config_.loop_interval;
+  }
+  // While requests wait at the gateway for a first replica, tick every second: the replica
+  // the activator asked for is then routed to as soon as its probe passes, not a whole
+  // loop interval later.
+  if (options_.gateway && options_.gateway->TotalQueued() > 0) {
+    interval = std::min(interval, Seconds{1});
+  }
+  // While a replica starts, restarts or stops, tick at the probe interval: a replica that
+  // is ready in 1 s serves 1 s later, not a loop interval later (the policy keeps its own
+  // windows and cooldowns, so extra ticks do not make it jumpier).
+  if (settling_.load()) interval = std::min(interval, options_.probe_interval);
+  return interval;
 }
 
 void Daemon::Wake() {
@@ -211,6 +220,7 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
           r.phase == scale::ReplicaPhase::kReady || r.phase == scale::ReplicaPhase::kDraining;
       if (!serving || r.port <= 0 || r.state == "stopping") continue;
       ScrapeJob job;
+      job.replica = r.id;
       job.url = fmt::format("http://{}:{}{}", r.host, r.port, slot->runtime->config().metrics_path);
       observed.scrapes.push_back(std::move(job));
       range.replicas.push_back(std::move(r));
@@ -229,30 +239,51 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
     if (slot->runtime) slot->runtime->AddScrapedFamilies(families);
   }
   CollectorOptions options;
-  options.scrape_families = &families;
-  options.scrape_timeout = options_.scrape_timeout;
+  options.scrape.families = std::move(families);
+  options.scrape.timeout = options_.scrape_timeout;
+  // A straggler does not hold the tick: what has not answered by the cutoff is carried over.
+  options.scrape.cutoff = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              LoopInterval() * config_.scrape.cutoff_ratio);
+  options.scrape.stale_after_ticks = config_.scrape.stale_after_ticks;
   options.prometheus_url = config_.prometheus.url;
   options.query_timeout = config_.prometheus.timeout;
   options.max_threads = options_.collector_threads;
-  daemon::Collect(observed.scrapes, observed.queries, options, *scrape_pool_);
+  daemon::Collect(observed.scrapes, observed.queries, std::move(options), *scrapes_);
   return observed;
 }
 
 // Simulated GPUs only: what each scraped emulated replica reports on its GPUs, read by the
-// monitor's next sample.
+// monitor's next sample. A replica whose scrape is in flight keeps its last report.
 void Daemon::PostGpuLoad(const Observed& observed) {
   if (!gpu_load_) return;
-  gpu::GpuLoads loads;
+  std::map<std::string, gpu::GpuLoads> by_replica;
   for (const auto& [name, range] : observed.ranges) {
     for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
-      const Result<metrics::Exposition>& scrape = observed.scrapes[i].result;
-      if (!scrape) continue;
+      const ScrapeJob& scrape = observed.scrapes[i];
       const orch::ReplicaInfo& replica = range.replicas[i - range.scrape_begin];
+      if (scrape.kind == SampleKind::kKept) {
+        auto last = replica_gpu_loads_.find(replica.id);
+        if (last != replica_gpu_loads_.end()) by_replica[replica.id] = std::move(last->second);
+        continue;
+      }
+      if (!scrape.result) continue;
       // Replica ids already name their service ("demo-0").
       const gpu::GpuProcess process{replica.pid, std::nullopt, "replica " + replica.id};
-      experiments::AddEmulatedGpuLoad(*scrape, replica.gpus, process, loads);
+      experiments::AddEmulatedGpuLoad(*scrape.result, replica.gpus, process,
+                                      by_replica[replica.id]);
     }
   }
+  gpu::GpuLoads loads;
+  for (const auto& [replica, own] : by_replica) {
+    for (const auto& [index, load] : own) {
+      gpu::GpuLoad& sum = loads[index];
+      sum.utilization_percent += load.utilization_percent;
+      sum.memory_used_mb += load.memory_used_mb;
+      sum.processes.insert(sum.processes.end(), load.processes.begin(), load.processes.end());
+    }
+  }
+  replica_gpu_loads_ = std::move(by_replica);
   gpu_load_->Set("services", std::move(loads));
 }
 
@@ -284,8 +315,9 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
   ServiceObservation obs;
   for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
     const orch::ReplicaInfo& info = range.replicas[i - range.scrape_begin];
+    ScrapeJob& scrape = observed.scrapes[i];
     obs.replicas.push_back({info.id, info.gpus, info.phase == scale::ReplicaPhase::kReady,
-                            std::move(observed.scrapes[i].result)});
+                            std::move(scrape.result), scrape.kind});
   }
   for (size_t i = range.query_begin; i < range.query_end; ++i) {
     obs.queries.push_back(
@@ -370,6 +402,7 @@ void Daemon::Tick() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   MutexLock lock(mu_);
   metrics_.ObserveLoop(seconds);
+  metrics_.set_scrapes(scrapes_->ended(), scrapes_->in_flight());
   for (const auto& [phase, phase_seconds] : phases) metrics_.AddLoopPhase(phase, phase_seconds);
   first_tick_done_ = true;
 }

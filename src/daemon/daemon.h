@@ -14,7 +14,8 @@
 //
 // One Tick(): apply queued API changes; per service, orchestrator Poll; scrape every ready or
 // draining replica and run the policies' PromQL queries (all services in parallel,
-// metric_collector.h); ServiceRuntime::Tick (metrics -> policy or manual override ->
+// metric_collector.h; a scrape still in flight at the `scrape:` cutoff goes on into the next
+// tick, replica_scrapes.h); ServiceRuntime::Tick (metrics -> policy or manual override ->
 // reconcile); persist replicas and leases when they changed, the decision when the desired,
 // current or ready count or the actions changed, or DaemonOptions::decision_heartbeat after
 // the last one (state grows with events, not with time: an idle service writes 288 rows a
@@ -57,6 +58,7 @@
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/event_log.h"
+#include "daemon/replica_scrapes.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
 #include "daemon/state_dir_lock.h"
@@ -67,7 +69,6 @@
 #include "gpumon/monitor.h"
 #include "gpumon/simulated_load.h"
 #include "orch/local_process_orchestrator.h"
-#include "scrape/scraper.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {
@@ -138,8 +139,9 @@ class Daemon final : public DaemonApi {
   // identical ones left alone; an invalid one is reported and left as it was while the rest
   // apply. Services the file no longer names keep running, as after a restart with this file
   // (the store keeps them); DELETE /v1/services/{name} removes one. `prometheus` (the server
-  // PromQL metrics are read from), `tasks` (the experiment scheduler's re-check interval,
-  // backfill threshold and stop grace) and `loop_interval_seconds` apply live, before the
+  // PromQL metrics are read from), `scrape` (the collect cutoff and staleness), `tasks` (the
+  // experiment scheduler's re-check interval, backfill threshold and stop grace) and
+  // `loop_interval_seconds` apply live, before the
   // services (listed in applied_live); the other sections (gpu, api, state_dir) take effect at
   // the next start and are listed in needs_restart. Records a config_reloaded event
   // (config_reload_failed when the file could not be read). Changes apply on the next tick,
@@ -243,6 +245,9 @@ class Daemon final : public DaemonApi {
   void PrepareProbes(Seconds now) GS_REQUIRES(loop_mu_);
   void Log(std::string_view message);
   void LoopMain() GS_EXCLUDES(loop_mu_, mu_);
+  // The loop's interval now: loop_interval, or 1 s while requests wait at the gateway, or
+  // probe_interval while a replica settles (whichever is shortest).
+  Seconds LoopInterval() GS_EXCLUDES(mu_);
 
   // API helpers (daemon_requests.cc)
   // kResourceExhausted (HTTP 409) when a local service's replica, or its min_replicas, needs
@@ -261,8 +266,11 @@ class Daemon final : public DaemonApi {
   // The simulated backend's load board (emulated replicas' gauges, posted every tick); null
   // on real GPUs.
   std::shared_ptr<gpu::GpuLoadBoard> gpu_load_;
-  // Every tick's replica scrapes, over connections kept from one tick to the next.
-  std::unique_ptr<metrics::ScrapePool> scrape_pool_ = std::make_unique<metrics::ScrapePool>();
+  // Each replica's last posted load, kept while its next scrape is in flight (loop thread).
+  std::map<std::string, gpu::GpuLoads> replica_gpu_loads_;
+  // Every tick's replica scrapes, over connections kept from one tick to the next; a scrape
+  // may outlast its tick (loop thread only, under loop_mu_).
+  std::unique_ptr<ReplicaScrapes> scrapes_ = std::make_unique<ReplicaScrapes>();
   std::unique_ptr<gpu::Monitor> monitor_;
   alloc::LeaseLedger ledger_;
   // Some replica is starting, restarting, draining or stopping (set by PublishViews): the

@@ -1,6 +1,6 @@
-// The daemon config file: top-level sections (gpu, api, state_dir, loop, prometheus, tasks), the
-// service list with its uniqueness check, and the embedded default. Services themselves are
-// read in daemon_config_service.cc.
+// The daemon config file: top-level sections (gpu, api, state_dir, loop, prometheus, scrape,
+// tasks), the service list with its uniqueness check, and the embedded default. Services
+// themselves are read in daemon_config_service.cc.
 #include "daemon/daemon_config.h"
 
 #include <fmt/format.h>
@@ -200,6 +200,21 @@ Status ParsePrometheus(const YAML::Node& n, PrometheusConfig& prometheus) {
   return OkStatus();
 }
 
+Status ParseScrape(const YAML::Node& n, ScrapeConfig& scrape) {
+  if (!n.IsDefined()) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "scrape", {"cutoff_ratio", "stale_after_ticks"}));
+  GS_ASSIGN_OR_RETURN(scrape.cutoff_ratio,
+                      yaml::ReadDouble(n, "cutoff_ratio", "scrape", scrape.cutoff_ratio));
+  if (!(scrape.cutoff_ratio > 0 && scrape.cutoff_ratio <= 1)) {
+    return FieldError(Child(n, "cutoff_ratio"), "scrape.cutoff_ratio",
+                      fmt::format("expected a share of the loop interval in (0, 1], got {:g}",
+                                  scrape.cutoff_ratio));
+  }
+  GS_ASSIGN_OR_RETURN(scrape.stale_after_ticks, ReadIntAtLeast(n, "stale_after_ticks", "scrape",
+                                                               scrape.stale_after_ticks, 1));
+  return OkStatus();
+}
+
 // Upper bound of the tasks section's durations: a longer re-check would notice wait timeouts
 // and GPU-reading changes that late, and a longer stop grace would hold a shutdown that long.
 constexpr Seconds kMaxTasksSeconds{3600};
@@ -254,10 +269,9 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
   DaemonConfig config;
   config.state_dir = DefaultStateDir();
   if (root.IsNull() || !root.IsDefined()) return config;  // an empty file: all defaults
-  GS_RETURN_IF_ERROR(CheckKnownKeys(
-      root, "",
-      {"gpu", "api", "gateway", "state_dir", "loop_interval_seconds", "prometheus", "tasks",
-       "services"}));
+  GS_RETURN_IF_ERROR(CheckKnownKeys(root, "",
+                                    {"gpu", "api", "gateway", "state_dir", "loop_interval_seconds",
+                                     "prometheus", "scrape", "tasks", "services"}));
   GS_RETURN_IF_ERROR(ParseGpu(Child(root, "gpu"), config.gpu));
   GS_RETURN_IF_ERROR(ParseApi(Child(root, "api"), config.api));
   GS_RETURN_IF_ERROR(ParseGateway(Child(root, "gateway"), config.gateway));
@@ -272,6 +286,7 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
   GS_ASSIGN_OR_RETURN(config.loop_interval,
                       ReadDuration(root, "loop_interval_seconds", "", config.loop_interval, true));
   GS_RETURN_IF_ERROR(ParsePrometheus(Child(root, "prometheus"), config.prometheus));
+  GS_RETURN_IF_ERROR(ParseScrape(Child(root, "scrape"), config.scrape));
   GS_RETURN_IF_ERROR(ParseTasks(Child(root, "tasks"), config.tasks));
   GS_RETURN_IF_ERROR(ParseServices(Child(root, "services"), config.services));
   GS_RETURN_IF_ERROR(CheckModelsUnique(Child(root, "services"), config.services));

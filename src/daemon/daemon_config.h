@@ -19,6 +19,8 @@
 //             "~/" is $HOME; default $XDG_STATE_HOME/gpuscale, else that)
 //   loop_interval_seconds: 15
 //   prometheus: {url: "http://127.0.0.1:9090", timeout_seconds: 5}   # optional, for PromQL
+//   scrape:   {cutoff_ratio: 0.5, stale_after_ticks: 3}
+//             (how long a tick waits for replica scrapes; ScrapeConfig below)
 //   tasks:    {recheck_interval_seconds: 2, max_head_skips: 3, stop_grace_seconds: 10}
 //             (the experiment scheduler; docs/tasks.md "Daemon settings")
 //   services:
@@ -97,6 +99,22 @@ struct PrometheusConfig {
   Seconds timeout{5};
 
   friend bool operator==(const PrometheusConfig&, const PrometheusConfig&) = default;
+};
+
+// The `scrape:` section: how long a control tick waits for the replicas' /metrics
+// (daemon/replica_scrapes.h). A scrape still in flight at the cutoff goes on into the next
+// tick; its replica keeps its previous values meanwhile, for stale_after_ticks ticks at most.
+struct ScrapeConfig {
+  // `cutoff_ratio`: the share of the loop's current interval (loop_interval_seconds, or the
+  // 1 s of a settling loop) that a tick's collect phase waits for scrapes, in (0, 1];
+  // default 0.5. The phase ends sooner once every scrape it started has ended.
+  double cutoff_ratio = 0.5;
+  // `stale_after_ticks`: a replica whose scrapes have not answered for this many ticks is
+  // reported stale (a metric error naming it) instead of keeping its last values; >= 1,
+  // default 3.
+  int stale_after_ticks = 3;
+
+  friend bool operator==(const ScrapeConfig&, const ScrapeConfig&) = default;
 };
 
 // A service's `slurm:` block (engine: slurm): how to reach Slurm and what each replica's
@@ -183,6 +201,7 @@ struct DaemonConfig {
   std::string state_dir;  // default: $XDG_STATE_HOME/gpuscale or ~/.local/state/gpuscale
   Seconds loop_interval{15};
   PrometheusConfig prometheus;
+  ScrapeConfig scrape;
   TasksConfig tasks;
   std::vector<ServiceConfig> services;
 };

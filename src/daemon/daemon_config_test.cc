@@ -86,6 +86,7 @@ api: {listen: "0.0.0.0:0", token: sekret, max_connections: 100, max_event_stream
 state_dir: /var/lib/gpuscale
 loop_interval_seconds: 2.5
 prometheus: {url: "http://prom:9090", timeout_seconds: 3}
+scrape: {cutoff_ratio: 0.25, stale_after_ticks: 5}
 )",
                                       "test");
   ASSERT_TRUE(config) << ErrorText(config);
@@ -104,6 +105,17 @@ prometheus: {url: "http://prom:9090", timeout_seconds: 3}
   EXPECT_EQ(config->loop_interval, Seconds{2.5});
   EXPECT_EQ(config->prometheus.url, "http://prom:9090");
   EXPECT_EQ(config->prometheus.timeout, Seconds{3});
+  EXPECT_EQ(config->scrape.cutoff_ratio, 0.25);
+  EXPECT_EQ(config->scrape.stale_after_ticks, 5);
+}
+
+TEST(DaemonConfigTest, ScrapeSectionDefaultsToHalfTheIntervalAndThreeTicks) {
+  for (const char* yaml : {"", "scrape:", "scrape: {}"}) {
+    auto config = ParseDaemonConfigText(yaml, "test");
+    ASSERT_TRUE(config) << yaml << ": " << ErrorText(config);
+    EXPECT_EQ(config->scrape.cutoff_ratio, 0.5) << yaml;
+    EXPECT_EQ(config->scrape.stale_after_ticks, 3) << yaml;
+  }
 }
 
 TEST(DaemonConfigTest, TasksSectionKeepsTheTaskManagerDefaultsWhenAbsent) {
@@ -181,6 +193,14 @@ const BadConfigCase kBadConfigs[] = {
     {"HttpsPrometheus", "prometheus: {url: \"https://p:9090\"}",
      "prometheus.url: expected an http://"},
     {"PrometheusNoUrl", "prometheus: {timeout_seconds: 1}", "prometheus.url: required field"},
+    {"CutoffZero", "scrape:\n  cutoff_ratio: 0",
+     "scrape.cutoff_ratio: expected a share of the loop interval in (0, 1], got 0 (line 2)"},
+    {"CutoffOverOne", "scrape: {cutoff_ratio: 1.5}", "scrape.cutoff_ratio: expected a share"},
+    {"CutoffNaN", "scrape: {cutoff_ratio: .nan}", "scrape.cutoff_ratio: expected a number"},
+    {"StaleZero", "scrape: {stale_after_ticks: 0}",
+     "scrape.stale_after_ticks: expected an integer >= 1, got 0"},
+    {"ScrapeUnknownKey", "scrape: {timeout_seconds: 1}",
+     "scrape.timeout_seconds: unknown field; accepted fields: cutoff_ratio, stale_after_ticks"},
     {"TasksNotMap", "tasks: 5", "tasks: expected a mapping"},
     {"TasksUnknownKey", "tasks: {recheck_seconds: 1}",
      "tasks.recheck_seconds: unknown field; accepted fields: recheck_interval_seconds, "
@@ -247,8 +267,7 @@ const BadConfigCase kBadConfigs[] = {
      "services[0].slo: expected a mapping {ttft_seconds: 1, tpot_seconds: 0.05}"},
     {"SloUnknownKey", "services:\n  - {name: chat, command: [x], slo: {ttft: 1}}",
      "services[0].slo.ttft: unknown field"},
-    {"SloWord",
-     "services:\n  - name: chat\n    command: [x]\n    slo:\n      ttft_seconds: fast",
+    {"SloWord", "services:\n  - name: chat\n    command: [x]\n    slo:\n      ttft_seconds: fast",
      "services[0].slo.ttft_seconds: expected a number, got 'fast' (line 5)"},
     {"SloZero", "services:\n  - {name: chat, command: [x], slo: {tpot_seconds: 0}}",
      "services[0].slo.tpot_seconds: expected seconds in (0, 3600], got 0"},
@@ -292,7 +311,8 @@ const BadConfigCase kBadConfigs[] = {
     {"YamlKeyIsMap", "services:\n  - {name: chat, command: [x], env: {{a: 1}: b}}", "services[0]"},
     {"UnknownEngine", "services:\n  - name: chat\n    command: [x]\n    engine: pbs",
      "services[0].engine: expected local, slurm or fleet, got 'pbs' (line 4)"},
-    {"FleetNeedsItsUrl", "services:\n  - name: f\n    command: [x]\n    engine: fleet\n"
+    {"FleetNeedsItsUrl",
+     "services:\n  - name: f\n    command: [x]\n    engine: fleet\n"
      "    gpus_per_replica: 0",
      "services[0].fleet: engine fleet needs `fleet: {url: http://host:port}`"},
     {"FleetBadUrl",

@@ -132,6 +132,13 @@ std::string DaemonMetrics::Render(const gpu::GpuSnapshot* gpus, const gpu::Score
     const std::vector<metrics::Label> labels = {{"phase", phase}};
     w.AddValue(labels, seconds);
   }
+  w.BeginFamily("gpuscale_scrapes_total", MetricType::kCounter,
+                "Replica scrapes that ended: answered, failed or timed out.");
+  w.AddValue({}, static_cast<double>(scrapes_total_));
+  w.BeginFamily("gpuscale_scrapes_in_flight", MetricType::kGauge,
+                "Replica scrapes still in flight when the last tick's collect phase reached its "
+                "cutoff (carried to the next tick).");
+  w.AddValue({}, static_cast<double>(scrapes_in_flight_));
   w.BeginFamily("gpuscale_leases", MetricType::kGauge, "GPU leases held by replicas.");
   w.AddValue({}, static_cast<double>(leases));
   w.BeginFamily("gpuscale_store_errors_total", MetricType::kCounter,

@@ -8,7 +8,10 @@
 //   gpuscale_decisions_total{service}, gpuscale_scrape_errors_total{service},
 //   gpuscale_control_loop_duration_seconds (histogram),
 //   gpuscale_control_loop_phase_seconds_total{phase} (where the ticks' time went: probe,
-//   collect, services, persist, publish), gpuscale_leases, gpuscale_store_errors_total.
+//   collect, services, persist, publish), gpuscale_scrapes_total (replica scrapes that
+//   ended), gpuscale_scrapes_in_flight (scrapes the last tick's collect phase left running
+//   past its cutoff), gpuscale_leases,
+//   gpuscale_store_errors_total.
 // Absent GPU readings are left out (never written as 0).
 //
 // Ownership: plain values. Thread-safety: none; the daemon guards it with its view mutex.
@@ -34,15 +37,20 @@ struct ServiceGauges {
 
 class DaemonMetrics {
  public:
-  // Buckets of the loop-duration histogram, seconds.
-  static constexpr std::array<double, 10> kLoopBounds = {0.005, 0.01, 0.025, 0.05, 0.1,
-                                                         0.25,  0.5,  1,     2.5,  5};
+  // Buckets of the loop-duration histogram, seconds: finer around 1 s, where a fleet-scale
+  // daemon on a 1 s loop lives (is its p99 under the interval or over it?).
+  static constexpr std::array<double, 13> kLoopBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                                         0.75,  0.9,  1,     1.5,  2.5, 5};
 
   void ObserveLoop(double seconds);
   // Adds one tick's wall time in `phase` (a fixed name: the label's values stay few).
   void AddLoopPhase(const std::string& phase, double seconds) { loop_phases_[phase] += seconds; }
   void AddDecision(const std::string& service) { ++decisions_[service]; }
   void AddScrapeErrors(const std::string& service, int n) { scrape_errors_[service] += n; }
+  void set_scrapes(int64_t ended, size_t in_flight) {
+    scrapes_total_ = ended;
+    scrapes_in_flight_ = in_flight;
+  }
   // Store write failures so far (StoreHealth counts them; copied here before Render).
   void set_store_errors(int64_t total) { store_errors_ = total; }
   void ForgetService(const std::string& service);
@@ -60,6 +68,8 @@ class DaemonMetrics {
   std::map<std::string, int64_t> decisions_;
   std::map<std::string, int64_t> scrape_errors_;
   int64_t store_errors_ = 0;
+  int64_t scrapes_total_ = 0;
+  size_t scrapes_in_flight_ = 0;
 };
 
 }  // namespace gpuscale::daemon

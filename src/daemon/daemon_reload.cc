@@ -45,9 +45,9 @@ std::string FormatReloadReport(const ReloadReport& r) {
   return line;
 }
 
-// The sections read afresh where they are used: the PromQL server (under loop_mu_, which the
-// tick holds while it queries), the task scheduler's tuning (TaskManager::Retune) and the
-// loop interval (under mu_, which the loop holds to wait).
+// The sections read afresh where they are used: the PromQL server and the scrape cutoff
+// (under loop_mu_, which the tick holds while it collects), the task scheduler's tuning
+// (TaskManager::Retune) and the loop interval (under mu_, which the loop holds to wait).
 std::vector<std::string> Daemon::ApplyLiveSections(const DaemonConfig& reread) {
   std::vector<std::string> applied;
   bool retune = false;
@@ -56,6 +56,10 @@ std::vector<std::string> Daemon::ApplyLiveSections(const DaemonConfig& reread) {
     if (config_.prometheus != reread.prometheus) {
       config_.prometheus = reread.prometheus;
       applied.push_back("prometheus");
+    }
+    if (config_.scrape != reread.scrape) {
+      config_.scrape = reread.scrape;  // read by the next tick's collect
+      applied.push_back("scrape");
     }
     if (config_.tasks != reread.tasks) {
       config_.tasks = reread.tasks;  // only OpenTasks reads it otherwise

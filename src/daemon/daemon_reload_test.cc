@@ -155,19 +155,21 @@ policy:
   EXPECT_EQ(view->desired_replicas, 1);
 
   // The file now names a server (6 requests waiting: 3 replicas at 2 each), a new backfill
-  // threshold and a new loop interval; all take effect without a restart.
+  // threshold, scrape cutoff and loop interval; all take effect without a restart.
   FakePrometheus prometheus(6);
   DaemonConfig reread = Config({*service});
   reread.prometheus.url = prometheus.Url();
   reread.loop_interval = Seconds{5};
   reread.tasks.max_head_skips = 1;
+  reread.scrape.cutoff_ratio = 0.8;
   const ReloadReport report = daemon_->Reload(reread);
-  EXPECT_THAT(report.applied_live, ElementsAre("prometheus", "tasks", "loop_interval_seconds"));
+  EXPECT_THAT(report.applied_live,
+              ElementsAre("prometheus", "scrape", "tasks", "loop_interval_seconds"));
   EXPECT_THAT(report.needs_restart, IsEmpty());
   EXPECT_THAT(report.unchanged, ElementsAre("q"));
   EXPECT_THAT(EventMessages("config_reloaded"),
-              ElementsAre("created none; updated none; unchanged q; applied prometheus, tasks, "
-                          "loop_interval_seconds"));
+              ElementsAre("created none; updated none; unchanged q; applied prometheus, scrape, "
+                          "tasks, loop_interval_seconds"));
   Tick(2);
   view = daemon_->GetService("q");
   ASSERT_TRUE(view);

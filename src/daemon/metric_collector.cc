@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "scrape/prometheus_query.h"
-#include "scrape/scraper.h"
 
 namespace gpuscale::daemon {
 
@@ -25,7 +24,7 @@ void RunParallel(size_t count, size_t max_threads, const std::function<void(size
 }
 
 void Collect(std::vector<ScrapeJob>& scrapes, std::vector<QueryJob>& queries,
-             const CollectorOptions& options, metrics::ScrapePool& pool) {
+             CollectorOptions options, ReplicaScrapes& replica_scrapes) {
   metrics::PrometheusQueryOptions query;
   query.timeout = options.query_timeout;
   auto run_queries = [&] {
@@ -44,14 +43,7 @@ void Collect(std::vector<ScrapeJob>& scrapes, std::vector<QueryJob>& queries,
   // The queries beside the scrapes, not after them: a tick waits for the slower of the two.
   std::thread querying;
   if (!queries.empty()) querying = std::thread(run_queries);
-  std::vector<std::string> urls;
-  urls.reserve(scrapes.size());
-  for (const ScrapeJob& job : scrapes) urls.push_back(job.url);
-  metrics::ScrapeOptions scrape;
-  scrape.timeout = options.scrape_timeout;
-  scrape.parse.only_families = options.scrape_families;
-  std::vector<Result<metrics::Exposition>> results = pool.ScrapeAll(urls, scrape);
-  for (size_t i = 0; i < scrapes.size(); ++i) scrapes[i].result = std::move(results[i]);
+  replica_scrapes.Collect(scrapes, std::move(options.scrape));
   if (querying.joinable()) querying.join();
 }
 

@@ -1,30 +1,24 @@
 // MetricCollector: the daemon's metric I/O for one control tick -- every replica scrape and
-// every PromQL query (metrics::QueryPrometheus) of all services, so one tick costs about one
-// timeout however many replicas hang. Scrapes run asynchronously on the calling thread over
-// the caller's kept-alive connections (metrics::ScrapePool); the few queries run meanwhile on
-// a bounded number of short-lived threads. Results are written into the job structs.
+// every PromQL query (metrics::QueryPrometheus) of all services. Scrapes run asynchronously on
+// the calling thread over kept-alive connections and end by the tick's cutoff, a straggler
+// carried to the next tick (ReplicaScrapes, replica_scrapes.h); the few queries run meanwhile
+// on a bounded number of short-lived threads. Results are written into the job structs.
 //
-// Ownership: none (jobs and pool are the caller's). Thread-safety: Collect blocks until every
-// job has finished (each is bounded by its timeout); one caller per pool at a time.
+// Ownership: none (jobs and scrapes are the caller's). Thread-safety: Collect blocks until
+// the scrapes' cutoff and every query has ended (each query is bounded by its timeout); one
+// caller per ReplicaScrapes at a time.
 #pragma once
 
 #include <cstddef>
 #include <functional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "metrics/prometheus_text_parser.h"
-#include "scrape/scraper.h"
+#include "daemon/replica_scrapes.h"
 
 namespace gpuscale::daemon {
-
-struct ScrapeJob {
-  std::string url;  // http://127.0.0.1:<port><metrics_path>
-  Result<metrics::Exposition> result = Unavailable("not scraped");
-};
 
 struct QueryJob {
   std::string promql;
@@ -32,18 +26,17 @@ struct QueryJob {
 };
 
 struct CollectorOptions {
-  Seconds scrape_timeout{2};   // per scrape (connect + read); default 2 s
+  ScrapeRound scrape;          // timeout, families parsed, cutoff, staleness
   std::string prometheus_url;  // "" = no server: every query fails with a message saying so
   Seconds query_timeout{5};    // per PromQL query; default 5 s
   size_t max_threads = 16;     // concurrent queries at most; default 16
-  // Scrapes keep only these families (metrics::ParseOptions::only_families); null = all.
-  const std::set<std::string, std::less<>>* scrape_families = nullptr;
 };
 
-// Runs every job. Errors land in each job's result: the scraper's/client's errors, or
-// kFailedPrecondition "no prometheus.url configured" for queries without a server.
+// Runs every job. Scrapes as ReplicaScrapes::Collect (a kind and a result each); queries'
+// errors land in their result: the client's, or kFailedPrecondition "no prometheus.url
+// configured" without a server.
 void Collect(std::vector<ScrapeJob>& scrapes, std::vector<QueryJob>& queries,
-             const CollectorOptions& options, metrics::ScrapePool& pool);
+             CollectorOptions options, ReplicaScrapes& replica_scrapes);
 
 // Calls job(i) for i in [0, count) on at most max_threads threads (the caller's included).
 void RunParallel(size_t count, size_t max_threads, const std::function<void(size_t)>& job);

@@ -104,8 +104,13 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
   std::vector<std::string> seen;
   for (const ReplicaObservation& r : observation.replicas) {
     seen.push_back(r.id);
+    if (r.sample == SampleKind::kKept) {
+      // Its scrape is in flight: the view's latest values of it stand (none yet: left out).
+      if (r.ready) ready.push_back({r.id, r.gpus});
+      continue;
+    }
     if (!r.exposition) {
-      ++result.scrape_errors;
+      if (r.sample == SampleKind::kNew) ++result.scrape_errors;
       // A draining replica's scrape only feeds the drain; its failure is no policy input.
       if (r.ready) result.metric_errors.push_back(r.exposition.error().ToString());
       continue;

@@ -4,9 +4,11 @@
 // testing::FakeOrchestrator in tests and bench/control_loop_bench.cc).
 //
 // One Tick(now, observation):
-//   1. every scraped replica's exposition is Recorded into the metric view; the replica's
-//      in-flight requests (vllm:num_requests_running + waiting) go to `report_outstanding`
-//      (the orchestrator uses them to finish drains); a failed scrape is a metric error;
+//   1. every new exposition is Recorded into the metric view; the replica's in-flight
+//      requests (vllm:num_requests_running + waiting) go to `report_outstanding` (the
+//      orchestrator uses them to finish drains); a failed scrape, or a carried error (the
+//      last failure, or staleness: replica_scrapes.h), is a metric error; a replica whose
+//      scrape is still in flight keeps its previous values;
 //   2. the view fills the ScalingInput (per-replica values, service values, kernel metrics
 //      from the GPU snapshot), then the PromQL results are added (failures are metric
 //      errors, so the policy never scales in on them); a metric the policy reads
@@ -30,6 +32,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "daemon/daemon_config.h"
+#include "daemon/sample_kind.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_policy.h"
 #include "gpu/gpu_info.h"
@@ -47,6 +50,10 @@ struct ReplicaObservation {
   bool ready = true;      // false: draining (scraped for its in-flight count only)
   // The scrape's result; an error makes the tick's input carry metrics_error.
   Result<metrics::Exposition> exposition = Unavailable("not scraped");
+  // kNew: `exposition` ended since the last tick. kKept: no scrape ended, `exposition` is
+  // ignored and the replica's previous values stand (none before its first scrape). kCarried:
+  // `exposition` is an error reported before (a metric error again, not another failed scrape).
+  SampleKind sample = SampleKind::kNew;
 };
 
 // A PromQL result for one PromQuery key (error: the query failed or no server is set).
@@ -69,7 +76,7 @@ struct ServiceObservation {
 struct ServiceTickResult {
   scale::ControllerTick tick;
   bool desired_changed = false;  // desired_replicas differs from the previous tick's
-  int scrape_errors = 0;
+  int scrape_errors = 0;         // scrapes that ended in an error this tick (kNew only)
   // Scrape and query failures and metrics no ready replica exports, one line each.
   std::vector<std::string> metric_errors;
   std::optional<GatewayFigures> gateway;   // what the gateway measured (nullopt: nothing)

@@ -138,6 +138,38 @@ TEST_F(ServiceRuntimeTest, FailedScrapeIsAMetricErrorForThePolicy) {
   EXPECT_TRUE(policy_->inputs.back().metrics_error);
 }
 
+// A replica whose scrape is still in flight (kKept) keeps its previous values and is no
+// error; a carried error (the staleness error) is a metric error but not another failed scrape.
+TEST_F(ServiceRuntimeTest, InFlightScrapeKeepsTheLastValuesAndACarriedErrorIsNotRecounted) {
+  policy_->desired = 2;
+  runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
+  runtime_->Tick(Seconds{1}, Observe(7, Seconds{1}), nullptr, sink_);
+  ServiceObservation obs = Observe(3, Seconds{2});
+  ASSERT_EQ(obs.replicas.size(), 2u);
+  obs.replicas[1].exposition = Unavailable("not scraped");
+  obs.replicas[1].sample = SampleKind::kKept;
+  outstanding_.clear();
+  ServiceTickResult r = runtime_->Tick(Seconds{2}, obs, nullptr, sink_);
+  EXPECT_EQ(r.scrape_errors, 0);
+  EXPECT_TRUE(r.metric_errors.empty()) << r.metric_errors[0];
+  const scale::ScalingInput& kept = policy_->inputs.back();
+  EXPECT_FALSE(kept.metrics_error);
+  EXPECT_THAT(kept.metrics.at("vllm:num_requests_waiting").per_replica,
+              ::testing::UnorderedElementsAre(3, 7));
+  EXPECT_EQ(outstanding_.size(), 1u) << "nothing new to report of the replica in flight";
+
+  obs = Observe(3, Seconds{3});
+  obs.replicas[1].exposition = Unavailable("replica chat-1: metrics stale: ...");
+  obs.replicas[1].sample = SampleKind::kCarried;
+  r = runtime_->Tick(Seconds{3}, obs, nullptr, sink_);
+  EXPECT_EQ(r.scrape_errors, 0);
+  ASSERT_EQ(r.metric_errors.size(), 1u);
+  EXPECT_THAT(r.metric_errors[0], HasSubstr("metrics stale"));
+  EXPECT_TRUE(policy_->inputs.back().metrics_error);
+  EXPECT_THAT(policy_->inputs.back().metrics.at("vllm:num_requests_waiting").per_replica,
+              ::testing::ElementsAre(3));
+}
+
 TEST_F(ServiceRuntimeTest, GarbageMetricsBodyIsAMetricErrorNamingTheReplica) {
   policy_->desired = 1;
   runtime_->Tick(Seconds{0}, {}, nullptr, sink_);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -40,8 +43,58 @@ struct Replica {
   int port = 0;
   std::mutex mu;
   int running = 0, waiting = 0;  // guarded by mu
+  Seconds metrics_delay{0};      // guarded by mu
   std::string metrics;           // guarded by mu
   bool removed = false;          // guarded by mu
+};
+
+// Accepts that fail on any replica's port (EMFILE/ENFILE when the fleet runs out of
+// descriptors): counted, and logged once per burst -- the first failure, and the first
+// accept after it -- not once per port and retry.
+class AcceptFailures {
+ public:
+  explicit AcceptFailures(std::function<void(std::string_view)> log) : log_(std::move(log)) {}
+
+  void Failed(const Replica& replica, const boost::system::error_code& ec) {
+    ++total_;
+    std::lock_guard lock(mu_);
+    if (in_burst_++ > 0) return;
+    failing_ = true;
+    Log(fmt::format(
+        "replica {} (port {}): accept failed: {}; retrying every {} ms (the fleet holds a "
+        "descriptor per replica and per connection: raise the open-files limit or run fewer "
+        "replicas)",
+        replica.id, replica.port, ec.message(), kRetry.count()));
+  }
+
+  // After every accept that succeeded; cheap unless a burst of failures just ended.
+  void Accepted() {
+    if (!failing_.load(std::memory_order_relaxed)) return;
+    std::lock_guard lock(mu_);
+    if (in_burst_ == 0) return;
+    Log(fmt::format("accepting again after {} failed accepts", in_burst_));
+    in_burst_ = 0;
+    failing_ = false;
+  }
+
+  int64_t total() const { return total_.load(); }
+
+  static constexpr std::chrono::milliseconds kRetry{100};
+
+ private:
+  void Log(const std::string& message) {
+    if (log_) {
+      log_(message);
+    } else {
+      std::fprintf(stderr, "gpuscale fleet: %s\n", message.c_str());
+    }
+  }
+
+  const std::function<void(std::string_view)> log_;
+  std::atomic<int64_t> total_{0};
+  std::atomic<bool> failing_{false};  // a burst is under way (fast path of Accepted)
+  std::mutex mu_;
+  int64_t in_burst_ = 0;  // failures since the last accept; guarded by mu_
 };
 
 std::string RenderLoad(int running, int waiting, const std::string& model) {
@@ -76,6 +129,18 @@ awaitable<void> ReplicaSession(std::shared_ptr<Replica> replica, tcp::socket soc
     auto [ec, n] = co_await http::async_read(stream, buffer, req, kTuple);
     if (ec) co_return;
     const std::string_view target(req.target().data(), req.target().size());
+    if (target == "/metrics") {
+      Seconds delay{0};
+      {
+        std::lock_guard lock(replica->mu);
+        delay = replica->metrics_delay;
+      }
+      if (delay > Seconds{0}) {  // a straggler: answers late, with the load as it is then
+        asio::steady_timer late(stream.get_executor(),
+                                std::chrono::duration_cast<std::chrono::nanoseconds>(delay));
+        co_await late.async_wait(kTuple);
+      }
+    }
     StringResponse res;
     {
       std::lock_guard lock(replica->mu);
@@ -90,10 +155,23 @@ awaitable<void> ReplicaSession(std::shared_ptr<Replica> replica, tcp::socket soc
   }
 }
 
-awaitable<void> AcceptLoop(std::shared_ptr<Replica> replica) {
+awaitable<void> AcceptLoop(std::shared_ptr<Replica> replica,
+                           std::shared_ptr<AcceptFailures> failures) {
   for (;;) {
     auto [ec, socket] = co_await replica->acceptor.async_accept(kTuple);
-    if (ec) co_return;  // closed: the replica was removed
+    if (ec == asio::error::operation_aborted || !replica->acceptor.is_open()) {
+      co_return;  // closed: the replica was removed, or the fleet stops
+    }
+    if (ec) {
+      // EMFILE, ENFILE, a connection reset in the backlog: the next accept may succeed once
+      // descriptors free up. Giving up would leave the port listening with nobody accepting,
+      // every scrape of it a timeout; spinning would burn a core.
+      failures->Failed(*replica, ec);
+      asio::steady_timer pause(replica->acceptor.get_executor(), AcceptFailures::kRetry);
+      co_await pause.async_wait(kTuple);
+      continue;
+    }
+    failures->Accepted();
     asio::co_spawn(replica->acceptor.get_executor(), ReplicaSession(replica, std::move(socket)),
                    asio::detached);
   }
@@ -102,7 +180,8 @@ awaitable<void> AcceptLoop(std::shared_ptr<Replica> replica) {
 }  // namespace
 
 struct FleetServer::Impl {
-  explicit Impl(FleetOptions o) : options(std::move(o)) {}
+  explicit Impl(FleetOptions o)
+      : options(std::move(o)), accept_failures(std::make_shared<AcceptFailures>(options.log)) {}
 
   Result<int> Add(const std::string& id) {
     if (id.empty()) return InvalidArgument("expected a replica id", "id");
@@ -118,7 +197,7 @@ struct FleetServer::Impl {
     replica->port = replica->acceptor.local_endpoint().port();
     replica->metrics = RenderLoad(0, 0, options.model_name);
     replicas.emplace(id, replica);
-    asio::co_spawn(http->context(), AcceptLoop(replica), asio::detached);
+    asio::co_spawn(http->context(), AcceptLoop(replica, accept_failures), asio::detached);
     return replica->port;
   }
 
@@ -161,6 +240,21 @@ struct FleetServer::Impl {
     return OkStatus();
   }
 
+  Status SetMetricsDelay(const std::string& id, Seconds delay) {
+    if (!(delay >= Seconds{0})) return InvalidArgument("expected a delay >= 0", "metrics_delay_ms");
+    std::shared_ptr<Replica> replica = Find(id);
+    if (!replica) return NotFound(fmt::format("no replica '{}'", id), "id");
+    std::lock_guard lock(replica->mu);
+    replica->metrics_delay = delay;
+    return OkStatus();
+  }
+
+  std::shared_ptr<Replica> Find(const std::string& id) {
+    std::lock_guard lock(mu);
+    auto it = replicas.find(id);
+    return it == replicas.end() ? nullptr : it->second;
+  }
+
   json List() {
     std::lock_guard lock(mu);
     json list = json::array();
@@ -177,6 +271,7 @@ struct FleetServer::Impl {
   StringResponse Control(const Request& req);
 
   const FleetOptions options;
+  const std::shared_ptr<AcceptFailures> accept_failures;  // every replica's accept loop's
   std::unique_ptr<net::HttpServer> http;
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Replica>> replicas;  // guarded by mu
@@ -238,7 +333,10 @@ StringResponse FleetServer::Impl::Control(const Request& req) {
       if (!running) return error;
       std::optional<int> waiting = ReadCount(body, "waiting", error);
       if (!waiting) return error;
+      std::optional<int> delay_ms = ReadCount(body, "metrics_delay_ms", error);
+      if (!delay_ms) return error;
       Status set = SetLoad(id, *running, *waiting);
+      if (set) set = SetMetricsDelay(id, Seconds{*delay_ms / 1000.0});
       if (!set) return JsonError(http::status::not_found, set.error().message, "id");
       return Reply(http::status::no_content, "", "text/plain");
     }
@@ -279,6 +377,12 @@ bool FleetServer::RemoveReplica(const std::string& id) { return impl_->Remove(id
 Status FleetServer::SetLoad(const std::string& id, int running, int waiting) {
   return impl_->SetLoad(id, running, waiting);
 }
+
+Status FleetServer::SetMetricsDelay(const std::string& id, Seconds delay) {
+  return impl_->SetMetricsDelay(id, delay);
+}
+
+int64_t FleetServer::accept_failures() const { return impl_->accept_failures->total(); }
 
 size_t FleetServer::replica_count() const {
   std::lock_guard lock(impl_->mu);

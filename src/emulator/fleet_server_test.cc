@@ -1,13 +1,24 @@
 #include "emulator/fleet_server.h"
 
+#include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "metrics/metric_lookup.h"
 #include "metrics/prometheus_text_parser.h"
+#include "testing/raw_socket.h"
 
 namespace gpuscale::emulator {
 namespace {
@@ -85,6 +96,7 @@ TEST_F(FleetServerTest, BadControlRequestsAreRefusedNamingTheField) {
       {"POST", "/replicas", R"({"id": 7})", 400, "id"},
       {"PUT", "/replicas/a/load", R"({"running": -1})", 400, "running"},
       {"PUT", "/replicas/a/load", R"({"waiting": "many"})", 400, "waiting"},
+      {"PUT", "/replicas/a/load", R"({"metrics_delay_ms": -5})", 400, "metrics_delay_ms"},
       {"PUT", "/replicas/nope/load", R"({"waiting": 1})", 404, "id"},
       {"DELETE", "/replicas/nope", "", 404, "id"},
       {"GET", "/nowhere", "", 404, "path"},
@@ -99,6 +111,105 @@ TEST_F(FleetServerTest, BadControlRequestsAreRefusedNamingTheField) {
     EXPECT_EQ(json::parse(res->body, nullptr, false)["field"], c.field) << res->body;
   }
   EXPECT_EQ(fleet_->SetLoad("a", 0, -2).error().field, "waiting");
+  EXPECT_EQ(fleet_->SetMetricsDelay("a", Seconds{-1}).error().field, "metrics_delay_ms");
+  EXPECT_EQ(fleet_->SetMetricsDelay("nope", Seconds{1}).error().code, ErrorCode::kNotFound);
+}
+
+// A straggler: its /metrics answers only after the delay (a client that waits less gets
+// nothing), its /health at once; a load without the delay answers at once again.
+TEST_F(FleetServerTest, AMetricsDelayHoldsOnlyThatReplicasMetrics) {
+  Result<int> slow = fleet_->AddReplica("slow");
+  Result<int> fast = fleet_->AddReplica("fast");
+  ASSERT_TRUE(slow.has_value() && fast.has_value());
+  httplib::Result set = control_->Put(
+      "/replicas/slow/load", R"({"waiting": 2, "metrics_delay_ms": 30000})", "application/json");
+  ASSERT_TRUE(set);
+  ASSERT_EQ(set->status, 204) << set->body;
+  httplib::Client impatient("127.0.0.1", *slow);
+  impatient.set_read_timeout(0, 200 * 1000);
+  EXPECT_FALSE(impatient.Get("/metrics")) << "answered within 0.2 s of a 30 s delay";
+  httplib::Result health = Get(*slow, "/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  httplib::Result other = Get(*fast, "/metrics");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 200);
+
+  ASSERT_TRUE(fleet_->SetLoad("slow", 0, 3).has_value());  // the delay stays
+  ASSERT_TRUE(fleet_->SetMetricsDelay("slow", Seconds{0}).has_value());
+  httplib::Result metrics = Get(*slow, "/metrics");
+  ASSERT_TRUE(metrics);
+  Result<metrics::Exposition> parsed = metrics::ParsePrometheusText(metrics->body);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  EXPECT_EQ(*metrics::FindValue(*parsed, "vllm:num_requests_waiting"), 3);
+}
+
+// Descriptors this process holds (/proc/self/fd, less the one reading it).
+int OpenDescriptors() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n - 1;
+}
+
+// A replica's port keeps accepting through a shortage of descriptors: this process's limit
+// is lowered to what it holds and filled, so the fleet's accept fails (EMFILE) while a client
+// waits in the backlog; once descriptors are free again the fleet accepts and answers it.
+// Before, the port's accept loop ended at the first failure and never answered again.
+TEST(FleetAcceptTest, AcceptsAgainOnceDescriptorsFreeUp) {
+  std::mutex mu;
+  std::vector<std::string> logged;
+  FleetOptions options;
+  options.log = [&](std::string_view line) {
+    std::lock_guard lock(mu);
+    logged.emplace_back(line);
+  };
+  Result<std::unique_ptr<FleetServer>> fleet = FleetServer::Start(options);
+  ASSERT_TRUE(fleet.has_value()) << fleet.error().ToString();
+  Result<int> port = (*fleet)->AddReplica("svc-0");
+  ASSERT_TRUE(port.has_value());
+
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  std::vector<int> fillers;
+  struct Restore {
+    rlimit limit;
+    std::vector<int>* fds;
+    ~Restore() {
+      for (int fd : *fds) close(fd);
+      setrlimit(RLIMIT_NOFILE, &limit);
+    }
+  } restore{saved, &fillers};
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(OpenDescriptors() + 8);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (int fd = open("/dev/null", O_RDONLY); fd >= 0; fd = open("/dev/null", O_RDONLY)) {
+    fillers.push_back(fd);
+  }
+  ASSERT_EQ(errno, EMFILE);
+  ASSERT_FALSE(fillers.empty());
+  close(fillers.back());  // the client's socket: the last free descriptor
+  fillers.pop_back();
+
+  testing::RawClient client(*port);  // completes in the kernel's backlog
+  ASSERT_TRUE(client.connected());
+  ASSERT_TRUE(client.Send("GET /health HTTP/1.1\r\nHost: fleet\r\n\r\n"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((*fleet)->accept_failures() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE((*fleet)->accept_failures(), 3) << "the fleet never tried to accept";
+
+  for (int fd : fillers) close(fd);
+  fillers.clear();
+  const std::string answer = client.ReadUntil("\r\n\r\n", std::chrono::seconds(10));
+  EXPECT_THAT(answer, ::testing::StartsWith("HTTP/1.1 200")) << answer;
+  std::lock_guard lock(mu);
+  ASSERT_EQ(logged.size(), 2u) << "one line for the burst, one for its end";
+  EXPECT_THAT(logged[0], ::testing::HasSubstr("replica svc-0 (port " + std::to_string(*port) +
+                                              "): accept failed: Too many open files"));
+  EXPECT_THAT(logged[1], ::testing::MatchesRegex("accepting again after [0-9]+ failed accepts"));
 }
 
 }  // namespace

@@ -143,6 +143,9 @@ class TextParser {
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> index_;
   std::vector<bool> type_declared_;  // per family: whether a `# TYPE` line was seen
   size_t current_ = kNoFamily;       // family of the previous sample (the common case)
+  // The previous sample line's name (a view into the text) and whether only_families wants it.
+  std::string_view last_sample_name_;
+  bool last_sample_wanted_ = false;
 };
 
 Result<Exposition> TextParser::Run(std::string_view text) {
@@ -171,8 +174,15 @@ Status TextParser::ParseLine(std::string_view line) {
   cur.SkipBlanks();
   if (cur.AtEnd()) return OkStatus();
   if (cur.Consume('#')) return ParseComment(cur);
-  if (options_.only_families != nullptr && !Wanted(Cursor(cur).TakeName(), true)) {
-    return OkStatus();
+  if (options_.only_families != nullptr) {
+    // A histogram's bucket lines come in runs of one name (20-odd in vLLM's): the set is
+    // asked once per run, not once per line.
+    const std::string_view name = Cursor(cur).TakeName();
+    if (name != last_sample_name_) {
+      last_sample_name_ = name;
+      last_sample_wanted_ = Wanted(name, true);
+    }
+    if (!last_sample_wanted_) return OkStatus();
   }
   return ParseSample(cur);
 }

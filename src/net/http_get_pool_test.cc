@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -142,6 +143,40 @@ TEST(HttpGetPoolTest, OneRequestsFailureLeavesTheOthersAlone) {
   EXPECT_EQ(results[2].error().message, "connection refused");
   ASSERT_TRUE(results[3].has_value()) << results[3].error().ToString();
   EXPECT_EQ(results[3]->body, "ok /fine");
+}
+
+// Submit and Run: a Run ends when `finished` says so or at its deadline, and leaves the rest
+// in flight for a later Run, where each request still ends by its own timeout.
+TEST(HttpGetPoolTest, RequestsLeftByARunEndInALaterOne) {
+  CountingServer server;
+  HttpGetPool pool;
+  std::vector<std::string> answered;
+  std::optional<Result<HttpGetResponse>> hung, slow;
+  pool.Submit(server.Get("/hang", Seconds{30}), [&](Result<HttpGetResponse> r) { hung = r; });
+  pool.Submit(server.Get("/hang", Seconds{0.3}), [&](Result<HttpGetResponse> r) { slow = r; });
+  for (int i = 0; i < 3; ++i) {
+    pool.Submit(server.Get("/r" + std::to_string(i)), [&](Result<HttpGetResponse> r) {
+      answered.push_back(r ? r->body : r.error().ToString());
+    });
+  }
+  EXPECT_EQ(pool.pending(), 5u);
+  const auto far = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  pool.Run(far, [&] { return answered.size() == 3; });
+  EXPECT_THAT(answered, ::testing::UnorderedElementsAre("ok /r0", "ok /r1", "ok /r2"));
+  EXPECT_FALSE(hung.has_value());
+  EXPECT_EQ(pool.pending(), 2u);
+
+  // Nothing progresses between runs, but the 0.3 s deadline was kept: the next Run ends it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  pool.Run(far, [&] { return slow.has_value(); });
+  ASSERT_TRUE(slow.has_value());
+  ASSERT_FALSE(slow->has_value());
+  EXPECT_THAT(slow->error().message, ::testing::HasSubstr("timed out after 0.3 s"));
+  // A Run that reaches its deadline returns with the other still in flight.
+  pool.Run(std::chrono::steady_clock::now() + std::chrono::milliseconds(20), [] { return false; });
+  EXPECT_FALSE(hung.has_value());
+  EXPECT_EQ(pool.pending(), 1u);
+  // The pool goes away with it in flight: `done` is not called (hung stays empty).
 }
 
 TEST(HttpGetPoolTest, OneOffGetsKeepNothing) {

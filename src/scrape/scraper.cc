@@ -121,6 +121,27 @@ std::vector<Result<Exposition>> ScrapePool::ScrapeAll(const std::vector<std::str
   return results;
 }
 
+void ScrapePool::Submit(std::string url, const ScrapeOptions& options,
+                        std::function<void(Result<Exposition>)> done) {
+  Result<ScrapeUrl> target = ParseScrapeUrl(url);
+  if (!target) {
+    done(Unexpected<Error>(target.error()));
+    return;
+  }
+  net::HttpGetRequest request = ScrapeRequest(*target, options);
+  pool_->Submit(std::move(request), [url = std::move(url), options, done = std::move(done)](
+                                        Result<net::HttpGetResponse> response) {
+    done(ScrapeOutcome(url, std::move(response), options));
+  });
+}
+
+void ScrapePool::Run(std::chrono::steady_clock::time_point deadline,
+                     const std::function<bool()>& finished) {
+  pool_->Run(deadline, finished);
+}
+
+size_t ScrapePool::pending() const { return pool_->pending(); }
+
 int64_t ScrapePool::connections_opened() const { return pool_->connections_opened(); }
 
 }  // namespace gpuscale::metrics

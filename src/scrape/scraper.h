@@ -6,10 +6,13 @@
 // ScrapeMetrics is stateless: each call opens its own connection, so calls may run
 // concurrently, and blocks for at most about `options.timeout` (see ScrapeOptions).
 // ScrapePool scrapes many URLs at once on the calling thread over kept-alive connections (what
-// the daemon does every tick); one caller at a time.
+// the daemon does every tick), as a batch (ScrapeAll) or as scrapes that may outlast one call
+// (Submit and Run, net::HttpGetPool's); one caller at a time.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -66,6 +69,19 @@ class ScrapePool {
   // One result per URL, in order. Blocks until every scrape ended (each within its timeout).
   std::vector<Result<Exposition>> ScrapeAll(const std::vector<std::string>& urls,
                                             const ScrapeOptions& options = {});
+
+  // Starts a scrape of `url` in the next Run; `done` gets ScrapeMetrics' outcome for it, in
+  // that Run or a later one (on the thread in Run; the body is parsed there). A bad URL is
+  // answered at once, in this call. `options` is copied; a set its parse.only_families points
+  // to must outlive the scrape and may be changed between Runs (the scrape parses with the
+  // set as it is when its answer comes).
+  void Submit(std::string url, const ScrapeOptions& options,
+              std::function<void(Result<Exposition>)> done);
+  // Works on the submitted scrapes: on every answer that came since the last Run, then until
+  // `finished()` holds, none is left or `deadline` passes (net::HttpGetPool::Run).
+  void Run(std::chrono::steady_clock::time_point deadline, const std::function<bool()>& finished);
+  // Submitted scrapes not ended yet.
+  size_t pending() const;
 
   // Connections opened so far (a steady fleet opens about one per replica, once).
   int64_t connections_opened() const;

@@ -1,0 +1,116 @@
+// The daemon's control loop against an in-process `gpuscale fleet` (emulator::FleetServer)
+// where one replica is a straggler: its /metrics answers only after 30 s, far past the
+// tick's cutoff, while its /health answers at once (so it stays ready). Ticks must not wait
+// for it: the other replicas' load is seen fresh every tick and the straggler is reported
+// stale, once. A tick that waited for the slowest scrape would block for the 60 s scrape
+// timeout and report a timeout instead.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "daemon/daemon.h"
+#include "emulator/fleet_server.h"
+#include "testing/daemon_test_fixture.h"
+
+namespace gpuscale::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FleetTickTest : public DaemonFixture {
+ protected:
+  FleetTickTest() : DaemonFixture("gpuscale_fleet_tick_test") {}
+
+  void TearDown() override {
+    DaemonFixture::TearDown();  // the daemon first: its scrapes of the fleet end with it
+    fleet_.reset();
+  }
+
+  DaemonConfig Config(int replicas) {
+    DaemonConfig c;
+    c.gpu.backend.kind = "simulated";
+    c.state_dir = dir_ + "/state";
+    c.loop_interval = Seconds{1};
+    ServiceConfig s;
+    s.name = "svc";
+    s.engine = "fleet";
+    s.fleet_url = "http://127.0.0.1:" + std::to_string(fleet_->port());
+    s.command = {"fleet"};
+    s.gpus_per_replica = 0;
+    s.min_replicas = replicas;
+    s.max_replicas = replicas;
+    c.services.push_back(s);
+    return c;
+  }
+
+  // Each replica's outstanding requests as the daemon last scraped them.
+  std::map<std::string, int> Outstanding() {
+    std::map<std::string, int> out;
+    Result<std::vector<orch::ReplicaInfo>> replicas = daemon_->ListReplicas("svc");
+    EXPECT_TRUE(replicas.has_value());
+    if (replicas) {
+      for (const orch::ReplicaInfo& r : *replicas) out[r.id] = r.outstanding_requests;
+    }
+    return out;
+  }
+
+  std::vector<std::string> MetricEvents() {
+    store::EventQuery query;
+    query.service = "svc";
+    Result<std::vector<store::EventRow>> rows = daemon_->Events(query);
+    EXPECT_TRUE(rows.has_value());
+    std::vector<std::string> out;
+    if (!rows) return out;
+    for (const store::EventRow& e : *rows) {
+      if (e.kind.starts_with("metrics_")) out.push_back(e.kind + ": " + e.message);
+    }
+    return out;
+  }
+
+  std::unique_ptr<emulator::FleetServer> fleet_;
+};
+
+TEST_F(FleetTickTest, AStragglerNeitherHoldsTheTickNorStalesTheOtherReplicas) {
+  Result<std::unique_ptr<emulator::FleetServer>> fleet =
+      emulator::FleetServer::Start(emulator::FleetOptions{});
+  ASSERT_TRUE(fleet.has_value()) << fleet.error().ToString();
+  fleet_ = std::move(*fleet);
+  DaemonOptions options = QuietOptions();
+  options.scrape_timeout = Seconds{60};
+  Open(Config(3), options);
+  Tick();  // the replicas start on the fleet
+  ASSERT_EQ(fleet_->replica_count(), 3u);
+  ASSERT_TRUE(fleet_->SetMetricsDelay("svc-2", Seconds{30}).has_value());
+
+  for (int tick = 1; tick <= 4; ++tick) {
+    ASSERT_TRUE(fleet_->SetLoad("svc-0", tick, 0).has_value());
+    ASSERT_TRUE(fleet_->SetLoad("svc-1", 0, 10 * tick).has_value());
+    ASSERT_TRUE(fleet_->SetLoad("svc-2", 5, 5).has_value());
+    Tick();
+    const std::map<std::string, int> outstanding = Outstanding();
+    EXPECT_EQ(outstanding.at("svc-0"), tick) << "tick " << tick;
+    EXPECT_EQ(outstanding.at("svc-1"), 10 * tick) << "tick " << tick;
+    EXPECT_EQ(outstanding.at("svc-2"), 0) << "never scraped";
+    Result<ServiceView> view = daemon_->GetService("svc");
+    ASSERT_TRUE(view.has_value());
+    EXPECT_EQ(view->ready_replicas, 3);
+    if (tick < 3) {
+      EXPECT_THAT(view->metric_errors, ::testing::IsEmpty()) << "tick " << tick;
+    } else {
+      ASSERT_EQ(view->metric_errors.size(), 1u) << "tick " << tick;
+      EXPECT_THAT(view->metric_errors[0], HasSubstr("replica svc-2: metrics stale"));
+    }
+  }
+  // One event when it turned stale, not one a tick.
+  const std::vector<std::string> events = MetricEvents();
+  ASSERT_EQ(events.size(), 1u) << ::testing::PrintToString(events);
+  EXPECT_THAT(events[0], HasSubstr("metrics_error: replica svc-2: metrics stale"));
+  const std::string text = daemon_->MetricsText();
+  EXPECT_THAT(text, HasSubstr("gpuscale_scrapes_in_flight 1"));
+  EXPECT_THAT(text, HasSubstr("gpuscale_scrapes_total 8")) << "the fast ones, four ticks";
+}
+
+}  // namespace
+}  // namespace gpuscale::daemon
