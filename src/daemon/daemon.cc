@@ -267,11 +267,12 @@ void Daemon::PostGpuLoad(const Observed& observed) {
         if (last != replica_gpu_loads_.end()) by_replica[replica.id] = std::move(last->second);
         continue;
       }
-      if (!scrape.result) continue;
+      if (!scrape.result || replica.gpus.empty()) continue;
       // Replica ids already name their service ("demo-0").
       const gpu::GpuProcess process{replica.pid, std::nullopt, "replica " + replica.id};
-      experiments::AddEmulatedGpuLoad(*scrape.result, replica.gpus, process,
-                                      by_replica[replica.id]);
+      gpu::GpuLoads own;
+      experiments::AddEmulatedGpuLoad(*scrape.result, replica.gpus, process, own);
+      if (!own.empty()) by_replica.emplace(replica.id, std::move(own));
     }
   }
   gpu::GpuLoads loads;

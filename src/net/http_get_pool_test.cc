@@ -153,7 +153,7 @@ TEST(HttpGetPoolTest, RequestsLeftByARunEndInALaterOne) {
   std::vector<std::string> answered;
   std::optional<Result<HttpGetResponse>> hung, slow;
   pool.Submit(server.Get("/hang", Seconds{30}), [&](Result<HttpGetResponse> r) { hung = r; });
-  pool.Submit(server.Get("/hang", Seconds{0.3}), [&](Result<HttpGetResponse> r) { slow = r; });
+  pool.Submit(server.Get("/hang", Seconds{1}), [&](Result<HttpGetResponse> r) { slow = r; });
   for (int i = 0; i < 3; ++i) {
     pool.Submit(server.Get("/r" + std::to_string(i)), [&](Result<HttpGetResponse> r) {
       answered.push_back(r ? r->body : r.error().ToString());
@@ -166,12 +166,12 @@ TEST(HttpGetPoolTest, RequestsLeftByARunEndInALaterOne) {
   EXPECT_FALSE(hung.has_value());
   EXPECT_EQ(pool.pending(), 2u);
 
-  // Nothing progresses between runs, but the 0.3 s deadline was kept: the next Run ends it.
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // Nothing progresses between runs, but the 1 s deadline was kept: the next Run ends it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   pool.Run(far, [&] { return slow.has_value(); });
   ASSERT_TRUE(slow.has_value());
   ASSERT_FALSE(slow->has_value());
-  EXPECT_THAT(slow->error().message, ::testing::HasSubstr("timed out after 0.3 s"));
+  EXPECT_THAT(slow->error().message, ::testing::HasSubstr("timed out after 1 s"));
   // A Run that reaches its deadline returns with the other still in flight.
   pool.Run(std::chrono::steady_clock::now() + std::chrono::milliseconds(20), [] { return false; });
   EXPECT_FALSE(hung.has_value());
