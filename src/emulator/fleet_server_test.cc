@@ -157,7 +157,19 @@ int OpenDescriptors() {
 // is lowered to what it holds and filled, so the fleet's accept fails (EMFILE) while a client
 // waits in the backlog; once descriptors are free again the fleet accepts and answers it.
 // Before, the port's accept loop ended at the first failure and never answered again.
+// The sanitizer tree (clang ASan + UBSan) cannot run this test: with every descriptor taken,
+// UBSan's vptr check cannot probe memory (its probe needs a pipe) and reports each virtual
+// call as an invalid vptr. The default tree runs it.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GPUSCALE_FLEET_TEST_SANITIZED 1
+#endif
+#endif
+
 TEST(FleetAcceptTest, AcceptsAgainOnceDescriptorsFreeUp) {
+#ifdef GPUSCALE_FLEET_TEST_SANITIZED
+  GTEST_SKIP() << "descriptor exhaustion blinds UBSan's vptr check; run in the default tree";
+#endif
   std::mutex mu;
   std::vector<std::string> logged;
   FleetOptions options;
