@@ -33,6 +33,12 @@ std::optional<double> SumPerReplica(const ScalingInput& input, std::string_view 
   return r.value;
 }
 
+BurstMemoryConfig BurstConfig(const SloPolicyConfig& c) {
+  BurstMemoryConfig b;
+  b.lead = c.burst_lead;
+  return b;
+}
+
 }  // namespace
 
 double CapacityAtMix(const std::vector<MixCapacity>& mixes, double prompt_tokens,
@@ -66,14 +72,6 @@ std::vector<std::string> SloPolicy::MetricNames() const {
   }
   return out;
 }
-
-namespace {
-BurstMemoryConfig BurstConfig(const SloPolicyConfig& c) {
-  BurstMemoryConfig b;
-  b.lead = c.burst_lead;
-  return b;
-}
-}  // namespace
 
 SloPolicy::SloPolicy(SloPolicyConfig config)
     : config_(config),

@@ -43,6 +43,13 @@ ScalingInput Input(double now, int replicas, const Load& load, int ready = -1) {
   return in;
 }
 
+// `in` with the service's 30 s token rates (token mode's inputs).
+ScalingInput WithTokens(ScalingInput in, double prompt_tps, double generated_tps) {
+  in.metrics[std::string(names::kPromptTokensRate30s)].service_value = prompt_tps;
+  in.metrics[std::string(names::kGenerationTokensRate30s)].service_value = generated_tps;
+  return in;
+}
+
 SloPolicyConfig Config() {
   SloPolicyConfig c;
   c.min_replicas = 1;
@@ -371,16 +378,11 @@ TEST(SloPolicyTest, TokenModeCountsPromptAndWeightedOutputTokens) {
   auto c = Config();
   c.output_token_weight = 2;
   c.initial_capacity_tokens_per_second = 10000;
-  auto with_tokens = [](ScalingInput in, double prompt_tps, double generated_tps) {
-    in.metrics[std::string(names::kPromptTokensRate30s)].service_value = prompt_tps;
-    in.metrics[std::string(names::kGenerationTokensRate30s)].service_value = generated_tps;
-    return in;
-  };
   SloPolicy policy(c);
   // 50 req/s x (800 prompt + 2 x 100 generated) = 50,000 tokens/s -> 5 replicas.
-  EXPECT_EQ(policy.Evaluate(with_tokens(Input(0, 5, {50}), 40000, 5000)).desired_replicas, 5);
+  EXPECT_EQ(policy.Evaluate(WithTokens(Input(0, 5, {50}), 40000, 5000)).desired_replicas, 5);
   // Prompts of 1,600 tokens: 50 x 1,800 = 90,000 tokens/s -> 9 replicas.
-  auto d = policy.Evaluate(with_tokens(Input(15, 5, {50}), 80000, 5000));
+  auto d = policy.Evaluate(WithTokens(Input(15, 5, {50}), 80000, 5000));
   EXPECT_EQ(d.desired_replicas, 9);
   EXPECT_NE(d.reason.find("tokens/s"), std::string::npos) << d.reason;
 }
@@ -406,16 +408,11 @@ TEST(SloPolicyTest, TokenModeScalesTheLoadByTheProfilesCapacityAtTheMix) {
   c.output_token_weight = 2;
   c.initial_capacity_tokens_per_second = 30000;
   c.mix_capacities = {{1000, 100, 30000}, {4000, 25, 20000}};
-  auto with_tokens = [](ScalingInput in, double prompt_tps, double generated_tps) {
-    in.metrics[std::string(names::kPromptTokensRate30s)].service_value = prompt_tps;
-    in.metrics[std::string(names::kGenerationTokensRate30s)].service_value = generated_tps;
-    return in;
-  };
   SloPolicy policy(c);
   // 100 req/s of 1,000 / 100: 120,000 units/s at 30,000 per replica -> 4 replicas.
-  EXPECT_EQ(policy.Evaluate(with_tokens(Input(0, 4, {100}), 100000, 10000)).desired_replicas, 4);
+  EXPECT_EQ(policy.Evaluate(WithTokens(Input(0, 4, {100}), 100000, 10000)).desired_replicas, 4);
   // 29.2 req/s of 4,000 / 25: ~118,000 units/s, but this mix runs at 20,000 per replica -> 6.
-  auto d = policy.Evaluate(with_tokens(Input(15, 4, {29.2}), 116800, 730));
+  auto d = policy.Evaluate(WithTokens(Input(15, 4, {29.2}), 116800, 730));
   EXPECT_EQ(d.desired_replicas, 6) << d.reason;
   EXPECT_NE(d.reason.find("this mix costs x1.5 (profile)"), std::string::npos) << d.reason;
 }
