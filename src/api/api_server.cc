@@ -143,7 +143,7 @@ net::StringResponse ErrorResponse(int status, std::string_view code, std::string
 }
 
 // Everything a request must pass before its body is read: path, route, token. Unauthenticated
-// clients cannot make the server buffer a body. Runs on the connection's strand: no blocking
+// clients cannot make the server buffer a body. Runs on the connection's I/O thread: no blocking
 // beyond the stat of a static file.
 std::optional<net::StringResponse> Gate(const Impl& impl, const net::Request& header) {
   const unsigned version = header.version();

@@ -58,7 +58,7 @@ struct EmulatorServer::Impl {
   std::condition_variable progress_cv;   // Shutdown(): open_requests reached 0
   std::condition_variable scheduler_cv;  // scheduler: a new step may have started, stop
   BatchEngine engine;                    // guarded by mu
-  // Handlers waiting for engine progress: each posts a wake-up to its connection's strand.
+  // Handlers waiting for engine progress: each posts a wake-up to its connection's I/O thread.
   std::vector<std::function<void()>> waiters;  // guarded by mu
   int open_requests = 0;                 // guarded by mu: submitted, response not yet released
   bool draining = false;                 // guarded by mu: Shutdown() began; new requests get 503
@@ -150,7 +150,7 @@ struct Seen {
 
 // Suspends the calling coroutine (without blocking its thread) until some choice has more
 // tokens than `sent` says or every choice is over. The scheduler's wake-up is posted to this
-// coroutine's strand, so it cannot run between the check and the wait; the 1 s bound
+// coroutine's I/O thread, so it cannot run between the check and the wait; the 1 s bound
 // re-checks anyway.
 awaitable<std::vector<Seen>> WaitForTokens(Impl& impl, const std::vector<RequestId>& ids,
                                            const std::vector<int32_t>& sent) {

@@ -25,7 +25,7 @@
 // is a coroutine, so thousands of streams and the probes' /health and /metrics share them
 // without waiting for each other; plus one scheduler thread that sleeps until the engine's
 // next step ends, advances the engine and wakes the handlers waiting on it (a wake-up posted
-// to each handler's strand). One mutex guards the engine; it is held only for bookkeeping.
+// to each handler's I/O thread). One mutex guards the engine; it is held only for bookkeeping.
 //
 // Ownership and thread-safety: Start() returns the owner; Shutdown() and the destructor may
 // be called from any one thread; port() is safe from any thread.

@@ -187,7 +187,7 @@ struct FleetServer::Impl {
     if (id.empty()) return InvalidArgument("expected a replica id", "id");
     std::lock_guard lock(mu);
     if (auto it = replicas.find(id); it != replicas.end()) return it->second->port;
-    auto replica = std::make_shared<Replica>(http->context(), id);
+    auto replica = std::make_shared<Replica>(http->NextContext(), id);
     boost::system::error_code ec;
     const tcp::endpoint endpoint(asio::ip::make_address(options.host, ec), 0);
     if (!ec) replica->acceptor.open(endpoint.protocol(), ec);
@@ -197,7 +197,7 @@ struct FleetServer::Impl {
     replica->port = replica->acceptor.local_endpoint().port();
     replica->metrics = RenderLoad(0, 0, options.model_name);
     replicas.emplace(id, replica);
-    asio::co_spawn(http->context(), AcceptLoop(replica, accept_failures), asio::detached);
+    asio::co_spawn(http->NextContext(), AcceptLoop(replica, accept_failures), asio::detached);
     return replica->port;
   }
 
@@ -214,7 +214,7 @@ struct FleetServer::Impl {
       std::lock_guard lock(replica->mu);
       replica->removed = true;
     }
-    asio::post(http->context(), [replica] {
+    asio::post(http->NextContext(), [replica] {
       boost::system::error_code ignored;
       replica->acceptor.close(ignored);
     });

@@ -1,19 +1,16 @@
 #include "gateway/gateway_server.h"
 
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <cerrno>
-#include <chrono>
-#include <map>
-#include <mutex>
-#include <string_view>
-#include <variant>
-
 #include <fmt/format.h>
 
+#include <array>
+#include <chrono>
+#include <optional>
+#include <set>
+#include <string_view>
+
 #include "gateway/openai_request.h"
+#include "gateway/relay_framing.h"
+#include "gateway/relay_threads.h"
 #include "net/http_server.h"
 
 namespace gpuscale::gateway {
@@ -28,7 +25,6 @@ using net::Request;
 using net::Ticks;
 using tcp = net::tcp;
 using asio::awaitable;
-using namespace asio::experimental::awaitable_operators;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 constexpr size_t kRelayChunkBytes = 16 * 1024;
@@ -37,32 +33,28 @@ double SecondsSince(SteadyTime t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded in either direction.
-bool IsHopByHop(http::field f) {
-  switch (f) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::proxy_authenticate:
-    case http::field::proxy_authorization:
-    case http::field::te:
-    case http::field::trailer:
-    case http::field::transfer_encoding:
-    case http::field::upgrade:
-    case http::field::host:
-    case http::field::content_length:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // What one forwarding attempt came to.
 enum class Attempt {
-  kRetryable,   // no response byte came from the replica: another replica may take it
-  kRelayed,     // the response was relayed whole
-  kBroken,      // the replica's stream broke after its first byte (client cut off)
-  kClientGone,  // the client stopped reading or left
+  kRetryable,     // no response byte came from the replica: another replica may take it
+  kRelayed,       // the response was relayed whole
+  kRelayedClose,  // ... and framed by closing the client's connection (an HTTP/1.0 client)
+  kBroken,        // the replica's stream broke after its first byte (client cut off)
+  kClientGone,    // the client stopped reading or left
 };
+
+AttemptOutcome OutcomeOf(Attempt a) {
+  switch (a) {
+    case Attempt::kRetryable:
+      return AttemptOutcome::kTransportFailure;
+    case Attempt::kRelayed:
+    case Attempt::kRelayedClose:
+      return AttemptOutcome::kOk;
+    case Attempt::kBroken:
+    case Attempt::kClientGone:
+      return AttemptOutcome::kAbandoned;
+  }
+  return AttemptOutcome::kAbandoned;
+}
 
 // A response the gateway writes itself (errors, /v1/models, /health).
 struct Canned {
@@ -77,81 +69,6 @@ Canned ErrorReply(http::status status, std::string_view message, std::string_vie
                   int retry_after_s = 0) {
   return {status, OpenAiErrorBody(message, type, param, code), retry_after_s};
 }
-
-// What a connected socket holds, without taking it: nothing yet, bytes, or the peer's close
-// (or an error).
-enum class PeekResult { kQuiet, kData, kClosed };
-
-PeekResult Peek(int fd) {
-  char byte;
-  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return PeekResult::kData;
-  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? PeekResult::kQuiet
-                                                            : PeekResult::kClosed;
-}
-
-// Idle kept-alive connections to replicas, by "host:port", so that a request does not pay a
-// TCP connect (and the replica an accept) each time: connecting per request cost about
-// 60 us of gateway CPU per short request and held it to 0.4x HAProxy's requests/s
-// (scripts/gateway-bench). Connections are kept as bare descriptors and adopted by the
-// taking coroutine's socket, so each use runs on its own connection's strand. A connection
-// idle longer than kPooledIdle is closed (vLLM's server, uvicorn, closes idle ones after
-// 5 s), one the replica closed is noticed on Take, and a reused one that fails before the
-// replica's first byte is retried once on a fresh connection (Relay).
-class UpstreamPool {
- public:
-  static constexpr auto kPooledIdle = std::chrono::seconds(2);
-  static constexpr size_t kMaxIdlePerReplica = 64;
-
-  ~UpstreamPool() {
-    for (auto& [key, idle] : idle_) {
-      for (const Idle& c : idle) ::close(c.fd);
-    }
-  }
-
-  // Moves an idle, still open connection to `key` into `socket` (closed); false when none.
-  bool Take(const std::string& key, tcp::socket& socket) {
-    const auto now = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = idle_.find(key);
-    while (it != idle_.end() && !it->second.empty()) {
-      const Idle c = it->second.back();
-      it->second.pop_back();
-      boost::system::error_code ec;
-      if (Peek(c.fd) == PeekResult::kQuiet && now - c.since < kPooledIdle) {
-        socket.assign(c.protocol, c.fd, ec);
-        if (!ec) return true;
-      }
-      ::close(c.fd);  // closed by the replica, idle too long, or unexpected bytes
-    }
-    return false;
-  }
-
-  // Keeps `socket` (a connection whose last response was read whole) for the next request.
-  void Give(const std::string& key, tcp::socket& socket) {
-    boost::system::error_code ec;
-    const tcp::endpoint local = socket.local_endpoint(ec);
-    if (ec) return;
-    const int fd = socket.release(ec);
-    if (ec || fd < 0) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<Idle>& idle = idle_[key];
-    if (idle.size() >= kMaxIdlePerReplica) {
-      ::close(fd);
-      return;
-    }
-    idle.push_back({fd, local.protocol(), std::chrono::steady_clock::now()});
-  }
-
- private:
-  struct Idle {
-    int fd;
-    tcp::socket::protocol_type protocol;
-    SteadyTime since;
-  };
-  std::mutex mu_;
-  std::map<std::string, std::vector<Idle>> idle_;  // guarded by mu_; newest last
-};
 
 net::StringResponse CannedResponse(const Canned& reply) {
   net::StringResponse res{reply.status, 11};
@@ -168,30 +85,6 @@ net::StringResponse CannedResponse(const Canned& reply) {
 
 // Coroutine bodies below pass only named values to co_await calls (net/http_server.h says
 // why), so replies are built into locals first.
-
-awaitable<boost::system::error_code> ReadHeader(beast::tcp_stream& upstream,
-                                                beast::flat_buffer& buffer,
-                                                http::response_parser<http::buffer_body>& parser) {
-  auto [ec, n] = co_await http::async_read_header(upstream, buffer, parser, kTuple);
-  co_return ec;
-}
-
-// Completes (true) when the client closes its side of the connection; never completes while
-// it only waits or sends the next pipelined request. Cancelled by the `||` it runs in.
-awaitable<bool> ClientGone(tcp::socket& client) {
-  auto [ec] = co_await client.async_wait(tcp::socket::wait_read, kTuple);
-  if (ec == asio::error::operation_aborted) co_return false;
-  if (!ec) {
-    if (Peek(client.native_handle()) != PeekResult::kClosed) {
-      // Bytes of a next request: the client is there. Wait until cancelled.
-      asio::steady_timer forever(co_await asio::this_coro::executor,
-                                 asio::steady_timer::time_point::max());
-      co_await forever.async_wait(kTuple);
-      co_return false;
-    }
-  }
-  co_return true;
-}
 
 }  // namespace
 
@@ -216,7 +109,7 @@ struct GatewayServer::Impl {
   // Declared before server: sessions still pending when it is destroyed touch them.
   std::shared_ptr<GatewayState> state;
   const GatewayConfig& config;
-  UpstreamPool pool;  // before server: outlives the coroutines that give back to it
+  RelayThreads threads;  // Stop closes their pooled connections before server is destroyed
   std::unique_ptr<net::HttpServer> server;
 };
 
@@ -289,7 +182,7 @@ awaitable<bool> GatewayServer::Impl::Handle(beast::tcp_stream& client, Request& 
 awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
     const std::string& service, std::optional<uint64_t> key, SteadyTime deadline, int client_fd,
     bool& full, bool& gone) {
-  // The timer lives on this connection's strand: a wake posted from the daemon's thread runs
+  // The timer lives on this connection's I/O thread: a wake posted from the daemon's thread runs
   // only while this coroutine is suspended, so it is never lost between Acquire and wait.
   auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
   const uint64_t id = state->NextWaiterId();
@@ -376,9 +269,7 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
   std::set<std::string> tried;
   for (int attempt = 0;; ++attempt) {
     const Attempt result = co_await Relay(client, req, *ticket, arrival, m);
-    const AttemptOutcome outcome = result == Attempt::kRetryable ? AttemptOutcome::kTransportFailure
-                                   : result == Attempt::kRelayed ? AttemptOutcome::kOk
-                                                                 : AttemptOutcome::kAbandoned;
+    const AttemptOutcome outcome = OutcomeOf(result);
     state->Release(*ticket, outcome);
     if (result != Attempt::kRetryable) {
       m.e2e_seconds = SecondsSince(arrival);
@@ -406,8 +297,12 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   auto executor = co_await asio::this_coro::executor;
   const std::string port = std::to_string(ticket.port);
   const std::string pool_key = ticket.host + ":" + port;
-  beast::tcp_stream upstream(executor);
-  const bool reused = allow_pooled && pool.Take(pool_key, upstream.socket());
+  RelayThread& thread = threads.For(executor);
+  std::optional<tcp::socket> pooled;
+  if (allow_pooled) pooled = thread.pool.Take(pool_key);
+  const bool reused = pooled.has_value();
+  beast::tcp_stream upstream =
+      reused ? beast::tcp_stream(std::move(*pooled)) : beast::tcp_stream(executor);
   if (!reused) {
     tcp::resolver resolver(executor);
     auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
@@ -416,110 +311,112 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
     auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
     if (cec) co_return Attempt::kRetryable;
     state->UpstreamConnected();
+    boost::system::error_code ignored;
+    upstream.socket().set_option(tcp::no_delay(true), ignored);  // kept while pooled
   }
-  boost::system::error_code ignored;
-  upstream.socket().set_option(tcp::no_delay(true), ignored);
 
-  Request forward{req.method(), req.target(), 11};
-  for (const auto& field : req) {
-    if (IsHopByHop(field.name())) continue;
-    // The gateway's own token is for the gateway; a replica's key, if any, is the caller's.
-    if (!config.token.empty() && field.name() == http::field::authorization) continue;
-    forward.insert(field.name_string(), field.value());
-  }
-  // An IPv6 literal goes in brackets (RFC 9110 7.2: Host is uri-host [":" port]).
-  const bool ipv6 = ticket.host.find(':') != std::string::npos;
-  const std::string host_header =
-      ipv6 ? "[" + ticket.host + "]:" + port : ticket.host + ":" + port;
-  forward.set(http::field::host, host_header);
-  forward.keep_alive(true);  // the connection goes back to the pool when the answer is whole
-  forward.body() = req.body();  // the client's bytes, not re-serialized
-  forward.prepare_payload();
-  upstream.expires_after(Ticks(config.upstream_timeout));
-  auto [wec, wn] = co_await http::async_write(upstream, forward, kTuple);
-  if (wec && reused) {
+  // Timeouts from here on are the watch's (relay_threads.h), not per-operation timers.
+  upstream.expires_never();
+  RelayWatch::Relay relay{
+      .client = &client, .upstream = &upstream, .upstream_timeout = Ticks(config.upstream_timeout)};
+  thread.watch.Add(relay, executor);
+  struct Unwatch {
+    RelayWatch& watch;
+    RelayWatch::Relay& relay;
+    bool active = true;
+    void Now() {
+      if (active) watch.Remove(relay);
+      active = false;
+    }
+    ~Unwatch() { Now(); }
+  } unwatch{thread.watch, relay};
+
+  const std::string head = RequestHead(req, ticket.host, port, !config.token.empty());
+  const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(req.body())};
+  relay.upstream_since = RelayWatch::Clock::now();  // the write and then the first byte
+  auto [wec, wn] = co_await asio::async_write(upstream, request, kTuple);
+  if (wec && reused && relay.ended == RelayWatch::Ended::kNo) {
     // The replica closed the idle connection as we took it: a fresh one, same replica.
+    unwatch.Now();
     const Attempt fresh = co_await Relay(client, req, ticket, arrival, m, false);
     co_return fresh;
   }
-  if (wec) co_return Attempt::kRetryable;
+  if (wec && relay.ended != RelayWatch::Ended::kClientGone) co_return Attempt::kRetryable;
 
   beast::flat_buffer upstream_buffer;
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(std::numeric_limits<uint64_t>::max());
   // A non-streaming request has no response byte until the replica is done; meanwhile a
-  // client that hangs up cancels the work at the replica (its connection closes).
-  auto header = ReadHeader(upstream, upstream_buffer, parser);
-  auto gone = ClientGone(client.socket());
-  auto first = std::move(header) || std::move(gone);
-  const std::variant<boost::system::error_code, bool> waited = co_await std::move(first);
-  if (waited.index() == 1) {
+  // client that hangs up cancels the work at the replica (the watch checks it).
+  boost::system::error_code hec = wec;
+  if (!hec) {
+    auto [ec, n] = co_await http::async_read_header(upstream, upstream_buffer, parser, kTuple);
+    hec = ec;
+  }
+  relay.upstream_since = {};
+  relay.awaiting_first_byte = false;
+  if (relay.ended == RelayWatch::Ended::kClientGone) {
     m.error = "client_gone";
     m.status = 0;
     co_return Attempt::kClientGone;
   }
-  if (std::get<0>(waited) && reused) {
+  if (hec && reused && relay.ended == RelayWatch::Ended::kNo) {
+    unwatch.Now();
     const Attempt fresh = co_await Relay(client, req, ticket, arrival, m, false);
     co_return fresh;
   }
-  if (std::get<0>(waited)) co_return Attempt::kRetryable;
+  if (hec) co_return Attempt::kRetryable;
 
   // The replica answered: from here on a failure reaches the client.
   m.replica = ticket.replica;
   auto& res = parser.get();
   m.status = res.result_int();
-  const bool length_known = parser.content_length().has_value();
-  for (auto it = res.begin(); it != res.end();) {
-    it = IsHopByHop(it->name()) && it->name() != http::field::content_length ? res.erase(it)
-                                                                             : std::next(it);
-  }
-  if (!length_known) res.chunked(true);
-  res.keep_alive(req.keep_alive());
-  http::response_serializer<http::buffer_body> serializer{res};
+  const ResponseFraming framing = Framing(req, parser);
+  const std::string response_head = ResponseHead(res, framing);
+  bool head_sent = false;
   std::array<char, kRelayChunkBytes> buf;
   SseClock sse;
   // async_read_some returns as soon as the parser made progress, so each SSE chunk is
   // written on as it comes (async_read would wait to fill the buffer).
-  while (!serializer.is_done()) {
+  for (;;) {
+    size_t got = 0;
     if (!parser.is_done()) {
       res.body().data = buf.data();
       res.body().size = buf.size();
-      upstream.expires_after(Ticks(config.upstream_timeout));
+      relay.upstream_since = RelayWatch::Clock::now();
       auto [ec, n] = co_await http::async_read_some(upstream, upstream_buffer, parser, kTuple);
+      relay.upstream_since = {};
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {
         m.error = "upstream_broken";
         co_return Attempt::kBroken;  // the client connection closes: a truncated response
       }
-      const size_t got = buf.size() - res.body().size;
+      got = buf.size() - res.body().size;
       if (got == 0 && !parser.is_done()) continue;  // framing only (a chunk header)
       if (got > 0 && !m.ttft_seconds) m.ttft_seconds = SecondsSince(arrival);
       sse.Observe(std::string_view(buf.data(), got), SecondsSince(arrival));
-      res.body().size = got;
-      res.body().data = got > 0 ? buf.data() : nullptr;
-      res.body().more = !parser.is_done();
-    } else {
-      res.body().data = nullptr;
-      res.body().size = 0;
-      res.body().more = false;
     }
-    client.expires_after(kClientWriteTimeout);
-    auto [ec, n] = co_await http::async_write(client, serializer, kTuple);
-    client.expires_never();
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec) {
-      m.error = "client_gone";
-      m.status = 0;
-      co_return Attempt::kClientGone;  // `upstream` closes here: the replica stops the work
+    const bool last = parser.is_done();
+    ChunkWriter out;
+    if (!head_sent) out.Add(response_head);
+    out.AddBody(std::string_view(buf.data(), got), framing.chunked, last);
+    if (!out.empty()) {
+      relay.client_since = RelayWatch::Clock::now();
+      auto [ec, n] = co_await asio::async_write(client, out.buffers(), kTuple);
+      relay.client_since = {};
+      if (ec) {
+        m.error = "client_gone";
+        m.status = 0;
+        co_return Attempt::kClientGone;  // `upstream` closes here: the replica stops the work
+      }
     }
+    head_sent = true;
+    if (last) break;
   }
   m.tpot_seconds = sse.MeanGapSeconds();
   if (m.status >= 500) m.error = "upstream_5xx";
-  if (parser.is_done() && parser.keep_alive()) {
-    upstream.expires_never();
-    pool.Give(pool_key, upstream.socket());
-  }
-  co_return Attempt::kRelayed;
+  if (parser.keep_alive()) thread.pool.Give(pool_key, upstream.release_socket());
+  co_return framing.keep_alive ? Attempt::kRelayed : Attempt::kRelayedClose;
 }
 
 GatewayServer::GatewayServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -552,7 +449,9 @@ Result<std::unique_ptr<GatewayServer>> GatewayServer::Start(std::shared_ptr<Gate
 }
 
 void GatewayServer::Stop() {
-  if (impl_ && impl_->server) impl_->server->Stop();
+  if (!impl_ || !impl_->server) return;
+  impl_->server->Stop();       // joins the I/O threads
+  impl_->threads.CloseIdle();  // while the io_contexts the pooled sockets use still exist
 }
 
 int GatewayServer::port() const { return impl_->server->port(); }

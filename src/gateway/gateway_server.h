@@ -12,8 +12,8 @@
 // timeout) and tells the daemon at once; a full queue or an expired wait answers 503 with
 // Retry-After. Errors use OpenAI's shape: {"error": {"message", "type", "param", "code"}}.
 //
-// Built on Boost.Asio + Beast with C++20 coroutines: one coroutine per connection on its own
-// strand, a few I/O threads for thousands of streams (cpp-httplib's thread per connection
+// Built on Boost.Asio + Beast with C++20 coroutines: one coroutine per connection, each on
+// one of a few I/O threads, for thousands of streams (cpp-httplib's thread per connection
 // does not scale to that), timeouts on every read, back-pressure instead of buffers: a chunk
 // is read from the replica only after the previous one was written to the client.
 //

@@ -379,6 +379,45 @@ TEST_F(GatewayServerTest, AClientThatLeavesBeforeTheFirstByteCancelsTheReplicasR
   EXPECT_EQ(state_->InFlight("silent"), 0);
 }
 
+// The relay's own timeout (relay_threads.h's watch): a replica that never sends a byte is
+// given up (its connection closed) and, with no other replica, the client gets a 502.
+TEST_F(GatewayServerTest, AReplicaSilentPastTheUpstreamTimeoutIsGivenUp) {
+  GatewayConfig config;
+  config.upstream_timeout = Seconds(0.3);
+  Start(config);
+  SilentReplica replica;
+  state_->Publish({{"chat", {"llama"}, {replica.Route()}}});
+  auto res = Chat("llama");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 502) << res->body;
+  EXPECT_TRUE(replica.got_request);
+  for (int i = 0; i < 300 && !replica.closed_by_gateway; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(replica.closed_by_gateway) << "the gateway waited for the replica to give up";
+}
+
+// After the first event the same timeout holds between chunks: the client's response ends
+// (truncated, no [DONE]) while the replica still holds its stream.
+TEST_F(GatewayServerTest, AStreamSilentPastTheUpstreamTimeoutIsCutOff) {
+  GatewayConfig config;
+  config.upstream_timeout = Seconds(0.3);
+  Start(config);
+  FakeReplica a("a", /*events=*/3, 10ms);
+  a.hold_after_first = true;  // silent after the first event for up to 5 s
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  httplib::Client c = Client();
+  std::string received;
+  auto res = PostStreaming(c, "/v1/chat/completions", "{\"model\": \"llama\", \"stream\": true}",
+                           [&](const char* data, size_t n) {
+                             received.append(data, n);
+                             return true;
+                           });
+  const bool replica_still_holding = !a.hold_timed_out;
+  a.release = true;
+  EXPECT_TRUE(replica_still_holding) << "the stream ended only when the replica went on";
+  EXPECT_NE(received.find("data: {\"i\": 0}"), std::string::npos) << received;
+  EXPECT_EQ(received.find("[DONE]"), std::string::npos) << received;
+}
+
 TEST_F(GatewayServerTest, ABusyPortIsAnErrorNamingTheField) {
   Start();
   GatewayConfig config;

@@ -34,11 +34,25 @@ asio::awaitable<void> Linger(beast::tcp_stream& stream) {
 
 }  // namespace
 
+namespace {
+
+std::vector<std::unique_ptr<asio::io_context>> MakeContexts(int threads) {
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  // Hint 1: each context is run by one thread (posts from other threads stay safe).
+  for (int i = 0; i < std::max(1, threads); ++i) {
+    contexts.push_back(std::make_unique<asio::io_context>(1));
+  }
+  return contexts;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(HttpServerOptions options, Handler handler, RejectReply reject)
     : options_(std::move(options)),
       handler_(std::move(handler)),
       reject_(std::move(reject)),
-      acceptor_(ioc_) {}
+      contexts_(MakeContexts(options_.threads)),
+      acceptor_(*contexts_[0]) {}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options, Handler handler,
                                                       RejectReply reject) {
@@ -64,10 +78,13 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options,
                        o.field);
   }
   server->port_ = acceptor.local_endpoint().port();
-  asio::co_spawn(server->ioc_, server->AcceptLoop(), asio::detached);
-  const int threads = std::max(1, o.threads);
-  for (int i = 0; i < threads; ++i) {
-    server->threads_.emplace_back([io = &server->ioc_] { io->run(); });
+  asio::co_spawn(*server->contexts_[0], server->AcceptLoop(), asio::detached);
+  for (const auto& context : server->contexts_) {
+    // Work guard: a context with no connection yet must not return from run().
+    server->threads_.emplace_back([io = context.get()] {
+      auto guard = asio::make_work_guard(*io);
+      io->run();
+    });
   }
   return server;
 }
@@ -85,7 +102,7 @@ void HttpServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
   StopAccepting();
-  ioc_.stop();
+  for (const auto& context : contexts_) context->stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }
@@ -96,15 +113,19 @@ std::string HttpServer::url() const {
                                              : fmt::format("http://{}:{}", host, port_);
 }
 
+asio::io_context& HttpServer::NextContext() {
+  return *contexts_[next_context_.fetch_add(1, std::memory_order_relaxed) % contexts_.size()];
+}
+
 asio::awaitable<void> HttpServer::AcceptLoop() {
   for (;;) {
-    const auto strand = asio::make_strand(ioc_);  // the new connection's own
-    auto [ec, socket] = co_await acceptor_.async_accept(strand, kTuple);
+    asio::io_context& home = NextContext();  // the new connection's thread
+    auto [ec, socket] = co_await acceptor_.async_accept(home, kTuple);
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
     if (ec) {
       // e.g. EMFILE: the next accept may succeed once connections close; a pause keeps a
       // persistent error from spinning a core.
-      asio::steady_timer pause(ioc_, std::chrono::milliseconds(20));
+      asio::steady_timer pause(*contexts_[0], std::chrono::milliseconds(20));
       co_await pause.async_wait(kTuple);
       continue;
     }

@@ -13,8 +13,13 @@
 // connection on a few threads holds thousands of concurrent streams on 2 cores, where a
 // thread per connection runs out (64 emulator threads were exhausted by 128 clients).
 //
-// Every connection runs on its own strand, so a handler's timers and wake-ups posted from
-// other threads (post to the handler's executor) never run while the handler runs.
+// Each I/O thread runs an io_context of its own and every connection stays on one of them
+// (round robin at accept), the model of nginx's workers and HAProxy's threads: a handler's
+// timers and wake-ups posted from other threads (post to the handler's executor) never run
+// while the handler runs, and what a connection keeps between requests (the gateway's
+// pooled replica connections) stays registered with its thread's reactor. One io_context
+// shared by every thread with a strand per connection cost the gateway a futex wake-up and
+// three epoll_ctl calls per proxied request (scripts/gateway-bench).
 //
 // Coroutine bodies built on this pass only named values to co_await calls: GCC 12 can
 // destroy a temporary of a full-expression that contains co_await twice (a double free seen
@@ -56,7 +61,7 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;                    // 0 = the kernel picks one
   std::string field = "--port";    // what bind errors name (a flag or a config field)
-  int threads = 1;                 // I/O threads running the io_context
+  int threads = 1;                 // I/O threads, each running an io_context of its own
   int max_connections = 20000;     // open client connections; past it new ones are closed
   int64_t max_body_bytes = 32 << 20;
   uint32_t max_header_bytes = 64 * 1024;  // request line + fields
@@ -67,7 +72,7 @@ struct HttpServerOptions {
   std::function<void(int delta)> on_connection;
   // Called with each request's header, before its body is read: a response refuses the
   // request (it is sent and the connection closes, the body unread); nullopt goes on. Runs on
-  // the connection's strand, so it must not block. Empty = every request goes on.
+  // the connection's I/O thread, so it must not block. Empty = every request goes on.
   std::function<std::optional<http::response<http::string_body>>(
       const http::request<http::string_body>& header)>
       gate;
@@ -101,7 +106,9 @@ class HttpServer {
   int port() const { return port_; }
   std::string url() const;  // "http://host:port", IPv6 in brackets
   int connections() const { return connections_.load(); }
-  asio::io_context& context() { return ioc_; }
+  // The I/O threads' contexts in turn, for an owner's own sockets (each I/O object is used
+  // only from the thread of the context it was made on).
+  asio::io_context& NextContext();
 
  private:
   HttpServer(HttpServerOptions options, Handler handler, RejectReply reject);
@@ -118,8 +125,9 @@ class HttpServer {
   const Handler handler_;
   const RejectReply reject_;
   std::atomic<int> connections_{0};
-  asio::io_context ioc_;
-  tcp::acceptor acceptor_;
+  std::atomic<size_t> next_context_{0};
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;  // one per I/O thread
+  tcp::acceptor acceptor_;                                   // on contexts_[0]
   std::vector<std::thread> threads_;
   int port_ = 0;
   bool stopped_ = false;

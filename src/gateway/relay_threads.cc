@@ -1,0 +1,105 @@
+#include "gateway/relay_threads.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace gpuscale::gateway {
+
+namespace asio = net::asio;
+
+PeekResult Peek(int fd) {
+  char byte;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return PeekResult::kData;
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? PeekResult::kQuiet
+                                                            : PeekResult::kClosed;
+}
+
+std::optional<net::tcp::socket> UpstreamPool::Take(const std::string& key) {
+  const auto now = std::chrono::steady_clock::now();
+  auto it = idle_.find(key);
+  while (it != idle_.end() && !it->second.empty()) {
+    Idle c = std::move(it->second.back());
+    it->second.pop_back();
+    const auto idle = now - c.since;
+    if (idle < kPooledIdle &&
+        (idle < kCheckedIdle || Peek(c.socket.native_handle()) == PeekResult::kQuiet)) {
+      return std::move(c.socket);
+    }
+    // Closed by the replica, idle too long, or unexpected bytes: `c` closes it.
+  }
+  return std::nullopt;
+}
+
+void UpstreamPool::Give(const std::string& key, net::tcp::socket socket) {
+  std::vector<Idle>& idle = idle_[key];
+  if (idle.size() >= kMaxIdlePerReplica) return;  // `socket` closes
+  idle.push_back({std::move(socket), std::chrono::steady_clock::now()});
+}
+
+void RelayWatch::Add(Relay& r, const asio::any_io_executor& executor) {
+  r.index = relays_.size();
+  relays_.push_back(&r);
+  if (!checking_) {
+    checking_ = true;
+    asio::co_spawn(executor, CheckLoop(), asio::detached);
+  }
+}
+
+void RelayWatch::Remove(Relay& r) {
+  Relay* last = relays_.back();
+  relays_[r.index] = last;
+  last->index = r.index;
+  relays_.pop_back();
+}
+
+asio::awaitable<void> RelayWatch::CheckLoop() {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!relays_.empty()) {
+    timer.expires_after(kInterval);
+    co_await timer.async_wait(net::kTuple);
+    CheckOnce(Clock::now());
+  }
+  checking_ = false;
+}
+
+void RelayWatch::CheckOnce(Clock::time_point now) {
+  // A cancelled operation completes later (its handler is posted), so relays_ does not
+  // change under this loop.
+  for (Relay* r : relays_) {
+    if (r->ended != Ended::kNo) continue;
+    const bool waiting_upstream = r->upstream_since != Clock::time_point{};
+    const bool writing_client = r->client_since != Clock::time_point{};
+    // Bytes of a next pipelined request (kData) mean the client is still there.
+    if (r->awaiting_first_byte &&
+        Peek(r->client->socket().native_handle()) == PeekResult::kClosed) {
+      r->ended = Ended::kClientGone;
+    } else if (waiting_upstream && now - r->upstream_since > r->upstream_timeout) {
+      r->ended = Ended::kUpstreamTimeout;
+    } else if (writing_client && now - r->client_since > net::kClientWriteTimeout) {
+      r->ended = Ended::kClientTimeout;
+    } else {
+      continue;
+    }
+    r->upstream->cancel();  // closing the replica's connection stops the work there
+    r->client->cancel();
+  }
+}
+
+RelayThread& RelayThreads::For(const asio::any_io_executor& executor) {
+  const void* context = &asio::query(executor, asio::execution::context);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [owner, thread] : threads_) {
+    if (owner == context) return *thread;
+  }
+  threads_.emplace_back(context, std::make_unique<RelayThread>());
+  return *threads_.back().second;
+}
+
+void RelayThreads::CloseIdle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [owner, thread] : threads_) thread->pool.CloseIdle();
+}
+
+}  // namespace gpuscale::gateway

@@ -1,0 +1,120 @@
+// What the gateway's relay keeps per I/O thread (net::HttpServer keeps each client
+// connection on one thread, each thread running an io_context of its own): idle kept-alive
+// connections to replicas (UpstreamPool) and the relays in flight, watched for their
+// timeouts and for clients that hang up (RelayWatch). Each thread's share is used by that thread
+// alone, so neither takes a lock. Private to gateway_server.cc (it includes net's Asio headers,
+// heavy to compile).
+//
+// Ownership: RelayThreads outlives the HttpServer whose coroutines use it (their frames
+// unregister from the watch when an io_context is destroyed); CloseIdle() must run after the
+// I/O threads are joined and before the io_contexts are destroyed.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "net/http_server.h"
+
+namespace gpuscale::gateway {
+
+// What a connected socket holds, without taking it: nothing yet, bytes, or the peer's close
+// (or an error).
+enum class PeekResult { kQuiet, kData, kClosed };
+PeekResult Peek(int fd);
+
+// Idle kept-alive connections to replicas, by "host:port", so that a request does not pay a
+// TCP connect (and the replica an accept) each time: connecting per request cost about
+// 60 us of gateway CPU per short request and held it to 0.4x HAProxy's requests/s
+// (scripts/gateway-bench). A pooled socket stays registered with its thread's reactor, so
+// taking one and giving it back costs no system call (handing bare descriptors through one
+// shared pool cost two epoll_ctl calls, an ioctl, a getsockname and a setsockopt per
+// request). A connection idle longer than kPooledIdle is closed (vLLM's server, uvicorn,
+// closes idle ones after 5 s); one idle past kCheckedIdle is checked for the replica's close
+// before use; a reused one that fails before the replica's first byte is retried once on a
+// fresh connection (the relay does).
+class UpstreamPool {
+ public:
+  static constexpr auto kPooledIdle = std::chrono::seconds(2);
+  static constexpr auto kCheckedIdle = std::chrono::milliseconds(100);
+  static constexpr size_t kMaxIdlePerReplica = 64;
+
+  // An idle, still open connection to `key`; nullopt when none.
+  std::optional<net::tcp::socket> Take(const std::string& key);
+  // Keeps `socket` (a connection whose last response was read whole) for the next request.
+  void Give(const std::string& key, net::tcp::socket socket);
+  void CloseIdle() { idle_.clear(); }
+
+ private:
+  struct Idle {
+    net::tcp::socket socket;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::unordered_map<std::string, std::vector<Idle>> idle_;  // newest last
+};
+
+// The relays in flight on one I/O thread, checked every kInterval for three ends: a client
+// that hung up while its request waits for the replica's first byte (a non-streaming
+// request waits for the whole generation; the replica's connection is then cancelled, which
+// stops the work there), a replica silent longer than the upstream timeout, and a client
+// that stopped reading for longer than net::kClientWriteTimeout. A relay only stamps the
+// time before each read and write. Beast's per-operation timeouts instead re-armed two
+// timers per relayed SSE chunk (each re-arm cancels a wait and starts one), and racing each
+// header read against a wait on the client's socket cost about 2.5 us per short request
+// (two coroutine frames, a parallel group, an epoll_ctl); scripts/gateway-bench.
+class RelayWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kInterval = std::chrono::milliseconds(100);
+
+  enum class Ended { kNo, kClientGone, kUpstreamTimeout, kClientTimeout };
+
+  // One relay in flight; lives in the relay's coroutine frame, registered until Remove.
+  struct Relay {
+    net::beast::tcp_stream* client = nullptr;
+    net::beast::tcp_stream* upstream = nullptr;
+    Clock::duration upstream_timeout{};
+    bool awaiting_first_byte = true;     // the client is checked for a hang-up while true
+    Clock::time_point upstream_since{};  // waiting on the replica since ({}: not waiting)
+    Clock::time_point client_since{};    // writing to the client since ({}: not writing)
+    Ended ended = Ended::kNo;            // set by the check, which then cancelled the waiting side
+    size_t index = 0;                    // position in relays_
+  };
+
+  // Registers `r` until Remove; starts the periodic check on `executor` when none runs.
+  void Add(Relay& r, const net::asio::any_io_executor& executor);
+  void Remove(Relay& r);
+
+ private:
+  net::asio::awaitable<void> CheckLoop();
+  void CheckOnce(Clock::time_point now);
+
+  std::vector<Relay*> relays_;
+  bool checking_ = false;
+};
+
+struct RelayThread {
+  UpstreamPool pool;
+  RelayWatch watch;
+};
+
+// Each I/O thread's RelayThread, found by the calling coroutine's io_context. The lock is
+// held for the lookup only (each RelayThread is then used by its thread alone).
+class RelayThreads {
+ public:
+  RelayThread& For(const net::asio::any_io_executor& executor);
+  // Closes every pooled connection (see the ownership note above).
+  void CloseIdle();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<const void*, std::unique_ptr<RelayThread>>> threads_;  // guarded by mu_
+};
+
+}  // namespace gpuscale::gateway
