@@ -387,6 +387,7 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
       auto [ec, n] = co_await http::async_read_some(upstream, upstream_buffer, parser, kTuple);
       relay.upstream_since = {};
       if (ec == http::error::need_buffer) ec = {};
+      if (!ec) ec = ParseBuffered(parser, upstream_buffer);
       if (ec) {
         m.error = "upstream_broken";
         co_return Attempt::kBroken;  // the client connection closes: a truncated response

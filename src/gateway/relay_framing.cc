@@ -98,6 +98,19 @@ std::string ResponseHead(const http::response<http::buffer_body>& res,
   return out;
 }
 
+boost::system::error_code ParseBuffered(http::response_parser<http::buffer_body>& parser,
+                                        net::beast::flat_buffer& buffer) {
+  boost::system::error_code ec;
+  while (!parser.is_done() && buffer.size() > 0 && parser.get().body().size > 0) {
+    const size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more || ec == http::error::need_buffer) return {};
+    if (ec) return ec;
+    if (used == 0) break;
+  }
+  return {};
+}
+
 void ChunkWriter::Add(std::string_view bytes) {
   if (!bytes.empty()) buffers_[count_++] = net::asio::buffer(bytes.data(), bytes.size());
 }

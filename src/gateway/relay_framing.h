@@ -44,6 +44,13 @@ ResponseFraming Framing(const net::Request& req,
 std::string ResponseHead(const net::http::response<net::http::buffer_body>& res,
                          const ResponseFraming& framing);
 
+// Feeds `parser` the bytes a read left in `buffer` (SSE events that arrived together) into
+// its body buffer until the buffer is full or the bytes end mid-chunk, so that they go to
+// the client in one write instead of a write (and a send) each. An error is the replica's
+// framing error; the parser is then unusable.
+boost::system::error_code ParseBuffered(net::http::response_parser<net::http::buffer_body>& parser,
+                                        net::beast::flat_buffer& buffer);
+
 // One write's buffers: an optional head, then a body piece with its chunk framing, and the
 // last chunk when the body ends. Keeps the chunk-size line it points to: use it in place.
 class ChunkWriter {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstring>
 #include <string>
 
 namespace gpuscale::gateway {
@@ -90,6 +92,36 @@ TEST(RelayFramingTest, TheResponseHeadDropsHopByHopFieldsAndStatesItsFraming) {
   ParsedHead sized("HTTP/1.1 503 \r\nContent-Length: 12\r\n\r\n");
   EXPECT_EQ(ResponseHead(sized.parser.get(), {.content_length = true}),
             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 12\r\n\r\n");
+}
+
+TEST(RelayFramingTest, EventsThatArrivedTogetherAreParsedIntoOneWrite) {
+  ParsedHead parsed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+  net::beast::flat_buffer buffer;
+  const std::string bytes = "7\r\ndata: 1\r\n7\r\ndata: 2\r\n7\r\ndata: 3\r\n7\r\ndat";
+  auto space = buffer.prepare(bytes.size());
+  std::memcpy(space.data(), bytes.data(), bytes.size());
+  buffer.commit(bytes.size());
+  std::array<char, 64> body{};
+  parsed.parser.get().body().data = body.data();
+  parsed.parser.get().body().size = body.size();
+  EXPECT_FALSE(ParseBuffered(parsed.parser, buffer));
+  const size_t got = body.size() - parsed.parser.get().body().size;
+  // A chunk's bytes go on as they come, the fourth one's too.
+  EXPECT_EQ(std::string(body.data(), got), "data: 1data: 2data: 3dat");
+  EXPECT_FALSE(parsed.parser.is_done());
+  EXPECT_EQ(buffer.size(), 0u);
+
+  ParsedHead full("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+  net::beast::flat_buffer one;
+  const std::string large = "40\r\n" + std::string(64, 'x') + "\r\n";
+  auto room = one.prepare(large.size());
+  std::memcpy(room.data(), large.data(), large.size());
+  one.commit(large.size());
+  std::array<char, 16> small{};
+  full.parser.get().body().data = small.data();
+  full.parser.get().body().size = small.size();
+  EXPECT_FALSE(ParseBuffered(full.parser, one));
+  EXPECT_EQ(full.parser.get().body().size, 0u) << "stops when the body buffer is full";
 }
 
 TEST(RelayFramingTest, ChunksCarryTheirSizeAndTheLastOneEndsTheBody) {
