@@ -2,15 +2,16 @@
 // reproducible): replica segment ends and cold-start completions, crashes, control ticks,
 // scrapes, then arrivals. A tick before a scrape at the same instant means a tick sees data
 // one scrape interval old at most: the scrape lag the daemon has live.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <queue>
 
-#include <fmt/format.h>
-
 #include "route/picker.h"
 #include "scale/controller.h"
+#include "sim/disagg_pool.h"
 #include "sim/metric_view.h"
 #include "sim/report.h"
 #include "sim/sim_orchestrator.h"
@@ -54,7 +55,6 @@ class Engine {
 
  private:
   static std::vector<RequestRecord> MakeRecords(const Trace& trace);
-  static route::PickerSpec PickerSpecOf(const RouterSpec& router);
   void Route(uint32_t id, double now);
   void Schedule(int slot);
   bool PopReplicaEvent(double t);
@@ -107,14 +107,6 @@ void Engine::Schedule(int slot) {
   ++s.version;
   double t = s.engine->NextEventTime();
   if (t < kInf) heap_.push({t, 0, slot, s.version});
-}
-
-route::PickerSpec Engine::PickerSpecOf(const RouterSpec& router) {
-  route::PickerSpec spec;
-  spec.kind = router.kind == RouterKind::kRoundRobin ? route::PickerKind::kRoundRobin
-                                                     : route::PickerKind::kLeastOutstanding;
-  spec.slow_start_seconds = router.slow_start_seconds;
-  return spec;
 }
 
 void Engine::Route(uint32_t id, double now) {
