@@ -2,17 +2,18 @@
 // prints the report; `--compare` runs several configs on the same trace in parallel threads
 // and prints a table plus an SVG chart. Output on stdout is byte-identical for the same
 // inputs and seed; progress goes to stderr.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "cli/command.h"
+#include "cli/simulate_common.h"
 #include "cli/trace_file.h"
 #include "config/sim_config.h"
 #include "orch/parallel.h"
@@ -24,25 +25,6 @@
 #include "sim/trace.h"
 
 namespace gpuscale::cli {
-namespace {
-
-struct SimulateFlags {
-  std::string config;
-  std::string trace;
-  std::string trace_format = "auto";
-  double rate_scale = 1.0;
-  double time_compress = 1.0;
-  uint64_t seed = 1;
-  std::string rate_mode = "streams";
-  double stream_shift_seconds = 300;
-  std::string timeline;
-  std::vector<std::string> compare;
-  std::string svg = "sim-compare.svg";
-  bool no_oracle = false;
-  bool no_static_fleet = false;
-  bool skip_bad_rows = false;
-  OutputFormat output = OutputFormat::kTable;
-};
 
 // The calibrated replica model for a config (sim/replica_model.h), errors prefixed with the
 // config section they come from.
@@ -92,6 +74,10 @@ nlohmann::ordered_json TraceJson(const sim::Trace& trace) {
           {"skipped_rows", trace.skipped_rows}};
 }
 
+nlohmann::ordered_json Percentiles(const sim::Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
+}
+
 Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
   auto trace = ReadTraceFile(flags.trace, flags.trace_format, flags.skip_bad_rows);
   if (!trace) return trace;
@@ -117,6 +103,8 @@ Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
   return sim::TransformTrace(*trace, transform);
 }
 
+namespace {
+
 struct Run {
   std::string name;
   config::SimConfigFile file;
@@ -131,6 +119,12 @@ Result<Run> PrepareRun(const std::string& path, const sim::Trace& trace, std::os
     Error e = file.error();
     e.message = fmt::format("{}: {}", path, e.message);
     return Unexpected<Error>(e);
+  }
+  if (file->sim.disaggregated) {
+    return InvalidArgument(fmt::format("{}: a disaggregated config runs alone (--config), not in "
+                                       "--compare yet",
+                                       path),
+                           "--compare");
   }
   Run run;
   run.name = std::filesystem::path(path).stem().string();
@@ -235,10 +229,6 @@ Result<sim::References> References(const Run& run, const sim::Trace& trace,
   return refs;
 }
 
-nlohmann::ordered_json Percentiles(const sim::Percentiles& p) {
-  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
-}
-
 // The oracle's plan and where the run's ready replicas stand against it.
 nlohmann::ordered_json PlanJson(const sim::OraclePlan& plan,
                                 const std::vector<sim::TimelineRow>& timeline) {
@@ -320,6 +310,9 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
 int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
   auto trace = LoadTrace(flags, ctx.err);
   if (!trace) return ctx.Fail(trace.error());
+  if (auto file = config::LoadSimConfigFile(flags.config); file && file->sim.disaggregated) {
+    return RunDisaggregated(flags, *file, *trace, ctx);
+  }
   auto run = PrepareRun(flags.config, *trace, ctx.err);
   if (!run) return ctx.Fail(run.error());
   std::mutex err_mu;
