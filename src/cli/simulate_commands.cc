@@ -78,6 +78,30 @@ nlohmann::ordered_json Percentiles(const sim::Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
 }
 
+void AddRequestFields(nlohmann::ordered_json& j, const sim::SimReport& r, double slo_target) {
+  j["requests"] = r.requests;
+  j["completed"] = r.completed;
+  j["aborted"] = r.aborted;
+  j["slo_met"] = r.slo_met;
+  j["slo_attainment"] = r.attainment;
+  j["fresh_replica_misses"] = r.fresh_replica_misses;
+  j["slo_target"] = slo_target;
+  j["ttft_seconds"] = Percentiles(r.ttft_s);
+  j["tpot_seconds"] = Percentiles(r.tpot_s);
+  j["e2e_seconds"] = Percentiles(r.e2e_s);
+  j["gpu_hours"] = r.gpu_hours;
+}
+
+void AddScaleFields(nlohmann::ordered_json& j, const sim::SimReport& r) {
+  j["scale_ups"] = r.scale_ups;
+  j["scale_downs"] = r.scale_downs;
+  j["replicas_started"] = r.replicas_started;
+  j["replicas_stopped"] = r.replicas_stopped;
+  j["peak_replicas"] = r.peak_replicas;
+  j["duration_seconds"] = r.duration_s;
+  j["controller_errors"] = r.controller_errors;
+}
+
 Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
   auto trace = ReadTraceFile(flags.trace, flags.trace_format, flags.skip_bad_rows);
   if (!trace) return trace;
@@ -252,17 +276,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
   j["policy"] = r.policy;
   j["initial_replicas"] = run.file.sim.service.ReadyAtStart();
   j["trace"] = trace_json;
-  j["requests"] = r.requests;
-  j["completed"] = r.completed;
-  j["aborted"] = r.aborted;
-  j["slo_met"] = r.slo_met;
-  j["slo_attainment"] = r.attainment;
-  j["fresh_replica_misses"] = r.fresh_replica_misses;
-  j["slo_target"] = run.file.sim.slo.target_ratio;
-  j["ttft_seconds"] = Percentiles(r.ttft_s);
-  j["tpot_seconds"] = Percentiles(r.tpot_s);
-  j["e2e_seconds"] = Percentiles(r.e2e_s);
-  j["gpu_hours"] = r.gpu_hours;
+  AddRequestFields(j, r, run.file.sim.slo.target_ratio);
   if (oracle >= 0) {
     j["oracle_gpu_hours"] = oracle;
     // null, not 0, where the bound is 0 GPU-hours (an empty trace): no ratio exists.
@@ -297,13 +311,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
                    {"arrival_rate", series.arrival_rate},
                    {"replicas", series.replicas},
                    {"ready_replicas", series.ready}};
-  j["scale_ups"] = r.scale_ups;
-  j["scale_downs"] = r.scale_downs;
-  j["replicas_started"] = r.replicas_started;
-  j["replicas_stopped"] = r.replicas_stopped;
-  j["peak_replicas"] = r.peak_replicas;
-  j["duration_seconds"] = r.duration_s;
-  j["controller_errors"] = r.controller_errors;
+  AddScaleFields(j, r);
   return j;
 }
 

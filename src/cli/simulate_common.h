@@ -47,6 +47,10 @@ std::string SkippedRowsLine(const sim::Trace& trace);
 std::string TraceLine(const sim::Trace& trace);
 nlohmann::ordered_json TraceJson(const sim::Trace& trace);
 nlohmann::ordered_json Percentiles(const sim::Percentiles& p);  // {p50, p90, p99}
+// The report fields every run's JSON has, in their order: requests .. gpu_hours, and
+// scale_ups .. controller_errors.
+void AddRequestFields(nlohmann::ordered_json& j, const sim::SimReport& r, double slo_target);
+void AddScaleFields(nlohmann::ordered_json& j, const sim::SimReport& r);
 // The trace after --rate-scale, --rate-mode and --time-compress.
 Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err);
 

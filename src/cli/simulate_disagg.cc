@@ -109,30 +109,14 @@ nlohmann::ordered_json DisaggJson(const SimulateFlags& flags, const config::SimC
   j["name"] = std::filesystem::path(flags.config).stem().string();
   j["policy"] = t.policy;
   j["trace"] = TraceJson(trace);
-  j["requests"] = t.requests;
-  j["completed"] = t.completed;
-  j["aborted"] = t.aborted;
-  j["slo_met"] = t.slo_met;
-  j["slo_attainment"] = t.attainment;
-  j["fresh_replica_misses"] = t.fresh_replica_misses;
-  j["slo_target"] = file.sim.slo.target_ratio;
-  j["ttft_seconds"] = Percentiles(t.ttft_s);
-  j["tpot_seconds"] = Percentiles(t.tpot_s);
-  j["e2e_seconds"] = Percentiles(t.e2e_s);
-  j["gpu_hours"] = t.gpu_hours;
+  AddRequestFields(j, t, file.sim.slo.target_ratio);
   if (r.oracle_gpu_hours >= 0) {
     j["oracle_gpu_hours"] = r.oracle_gpu_hours;
     j["gpu_hours_over_oracle"] = r.oracle_gpu_hours > 0
                                      ? nlohmann::ordered_json(t.gpu_hours / r.oracle_gpu_hours)
                                      : nlohmann::ordered_json();
   }
-  j["scale_ups"] = t.scale_ups;
-  j["scale_downs"] = t.scale_downs;
-  j["replicas_started"] = t.replicas_started;
-  j["replicas_stopped"] = t.replicas_stopped;
-  j["peak_replicas"] = t.peak_replicas;
-  j["duration_seconds"] = t.duration_s;
-  j["controller_errors"] = t.controller_errors;
+  AddScaleFields(j, t);
   j["disaggregated"] = {{"gpu_budget", r.gpu_budget},
                         {"peak_gpus", r.peak_gpus},
                         {"link", d.link.name},

@@ -37,12 +37,7 @@ void DisaggPool::StartWarm() {
   peak_ = orchestrator_.PlacedReplicas();
 }
 
-void DisaggPool::Schedule(int slot) {
-  auto& s = orchestrator_.slots()[slot];
-  ++s.version;
-  const double t = s.engine->NextEventTime();
-  if (t < SimReplica::kNever) heap_.push({t, 0, slot, s.version});
-}
+void DisaggPool::Schedule(int slot) { events_.Schedule(orchestrator_, slot); }
 
 void DisaggPool::Route(uint32_t id, double now) {
   ++routed_;
@@ -71,19 +66,10 @@ void DisaggPool::FlushRouterQueue(double now) {
   }
 }
 
-double DisaggPool::NextEventTime() {
-  while (!heap_.empty()) {
-    const Event& e = heap_.top();
-    const auto& s = orchestrator_.slots()[e.slot];
-    if (!(s.gone || (e.kind == 0 && e.version != s.version))) return e.t;
-    heap_.pop();
-  }
-  return SimReplica::kNever;
-}
+double DisaggPool::NextEventTime() { return events_.NextTime(orchestrator_); }
 
 void DisaggPool::PopEvent(double t, std::vector<uint32_t>& finished) {
-  const Event e = heap_.top();
-  heap_.pop();
+  const ReplicaEvent e = events_.Pop();
   auto& s = orchestrator_.slots()[e.slot];
   if (e.kind == 1) {
     orchestrator_.MarkReady(e.slot, t);
@@ -97,14 +83,7 @@ void DisaggPool::PopEvent(double t, std::vector<uint32_t>& finished) {
   Schedule(e.slot);
 }
 
-void DisaggPool::Scrape(double now) {
-  for (int slot : orchestrator_.live_slots()) {
-    const auto& s = orchestrator_.slots()[slot];
-    if (s.phase == scale::ReplicaPhase::kReady || s.phase == scale::ReplicaPhase::kDraining) {
-      view_.Scrape(Seconds{now}, slot, *s.engine);
-    }
-  }
-}
+void DisaggPool::Scrape(double now) { ScrapeReplicas(now, orchestrator_, view_); }
 
 void DisaggPool::Tick(double now, bool record_timeline, std::vector<std::string>& errors) {
   scale::ScalingInput input;
@@ -118,7 +97,7 @@ void DisaggPool::Tick(double now, bool record_timeline, std::vector<std::string>
   last_desired_ = tick.desired_replicas;
   for (int slot : orchestrator_.TakePlaced()) {
     orchestrator_.slots()[slot].engine->set_completion_log(&completion_log_);
-    heap_.push({now + config_.service.cold_start.count(), 1, slot, 0});
+    events_.ColdStart(now + config_.service.cold_start.count(), slot);
   }
   for (int slot : orchestrator_.TakeRemoved()) view_.Forget(slot);
   orchestrator_.TakeResumed();
@@ -128,26 +107,11 @@ void DisaggPool::Tick(double now, bool record_timeline, std::vector<std::string>
 }
 
 void DisaggPool::RecordRow(double now, const scale::ControllerTick& tick) {
-  TimelineRow row;
-  row.time_s = now;
-  row.arrival_rate =
+  const double rate =
       static_cast<double>(routed_ - routed_at_last_tick_) / config_.control_interval.count();
   routed_at_last_tick_ = routed_;
-  row.desired = tick.desired_replicas;
-  row.ready = orchestrator_.Count(scale::ReplicaPhase::kReady);
-  row.starting = orchestrator_.Count(scale::ReplicaPhase::kStarting);
-  row.pending = orchestrator_.Count(scale::ReplicaPhase::kPending);
-  row.draining = orchestrator_.Count(scale::ReplicaPhase::kDraining);
-  row.waiting = static_cast<int>(router_queue_.size());
-  for (int slot : orchestrator_.live_slots()) {
-    const auto& s = orchestrator_.slots()[slot];
-    if (!s.engine) continue;
-    row.waiting += s.engine->Waiting();
-    row.running += s.engine->Running();
-  }
-  row.gpus_in_use = orchestrator_.gpus_in_use();
-  row.reason = tick.decision.reason;
-  timeline_.push_back(std::move(row));
+  timeline_.push_back(
+      MakeTimelineRow(now, rate, tick, orchestrator_, static_cast<int>(router_queue_.size())));
 }
 
 PoolReport DisaggPool::Summarize(double end) const {

@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <queue>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "scale/controller.h"
 #include "sim/disagg.h"
 #include "sim/metric_view.h"
+#include "sim/replica_events.h"
 #include "sim/sim_orchestrator.h"
 #include "sim/simulation.h"
 
@@ -62,17 +62,6 @@ class DisaggPool {
   std::vector<TimelineRow>& timeline() { return timeline_; }
 
  private:
-  struct Event {
-    double t;
-    int kind;  // 0: segment end, 1: cold start done
-    int slot;
-    uint32_t version;
-    bool operator>(const Event& o) const {
-      if (t != o.t) return t > o.t;
-      if (kind != o.kind) return kind > o.kind;
-      return slot > o.slot;
-    }
-  };
   void Schedule(int slot);
   void FlushRouterQueue(double now);
   void RecordRow(double now, const scale::ControllerTick& tick);
@@ -87,7 +76,7 @@ class DisaggPool {
   scale::Controller controller_;
   route::Picker picker_;
   std::vector<route::Candidate> candidates_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  ReplicaEvents events_;
   std::deque<uint32_t> router_queue_;
   int64_t routed_ = 0, completed_ = 0;
   int64_t routed_at_last_tick_ = 0;

@@ -13,6 +13,7 @@
 #include "scale/controller.h"
 #include "sim/disagg_pool.h"
 #include "sim/metric_view.h"
+#include "sim/replica_events.h"
 #include "sim/report.h"
 #include "sim/sim_orchestrator.h"
 #include "sim/simulation.h"
@@ -23,18 +24,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // Requests still unfinished this long after the last arrival count as SLO misses.
 constexpr double kTailSeconds = 3600;
-
-struct Event {
-  double t;
-  int kind;  // 0: segment end, 1: cold start done
-  int slot;
-  uint32_t version;
-  bool operator>(const Event& o) const {
-    if (t != o.t) return t > o.t;
-    if (kind != o.kind) return kind > o.kind;
-    return slot > o.slot;
-  }
-};
 
 class Engine {
  public:
@@ -78,7 +67,7 @@ class Engine {
   MetricView view_;
   std::string family_;
   scale::Controller controller_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  ReplicaEvents replica_events_;
   std::deque<uint32_t> router_queue_;
   size_t next_arrival_ = 0;
   size_t next_crash_ = 0;
@@ -102,12 +91,7 @@ std::vector<RequestRecord> Engine::MakeRecords(const Trace& trace) {
   return records;
 }
 
-void Engine::Schedule(int slot) {
-  auto& s = orchestrator_.slots()[slot];
-  ++s.version;
-  double t = s.engine->NextEventTime();
-  if (t < kInf) heap_.push({t, 0, slot, s.version});
-}
+void Engine::Schedule(int slot) { replica_events_.Schedule(orchestrator_, slot); }
 
 void Engine::Route(uint32_t id, double now) {
   const auto& ready = orchestrator_.ready_slots();
@@ -135,21 +119,11 @@ void Engine::FlushRouterQueue(double now) {
   }
 }
 
-double Engine::NextHeapTime() {
-  while (!heap_.empty()) {
-    const Event& e = heap_.top();
-    const auto& s = orchestrator_.slots()[e.slot];
-    bool stale = s.gone || (e.kind == 0 && e.version != s.version);
-    if (!stale) return e.t;
-    heap_.pop();
-  }
-  return kInf;
-}
+double Engine::NextHeapTime() { return replica_events_.NextTime(orchestrator_); }
 
 bool Engine::PopReplicaEvent(double t) {
-  if (heap_.empty() || heap_.top().t != t) return false;
-  Event e = heap_.top();
-  heap_.pop();
+  if (replica_events_.NextTime(orchestrator_) != t) return false;
+  const ReplicaEvent e = replica_events_.Pop();
   auto& s = orchestrator_.slots()[e.slot];
   if (e.kind == 1) {
     orchestrator_.MarkReady(e.slot, t);
@@ -171,13 +145,7 @@ bool Engine::InOutage(double now) const {
 }
 
 void Engine::OnScrape(double now) {
-  if (InOutage(now)) return;
-  for (int slot : orchestrator_.live_slots()) {
-    const auto& s = orchestrator_.slots()[slot];
-    if (s.phase == scale::ReplicaPhase::kReady || s.phase == scale::ReplicaPhase::kDraining) {
-      view_.Scrape(Seconds{now}, slot, *s.engine);
-    }
-  }
+  if (!InOutage(now)) ScrapeReplicas(now, orchestrator_, view_);
 }
 
 void Engine::OnCrash(double now) {
@@ -206,7 +174,7 @@ void Engine::OnTick(double now) {
   if (last_desired_ >= 0 && tick.desired_replicas < last_desired_) ++result_.report.scale_downs;
   last_desired_ = tick.desired_replicas;
   for (int slot : orchestrator_.TakePlaced()) {
-    heap_.push({now + config_.service.cold_start.count(), 1, slot, 0});
+    replica_events_.ColdStart(now + config_.service.cold_start.count(), slot);
   }
   for (int slot : orchestrator_.TakeRemoved()) view_.Forget(slot);
   orchestrator_.TakeResumed();
@@ -216,26 +184,11 @@ void Engine::OnTick(double now) {
 }
 
 void Engine::RecordRow(double now, const scale::ControllerTick& tick) {
-  TimelineRow row;
-  row.time_s = now;
-  double interval = config_.control_interval.count();
-  row.arrival_rate = static_cast<double>(next_arrival_ - arrivals_at_last_tick_) / interval;
+  const double rate = static_cast<double>(next_arrival_ - arrivals_at_last_tick_) /
+                      config_.control_interval.count();
   arrivals_at_last_tick_ = next_arrival_;
-  row.desired = tick.desired_replicas;
-  row.ready = orchestrator_.Count(scale::ReplicaPhase::kReady);
-  row.starting = orchestrator_.Count(scale::ReplicaPhase::kStarting);
-  row.pending = orchestrator_.Count(scale::ReplicaPhase::kPending);
-  row.draining = orchestrator_.Count(scale::ReplicaPhase::kDraining);
-  row.waiting = static_cast<int>(router_queue_.size());
-  for (int slot : orchestrator_.live_slots()) {
-    const auto& s = orchestrator_.slots()[slot];
-    if (!s.engine) continue;
-    row.waiting += s.engine->Waiting();
-    row.running += s.engine->Running();
-  }
-  row.gpus_in_use = orchestrator_.gpus_in_use();
-  row.reason = tick.decision.reason;
-  result_.timeline.push_back(std::move(row));
+  result_.timeline.push_back(
+      MakeTimelineRow(now, rate, tick, orchestrator_, static_cast<int>(router_queue_.size())));
 }
 
 SimResult Engine::Run() {
