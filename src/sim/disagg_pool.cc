@@ -41,18 +41,12 @@ void DisaggPool::Schedule(int slot) { events_.Schedule(orchestrator_, slot); }
 
 void DisaggPool::Route(uint32_t id, double now) {
   ++routed_;
-  const auto& ready = orchestrator_.ready_slots();
-  if (ready.empty()) {
+  const int best = PickReady(picker_, orchestrator_, candidates_, now);
+  if (best < 0) {
     router_queue_.push_back(id);
     return;
   }
   auto& slots = orchestrator_.slots();
-  candidates_.clear();
-  for (int slot : ready) {
-    candidates_.push_back(
-        {slots[slot].engine->Outstanding(), slots[slot].warm_since, static_cast<uint64_t>(slot)});
-  }
-  const int best = ready[*picker_.Pick(candidates_, now)];
   records_[id].on_fresh_replica = now - slots[best].warm_since < kFreshReplicaSeconds;
   if (slots[best].engine->Enqueue(id, now)) Schedule(best);
 }

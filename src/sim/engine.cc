@@ -94,19 +94,12 @@ std::vector<RequestRecord> Engine::MakeRecords(const Trace& trace) {
 void Engine::Schedule(int slot) { replica_events_.Schedule(orchestrator_, slot); }
 
 void Engine::Route(uint32_t id, double now) {
-  const auto& ready = orchestrator_.ready_slots();
-  if (ready.empty()) {
+  const int best = PickReady(picker_, orchestrator_, candidates_, now);
+  if (best < 0) {
     router_queue_.push_back(id);
     return;
   }
   auto& slots = orchestrator_.slots();
-  // Candidates in creation order (ready_slots' order): ties go to the oldest replica.
-  candidates_.clear();
-  for (int slot : ready) {
-    candidates_.push_back({static_cast<int>(slots[slot].engine->Outstanding()),
-                           slots[slot].warm_since, static_cast<uint64_t>(slot)});
-  }
-  const int best = ready[*picker_.Pick(candidates_, now)];
   requests_[id].on_fresh_replica = now - slots[best].warm_since < kFreshReplicaSeconds;
   if (slots[best].engine->Enqueue(id, now)) Schedule(best);
 }

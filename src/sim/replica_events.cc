@@ -28,6 +28,19 @@ ReplicaEvent ReplicaEvents::Pop() {
   return e;
 }
 
+int PickReady(route::Picker& picker, SimOrchestrator& orchestrator,
+              std::vector<route::Candidate>& candidates, double now) {
+  const auto& ready = orchestrator.ready_slots();
+  if (ready.empty()) return -1;
+  const auto& slots = orchestrator.slots();
+  candidates.clear();
+  for (int slot : ready) {
+    candidates.push_back(
+        {slots[slot].engine->Outstanding(), slots[slot].warm_since, static_cast<uint64_t>(slot)});
+  }
+  return ready[*picker.Pick(candidates, now)];
+}
+
 void ScrapeReplicas(double now, SimOrchestrator& orchestrator, MetricView& view) {
   for (int slot : orchestrator.live_slots()) {
     const auto& s = orchestrator.slots()[slot];

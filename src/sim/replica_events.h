@@ -15,6 +15,7 @@
 #include <queue>
 #include <vector>
 
+#include "route/picker.h"
 #include "scale/controller.h"
 #include "sim/metric_view.h"
 #include "sim/sim_orchestrator.h"
@@ -48,6 +49,12 @@ class ReplicaEvents {
  private:
   std::priority_queue<ReplicaEvent, std::vector<ReplicaEvent>, std::greater<ReplicaEvent>> heap_;
 };
+
+// The ready replica (slot) `picker` routes a request to at `now`, or -1 when none is ready.
+// Candidates go in creation order (ready_slots'), so ties go to the oldest replica;
+// `candidates` is scratch space reused between calls.
+int PickReady(route::Picker& picker, SimOrchestrator& orchestrator,
+              std::vector<route::Candidate>& candidates, double now);
 
 // Adds every ready or draining replica's metrics to `view` at `now`.
 void ScrapeReplicas(double now, SimOrchestrator& orchestrator, MetricView& view);
