@@ -39,12 +39,10 @@ DisaggPolicy::DisaggPolicy(DisaggPolicyConfig config)
 
 std::vector<std::string> DisaggPolicy::MetricNames() const {
   std::vector<std::string> out;
-  // The other role's latency is not this pool's to answer for.
-  const std::string_view other = config_.role == PoolRole::kPrefill
-                                     ? metric_names::kTpotViolationRatio
-                                     : metric_names::kTtftViolationRatio;
   for (std::string& name : inner_.MetricNames()) {
-    if (name != other) out.push_back(std::move(name));
+    if (config_.role == PoolRole::kDecode || name != metric_names::kTpotViolationRatio) {
+      out.push_back(std::move(name));
+    }
   }
   if (config_.role == PoolRole::kDecode) out.emplace_back(metric_names::kKvUsage);
   return out;
@@ -60,10 +58,14 @@ int DisaggPolicy::KvFloor(const ScalingInput& input) const {
 }
 
 Decision DisaggPolicy::Evaluate(const ScalingInput& input) {
+  // Decode latency is not the prefill pool's to answer for. The decode pool answers for both
+  // of its replicas' ratios: TPOT, and TTFT, which on a decode replica is the wait for a
+  // decode slot after the KV arrived (a late second token for the user; vLLM's TTFT
+  // histogram on a decode worker measures the same).
   ScalingInput role_input = input;
-  role_input.metrics.erase(std::string(config_.role == PoolRole::kPrefill
-                                           ? metric_names::kTpotViolationRatio
-                                           : metric_names::kTtftViolationRatio));
+  if (config_.role == PoolRole::kPrefill) {
+    role_input.metrics.erase(std::string(metric_names::kTpotViolationRatio));
+  }
   Decision d = inner_.Evaluate(role_input);
   d.reason = fmt::format("{}: {}", PoolRoleName(config_.role), d.reason);
   const int floor = ClampReplicas(KvFloor(input), config_.min_replicas, config_.max_replicas);

@@ -4,7 +4,9 @@
 //    the TTFT target; TTFT violations (queue + prefill) tell it the capacity was too high;
 //  - decode: the generated-token rate against the tokens/s one replica sustains within the
 //    TPOT (inter-token latency) target, and at least enough replicas to keep each one's KV
-//    cache use under kv_target_ratio (active sequences x context); TPOT violations teach.
+//    cache use under kv_target_ratio (active sequences x context); TPOT violations teach, and
+//    so do its replicas' TTFT violations: on a decode replica TTFT is the wait for a decode
+//    slot after the KV arrived, which the user sees as a late second token.
 // Each pool has its own instance, so the pools' ratio follows the prompt/output mix: a shift
 // to longer prompts raises the prefill pool's demand alone, to longer outputs the decode
 // pool's.
@@ -12,7 +14,7 @@
 // Why a family of its own rather than `slo` with a role key: the forecast, capacity
 // learning, burst memory and scale-down hysteresis are the `slo` policy's, reused by
 // composition (an SloPolicy in token mode counting only the role's tokens, fed only the
-// role's violation ratio), while what differs per role (which tokens are work, which latency
+// role's violation ratios), while what differs per role (which tokens are work, which latency
 // target a pool answers to, the decode pool's KV floor) stays out of a config surface that
 // aggregated services share; `family: disagg` on an aggregated service is then a visible
 // mistake rather than a silent role-less `slo`.

@@ -119,8 +119,9 @@ TEST(DisaggPolicyTest, DecodeKeepsKvUseUnderTarget) {
   EXPECT_LE(prefill.Evaluate(Input(0, 4, load)).desired_replicas, 4);
 }
 
-// Each pool answers only to its own latency target: TPOT violations do not grow the prefill
-// pool, TTFT violations do not grow the decode pool; its own do (with a queue).
+// TPOT violations do not grow the prefill pool (decode latency is not its to answer for);
+// its TTFT ones do (with a queue). The decode pool answers for TPOT, and for its replicas'
+// TTFT: the wait for a decode slot.
 TEST(DisaggPolicyTest, ReactsOnlyToItsRolesViolations) {
   struct Case {
     PoolRole role;
@@ -129,7 +130,7 @@ TEST(DisaggPolicyTest, ReactsOnlyToItsRolesViolations) {
   };
   const Case cases[] = {{PoolRole::kPrefill, 0, 0.5, 0},
                         {PoolRole::kPrefill, 0.5, 0, 1},
-                        {PoolRole::kDecode, 0.5, 0, 0},
+                        {PoolRole::kDecode, 0.5, 0, 1},
                         {PoolRole::kDecode, 0, 0.5, 1}};
   for (const Case& c : cases) {
     DisaggPolicy policy(Config(c.role, 1e9));
@@ -138,8 +139,13 @@ TEST(DisaggPolicyTest, ReactsOnlyToItsRolesViolations) {
     EXPECT_EQ(policy.Evaluate(in).desired_replicas, 3 + c.grows)
         << PoolRoleName(c.role) << " ttft " << c.ttft << " tpot " << c.tpot;
   }
-  const std::vector<std::string> names = DisaggPolicy(Config(PoolRole::kPrefill, 1)).MetricNames();
-  EXPECT_EQ(std::count(names.begin(), names.end(), std::string(names::kTpotViolationRatio)), 0);
+  const std::vector<std::string> prefill_names =
+      DisaggPolicy(Config(PoolRole::kPrefill, 1)).MetricNames();
+  EXPECT_EQ(std::count(prefill_names.begin(), prefill_names.end(),
+                       std::string(names::kTpotViolationRatio)),
+            0);
+  const std::vector<std::string> decode = DisaggPolicy(Config(PoolRole::kDecode, 1)).MetricNames();
+  EXPECT_EQ(std::count(decode.begin(), decode.end(), std::string(names::kTtftViolationRatio)), 1);
 }
 
 }  // namespace
