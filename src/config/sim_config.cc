@@ -391,7 +391,7 @@ Result<PolicySpec> MakeDisaggPoolPolicy(const SimConfigFile& file, scale::PoolRo
                                            scale::PoolRoleName(role)))
                         .error());
   }
-  c->mix_capacities = prefill ? sim::PrefillCapacities(model)
+  c->mix_capacities = prefill ? sim::PrefillCapacities(model, file.sim.slo)
                               : sim::DecodeCapacities(model, file.sim.slo.tpot_seconds);
   c->capacity_tokens_per_second = c->mix_capacities.front().capacity_tokens_per_second;
   PolicySpec spec;

@@ -60,7 +60,7 @@ std::unique_ptr<scale::Policy> Pool(scale::PoolRole role, const ServiceSpec& s,
   c.role = role;
   c.min_replicas = s.min_replicas;
   c.max_replicas = s.max_replicas;
-  c.mix_capacities = role == scale::PoolRole::kPrefill ? PrefillCapacities(model)
+  c.mix_capacities = role == scale::PoolRole::kPrefill ? PrefillCapacities(model, slo)
                                                        : DecodeCapacities(model, slo.tpot_seconds);
   c.capacity_tokens_per_second = c.mix_capacities.front().capacity_tokens_per_second;
   return std::make_unique<scale::DisaggPolicy>(c);
@@ -205,9 +205,25 @@ TEST(DisaggSimTest, ParsesLinkPresetsAndNumbers) {
   }
 }
 
+// The prefill profile is a load test at the TTFT target: a tighter target sustains less, and
+// neither sustains more than the replica's saturation throughput.
+TEST(RoleCapacityTest, PrefillCapacityFollowsTheTtftTarget) {
+  Models m = Llama8b();
+  const auto tight = PrefillCapacities(*m.model, {0.3, 0.05, 0.99});
+  const auto loose = PrefillCapacities(*m.model, {5, 0.05, 0.99});
+  ASSERT_EQ(tight.size(), loose.size());
+  const double saturation = 8192 / m.model->PrefillSeconds(8192);
+  for (size_t i = 0; i < tight.size(); ++i) {
+    if (tight[i].prompt_tokens > 4096) continue;  // too long for 0.3 s alone
+    EXPECT_LT(tight[i].capacity_tokens_per_second, loose[i].capacity_tokens_per_second)
+        << tight[i].prompt_tokens;
+    EXPECT_LE(loose[i].capacity_tokens_per_second, saturation * 1.0001) << loose[i].prompt_tokens;
+  }
+}
+
 TEST(RoleCapacityTest, DecodeCapacityFallsWithContextAndPrefillIsPositive) {
   Models m = Llama8b();
-  for (const scale::MixCapacity& p : PrefillCapacities(*m.model)) {
+  for (const scale::MixCapacity& p : PrefillCapacities(*m.model, {1, 0.05, 0.99})) {
     EXPECT_GT(p.capacity_tokens_per_second, 1000) << p.prompt_tokens;
   }
   const auto decode = DecodeCapacities(*m.model, 0.05);
