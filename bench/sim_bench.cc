@@ -82,8 +82,12 @@ void RunDisaggConfig(benchmark::State& state, const char* config_path, const cha
                                  sim::FindModelSpec(model_config.model)->KvBytesPerToken()};
   int64_t events = 0;
   for (auto _ : state) {
+    // Not timed: the policies' role profile is a load test of the model (sim/role_capacity.h),
+    // run once per `simulate`, not per simulated request.
+    state.PauseTiming();
     auto prefill = config::MakeDisaggPoolPolicy(*file, scale::PoolRole::kPrefill, **model);
     auto decode = config::MakeDisaggPoolPolicy(*file, scale::PoolRole::kDecode, **model);
+    state.ResumeTiming();
     auto result = sim::RunDisaggSimulation(file->sim, models, std::move(prefill->policy),
                                            std::move(decode->policy), trace,
                                            {.record_timeline = false, .progress = {}});
