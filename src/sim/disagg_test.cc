@@ -152,6 +152,33 @@ TEST(DisaggSimTest, HeavyRoleScalesItsOwnPool) {
   }
 }
 
+// AIBrix #2613: the pools' ratio follows the load's mix. Fifteen minutes of short prompts with
+// long outputs, then fifteen of long prompts with short outputs: the
+// ready prefill/decode ratio at the end of the second half is well above the first's.
+TEST(DisaggSimTest, PoolRatioFollowsAShiftInTheMix) {
+  Models m = Llama8b();
+  Trace trace = Ramp(12, 12, 900, 100, 800);
+  for (const TraceRequest& r : Ramp(8, 8, 900, 8000, 16).requests) {
+    trace.requests.push_back({900 + r.arrival_s, r.input_tokens, r.output_tokens});
+  }
+  auto r = RunBoth(DisaggConfig(16), m, trace);
+  ASSERT_TRUE(r) << r.error().ToString();
+  auto ratio_at = [&](double t) {
+    for (size_t i = 0; i < r->prefill_timeline.size(); ++i) {
+      if (r->prefill_timeline[i].time_s >= t) {
+        return static_cast<double>(r->prefill_timeline[i].ready) /
+               std::max(r->decode_timeline[i].ready, 1);
+      }
+    }
+    return -1.0;
+  };
+  const double decode_heavy = ratio_at(880), prefill_heavy = ratio_at(1780);
+  EXPECT_LT(decode_heavy, 1) << decode_heavy;
+  EXPECT_GT(prefill_heavy, 1) << prefill_heavy;
+  EXPECT_GT(r->report.total.attainment, 0.9);
+  EXPECT_LE(r->report.peak_gpus, 16);
+}
+
 // Both pools overloaded on a budget of 6 GPUs: the GPUs held never exceed it, and neither pool
 // is pushed below its minimum of 2 by the other's scale-up (Dynamo #12428).
 TEST(DisaggSimTest, PoolsNeverExceedTheSharedBudgetNorStarveAMinimum) {
