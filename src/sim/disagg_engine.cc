@@ -34,6 +34,8 @@ SimulationConfig PoolConfig(const SimulationConfig& config, const ServiceSpec& p
   return c;
 }
 
+struct RoleCounts;
+
 struct Transfer {
   double done;
   uint32_t id;
@@ -66,6 +68,8 @@ class DisaggEngine {
   void OnTransferred(double now);
   bool PopPoolEvent(double t);
   void Finish(double end);
+  // The requests as the user saw them (sim::MeetsSlo's input), and the pools' own counts.
+  std::vector<RequestRecord> UserView(RoleCounts& counts, std::vector<double>& transfers) const;
   int64_t Outstanding() const {
     return prefill_.Outstanding() + decode_.Outstanding() + static_cast<int64_t>(transfers_.size());
   }
@@ -181,11 +185,16 @@ DisaggResult DisaggEngine::Run() {
   return std::move(result_);
 }
 
-void DisaggEngine::Finish(double end) {
+// What each pool's own target saw: TTFT (queue + prefill + transfer) of every request,
+// TPOT of those the decode pool generated for.
+struct RoleCounts {
+  int64_t ttft_met = 0, decoded = 0, tpot_met = 0;
+};
+
+std::vector<RequestRecord> DisaggEngine::UserView(RoleCounts& counts,
+                                                  std::vector<double>& transfers) const {
   const size_t n = trace_.requests.size();
   std::vector<RequestRecord> user(n);
-  std::vector<double> transfers;
-  int64_t ttft_met = 0, decoded = 0, tpot_met = 0;
   for (size_t i = 0; i < n; ++i) {
     const RequestRecord& p = prefill_.records()[i];
     const RequestRecord& d = decode_.records()[i];
@@ -199,32 +208,23 @@ void DisaggEngine::Finish(double end) {
     if (d.prefilled_tokens == 0) continue;  // never reached decode
     u.first_token_s = d.arrival_s;
     u.finish_s = d.finish_s;
-    if (u.first_token_s - u.arrival_s <= config_.slo.ttft_seconds) ++ttft_met;
+    if (u.first_token_s - u.arrival_s <= config_.slo.ttft_seconds) ++counts.ttft_met;
     if (u.output_tokens <= 1) continue;
-    ++decoded;
+    ++counts.decoded;
     if (!d.aborted && d.finish_s >= 0 &&
         (d.finish_s - d.arrival_s) / (u.output_tokens - 1) <= config_.slo.tpot_seconds) {
-      ++tpot_met;
+      ++counts.tpot_met;
     }
   }
-  DisaggReport& r = result_.report;
-  r.total = SummarizeRequests(user, config_.slo, SimReport{});
-  r.prefill = prefill_.Summarize(end);
-  r.decode = decode_.Summarize(end);
-  r.prefill.requests = static_cast<int64_t>(n);
-  r.prefill.slo_met = ttft_met;
-  r.prefill.attainment = n ? static_cast<double>(ttft_met) / static_cast<double>(n) : 0;
-  r.decode.requests = decoded;
-  r.decode.slo_met = tpot_met;
-  r.decode.attainment = decoded ? static_cast<double>(tpot_met) / static_cast<double>(decoded) : 1;
-  r.transfer_s = ComputePercentiles(transfers);
-  r.peak_gpus = peak_gpus_;
-  r.gpu_budget = shared_.budget.budget();
+  return user;
+}
+
+// The run's totals over both pools (the request fields come from the user's view).
+void SumPools(DisaggReport& r) {
   SimReport& t = r.total;
   t.policy = r.prefill.policy == r.decode.policy
                  ? r.prefill.policy
                  : fmt::format("{}+{}", r.prefill.policy, r.decode.policy);
-  t.duration_s = end;
   t.gpu_hours = r.prefill.gpu_hours + r.decode.gpu_hours;
   t.scale_ups = r.prefill.scale_ups + r.decode.scale_ups;
   t.scale_downs = r.prefill.scale_downs + r.decode.scale_downs;
@@ -233,7 +233,31 @@ void DisaggEngine::Finish(double end) {
   t.peak_replicas = r.prefill.peak_replicas + r.decode.peak_replicas;
   t.aborted = r.prefill.aborted + r.decode.aborted;
   t.controller_errors = r.prefill.controller_errors + r.decode.controller_errors;
-  t.events = events_;
+}
+
+void DisaggEngine::Finish(double end) {
+  RoleCounts counts;
+  std::vector<double> transfers;
+  const std::vector<RequestRecord> user = UserView(counts, transfers);
+  const auto n = static_cast<int64_t>(user.size());
+  DisaggReport& r = result_.report;
+  r.total = SummarizeRequests(user, config_.slo, SimReport{});
+  r.prefill = prefill_.Summarize(end);
+  r.decode = decode_.Summarize(end);
+  r.prefill.requests = n;
+  r.prefill.slo_met = counts.ttft_met;
+  r.prefill.attainment = n ? static_cast<double>(counts.ttft_met) / static_cast<double>(n) : 0;
+  r.decode.requests = counts.decoded;
+  r.decode.slo_met = counts.tpot_met;
+  r.decode.attainment =
+      counts.decoded ? static_cast<double>(counts.tpot_met) / static_cast<double>(counts.decoded)
+                     : 1;
+  r.transfer_s = ComputePercentiles(transfers);
+  r.peak_gpus = peak_gpus_;
+  r.gpu_budget = shared_.budget.budget();
+  SumPools(r);
+  r.total.duration_s = end;
+  r.total.events = events_;
   result_.prefill_timeline = std::move(prefill_.timeline());
   result_.decode_timeline = std::move(decode_.timeline());
   if (options_.progress) options_.progress(1.0);
