@@ -218,7 +218,7 @@ TEST_F(PolicyEvalCliTest, BadFilesExitTwoNamingFieldAndLine) {
        "error: max_replicas: must be >= min_replicas (5), got 2 (line 3)\n"},
       {"unknown family", "family: magic\nmax_replicas: 2\n", ok_input,
        "error: family: unknown policy family 'magic'; expected one of rules, ratio, capability, "
-       "fixed_elastic, target, kpa, slo (line 1)\n"},
+       "fixed_elastic, target, kpa, slo, disagg (line 1)\n"},
       {"input t not a number", kRatioPolicy,
        "{\"replicas\": 1,\n \"steps\": [\n  {\"t\": 0},\n  {\"t\": \"later\"}]}",
        "error: steps[1].t: expected a number, got 'later' (line 4)\n"},

@@ -2,17 +2,18 @@
 // prints the report; `--compare` runs several configs on the same trace in parallel threads
 // and prints a table plus an SVG chart. Output on stdout is byte-identical for the same
 // inputs and seed; progress goes to stderr.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "cli/command.h"
+#include "cli/simulate_common.h"
 #include "cli/trace_file.h"
 #include "config/sim_config.h"
 #include "orch/parallel.h"
@@ -24,25 +25,6 @@
 #include "sim/trace.h"
 
 namespace gpuscale::cli {
-namespace {
-
-struct SimulateFlags {
-  std::string config;
-  std::string trace;
-  std::string trace_format = "auto";
-  double rate_scale = 1.0;
-  double time_compress = 1.0;
-  uint64_t seed = 1;
-  std::string rate_mode = "streams";
-  double stream_shift_seconds = 300;
-  std::string timeline;
-  std::vector<std::string> compare;
-  std::string svg = "sim-compare.svg";
-  bool no_oracle = false;
-  bool no_static_fleet = false;
-  bool skip_bad_rows = false;
-  OutputFormat output = OutputFormat::kTable;
-};
 
 // The calibrated replica model for a config (sim/replica_model.h), errors prefixed with the
 // config section they come from.
@@ -92,6 +74,34 @@ nlohmann::ordered_json TraceJson(const sim::Trace& trace) {
           {"skipped_rows", trace.skipped_rows}};
 }
 
+nlohmann::ordered_json Percentiles(const sim::Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
+}
+
+void AddRequestFields(nlohmann::ordered_json& j, const sim::SimReport& r, double slo_target) {
+  j["requests"] = r.requests;
+  j["completed"] = r.completed;
+  j["aborted"] = r.aborted;
+  j["slo_met"] = r.slo_met;
+  j["slo_attainment"] = r.attainment;
+  j["fresh_replica_misses"] = r.fresh_replica_misses;
+  j["slo_target"] = slo_target;
+  j["ttft_seconds"] = Percentiles(r.ttft_s);
+  j["tpot_seconds"] = Percentiles(r.tpot_s);
+  j["e2e_seconds"] = Percentiles(r.e2e_s);
+  j["gpu_hours"] = r.gpu_hours;
+}
+
+void AddScaleFields(nlohmann::ordered_json& j, const sim::SimReport& r) {
+  j["scale_ups"] = r.scale_ups;
+  j["scale_downs"] = r.scale_downs;
+  j["replicas_started"] = r.replicas_started;
+  j["replicas_stopped"] = r.replicas_stopped;
+  j["peak_replicas"] = r.peak_replicas;
+  j["duration_seconds"] = r.duration_s;
+  j["controller_errors"] = r.controller_errors;
+}
+
 Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
   auto trace = ReadTraceFile(flags.trace, flags.trace_format, flags.skip_bad_rows);
   if (!trace) return trace;
@@ -117,6 +127,8 @@ Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
   return sim::TransformTrace(*trace, transform);
 }
 
+namespace {
+
 struct Run {
   std::string name;
   config::SimConfigFile file;
@@ -131,6 +143,12 @@ Result<Run> PrepareRun(const std::string& path, const sim::Trace& trace, std::os
     Error e = file.error();
     e.message = fmt::format("{}: {}", path, e.message);
     return Unexpected<Error>(e);
+  }
+  if (file->sim.disaggregated) {
+    return InvalidArgument(fmt::format("{}: a disaggregated config runs alone (--config), not in "
+                                       "--compare yet",
+                                       path),
+                           "--compare");
   }
   Run run;
   run.name = std::filesystem::path(path).stem().string();
@@ -235,10 +253,6 @@ Result<sim::References> References(const Run& run, const sim::Trace& trace,
   return refs;
 }
 
-nlohmann::ordered_json Percentiles(const sim::Percentiles& p) {
-  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
-}
-
 // The oracle's plan and where the run's ready replicas stand against it.
 nlohmann::ordered_json PlanJson(const sim::OraclePlan& plan,
                                 const std::vector<sim::TimelineRow>& timeline) {
@@ -262,17 +276,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
   j["policy"] = r.policy;
   j["initial_replicas"] = run.file.sim.service.ReadyAtStart();
   j["trace"] = trace_json;
-  j["requests"] = r.requests;
-  j["completed"] = r.completed;
-  j["aborted"] = r.aborted;
-  j["slo_met"] = r.slo_met;
-  j["slo_attainment"] = r.attainment;
-  j["fresh_replica_misses"] = r.fresh_replica_misses;
-  j["slo_target"] = run.file.sim.slo.target_ratio;
-  j["ttft_seconds"] = Percentiles(r.ttft_s);
-  j["tpot_seconds"] = Percentiles(r.tpot_s);
-  j["e2e_seconds"] = Percentiles(r.e2e_s);
-  j["gpu_hours"] = r.gpu_hours;
+  AddRequestFields(j, r, run.file.sim.slo.target_ratio);
   if (oracle >= 0) {
     j["oracle_gpu_hours"] = oracle;
     // null, not 0, where the bound is 0 GPU-hours (an empty trace): no ratio exists.
@@ -307,19 +311,16 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
                    {"arrival_rate", series.arrival_rate},
                    {"replicas", series.replicas},
                    {"ready_replicas", series.ready}};
-  j["scale_ups"] = r.scale_ups;
-  j["scale_downs"] = r.scale_downs;
-  j["replicas_started"] = r.replicas_started;
-  j["replicas_stopped"] = r.replicas_stopped;
-  j["peak_replicas"] = r.peak_replicas;
-  j["duration_seconds"] = r.duration_s;
-  j["controller_errors"] = r.controller_errors;
+  AddScaleFields(j, r);
   return j;
 }
 
 int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
   auto trace = LoadTrace(flags, ctx.err);
   if (!trace) return ctx.Fail(trace.error());
+  if (auto file = config::LoadSimConfigFile(flags.config); file && file->sim.disaggregated) {
+    return RunDisaggregated(flags, *file, *trace, ctx);
+  }
   auto run = PrepareRun(flags.config, *trace, ctx.err);
   if (!run) return ctx.Fail(run.error());
   std::mutex err_mu;

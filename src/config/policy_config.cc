@@ -33,6 +33,7 @@ constexpr std::array kFamilies = {
     FamilyEntry{"target", &ParseTargetPolicy},
     FamilyEntry{"kpa", &ParseKpaPolicy},
     FamilyEntry{"slo", &ParseSloPolicy},
+    FamilyEntry{"disagg", &ParseDisaggPolicy},
 };
 
 std::string FamilyNames() {

@@ -1,10 +1,9 @@
 // Policy files -> scale::Policy. A policy file is YAML (or JSON) with a common envelope:
 //
-//   family: target            # rules | ratio | capability | fixed_elastic | target | kpa | slo
-//   min_replicas: 1
-//   max_replicas: 8
-//   node_plan: {gpus_per_replica: 2, gpus_per_node: 8, min_nodes: 0, max_nodes: 4}  # optional
-//   <family>: {...}           # the family's own block, named after the family
+//   family: target            # rules | ratio | capability | fixed_elastic | target | kpa | slo |
+//   disagg min_replicas: 1 max_replicas: 8 node_plan: {gpus_per_replica: 2, gpus_per_node: 8,
+//   min_nodes: 0, max_nodes: 4}  # optional <family>: {...}           # the family's own block,
+//   named after the family
 //
 // A Corrino recipe JSON (recipe_pod_autoscaling_params / recipe_node_autoscaling_params)
 // becomes a target policy plus a node plan. Full schema with one example per family:
@@ -12,13 +11,14 @@
 // LESS_THAN, ... (line 7)`.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <memory>
 #include <optional>
 #include <string>
 
-#include <yaml-cpp/yaml.h>
-
 #include "core/result.h"
+#include "scale/disagg_policy.h"
 #include "scale/node_plan.h"
 #include "scale/policy.h"
 #include "scale/rules_policy.h"
@@ -72,5 +72,15 @@ Result<std::unique_ptr<scale::Policy>> ParseKpaPolicy(const YAML::Node& block,
 Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
                                                       const std::string& path,
                                                       const CommonPolicyFields& common);
+// The `disagg` family (config/policy_parsers_disagg.cc): kInvalidArgument naming the field
+// for a missing or unknown role, a value out of range, or no capacity_tokens_per_second.
+Result<std::unique_ptr<scale::Policy>> ParseDisaggPolicy(const YAML::Node& block,
+                                                         const std::string& path,
+                                                         const CommonPolicyFields& common);
+// Its config alone, where capacity_tokens_per_second may be absent (0): the simulator fills it
+// from the replica model (config/sim_config.h).
+Result<scale::DisaggPolicyConfig> ParseDisaggPolicyConfig(const YAML::Node& block,
+                                                          const std::string& path,
+                                                          const CommonPolicyFields& common);
 
 }  // namespace gpuscale::config

@@ -66,7 +66,7 @@ TEST(PolicyConfigTest, EnvelopeErrorsNameFieldAndLine) {
       {"no family", "max_replicas: 2\n", "family: required field is missing (line 1)"},
       {"unknown family", "family: magic\nmax_replicas: 2\n",
        "family: unknown policy family 'magic'; expected one of rules, ratio, capability, "
-       "fixed_elastic, target, kpa, slo (line 1)"},
+       "fixed_elastic, target, kpa, slo, disagg (line 1)"},
       {"no max", "family: ratio\n", "max_replicas: required field is missing (line 1)"},
       {"min above max", "family: ratio\nmin_replicas: 3\nmax_replicas: 2\n",
        "max_replicas: must be >= min_replicas (3), got 2 (line 3)"},

@@ -29,35 +29,13 @@
 
 #include "config/policy_config.h"
 #include "config/policy_profile.h"
+#include "config/read_ranged.h"
 #include "scale/slo_policy.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::config {
 
 namespace {
-
-// Reads a double and checks lo <(=) value <= hi, naming the field and line on error.
-Result<double> ReadRanged(const YAML::Node& block, std::string_view key, const std::string& path,
-                          double fallback, double lo, bool lo_open, double hi) {
-  GS_ASSIGN_OR_RETURN(double v, yaml::ReadDouble(block, key, path, fallback));
-  bool ok = (lo_open ? v > lo : v >= lo) && v <= hi && std::isfinite(v);
-  if (!ok) {
-    return yaml::FieldError(block[std::string(key)], yaml::Join(path, key),
-                            fmt::format("must be in {}{}, {}]", lo_open ? "(" : "[", lo, hi));
-  }
-  return v;
-}
-
-// Reads an integer >= lo, naming the field and line on error.
-Result<int> ReadAtLeast(const YAML::Node& block, std::string_view key, const std::string& path,
-                        int fallback, int lo) {
-  GS_ASSIGN_OR_RETURN(int v, yaml::ReadInt(block, key, path, fallback));
-  if (v < lo) {
-    return yaml::FieldError(block[std::string(key)], yaml::Join(path, key),
-                            fmt::format("must be >= {}", lo));
-  }
-  return v;
-}
 
 // The capacity and load-unit fields: initial_capacity_rps, output_token_weight and
 // initial_capacity_tokens_per_second (required > 0 once output_token_weight > 0).

@@ -4,9 +4,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 #include <utility>
 
 #include "config/policy_profile.h"
+#include "sim/disagg.h"
+#include "sim/role_capacity.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::config {
@@ -42,44 +45,52 @@ Status ParseCluster(const YAML::Node& n, sim::ClusterSpec& c) {
   return OkStatus();
 }
 
-Status ParseService(const YAML::Node& n, sim::SimulationConfig& c) {
-  GS_RETURN_IF_ERROR(CheckMap(n, "service"));
-  if (!n) return OkStatus();
-  GS_RETURN_IF_ERROR(CheckKnownKeys(
-      n, "service", {"name", "model", "gpus_per_replica", "min_replicas", "max_replicas",
-                     "initial_replicas", "cold_start_seconds", "drain_timeout_seconds"}));
-  auto& s = c.service;
-  GS_ASSIGN_OR_RETURN(s.name, ReadString(n, "name", "service", s.name));
-  GS_ASSIGN_OR_RETURN(c.model.model, ReadString(n, "model", "service", c.model.model));
-  GS_ASSIGN_OR_RETURN(s.gpus_per_replica,
-                      ReadInt(n, "gpus_per_replica", "service", s.gpus_per_replica));
-  GS_ASSIGN_OR_RETURN(s.min_replicas, ReadInt(n, "min_replicas", "service", s.min_replicas));
-  GS_ASSIGN_OR_RETURN(s.max_replicas, ReadInt(n, "max_replicas", "service", s.max_replicas));
+// The replica fields a service and each pool of a disaggregated one share, under `path`.
+Status ParseReplicaFields(const YAML::Node& n, const std::string& path, sim::ServiceSpec& s) {
+  GS_ASSIGN_OR_RETURN(s.gpus_per_replica, ReadInt(n, "gpus_per_replica", path, s.gpus_per_replica));
+  GS_ASSIGN_OR_RETURN(s.min_replicas, ReadInt(n, "min_replicas", path, s.min_replicas));
+  GS_ASSIGN_OR_RETURN(s.max_replicas, ReadInt(n, "max_replicas", path, s.max_replicas));
   // `auto`: sized from the trace's first minutes before the run (sim::WarmStartReplicas).
   if (const YAML::Node v = n["initial_replicas"]; v.IsDefined() && v.IsScalar() && v.Scalar() == "auto") {
     s.initial_replicas = sim::ServiceSpec::kAutoInitialReplicas;
   } else {
     GS_ASSIGN_OR_RETURN(s.initial_replicas,
-                        ReadInt(n, "initial_replicas", "service", s.initial_replicas));
+                        ReadInt(n, "initial_replicas", path, s.initial_replicas));
   }
-  GS_ASSIGN_OR_RETURN(double cold, ReadDouble(n, "cold_start_seconds", "service",
-                                              s.cold_start.count()));
-  GS_ASSIGN_OR_RETURN(double drain, ReadDouble(n, "drain_timeout_seconds", "service",
-                                               s.drain_timeout.count()));
+  GS_ASSIGN_OR_RETURN(double cold, ReadDouble(n, "cold_start_seconds", path, s.cold_start.count()));
+  GS_ASSIGN_OR_RETURN(double drain,
+                      ReadDouble(n, "drain_timeout_seconds", path, s.drain_timeout.count()));
   s.cold_start = Seconds{cold};
   s.drain_timeout = Seconds{drain};
-  c.model.tensor_parallel = s.gpus_per_replica;
   if (s.gpus_per_replica < 1) {
-    return FieldError(n["gpus_per_replica"], "service.gpus_per_replica", "must be >= 1");
+    return FieldError(n["gpus_per_replica"], Join(path, "gpus_per_replica"), "must be >= 1");
   }
-  if (s.min_replicas < 0) return FieldError(n["min_replicas"], "service.min_replicas", "must be >= 0");
+  if (s.min_replicas < 0)
+    return FieldError(n["min_replicas"], Join(path, "min_replicas"), "must be >= 0");
   if (s.max_replicas < s.min_replicas) {
-    return FieldError(n["max_replicas"], "service.max_replicas", "must be >= min_replicas");
+    return FieldError(n["max_replicas"], Join(path, "max_replicas"), "must be >= min_replicas");
   }
-  if (cold < 0) return FieldError(n["cold_start_seconds"], "service.cold_start_seconds", "must be >= 0");
+  if (cold < 0)
+    return FieldError(n["cold_start_seconds"], Join(path, "cold_start_seconds"), "must be >= 0");
   if (drain < 0) {
-    return FieldError(n["drain_timeout_seconds"], "service.drain_timeout_seconds", "must be >= 0");
+    return FieldError(n["drain_timeout_seconds"], Join(path, "drain_timeout_seconds"),
+                      "must be >= 0");
   }
+  return OkStatus();
+}
+
+Status ParseService(const YAML::Node& n, sim::SimulationConfig& c) {
+  GS_RETURN_IF_ERROR(CheckMap(n, "service"));
+  if (!n) return OkStatus();
+  GS_RETURN_IF_ERROR(
+      CheckKnownKeys(n, "service",
+                     {"name", "model", "gpus_per_replica", "min_replicas", "max_replicas",
+                      "initial_replicas", "cold_start_seconds", "drain_timeout_seconds"}));
+  auto& s = c.service;
+  GS_ASSIGN_OR_RETURN(s.name, ReadString(n, "name", "service", s.name));
+  GS_ASSIGN_OR_RETURN(c.model.model, ReadString(n, "model", "service", c.model.model));
+  GS_RETURN_IF_ERROR(ParseReplicaFields(n, "service", s));
+  c.model.tensor_parallel = s.gpus_per_replica;
   return OkStatus();
 }
 
@@ -187,19 +198,84 @@ Status ParseRouter(const YAML::Node& n, sim::RouterSpec& r) {
 }
 
 // Copies service bounds into the envelope, or checks that the envelope agrees.
-Status MergeBounds(YAML::Node policy, const sim::ServiceSpec& service) {
+Status MergeBounds(YAML::Node policy, const sim::ServiceSpec& service,
+                   const std::string& path = "policy",
+                   const std::string& service_path = "service") {
   for (auto [key, value] : {std::pair<const char*, int>{"min_replicas", service.min_replicas},
                             {"max_replicas", service.max_replicas}}) {
     if (!policy[key]) {
       policy[key] = value;
       continue;
     }
-    GS_ASSIGN_OR_RETURN(int given, ReadInt(policy, key, "policy"));
+    GS_ASSIGN_OR_RETURN(int given, ReadInt(policy, key, path));
     if (given != value) {
-      return FieldError(policy[key], Join("policy", key),
-                        fmt::format("{} differs from service.{} = {}; set it in one place",
-                                    given, key, value));
+      return FieldError(policy[key], Join(path, key),
+                        fmt::format("{} differs from {}.{} = {}; set it in one place", given,
+                                    service_path, key, value));
     }
+  }
+  return OkStatus();
+}
+
+// One pool of `disaggregated:`; its replica fields default to the service's.
+Status ParsePool(const YAML::Node& n, const std::string& path, const sim::ServiceSpec& service,
+                 sim::ServiceSpec& pool) {
+  if (!n.IsDefined()) return InvalidArgument("required field is missing", path);
+  GS_RETURN_IF_ERROR(CheckMap(n, path));
+  GS_RETURN_IF_ERROR(
+      CheckKnownKeys(n, path,
+                     {"gpus_per_replica", "min_replicas", "max_replicas", "initial_replicas",
+                      "cold_start_seconds", "drain_timeout_seconds", "policy"}));
+  const std::string role = path.substr(path.rfind('.') + 1);
+  pool = service;
+  pool.name = service.name + "-" + role;
+  GS_RETURN_IF_ERROR(ParseReplicaFields(n, path, pool));
+  if (pool.initial_replicas == sim::ServiceSpec::kAutoInitialReplicas) {
+    return FieldError(n["initial_replicas"], Join(path, "initial_replicas"),
+                      "'auto' is not supported for a pool; give a number");
+  }
+  return OkStatus();
+}
+
+// `disaggregated: {gpu_budget, link, prefill: {...}, decode: {...}}` (sim/disagg.h).
+Status ParseDisaggregated(const YAML::Node& n, sim::SimulationConfig& c) {
+  const std::string p = "disaggregated";
+  GS_RETURN_IF_ERROR(CheckMap(n, p));
+  if (!n) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, p, {"gpu_budget", "link", "prefill", "decode"}));
+  sim::DisaggSpec d;
+  GS_ASSIGN_OR_RETURN(d.gpu_budget, ReadInt(n, "gpu_budget", p, 0));
+  if (d.gpu_budget < 0) return FieldError(n["gpu_budget"], Join(p, "gpu_budget"), "must be >= 0");
+  GS_ASSIGN_OR_RETURN(std::string link, ReadString(n, "link", p, d.link.name));
+  auto parsed = sim::ParseLink(link, c.model.gpu);
+  if (!parsed)
+    return FieldError(n["link"].IsDefined() ? n["link"] : n, Join(p, "link"),
+                      parsed.error().message);
+  d.link = *parsed;
+  GS_RETURN_IF_ERROR(ParsePool(n["prefill"], Join(p, "prefill"), c.service, d.prefill));
+  GS_RETURN_IF_ERROR(ParsePool(n["decode"], Join(p, "decode"), c.service, d.decode));
+  c.disaggregated = d;
+  return OkStatus();
+}
+
+// Each pool's policy envelope, with the pool's bounds merged in (as MergeBounds does for the
+// service); a top-level `policy` would be ambiguous.
+Status ParsePoolPolicies(const YAML::Node& root, SimConfigFile& file) {
+  if (root["policy"]) {
+    return FieldError(root["policy"], "policy",
+                      "a disaggregated service has one policy per pool: "
+                      "disaggregated.prefill.policy and disaggregated.decode.policy");
+  }
+  const auto& d = *file.sim.disaggregated;
+  for (auto [role, spec, out] : {std::tuple{"prefill", &d.prefill, &file.prefill_policy},
+                                 std::tuple{"decode", &d.decode, &file.decode_policy}}) {
+    const std::string pool_path = Join("disaggregated", role);
+    const std::string path = Join(pool_path, "policy");
+    const YAML::Node policy = root["disaggregated"][role]["policy"];
+    if (!policy) return InvalidArgument("required field is missing", path);
+    if (!policy.IsMap()) return FieldError(policy, path, "expected a mapping");
+    *out = policy;
+    GS_RETURN_IF_ERROR(MergeBounds(*out, *spec, path, pool_path));
   }
   return OkStatus();
 }
@@ -207,16 +283,18 @@ Status MergeBounds(YAML::Node policy, const sim::ServiceSpec& service) {
 // Every section but `policy`.
 Status ParseSections(const YAML::Node& root, sim::SimulationConfig& c) {
   if (!root || !root.IsMap()) return InvalidArgument("expected a mapping at the top level", "config");
-  GS_RETURN_IF_ERROR(CheckKnownKeys(
-      root, "",
-      {"cluster", "service", "replica_model", "router", "control_interval_seconds",
-       "scrape_interval_seconds", "slo", "oracle_bucket_seconds", "faults", "policy"}));
+  GS_RETURN_IF_ERROR(
+      CheckKnownKeys(root, "",
+                     {"cluster", "service", "replica_model", "router", "control_interval_seconds",
+                      "scrape_interval_seconds", "slo", "oracle_bucket_seconds", "faults", "policy",
+                      "disaggregated"}));
   GS_RETURN_IF_ERROR(ParseCluster(root["cluster"], c.cluster));
   GS_RETURN_IF_ERROR(ParseService(root["service"], c));
   GS_RETURN_IF_ERROR(ParseModel(root["replica_model"], c.model));
   GS_RETURN_IF_ERROR(ParseSlo(root["slo"], c.slo));
   GS_RETURN_IF_ERROR(ParseFaults(root["faults"], c.faults));
   GS_RETURN_IF_ERROR(ParseRouter(root["router"], c.router));
+  GS_RETURN_IF_ERROR(ParseDisaggregated(root["disaggregated"], c));
   for (auto [key, target] : {std::pair<const char*, Seconds*>{"control_interval_seconds", &c.control_interval},
                              {"scrape_interval_seconds", &c.scrape_interval},
                              {"oracle_bucket_seconds", &c.oracle_bucket}}) {
@@ -233,6 +311,11 @@ Result<SimConfigFile> ParseSimConfig(const YAML::Node& root) {
   SimConfigFile file;
   auto& c = file.sim;
   GS_RETURN_IF_ERROR(ParseSections(root, c));
+  if (c.disaggregated) {
+    GS_RETURN_IF_ERROR(ParsePoolPolicies(root, file));
+    GS_RETURN_IF_ERROR(sim::ValidateDisaggConfig(c));
+    return file;
+  }
   if (!root["policy"]) return InvalidArgument("required field is missing", "policy");
   if (!root["policy"].IsMap()) return FieldError(root["policy"], "policy", "expected a mapping");
   // A handle, not a clone: YAML::Clone drops line marks, and errors must name lines. Filling
@@ -272,6 +355,47 @@ Result<PolicySpec> MakeSimPolicy(const SimConfigFile& file) {
     e.field = e.field.empty() ? "policy" : Join("policy", e.field);
     return Unexpected<Error>(e);
   }
+  return spec;
+}
+
+Result<PolicySpec> MakeDisaggPoolPolicy(const SimConfigFile& file, scale::PoolRole role,
+                                        const sim::ReplicaModel& model) {
+  const bool prefill = role == scale::PoolRole::kPrefill;
+  const YAML::Node& envelope = prefill ? file.prefill_policy : file.decode_policy;
+  const std::string path = Join(Join("disaggregated", scale::PoolRoleName(role)), "policy");
+  auto prefixed = [&](Error e) {
+    e.field = e.field.empty() ? path : Join(path, e.field);
+    return Unexpected<Error>(std::move(e));
+  };
+  const YAML::Node block = envelope["disagg"];
+  const bool profile_from_model = envelope["family"].IsDefined() &&
+                                  envelope["family"].Scalar() == "disagg" && block.IsDefined() &&
+                                  block.IsMap() && !block["capacity_tokens_per_second"].IsDefined();
+  if (!profile_from_model) {
+    auto spec = ParsePolicy(envelope);
+    if (!spec) return prefixed(spec.error());
+    return spec;
+  }
+  if (auto known =
+          CheckKnownKeys(envelope, "", {"family", "min_replicas", "max_replicas", "disagg"});
+      !known) {
+    return prefixed(known.error());
+  }
+  const sim::ServiceSpec& pool =
+      prefill ? file.sim.disaggregated->prefill : file.sim.disaggregated->decode;
+  auto c = ParseDisaggPolicyConfig(block, "disagg", {pool.min_replicas, pool.max_replicas});
+  if (!c) return prefixed(c.error());
+  if (c->role != role) {
+    return prefixed(FieldError(block["role"], "disagg.role",
+                               fmt::format("is {} in the {} pool", scale::PoolRoleName(c->role),
+                                           scale::PoolRoleName(role)))
+                        .error());
+  }
+  c->mix_capacities = prefill ? sim::PrefillCapacities(model, file.sim.slo)
+                              : sim::DecodeCapacities(model, file.sim.slo.tpot_seconds);
+  c->capacity_tokens_per_second = c->mix_capacities.front().capacity_tokens_per_second;
+  PolicySpec spec;
+  spec.policy = std::make_unique<scale::DisaggPolicy>(std::move(*c));
   return spec;
 }
 

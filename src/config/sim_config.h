@@ -18,6 +18,17 @@
 //   faults: {crash_at_seconds: [600], metrics_outages: [{from_seconds: 900, to_seconds: 960}]}
 //   policy: {family: slo, ...}                      # required: a policy envelope
 //
+// Or a prefill/decode disaggregated service (sim/disagg.h), with a policy per pool and no
+// top-level `policy`; a pool's replica fields default to `service`'s:
+//
+//   disaggregated:
+//     gpu_budget: 16                # GPUs both pools share (0 or absent: the whole cluster)
+//     link: rdma-400g               # nvlink | rdma-100g | rdma-400g | <Gb/s>
+//     prefill: {gpus_per_replica: 1, min_replicas: 1, max_replicas: 12, initial_replicas: 2,
+//               cold_start_seconds: 60, drain_timeout_seconds: 300,
+//               policy: {family: disagg, disagg: {role: prefill}}}
+//     decode:  {..., policy: {family: disagg, disagg: {role: decode}}}
+//
 // The service's min/max replicas are the policy's bounds: they are copied into the policy
 // envelope when it has none, and a differing value there is an error. Errors name the field
 // and line: `service.cold_start_seconds: expected a number, got 'abc' (line 9)`.
@@ -36,6 +47,9 @@ namespace gpuscale::config {
 struct SimConfigFile {
   sim::SimulationConfig sim;
   YAML::Node policy;  // the envelope, with min/max_replicas filled from `service`
+  // Disaggregated: each pool's envelope, with min/max_replicas filled from the pool.
+  YAML::Node prefill_policy = {};
+  YAML::Node decode_policy = {};
 };
 
 // Also an error: a slo policy whose `profile:` was measured at another SLO than `slo`
@@ -54,5 +68,14 @@ Result<sim::SimulationConfig> LoadSimConfigSections(const std::string& path);
 // A fresh policy instance from the file's envelope (each simulation needs its own: policies
 // keep state). Errors: those of ParsePolicy, fields prefixed with "policy.".
 Result<PolicySpec> MakeSimPolicy(const SimConfigFile& file);
+
+// A fresh policy for one pool of a disaggregated file. A `disagg` policy without
+// capacity_tokens_per_second sizes its pool from `model`'s profile for the role
+// (sim/role_capacity.h: a load test of the calibrated model, not a fit to any trace).
+// Errors: those of ParsePolicy / ParseDisaggPolicyConfig, fields prefixed with
+// "disaggregated.<role>.policy."; a `disagg` block whose role is the other pool's.
+// REQUIRES: file.sim.disaggregated set.
+Result<PolicySpec> MakeDisaggPoolPolicy(const SimConfigFile& file, scale::PoolRole role,
+                                        const sim::ReplicaModel& model);
 
 }  // namespace gpuscale::config

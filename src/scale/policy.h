@@ -1,5 +1,5 @@
 // The autoscaling policy interface: at time `now` a Policy sees a ScalingInput and returns a
-// Decision. Every policy family (rules, ratio, capability, fixed_elastic, target, kpa, slo)
+// Decision. Every policy family (rules, ratio, capability, fixed_elastic, target, kpa, slo, disagg)
 // implements it; the daemon's control loop, `gpuscale policy eval` and the simulator all call
 // the same code.
 //

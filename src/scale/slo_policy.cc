@@ -88,7 +88,8 @@ bool SloPolicy::ToWorkUnits(const ScalingInput& input, Observation& obs) {
   auto prompt = ServiceValue(input, names::kPromptTokensRate30s);
   auto generated = ServiceValue(input, names::kGenerationTokensRate30s);
   if (done && prompt && generated && *done > 0) {
-    work_per_request_ = (*prompt + config_.output_token_weight * *generated) / *done;
+    work_per_request_ =
+        (config_.prompt_token_weight * *prompt + config_.output_token_weight * *generated) / *done;
     if (!config_.mix_capacities.empty()) {
       mix_factor_ = initial_capacity_ /
                     CapacityAtMix(config_.mix_capacities, *prompt / *done, *generated / *done);

@@ -79,6 +79,9 @@ struct SloPolicyConfig {
   // token's prefill cost, e.g. from a load test or the simulator's replica model), so a
   // shift to longer prompts or outputs is seen as more load. 0: count requests.
   double output_token_weight = 0;
+  // Token mode: what a prompt token weighs (default 1). 0 counts generated tokens alone: the
+  // `disagg` family's decode pool, whose replicas never prefill (scale/disagg_policy.h).
+  double prompt_token_weight = 1;
   // Token mode: per-replica prompt-token equivalents/s at the SLO, before learning (> 0).
   double initial_capacity_tokens_per_second = 0;
   // Token mode: a profile's capacity per mix (> 0 each). One weight does not make every mix

@@ -2,16 +2,18 @@
 // reproducible): replica segment ends and cold-start completions, crashes, control ticks,
 // scrapes, then arrivals. A tick before a scrape at the same instant means a tick sees data
 // one scrape interval old at most: the scrape lag the daemon has live.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <queue>
 
-#include <fmt/format.h>
-
 #include "route/picker.h"
 #include "scale/controller.h"
+#include "sim/disagg_pool.h"
 #include "sim/metric_view.h"
+#include "sim/replica_events.h"
 #include "sim/report.h"
 #include "sim/sim_orchestrator.h"
 #include "sim/simulation.h"
@@ -22,18 +24,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // Requests still unfinished this long after the last arrival count as SLO misses.
 constexpr double kTailSeconds = 3600;
-
-struct Event {
-  double t;
-  int kind;  // 0: segment end, 1: cold start done
-  int slot;
-  uint32_t version;
-  bool operator>(const Event& o) const {
-    if (t != o.t) return t > o.t;
-    if (kind != o.kind) return kind > o.kind;
-    return slot > o.slot;
-  }
-};
 
 class Engine {
  public:
@@ -54,7 +44,6 @@ class Engine {
 
  private:
   static std::vector<RequestRecord> MakeRecords(const Trace& trace);
-  static route::PickerSpec PickerSpecOf(const RouterSpec& router);
   void Route(uint32_t id, double now);
   void Schedule(int slot);
   bool PopReplicaEvent(double t);
@@ -78,7 +67,7 @@ class Engine {
   MetricView view_;
   std::string family_;
   scale::Controller controller_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  ReplicaEvents replica_events_;
   std::deque<uint32_t> router_queue_;
   size_t next_arrival_ = 0;
   size_t next_crash_ = 0;
@@ -102,35 +91,15 @@ std::vector<RequestRecord> Engine::MakeRecords(const Trace& trace) {
   return records;
 }
 
-void Engine::Schedule(int slot) {
-  auto& s = orchestrator_.slots()[slot];
-  ++s.version;
-  double t = s.engine->NextEventTime();
-  if (t < kInf) heap_.push({t, 0, slot, s.version});
-}
-
-route::PickerSpec Engine::PickerSpecOf(const RouterSpec& router) {
-  route::PickerSpec spec;
-  spec.kind = router.kind == RouterKind::kRoundRobin ? route::PickerKind::kRoundRobin
-                                                     : route::PickerKind::kLeastOutstanding;
-  spec.slow_start_seconds = router.slow_start_seconds;
-  return spec;
-}
+void Engine::Schedule(int slot) { replica_events_.Schedule(orchestrator_, slot); }
 
 void Engine::Route(uint32_t id, double now) {
-  const auto& ready = orchestrator_.ready_slots();
-  if (ready.empty()) {
+  const int best = PickReady(picker_, orchestrator_, candidates_, now);
+  if (best < 0) {
     router_queue_.push_back(id);
     return;
   }
   auto& slots = orchestrator_.slots();
-  // Candidates in creation order (ready_slots' order): ties go to the oldest replica.
-  candidates_.clear();
-  for (int slot : ready) {
-    candidates_.push_back({static_cast<int>(slots[slot].engine->Outstanding()),
-                           slots[slot].warm_since, static_cast<uint64_t>(slot)});
-  }
-  const int best = ready[*picker_.Pick(candidates_, now)];
   requests_[id].on_fresh_replica = now - slots[best].warm_since < kFreshReplicaSeconds;
   if (slots[best].engine->Enqueue(id, now)) Schedule(best);
 }
@@ -143,21 +112,11 @@ void Engine::FlushRouterQueue(double now) {
   }
 }
 
-double Engine::NextHeapTime() {
-  while (!heap_.empty()) {
-    const Event& e = heap_.top();
-    const auto& s = orchestrator_.slots()[e.slot];
-    bool stale = s.gone || (e.kind == 0 && e.version != s.version);
-    if (!stale) return e.t;
-    heap_.pop();
-  }
-  return kInf;
-}
+double Engine::NextHeapTime() { return replica_events_.NextTime(orchestrator_); }
 
 bool Engine::PopReplicaEvent(double t) {
-  if (heap_.empty() || heap_.top().t != t) return false;
-  Event e = heap_.top();
-  heap_.pop();
+  if (replica_events_.NextTime(orchestrator_) != t) return false;
+  const ReplicaEvent e = replica_events_.Pop();
   auto& s = orchestrator_.slots()[e.slot];
   if (e.kind == 1) {
     orchestrator_.MarkReady(e.slot, t);
@@ -179,13 +138,7 @@ bool Engine::InOutage(double now) const {
 }
 
 void Engine::OnScrape(double now) {
-  if (InOutage(now)) return;
-  for (int slot : orchestrator_.live_slots()) {
-    const auto& s = orchestrator_.slots()[slot];
-    if (s.phase == scale::ReplicaPhase::kReady || s.phase == scale::ReplicaPhase::kDraining) {
-      view_.Scrape(Seconds{now}, slot, *s.engine);
-    }
-  }
+  if (!InOutage(now)) ScrapeReplicas(now, orchestrator_, view_);
 }
 
 void Engine::OnCrash(double now) {
@@ -214,7 +167,7 @@ void Engine::OnTick(double now) {
   if (last_desired_ >= 0 && tick.desired_replicas < last_desired_) ++result_.report.scale_downs;
   last_desired_ = tick.desired_replicas;
   for (int slot : orchestrator_.TakePlaced()) {
-    heap_.push({now + config_.service.cold_start.count(), 1, slot, 0});
+    replica_events_.ColdStart(now + config_.service.cold_start.count(), slot);
   }
   for (int slot : orchestrator_.TakeRemoved()) view_.Forget(slot);
   orchestrator_.TakeResumed();
@@ -224,26 +177,11 @@ void Engine::OnTick(double now) {
 }
 
 void Engine::RecordRow(double now, const scale::ControllerTick& tick) {
-  TimelineRow row;
-  row.time_s = now;
-  double interval = config_.control_interval.count();
-  row.arrival_rate = static_cast<double>(next_arrival_ - arrivals_at_last_tick_) / interval;
+  const double rate = static_cast<double>(next_arrival_ - arrivals_at_last_tick_) /
+                      config_.control_interval.count();
   arrivals_at_last_tick_ = next_arrival_;
-  row.desired = tick.desired_replicas;
-  row.ready = orchestrator_.Count(scale::ReplicaPhase::kReady);
-  row.starting = orchestrator_.Count(scale::ReplicaPhase::kStarting);
-  row.pending = orchestrator_.Count(scale::ReplicaPhase::kPending);
-  row.draining = orchestrator_.Count(scale::ReplicaPhase::kDraining);
-  row.waiting = static_cast<int>(router_queue_.size());
-  for (int slot : orchestrator_.live_slots()) {
-    const auto& s = orchestrator_.slots()[slot];
-    if (!s.engine) continue;
-    row.waiting += s.engine->Waiting();
-    row.running += s.engine->Running();
-  }
-  row.gpus_in_use = orchestrator_.gpus_in_use();
-  row.reason = tick.decision.reason;
-  result_.timeline.push_back(std::move(row));
+  result_.timeline.push_back(
+      MakeTimelineRow(now, rate, tick, orchestrator_, static_cast<int>(router_queue_.size())));
 }
 
 SimResult Engine::Run() {

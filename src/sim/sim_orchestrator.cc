@@ -9,9 +9,7 @@ namespace gpuscale::sim {
 
 using scale::ReplicaPhase;
 
-namespace {
-
-gpu::GpuSnapshot MakeInventory(const ClusterSpec& cluster) {
+gpu::GpuSnapshot MakeSimInventory(const ClusterSpec& cluster) {
   gpu::GpuSnapshot snapshot;
   snapshot.backend = "simulated";
   for (int n = 0; n < cluster.nodes; ++n) {
@@ -31,15 +29,15 @@ gpu::GpuSnapshot MakeInventory(const ClusterSpec& cluster) {
   return snapshot;
 }
 
-}  // namespace
-
 SimOrchestrator::SimOrchestrator(const SimulationConfig& config, const ReplicaModel& model,
-                                 std::vector<RequestRecord>& requests)
+                                 std::vector<RequestRecord>& requests, SharedGpus* shared, int pool)
     : config_(config),
       model_(model),
       requests_(requests),
       gpus_per_replica_(std::max(config.service.gpus_per_replica, 1)),
-      inventory_(MakeInventory(config.cluster)) {}
+      inventory_(shared ? gpu::GpuSnapshot{} : MakeSimInventory(config.cluster)),
+      shared_(shared),
+      pool_(pool) {}
 
 std::vector<scale::ReplicaStatus> SimOrchestrator::ListReplicas() const {
   std::vector<scale::ReplicaStatus> out;
@@ -68,7 +66,16 @@ bool SimOrchestrator::TryPlace(int slot, double now) {
   auto& s = slots_[slot];
   alloc::SelectionRequest request;
   request.gpu_count = gpus_per_replica_;
-  if (!ledger_.Allocate(inventory_, request, s.id, Seconds{now})) return false;
+  if (shared_ == nullptr) {
+    if (!ledger_.Allocate(inventory_, request, s.id, Seconds{now})) return false;
+  } else {
+    // The budget first: a grant it refuses must not take GPUs from the ledger.
+    if (!shared_->budget.Acquire(pool_, gpus_per_replica_)) return false;
+    if (!shared_->ledger.Allocate(shared_->inventory, request, s.id, Seconds{now})) {
+      shared_->budget.Release(pool_, gpus_per_replica_);
+      return false;
+    }
+  }
   s.phase = ReplicaPhase::kStarting;
   s.phase_since = now;
   s.placed_at = now;
@@ -161,7 +168,12 @@ void SimOrchestrator::Release(int slot, double now) {
   auto& s = slots_[slot];
   if (s.placed_at >= 0) {
     gpu_seconds_closed_ += (now - s.placed_at) * gpus_per_replica_;
-    ledger_.ReleaseOwner(s.id);
+    if (shared_ == nullptr) {
+      ledger_.ReleaseOwner(s.id);
+    } else {
+      shared_->ledger.ReleaseOwner(s.id);
+      shared_->budget.Release(pool_, gpus_per_replica_);
+    }
     --placed_;
   }
   if (s.engine) aborted_ += s.engine->AbortAll();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "alloc/lease_ledger.h"
+#include "alloc/pool_budget.h"
 #include "gpu/gpu_info.h"
 #include "scale/replica_orchestrator.h"
 #include "sim/sim_replica.h"
@@ -36,10 +37,26 @@ struct ReplicaSlot {
   std::unique_ptr<SimReplica> engine;
 };
 
+// The GPUs the pools of a disaggregated service share (sim/disagg.h): one inventory, one
+// lease ledger, and the budget rules of alloc::PoolBudget. Owned by the disaggregated
+// engine; each pool's orchestrator borrows it and is pool `index` of the budget.
+struct SharedGpus {
+  SharedGpus(gpu::GpuSnapshot gpus, alloc::PoolBudget pools)
+      : inventory(std::move(gpus)), budget(std::move(pools)) {}
+  gpu::GpuSnapshot inventory;
+  alloc::LeaseLedger ledger;
+  alloc::PoolBudget budget;
+};
+
+// The simulated cluster's GPUs (cluster.nodes x gpus_per_node), all free.
+gpu::GpuSnapshot MakeSimInventory(const ClusterSpec& cluster);
+
 class SimOrchestrator final : public scale::ReplicaOrchestrator {
  public:
+  // With `shared`, replicas are placed on its GPUs as pool `pool` of its budget (a placement
+  // the budget refuses stays pending); without it, on the cluster of `config` alone.
   SimOrchestrator(const SimulationConfig& config, const ReplicaModel& model,
-                  std::vector<RequestRecord>& requests);
+                  std::vector<RequestRecord>& requests, SharedGpus* shared = nullptr, int pool = 0);
 
   std::vector<scale::ReplicaStatus> ListReplicas() const override;
   Result<scale::ReplicaStatus> Start(Seconds now) override;
@@ -82,8 +99,10 @@ class SimOrchestrator final : public scale::ReplicaOrchestrator {
   const ReplicaModel& model_;
   std::vector<RequestRecord>& requests_;
   int gpus_per_replica_;
-  gpu::GpuSnapshot inventory_;
+  gpu::GpuSnapshot inventory_;  // empty with shared_
   alloc::LeaseLedger ledger_;
+  SharedGpus* shared_ = nullptr;
+  int pool_ = 0;
   std::vector<ReplicaSlot> slots_;
   std::vector<int> live_;   // slots not gone, creation order
   std::vector<int> ready_;  // ready slots, creation order

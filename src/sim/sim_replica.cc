@@ -196,6 +196,7 @@ void SimReplica::Complete(uint32_t id, double now) {
   r.finish_s = now;
   kv_reserved_ -= Footprint(id);
   ++completed_;
+  if (completion_log_ != nullptr) completion_log_->push_back(id);
   prompt_tokens_ += r.input_tokens;
   generation_tokens_ += r.output_tokens;
   e2e_.Observe(E2eBuckets(), now - r.arrival_s);

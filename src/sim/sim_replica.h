@@ -70,6 +70,10 @@ class SimReplica {
   void FinishSegment(double now);
   double NextEventTime() const { return segment_end_; }
 
+  // When set, every request this replica completes is appended to `log` (the disaggregated
+  // engine hands a finished prefill on to the KV transfer). Borrowed; may be null.
+  void set_completion_log(std::vector<uint32_t>* log) { completion_log_ = log; }
+
   // Aborts every request in flight (stop or crash); returns how many.
   int AbortAll();
 
@@ -128,6 +132,7 @@ class SimReplica {
   int segment_batch_ = 0;      // running sequences during this segment
   std::vector<Chunk> chunks_;  // prompt tokens prefilled by this segment
 
+  std::vector<uint32_t>* completion_log_ = nullptr;
   int64_t completed_ = 0;
   int64_t prompt_tokens_ = 0;
   int64_t generation_tokens_ = 0;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,23 @@ struct FaultSpec {
   std::vector<std::pair<double, double>> metrics_outages;  // [from, to): scrapes fail
 };
 
+// The link the KV cache crosses from prefill to decode.
+struct LinkSpec {
+  std::string name = "rdma-400g";  // a preset, or "<n> Gb/s" for a number
+  double gbps = 400;               // gigabits per second, one direction
+};
+
+// A disaggregated service (sim/disagg.h): a prefill and a decode pool on one GPU budget.
+struct DisaggSpec {
+  ServiceSpec prefill = {};  // name, gpus_per_replica, min/max/initial replicas, cold start, drain
+  ServiceSpec decode = {};
+  LinkSpec link = {};
+  int gpu_budget = 0;  // GPUs both pools share; 0: the whole cluster
+  int BudgetGpus(const ClusterSpec& c) const {
+    return gpu_budget > 0 ? gpu_budget : c.nodes * c.gpus_per_node;
+  }
+};
+
 struct SimulationConfig {
   ClusterSpec cluster;
   ServiceSpec service;
@@ -89,6 +107,9 @@ struct SimulationConfig {
   SloSpec slo;
   FaultSpec faults;
   Seconds oracle_bucket{60};  // granularity of the oracle's load profile
+  // Set: the service runs as two pools (RunDisaggSimulation); `service` is then unused but
+  // for its name.
+  std::optional<DisaggSpec> disaggregated = {};
 
   // The most replicas that can serve at once: service.max_replicas, or fewer when the cluster
   // cannot place that many (whole replicas per node). The oracle, the static fleet and the
