@@ -1,6 +1,7 @@
 // What the gateway pays to read an OpenAI request body (the model, `stream`, the prompt
-// prefix that prefix affinity hashes), next to nlohmann's DOM parse of the same body
-// alone, which is the floor of a parse-into-a-tree approach. Bodies: a short completion
+// prefix that prefix affinity hashes: gateway/request_scanner.h), next to nlohmann's DOM
+// parse of the same body alone (how the gateway read it before the scanner, and the floor
+// of any parse-into-a-tree approach). Bodies: a short completion
 // (the gateway benchmark's) and chat requests with 4 KiB and 64 KiB of messages.
 // Run: build/bench/gateway_parse_bench
 #include <benchmark/benchmark.h>

@@ -1,11 +1,12 @@
 #include "gateway/openai_request.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "gateway/request_scanner.h"
 #include "route/picker.h"
 
 namespace gpuscale::gateway {
@@ -13,61 +14,27 @@ namespace {
 
 using nlohmann::json;
 
-// Appends the string contents of an OpenAI message `content` (a string, or an array of
-// parts with "text") to `out` until it holds `limit` characters.
-void AppendContent(const json& content, std::string& out, size_t limit) {
-  if (content.is_string()) {
-    out += content.get_ref<const std::string&>().substr(0, limit - std::min(limit, out.size()));
-  } else if (content.is_array()) {
-    for (const json& part : content) {
-      if (out.size() >= limit) return;
-      if (part.is_object() && part.contains("text") && part["text"].is_string()) {
-        AppendContent(part["text"], out, limit);
-      }
-    }
-  }
-}
-
-std::string PrefixText(const json& body, size_t limit) {
-  std::string out;
-  if (auto it = body.find("prompt"); it != body.end()) {
-    if (it->is_array() && !it->empty()) {
-      AppendContent((*it)[0], out, limit);
-    } else {
-      AppendContent(*it, out, limit);
-    }
-  } else if (auto m = body.find("messages"); m != body.end() && m->is_array()) {
-    for (const json& message : *m) {
-      if (out.size() >= limit) break;
-      if (message.is_object() && message.contains("content")) {
-        AppendContent(message["content"], out, limit);
-      }
-    }
-  } else if (auto in = body.find("input"); in != body.end()) {
-    AppendContent(in->is_array() && !in->empty() ? (*in)[0] : *in, out, limit);
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<InferenceRequest> ParseInferenceRequest(std::string_view body, int prefix_chars) {
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return InvalidArgument("the request body is not a JSON object", "body");
+  ScannedRequest scanned = ScanRequest(body, static_cast<size_t>(std::max(prefix_chars, 1)));
+  if (!scanned.ok) {
+    return InvalidArgument(fmt::format("the request body is not a JSON object: {}", scanned.error),
+                           "body");
   }
-  InferenceRequest r;
-  auto model = j.find("model");
-  if (model == j.end() || !model->is_string() || model->get_ref<const std::string&>().empty()) {
+  if (!scanned.has_model || !scanned.model_is_string || scanned.model.empty()) {
     return InvalidArgument("'model' is required: the name of a served model (GET /v1/models)",
                            "model");
   }
-  r.model = model->get<std::string>();
-  if (auto stream = j.find("stream"); stream != j.end() && !stream->is_null()) {
-    if (!stream->is_boolean()) return InvalidArgument("'stream' must be true or false", "stream");
-    r.stream = stream->get<bool>();
+  InferenceRequest r;
+  r.model = std::move(scanned.model);
+  if (scanned.has_stream && scanned.stream != ScannedRequest::StreamValue::kNull) {
+    if (scanned.stream == ScannedRequest::StreamValue::kOther) {
+      return InvalidArgument("'stream' must be true or false", "stream");
+    }
+    r.stream = scanned.stream == ScannedRequest::StreamValue::kTrue;
   }
-  r.prefix_key = route::HashText(PrefixText(j, static_cast<size_t>(std::max(prefix_chars, 1))));
+  r.prefix_key = route::HashText(scanned.prefix);
   return r;
 }
 
