@@ -219,8 +219,11 @@ std::string ReplicaMarkerValue(const std::string& state_dir) {
 std::vector<MarkedProcess> FindProcessesWithEnv(const std::string& entry) {
   std::vector<MarkedProcess> found;
   std::error_code ec;
-  for (const auto& dir : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = dir.path().filename().string();
+  // increment(ec), not a range-for: the range-for's ++ throws when /proc changes under it
+  // (a process exiting mid-scan can fail the read of the next entry).
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
     int pid = 0;
     auto [ptr, err] = std::from_chars(name.data(), name.data() + name.size(), pid);
     if (err != std::errc() || ptr != name.data() + name.size() || !ProcessAlive(pid)) continue;
