@@ -75,6 +75,24 @@ void LocalProcessOrchestrator::Terminate(Replica& r, Seconds now, bool restart_a
   SignalGroup(r.pid, r.kill_sent ? SIGKILL : SIGTERM);
 }
 
+void LocalProcessOrchestrator::BeginReaping(Replica& r, int code, Seconds now) {
+  // A group being terminated had its SIGTERM at term_sent_at and keeps the rest of its
+  // grace; one whose leader exited on its own gets it now. The leader is reaped, so the
+  // group id itself is signalled (the kernel keeps it while members live).
+  const bool signalled = r.proc == Proc::kTerminating;
+  r.proc = Proc::kReaping;
+  r.exit_code = code;
+  if (!signalled) {
+    r.term_sent_at = now;
+    r.kill_sent = config_.stop_grace <= Seconds{0};
+    ::kill(-r.pid, r.kill_sent ? SIGKILL : SIGTERM);
+  }
+  book_.Emit(now, r.id, "replica_group_lingers",
+             fmt::format("pid {} exited ({}) but processes of its group still run: its GPUs stay "
+                         "leased until they are gone",
+                         r.pid, DescribeExit(code)));
+}
+
 // A stopped replica ends here (r.stopping stays set: Poll removes it); others restart.
 void LocalProcessOrchestrator::OnExit(Replica& r, int code, Seconds now) {
   const std::string how = DescribeExit(code);
@@ -183,6 +201,10 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now, const ProbeR
 bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now, const ProbeResults& probed) {
   if (r.proc == Proc::kRunning || r.proc == Proc::kTerminating) {
     if (std::optional<int> code = CheckExited(r.pid)) {
+      if (GroupHasLiveMembers(r.pid)) {
+        BeginReaping(r, *code, now);
+        return true;
+      }
       OnExit(r, *code, now);
       return !r.stopping;
     }
@@ -199,6 +221,20 @@ bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now, const ProbeResul
         book_.Emit(now, r.id, "replica_killed",
                    fmt::format("pid {} still running {:.3g} s after SIGTERM: sent SIGKILL", r.pid,
                                config_.stop_grace.count()));
+      }
+      break;
+    case Proc::kReaping:
+      if (!GroupHasLiveMembers(r.pid)) {
+        OnExit(r, r.exit_code, now);
+        return !r.stopping;
+      }
+      if (!r.kill_sent && now - r.term_sent_at >= config_.stop_grace) {
+        r.kill_sent = true;
+        ::kill(-r.pid, SIGKILL);
+        book_.Emit(now, r.id, "replica_killed",
+                   fmt::format("processes of pid {}'s group still running {:.3g} s after "
+                               "SIGTERM: sent SIGKILL",
+                               r.pid, config_.stop_grace.count()));
       }
       break;
     case Proc::kBackoff:

@@ -177,9 +177,9 @@ Status LocalProcessOrchestrator::Stop(const std::string& id, Seconds now) {
   GS_ASSIGN_OR_RETURN(Replica* r, book_.BeginStop(id, now));
   if (r->proc == Proc::kRunning) {
     Terminate(*r, now, /*restart_after=*/false);
-  } else if (r->proc == Proc::kTerminating) {
+  } else if (r->proc == Proc::kTerminating || r->proc == Proc::kReaping) {
     r->restart_after = false;  // already going down for a restart: just do not restart
-  } else {  // pending or waiting out a backoff: nothing runs
+  } else {                     // pending or waiting out a backoff: nothing runs
     ReleaseGpus(*r);
     book_.Emit(now, r->id, "replica_stopped", "stopped (no process was running)");
     book_.Remove(*r);

@@ -146,7 +146,10 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   const LocalProcessConfig& config() const { return config_; }
 
  private:
-  enum class Proc { kNone, kRunning, kBackoff, kTerminating };
+  // kReaping: the leader exited but processes of its group live on (an engine's workers,
+  // which may hold the GPUs): they are signalled as a stop would (SIGTERM, SIGKILL after the
+  // grace) and the replica's GPUs stay leased until the group is gone.
+  enum class Proc { kNone, kRunning, kBackoff, kTerminating, kReaping };
   // The process part of a replica; the rest is the book's (replica_book.h).
   struct Replica : ReplicaEntry {
     std::string owner;  // lease owner
@@ -154,6 +157,7 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
     bool restart_after = false;  // kTerminating for a restart (timeout, unhealthy)
     bool kill_sent = false;
     int pid = 0;
+    int exit_code = 0;  // kReaping: the leader's (DescribeExit)
     std::vector<int> gpus;
     std::vector<std::string> gpu_keys;
     Seconds term_sent_at{0};
@@ -170,6 +174,7 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   void ScheduleRestart(Replica& r, Seconds now, const std::string& why);
   void Terminate(Replica& r, Seconds now, bool restart_after);
   void OnExit(Replica& r, int code, Seconds now);  // sets r.proc; may mark r removable
+  void BeginReaping(Replica& r, int code, Seconds now);  // the leader exited, its group lives
   // Probe results of this poll, by replica id (ProbeDueReplicas).
   using ProbeResults = std::map<std::string, ProbeResult>;
   bool PollOne(Replica& r, Seconds now, const ProbeResults& probed);  // false: remove r

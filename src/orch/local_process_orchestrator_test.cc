@@ -145,6 +145,45 @@ TEST_F(LocalProcessTest, StopSendsSigkillAfterGraceToAChildIgnoringSigterm) {
   EXPECT_TRUE(orch.Replicas(now_).empty());
 }
 
+// An engine's worker processes (same process group) can outlive the replica's leader and
+// still hold its GPUs: the lease waits for the whole group, which gets the stop's grace and
+// then SIGKILL.
+TEST_F(LocalProcessTest, GpusStayLeasedUntilTheReplicasWholeProcessGroupIsGone) {
+  auto& orch =
+      Make(Config({"sh", "-c", "(trap '' TERM; exec sleep 60) & echo armed; exec sleep 60"}));
+  ASSERT_TRUE(orch.Start(now_));
+  const std::string log_path = InfoOf(orch, "svc-0", now_).log_path;
+  ASSERT_TRUE(
+      PumpUntil(orch, [&] { return ReadFile(log_path).find("\narmed\n") != std::string::npos; }));
+  const int pid = InfoOf(orch, "svc-0", now_).pid;
+
+  ASSERT_TRUE(orch.Stop("svc-0", now_));  // SIGTERM: the leader ends, the worker ignores it
+  ASSERT_TRUE(PumpUntil(orch, [&] { return HasEvent("replica_group_lingers", "svc-0"); }));
+  EXPECT_FALSE(ProcessAlive(pid));
+  EXPECT_TRUE(GroupHasLiveMembers(pid));
+  EXPECT_EQ(ledger_.size(), 1u) << "the GPUs were released while a worker of the replica ran";
+  EXPECT_EQ(LastEvent("replica_stopped"), nullptr);
+
+  now_ += Seconds{5};  // the stop's grace has passed
+  ASSERT_TRUE(PumpUntil(orch, [&] { return !orch.HasProcesses(); }));
+  EXPECT_TRUE(HasEvent("replica_killed", "svc-0"));
+  EXPECT_FALSE(GroupHasLiveMembers(pid));
+  EXPECT_NE(LastEvent("replica_stopped"), nullptr);
+  EXPECT_EQ(ledger_.size(), 0u);
+}
+
+// A leader that crashes leaves its workers too: they are stopped before the replica restarts
+// on the same GPUs.
+TEST_F(LocalProcessTest, ACrashedLeadersWorkersAreStoppedBeforeTheRestart) {
+  auto& orch = Make(Config({"sh", "-c", "sleep 60 & echo armed; exit 3"}));
+  ASSERT_TRUE(orch.Start(now_));
+  const std::string log_path = InfoOf(orch, "svc-0", now_).log_path;
+  ASSERT_TRUE(PumpUntil(orch, [&] { return HasEvent("replica_crashed", "svc-0"); }));
+  ASSERT_NE(LastEvent("replica_group_lingers"), nullptr);
+  EXPECT_NE(LastEvent("replica_crashed")->message.find("exit code 3"), std::string::npos);
+  EXPECT_EQ(ledger_.size(), 1u);  // kept for the restart
+}
+
 TEST_F(LocalProcessTest, NoFreeGpusLeavesReplicaPendingWithTheAllocatorsReason) {
   gpus_ = FakeGpus(1);
   alloc::SelectionRequest one;

@@ -14,6 +14,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 
 extern char** environ;
 
@@ -207,6 +208,29 @@ bool ProcessAlive(int pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
   const char state = ProcState(pid);
   return state != '\0' && state != 'Z' && state != 'X';
+}
+
+bool GroupHasLiveMembers(int pgid) {
+  if (pgid <= 0) return false;
+  if (kill(-pgid, 0) != 0 && errno == ESRCH) return false;  // the usual answer: no one left
+  // Zombies count as members for kill(); only /proc tells them apart.
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int pid = 0;
+    auto [ptr, err] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (err != std::errc() || ptr != name.data() + name.size()) continue;
+    const std::string text = ReadProcFile(pid, "stat").value_or("");
+    const size_t paren = text.rfind(')');  // "pid (comm) state ppid pgrp ..."
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(text.substr(paren + 1));
+    char state = '\0';
+    int ppid = 0, pgrp = 0;
+    if (!(fields >> state >> ppid >> pgrp)) continue;
+    if (pgrp == pgid && state != 'Z' && state != 'X') return true;
+  }
+  return false;
 }
 
 std::string ReplicaMarkerValue(const std::string& state_dir) {

@@ -55,6 +55,10 @@ bool SignalGroup(int pid, int signal);
 // True when `pid` names a live (not zombie) process.
 bool ProcessAlive(int pid);
 
+// True while a live (not zombie) process is in process group `pgid`, e.g. an engine's
+// worker that outlived the replica's leader process (and may still hold its GPUs).
+bool GroupHasLiveMembers(int pgid);
+
 // The environment entry every replica process of a daemon carries: its state directory,
 // absolute ("GPUSCALE_REPLICA_OF=/var/lib/gpuscale"). It finds replica processes without the
 // database: one started just before a crash, before its record was saved, is found and
