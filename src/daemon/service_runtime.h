@@ -140,6 +140,9 @@ class ServiceRuntime {
   std::vector<std::string> metric_names_;     // policy_->inner().MetricNames()
   std::vector<std::string> scraped_metrics_;  // those not asked of Prometheus
   std::optional<ServiceTickResult> last_;
+  // Observe's lists of this tick's ready and observed replicas, kept to reuse their storage.
+  std::vector<ReadyReplicaRef> ready_;
+  std::vector<std::string> seen_;
 };
 
 // Sum of the samples of family `name` in `exposition` (over label sets); nullopt when absent.
