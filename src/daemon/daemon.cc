@@ -475,8 +475,11 @@ void Daemon::PublishViews(Seconds now) {
       views[c.service] = it->second;
     }
   }
-  views_ = std::move(views);
-  replicas_ = std::move(replicas);
+  // Swapped, not assigned: the old views are freed with these locals, after `lock` (declared
+  // after them) is released, not while API threads wait for it.
+  std::swap(views_, views);
+  std::swap(replicas_, replicas);
+  views_list_.reset();
 }
 
 void Daemon::PublishRoutes(Seconds now) {
