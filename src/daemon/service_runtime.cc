@@ -200,16 +200,16 @@ void ServiceRuntime::ReportUnexported(const std::vector<ReadyReplicaRef>& ready,
   }
 }
 
-ServiceTickResult ServiceRuntime::Tick(Seconds now, const ServiceObservation& observation,
-                                       const gpu::GpuSnapshot* gpus,
-                                       const OutstandingSink& report_outstanding) {
+const ServiceTickResult& ServiceRuntime::Tick(Seconds now, const ServiceObservation& observation,
+                                              const gpu::GpuSnapshot* gpus,
+                                              const OutstandingSink& report_outstanding) {
   ServiceTickResult result;
   scale::ScalingInput input = Observe(now, observation, gpus, report_outstanding, result);
   policy_->set_waiting(observation.gateway_waiting);
   result.tick = controller_->Tick(now, std::move(input));
   result.desired_changed = !last_ || last_->tick.desired_replicas != result.tick.desired_replicas;
-  last_ = result;
-  return result;
+  last_ = std::move(result);
+  return *last_;
 }
 
 Status ServiceRuntime::SetManualReplicas(std::optional<int> replicas) {

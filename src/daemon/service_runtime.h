@@ -96,9 +96,11 @@ class ServiceRuntime {
   ServiceRuntime& operator=(const ServiceRuntime&) = delete;
 
   // One control step (see the header comment). `gpus` may be null (no kernel metrics).
-  // REQUIRES: `now` does not go backwards.
-  ServiceTickResult Tick(Seconds now, const ServiceObservation& observation,
-                         const gpu::GpuSnapshot* gpus, const OutstandingSink& report_outstanding);
+  // Returns last_tick()'s value, valid until the next Tick (not copied: 1,000 services a
+  // tick). REQUIRES: `now` does not go backwards.
+  const ServiceTickResult& Tick(Seconds now, const ServiceObservation& observation,
+                                const gpu::GpuSnapshot* gpus,
+                                const OutstandingSink& report_outstanding);
 
   // Manual desired count; nullopt hands control back to the policy. Errors: kInvalidArgument
   // (field "replicas") outside [min_replicas, max_replicas].
