@@ -131,7 +131,8 @@ void RunTicks(benchmark::State& state, const std::vector<std::string>& policy_me
     for (const auto& orch : fleet->orchestrators) observations.push_back(Observe(*orch, *fleet));
     state.ResumeTiming();
     for (int i = 0; i < kServices; ++i) {
-      ServiceTickResult r = fleet->runtimes[i]->Tick(Seconds{now}, observations[i], nullptr, {});
+      const ServiceTickResult& r =
+          fleet->runtimes[i]->Tick(Seconds{now}, observations[i], nullptr, {});
       replicas += r.tick.ready_replicas;
     }
     now += 15;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "api/request_parsing.h"
+#include "api/services_list_json.h"
 
 namespace gpuscale::api {
 namespace {
@@ -102,12 +103,13 @@ Status HandleGpuHistory(HandlerContext& ctx) {
   return OkStatus();
 }
 
+// The daemon's shared list (no copy, no daemon lock held) printed as text
+// (services_list_json.h): the dashboard polls this at fleet scale.
 Status HandleListServices(HandlerContext& ctx) {
-  Json services = Json::array();
-  for (const daemon::ServiceView& service : ctx.daemon.ListServices()) {
-    services.push_back(ServiceJson(service));
-  }
-  SendJson(ctx.response, 200, Json{{"services", std::move(services)}});
+  const std::shared_ptr<const std::vector<daemon::ServiceView>> services =
+      ctx.daemon.ServicesSnapshot();
+  ctx.response.status = 200;
+  ctx.response.SetContent(ServicesListBody(*services), "application/json");
   return OkStatus();
 }
 

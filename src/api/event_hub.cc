@@ -42,7 +42,7 @@ std::shared_ptr<const std::vector<daemon::ServiceView>> EventHub::Services(Secon
   std::lock_guard lock(services_mu_);
   const auto now = std::chrono::steady_clock::now();
   if (!services_ || !services_at_ || now - *services_at_ >= max_age) {
-    services_ = std::make_shared<const std::vector<daemon::ServiceView>>(daemon_.ListServices());
+    services_ = daemon_.ServicesSnapshot();
     services_at_ = now;
   }
   return services_;

@@ -202,6 +202,12 @@ Json SpecJson(const std::string& yaml_text) {
 }  // namespace
 
 Json ServiceJson(const daemon::ServiceView& service) {
+  Json json = ServiceStatusJson(service);
+  json["spec"] = SpecJson(service.spec_yaml);
+  return json;
+}
+
+Json ServiceStatusJson(const daemon::ServiceView& service) {
   Json last_decision = nullptr;
   if (service.last_decision_at) {
     last_decision = Json{{"at", Time(*service.last_decision_at)},
@@ -221,8 +227,7 @@ Json ServiceJson(const daemon::ServiceView& service) {
               {"last_decision", std::move(last_decision)},
               {"metric_errors", service.metric_errors},
               {"gateway", GatewayJson(service.gateway)},
-              {"created_at", Time(service.created_at)},
-              {"spec", SpecJson(service.spec_yaml)}};
+              {"created_at", Time(service.created_at)}};
 }
 
 Json RuleJson(const daemon::RuleView& rule) {

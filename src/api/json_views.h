@@ -38,6 +38,8 @@ Json HistoryJson(const std::vector<gpu::HistoryPoint>& points, const gpu::ScoreW
 Json ServiceHistoryJson(const std::string& service, const daemon::HistorySeries& series);
 
 Json ServiceJson(const daemon::ServiceView& service);
+// ServiceJson without its last key, "spec" (services_list_json.h adds it as text).
+Json ServiceStatusJson(const daemon::ServiceView& service);
 // A service's `gateway` figures (null when there are none).
 Json GatewayJson(const std::optional<daemon::GatewayFigures>& gateway);
 Json RuleJson(const daemon::RuleView& rule);

@@ -332,7 +332,7 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
   }
   // A drain ends when neither the replica (its scraped vLLM gauges) nor the gateway (its
   // exact count) has a request in flight: requests sent around the gateway count too.
-  const ServiceTickResult result =
+  const ServiceTickResult& result =
       slot.runtime->Tick(now, obs, gpus, [&orch, gw](const std::string& id, int outstanding) {
         if (gw != nullptr) outstanding = std::max(outstanding, gw->InFlight(id));
         (void)orch.ReportOutstanding(id, outstanding);
@@ -475,8 +475,11 @@ void Daemon::PublishViews(Seconds now) {
       views[c.service] = it->second;
     }
   }
-  views_ = std::move(views);
-  replicas_ = std::move(replicas);
+  // Swapped, not assigned: the old views are freed with these locals, after `lock` (declared
+  // after them) is released, not while API threads wait for it.
+  std::swap(views_, views);
+  std::swap(replicas_, replicas);
+  views_list_.reset();
 }
 
 void Daemon::PublishRoutes(Seconds now) {

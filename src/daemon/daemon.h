@@ -153,6 +153,7 @@ class Daemon final : public DaemonApi {
   gpu::ScoreWeights ScoreWeights() const override;
   std::vector<gpu::HistoryPoint> GpuHistory(Seconds window) override;
   std::vector<ServiceView> ListServices() override;
+  std::shared_ptr<const std::vector<ServiceView>> ServicesSnapshot() override;
   Result<ServiceView> GetService(const std::string& name) override;
   Result<ServiceView> CreateService(const ServiceConfig& config) override;
   Result<ServiceView> UpdateService(const ServiceConfig& config) override;
@@ -239,6 +240,7 @@ class Daemon final : public DaemonApi {
   void PublishEvents(std::vector<store::EventRow> events);
   void Retire(std::unique_ptr<Slot> slot, Seconds now) GS_REQUIRES(loop_mu_);
   void PublishViews(Seconds now) GS_REQUIRES(loop_mu_);
+  std::vector<ServiceView> ListOfViews() const GS_REQUIRES(mu_);  // views_, by name
   // The route table for the gateway (options_.gateway), from this tick's replicas.
   void PublishRoutes(Seconds now) GS_REQUIRES(loop_mu_);
   ServiceView ViewOf(const Slot& slot, Seconds now) const;
@@ -300,6 +302,9 @@ class Daemon final : public DaemonApi {
   // What API threads read and queue: held briefly, never across I/O.
   mutable Mutex mu_;
   std::map<std::string, ServiceView> views_ GS_GUARDED_BY(mu_);  // API-visible services
+  // views_ as a list, built on the first ServicesSnapshot after views_ changed (null: not
+  // yet); every change of views_ resets it (ViewsChanged).
+  std::shared_ptr<const std::vector<ServiceView>> views_list_ GS_GUARDED_BY(mu_);
   // Last tick's replicas.
   std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_ GS_GUARDED_BY(mu_);
   std::vector<Command> commands_ GS_GUARDED_BY(mu_);  // queued API changes

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +67,12 @@ class DaemonApi {
   virtual std::vector<gpu::HistoryPoint> GpuHistory(Seconds window) = 0;
 
   virtual std::vector<ServiceView> ListServices() = 0;  // by name
+  // ListServices as one shared, immutable list: readers of every service (GET /v1/services)
+  // serialize it without copying 1,000 views or holding the daemon's lock. The daemon builds
+  // it at most once per change of its views (in practice once per tick); this default copies.
+  virtual std::shared_ptr<const std::vector<ServiceView>> ServicesSnapshot() {
+    return std::make_shared<const std::vector<ServiceView>>(ListServices());
+  }
   virtual Result<ServiceView> GetService(const std::string& name) = 0;
   // Errors: kInvalidArgument (bad name/fields), kFailedPrecondition when the name exists.
   virtual Result<ServiceView> CreateService(const ServiceConfig& config) = 0;

@@ -91,9 +91,20 @@ std::vector<gpu::HistoryPoint> Daemon::GpuHistory(Seconds window) {
 
 std::vector<ServiceView> Daemon::ListServices() {
   MutexLock lock(mu_);
+  return ListOfViews();
+}
+
+std::vector<ServiceView> Daemon::ListOfViews() const {
   std::vector<ServiceView> views;
+  views.reserve(views_.size());
   for (const auto& [name, view] : views_) views.push_back(view);
   return views;
+}
+
+std::shared_ptr<const std::vector<ServiceView>> Daemon::ServicesSnapshot() {
+  MutexLock lock(mu_);
+  if (!views_list_) views_list_ = std::make_shared<const std::vector<ServiceView>>(ListOfViews());
+  return views_list_;
 }
 
 Result<ServiceView> Daemon::GetService(const std::string& name) {
@@ -130,6 +141,7 @@ Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
   view.policy_family = valid.policy_family;
   view.created_at = now;
   views_[valid.name] = view;
+  views_list_.reset();
   Command c;
   c.kind = Command::Kind::kCreate;
   c.service = valid.name;
@@ -164,6 +176,7 @@ Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
   view.spec_yaml = row.spec;
   view.policy_family = valid.policy_family;
   view.manual_replicas = manual;
+  views_list_.reset();
   Command c;
   c.kind = Command::Kind::kUpdate;
   c.service = valid.name;
@@ -180,6 +193,7 @@ Status Daemon::DeleteService(const std::string& name) {
   // replicas are gone, so a daemon restarted meanwhile still stops them (AdoptOrphans).
   GS_RETURN_IF_ERROR(store_->services().MarkDeleting(name));
   views_.erase(name);
+  views_list_.reset();
   Command c;
   c.kind = Command::Kind::kDelete;
   c.service = name;
@@ -248,6 +262,7 @@ Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
   // Stored at once: the override survives a daemon restart (RestoreManual).
   GS_RETURN_IF_ERROR(store_->services().SetManualReplicas(service, replicas));
   it->second.manual_replicas = replicas;
+  views_list_.reset();
   Command c;
   c.kind = Command::Kind::kManual;
   c.service = service;

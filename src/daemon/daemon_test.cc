@@ -220,6 +220,38 @@ TEST_F(DaemonTest, ServicesCreatedThroughTheApiRunAndDeleteStopsThem) {
   EXPECT_EQ(daemon_->ListServices().size(), 1u);
 }
 
+// GET /v1/services reads one shared list: the same list until the views change, a new one
+// after every change (create, scale, delete, a tick), and a list handed out earlier keeps
+// what it held.
+TEST_F(DaemonTest, ServicesSnapshotFollowsEveryChangeOfTheViews) {
+  Open(Config(1, 2));
+  Tick();
+  const auto first = daemon_->ServicesSnapshot();
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ(daemon_->ServicesSnapshot(), first);
+  ServiceConfig s = Config(1, 1).services[0];
+  s.name = "extra";
+  ASSERT_TRUE(daemon_->CreateService(s));
+  const auto created = daemon_->ServicesSnapshot();
+  ASSERT_EQ(created->size(), 2u);
+  EXPECT_EQ((*created)[0].config.name, "extra");
+  EXPECT_EQ(first->size(), 1u);
+  ASSERT_TRUE(daemon_->SetDesiredReplicas("svc", 2));
+  const auto scaled = daemon_->ServicesSnapshot();
+  EXPECT_EQ((*scaled)[1].manual_replicas, 2);
+  EXPECT_EQ((*created)[1].manual_replicas, std::nullopt);
+  Tick();
+  const auto ticked = daemon_->ServicesSnapshot();
+  EXPECT_NE(ticked, scaled);
+  EXPECT_EQ((*ticked)[1].desired_replicas, 2);
+  ASSERT_TRUE(daemon_->DeleteService("extra"));
+  const auto deleted = daemon_->ServicesSnapshot();
+  ASSERT_EQ(deleted->size(), 1u);
+  EXPECT_EQ((*deleted)[0].config.name, "svc");
+  ASSERT_EQ(daemon_->ListServices().size(), 1u);
+  EXPECT_EQ(daemon_->ListServices()[0].desired_replicas, (*deleted)[0].desired_replicas);
+}
+
 TEST_F(DaemonTest, ServicesThatCouldNeverBePlacedAreRefusedAs409) {
   Open(Config(1, 1, /*gpus=*/4));
   ServiceConfig s = Config(1, 1).services[0];

@@ -96,9 +96,11 @@ class ServiceRuntime {
   ServiceRuntime& operator=(const ServiceRuntime&) = delete;
 
   // One control step (see the header comment). `gpus` may be null (no kernel metrics).
-  // REQUIRES: `now` does not go backwards.
-  ServiceTickResult Tick(Seconds now, const ServiceObservation& observation,
-                         const gpu::GpuSnapshot* gpus, const OutstandingSink& report_outstanding);
+  // Returns last_tick()'s value, valid until the next Tick (not copied: 1,000 services a
+  // tick). REQUIRES: `now` does not go backwards.
+  const ServiceTickResult& Tick(Seconds now, const ServiceObservation& observation,
+                                const gpu::GpuSnapshot* gpus,
+                                const OutstandingSink& report_outstanding);
 
   // Manual desired count; nullopt hands control back to the policy. Errors: kInvalidArgument
   // (field "replicas") outside [min_replicas, max_replicas].
@@ -140,6 +142,9 @@ class ServiceRuntime {
   std::vector<std::string> metric_names_;     // policy_->inner().MetricNames()
   std::vector<std::string> scraped_metrics_;  // those not asked of Prometheus
   std::optional<ServiceTickResult> last_;
+  // Observe's lists of this tick's ready and observed replicas, kept to reuse their storage.
+  std::vector<ReadyReplicaRef> ready_;
+  std::vector<std::string> seen_;
 };
 
 // Sum of the samples of family `name` in `exposition` (over label sets); nullopt when absent.
