@@ -289,7 +289,7 @@ void Daemon::PostGpuLoad(const Observed& observed) {
 }
 
 // Events of one service tick: a changed desired count, failed actions, and metric errors
-// when they start, change or clear (not every tick: a dead endpoint would flood the log).
+// as MetricErrorEvents damps them (a spell of errors is an event at each end).
 void Daemon::TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now,
                         std::vector<store::EventRow>& events) {
   const scale::ControllerTick& t = result.tick;
@@ -301,12 +301,8 @@ void Daemon::TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now
   for (const std::string& error : t.errors) {
     events.push_back(MakeEvent(now, slot.name, "action_failed", "", error));
   }
-  std::string errors = fmt::format("{}", fmt::join(result.metric_errors, "; "));
-  if (errors != slot.last_metric_errors) {
-    events.push_back(MakeEvent(now, slot.name,
-                               errors.empty() ? "metrics_recovered" : "metrics_error", "",
-                               errors.empty() ? "metrics read again" : errors));
-    slot.last_metric_errors = std::move(errors);
+  if (auto event = slot.metric_events.Observe(result.metric_errors, now)) {
+    events.push_back(MakeEvent(now, slot.name, event->kind, "", std::move(event->message)));
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/metric_collector.h"
+#include "daemon/metric_error_events.h"
 
 namespace gpuscale::daemon {
 
@@ -22,7 +23,7 @@ struct Daemon::Slot {
   // replicas are gone (PollRetiring). False for services retired by Shutdown.
   bool deleting = false;
   Seconds created_at{0};
-  std::string last_metric_errors;  // joined, to emit an event only when they change
+  MetricErrorEvents metric_events;  // which metric-error events the log gets
   // The spec last rendered for the API view and its YAML (ViewOf; the loop thread only).
   mutable std::optional<std::pair<ServiceConfig, std::string>> spec_yaml;
 };
