@@ -49,8 +49,8 @@ KvTransferParams MakeKvHandle(std::string engine_id, std::string host, int32_t p
   handle.remote_host = std::move(host);
   handle.remote_port = port;
   handle.prompt_tokens = prompt_tokens;
-  const int64_t blocks = (int64_t{prompt_tokens} + kKvBlockTokens - 1) / kKvBlockTokens;
-  for (int64_t b = 0; b < blocks; ++b) handle.remote_block_ids.push_back(first_block + b);
+  for (int64_t b = 0; b < KvBlocks(prompt_tokens); ++b)
+    handle.remote_block_ids.push_back(first_block + b);
   return handle;
 }
 

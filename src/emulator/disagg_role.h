@@ -45,6 +45,9 @@ double KvTransferSeconds(int64_t prompt_tokens, const KvLink& link);
 
 // vLLM's KV block size in tokens: a handle lists one block id per started block.
 inline constexpr int32_t kKvBlockTokens = 16;
+inline int64_t KvBlocks(int32_t prompt_tokens) {
+  return (int64_t{prompt_tokens} + kKvBlockTokens - 1) / kKvBlockTokens;
+}
 
 // The handle a prefill replica returns for a prompt of `prompt_tokens` tokens whose KV sits
 // in blocks first_block, first_block + 1, ... of the replica `engine_id` at host:port.

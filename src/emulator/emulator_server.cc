@@ -387,10 +387,9 @@ awaitable<std::optional<StringResponse>> TransferThenSubmit(Impl& impl,
 
 // The prefill role's answer to do_remote_decode: where this replica holds the prompt's KV.
 KvTransferParams KvHandle(Impl& impl, int32_t prompt_tokens) {
-  const int64_t blocks = (int64_t{prompt_tokens} + kKvBlockTokens - 1) / kKvBlockTokens;
   const int port = impl.http->port();
   return MakeKvHandle(fmt::format("gpuscale-emulate-{}", port), impl.options.host, port,
-                      prompt_tokens, impl.next_kv_block.fetch_add(blocks));
+                      prompt_tokens, impl.next_kv_block.fetch_add(KvBlocks(prompt_tokens)));
 }
 
 awaitable<bool> HandleCompletion(Impl& impl, beast::tcp_stream& stream, const Request& req,

@@ -1,0 +1,117 @@
+#include "gateway/prefill_step.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <set>
+#include <utility>
+
+#include "gateway/disagg_request.h"
+#include "gateway/openai_request.h"
+#include "gateway/relay_framing.h"
+
+namespace gpuscale::gateway {
+namespace {
+
+namespace asio = net::asio;
+namespace beast = net::beast;
+namespace http = net::http;
+using asio::awaitable;
+using net::kTuple;
+using net::Ticks;
+using tcp = net::tcp;
+
+// A prefill answer is one token and a handle; anything far larger is not one.
+constexpr uint64_t kMaxPrefillResponseBytes = 8 << 20;
+
+// What one replica answered; nullopt when it gave no response (a transport failure).
+struct Answer {
+  int status = 0;
+  std::string body;
+};
+
+// One buffered exchange with `ticket`'s replica, with the gateway's connect and upstream
+// timeouts on each operation (a short exchange: the relay's per-thread watch is for streams).
+awaitable<std::optional<Answer>> Exchange(GatewayState& state, const net::Request& prefill,
+                                          const Ticket& ticket) {
+  const GatewayConfig& config = state.config();
+  auto executor = co_await asio::this_coro::executor;
+  const std::string port = std::to_string(ticket.port);
+  tcp::resolver resolver(executor);
+  auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
+  if (rec) co_return std::nullopt;
+  beast::tcp_stream upstream(executor);
+  upstream.expires_after(Ticks(config.connect_timeout));
+  auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
+  if (cec) co_return std::nullopt;
+  state.UpstreamConnected();
+  const std::string head = RequestHead(prefill, ticket.host, port, !config.token.empty());
+  const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(prefill.body())};
+  upstream.expires_after(Ticks(config.upstream_timeout));
+  auto [wec, wn] = co_await asio::async_write(upstream, request, kTuple);
+  if (wec) co_return std::nullopt;
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxPrefillResponseBytes);
+  auto [ec, n] = co_await http::async_read(upstream, buffer, parser, kTuple);
+  if (ec) co_return std::nullopt;
+  co_return Answer{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
+}
+
+PrefillStepResult Failure(int status, std::string body, RequestMeasurement& m, std::string error) {
+  m.error = std::move(error);
+  return {.ok = false, .status = status, .body = std::move(body)};
+}
+
+// The step's result once a prefill replica answered.
+PrefillStepResult FromAnswer(const net::Request& req, const Ticket& ticket, Answer answer,
+                             RequestMeasurement& m) {
+  if (answer.status != 200) {
+    m.replica = ticket.replica;
+    return Failure(answer.status, std::move(answer.body), m, "prefill_status");
+  }
+  Result<std::string> decode = DecodeRequestBody(req.body(), answer.body);
+  if (!decode) {
+    return Failure(502,
+                   OpenAiErrorBody(fmt::format("prefill replica '{}': {}", ticket.replica,
+                                               decode.error().ToString()),
+                                   "server_error", "", "prefill_no_handle"),
+                   m, "prefill_no_handle");
+  }
+  return {.ok = true, .decode_body = std::move(*decode)};
+}
+
+}  // namespace
+
+awaitable<PrefillStepResult> RunPrefillStep(GatewayState& state, const net::Request& req,
+                                            const std::string& service,
+                                            std::optional<uint64_t> prefix_key, Ticket ticket,
+                                            RequestMeasurement& m) {
+  Result<std::string> body = PrefillRequestBody(req.body());
+  if (!body) {
+    state.Release(ticket, AttemptOutcome::kOk);  // never sent: not the replica's fault
+    co_return Failure(
+        400, OpenAiErrorBody(body.error().message, "invalid_request_error", body.error().field, ""),
+        m, "bad_request");
+  }
+  net::Request prefill = req;
+  prefill.body() = std::move(*body);
+  std::set<std::string> tried;
+  for (int attempt = 0;; ++attempt) {
+    std::optional<Answer> answer = co_await Exchange(state, prefill, ticket);
+    state.Release(ticket, answer ? AttemptOutcome::kOk : AttemptOutcome::kTransportFailure);
+    if (answer) co_return FromAnswer(req, ticket, std::move(*answer), m);
+    tried.insert(ticket.replica);
+    if (attempt == 1) break;
+    std::optional<Ticket> next = state.Acquire(service, prefix_key, tried, RoutePool::kPrefill);
+    if (!next) break;
+    ticket = std::move(*next);
+  }
+  co_return Failure(
+      502,
+      OpenAiErrorBody(fmt::format("no prefill replica of service '{}' answered", service),
+                      "server_error", "", "upstream_unreachable"),
+      m, "prefill_unreachable");
+}
+
+}  // namespace gpuscale::gateway
