@@ -64,9 +64,9 @@ class GatewayDisaggTest : public ::testing::Test {
       ASSERT_TRUE(prefill_.back() && decode_.back());
     }
   }
-  // The gateway with `service` published; `dead_prefill_port` > 0 lists a refusing prefill
-  // replica first.
-  void StartGateway(int dead_prefill_port = 0) {
+  // The gateway with the service published; a port > 0 adds a refusing replica ("p-dead",
+  // "d-dead") to that pool, first.
+  void StartGateway(int dead_prefill_port = 0, int dead_decode_port = 0) {
     gateway::GatewayConfig config;
     config.port = 0;
     config.picker.kind = route::PickerKind::kRoundRobin;
@@ -77,6 +77,7 @@ class GatewayDisaggTest : public ::testing::Test {
     if (dead_prefill_port > 0) {
       route.prefill_replicas.push_back({"p-dead", "127.0.0.1", dead_prefill_port});
     }
+    if (dead_decode_port > 0) route.replicas.push_back({"d-dead", "127.0.0.1", dead_decode_port});
     for (size_t i = 0; i < prefill_.size(); ++i) {
       route.prefill_replicas.push_back({Id("p", i), "127.0.0.1", prefill_[i]->port()});
       route.replicas.push_back({Id("d", i), "127.0.0.1", decode_[i]->port()});
@@ -99,7 +100,7 @@ class GatewayDisaggTest : public ::testing::Test {
     for (int i = 0; i < 500 && state_->StatsOf("m")->in_flight > 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    for (const std::string id : {"p0", "p1", "d0", "d1", "p-dead"}) {
+    for (const std::string id : {"p0", "p1", "d0", "d1", "p-dead", "d-dead"}) {
       EXPECT_EQ(state_->InFlight(id), 0) << id;
     }
     EXPECT_EQ(state_->StatsOf("m")->in_flight, 0);
@@ -169,6 +170,26 @@ TEST_F(GatewayDisaggTest, RetriesARefusedPrefillOnAnotherReplica) {
   EXPECT_EQ(
       prefill_[0]->Stats().requests_finished_total + prefill_[1]->Stats().requests_finished_total,
       3);
+  ExpectNothingInFlight();
+}
+
+TEST_F(GatewayDisaggTest, RetriesARefusedDecodeOnAnotherReplica) {
+  const int dead = RefusingPort();
+  ASSERT_GT(dead, 0);
+  StartGateway(0, dead);
+  // Three requests round robin over three decode replicas: one picks the refusing one first,
+  // and its decode is retried on a live one with the same KV handle.
+  for (int i = 0; i < 3; ++i) {
+    httplib::Result res = Post({{"model", "m"},
+                                {"prompt", "hello"},
+                                {"max_tokens", 2},
+                                {"ignore_eos", true},
+                                {"stream", i == 0}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << i << ": " << res->body;
+  }
+  EXPECT_EQ(
+      decode_[0]->Stats().generation_tokens_total + decode_[1]->Stats().generation_tokens_total, 6);
   ExpectNothingInFlight();
 }
 
