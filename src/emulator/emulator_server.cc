@@ -315,7 +315,7 @@ std::optional<StringResponse> Admit(Impl& impl, const Request& req, Endpoint end
 
 // Submits one engine sequence per choice of an admitted request (all or none); an error
 // response, or nullopt with `ids` set. `transferred`: a decode replica's request whose KV
-// arrived; it was counted open (ReserveTransfer) before the drain could begin, so a drain
+// arrived; it was counted open (TransferHold) before the drain could begin, so a drain
 // lets it in (that is the transfer it waits for), unless the drain time is already over.
 std::optional<StringResponse> Submit(Impl& impl, const std::vector<ChoicePlan>& plans,
                                      std::vector<RequestId>& ids, bool transferred = false) {
@@ -379,7 +379,8 @@ awaitable<std::optional<StringResponse>> TransferThenSubmit(Impl& impl,
   if (std::optional<StringResponse> refused = hold.Reserve()) co_return refused;
   asio::steady_timer timer(co_await asio::this_coro::executor);
   timer.expires_after(std::chrono::ceil<SteadyClock::duration>(Seconds{seconds}));
-  co_await timer.async_wait(kTuple);  // cancelled only when the server stops
+  // Not cut short: at Stop() the frame is destroyed instead, and the hold released.
+  co_await timer.async_wait(kTuple);
   std::optional<StringResponse> refused = Submit(impl, plans, ids, /*transferred=*/true);
   if (!refused) hold.held = false;  // RequestGuard releases it from here on
   co_return refused;
@@ -438,15 +439,14 @@ awaitable<bool> HandleCompletion(Impl& impl, beast::tcp_stream& stream, const Re
     results.push_back({seen[c].generated, plans[c].finish});
     finished = finished && seen[c].finished;
   }
+  std::optional<KvTransferParams> handle;
+  if (role.answer_handle) handle = KvHandle(impl, plans[0].prompt_tokens);
   StringResponse res =
-      finished ? TextResponse(
-                     200,
-                     CompletionResponseBody(
-                         header, results, request.TotalPromptTokens(),
-                         role.answer_handle ? std::optional(KvHandle(impl, plans[0].prompt_tokens))
-                                            : std::nullopt),
-                     "application/json")
-               : ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
+      finished
+          ? TextResponse(
+                200, CompletionResponseBody(header, results, request.TotalPromptTokens(), handle),
+                "application/json")
+          : ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
   const bool sent = co_await net::WriteResponse(stream, req, res);
   co_return sent;
 }
