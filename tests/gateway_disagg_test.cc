@@ -132,6 +132,27 @@ TEST_F(GatewayDisaggTest, PrefillsOnOnePoolAndDecodesOnTheOther) {
   ExpectNothingInFlight();
 }
 
+// Both steps reuse kept-alive replica connections: 8 requests on one client connection (one
+// I/O thread) open one connection per replica, not one per step.
+TEST_F(GatewayDisaggTest, ReusesReplicaConnectionsForBothSteps) {
+  StartGateway();
+  httplib::Client client("127.0.0.1", gateway_->port());
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);  // else Nagle holds its body behind the header
+  client.set_read_timeout(10, 0);
+  const json body = {{"model", "m"}, {"prompt", "hello"}, {"max_tokens", 2}};
+  for (int i = 0; i < 8; ++i) {
+    httplib::Result res = client.Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+  }
+  const std::string metrics = state_->MetricsText();
+  const std::string family = "\ngpuscale_gateway_upstream_connections_opened_total ";
+  const size_t at = metrics.find(family);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_EQ(std::stod(metrics.substr(at + family.size())), 4) << "2 prefill + 2 decode replicas";
+}
+
 TEST_F(GatewayDisaggTest, StreamsTheDecodeStepToTheClient) {
   StartGateway();
   httplib::Result res = Post({{"model", "m"},

@@ -326,7 +326,9 @@ awaitable<std::optional<Request>> GatewayServer::Impl::Prefill(
     beast::tcp_stream& client, const Request& req, const std::string& service,
     std::optional<uint64_t> key, const Ticket& ticket, SteadyTime arrival, RequestMeasurement& m,
     bool& kept) {
-  PrefillStepResult step = co_await RunPrefillStep(*state, req, service, key, ticket, m);
+  auto executor = co_await asio::this_coro::executor;
+  UpstreamPool& pool = threads.For(executor).pool;
+  PrefillStepResult step = co_await RunPrefillStep(*state, pool, req, service, key, ticket, m);
   if (step.ok) {
     std::optional<Request> decode(req);
     decode->body() = std::move(step.decode_body);

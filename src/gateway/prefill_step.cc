@@ -31,30 +31,51 @@ struct Answer {
 };
 
 // One buffered exchange with `ticket`'s replica, with the gateway's connect and upstream
-// timeouts on each operation (a short exchange: the relay's per-thread watch is for streams).
-awaitable<std::optional<Answer>> Exchange(GatewayState& state, const net::Request& prefill,
-                                          const Ticket& ticket) {
+// timeouts on each operation (a short exchange: the relay's per-thread watch is for streams),
+// on a kept-alive connection from `pool` when there is one; one the replica had closed is
+// retried once on a fresh connection, as the relay does.
+awaitable<std::optional<Answer>> Exchange(GatewayState& state, UpstreamPool& pool,
+                                          const net::Request& prefill, const Ticket& ticket,
+                                          bool allow_pooled = true) {
   const GatewayConfig& config = state.config();
   auto executor = co_await asio::this_coro::executor;
   const std::string port = std::to_string(ticket.port);
-  tcp::resolver resolver(executor);
-  auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
-  if (rec) co_return std::nullopt;
-  beast::tcp_stream upstream(executor);
-  upstream.expires_after(Ticks(config.connect_timeout));
-  auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
-  if (cec) co_return std::nullopt;
-  state.UpstreamConnected();
+  const std::string pool_key = ticket.host + ":" + port;
+  std::optional<tcp::socket> pooled;
+  if (allow_pooled) pooled = pool.Take(pool_key);
+  const bool reused = pooled.has_value();
+  beast::tcp_stream upstream =
+      reused ? beast::tcp_stream(std::move(*pooled)) : beast::tcp_stream(executor);
+  if (!reused) {
+    tcp::resolver resolver(executor);
+    auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
+    if (rec) co_return std::nullopt;
+    upstream.expires_after(Ticks(config.connect_timeout));
+    auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
+    if (cec) co_return std::nullopt;
+    state.UpstreamConnected();
+    boost::system::error_code ignored;
+    upstream.socket().set_option(tcp::no_delay(true), ignored);  // kept while pooled
+  }
   const std::string head = RequestHead(prefill, ticket.host, port, !config.token.empty());
   const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(prefill.body())};
   upstream.expires_after(Ticks(config.upstream_timeout));
   auto [wec, wn] = co_await asio::async_write(upstream, request, kTuple);
-  if (wec) co_return std::nullopt;
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxPrefillResponseBytes);
-  auto [ec, n] = co_await http::async_read(upstream, buffer, parser, kTuple);
+  boost::system::error_code ec = wec;
+  if (!ec) {
+    auto [rec, n] = co_await http::async_read(upstream, buffer, parser, kTuple);
+    ec = rec;
+  }
+  if (ec && reused) {
+    std::optional<Answer> fresh = co_await Exchange(state, pool, prefill, ticket, false);
+    co_return fresh;
+  }
   if (ec) co_return std::nullopt;
+  upstream.expires_never();
+  if (parser.keep_alive()) pool.Give(pool_key, upstream.release_socket());
   co_return Answer{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
 }
 
@@ -83,8 +104,8 @@ PrefillStepResult FromAnswer(const net::Request& req, const Ticket& ticket, Answ
 
 }  // namespace
 
-awaitable<PrefillStepResult> RunPrefillStep(GatewayState& state, const net::Request& req,
-                                            const std::string& service,
+awaitable<PrefillStepResult> RunPrefillStep(GatewayState& state, UpstreamPool& pool,
+                                            const net::Request& req, const std::string& service,
                                             std::optional<uint64_t> prefix_key, Ticket ticket,
                                             RequestMeasurement& m) {
   Result<std::string> body = PrefillRequestBody(req.body());
@@ -98,7 +119,7 @@ awaitable<PrefillStepResult> RunPrefillStep(GatewayState& state, const net::Requ
   prefill.body() = std::move(*body);
   std::set<std::string> tried;
   for (int attempt = 0;; ++attempt) {
-    std::optional<Answer> answer = co_await Exchange(state, prefill, ticket);
+    std::optional<Answer> answer = co_await Exchange(state, pool, prefill, ticket);
     state.Release(ticket, answer ? AttemptOutcome::kOk : AttemptOutcome::kTransportFailure);
     if (answer) co_return FromAnswer(req, ticket, std::move(*answer), m);
     tried.insert(ticket.replica);
