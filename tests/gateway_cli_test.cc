@@ -1,7 +1,8 @@
 // `gpuscale gateway` (the standalone gateway) through the whole CLI: bad --route values are
 // usage errors naming the flag; with real processes, two `gpuscale emulate` replicas behind
 // it both take requests, and after one is SIGKILLed every request still succeeds (retry on
-// a refused connection, then passive health takes it out of rotation).
+// a refused connection, then passive health takes it out of rotation); a disaggregated route
+// sends every request through a prefill and a decode replica.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -38,6 +39,11 @@ TEST(GatewayCliTest, BadRoutesAreUsageErrorsNamingTheFlag) {
       {{"gateway", "--route", "m=127.0.0.1:1", "--listen", "nowhere"}, "--listen"},
       {{"gateway", "--route", "m=127.0.0.1:1", "--router", "random"}, "--router"},
       {{"gateway", "--route", "m=127.0.0.1:1", "--threads", "0"}, "--threads"},
+      {{"gateway", "--route", "m=prefill:127.0.0.1:1"}, "no decode piece"},
+      {{"gateway", "--route", "m=decode:127.0.0.1:1"}, "no prefill piece"},
+      {{"gateway", "--route", "m=prefill:127.0.0.1:1;fetch:127.0.0.1:2"}, "role piece 'fetch:"},
+      {{"gateway", "--route", "m=prefill:127.0.0.1:1;prefill:127.0.0.1:2"}, "given twice"},
+      {{"gateway", "--route", "m=prefill:127.0.0.1:1;decode:127.0.0.1"}, "replica '127.0.0.1'"},
   };
   for (const CliCase& c : cases) {
     const cli_test::RunResult r = cli_test::RunInProcess(c.args);
@@ -96,19 +102,32 @@ class GatewayProcessTest : public ::testing::Test {
       waitpid(c.pid, nullptr, 0);
     }
     if (HasFailure()) {
-      for (const std::string name : {"e0.err", "e1.err", "gateway.err"}) {
+      for (const std::string name : {"e0.err", "e1.err", "e2.err", "e3.err", "gateway.err"}) {
         daemon_test::DumpFile(name, dir_ + "/" + name);
       }
     }
     std::filesystem::remove_all(dir_);
   }
 
-  Child& Emulator(int i) {
-    children_.push_back(StartChild({cli_test::kBinary, "emulate", "--port", "0", "--model",
-                                    "m", "--startup-seconds", "0", "--decode-ms-base", "5"},
-                                   "listening on 127.0.0.1:",
-                                   dir_ + "/e" + std::to_string(i) + ".err"));
+  Child& Emulator(int i, const std::string& role = "aggregated") {
+    children_.push_back(
+        StartChild({cli_test::kBinary, "emulate", "--port", "0", "--model", "m",
+                    "--startup-seconds", "0", "--decode-ms-base", "5", "--role", role},
+                   "listening on 127.0.0.1:", dir_ + "/e" + std::to_string(i) + ".err"));
     return children_.back();
+  }
+
+  // `gpuscale bench` through the gateway for 2 s at concurrency 4: its JSON report (null
+  // after a failure, reported here).
+  json Bench(int port, int input_tokens) {
+    const cli_test::RunResult bench = cli_test::RunProgram(
+        cli_test::kBinary,
+        {"bench", "--url", "http://127.0.0.1:" + std::to_string(port), "--model", "m",
+         "--concurrency", "4", "--duration", "2", "--input-tokens", std::to_string(input_tokens),
+         "--output-tokens", "8", "--no-progress", "-o", "json"},
+        dir_);
+    EXPECT_EQ(bench.exit_code, 0) << bench.err;
+    return bench.exit_code == 0 ? json::parse(bench.out, nullptr, false) : json();
   }
 
   std::string dir_;
@@ -132,16 +151,10 @@ TEST_F(GatewayProcessTest, SpreadsRequestsAndSurvivesAReplicaKilledByRouting) {
   ASSERT_EQ(models.body["data"].size(), 2u) << models.body.dump();
 
   // Concurrent load: least outstanding spreads it over both replicas.
-  const cli_test::RunResult bench = cli_test::RunProgram(
-      cli_test::kBinary,
-      {"bench", "--url", "http://127.0.0.1:" + std::to_string(gateway.port), "--model", "m",
-       "--concurrency", "4", "--duration", "2", "--input-tokens", "8", "--output-tokens", "8",
-       "--no-progress", "-o", "json"},
-      dir_);
-  ASSERT_EQ(bench.exit_code, 0) << bench.err;
-  const json report = json::parse(bench.out, nullptr, false);
-  EXPECT_GT(report.value("requests_completed", 0), 0) << bench.out;
-  EXPECT_EQ(report.value("requests_failed", -1), 0) << bench.out;
+  const json report = Bench(gateway.port, 8);
+  ASSERT_TRUE(report.is_object());
+  EXPECT_GT(report.value("requests_completed", 0), 0) << report.dump();
+  EXPECT_EQ(report.value("requests_failed", -1), 0) << report.dump();
   EXPECT_GT(SuccessTotal(e0.port), 0);
   EXPECT_GT(SuccessTotal(e1.port), 0);
 
@@ -160,6 +173,41 @@ TEST_F(GatewayProcessTest, SpreadsRequestsAndSurvivesAReplicaKilledByRouting) {
   ASSERT_EQ(waitpid(gateway.pid, &status, 0), gateway.pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   children_.back().pid = -1;
+}
+
+// Prefill/decode disaggregation with real processes: `gpuscale gateway` with a role route in
+// front of two `emulate --role prefill` and two `emulate --role decode`; `gpuscale bench`
+// through it: every request succeeds, and every replica of both pools takes a share.
+TEST_F(GatewayProcessTest, RoutesEachRequestThroughAPrefillAndADecodeReplica) {
+  std::vector<Child> replicas;
+  for (int i = 0; i < 4; ++i) {
+    replicas.push_back(Emulator(i, i < 2 ? "prefill" : "decode"));
+    ASSERT_GT(replicas.back().port, 0) << i;
+  }
+  const auto hostport = [&](int i) { return "127.0.0.1:" + std::to_string(replicas[i].port); };
+  children_.push_back(
+      StartChild({cli_test::kBinary, "gateway", "--listen", "127.0.0.1:0", "--route",
+                  "m=prefill:" + hostport(0) + "," + hostport(1) + ";decode:" + hostport(2) + "," +
+                      hostport(3)},
+                 "gateway http://127.0.0.1:", dir_ + "/gateway.err"));
+  const Child gateway = children_.back();
+  ASSERT_GT(gateway.port, 0);
+
+  const json report = Bench(gateway.port, 64);
+  ASSERT_TRUE(report.is_object());
+  const int completed = report.value("requests_completed", 0);
+  EXPECT_GT(completed, 0) << report.dump();
+  EXPECT_EQ(report.value("requests_failed", -1), 0) << report.dump();
+  double prefills = 0, decodes = 0;
+  for (int i = 0; i < 4; ++i) {
+    const double served = SuccessTotal(replicas[i].port);
+    EXPECT_GT(served, 0) << "replica " << i << " (" << (i < 2 ? "prefill" : "decode") << ")";
+    (i < 2 ? prefills : decodes) += served;
+  }
+  // Each completed request was one prefill and one decode (bench lets the requests in flight
+  // at the end of its duration finish, which takes milliseconds here: none is left halfway).
+  EXPECT_EQ(prefills, completed);
+  EXPECT_EQ(decodes, completed);
 }
 
 }  // namespace

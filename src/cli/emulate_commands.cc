@@ -51,6 +51,8 @@ struct EmulateFlags {
   emulator::EmulatorOptions options;
   emulator::EngineFlags engine;
   bool accept_unknown_flags = false;
+  std::string role = "aggregated";    // --role
+  std::string kv_link = "rdma-400g";  // --kv-link
 };
 
 // Applies the engine flags (and -tp/-pp or ignored flags among `extras`) to the options;
@@ -66,6 +68,8 @@ Result<emulator::EmulatorOptions> ResolveOptions(EmulateFlags flags,
   }
   GS_ASSIGN_OR_RETURN(flags.options.engine,
                       emulator::ApplyEngineFlags(flags.options.engine, flags.engine));
+  GS_ASSIGN_OR_RETURN(flags.options.role, emulator::ParseReplicaRole(flags.role));
+  GS_ASSIGN_OR_RETURN(flags.options.kv_link, emulator::ParseKvLink(flags.kv_link));
   flags.options.gpu_memory_bytes =
       emulator::GpuMemoryBytes(flags.options.model_name, flags.engine, flags.options.engine);
   return flags.options;
@@ -88,6 +92,12 @@ int RunEmulate(const emulator::EmulatorOptions& options, CommandContext& ctx) {
       emulator::StepMilliseconds(options.engine, 1, 0) /
           (options.engine.decode_ms_base + options.engine.decode_ms_per_seq),
       options.startup_seconds);
+  if (options.role != emulator::ReplicaRole::kAggregated) {
+    ctx.err << fmt::format(
+        "role {}: KV link {} ({:g} Gb/s), {:.3g} ms per 1k prompt tokens moved\n",
+        emulator::ReplicaRoleName(options.role), options.kv_link.name, options.kv_link.gbps,
+        emulator::KvTransferSeconds(1000, options.kv_link) * 1000);
+  }
   while (g_stop_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ctx.err << fmt::format("received {}: draining in-flight requests (up to {} s)\n",
                          g_stop_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT",
@@ -214,6 +224,15 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--drain-seconds", options->drain_seconds,
                   "On SIGTERM: how long in-flight requests may still run")
+      ->capture_default_str();
+  cmd->add_option("--role", flags->role,
+                  "aggregated | prefill | decode: a replica of a disaggregated service (vLLM's "
+                  "kv_transfer_params: prefill answers do_remote_decode with a KV handle; "
+                  "decode requires one and decodes after the emulated KV transfer)")
+      ->capture_default_str();
+  cmd->add_option("--kv-link", flags->kv_link,
+                  "Link a decode replica's KV transfer crosses: nvlink (H100, 3600 Gb/s), "
+                  "rdma-100g, rdma-400g, or Gb/s; transfer = prompt tokens x 128 KiB / link")
       ->capture_default_str();
   AddEngineFlagOptions(cmd, *flags);
   cmd->callback([flags, cmd, &ctx] {

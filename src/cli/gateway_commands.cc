@@ -4,6 +4,8 @@
 // its replicas:
 //   gpuscale gateway --listen 127.0.0.1:8000
 //       --route llama-3-8b=10.0.0.5:8000,10.0.0.6:8000 --route embed,bge=127.0.0.1:9000
+// A disaggregated service (docs/gateway.md) names its prefill and decode replicas apart:
+//       --route 'llama-70b=prefill:10.0.0.7:8000,10.0.0.8:8000;decode:10.0.0.9:8000'
 // The routes are fixed for the process's life and every replica counts as warm (no slow
 // start); there is no prober, so a dead replica leaves rotation through passive health
 // (gateway.eject_after_failures) and returns when a later request to it succeeds. Under
@@ -17,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command.h"
@@ -47,8 +50,76 @@ std::vector<std::string> Split(const std::string& text, char sep) {
   }
 }
 
+// REPLICAS of a --route value: host:port[,host:port...], each replica's id
+// "<id_prefix><host:port>". Errors name --route, the replica and the whole value.
+Result<std::vector<gateway::ReplicaRoute>> ParseReplicas(const std::string& list,
+                                                         const std::string& id_prefix,
+                                                         const std::string& text) {
+  std::vector<gateway::ReplicaRoute> replicas;
+  for (const std::string& replica : Split(list, ',')) {
+    gateway::ReplicaRoute r;
+    r.id = id_prefix + replica;
+    r.host = "";
+    if (Status parsed = ParseListenFlag(replica, "--route", r.host, r.port); !parsed) {
+      return InvalidArgument(
+          fmt::format("replica '{}' in '{}': {}", replica, text, parsed.error().message),
+          "--route");
+    }
+    if (r.host.empty() || r.port == 0) {
+      return InvalidArgument(
+          fmt::format("replica '{}' in '{}': expected HOST:PORT with a host and a port > 0",
+                      replica, text),
+          "--route");
+    }
+    replicas.push_back(std::move(r));
+  }
+  return replicas;
+}
+
+constexpr std::string_view kPrefillRole = "prefill:";
+constexpr std::string_view kDecodeRole = "decode:";
+
+// The roles of a disaggregated --route: "prefill:REPLICAS;decode:REPLICAS" (either order),
+// each role exactly once. Errors name --route and the piece at fault.
+Status ParseRoles(const std::string& roles, const std::string& text,
+                  gateway::ServiceRoute& service) {
+  service.disaggregated = true;
+  bool prefill = false;
+  bool decode = false;
+  for (const std::string& piece : Split(roles, ';')) {
+    const bool is_prefill = piece.starts_with(kPrefillRole);
+    if (!is_prefill && !piece.starts_with(kDecodeRole)) {
+      return InvalidArgument(
+          fmt::format("role piece '{}' in '{}': expected prefill:HOST:PORT[,...] "
+                      "or decode:HOST:PORT[,...]",
+                      piece, text),
+          "--route");
+    }
+    bool& seen = is_prefill ? prefill : decode;
+    if (seen) {
+      return InvalidArgument(
+          fmt::format("role piece '{}' in '{}': that role is given twice", piece, text), "--route");
+    }
+    seen = true;
+    const std::string role(is_prefill ? "prefill" : "decode");
+    const std::string list = piece.substr(role.size() + 1);
+    GS_ASSIGN_OR_RETURN(auto replicas,
+                        ParseReplicas(list, fmt::format("{}/{}/", service.name, role), text));
+    (is_prefill ? service.prefill_replicas : service.replicas) = std::move(replicas);
+  }
+  if (!prefill || !decode) {
+    return InvalidArgument(fmt::format("'{}' has no {} piece: a disaggregated route needs "
+                                       "prefill:HOST:PORT[,...];decode:HOST:PORT[,...]",
+                                       text, prefill ? "decode" : "prefill"),
+                           "--route");
+  }
+  return OkStatus();
+}
+
 // One `--route MODELS=REPLICAS` value: MODELS is name[,name...] (the first names the
-// service), REPLICAS is host:port[,host:port...]. Errors name --route and the bad piece.
+// service), REPLICAS is host:port[,host:port...], or for a prefill/decode disaggregated
+// service "prefill:host:port[,...];decode:host:port[,...]". Errors name --route and the bad
+// piece.
 Result<gateway::ServiceRoute> ParseRoute(const std::string& text) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
@@ -64,19 +135,12 @@ Result<gateway::ServiceRoute> ParseRoute(const std::string& text) {
     }
   }
   service.name = service.models.front();
-  for (const std::string& replica : Split(text.substr(eq + 1), ',')) {
-    gateway::ReplicaRoute r;
-    r.id = fmt::format("{}/{}", service.name, replica);
-    r.host = "";
-    GS_RETURN_IF_ERROR(ParseListenFlag(replica, "--route", r.host, r.port));
-    if (r.host.empty() || r.port == 0) {
-      return InvalidArgument(
-          fmt::format("replica '{}' in '{}': expected HOST:PORT with a host and a port > 0",
-                      replica, text),
-          "--route");
-    }
-    service.replicas.push_back(std::move(r));
+  const std::string rest = text.substr(eq + 1);
+  if (rest.starts_with(kPrefillRole) || rest.starts_with(kDecodeRole)) {
+    GS_RETURN_IF_ERROR(ParseRoles(rest, text, service));
+    return service;
   }
+  GS_ASSIGN_OR_RETURN(service.replicas, ParseReplicas(rest, service.name + "/", text));
   return service;
 }
 
@@ -152,8 +216,14 @@ void RunGateway(const GatewayFlags& flags, CommandContext& ctx) {
   }
   ctx.out << fmt::format("gateway {}\n", (*server)->url()) << std::flush;
   for (const gateway::ServiceRoute& s : *routes) {
-    ctx.err << fmt::format("  {} -> {} replica(s)\n", fmt::join(s.models, ", "),
-                           s.replicas.size());
+    if (s.disaggregated) {
+      ctx.err << fmt::format("  {} -> {} prefill, {} decode replica(s)\n",
+                             fmt::join(s.models, ", "), s.prefill_replicas.size(),
+                             s.replicas.size());
+    } else {
+      ctx.err << fmt::format("  {} -> {} replica(s)\n", fmt::join(s.models, ", "),
+                             s.replicas.size());
+    }
   }
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
@@ -176,7 +246,8 @@ void AddGatewayCommands(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--route", flags->routes,
                   "MODEL[,MODEL...]=HOST:PORT[,HOST:PORT...]: a service's models and its "
-                  "replicas (repeat per service)")
+                  "replicas (repeat per service); for prefill/decode disaggregation, "
+                  "MODEL=prefill:HOST:PORT[,...];decode:HOST:PORT[,...] (quote the ';')")
       ->required();
   cmd->add_option("--token", flags->token, "Bearer token clients must send");
   cmd->add_option("--threads", flags->threads, "I/O threads")->capture_default_str();

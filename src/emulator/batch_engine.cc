@@ -121,7 +121,7 @@ BatchEngine::BatchEngine(const EngineConfig& config) : config_(config) {
 }
 
 Result<RequestId> BatchEngine::Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now,
-                                      bool stops) {
+                                      bool stops, bool prefilled) {
   if (prompt_tokens < 1) {
     return InvalidArgument(fmt::format("expected at least 1 token, got {}", prompt_tokens),
                            "prompt_tokens");
@@ -150,6 +150,7 @@ Result<RequestId> BatchEngine::Submit(int32_t prompt_tokens, int32_t max_tokens,
   request.prompt_tokens = prompt_tokens;
   request.max_tokens = max_tokens;
   request.stops = stops;
+  request.prefilled_tokens = prefilled ? prompt_tokens : 0;
   request.arrived_at = now;
   waiting_.push_back(id);
   ++stats_.waiting;
@@ -197,17 +198,18 @@ int64_t BatchEngine::AdmitWaiting(int64_t budget, Seconds at) {
     RequestProgress& head = requests_.at(waiting_.front());
     if (!CanAdmit(head)) break;  // FCFS: a head that does not fit blocks those behind it
     // Without chunking a prompt is prefilled whole: it must fit the budget left, unless it
-    // is alone in the step (else it could never run).
-    if (!config_.chunked_prefill && head.prompt_tokens > budget && planned > 0) break;
+    // is alone in the step (else it could never run). A prompt already in KV has none left.
+    const int32_t to_prefill = head.prompt_tokens - head.prefilled_tokens;
+    if (!config_.chunked_prefill && to_prefill > budget && planned > 0) break;
     const int32_t chunk = config_.chunked_prefill
-                              ? static_cast<int32_t>(std::min<int64_t>(head.prompt_tokens, budget))
-                              : head.prompt_tokens;
+                              ? static_cast<int32_t>(std::min<int64_t>(to_prefill, budget))
+                              : to_prefill;
     head.state = RequestState::kRunning;
     head.scheduled_at = at;
     stats_.kv_used_tokens += head.prompt_tokens + head.max_tokens;
-    stats_.prompt_tokens_total += head.prompt_tokens;
-    stats_.prefix_cache_queries_total += head.prompt_tokens;
-    step_prefill_[waiting_.front()] = chunk;
+    stats_.prompt_tokens_total += to_prefill;
+    stats_.prefix_cache_queries_total += to_prefill;
+    if (chunk > 0) step_prefill_[waiting_.front()] = chunk;
     planned += chunk;
     budget -= chunk;
     running_.push_back(waiting_.front());

@@ -139,11 +139,14 @@ class BatchEngine {
   // Advances to `now`, then queues a request arriving at `now` that produces `max_tokens`
   // output tokens; starts a step at `now` when the engine was idle. `stops`: the output ends
   // at the model's own end rather than at the client's limit (counted as finish "stop").
-  // Errors: InvalidArgument (field "prompt_tokens" or "max_tokens") when either is < 1, or
-  // when prompt_tokens + max_tokens exceeds max_model_len or the KV cache, which could never
-  // admit it. REQUIRES: `now` is not before the last time passed in.
+  // `prefilled`: the prompt's KV cache is already here (a decode replica of a disaggregated
+  // service received it from a prefill replica), so the request decodes from its first step
+  // and its prompt adds no prefill time and no prompt_tokens_total. Errors: InvalidArgument (field
+  // "prompt_tokens" or "max_tokens") when either is < 1, or when prompt_tokens + max_tokens exceeds
+  // max_model_len or the KV cache, which could never admit it. REQUIRES: `now` is not before the
+  // last time passed in.
   Result<RequestId> Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now,
-                           bool stops = false);
+                           bool stops = false, bool prefilled = false);
 
   // Completes every step that ends at or before `now`, starting each next step where the
   // previous one ended. REQUIRES: `now` is not before the last time passed in.

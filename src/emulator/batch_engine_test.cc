@@ -91,6 +91,26 @@ TEST(BatchEngineTest, PrefillTimeGrowsWithPromptTokens) {
   }
 }
 
+// A decode replica of a disaggregated service receives the prompt's KV from a prefill
+// replica: its first token costs one decode step (10 + 1 ms) whatever the prompt, and its
+// prompt tokens are not counted as prefilled here (the prefill replica counted them).
+TEST(BatchEngineTest, PrefilledPromptDecodesFromTheFirstStep) {
+  for (int32_t prompt : {100, 4000}) {
+    BatchEngine engine(TestConfig());
+    ManualClock clock;
+    Result<RequestId> id = engine.Submit(prompt, 3, clock.Now(), false, /*prefilled=*/true);
+    ASSERT_TRUE(id.has_value()) << id.error().ToString();
+    ASSERT_TRUE(engine.NextStepEnd().has_value());
+    EXPECT_NEAR(engine.NextStepEnd()->count(), 0.011, 1e-9) << prompt;
+    engine.Advance(Seconds{1});
+    EXPECT_EQ(engine.Find(*id)->tokens_generated, 3) << prompt;
+    EXPECT_EQ(engine.stats().prompt_tokens_total, 0) << prompt;
+    EXPECT_EQ(engine.stats().generation_tokens_total, 3) << prompt;
+    // Its KV reservation still holds the prompt while it decodes, and is freed at the end.
+    EXPECT_EQ(engine.stats().kv_used_tokens, 0);
+  }
+}
+
 TEST(BatchEngineTest, DecodeStepGrowsWithBatchSize) {
   const std::vector<std::pair<int, double>> cases = {{1, 0.011}, {4, 0.014}, {8, 0.018}};
   for (const auto& [batch, expected_step] : cases) {

@@ -53,6 +53,7 @@ struct EmulatorServer::Impl {
   const int64_t created_unix_seconds = static_cast<int64_t>(SystemClock::Instance().Now().count());
   std::thread scheduler;
   std::atomic<uint64_t> next_response_id{1};
+  std::atomic<int64_t> next_kv_block{0};  // prefill role: the handles' block ids
 
   mutable std::mutex mu;
   std::condition_variable progress_cv;   // Shutdown(): open_requests reached 0
@@ -313,16 +314,18 @@ std::optional<StringResponse> Admit(Impl& impl, const Request& req, Endpoint end
 }
 
 // Submits one engine sequence per choice of an admitted request (all or none); an error
-// response, or nullopt with `ids` set.
+// response, or nullopt with `ids` set. `transferred`: a decode replica's request whose KV
+// arrived; it was counted open (TransferHold) before the drain could begin, so a drain
+// lets it in (that is the transfer it waits for), unless the drain time is already over.
 std::optional<StringResponse> Submit(Impl& impl, const std::vector<ChoicePlan>& plans,
-                                     std::vector<RequestId>& ids) {
+                                     std::vector<RequestId>& ids, bool transferred = false) {
   std::lock_guard lock(impl.mu);
-  if (impl.draining) {
+  if (transferred ? impl.abort_streams : impl.draining) {
     return ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
   }
   for (const ChoicePlan& plan : plans) {
     Result<RequestId> submitted = impl.engine.Submit(plan.prompt_tokens, plan.tokens, impl.Now(),
-                                                     plan.finish == Finish::kStop);
+                                                     plan.finish == Finish::kStop, transferred);
     if (!submitted) {
       for (RequestId id : ids) impl.engine.Forget(id, impl.Now());
       ids.clear();
@@ -331,9 +334,63 @@ std::optional<StringResponse> Submit(Impl& impl, const std::vector<ChoicePlan>& 
     }
     ids.push_back(*submitted);
   }
-  ++impl.open_requests;
+  if (!transferred) ++impl.open_requests;
   impl.scheduler_cv.notify_one();
   return std::nullopt;
+}
+
+// A decode replica's KV transfer in flight: counted as an open request from before it starts
+// (503 when draining already) until Submit takes it over (`held` false) or it is given up.
+struct TransferHold {
+  Impl& impl;
+  bool held = false;
+  std::optional<StringResponse> Reserve() {
+    std::lock_guard lock(impl.mu);
+    if (impl.draining) {
+      return ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
+    }
+    ++impl.open_requests;
+    held = true;
+    return std::nullopt;
+  }
+  ~TransferHold() {
+    if (held) ReleaseRequest(impl, {});
+  }
+};
+
+// The role's part of admission (disagg_role.h): a 400 naming the field, or nullopt.
+std::optional<StringResponse> PlanReplicaRole(const Impl& impl, const CompletionRequest& request,
+                                              RolePlan& plan) {
+  Result<RolePlan> planned = PlanRole(impl.options.role, impl.options.kv_link, request);
+  if (!planned) {
+    return ErrorResponse(400, planned.error().ToString(), "BadRequestError", planned.error().field);
+  }
+  plan = *planned;
+  return std::nullopt;
+}
+
+// A decode replica: waits the emulated KV transfer (without blocking the I/O thread), then
+// submits the request with its prompt already in KV.
+awaitable<std::optional<StringResponse>> TransferThenSubmit(Impl& impl,
+                                                            const std::vector<ChoicePlan>& plans,
+                                                            double seconds,
+                                                            std::vector<RequestId>& ids) {
+  TransferHold hold{impl};
+  if (std::optional<StringResponse> refused = hold.Reserve()) co_return refused;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  timer.expires_after(std::chrono::ceil<SteadyClock::duration>(Seconds{seconds}));
+  // Not cut short: at Stop() the frame is destroyed instead, and the hold released.
+  co_await timer.async_wait(kTuple);
+  std::optional<StringResponse> refused = Submit(impl, plans, ids, /*transferred=*/true);
+  if (!refused) hold.held = false;  // RequestGuard releases it from here on
+  co_return refused;
+}
+
+// The prefill role's answer to do_remote_decode: where this replica holds the prompt's KV.
+KvTransferParams KvHandle(Impl& impl, int32_t prompt_tokens) {
+  const int port = impl.http->port();
+  return MakeKvHandle(fmt::format("gpuscale-emulate-{}", port), impl.options.host, port,
+                      prompt_tokens, impl.next_kv_block.fetch_add(KvBlocks(prompt_tokens)));
 }
 
 awaitable<bool> HandleCompletion(Impl& impl, beast::tcp_stream& stream, const Request& req,
@@ -341,8 +398,17 @@ awaitable<bool> HandleCompletion(Impl& impl, beast::tcp_stream& stream, const Re
   CompletionRequest request;
   std::vector<ChoicePlan> plans;
   std::vector<RequestId> ids;
+  RolePlan role;
   std::optional<StringResponse> refused = Admit(impl, req, endpoint, request, plans);
-  if (!refused) refused = Submit(impl, plans, ids);
+  if (!refused) refused = PlanReplicaRole(impl, request, role);
+  if (!refused && role.prefilled) {
+    const double transfer_seconds = role.transfer_seconds;
+    std::optional<StringResponse> transferred =
+        co_await TransferThenSubmit(impl, plans, transfer_seconds, ids);
+    refused = std::move(transferred);
+  } else if (!refused) {
+    refused = Submit(impl, plans, ids);
+  }
   if (refused) {
     const bool sent = co_await net::WriteResponse(stream, req, *refused);
     co_return sent;
@@ -373,11 +439,14 @@ awaitable<bool> HandleCompletion(Impl& impl, beast::tcp_stream& stream, const Re
     results.push_back({seen[c].generated, plans[c].finish});
     finished = finished && seen[c].finished;
   }
+  std::optional<KvTransferParams> handle;
+  if (role.answer_handle) handle = KvHandle(impl, plans[0].prompt_tokens);
   StringResponse res =
-      finished ? TextResponse(200,
-                              CompletionResponseBody(header, results, request.TotalPromptTokens()),
-                              "application/json")
-               : ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
+      finished
+          ? TextResponse(
+                200, CompletionResponseBody(header, results, request.TotalPromptTokens(), handle),
+                "application/json")
+          : ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
   const bool sent = co_await net::WriteResponse(stream, req, res);
   co_return sent;
 }
@@ -539,6 +608,11 @@ EmulatorServer::~EmulatorServer() { Shutdown(); }
 int EmulatorServer::port() const { return impl_->http->port(); }
 
 int EmulatorServer::connections() const { return impl_->http->connections(); }
+
+int EmulatorServer::OpenRequests() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->open_requests;
+}
 
 EngineStats EmulatorServer::Stats() const {
   std::lock_guard lock(impl_->mu);

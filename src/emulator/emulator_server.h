@@ -10,6 +10,11 @@
 //        or ends earlier at the emulated answer length (output_tokens, finish_reason "stop")
 //        unless the request sets ignore_eos. 400 with an OpenAI error body for a bad body or
 //        one past the context, 404 for another model name, 503 while loading or draining.
+//        With --role prefill, a request with kv_transfer_params.do_remote_decode (vLLM's
+//        disaggregated prefill) is answered with a KV handle in kv_transfer_params; with
+//        --role decode, a request must carry such a handle (else 400 naming
+//        kv_transfer_params), waits the emulated KV transfer, then decodes with no prefill
+//        (disagg_role.h). Transfers in flight count as open requests: a drain waits for them.
 //   GET  /v1/models   the one model and its max_model_len, the longest prompt + max_tokens
 //                     a request may ask for: --max-model-len when given, else the
 //                     emulated model's context (kDefaultMaxModelLen); 503 while loading
@@ -38,6 +43,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "emulator/batch_engine.h"
+#include "emulator/disagg_role.h"
 
 namespace gpuscale::emulator {
 
@@ -70,6 +76,9 @@ struct EmulatorOptions {
   // Bytes each of the replica's GPUs holds (GpuMemoryBytes); > 0 adds the emulated-GPU
   // gauges to /metrics (vllm_metrics.h), so a simulated GPU leased to it shows load.
   int64_t gpu_memory_bytes = 0;
+  // Prefill/decode disaggregation (disagg_role.h): --role; aggregated serves as before.
+  ReplicaRole role = ReplicaRole::kAggregated;
+  KvLink kv_link = {};  // --kv-link: what a decode replica's emulated KV transfer crosses
 };
 
 // Errors: InvalidArgument naming the flag (e.g. "--startup-seconds") for a bad option.
@@ -89,6 +98,8 @@ class EmulatorServer {
   int port() const;
   // Open client connections right now.
   int connections() const;
+  // Requests admitted and not yet answered, a decode replica's KV transfers included.
+  int OpenRequests() const;
 
   // Answers new requests with 503 (and /health with 503 "draining"), lets in-flight
   // requests finish for up to options.drain_seconds (then ends their streams early, without

@@ -43,6 +43,14 @@ Result<bool> ReadBool(const json& object, const char* key, const std::string& fi
   return it->get<bool>();
 }
 
+// An optional string field; empty when absent or null.
+Result<std::string> ReadString(const json& object, const char* key, const std::string& field) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::string();
+  if (!it->is_string()) return InvalidArgument("expected a string", field);
+  return it->get<std::string>();
+}
+
 // Prompt tokens of one entry of a completions `prompt` list: a string's words, or a list of
 // token ids (one token each). nullopt when the entry is neither.
 std::optional<int64_t> PromptEntryTokens(const json& entry) {
@@ -109,6 +117,40 @@ Result<int64_t> MessageTokens(const json& body) {
   return tokens;
 }
 
+// `kv_transfer_params` (KvTransferParams): flags and the handle's fields, each optional.
+Result<std::optional<KvTransferParams>> ReadKvTransfer(const json& body) {
+  constexpr const char* kField = "kv_transfer_params";
+  auto it = body.find(kField);
+  if (it == body.end() || it->is_null()) return std::optional<KvTransferParams>{};
+  if (!it->is_object()) return InvalidArgument("expected an object", kField);
+  KvTransferParams p;
+  GS_ASSIGN_OR_RETURN(p.do_remote_decode,
+                      ReadBool(*it, "do_remote_decode", "kv_transfer_params.do_remote_decode"));
+  GS_ASSIGN_OR_RETURN(p.do_remote_prefill,
+                      ReadBool(*it, "do_remote_prefill", "kv_transfer_params.do_remote_prefill"));
+  GS_ASSIGN_OR_RETURN(p.remote_engine_id,
+                      ReadString(*it, "remote_engine_id", "kv_transfer_params.remote_engine_id"));
+  GS_ASSIGN_OR_RETURN(p.remote_host,
+                      ReadString(*it, "remote_host", "kv_transfer_params.remote_host"));
+  GS_ASSIGN_OR_RETURN(std::optional<int64_t> port, ReadPositiveInt(*it, "remote_port", 65535));
+  p.remote_port = static_cast<int32_t>(port.value_or(0));
+  GS_ASSIGN_OR_RETURN(
+      std::optional<int64_t> prompt,
+      ReadPositiveInt(*it, "prompt_tokens", std::numeric_limits<int32_t>::max() / 2));
+  p.prompt_tokens = static_cast<int32_t>(prompt.value_or(0));
+  if (auto ids = it->find("remote_block_ids"); ids != it->end() && !ids->is_null()) {
+    if (!ids->is_array())
+      return InvalidArgument("expected an array", "kv_transfer_params.remote_block_ids");
+    for (const json& id : *ids) {
+      if (!id.is_number_integer()) {
+        return InvalidArgument("expected integers", "kv_transfer_params.remote_block_ids");
+      }
+      p.remote_block_ids.push_back(id.get<int64_t>());
+    }
+  }
+  return std::optional<KvTransferParams>{std::move(p)};
+}
+
 // Reads the request's options other than the prompt.
 Status ReadOptions(const json& body, CompletionRequest& request) {
   auto model = body.find("model");
@@ -135,6 +177,7 @@ Status ReadOptions(const json& body, CompletionRequest& request) {
                         ReadBool(*options, "continuous_usage_stats",
                                  "stream_options.continuous_usage_stats"));
   }
+  GS_ASSIGN_OR_RETURN(request.kv_transfer, ReadKvTransfer(body));
   return OkStatus();
 }
 
@@ -150,6 +193,13 @@ json ChunkHeader(const ResponseHeader& header) {
               {"object", chat ? "chat.completion.chunk" : "text_completion"},
               {"created", header.created_unix_seconds},
               {"model", header.model}};
+}
+
+json KvTransferJson(const KvTransferParams& p) {
+  return json{{"do_remote_decode", p.do_remote_decode}, {"do_remote_prefill", p.do_remote_prefill},
+              {"remote_engine_id", p.remote_engine_id}, {"remote_host", p.remote_host},
+              {"remote_port", p.remote_port},           {"remote_block_ids", p.remote_block_ids},
+              {"prompt_tokens", p.prompt_tokens}};
 }
 
 std::string Event(const json& payload) { return fmt::format("data: {}\n\n", Dump(payload)); }
@@ -260,8 +310,8 @@ std::string StreamUsageEvent(const ResponseHeader& header, const Usage& usage) {
 std::string_view StreamDoneEvent() { return "data: [DONE]\n\n"; }
 
 std::string CompletionResponseBody(const ResponseHeader& header,
-                                   const std::vector<ChoiceResult>& choices,
-                                   int64_t prompt_tokens) {
+                                   const std::vector<ChoiceResult>& choices, int64_t prompt_tokens,
+                                   const std::optional<KvTransferParams>& kv_transfer) {
   const bool chat = header.endpoint == Endpoint::kChatCompletions;
   json entries = json::array();
   Usage usage{prompt_tokens, 0};
@@ -285,6 +335,7 @@ std::string CompletionResponseBody(const ResponseHeader& header,
             {"model", header.model},
             {"choices", std::move(entries)},
             {"usage", UsageJson(usage)}};
+  if (kv_transfer) body["kv_transfer_params"] = KvTransferJson(*kv_transfer);
   return Dump(body);
 }
 

@@ -21,6 +21,22 @@ enum class Endpoint { kCompletions, kChatCompletions };
 // Most choices one request may ask for (prompts x n); vLLM has no cap but its batch size.
 inline constexpr int32_t kMaxChoices = 128;
 
+// vLLM's `kv_transfer_params` of a disaggregated request (its NIXL/P2P connectors and their
+// toy proxy): the client asks a prefill replica with do_remote_decode (the KV will be read
+// by a decode replica); the prefill replica answers with do_remote_prefill and where the KV
+// lies (engine id, host, port, block ids); the client passes that on to a decode replica.
+// `prompt_tokens` is gpuscale's addition: the tokens whose KV the handle holds, which the
+// emulated transfer time grows with.
+struct KvTransferParams {
+  bool do_remote_decode = false;
+  bool do_remote_prefill = false;
+  std::string remote_engine_id = {};
+  std::string remote_host = {};
+  int32_t remote_port = 0;
+  std::vector<int64_t> remote_block_ids = {};
+  int32_t prompt_tokens = 0;
+};
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;  // empty when the body names none
@@ -37,6 +53,8 @@ struct CompletionRequest {
   bool include_usage = false;  // stream_options.include_usage: a final usage chunk
   // stream_options.continuous_usage_stats (vLLM's): usage so far on every token chunk too.
   bool continuous_usage = false;
+  // `kv_transfer_params` when the body has an object there (null or absent: nullopt).
+  std::optional<KvTransferParams> kv_transfer = {};
 
   // prompts x n.
   int32_t Choices() const { return static_cast<int32_t>(prompts.size()) * n; }
@@ -100,10 +118,11 @@ struct ChoiceResult {
 };
 
 // The whole (non-streaming) response: one choice per entry of `choices` (its index is the
-// position) with that many tokens of text, and usage over all of them.
+// position) with that many tokens of text, and usage over all of them; with a top-level
+// `kv_transfer_params` (vLLM's place for it) when `kv_transfer` is given.
 std::string CompletionResponseBody(const ResponseHeader& header,
-                                   const std::vector<ChoiceResult>& choices,
-                                   int64_t prompt_tokens);
+                                   const std::vector<ChoiceResult>& choices, int64_t prompt_tokens,
+                                   const std::optional<KvTransferParams>& kv_transfer = {});
 
 // {"object":"list","data":[{"id":model,"object":"model",...,"max_model_len":n}]}.
 std::string ModelListBody(std::string_view model, int64_t created_unix_seconds,

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "gateway/openai_request.h"
+#include "gateway/prefill_step.h"
 #include "gateway/relay_framing.h"
 #include "gateway/relay_threads.h"
 #include "net/http_server.h"
@@ -99,9 +100,22 @@ struct GatewayServer::Impl {
   // `full` when the queue has no room, with `gone` when the client hung up meanwhile (its
   // place is given up then, so a woken service never receives a request nobody awaits).
   awaitable<std::optional<Ticket>> WaitForReplica(const std::string& service,
-                                                  std::optional<uint64_t> key,
-                                                  SteadyTime deadline, int client_fd,
-                                                  bool& full, bool& gone);
+                                                  std::optional<uint64_t> key, RoutePool pool,
+                                                  SteadyTime deadline, int client_fd, bool& full,
+                                                  bool& gone);
+  // A replica of `service`'s `pool` for the request, from the activator queue when none is
+  // ready. nullopt when the request ended there (recorded; answered 503 unless the client
+  // left): `kept` then says whether the client connection stays open.
+  awaitable<std::optional<Ticket>> Place(beast::tcp_stream& client, const Request& req,
+                                         const std::string& service, std::optional<uint64_t> key,
+                                         RoutePool pool, SteadyTime arrival, RequestMeasurement& m,
+                                         bool& kept);
+  // A disaggregated service's prefill step (prefill_step.h) on `ticket`: the request for the
+  // decode step, or nullopt when the request ended (recorded, answered; `kept` as Place's).
+  awaitable<std::optional<Request>> Prefill(beast::tcp_stream& client, const Request& req,
+                                            const std::string& service, std::optional<uint64_t> key,
+                                            const Ticket& ticket, SteadyTime arrival,
+                                            RequestMeasurement& m, bool& kept);
   awaitable<Attempt> Relay(beast::tcp_stream& client, const Request& req, const Ticket& ticket,
                            SteadyTime arrival, RequestMeasurement& m, bool allow_pooled = true);
   awaitable<bool> Send(beast::tcp_stream& client, const Request& req, const Canned& reply);
@@ -180,8 +194,8 @@ awaitable<bool> GatewayServer::Impl::Handle(beast::tcp_stream& client, Request& 
 }
 
 awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
-    const std::string& service, std::optional<uint64_t> key, SteadyTime deadline, int client_fd,
-    bool& full, bool& gone) {
+    const std::string& service, std::optional<uint64_t> key, RoutePool pool, SteadyTime deadline,
+    int client_fd, bool& full, bool& gone) {
   // The timer lives on this connection's I/O thread: a wake posted from the daemon's thread runs
   // only while this coroutine is suspended, so it is never lost between Acquire and wait.
   auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
@@ -202,7 +216,7 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
       gone = true;
       co_return std::nullopt;
     }
-    if (auto ticket = state->Acquire(service, key)) co_return ticket;
+    if (auto ticket = state->Acquire(service, key, {}, pool)) co_return ticket;
     if (std::chrono::steady_clock::now() >= deadline) co_return std::nullopt;
     // Also re-check every second, in case a replica became healthy again without a publish
     // (and to notice a client that hung up).
@@ -234,41 +248,25 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
   const std::optional<uint64_t> key =
       config.picker.prefix_affinity ? std::optional(parsed->prefix_key) : std::nullopt;
   RequestMeasurement m;
-  std::optional<Ticket> ticket = state->Acquire(*service, key);
-  if (!ticket) {
-    bool full = false;
-    bool gone = false;
-    const SteadyTime deadline = arrival + Ticks(config.queue_timeout);
-    const int client_fd = client.socket().native_handle();
-    ticket = co_await WaitForReplica(*service, key, deadline, client_fd, full, gone);
-    m.queue_seconds = SecondsSince(arrival);
-    if (!ticket && gone) {
-      m.status = 0;
-      m.error = "client_gone";
-      m.e2e_seconds = SecondsSince(arrival);
-      state->Record(*service, m);
-      co_return false;  // nobody to answer
-    }
-    if (!ticket) {
-      m.status = 503;
-      m.error = full ? "queue_full" : "queue_timeout";
-      m.e2e_seconds = SecondsSince(arrival);
-      state->Record(*service, m);
-      const std::string message =
-          full ? fmt::format("service '{}' has no ready replica and {} requests already wait",
-                             *service, config.queue_size)
-               : fmt::format("service '{}' had no ready replica within {} s", *service,
-                             config.queue_timeout.count());
-      const Canned unavailable = ErrorReply(http::status::service_unavailable, message,
-                                            "server_error", "", "no_ready_replica", 5);
-      const bool sent = co_await Send(client, req, unavailable);
-      co_return sent;
-    }
+  bool kept = false;
+  const bool disaggregated = state->Disaggregated(*service);
+  const RoutePool first_pool = disaggregated ? RoutePool::kPrefill : RoutePool::kServe;
+  std::optional<Ticket> ticket =
+      co_await Place(client, req, *service, key, first_pool, arrival, m, kept);
+  if (!ticket) co_return kept;
+  // A disaggregated service: the prefill step first; the decode step is relayed below.
+  std::optional<Request> decode;
+  if (disaggregated) {
+    decode = co_await Prefill(client, req, *service, key, *ticket, arrival, m, kept);
+    if (!decode) co_return kept;
+    ticket = co_await Place(client, req, *service, key, RoutePool::kServe, arrival, m, kept);
+    if (!ticket) co_return kept;
   }
+  const Request& upstream_req = decode ? *decode : req;
   // One retry on another replica when the first attempt got no response byte.
   std::set<std::string> tried;
   for (int attempt = 0;; ++attempt) {
-    const Attempt result = co_await Relay(client, req, *ticket, arrival, m);
+    const Attempt result = co_await Relay(client, upstream_req, *ticket, arrival, m);
     const AttemptOutcome outcome = OutcomeOf(result);
     state->Release(*ticket, outcome);
     if (result != Attempt::kRetryable) {
@@ -291,6 +289,59 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
   co_return sent;
 }
 
+awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(beast::tcp_stream& client,
+                                                            const Request& req,
+                                                            const std::string& service,
+                                                            std::optional<uint64_t> key,
+                                                            RoutePool pool, SteadyTime arrival,
+                                                            RequestMeasurement& m, bool& kept) {
+  std::optional<Ticket> ticket = state->Acquire(service, key, {}, pool);
+  if (ticket) co_return ticket;
+  bool full = false;
+  bool gone = false;
+  const SteadyTime deadline = arrival + Ticks(config.queue_timeout);
+  const int client_fd = client.socket().native_handle();
+  ticket = co_await WaitForReplica(service, key, pool, deadline, client_fd, full, gone);
+  m.queue_seconds = SecondsSince(arrival);
+  if (ticket) co_return ticket;
+  m.status = gone ? 0 : 503;
+  m.error = gone ? "client_gone" : full ? "queue_full" : "queue_timeout";
+  m.e2e_seconds = SecondsSince(arrival);
+  state->Record(service, m);
+  kept = false;
+  if (gone) co_return std::nullopt;  // nobody to answer
+  const std::string_view kind = pool == RoutePool::kPrefill ? "prefill " : "";
+  const std::string message =
+      full ? fmt::format("service '{}' has no ready {}replica and {} requests already wait",
+                         service, kind, config.queue_size)
+           : fmt::format("service '{}' had no ready {}replica within {} s", service, kind,
+                         config.queue_timeout.count());
+  const Canned unavailable = ErrorReply(http::status::service_unavailable, message, "server_error",
+                                        "", "no_ready_replica", 5);
+  kept = co_await Send(client, req, unavailable);
+  co_return std::nullopt;
+}
+
+awaitable<std::optional<Request>> GatewayServer::Impl::Prefill(
+    beast::tcp_stream& client, const Request& req, const std::string& service,
+    std::optional<uint64_t> key, const Ticket& ticket, SteadyTime arrival, RequestMeasurement& m,
+    bool& kept) {
+  auto executor = co_await asio::this_coro::executor;
+  UpstreamPool& pool = threads.For(executor).pool;
+  PrefillStepResult step = co_await RunPrefillStep(*state, pool, req, service, key, ticket, m);
+  if (step.ok) {
+    std::optional<Request> decode(req);
+    decode->body() = std::move(step.decode_body);
+    co_return decode;
+  }
+  m.status = step.status;
+  m.e2e_seconds = SecondsSince(arrival);
+  state->Record(service, m);
+  const Canned failed{static_cast<http::status>(step.status), std::move(step.body)};
+  kept = co_await Send(client, req, failed);
+  co_return std::nullopt;
+}
+
 awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const Request& req,
                                               const Ticket& ticket, SteadyTime arrival,
                                               RequestMeasurement& m, bool allow_pooled) {
@@ -304,15 +355,10 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   beast::tcp_stream upstream =
       reused ? beast::tcp_stream(std::move(*pooled)) : beast::tcp_stream(executor);
   if (!reused) {
-    tcp::resolver resolver(executor);
-    auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
-    if (rec) co_return Attempt::kRetryable;
-    upstream.expires_after(Ticks(config.connect_timeout));
-    auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
-    if (cec) co_return Attempt::kRetryable;
+    const auto timeout = Ticks(config.connect_timeout);
+    const bool connected = co_await ConnectUpstream(upstream, ticket.host, port, timeout);
+    if (!connected) co_return Attempt::kRetryable;
     state->UpstreamConnected();
-    boost::system::error_code ignored;
-    upstream.socket().set_option(tcp::no_delay(true), ignored);  // kept while pooled
   }
 
   // Timeouts from here on are the watch's (relay_threads.h), not per-operation timers.

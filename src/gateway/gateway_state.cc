@@ -14,6 +14,26 @@ double GatewayState::SteadyNow() {
       .count();
 }
 
+std::vector<GatewayState::Replica> GatewayState::Replicas(std::vector<ReplicaRoute>& routes,
+                                                          double now) {
+  std::vector<Replica> replicas;
+  for (ReplicaRoute& r : routes) {
+    Replica replica;
+    replica.ready_since = now - r.ready_age_seconds;
+    replica.identity = route::HashText(r.id);
+    replica.route = std::move(r);
+    replicas.push_back(std::move(replica));
+  }
+  return replicas;
+}
+
+std::vector<const GatewayState::Replica*> GatewayState::AllReplicas(const Service& s) {
+  std::vector<const Replica*> all;
+  for (const Replica& r : s.replicas) all.push_back(&r);
+  for (const Replica& r : s.prefill) all.push_back(&r);
+  return all;
+}
+
 void GatewayState::Publish(std::vector<ServiceRoute> services) {
   const double now = SteadyNow();
   std::vector<std::function<void()>> to_wake;
@@ -28,14 +48,11 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
       }
       s.models = route.models;
       for (const std::string& model : route.models) model_to_service_.emplace(model, route.name);
-      for (ReplicaRoute& r : route.replicas) {
-        Replica replica;
-        replica.ready_since = now - r.ready_age_seconds;
-        replica.identity = route::HashText(r.id);
-        replica.route = std::move(r);
-        s.replicas.push_back(std::move(replica));
-      }
-      if (!s.replicas.empty()) {
+      s.replicas = Replicas(route.replicas, now);
+      s.disaggregated = route.disaggregated;
+      if (route.disaggregated) s.prefill = Replicas(route.prefill_replicas, now);
+      // A disaggregated request waits for its prefill replica first, then for a decode one.
+      if (!s.replicas.empty() || !s.prefill.empty()) {
         for (auto& [id, wake] : s.waiters) to_wake.push_back(wake);
       }
     }
@@ -50,7 +67,7 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
     if (!health_.empty()) {
       std::set<std::string_view> live;
       for (const auto& [name, s] : services_) {
-        for (const Replica& r : s.replicas) live.insert(r.route.id);
+        for (const Replica* r : AllReplicas(s)) live.insert(r->route.id);
       }
       std::erase_if(health_, [&](const auto& entry) { return !live.contains(entry.first); });
     }
@@ -88,9 +105,9 @@ std::string GatewayState::MetricsText() const {
   std::map<std::string, int> queued;
   for (const auto& [name, s] : services_) {
     queued[name] = static_cast<int>(s.waiters.size());
-    for (const Replica& r : s.replicas) {
-      auto it = in_flight_.find(r.route.id);
-      in_flight[{name, r.route.id}] = it == in_flight_.end() ? 0 : it->second;
+    for (const Replica* r : AllReplicas(s)) {
+      auto it = in_flight_.find(r->route.id);
+      in_flight[{name, r->route.id}] = it == in_flight_.end() ? 0 : it->second;
     }
   }
   return stats_.Text(in_flight, queued);
@@ -102,8 +119,8 @@ std::optional<ServiceStatsView> GatewayState::StatsOf(const std::string& service
   if (it == services_.end()) return std::nullopt;
   std::optional<ServiceStatsView> view = stats_.View(service);
   view->queued = static_cast<int>(it->second.waiters.size());
-  for (const Replica& r : it->second.replicas) {
-    if (auto f = in_flight_.find(r.route.id); f != in_flight_.end()) view->in_flight += f->second;
+  for (const Replica* r : AllReplicas(it->second)) {
+    if (auto f = in_flight_.find(r->route.id); f != in_flight_.end()) view->in_flight += f->second;
   }
   return view;
 }
@@ -120,16 +137,23 @@ std::vector<std::pair<std::string, std::string>> GatewayState::Models() const {
   return {model_to_service_.begin(), model_to_service_.end()};
 }
 
+bool GatewayState::Disaggregated(const std::string& service) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = services_.find(service);
+  return it != services_.end() && it->second.disaggregated;
+}
+
 std::optional<Ticket> GatewayState::Acquire(const std::string& service,
                                             std::optional<uint64_t> prefix_key,
-                                            const std::set<std::string>& exclude) {
+                                            const std::set<std::string>& exclude, RoutePool pool) {
   const double now = SteadyNow();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = services_.find(service);
   if (it == services_.end()) return std::nullopt;
   std::vector<route::Candidate> candidates;
   std::vector<const Replica*> eligible;
-  for (const Replica& r : it->second.replicas) {
+  const bool prefill = pool == RoutePool::kPrefill;
+  for (const Replica& r : prefill ? it->second.prefill : it->second.replicas) {
     if (exclude.count(r.route.id)) continue;
     if (auto h = health_.find(r.route.id); h != health_.end() && h->second.ejected_until > now) {
       continue;
@@ -138,7 +162,7 @@ std::optional<Ticket> GatewayState::Acquire(const std::string& service,
     candidates.push_back({f == in_flight_.end() ? 0 : f->second, r.ready_since, r.identity});
     eligible.push_back(&r);
   }
-  auto [picker, inserted] = pickers_.try_emplace(service, config_.picker);
+  auto [picker, inserted] = pickers_.try_emplace({service, pool}, config_.picker);
   const std::optional<size_t> chosen = picker->second.Pick(candidates, now, prefix_key);
   if (!chosen) return std::nullopt;
   const Replica& r = *eligible[*chosen];

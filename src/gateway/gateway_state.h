@@ -2,6 +2,7 @@
 // daemon's control loop.
 //   - the route table the daemon publishes after every tick: each service's model names and
 //     its ready replicas (a draining replica is not published, so it receives nothing new);
+//     a disaggregated service (prefill/decode, issue 24) has two sets, one per role;
 //   - exact in-flight requests per replica (the daemon finishes a drain when it reaches 0);
 //   - passive health: replicas ejected after repeated transport failures;
 //   - the activator: per-service queues of requests waiting for a first ready replica; a
@@ -41,8 +42,17 @@ struct ReplicaRoute {
 struct ServiceRoute {
   std::string name;
   std::vector<std::string> models;     // names clients send in `model`
-  std::vector<ReplicaRoute> replicas;  // ready ones, oldest first
+  std::vector<ReplicaRoute> replicas;  // ready ones, oldest first; the decode ones when
+                                       // `disaggregated`
+  // Prefill/decode disaggregation (docs/gateway.md): a request goes first to one of
+  // `prefill_replicas` (its prompt, one token, a KV handle), then to one of `replicas`.
+  bool disaggregated = false;
+  std::vector<ReplicaRoute> prefill_replicas = {};  // ready ones, oldest first
 };
+
+// Which of a service's replica sets a request step goes to: kServe, the aggregated replicas
+// (or a disaggregated service's decode ones); kPrefill, a disaggregated service's prefill ones.
+enum class RoutePool { kServe, kPrefill };
 
 // A replica chosen for one request; Release it exactly once.
 struct Ticket {
@@ -86,10 +96,13 @@ class GatewayState {
   std::optional<std::string> ServiceOf(const std::string& model) const;
   // Every model name with its service, sorted by model.
   std::vector<std::pair<std::string, std::string>> Models() const;
-  // Picks a ready, healthy replica of `service` not in `exclude` and counts the request in
-  // flight on it; nullopt when there is none.
+  // Whether `service` is published as disaggregated (false when unknown).
+  bool Disaggregated(const std::string& service) const;
+  // Picks a ready, healthy replica of `service`'s `pool` not in `exclude` and counts the
+  // request in flight on it; nullopt when there is none. Each pool has a picker of its own.
   std::optional<Ticket> Acquire(const std::string& service, std::optional<uint64_t> prefix_key,
-                                const std::set<std::string>& exclude = {});
+                                const std::set<std::string>& exclude = {},
+                                RoutePool pool = RoutePool::kServe);
   void Release(const Ticket& ticket, AttemptOutcome outcome);
 
   // Activator queue. Enter returns false when the queue is full. `wake` is called (any
@@ -115,6 +128,8 @@ class GatewayState {
   struct Service {
     std::vector<std::string> models;
     std::vector<Replica> replicas;
+    std::vector<Replica> prefill;  // a disaggregated service's prefill replicas
+    bool disaggregated = false;
     std::map<uint64_t, std::function<void()>> waiters;
   };
   struct Health {
@@ -124,6 +139,9 @@ class GatewayState {
   };
 
   static double SteadyNow();
+  static std::vector<Replica> Replicas(std::vector<ReplicaRoute>& routes, double now);
+  // Both pools' replicas of `s`.
+  static std::vector<const Replica*> AllReplicas(const Service& s);
 
   const GatewayConfig config_;
   mutable std::mutex mu_;
@@ -131,7 +149,7 @@ class GatewayState {
   std::map<std::string, std::string> model_to_service_;  // guarded by mu_
   std::map<std::string, int> in_flight_;          // by replica id; guarded by mu_
   std::map<std::string, Health> health_;          // by replica id; guarded by mu_
-  std::map<std::string, route::Picker> pickers_;  // by service; guarded by mu_
+  std::map<std::pair<std::string, RoutePool>, route::Picker> pickers_;  // guarded by mu_
   GatewayStats stats_;                            // guarded by mu_
   std::function<void(const std::string&)> demand_listener_;  // guarded by mu_
   uint64_t next_waiter_ = 1;                      // guarded by mu_

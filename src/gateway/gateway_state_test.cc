@@ -49,6 +49,39 @@ TEST(GatewayStateTest, InFlightIsExactAndSpreadsLeastOutstanding) {
   EXPECT_EQ(state.InFlight(b->replica), 1);
 }
 
+// A disaggregated service: prefill and decode replicas are picked from their own pool, each
+// counted in flight, and both show in the service's view and the metrics.
+TEST(GatewayStateTest, DisaggregatedServicePicksFromEachPoolApart) {
+  GatewayState state(Config());
+  ServiceRoute route = Chat({"d1", "d2"});
+  route.disaggregated = true;
+  route.prefill_replicas = {{"p1", "127.0.0.1", 9001}};
+  state.Publish({route});
+  EXPECT_TRUE(state.Disaggregated("chat"));
+  auto prefill = state.Acquire("chat", std::nullopt, {}, RoutePool::kPrefill);
+  auto decode = state.Acquire("chat", std::nullopt);
+  ASSERT_TRUE(prefill && decode);
+  EXPECT_EQ(prefill->replica, "p1");
+  EXPECT_EQ(decode->replica, "d1");
+  EXPECT_FALSE(state.Acquire("chat", std::nullopt, {"p1"}, RoutePool::kPrefill).has_value());
+  EXPECT_EQ(state.InFlight("p1"), 1);
+  EXPECT_EQ(state.StatsOf("chat")->in_flight, 2);
+  EXPECT_NE(state.MetricsText().find("replica=\"p1\""), std::string::npos);
+  state.Release(*prefill, AttemptOutcome::kOk);
+  state.Release(*decode, AttemptOutcome::kOk);
+  EXPECT_EQ(state.StatsOf("chat")->in_flight, 0);
+}
+
+TEST(GatewayStateTest, AggregatedRoutesIgnoreThePrefillPool) {
+  GatewayState state(Config());
+  ServiceRoute route = Chat({"r1"});
+  route.prefill_replicas = {{"p1", "127.0.0.1", 9001}};  // not disaggregated: unused
+  state.Publish({route});
+  EXPECT_FALSE(state.Disaggregated("chat"));
+  EXPECT_FALSE(state.Acquire("chat", std::nullopt, {}, RoutePool::kPrefill).has_value());
+  EXPECT_EQ(state.Acquire("chat", std::nullopt)->replica, "r1");
+}
+
 TEST(GatewayStateTest, RepeatedTransportFailuresEjectAReplica) {
   GatewayState state(Config());
   state.Publish({Chat({"bad", "good"})});
