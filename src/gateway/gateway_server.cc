@@ -355,10 +355,18 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   beast::tcp_stream upstream =
       reused ? beast::tcp_stream(std::move(*pooled)) : beast::tcp_stream(executor);
   if (!reused) {
-    const auto timeout = Ticks(config.connect_timeout);
-    const bool connected = co_await ConnectUpstream(upstream, ticket.host, port, timeout);
-    if (!connected) co_return Attempt::kRetryable;
+    // Inline, as in prefill_step.cc: a shared coroutine helper for these lines, awaited from
+    // both files, had asio resume its caller's freed frame under clang 14 + ASan
+    // (GatewayDisaggTest, use-after-free in awaitable_frame_base::resume).
+    tcp::resolver resolver(executor);
+    auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
+    if (rec) co_return Attempt::kRetryable;
+    upstream.expires_after(Ticks(config.connect_timeout));
+    auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
+    if (cec) co_return Attempt::kRetryable;
     state->UpstreamConnected();
+    boost::system::error_code ignored;
+    upstream.socket().set_option(tcp::no_delay(true), ignored);  // kept while pooled
   }
 
   // Timeouts from here on are the watch's (relay_threads.h), not per-operation timers.

@@ -47,9 +47,15 @@ awaitable<std::optional<Answer>> Exchange(GatewayState& state, UpstreamPool& poo
   beast::tcp_stream upstream =
       reused ? beast::tcp_stream(std::move(*pooled)) : beast::tcp_stream(executor);
   if (!reused) {
-    const auto timeout = Ticks(config.connect_timeout);
-    const bool connected = co_await ConnectUpstream(upstream, ticket.host, port, timeout);
-    if (!connected) co_return std::nullopt;
+    // Not a coroutine shared with the relay: see gateway_server.cc's Relay.
+    tcp::resolver resolver(executor);
+    auto [rec, endpoints] = co_await resolver.async_resolve(ticket.host, port, kTuple);
+    if (rec) co_return std::nullopt;
+    upstream.expires_after(Ticks(config.connect_timeout));
+    auto [cec, ep] = co_await upstream.async_connect(endpoints, kTuple);
+    if (cec) co_return std::nullopt;
+    boost::system::error_code ignored;
+    upstream.socket().set_option(tcp::no_delay(true), ignored);
     state.UpstreamConnected();
   }
   const std::string head = RequestHead(prefill, ticket.host, port, !config.token.empty());

@@ -16,20 +16,6 @@ PeekResult Peek(int fd) {
                                                             : PeekResult::kClosed;
 }
 
-asio::awaitable<bool> ConnectUpstream(net::beast::tcp_stream& upstream, const std::string& host,
-                                      const std::string& port,
-                                      std::chrono::steady_clock::duration connect_timeout) {
-  net::tcp::resolver resolver(upstream.get_executor());
-  auto [rec, endpoints] = co_await resolver.async_resolve(host, port, net::kTuple);
-  if (rec) co_return false;
-  upstream.expires_after(connect_timeout);
-  auto [cec, ep] = co_await upstream.async_connect(endpoints, net::kTuple);
-  if (cec) co_return false;
-  boost::system::error_code ignored;
-  upstream.socket().set_option(net::tcp::no_delay(true), ignored);
-  co_return true;
-}
-
 std::optional<net::tcp::socket> UpstreamPool::Take(const std::string& key) {
   const auto now = std::chrono::steady_clock::now();
   auto it = idle_.find(key);

@@ -99,13 +99,6 @@ class RelayWatch {
   bool checking_ = false;
 };
 
-// Connects a fresh `upstream` to host:port within `connect_timeout`, with TCP_NODELAY (kept
-// while the connection is pooled); false when the name does not resolve or the connection
-// fails. The relay and the prefill step (prefill_step.h) open replica connections with it.
-net::asio::awaitable<bool> ConnectUpstream(net::beast::tcp_stream& upstream,
-                                           const std::string& host, const std::string& port,
-                                           std::chrono::steady_clock::duration connect_timeout);
-
 struct RelayThread {
   UpstreamPool pool;
   RelayWatch watch;
