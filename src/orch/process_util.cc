@@ -81,6 +81,22 @@ std::vector<std::string> SplitAtNul(const std::string& text) {
   return parts;
 }
 
+// Calls `visit(pid)` for each process in /proc until it returns false. Steps with
+// increment(ec), not a range-for: the range-for's ++ throws when /proc changes under it (a
+// process exiting mid-scan can fail the read of the next entry).
+template <typename Visit>
+void ForEachPid(Visit&& visit) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int pid = 0;
+    auto [ptr, err] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (err != std::errc() || ptr != name.data() + name.size()) continue;
+    if (!visit(pid)) return;
+  }
+}
+
 char ProcState(int pid) {
   const std::string text = ReadProcFile(pid, "stat").value_or("");
   const size_t paren = text.rfind(')');  // the command name may contain spaces and ')'
@@ -214,23 +230,19 @@ bool GroupHasLiveMembers(int pgid) {
   if (pgid <= 0) return false;
   if (kill(-pgid, 0) != 0 && errno == ESRCH) return false;  // the usual answer: no one left
   // Zombies count as members for kill(); only /proc tells them apart.
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    int pid = 0;
-    auto [ptr, err] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (err != std::errc() || ptr != name.data() + name.size()) continue;
+  bool found = false;
+  ForEachPid([&](int pid) {
     const std::string text = ReadProcFile(pid, "stat").value_or("");
     const size_t paren = text.rfind(')');  // "pid (comm) state ppid pgrp ..."
-    if (paren == std::string::npos) continue;
+    if (paren == std::string::npos) return true;
     std::istringstream fields(text.substr(paren + 1));
     char state = '\0';
     int ppid = 0, pgrp = 0;
-    if (!(fields >> state >> ppid >> pgrp)) continue;
-    if (pgrp == pgid && state != 'Z' && state != 'X') return true;
-  }
-  return false;
+    if (!(fields >> state >> ppid >> pgrp)) return true;
+    found = pgrp == pgid && state != 'Z' && state != 'X';
+    return !found;
+  });
+  return found;
 }
 
 std::string ReplicaMarkerValue(const std::string& state_dir) {
@@ -242,23 +254,17 @@ std::string ReplicaMarkerValue(const std::string& state_dir) {
 
 std::vector<MarkedProcess> FindProcessesWithEnv(const std::string& entry) {
   std::vector<MarkedProcess> found;
-  std::error_code ec;
-  // increment(ec), not a range-for: the range-for's ++ throws when /proc changes under it
-  // (a process exiting mid-scan can fail the read of the next entry).
-  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    int pid = 0;
-    auto [ptr, err] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (err != std::errc() || ptr != name.data() + name.size() || !ProcessAlive(pid)) continue;
+  ForEachPid([&](int pid) {
+    if (!ProcessAlive(pid)) return true;
     const std::optional<std::vector<std::string>> env = ReadEnviron(pid);
-    if (!env) continue;
+    if (!env) return true;
     bool marked = false;
     for (const std::string& e : *env) marked = marked || e == entry;
-    if (!marked) continue;
+    if (!marked) return true;
     const int pgid = getpgid(pid);
     if (pgid > 0) found.push_back({pid, pgid});
-  }
+    return true;
+  });
   return found;
 }
 
