@@ -51,7 +51,7 @@ emulator::EmulatorOptions FastEmulator() {
   return options;
 }
 
-class EmulatorBenchTest : public testing::Test {
+class EmulatorBenchTest : public ::testing::Test {
  protected:
   void SetUp() override {
     Result<std::unique_ptr<emulator::EmulatorServer>> server =

@@ -34,12 +34,12 @@ std::vector<std::string> EmulatorArgv() {
           "--prefill-ms-per-1k-tokens", "20", "--drain-seconds", "1"};
 }
 
-class ExperimentRunnerTest : public testing::Test {
+class ExperimentRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
            ("gpuscale_runner_" + std::to_string(::getpid()) + "_" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -22,7 +22,7 @@ constexpr char kFakeNvml[] = GPUSCALE_BINARY_DIR "/tests/fixtures/libfake_nvml.s
 constexpr char kFakeNvidiaSmi[] = GPUSCALE_SOURCE_DIR "/tests/fixtures/fake_nvidia_smi.sh";
 
 // A scratch directory (PATH entries, inventories, captured output), removed afterwards.
-class GpuCliTest : public testing::Test {
+class GpuCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = gpuscale::cli_test::MakeTempDir("gpuscale_gpu_cli_");

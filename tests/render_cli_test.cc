@@ -37,7 +37,7 @@ std::string FindNode() {
   return access("/usr/bin/node", X_OK) == 0 ? "/usr/bin/node" : "";
 }
 
-class RenderCliTest : public testing::Test {
+class RenderCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = gpuscale::cli_test::MakeTempDir("gpuscale_render_");

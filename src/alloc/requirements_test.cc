@@ -111,13 +111,13 @@ TEST(EstimateTest, GridUsesLeastShardedPointForMemory) {
   EXPECT_EQ(r->memory_mb_per_gpu, WeightsFormulaMb(7e9, 2, 1));
 }
 
-struct DtypeCase {
+struct EstimateDtypeCase {
   std::string dtype;                        // task field
   std::map<std::string, ParamValue> extra;  // engine parameters
   double bytes;
 };
 
-class EstimateDtypeTest : public ::testing::TestWithParam<DtypeCase> {};
+class EstimateDtypeTest : public ::testing::TestWithParam<EstimateDtypeCase> {};
 
 TEST_P(EstimateDtypeTest, ScalesWeightsByBytesPerParameter) {
   TaskSpec task = Task("Llama-3.1-8B", GetParam().extra);
@@ -131,15 +131,16 @@ ParamValue Str(std::string s) { return ParamValue::Scalar(std::move(s)); }
 
 INSTANTIATE_TEST_SUITE_P(
     Dtypes, EstimateDtypeTest,
-    ::testing::Values(DtypeCase{"", {}, 2.0}, DtypeCase{"fp32", {}, 4.0},
-                      DtypeCase{"fp16", {}, 2.0}, DtypeCase{"fp8", {}, 1.0},
-                      DtypeCase{"int8", {}, 1.0}, DtypeCase{"int4", {}, 0.5},
-                      DtypeCase{"awq", {}, 0.5}, DtypeCase{"gptq", {}, 0.5},
+    ::testing::Values(EstimateDtypeCase{"", {}, 2.0}, EstimateDtypeCase{"fp32", {}, 4.0},
+                      EstimateDtypeCase{"fp16", {}, 2.0}, EstimateDtypeCase{"fp8", {}, 1.0},
+                      EstimateDtypeCase{"int8", {}, 1.0}, EstimateDtypeCase{"int4", {}, 0.5},
+                      EstimateDtypeCase{"awq", {}, 0.5}, EstimateDtypeCase{"gptq", {}, 0.5},
                       // From engine parameters when the task field is absent.
-                      DtypeCase{"", {{"quantization", Str("awq")}, {"dtype", Str("half")}}, 0.5},
-                      DtypeCase{"", {{"dtype", Str("float32")}}, 4.0},
+                      EstimateDtypeCase{
+                          "", {{"quantization", Str("awq")}, {"dtype", Str("half")}}, 0.5},
+                      EstimateDtypeCase{"", {{"dtype", Str("float32")}}, 4.0},
                       // The task field wins over engine parameters.
-                      DtypeCase{"fp8", {{"dtype", Str("float32")}}, 1.0}));
+                      EstimateDtypeCase{"fp8", {{"dtype", Str("float32")}}, 1.0}));
 
 // Found by the task_file fuzzer: an absurd size must saturate, not overflow int64.
 TEST(EstimateTest, AbsurdParamsBSaturatesInsteadOfOverflowing) {

@@ -17,7 +17,7 @@
 namespace gpuscale::cli {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 constexpr char kJsonHelp[] = R"(
 JSON output (-o json), one object; times in seconds, rates per second:
@@ -66,16 +66,16 @@ std::string_view ModeName(loadgen::ArrivalMode mode) {
 
 // The report's keys come from task::BenchReportJson (what experiments store and the API
 // serves), with the options echoed after url and model, so the two cannot drift apart.
-json ReportJson(const loadgen::BenchReport& r, const loadgen::BenchOptions& o) {
+ojson ReportJson(const loadgen::BenchReport& r, const loadgen::BenchOptions& o) {
   const bool poisson = o.workload.mode == loadgen::ArrivalMode::kPoisson;
-  json report = task::BenchReportJson(r);
-  json out{{"url", report["url"]},
-           {"model", report["model"]},
-           {"mode", ModeName(o.workload.mode)},
-           {"concurrency", o.concurrency},
-           {"rate_per_second", poisson ? json(o.workload.rate_per_second) : json(nullptr)},
-           {"seed", o.workload.seed},
-           {"duration_seconds", o.duration_seconds}};
+  ojson report = task::BenchReportJson(r);
+  ojson out{{"url", report["url"]},
+            {"model", report["model"]},
+            {"mode", ModeName(o.workload.mode)},
+            {"concurrency", o.concurrency},
+            {"rate_per_second", poisson ? ojson(o.workload.rate_per_second) : ojson(nullptr)},
+            {"seed", o.workload.seed},
+            {"duration_seconds", o.duration_seconds}};
   for (auto& [key, value] : report.items()) {
     if (key != "url" && key != "model") out[key] = std::move(value);
   }

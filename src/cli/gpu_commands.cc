@@ -24,7 +24,7 @@ namespace gpuscale::cli {
 namespace {
 
 // Ordered so the keys print in the documented order.
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 // Rounds for output so JSON does not show 0.30000000000000004.
 double Round(double value, double scale = 1000.0) { return std::round(value * scale) / scale; }
@@ -83,15 +83,15 @@ int RunGpus(const GpusArgs& args, CommandContext& ctx) {
   return kExitOk;
 }
 
-json MonitorJson(const gpu::Monitor& monitor, double elapsed_seconds) {
-  json gpu_stats = json::object();
+ojson MonitorJson(const gpu::Monitor& monitor, double elapsed_seconds) {
+  ojson gpu_stats = ojson::object();
   // The per-GPU object experiments store as gpu_monitoring: one codec, same keys.
   for (const auto& [index, stats] : monitor.Stats()) {
     gpu_stats[std::to_string(index)] = task::GpuStatsJson(stats);
   }
-  return json{{"monitoring_duration_seconds", Round(elapsed_seconds)},
-              {"sample_count", monitor.sample_count()},
-              {"gpu_stats", std::move(gpu_stats)}};
+  return ojson{{"monitoring_duration_seconds", Round(elapsed_seconds)},
+               {"sample_count", monitor.sample_count()},
+               {"gpu_stats", std::move(gpu_stats)}};
 }
 
 std::string Range(const gpu::MetricStats& stats, std::string_view unit, int precision) {

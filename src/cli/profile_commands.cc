@@ -23,7 +23,7 @@
 namespace gpuscale::cli {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 constexpr char kHelpFooter[] = R"(
 Modes (exactly one):
@@ -205,8 +205,8 @@ Result<profile::CapacityProfile> ProfileEndpoint(const ProfileFlags& flags,
   return result;
 }
 
-json MixJson(const profile::MixProfile& m) {
-  json curve = json::array();
+ojson MixJson(const profile::MixProfile& m) {
+  ojson curve = ojson::array();
   for (const profile::CurvePoint& c : m.curve) {
     curve.push_back({{"rate_rps", c.rate_rps},
                      {"requests", c.requests},
@@ -224,16 +224,16 @@ json MixJson(const profile::MixProfile& m) {
 }
 
 // The profile file's fields, in its order (config/profile_file.h).
-json ProfileJson(const profile::CapacityProfile& p) {
-  json mixes = json::array();
+ojson ProfileJson(const profile::CapacityProfile& p) {
+  ojson mixes = ojson::array();
   for (const profile::MixProfile& m : p.mixes) mixes.push_back(MixJson(m));
-  json out{{"version", profile::kProfileVersion},
-           {"model", p.model},
-           {"source", p.source},
-           {"slo",
-            {{"ttft_seconds", p.slo.ttft_seconds},
-             {"tpot_seconds", p.slo.tpot_seconds},
-             {"target_ratio", p.slo.target_ratio}}}};
+  ojson out{{"version", profile::kProfileVersion},
+            {"model", p.model},
+            {"source", p.source},
+            {"slo",
+             {{"ttft_seconds", p.slo.ttft_seconds},
+              {"tpot_seconds", p.slo.tpot_seconds},
+              {"target_ratio", p.slo.target_ratio}}}};
   if (p.replica_model) {
     out["replica_model"] = {{"gpu", p.replica_model->gpu},
                             {"tensor_parallel", p.replica_model->tensor_parallel},

@@ -13,7 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Result<PolicySpec> Parse(const std::string& text) {
+Result<PolicySpec> ParsePolicyYaml(const std::string& text) {
   auto root = yaml::ParseYaml(text, "test.yaml");
   if (!root) return Unexpected<Error>(root.error());
   return ParsePolicy(*root);
@@ -26,7 +26,7 @@ TEST(PolicyConfigTest, DispatchesToTheNamedFamily) {
     if (family == "rules") {
       text += "rules:\n  - {metric: m, comparator: GREATER_THAN, threshold: 1, step_size: 1}\n";
     }
-    auto spec = Parse(text);
+    auto spec = ParsePolicyYaml(text);
     ASSERT_TRUE(spec) << spec.error().ToString();
     EXPECT_EQ(spec->policy->Family(), family);
     EXPECT_EQ(spec->policy->MinReplicas(), 2);
@@ -36,13 +36,13 @@ TEST(PolicyConfigTest, DispatchesToTheNamedFamily) {
 }
 
 TEST(PolicyConfigTest, MinReplicasDefaultsToOne) {
-  auto spec = Parse("family: ratio\nmax_replicas: 3\n");
+  auto spec = ParsePolicyYaml("family: ratio\nmax_replicas: 3\n");
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->policy->MinReplicas(), 1);
 }
 
 TEST(PolicyConfigTest, ReadsTheNodePlan) {
-  auto spec = Parse(
+  auto spec = ParsePolicyYaml(
       "family: ratio\nmax_replicas: 3\nnode_plan: {gpus_per_replica: 2, gpus_per_node: 8, "
       "min_nodes: 1, max_nodes: 2}\n");
   ASSERT_TRUE(spec) << spec.error().ToString();
@@ -53,14 +53,14 @@ TEST(PolicyConfigTest, ReadsTheNodePlan) {
   EXPECT_EQ(spec->node_plan->max_nodes, 2);
 }
 
-struct ErrorCase {
+struct PolicyErrorCase {
   const char* name;
   std::string text;
   std::string expected;  // Error::ToString()
 };
 
 TEST(PolicyConfigTest, EnvelopeErrorsNameFieldAndLine) {
-  const std::vector<ErrorCase> cases = {
+  const std::vector<PolicyErrorCase> cases = {
       {"not a mapping", "- a\n",
        "<root>: expected a mapping with family, min_replicas and max_replicas (line 1)"},
       {"no family", "max_replicas: 2\n", "family: required field is missing (line 1)"},
@@ -96,9 +96,9 @@ TEST(PolicyConfigTest, EnvelopeErrorsNameFieldAndLine) {
        "node_plan.max_node: unknown field; accepted fields: gpus_per_replica, gpus_per_node, "
        "min_nodes, max_nodes (line 4)"},
   };
-  for (const ErrorCase& c : cases) {
+  for (const PolicyErrorCase& c : cases) {
     SCOPED_TRACE(c.name);
-    auto spec = Parse(c.text);
+    auto spec = ParsePolicyYaml(c.text);
     ASSERT_FALSE(spec);
     EXPECT_EQ(spec.error().ToString(), c.expected);
     EXPECT_EQ(spec.error().code, ErrorCode::kInvalidArgument);

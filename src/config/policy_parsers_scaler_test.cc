@@ -11,7 +11,7 @@
 namespace gpuscale::config {
 namespace {
 
-Result<PolicySpec> Parse(const std::string& text) {
+Result<PolicySpec> ParseScalerYaml(const std::string& text) {
   auto root = yaml::ParseYaml(text, "test.yaml");
   if (!root) return Unexpected<Error>(root.error());
   return ParsePolicy(*root);
@@ -20,21 +20,21 @@ Result<PolicySpec> Parse(const std::string& text) {
 const char* const kRulesHeader = "family: rules\nmin_replicas: 1\nmax_replicas: 6\nrules:\n";
 
 TEST(PolicyParsersScalerTest, ReadsEveryRuleField) {
-  auto spec = Parse(std::string(kRulesHeader) +
-                    "  - name: hot\n"
-                    "    source: kernel\n"
-                    "    metric: gpu_utilization_ratio\n"
-                    "    aggregation: max\n"
-                    "    comparator: GREATER_THAN_OR_EQUAL\n"
-                    "    threshold: 0.9\n"
-                    "    step_size: 2\n"
-                    "    cooldown_seconds: 30\n"
-                    "    min_replicas: 2\n"
-                    "    max_replicas: 4\n"
-                    "  - metric: vllm:num_requests_waiting\n"
-                    "    comparator: LESS_THAN\n"
-                    "    threshold: 1\n"
-                    "    step_size: -1\n");
+  auto spec = ParseScalerYaml(std::string(kRulesHeader) +
+                              "  - name: hot\n"
+                              "    source: kernel\n"
+                              "    metric: gpu_utilization_ratio\n"
+                              "    aggregation: max\n"
+                              "    comparator: GREATER_THAN_OR_EQUAL\n"
+                              "    threshold: 0.9\n"
+                              "    step_size: 2\n"
+                              "    cooldown_seconds: 30\n"
+                              "    min_replicas: 2\n"
+                              "    max_replicas: 4\n"
+                              "  - metric: vllm:num_requests_waiting\n"
+                              "    comparator: LESS_THAN\n"
+                              "    threshold: 1\n"
+                              "    step_size: -1\n");
   ASSERT_TRUE(spec) << spec.error().ToString();
   auto* policy = dynamic_cast<scale::RulesPolicy*>(spec->policy.get());
   ASSERT_NE(policy, nullptr);
@@ -59,7 +59,7 @@ TEST(PolicyParsersScalerTest, ReadsEveryRuleField) {
 }
 
 TEST(PolicyParsersScalerTest, ReadsRatioFamiliesWithDefaults) {
-  auto ratio = Parse("family: ratio\nmax_replicas: 4\n");
+  auto ratio = ParseScalerYaml("family: ratio\nmax_replicas: 4\n");
   ASSERT_TRUE(ratio);
   auto* r = dynamic_cast<scale::RatioPolicy*>(ratio->policy.get());
   ASSERT_NE(r, nullptr);
@@ -67,14 +67,14 @@ TEST(PolicyParsersScalerTest, ReadsRatioFamiliesWithDefaults) {
   EXPECT_DOUBLE_EQ(r->config().lower_task_ratio, 1);
   EXPECT_EQ(r->config().workers_per_group, 1);
 
-  auto capability = Parse("family: capability\nmax_replicas: 4\ncapability:\n");
+  auto capability = ParseScalerYaml("family: capability\nmax_replicas: 4\ncapability:\n");
   ASSERT_TRUE(capability);
   auto* c = dynamic_cast<scale::CapabilityPolicy*>(capability->policy.get());
   ASSERT_NE(c, nullptr);
   EXPECT_DOUBLE_EQ(c->config().upper_task_ratio, 5);
   EXPECT_DOUBLE_EQ(c->config().lower_task_ratio, 0.5);
 
-  auto elastic = Parse(
+  auto elastic = ParseScalerYaml(
       "family: fixed_elastic\nmax_replicas: 4\nfixed_elastic: {upper_task_ratio: 20, "
       "lower_task_ratio: 2}\n");
   ASSERT_TRUE(elastic);
@@ -84,7 +84,7 @@ TEST(PolicyParsersScalerTest, ReadsRatioFamiliesWithDefaults) {
   EXPECT_DOUBLE_EQ(e->config().lower_task_ratio, 2);
 }
 
-struct ErrorCase {
+struct ScalerErrorCase {
   const char* name;
   std::string text;
   std::string expected;  // Error::ToString()
@@ -94,7 +94,7 @@ std::string Rule(const std::string& body) { return std::string(kRulesHeader) + b
 
 TEST(PolicyParsersScalerTest, RuleErrorsNameFieldAndLine) {
   const std::string ok_fields = "    threshold: 1\n    step_size: 1\n";
-  const std::vector<ErrorCase> cases = {
+  const std::vector<ScalerErrorCase> cases = {
       {"no rules block", "family: rules\nmax_replicas: 2\n",
        "rules: expected a non-empty list of rules"},
       {"empty list", "family: rules\nmax_replicas: 2\nrules: []\n",
@@ -118,7 +118,8 @@ TEST(PolicyParsersScalerTest, RuleErrorsNameFieldAndLine) {
        "rules[0].metric: must not be empty (line 5)"},
       {"bad source",
        Rule("  - metric: m\n    source: prom\n    comparator: LESS_THAN\n" + ok_fields),
-       "rules[0].source: expected one of inference_framework, kernel, prometheus, gateway, got 'prom' (line 6)"},
+       "rules[0].source: expected one of inference_framework, kernel, prometheus, gateway, got "
+       "'prom' (line 6)"},
       {"bad aggregation",
        Rule("  - metric: m\n    aggregation: p99\n    comparator: LESS_THAN\n" + ok_fields),
        "rules[0].aggregation: expected one of average, max, min, sum, got 'p99' (line 6)"},
@@ -146,16 +147,16 @@ TEST(PolicyParsersScalerTest, RuleErrorsNameFieldAndLine) {
             "  - {name: a, metric: m, comparator: GREATER_THAN, threshold: 5, step_size: 1}\n"),
        "rules[1].name: duplicate rule name 'a' (line 6)"},
   };
-  for (const ErrorCase& c : cases) {
+  for (const ScalerErrorCase& c : cases) {
     SCOPED_TRACE(c.name);
-    auto spec = Parse(c.text);
+    auto spec = ParseScalerYaml(c.text);
     ASSERT_FALSE(spec);
     EXPECT_EQ(spec.error().ToString(), c.expected);
   }
 }
 
 TEST(PolicyParsersScalerTest, RatioFamilyErrorsNameFieldAndLine) {
-  const std::vector<ErrorCase> cases = {
+  const std::vector<ScalerErrorCase> cases = {
       {"lower above upper",
        "family: ratio\nmax_replicas: 2\nratio:\n  upper_task_ratio: 2\n  lower_task_ratio: 3\n",
        "ratio.lower_task_ratio: must be >= 0 and < upper_task_ratio (2), got 3 (line 5)"},
@@ -179,9 +180,9 @@ TEST(PolicyParsersScalerTest, RatioFamilyErrorsNameFieldAndLine) {
        "family: fixed_elastic\nmax_replicas: 2\nfixed_elastic:\n  upper_task_ratio: lots\n",
        "fixed_elastic.upper_task_ratio: expected a number, got 'lots' (line 4)"},
   };
-  for (const ErrorCase& c : cases) {
+  for (const ScalerErrorCase& c : cases) {
     SCOPED_TRACE(c.name);
-    auto spec = Parse(c.text);
+    auto spec = ParseScalerYaml(c.text);
     ASSERT_FALSE(spec);
     EXPECT_EQ(spec.error().ToString(), c.expected);
   }

@@ -87,7 +87,7 @@ TEST(TargetPolicyParserTest, ParsesKedaTriggerWithDefaults) {
   EXPECT_EQ((*policy)->MaxReplicas(), 6);
 }
 
-struct ErrorCase {
+struct TargetErrorCase {
   const char* name;
   const char* family;
   const char* yaml;
@@ -95,7 +95,7 @@ struct ErrorCase {
 };
 
 TEST(TargetPolicyParserTest, ErrorsNameFieldAndLine) {
-  const std::vector<ErrorCase> cases = {
+  const std::vector<TargetErrorCase> cases = {
       {"unknown metric type", "target",
        "target:\n  metrics:\n    - name: q\n      type: average\n      average_value: 1\n",
        "target.metrics[0].type: expected one of Value, AverageValue, Utilization, got "
@@ -113,7 +113,8 @@ TEST(TargetPolicyParserTest, ErrorsNameFieldAndLine) {
        "average_value, average_utilization, aggregation, activation_threshold, query (line 4)"},
       {"bad aggregation", "target",
        "target:\n  metrics:\n    - {name: q, average_value: 1, aggregation: median}\n",
-       "target.metrics[0].aggregation: expected one of average, max, min, sum, got 'median' (line 3)"},
+       "target.metrics[0].aggregation: expected one of average, max, min, sum, got 'median' (line "
+       "3)"},
       {"no metrics at all", "target", "target:\n  tolerance: 0.1\n",
        "target.metrics: a target policy needs at least one entry in metrics or triggers "
        "(line 2)"},
@@ -177,7 +178,7 @@ TEST(TargetPolicyParserTest, ErrorsNameFieldAndLine) {
        "panic_window_percentage, panic_threshold_percentage, max_scale_up_rate, "
        "max_scale_down_rate, scale_to_zero_grace_period_seconds (line 2)"},
   };
-  for (const ErrorCase& c : cases) {
+  for (const TargetErrorCase& c : cases) {
     auto policy = ParseFamily(c.yaml, c.family);
     ASSERT_FALSE(policy) << c.name;
     EXPECT_EQ(policy.error().code, ErrorCode::kInvalidArgument) << c.name;

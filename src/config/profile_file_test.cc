@@ -70,21 +70,21 @@ constexpr const char* kValid =
     "measurement: {method: bisection, point_seconds: 300}\n"                    // 14
     "replica_model: {gpu: h100, max_batch_size: 256}\n";                        // 15
 
-struct ErrorCase {
+struct ProfileErrorCase {
   std::string from, to;  // kValid with `from` replaced by `to`
   std::string want;      // the error, field and line included
 };
 
 // Names the case in test listings (ctest) by its edit, not by its bytes.
-void PrintTo(const ErrorCase& c, std::ostream* os) {
+void PrintTo(const ProfileErrorCase& c, std::ostream* os) {
   *os << "'" << c.from << "' -> '" << c.to << "'";
 }
 
-class ProfileFileErrorTest : public ::testing::TestWithParam<ErrorCase> {};
+class ProfileFileErrorTest : public ::testing::TestWithParam<ProfileErrorCase> {};
 
 TEST_P(ProfileFileErrorTest, NamesFieldAndLine) {
   std::string text = kValid;
-  const ErrorCase& c = GetParam();
+  const ProfileErrorCase& c = GetParam();
   text.replace(text.find(c.from), c.from.size(), c.to);
   Result<profile::CapacityProfile> p = ParseProfileText(text, "p.yaml");
   ASSERT_FALSE(p.has_value()) << c.from << " -> " << c.to;
@@ -95,39 +95,42 @@ TEST_P(ProfileFileErrorTest, NamesFieldAndLine) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ProfileFileErrorTest,
     ::testing::Values(
-        ErrorCase{"    curve:\n", "    measured_by: me\n    curve:\n",
-                  "mixes[1].measured_by: unknown field; accepted fields: prompt_tokens, "
-                  "output_tokens, capacity_rps, capacity_tokens_per_second, curve (line 12)"},
-        ErrorCase{"capacity_rps: 17.5", "capacity_rps: 0",
-                  "mixes[1].capacity_rps: expected a positive number, got 0 (line 10)"},
-        ErrorCase{"capacity_rps: 70.3", "capacity_rps: -2",
-                  "mixes[0].capacity_rps: expected a positive number, got -2 (line 7)"},
-        ErrorCase{"version: 1", "version: 2",
-                  "version: unsupported version 2; this gpuscale reads version 1 (line 1)"},
-        ErrorCase{"version: 1\n", "", "version: required field is missing (line 1)"},
-        ErrorCase{"target_ratio: 0.99", "target_ratio: 1.5",
-                  "slo.target_ratio: expected a share in (0, 1], got 1.5 (line 4)"},
-        ErrorCase{"tpot_seconds: 0.05", "tpot_seconds: .inf",
-                  "slo.tpot_seconds: expected a positive number, got inf (line 4)"},
-        ErrorCase{"attainment: 1,", "attainment: 2,",
-                  "mixes[1].curve[0].attainment: expected a share in [0, 1], got 2 (line 13)"},
-        ErrorCase{"output_tokens: 256", "output_tokens: 0",
-                  "mixes[1].output_tokens: expected an integer >= 1, got 0 (line 9)"},
-        ErrorCase{"prompt_tokens: 1024", "prompt_tokens: many",
-                  "mixes[1].prompt_tokens: expected an integer, got 'many' (line 8)"},
-        ErrorCase{"model: m", "model: \"\"", "model: expected a non-empty string (line 2)"},
-        ErrorCase{"output_token_weight: 4,", "output_token_weight: -1,",
-                  "fit.output_token_weight: expected a number >= 0, got -1 (line 5)"},
-        ErrorCase{"fit: {output_token_weight: 4, capacity_tokens_per_second: 36000}\n", "",
-                  "fit: required field is missing"},
-        ErrorCase{"method: bisection", "method: guess",
-                  "measurement.method: expected bisection or steps, got 'guess' (line 14)"},
-        ErrorCase{"gpu: h100", "gpu: h100, tp: 2",
-                  "replica_model.tp: unknown field; accepted fields: gpu, tensor_parallel"},
-        ErrorCase{"source: simulator\n", "source: simulator\nnotes: x\n",
-                  "notes: unknown field; accepted fields: version, model"},
-        ErrorCase{"ttft_p50_seconds: 0.1", "ttft_p50_seconds: soon",
-                  "mixes[1].curve[0].ttft_p50_seconds: expected a number, got 'soon' (line 13)"}));
+        ProfileErrorCase{
+            "    curve:\n", "    measured_by: me\n    curve:\n",
+            "mixes[1].measured_by: unknown field; accepted fields: prompt_tokens, "
+            "output_tokens, capacity_rps, capacity_tokens_per_second, curve (line 12)"},
+        ProfileErrorCase{"capacity_rps: 17.5", "capacity_rps: 0",
+                         "mixes[1].capacity_rps: expected a positive number, got 0 (line 10)"},
+        ProfileErrorCase{"capacity_rps: 70.3", "capacity_rps: -2",
+                         "mixes[0].capacity_rps: expected a positive number, got -2 (line 7)"},
+        ProfileErrorCase{"version: 1", "version: 2",
+                         "version: unsupported version 2; this gpuscale reads version 1 (line 1)"},
+        ProfileErrorCase{"version: 1\n", "", "version: required field is missing (line 1)"},
+        ProfileErrorCase{"target_ratio: 0.99", "target_ratio: 1.5",
+                         "slo.target_ratio: expected a share in (0, 1], got 1.5 (line 4)"},
+        ProfileErrorCase{"tpot_seconds: 0.05", "tpot_seconds: .inf",
+                         "slo.tpot_seconds: expected a positive number, got inf (line 4)"},
+        ProfileErrorCase{
+            "attainment: 1,", "attainment: 2,",
+            "mixes[1].curve[0].attainment: expected a share in [0, 1], got 2 (line 13)"},
+        ProfileErrorCase{"output_tokens: 256", "output_tokens: 0",
+                         "mixes[1].output_tokens: expected an integer >= 1, got 0 (line 9)"},
+        ProfileErrorCase{"prompt_tokens: 1024", "prompt_tokens: many",
+                         "mixes[1].prompt_tokens: expected an integer, got 'many' (line 8)"},
+        ProfileErrorCase{"model: m", "model: \"\"", "model: expected a non-empty string (line 2)"},
+        ProfileErrorCase{"output_token_weight: 4,", "output_token_weight: -1,",
+                         "fit.output_token_weight: expected a number >= 0, got -1 (line 5)"},
+        ProfileErrorCase{"fit: {output_token_weight: 4, capacity_tokens_per_second: 36000}\n", "",
+                         "fit: required field is missing"},
+        ProfileErrorCase{"method: bisection", "method: guess",
+                         "measurement.method: expected bisection or steps, got 'guess' (line 14)"},
+        ProfileErrorCase{"gpu: h100", "gpu: h100, tp: 2",
+                         "replica_model.tp: unknown field; accepted fields: gpu, tensor_parallel"},
+        ProfileErrorCase{"source: simulator\n", "source: simulator\nnotes: x\n",
+                         "notes: unknown field; accepted fields: version, model"},
+        ProfileErrorCase{
+            "ttft_p50_seconds: 0.1", "ttft_p50_seconds: soon",
+            "mixes[1].curve[0].ttft_p50_seconds: expected a number, got 'soon' (line 13)"}));
 
 TEST(ProfileFileTest, TheErrorCasesStartFromAValidProfile) {
   Result<profile::CapacityProfile> p = ParseProfileText(kValid, "p.yaml");

@@ -10,7 +10,7 @@
 namespace gpuscale::config {
 namespace {
 
-Result<SimConfigFile> Parse(const std::string& text) {
+Result<SimConfigFile> ParseSimYaml(const std::string& text) {
   auto root = yaml::ParseYaml(text, "test");
   if (!root) return Unexpected<Error>(root.error());
   return ParseSimConfig(*root);
@@ -35,7 +35,7 @@ policy: {family: slo, slo: {initial_capacity_rps: 5}}
 )";
 
 TEST(SimConfigTest, ParsesEverySection) {
-  auto file = Parse(kFull);
+  auto file = ParseSimYaml(kFull);
   ASSERT_TRUE(file) << file.error().ToString();
   const auto& c = file->sim;
   EXPECT_EQ(c.cluster.nodes, 2);
@@ -54,26 +54,28 @@ TEST(SimConfigTest, ParsesEverySection) {
 }
 
 TEST(SimConfigTest, RouterTakesANameOrAMappingWithSlowStart) {
-  auto named = Parse("router: least_outstanding\npolicy: {family: slo}\n");
+  auto named = ParseSimYaml("router: least_outstanding\npolicy: {family: slo}\n");
   ASSERT_TRUE(named) << named.error().ToString();
   EXPECT_EQ(named->sim.router.kind, sim::RouterKind::kLeastOutstanding);
   EXPECT_EQ(named->sim.router.slow_start_seconds, 0);
-  auto mapped = Parse("router: {kind: least_outstanding, slow_start_seconds: 20}\n"
-                      "policy: {family: slo}\n");
+  auto mapped = ParseSimYaml(
+      "router: {kind: least_outstanding, slow_start_seconds: 20}\n"
+      "policy: {family: slo}\n");
   ASSERT_TRUE(mapped) << mapped.error().ToString();
   EXPECT_EQ(mapped->sim.router.kind, sim::RouterKind::kLeastOutstanding);
   EXPECT_EQ(mapped->sim.router.slow_start_seconds, 20);
-  auto kind_only = Parse("router: {kind: round_robin}\npolicy: {family: slo}\n");
+  auto kind_only = ParseSimYaml("router: {kind: round_robin}\npolicy: {family: slo}\n");
   ASSERT_TRUE(kind_only) << kind_only.error().ToString();
   EXPECT_EQ(kind_only->sim.router.kind, sim::RouterKind::kRoundRobin);
-  auto unknown = Parse("router: {kind: least_outstanding, slowstart: 20}\npolicy: {family: slo}\n");
+  auto unknown =
+      ParseSimYaml("router: {kind: least_outstanding, slowstart: 20}\npolicy: {family: slo}\n");
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().ToString().find("router.slowstart"), std::string::npos)
       << unknown.error().ToString();
 }
 
 TEST(SimConfigTest, BuildsFreshSloPolicies) {
-  auto file = Parse(kFull);
+  auto file = ParseSimYaml(kFull);
   ASSERT_TRUE(file);
   auto a = MakeSimPolicy(*file);
   auto b = MakeSimPolicy(*file);
@@ -91,7 +93,7 @@ struct BadCase {
 class SimConfigErrorTest : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(SimConfigErrorTest, NamesFieldAndLine) {
-  auto file = Parse(GetParam().text);
+  auto file = ParseSimYaml(GetParam().text);
   ASSERT_FALSE(file);
   EXPECT_EQ(file.error().ToString(), GetParam().error);
 }
@@ -124,26 +126,26 @@ INSTANTIATE_TEST_SUITE_P(
                 "faults.metrics_outages[0].to_seconds: must be >= from_seconds (line 3)"}));
 
 TEST(SimConfigTest, InitialReplicasTakesAutoOrANumber) {
-  auto automatic = Parse("service: {initial_replicas: auto}\npolicy: {family: slo}\n");
+  auto automatic = ParseSimYaml("service: {initial_replicas: auto}\npolicy: {family: slo}\n");
   ASSERT_TRUE(automatic) << automatic.error().ToString();
   EXPECT_EQ(automatic->sim.service.initial_replicas, sim::ServiceSpec::kAutoInitialReplicas);
-  auto fixed = Parse("service: {initial_replicas: 3}\npolicy: {family: slo}\n");
+  auto fixed = ParseSimYaml("service: {initial_replicas: 3}\npolicy: {family: slo}\n");
   ASSERT_TRUE(fixed) << fixed.error().ToString();
   EXPECT_EQ(fixed->sim.service.ReadyAtStart(), 3);
-  auto bad = Parse("service: {initial_replicas: many}\npolicy: {family: slo}\n");
+  auto bad = ParseSimYaml("service: {initial_replicas: many}\npolicy: {family: slo}\n");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().ToString().find("service.initial_replicas"), std::string::npos)
       << bad.error().ToString();
 }
 
 TEST(SimConfigTest, RejectsUnknownKeys) {
-  auto file = Parse("scrape_interval: 5\npolicy: {family: slo}\n");
+  auto file = ParseSimYaml("scrape_interval: 5\npolicy: {family: slo}\n");
   ASSERT_FALSE(file);
   EXPECT_NE(file.error().ToString().find("scrape_interval"), std::string::npos);
 }
 
 TEST(SimConfigTest, PolicyErrorsArePrefixed) {
-  auto file = Parse("policy: {family: slo, slo: {burst_z: -1}}\n");
+  auto file = ParseSimYaml("policy: {family: slo, slo: {burst_z: -1}}\n");
   ASSERT_TRUE(file);
   auto policy = MakeSimPolicy(*file);
   ASSERT_FALSE(policy);
@@ -187,7 +189,7 @@ disaggregated:
 )";
 
 TEST(SimConfigDisaggTest, ParsesPoolsBudgetLinkAndPolicies) {
-  auto file = Parse(kDisagg);
+  auto file = ParseSimYaml(kDisagg);
   ASSERT_TRUE(file) << file.error().ToString();
   ASSERT_TRUE(file->sim.disaggregated.has_value());
   const sim::DisaggSpec& d = *file->sim.disaggregated;
@@ -236,7 +238,7 @@ TEST(SimConfigDisaggTest, ErrorsNameFieldAndLine) {
     const size_t at = text.find(c.from);
     ASSERT_NE(at, std::string::npos) << c.name;
     text.replace(at, c.from.size(), c.to);
-    auto file = Parse(text);
+    auto file = ParseSimYaml(text);
     ASSERT_FALSE(file) << c.name;
     EXPECT_EQ(file.error().field.rfind(c.field, 0), 0u)
         << c.name << ": " << file.error().ToString();
@@ -250,7 +252,7 @@ TEST(SimConfigDisaggTest, ErrorsNameFieldAndLine) {
 TEST(SimConfigDisaggTest, PolicyRoleMustMatchItsPool) {
   std::string text = kDisagg;
   text.replace(text.find("{role: prefill}"), 15, "{role: decode}");
-  auto file = Parse(text);
+  auto file = ParseSimYaml(text);
   ASSERT_TRUE(file) << file.error().ToString();
   auto model = sim::MakeReplicaModel({});
   ASSERT_TRUE(model);

@@ -14,10 +14,12 @@ namespace {
 using alloc::ParamScalar;
 using ::testing::HasSubstr;
 
-Result<alloc::TaskSpec> Parse(std::string_view text) { return ParseTaskText(text, "task.yaml"); }
+Result<alloc::TaskSpec> ParseTaskYaml(std::string_view text) {
+  return ParseTaskText(text, "task.yaml");
+}
 
 TEST(TaskFileTest, ParsesYamlTaskWithScalarsAndLists) {
-  Result<alloc::TaskSpec> task = Parse(R"(name: sweep
+  Result<alloc::TaskSpec> task = ParseTaskYaml(R"(name: sweep
 model: meta-llama/Llama-3.1-70B-Instruct
 dtype: fp8
 gpu_memory_mb: 81559
@@ -45,7 +47,7 @@ parameters:
 }
 
 TEST(TaskFileTest, ParsesJsonTaskInReferenceShape) {
-  Result<alloc::TaskSpec> task = Parse(
+  Result<alloc::TaskSpec> task = ParseTaskYaml(
       R"({"model": {"id_or_path": "Qwen/Qwen2.5-7B"}, "params_b": 7.6,
           "parameters": {"tp_size": [1, 2], "pp_size": 1}})");
   ASSERT_TRUE(task.has_value()) << task.error().ToString();
@@ -79,7 +81,7 @@ struct BadCase {
 class TaskFileBadInputTest : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(TaskFileBadInputTest, NamesFieldAndLine) {
-  Result<alloc::TaskSpec> task = Parse(GetParam().text);
+  Result<alloc::TaskSpec> task = ParseTaskYaml(GetParam().text);
   ASSERT_FALSE(task.has_value());
   EXPECT_EQ(task.error().code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(task.error().ToString(), HasSubstr(GetParam().expected));

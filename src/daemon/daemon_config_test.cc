@@ -10,10 +10,13 @@
 #include <fstream>
 
 #include "config/policy_config.h"
+#include "testing/scoped_env.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {
 namespace {
+
+using testing::ScopedEnv;
 
 using ::testing::HasSubstr;
 
@@ -619,30 +622,6 @@ TEST(DaemonConfigTest, LoadMissingFileIsNotFound) {
   ASSERT_FALSE(config);
   EXPECT_EQ(config.error().code, ErrorCode::kNotFound);
 }
-
-// setenv/unsetenv for one test, restored afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 TEST(DaemonConfigTest, StateDirDefaultsFollowXdgThenHome) {
   {

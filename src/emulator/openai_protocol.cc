@@ -12,7 +12,7 @@
 namespace gpuscale::emulator {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 // Common English words: real tokenizers map each to one token, so the emulated text has
 // about as many tokens for a real tokenizer as the emulator counts.
@@ -21,12 +21,12 @@ constexpr std::array<std::string_view, 16> kWords = {
     " one", " token", " of", " output",   " for", " the",   " load", " test"};
 
 // Serialises without throwing: invalid UTF-8 echoed from a request becomes U+FFFD.
-std::string Dump(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+std::string Dump(const ojson& value) {
+  return value.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 // An optional integer field in [1, max]; nullopt when absent or null.
-Result<std::optional<int64_t>> ReadPositiveInt(const json& body, const char* key, int64_t max) {
+Result<std::optional<int64_t>> ReadPositiveInt(const ojson& body, const char* key, int64_t max) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::optional<int64_t>{};
   if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > max) {
@@ -36,7 +36,7 @@ Result<std::optional<int64_t>> ReadPositiveInt(const json& body, const char* key
   return std::optional<int64_t>{it->get<int64_t>()};
 }
 
-Result<bool> ReadBool(const json& object, const char* key, const std::string& field) {
+Result<bool> ReadBool(const ojson& object, const char* key, const std::string& field) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return false;
   if (!it->is_boolean()) return InvalidArgument("expected true or false", field);
@@ -44,7 +44,7 @@ Result<bool> ReadBool(const json& object, const char* key, const std::string& fi
 }
 
 // An optional string field; empty when absent or null.
-Result<std::string> ReadString(const json& object, const char* key, const std::string& field) {
+Result<std::string> ReadString(const ojson& object, const char* key, const std::string& field) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::string();
   if (!it->is_string()) return InvalidArgument("expected a string", field);
@@ -53,10 +53,10 @@ Result<std::string> ReadString(const json& object, const char* key, const std::s
 
 // Prompt tokens of one entry of a completions `prompt` list: a string's words, or a list of
 // token ids (one token each). nullopt when the entry is neither.
-std::optional<int64_t> PromptEntryTokens(const json& entry) {
+std::optional<int64_t> PromptEntryTokens(const ojson& entry) {
   if (entry.is_string()) return CountWords(entry.get_ref<const std::string&>());
   if (!entry.is_array()) return std::nullopt;
-  for (const json& id : entry) {
+  for (const ojson& id : entry) {
     if (!id.is_number_integer()) return std::nullopt;
   }
   return static_cast<int64_t>(entry.size());
@@ -64,7 +64,7 @@ std::optional<int64_t> PromptEntryTokens(const json& entry) {
 
 // The prompts of a completions body, as OpenAI and vLLM read `prompt`: a string, a list of
 // token ids (one prompt), or a list of strings or token-id lists (one prompt each).
-Result<std::vector<int64_t>> Prompts(const json& body) {
+Result<std::vector<int64_t>> Prompts(const ojson& body) {
   auto it = body.find("prompt");
   if (it == body.end()) return InvalidArgument("required: a string or an array", "prompt");
   if (it->is_string()) {
@@ -90,14 +90,14 @@ Result<std::vector<int64_t>> Prompts(const json& body) {
 }
 
 // Words of the chat messages' contents (strings or arrays of text parts).
-Result<int64_t> MessageTokens(const json& body) {
+Result<int64_t> MessageTokens(const ojson& body) {
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array()) {
     return InvalidArgument("required: an array of {role, content} objects", "messages");
   }
   int64_t tokens = 0;
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& message = (*it)[i];
+    const ojson& message = (*it)[i];
     const std::string field = fmt::format("messages[{}].content", i);
     if (!message.is_object()) return InvalidArgument("expected an object", field);
     auto content = message.find("content");
@@ -107,7 +107,7 @@ Result<int64_t> MessageTokens(const json& body) {
       continue;
     }
     if (!content->is_array()) return InvalidArgument("expected a string or an array", field);
-    for (const json& part : *content) {
+    for (const ojson& part : *content) {
       auto text = part.is_object() ? part.find("text") : part.end();
       if (text != part.end() && text->is_string()) {
         tokens += CountWords(text->get_ref<const std::string&>());
@@ -118,7 +118,7 @@ Result<int64_t> MessageTokens(const json& body) {
 }
 
 // `kv_transfer_params` (KvTransferParams): flags and the handle's fields, each optional.
-Result<std::optional<KvTransferParams>> ReadKvTransfer(const json& body) {
+Result<std::optional<KvTransferParams>> ReadKvTransfer(const ojson& body) {
   constexpr const char* kField = "kv_transfer_params";
   auto it = body.find(kField);
   if (it == body.end() || it->is_null()) return std::optional<KvTransferParams>{};
@@ -141,7 +141,7 @@ Result<std::optional<KvTransferParams>> ReadKvTransfer(const json& body) {
   if (auto ids = it->find("remote_block_ids"); ids != it->end() && !ids->is_null()) {
     if (!ids->is_array())
       return InvalidArgument("expected an array", "kv_transfer_params.remote_block_ids");
-    for (const json& id : *ids) {
+    for (const ojson& id : *ids) {
       if (!id.is_number_integer()) {
         return InvalidArgument("expected integers", "kv_transfer_params.remote_block_ids");
       }
@@ -152,7 +152,7 @@ Result<std::optional<KvTransferParams>> ReadKvTransfer(const json& body) {
 }
 
 // Reads the request's options other than the prompt.
-Status ReadOptions(const json& body, CompletionRequest& request) {
+Status ReadOptions(const ojson& body, CompletionRequest& request) {
   auto model = body.find("model");
   if (model != body.end() && !model->is_null()) {
     if (!model->is_string()) return InvalidArgument("expected a string", "model");
@@ -181,28 +181,28 @@ Status ReadOptions(const json& body, CompletionRequest& request) {
   return OkStatus();
 }
 
-json UsageJson(const Usage& usage) {
-  return json{{"prompt_tokens", usage.prompt_tokens},
-              {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-              {"completion_tokens", usage.completion_tokens}};
+ojson UsageJson(const Usage& usage) {
+  return ojson{{"prompt_tokens", usage.prompt_tokens},
+               {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+               {"completion_tokens", usage.completion_tokens}};
 }
 
-json ChunkHeader(const ResponseHeader& header) {
+ojson ChunkHeader(const ResponseHeader& header) {
   const bool chat = header.endpoint == Endpoint::kChatCompletions;
-  return json{{"id", header.id},
-              {"object", chat ? "chat.completion.chunk" : "text_completion"},
-              {"created", header.created_unix_seconds},
-              {"model", header.model}};
+  return ojson{{"id", header.id},
+               {"object", chat ? "chat.completion.chunk" : "text_completion"},
+               {"created", header.created_unix_seconds},
+               {"model", header.model}};
 }
 
-json KvTransferJson(const KvTransferParams& p) {
-  return json{{"do_remote_decode", p.do_remote_decode}, {"do_remote_prefill", p.do_remote_prefill},
-              {"remote_engine_id", p.remote_engine_id}, {"remote_host", p.remote_host},
-              {"remote_port", p.remote_port},           {"remote_block_ids", p.remote_block_ids},
-              {"prompt_tokens", p.prompt_tokens}};
+ojson KvTransferJson(const KvTransferParams& p) {
+  return ojson{{"do_remote_decode", p.do_remote_decode}, {"do_remote_prefill", p.do_remote_prefill},
+               {"remote_engine_id", p.remote_engine_id}, {"remote_host", p.remote_host},
+               {"remote_port", p.remote_port},           {"remote_block_ids", p.remote_block_ids},
+               {"prompt_tokens", p.prompt_tokens}};
 }
 
-std::string Event(const json& payload) { return fmt::format("data: {}\n\n", Dump(payload)); }
+std::string Event(const ojson& payload) { return fmt::format("data: {}\n\n", Dump(payload)); }
 
 }  // namespace
 
@@ -224,7 +224,7 @@ int64_t CompletionRequest::TotalPromptTokens() const {
 }
 
 Result<CompletionRequest> ParseCompletionRequest(std::string_view body, Endpoint endpoint) {
-  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const ojson parsed = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return InvalidArgument("expected a JSON object", "body");
   CompletionRequest request;
   request.endpoint = endpoint;
@@ -260,7 +260,7 @@ std::string_view TokenText(int32_t index) {
 
 namespace {
 
-json FinishJson(Finish finish) {
+ojson FinishJson(Finish finish) {
   switch (finish) {
     case Finish::kStop:
       return "stop";
@@ -275,34 +275,34 @@ json FinishJson(Finish finish) {
 }  // namespace
 
 std::string StreamRoleEvent(const ResponseHeader& header, int32_t choice) {
-  json chunk = ChunkHeader(header);
-  json entry{{"index", choice},
-             {"delta", {{"role", "assistant"}, {"content", ""}}},
-             {"logprobs", nullptr},
-             {"finish_reason", nullptr}};
-  chunk["choices"] = json::array({std::move(entry)});
+  ojson chunk = ChunkHeader(header);
+  ojson entry{{"index", choice},
+              {"delta", {{"role", "assistant"}, {"content", ""}}},
+              {"logprobs", nullptr},
+              {"finish_reason", nullptr}};
+  chunk["choices"] = ojson::array({std::move(entry)});
   return Event(chunk);
 }
 
 std::string StreamTokenEvent(const ResponseHeader& header, int32_t choice, int32_t token,
                              Finish finish, const std::optional<Usage>& usage) {
-  json chunk = ChunkHeader(header);
-  json entry{{"index", choice}};
+  ojson chunk = ChunkHeader(header);
+  ojson entry{{"index", choice}};
   if (header.endpoint == Endpoint::kChatCompletions) {
-    entry["delta"] = json{{"content", TokenText(token)}};
+    entry["delta"] = ojson{{"content", TokenText(token)}};
   } else {
     entry["text"] = TokenText(token);
   }
   entry["logprobs"] = nullptr;
   entry["finish_reason"] = FinishJson(finish);
-  chunk["choices"] = json::array({std::move(entry)});
+  chunk["choices"] = ojson::array({std::move(entry)});
   if (usage) chunk["usage"] = UsageJson(*usage);
   return Event(chunk);
 }
 
 std::string StreamUsageEvent(const ResponseHeader& header, const Usage& usage) {
-  json chunk = ChunkHeader(header);
-  chunk["choices"] = json::array();
+  ojson chunk = ChunkHeader(header);
+  chunk["choices"] = ojson::array();
   chunk["usage"] = UsageJson(usage);
   return Event(chunk);
 }
@@ -313,15 +313,15 @@ std::string CompletionResponseBody(const ResponseHeader& header,
                                    const std::vector<ChoiceResult>& choices, int64_t prompt_tokens,
                                    const std::optional<KvTransferParams>& kv_transfer) {
   const bool chat = header.endpoint == Endpoint::kChatCompletions;
-  json entries = json::array();
+  ojson entries = ojson::array();
   Usage usage{prompt_tokens, 0};
   for (size_t c = 0; c < choices.size(); ++c) {
     std::string text;
     for (int32_t i = 0; i < choices[c].completion_tokens; ++i) text += TokenText(i);
     usage.completion_tokens += choices[c].completion_tokens;
-    json entry{{"index", c}};
+    ojson entry{{"index", c}};
     if (chat) {
-      entry["message"] = json{{"role", "assistant"}, {"content", std::move(text)}};
+      entry["message"] = ojson{{"role", "assistant"}, {"content", std::move(text)}};
     } else {
       entry["text"] = std::move(text);
     }
@@ -329,35 +329,35 @@ std::string CompletionResponseBody(const ResponseHeader& header,
     entry["finish_reason"] = FinishJson(choices[c].finish);
     entries.push_back(std::move(entry));
   }
-  json body{{"id", header.id},
-            {"object", chat ? "chat.completion" : "text_completion"},
-            {"created", header.created_unix_seconds},
-            {"model", header.model},
-            {"choices", std::move(entries)},
-            {"usage", UsageJson(usage)}};
+  ojson body{{"id", header.id},
+             {"object", chat ? "chat.completion" : "text_completion"},
+             {"created", header.created_unix_seconds},
+             {"model", header.model},
+             {"choices", std::move(entries)},
+             {"usage", UsageJson(usage)}};
   if (kv_transfer) body["kv_transfer_params"] = KvTransferJson(*kv_transfer);
   return Dump(body);
 }
 
 std::string ModelListBody(std::string_view model, int64_t created_unix_seconds,
                           int64_t max_model_len) {
-  json entry{{"id", model},
-             {"object", "model"},
-             {"created", created_unix_seconds},
-             {"owned_by", "gpuscale"},
-             {"root", model},
-             {"max_model_len", max_model_len}};
-  return Dump(json{{"object", "list"}, {"data", json::array({std::move(entry)})}});
+  ojson entry{{"id", model},
+              {"object", "model"},
+              {"created", created_unix_seconds},
+              {"owned_by", "gpuscale"},
+              {"root", model},
+              {"max_model_len", max_model_len}};
+  return Dump(ojson{{"object", "list"}, {"data", ojson::array({std::move(entry)})}});
 }
 
 std::string ModelBody(std::string_view model, int64_t created_unix_seconds,
                       int64_t max_model_len) {
-  return json::parse(ModelListBody(model, created_unix_seconds, max_model_len))["data"][0]
-      .dump(-1, ' ', false, json::error_handler_t::replace);
+  return ojson::parse(ModelListBody(model, created_unix_seconds, max_model_len))["data"][0].dump(
+      -1, ' ', false, ojson::error_handler_t::replace);
 }
 
 Result<int64_t> TokenizeCount(std::string_view body) {
-  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const ojson parsed = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return InvalidArgument("expected a JSON object", "body");
   if (parsed.contains("messages")) return MessageTokens(parsed);
   if (parsed.contains("prompt")) {
@@ -370,21 +370,21 @@ Result<int64_t> TokenizeCount(std::string_view body) {
 }
 
 std::string TokenizeBody(int64_t count, int64_t max_model_len) {
-  json tokens = json::array();
+  ojson tokens = ojson::array();
   for (int64_t i = 0; i < count; ++i) tokens.push_back(1000 + i % 30000);  // stand-in ids
-  return Dump(json{{"count", count},
-                   {"max_model_len", max_model_len},
-                   {"tokens", std::move(tokens)},
-                   {"token_strs", nullptr}});
+  return Dump(ojson{{"count", count},
+                    {"max_model_len", max_model_len},
+                    {"tokens", std::move(tokens)},
+                    {"token_strs", nullptr}});
 }
 
 std::string ErrorBody(std::string_view message, std::string_view type, std::string_view param,
                       int http_status) {
-  json error{{"message", message},
-             {"type", type},
-             {"param", param.empty() ? json(nullptr) : json(param)},
-             {"code", http_status}};
-  return Dump(json{{"error", std::move(error)}});
+  ojson error{{"message", message},
+              {"type", type},
+              {"param", param.empty() ? ojson(nullptr) : ojson(param)},
+              {"code", http_status}};
+  return Dump(ojson{{"error", std::move(error)}});
 }
 
 }  // namespace gpuscale::emulator

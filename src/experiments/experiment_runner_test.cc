@@ -60,7 +60,7 @@ TEST(MonitoringOfTest, EmptyWhenNoSampleFallsInTheWindow) {
   EXPECT_TRUE(MonitoringOf({}, {0}, Seconds{0}, Seconds{9}).empty());
 }
 
-class StopLeftoverServerTest : public testing::Test {
+class StopLeftoverServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /

@@ -21,7 +21,7 @@ struct ScoreCase {
   double expected;
 };
 
-class AvailabilityScoreTest : public testing::TestWithParam<ScoreCase> {};
+class AvailabilityScoreTest : public ::testing::TestWithParam<ScoreCase> {};
 
 TEST_P(AvailabilityScoreTest, MatchesWeightedFormula) {
   const ScoreCase& c = GetParam();
@@ -31,7 +31,7 @@ TEST_P(AvailabilityScoreTest, MatchesWeightedFormula) {
 // The LLM Autotuner's GPU tracking: score = 0.6 * free/total + 0.4 * (100 - util)/100.
 INSTANTIATE_TEST_SUITE_P(
     Cases, AvailabilityScoreTest,
-    testing::Values(
+    ::testing::Values(
         ScoreCase{"IdleEmptyGpu", Gpu(80000, 80000, 0), {}, 1.0},
         ScoreCase{"FullBusyGpu", Gpu(80000, 0, 100), {}, 0.0},
         ScoreCase{"HalfFreeQuarterBusy", Gpu(80000, 40000, 25), {}, 0.6 * 0.5 + 0.4 * 0.75},
@@ -40,7 +40,7 @@ INSTANTIATE_TEST_SUITE_P(
         ScoreCase{"MemoryOnlyWeights", Gpu(100, 25, 0), {1.0, 0.0}, 0.25},
         ScoreCase{"WeightsNormalised", Gpu(100, 50, 50), {3.0, 1.0}, 0.5},
         ScoreCase{"ZeroWeights", Gpu(100, 50, 50), {0.0, 0.0}, 0.0}),
-    [](const testing::TestParamInfo<ScoreCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<ScoreCase>& info) { return info.param.name; });
 
 TEST(FreeMemoryShareTest, DerivesFreeFromUsedWhenFreeIsAbsent) {
   GpuInfo gpu = Gpu(1000, std::nullopt, 0);

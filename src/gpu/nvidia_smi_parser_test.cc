@@ -86,7 +86,7 @@ struct MalformedCase {
   const char* message_has;  // expected substring of the message
 };
 
-class NvidiaSmiMalformedTest : public testing::TestWithParam<MalformedCase> {};
+class NvidiaSmiMalformedTest : public ::testing::TestWithParam<MalformedCase> {};
 
 TEST_P(NvidiaSmiMalformedTest, RejectsWithLineAndColumn) {
   const MalformedCase& c = GetParam();
@@ -101,7 +101,7 @@ constexpr char kGood[] = "0, GPU-a, X, 100, 10, 90, 5, 40, 50\n";
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, NvidiaSmiMalformedTest,
-    testing::Values(
+    ::testing::Values(
         MalformedCase{"TooManyColumns", "0, GPU-a, X, 1, 2, 3, 4, 5, 6, 7\n", "line 1",
                       "expected 9 comma-separated columns"},
         MalformedCase{"TooFewColumns", "0, GPU-a\n", "line 1", "got 2"},
@@ -132,7 +132,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "index, uuid, name, memory.total [MiB], memory.used [MiB], memory.free "
                       "[MiB], utilization.gpu [%], temperature.gpu, power.draw [W]\n",
                       "line 1", "column index"}),
-    [](const testing::TestParamInfo<MalformedCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<MalformedCase>& info) { return info.param.name; });
 
 TEST(NvidiaSmiParserTest, GoodFixtureParses) { EXPECT_TRUE(ParseNvidiaSmiCsv(kGood)); }
 

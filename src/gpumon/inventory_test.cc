@@ -62,7 +62,7 @@ struct BadInventory {
   const char* message_has;
 };
 
-class InventoryErrorTest : public testing::TestWithParam<BadInventory> {};
+class InventoryErrorTest : public ::testing::TestWithParam<BadInventory> {};
 
 TEST_P(InventoryErrorTest, NamesFieldAndLine) {
   const BadInventory& c = GetParam();
@@ -76,7 +76,7 @@ TEST_P(InventoryErrorTest, NamesFieldAndLine) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, InventoryErrorTest,
-    testing::Values(
+    ::testing::Values(
         BadInventory{"GarbageNumber", "gpus:\n  - index: 0\n    memory_used_mb: lots\n",
                      "gpus[0].memory_used_mb", "expected a number, got 'lots' (line 3)"},
         BadInventory{"UsedOverTotal", "gpus:\n  - memory_total_mb: 100\n    memory_used_mb: 200\n",
@@ -95,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInventory{"TopologyUnknownLink", "gpus: [{index: 0}]\ntopology: [[warp]]\n",
                      "topology[0][0]", "unknown link 'warp'"},
         BadInventory{"SyntaxError", "gpus: [\n", "inv.yaml", "cannot parse"}),
-    [](const testing::TestParamInfo<BadInventory>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<BadInventory>& info) { return info.param.name; });
 
 TEST(InventoryTest, RejectsNonMappingRoot) {
   EXPECT_FALSE(ParseInventory("- 1\n- 2\n", "inv.yaml"));

@@ -8,21 +8,14 @@
 #include <fstream>
 #include <string>
 
+#include "testing/scoped_env.h"
+
 namespace gpuscale::gpu {
 namespace {
 
-constexpr char kFakeNvidiaSmi[] = GPUSCALE_SOURCE_DIR "/tests/fixtures/fake_nvidia_smi.sh";
+using testing::ScopedEnv;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+constexpr char kFakeSmiScript[] = GPUSCALE_SOURCE_DIR "/tests/fixtures/fake_nvidia_smi.sh";
 
 class ScopedFile {
  public:
@@ -42,7 +35,7 @@ class ScopedFile {
 };
 
 TEST(NvidiaSmiBackendTest, ReadsGpusAndProcessesFromTheTool) {
-  NvidiaSmiBackend backend(kFakeNvidiaSmi);
+  NvidiaSmiBackend backend(kFakeSmiScript);
   Result<GpuSnapshot> snapshot = backend.Query(Seconds{3});
   ASSERT_TRUE(snapshot) << snapshot.error().ToString();
   EXPECT_EQ(snapshot->backend, "nvidia-smi");
@@ -60,7 +53,7 @@ TEST(NvidiaSmiBackendTest, NonZeroExitIsUnavailableWithTheToolsMessage) {
   ScopedFile output("NVIDIA-SMI has failed because it couldn't communicate with the driver\n");
   ScopedEnv env1("FAKE_NVIDIA_SMI_OUTPUT", output.path());
   ScopedEnv env2("FAKE_NVIDIA_SMI_EXIT", "9");
-  NvidiaSmiBackend backend(kFakeNvidiaSmi);
+  NvidiaSmiBackend backend(kFakeSmiScript);
   Result<GpuSnapshot> snapshot = backend.Query(Seconds{0});
   ASSERT_FALSE(snapshot);
   EXPECT_EQ(snapshot.error().code, ErrorCode::kUnavailable);
@@ -71,7 +64,7 @@ TEST(NvidiaSmiBackendTest, NonZeroExitIsUnavailableWithTheToolsMessage) {
 TEST(NvidiaSmiBackendTest, MalformedOutputNamesTheLine) {
   ScopedFile output("0, GPU-a, X, 100, 10, 90, 5, 40, 50\n1, GPU-b, X, 100, ten, 90, 5, 40, 50\n");
   ScopedEnv env("FAKE_NVIDIA_SMI_OUTPUT", output.path());
-  NvidiaSmiBackend backend(kFakeNvidiaSmi);
+  NvidiaSmiBackend backend(kFakeSmiScript);
   Result<GpuSnapshot> snapshot = backend.Query(Seconds{0});
   ASSERT_FALSE(snapshot);
   EXPECT_EQ(snapshot.error().code, ErrorCode::kInvalidArgument);
@@ -81,7 +74,7 @@ TEST(NvidiaSmiBackendTest, MalformedOutputNamesTheLine) {
 
 TEST(NvidiaSmiBackendTest, HungToolIsKilledAfterTimeout) {
   ScopedEnv env("FAKE_NVIDIA_SMI_SLEEP", "30");
-  NvidiaSmiBackend backend(kFakeNvidiaSmi, Seconds{0.05});
+  NvidiaSmiBackend backend(kFakeSmiScript, Seconds{0.05});
   Result<GpuSnapshot> snapshot = backend.Query(Seconds{0});
   ASSERT_FALSE(snapshot);
   EXPECT_EQ(snapshot.error().code, ErrorCode::kUnavailable);

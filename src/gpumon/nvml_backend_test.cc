@@ -5,18 +5,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "testing/scoped_env.h"
+
 namespace gpuscale::gpu {
 namespace {
 
-// Sets an environment variable for one test and restores "unset" afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using testing::ScopedEnv;
 
 TEST(NvmlBackendTest, MissingLibraryIsUnavailableWithAdvice) {
   auto backend = NvmlBackend::Create("/nonexistent/libnvidia-ml.so.1");

@@ -9,12 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "core/numbers.h"
 #include "metrics/prometheus_text_parser.h"
 
 namespace gpuscale::metrics {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Families equal, with NaN equal to NaN (the round trip must keep NaN samples).
 void ExpectSameFamilies(const std::vector<MetricFamily>& a, const std::vector<MetricFamily>& b) {

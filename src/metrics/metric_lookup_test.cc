@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/numbers.h"
 #include "metrics/metric_window.h"
 #include "metrics/prometheus_text_parser.h"
 
@@ -17,7 +18,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 const std::vector<LabelMatcher> kModel = {{"model_name", "meta-llama/Llama-3.1-8B-Instruct"}};
 
 Exposition LoadVllmFixture() {

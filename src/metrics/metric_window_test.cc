@@ -6,10 +6,10 @@
 #include <limits>
 #include <vector>
 
+#include "core/numbers.h"
+
 namespace gpuscale::metrics {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Seconds S(double s) { return Seconds{s}; }
 

@@ -7,18 +7,18 @@
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "core/numbers.h"
 
 namespace gpuscale::metrics {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::string ReadFixture(const std::string& name) {
   std::ifstream in(std::string(GPUSCALE_SOURCE_DIR) + "/src/metrics/testdata/" + name);

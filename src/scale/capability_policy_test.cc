@@ -15,8 +15,8 @@ CapabilityPolicy MakePolicy(int min_replicas = 0, int max_replicas = 10) {
   return CapabilityPolicy(CapabilityPolicyConfig{min_replicas, max_replicas, 5, 0.5});
 }
 
-ScalingInput Input(std::vector<TaskDemand> tasks, std::vector<WorkerGroup> groups,
-                   std::vector<AdapterCapacity> adapters = {kCpuAdapter, kGpuAdapter}) {
+ScalingInput CapabilityInput(std::vector<TaskDemand> tasks, std::vector<WorkerGroup> groups,
+                             std::vector<AdapterCapacity> adapters = {kCpuAdapter, kGpuAdapter}) {
   ScalingInput input;
   input.current_replicas = static_cast<int>(groups.size());
   input.ready_replicas = input.current_replicas;
@@ -58,43 +58,44 @@ std::vector<std::string> Describe(const std::vector<GroupAction>& actions) {
 TEST(CapabilityPolicyTest, ScalesEachCapabilitySetIndependently) {
   std::vector<CapabilityCase> cases;
   cases.push_back({"no GPU worker: request a {gpu} group",
-                   Input({{{}, 2, 0}, {{"gpu"}, 50, 0}}, {Cpu("c1")}),
+                   CapabilityInput({{{}, 2, 0}, {{"gpu"}, 50, 0}}, {Cpu("c1")}),
                    2,
                    {"start gpu-pool {gpu}"}});
   cases.push_back({"12 gpu tasks on 2 gpu workers: 6 > 5",
-                   Input({{{"gpu"}, 10, 2}}, {Gpu("g1"), Gpu("g2")}),
+                   CapabilityInput({{{"gpu"}, 10, 2}}, {Gpu("g1"), Gpu("g2")}),
                    3,
                    {"start gpu-pool {gpu}"}});
   cases.push_back({"10 gpu tasks on 2 gpu workers: 5 holds",
-                   Input({{{"gpu"}, 10, 0}}, {Gpu("g1"), Gpu("g2")}),
+                   CapabilityInput({{{"gpu"}, 10, 0}}, {Gpu("g1"), Gpu("g2")}),
                    2,
                    {}});
   cases.push_back({"idle gpu group shuts down, cpu keeps running",
-                   Input({{{}, 2, 0}}, {Cpu("c1"), Gpu("g1")}),
+                   CapabilityInput({{{}, 2, 0}}, {Cpu("c1"), Gpu("g1")}),
                    1,
                    {"shutdown g1"}});
-  cases.push_back({"superset group serves subset tasks",
-                   Input({{{"gpu"}, 3, 0}}, {{"big", "gpu-pool", {"gpu", "high_memory"}, 1}}),
-                   1,
-                   {}});
+  cases.push_back(
+      {"superset group serves subset tasks",
+       CapabilityInput({{{"gpu"}, 3, 0}}, {{"big", "gpu-pool", {"gpu", "high_memory"}, 1}}),
+       1,
+       {}});
   cases.push_back({"last group able to serve pending tasks stays",
-                   Input({{{"gpu"}, 1, 0}}, {Gpu("g1", 4)}),
+                   CapabilityInput({{{"gpu"}, 1, 0}}, {Gpu("g1", 4)}),
                    1,
                    {}});
   cases.push_back({"no scale-in that would trigger a scale-up",
-                   Input({{{"gpu"}, 8, 0}}, {Gpu("small", 1), Gpu("large", 20)}),
+                   CapabilityInput({{{"gpu"}, 8, 0}}, {Gpu("small", 1), Gpu("large", 20)}),
                    2,
                    {}});
   cases.push_back({"scale-in of one of two idle-ish groups",
-                   Input({{{"gpu"}, 1, 0}}, {Gpu("g1", 2), Gpu("g2", 2)}),
+                   CapabilityInput({{{"gpu"}, 1, 0}}, {Gpu("g1", 2), Gpu("g2", 2)}),
                    1,
                    {"shutdown g2"}});
   cases.push_back({"{} tasks overflowing a gpu group start a cpu group",
-                   Input({{{}, 30, 0}}, {Gpu("g1")}),
+                   CapabilityInput({{{}, 30, 0}}, {Gpu("g1")}),
                    2,
                    {"start cpu-pool {}"}});
   cases.push_back({"cpu tasks keep a gpu group only when no cpu group serves them",
-                   Input({{{}, 2, 0}}, {Gpu("g1")}),
+                   CapabilityInput({{{}, 2, 0}}, {Gpu("g1")}),
                    1,
                    {}});
   for (CapabilityCase& c : cases) {
@@ -108,12 +109,13 @@ TEST(CapabilityPolicyTest, ScalesEachCapabilitySetIndependently) {
 
 TEST(CapabilityPolicyTest, ReasonsExplainGuards) {
   CapabilityPolicy policy = MakePolicy();
-  Decision last = policy.Evaluate(Input({{{"gpu"}, 1, 0}}, {Gpu("g1", 4)}));
+  Decision last = policy.Evaluate(CapabilityInput({{{"gpu"}, 1, 0}}, {Gpu("g1", 4)}));
   EXPECT_THAT(last.reason, HasSubstr("kept group 'g1'"));
   EXPECT_THAT(last.reason, HasSubstr("last group able to serve 1 pending {gpu} task"));
-  Decision thrash = policy.Evaluate(Input({{{"gpu"}, 8, 0}}, {Gpu("small"), Gpu("large", 20)}));
+  Decision thrash =
+      policy.Evaluate(CapabilityInput({{{"gpu"}, 8, 0}}, {Gpu("small"), Gpu("large", 20)}));
   EXPECT_THAT(thrash.reason, HasSubstr("an immediate scale-up"));
-  Decision start = policy.Evaluate(Input({{{}, 1, 0}, {{"gpu"}, 50, 0}}, {Cpu("c1")}));
+  Decision start = policy.Evaluate(CapabilityInput({{{}, 1, 0}, {{"gpu"}, 50, 0}}, {Cpu("c1")}));
   EXPECT_THAT(start.reason, HasSubstr("scale out 1 -> 2: start a {gpu} group on adapter "
                                       "'gpu-pool' (50 tasks need {gpu} and no group can serve "
                                       "them)"));
@@ -121,7 +123,7 @@ TEST(CapabilityPolicyTest, ReasonsExplainGuards) {
 
 TEST(CapabilityPolicyTest, StartAndShutdownInOneTickIsARebalance) {
   CapabilityPolicy policy = MakePolicy();
-  Decision d = policy.Evaluate(Input({{{"gpu"}, 50, 0}}, {Cpu("c1")}));
+  Decision d = policy.Evaluate(CapabilityInput({{{"gpu"}, 50, 0}}, {Cpu("c1")}));
   EXPECT_EQ(d.desired_replicas, 1);
   EXPECT_EQ(Describe(d.actions), (std::vector<std::string>{"start gpu-pool {gpu}", "shutdown c1"}));
   EXPECT_THAT(d.reason, HasSubstr("rebalance at 1: start a {gpu} group"));
@@ -129,53 +131,55 @@ TEST(CapabilityPolicyTest, StartAndShutdownInOneTickIsARebalance) {
 
 TEST(CapabilityPolicyTest, NeverShutsDownOnMissingData) {
   CapabilityPolicy policy = MakePolicy();
-  ScalingInput input = Input({}, {Cpu("c1"), Gpu("g1")});
+  ScalingInput input = CapabilityInput({}, {Cpu("c1"), Gpu("g1")});
   input.metrics_error = true;
   Decision d = policy.Evaluate(input);
   EXPECT_EQ(d.desired_replicas, 2);
   EXPECT_TRUE(d.actions.empty());
-  EXPECT_EQ(policy.Evaluate(Input({{{"gpu"}, -1, 0}}, {Cpu("c1"), Gpu("g1")})).desired_replicas, 2);
+  EXPECT_EQ(
+      policy.Evaluate(CapabilityInput({{{"gpu"}, -1, 0}}, {Cpu("c1"), Gpu("g1")})).desired_replicas,
+      2);
 }
 
 TEST(CapabilityPolicyTest, RespectsAdapterAndReplicaLimits) {
   CapabilityPolicy policy = MakePolicy(0, 2);
-  Decision at_max = policy.Evaluate(Input({{{"gpu"}, 50, 0}}, {Gpu("g1"), Gpu("g2")}));
+  Decision at_max = policy.Evaluate(CapabilityInput({{{"gpu"}, 50, 0}}, {Gpu("g1"), Gpu("g2")}));
   EXPECT_EQ(at_max.desired_replicas, 2);
   EXPECT_THAT(at_max.reason, HasSubstr("max_replicas 2 is reached"));
   CapabilityPolicy wide = MakePolicy(0, 10);
   AdapterCapacity one_gpu{"gpu-pool", 1, 1, {"gpu"}};
-  Decision full = wide.Evaluate(Input({{{"gpu"}, 50, 0}}, {Gpu("g1")}, {one_gpu}));
+  Decision full = wide.Evaluate(CapabilityInput({{{"gpu"}, 50, 0}}, {Gpu("g1")}, {one_gpu}));
   EXPECT_EQ(full.desired_replicas, 1);
   EXPECT_THAT(full.reason, HasSubstr("no adapter with room provides {gpu}"));
-  Decision none = wide.Evaluate(Input({{{"tpu"}, 5, 0}}, {}, {kCpuAdapter, kGpuAdapter}));
+  Decision none = wide.Evaluate(CapabilityInput({{{"tpu"}, 5, 0}}, {}, {kCpuAdapter, kGpuAdapter}));
   EXPECT_EQ(none.desired_replicas, 0);
   EXPECT_THAT(none.reason, HasSubstr("no adapter with room provides {tpu}"));
 }
 
 TEST(CapabilityPolicyTest, ImplicitAdapterProvidesAnySet) {
   CapabilityPolicy policy = MakePolicy();
-  Decision d = policy.Evaluate(Input({{{"gpu"}, 3, 0}}, {}, {}));
+  Decision d = policy.Evaluate(CapabilityInput({{{"gpu"}, 3, 0}}, {}, {}));
   EXPECT_EQ(d.desired_replicas, 1);
   EXPECT_EQ(Describe(d.actions), std::vector<std::string>{"start default {gpu}"});
 }
 
 TEST(CapabilityPolicyTest, FillsToMinAndTrimsToMax) {
   CapabilityPolicy min_one = MakePolicy(1, 4);
-  Decision filled = min_one.Evaluate(Input({}, {}));
+  Decision filled = min_one.Evaluate(CapabilityInput({}, {}));
   EXPECT_EQ(filled.desired_replicas, 1);
   EXPECT_EQ(Describe(filled.actions), std::vector<std::string>{"start cpu-pool {}"});
-  Decision kept = min_one.Evaluate(Input({}, {Cpu("c1")}));
+  Decision kept = min_one.Evaluate(CapabilityInput({}, {Cpu("c1")}));
   EXPECT_EQ(kept.desired_replicas, 1);
   EXPECT_THAT(kept.reason, HasSubstr("min_replicas is 1"));
   CapabilityPolicy max_one = MakePolicy(0, 1);
-  Decision trimmed = max_one.Evaluate(Input({{{}, 1, 0}}, {Cpu("c1", 4), Cpu("c2", 4)}));
+  Decision trimmed = max_one.Evaluate(CapabilityInput({{{}, 1, 0}}, {Cpu("c1", 4), Cpu("c2", 4)}));
   EXPECT_EQ(trimmed.desired_replicas, 1);
   EXPECT_EQ(Describe(trimmed.actions), std::vector<std::string>{"shutdown c2"});
 }
 
 TEST(CapabilityPolicyTest, MinAboveMaxClampsDefensively) {
   CapabilityPolicy policy(CapabilityPolicyConfig{2, 1, 5, 0.5});
-  EXPECT_EQ(policy.Evaluate(Input({}, {})).desired_replicas, 2);
+  EXPECT_EQ(policy.Evaluate(CapabilityInput({}, {})).desired_replicas, 2);
 }
 
 }  // namespace

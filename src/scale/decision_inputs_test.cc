@@ -11,7 +11,7 @@
 namespace gpuscale::scale {
 namespace {
 
-ScalingInput Input(double per_replica) {
+ScalingInput PerReplicaInput(double per_replica) {
   ScalingInput in;
   in.now = Seconds{100};
   in.current_replicas = 2;
@@ -53,7 +53,7 @@ TEST(DecisionInputsTest, FamiliesReportValueAndTarget) {
   };
   for (Case& c : cases) {
     SCOPED_TRACE(c.name);
-    Decision d = c.policy->Evaluate(Input(3));
+    Decision d = c.policy->Evaluate(PerReplicaInput(3));
     ASSERT_EQ(d.inputs.size(), 1u);
     EXPECT_EQ(d.inputs[0], c.want);
   }
@@ -69,7 +69,7 @@ TEST(DecisionInputsTest, NoDataHasNoValue) {
   rule.threshold = 5;
   rules.rules = {rule};
   RulesPolicy policy(rules);
-  Decision d = policy.Evaluate(Input(3));
+  Decision d = policy.Evaluate(PerReplicaInput(3));
   ASSERT_EQ(d.inputs.size(), 1u);
   EXPECT_FALSE(d.inputs[0].value);
   EXPECT_EQ(d.inputs[0].target, 5);

@@ -20,7 +20,7 @@ struct PoolLoad {
   double ttft_violation = 0, tpot_violation = 0;
 };
 
-ScalingInput Input(double now, int replicas, const PoolLoad& load) {
+ScalingInput PoolInput(double now, int replicas, const PoolLoad& load) {
   ScalingInput in;
   in.now = Seconds{now};
   in.current_replicas = in.ready_replicas = replicas;
@@ -81,7 +81,8 @@ TEST(DisaggPolicyTest, SizesEachRoleFromItsOwnTokens) {
   };
   for (const NeedCase& c : cases) {
     DisaggPolicy policy(Config(c.role, c.capacity));
-    const Decision d = policy.Evaluate(Input(0, 2, AsSeenBy(c.role, c.rps, c.prompt, c.output)));
+    const Decision d =
+        policy.Evaluate(PoolInput(0, 2, AsSeenBy(c.role, c.rps, c.prompt, c.output)));
     EXPECT_EQ(d.desired_replicas, c.need) << c.name << ": " << d.reason;
     EXPECT_EQ(d.reason.rfind(std::string(PoolRoleName(c.role)) + ": ", 0), 0u) << d.reason;
   }
@@ -93,9 +94,10 @@ TEST(DisaggPolicyTest, PoolRatioFollowsThePromptOutputMix) {
   auto needs = [](double prompt, double output) {
     DisaggPolicy prefill(Config(PoolRole::kPrefill, 10000));
     DisaggPolicy decode(Config(PoolRole::kDecode, 1000));
-    const int p = prefill.Evaluate(Input(0, 1, AsSeenBy(PoolRole::kPrefill, 10, prompt, output)))
-                      .desired_replicas;
-    const int d = decode.Evaluate(Input(0, 1, AsSeenBy(PoolRole::kDecode, 10, prompt, output)))
+    const int p =
+        prefill.Evaluate(PoolInput(0, 1, AsSeenBy(PoolRole::kPrefill, 10, prompt, output)))
+            .desired_replicas;
+    const int d = decode.Evaluate(PoolInput(0, 1, AsSeenBy(PoolRole::kDecode, 10, prompt, output)))
                       .desired_replicas;
     return std::pair{p, d};
   };
@@ -111,12 +113,12 @@ TEST(DisaggPolicyTest, DecodeKeepsKvUseUnderTarget) {
   DisaggPolicy policy(Config(PoolRole::kDecode, 100000));
   PoolLoad load = AsSeenBy(PoolRole::kDecode, 1, 1000, 10);
   load.kv = 0.95;  // 4 replicas x 0.95 = 3.8 caches' worth at 0.85 each -> 5
-  const Decision d = policy.Evaluate(Input(0, 4, load));
+  const Decision d = policy.Evaluate(PoolInput(0, 4, load));
   EXPECT_EQ(d.desired_replicas, 5) << d.reason;
   EXPECT_NE(d.reason.find("KV cache"), std::string::npos) << d.reason;
   // The prefill pool has no KV floor: its cache holds prompts only while they prefill.
   DisaggPolicy prefill(Config(PoolRole::kPrefill, 100000));
-  EXPECT_LE(prefill.Evaluate(Input(0, 4, load)).desired_replicas, 4);
+  EXPECT_LE(prefill.Evaluate(PoolInput(0, 4, load)).desired_replicas, 4);
 }
 
 // TPOT violations do not grow the prefill pool (decode latency is not its to answer for);
@@ -134,7 +136,7 @@ TEST(DisaggPolicyTest, ReactsOnlyToItsRolesViolations) {
                         {PoolRole::kDecode, 0, 0.5, 1}};
   for (const Case& c : cases) {
     DisaggPolicy policy(Config(c.role, 1e9));
-    ScalingInput in = Input(0, 3, {1, 100, 10, 0.1, c.ttft, c.tpot});
+    ScalingInput in = PoolInput(0, 3, {1, 100, 10, 0.1, c.ttft, c.tpot});
     in.metrics[std::string(names::kWaiting)].per_replica.assign(3, 5);
     EXPECT_EQ(policy.Evaluate(in).desired_replicas, 3 + c.grows)
         << PoolRoleName(c.role) << " ttft " << c.ttft << " tpot " << c.tpot;

@@ -32,7 +32,7 @@ enum class Trigger { kAboveUpper, kBelowLower, kBelowMin };
 
 // One tick's working state: the plan, the observed task ratio and the sentences that
 // explain the outcome, appended straight to where the Decision carries them.
-struct Tick {
+struct ElasticTick {
   GroupPlan plan;
   const FixedElasticPolicyConfig& config;
   std::string changes;  // one clause per action, "; "-joined into the reason
@@ -76,7 +76,7 @@ struct Tick {
 };
 
 // Starts one secondary group; false (with a note) when there is no room.
-bool StartSecondary(Tick& tick, Trigger trigger) {
+bool StartSecondary(ElasticTick& tick, Trigger trigger) {
   const GroupPlan::Adapter* secondary = tick.secondary;
   if (secondary != nullptr && tick.plan.HasRoom(*secondary) &&
       tick.plan.size() < tick.config.max_replicas) {
@@ -101,7 +101,7 @@ bool StartSecondary(Tick& tick, Trigger trigger) {
 }
 
 // Shuts down the last secondary group when the ratio is low and the data can be trusted.
-void ScaleIn(Tick& tick, bool trusted) {
+void ScaleIn(ElasticTick& tick, bool trusted) {
   auto index =
       tick.plan.LastRunning([&](const GroupPlan::Group& g) { return tick.IsSecondaryGroup(g); });
   if (!index) return;  // only the primary (or nothing) runs: nothing may shut down
@@ -128,7 +128,7 @@ void ScaleIn(Tick& tick, bool trusted) {
   }
 }
 
-void EnforceBounds(Tick& tick) {
+void EnforceBounds(ElasticTick& tick) {
   const FixedElasticPolicyConfig& config = tick.config;
   while (tick.plan.size() < config.min_replicas && StartSecondary(tick, Trigger::kBelowMin)) {
   }
@@ -142,7 +142,7 @@ void EnforceBounds(Tick& tick) {
   }
 }
 
-Decision Finish(Tick& tick, int current) {
+Decision Finish(ElasticTick& tick, int current) {
   Decision decision;
   decision.desired_replicas = tick.plan.size();
   decision.actions = tick.plan.TakeActions();
@@ -164,7 +164,7 @@ Decision Finish(Tick& tick, int current) {
 }
 
 // Requests the primary group at most once per policy instance ("started once").
-void StartPrimaryOnce(Tick& tick, bool& requested) {
+void StartPrimaryOnce(ElasticTick& tick, bool& requested) {
   if (tick.primary == nullptr) {
     tick.notes.emplace_back("no primary adapter (max_worker_groups == 1) is reported");
   } else if (tick.plan.GroupsOn(tick.primary->capacity->name) > 0) {
@@ -185,7 +185,8 @@ FixedElasticPolicy::FixedElasticPolicy(FixedElasticPolicyConfig config)
                          {"secondary", std::max(2, config.max_replicas - 1), 1, {}}} {}
 
 Decision FixedElasticPolicy::Evaluate(const ScalingInput& input) {
-  Tick tick{GroupPlan(input.groups, EffectiveAdapters(input, implicit_adapters_)), config_, {}, {}};
+  ElasticTick tick{
+      GroupPlan(input.groups, EffectiveAdapters(input, implicit_adapters_)), config_, {}, {}};
   tick.primary = FindAdapter(tick.plan, true);
   tick.secondary = FindAdapter(tick.plan, false);
   StartPrimaryOnce(tick, primary_requested_);

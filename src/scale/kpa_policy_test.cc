@@ -21,7 +21,7 @@ KpaPolicyConfig Config(int min_replicas = 0, int max_replicas = 100) {
   return c;
 }
 
-ScalingInput Input(double now, int replicas, double concurrency) {
+ScalingInput KpaInput(double now, int replicas, double concurrency) {
   ScalingInput in;
   in.now = Seconds{now};
   in.current_replicas = replicas;
@@ -35,7 +35,7 @@ ScalingInput Input(double now, int replicas, double concurrency) {
 // Feeds `concurrency` every 2 s over [from, to) and applies each decision, like the daemon.
 int Drive(KpaPolicy& policy, double from, double to, int replicas, double concurrency) {
   for (double t = from; t < to; t += 2) {
-    replicas = policy.Evaluate(Input(t, replicas, concurrency)).desired_replicas;
+    replicas = policy.Evaluate(KpaInput(t, replicas, concurrency)).desired_replicas;
   }
   return replicas;
 }
@@ -53,7 +53,7 @@ TEST(KpaPolicyTest, KnativeDefaults) {
 
 TEST(KpaPolicyTest, StableModeTracksTargetConcurrency) {
   KpaPolicy policy(Config());
-  const Decision d = policy.Evaluate(Input(0, 3, 35));
+  const Decision d = policy.Evaluate(KpaInput(0, 3, 35));
   EXPECT_EQ(d.desired_replicas, 4);  // ceil(35 / 10); 4 / 3 < 200 %: no panic
   EXPECT_FALSE(policy.panicking());
   EXPECT_NE(d.reason.find("scale 3 -> 4"), std::string::npos) << d.reason;
@@ -63,7 +63,7 @@ TEST(KpaPolicyTest, UtilizationLowersTheTarget) {
   KpaPolicyConfig c = Config();
   c.target_utilization_percentage = 70;  // 7 per replica
   KpaPolicy policy(c);
-  EXPECT_EQ(policy.Evaluate(Input(0, 5, 35)).desired_replicas, 5);
+  EXPECT_EQ(policy.Evaluate(KpaInput(0, 5, 35)).desired_replicas, 5);
 }
 
 TEST(KpaPolicyTest, StableWindowAveragesLoad) {
@@ -71,7 +71,7 @@ TEST(KpaPolicyTest, StableWindowAveragesLoad) {
   int replicas = Drive(policy, 0, 60, 4, 40);  // steady at 4
   EXPECT_EQ(replicas, 4);
   // A drop to 0 only lowers the 60 s average gradually: at t=60 it is 29 * 40 / 30.
-  EXPECT_EQ(policy.Evaluate(Input(60, 4, 0)).desired_replicas, 4);
+  EXPECT_EQ(policy.Evaluate(KpaInput(60, 4, 0)).desired_replicas, 4);
   EXPECT_FALSE(policy.panicking());
 }
 
@@ -84,7 +84,7 @@ TEST(KpaPolicyTest, PanicEnterHoldExit) {
   ASSERT_FALSE(policy.panicking());
   // Enter: at t=60 the panic window (54, 60] averages (20 + 20 + 80) / 3 = 40, i.e. 4
   // replicas' worth: 200 % of the 2 ready ones. The stable window only asks for 3.
-  Decision d = policy.Evaluate(Input(60, 2, 80));
+  Decision d = policy.Evaluate(KpaInput(60, 2, 80));
   EXPECT_TRUE(policy.panicking());
   EXPECT_EQ(d.desired_replicas, 4);
   EXPECT_NE(d.reason.find("panic mode"), std::string::npos) << d.reason;
@@ -93,13 +93,13 @@ TEST(KpaPolicyTest, PanicEnterHoldExit) {
   EXPECT_EQ(replicas, 8);
   // Hold: load falls back; while panicking the count does not go down.
   for (double t = 66; t <= 120; t += 2) {
-    d = policy.Evaluate(Input(t, replicas, 10));
+    d = policy.Evaluate(KpaInput(t, replicas, 10));
     ASSERT_TRUE(policy.panicking()) << "t=" << t;
     ASSERT_EQ(d.desired_replicas, 8) << "t=" << t << ": " << d.reason;
   }
   // Exit: the last crossing was at t=60; after 60 + 60 s the policy is stable again and
   // scales down, by at most half per tick (max_scale_down_rate 2).
-  d = policy.Evaluate(Input(122, replicas, 10));
+  d = policy.Evaluate(KpaInput(122, replicas, 10));
   EXPECT_FALSE(policy.panicking());
   EXPECT_EQ(d.desired_replicas, 4) << d.reason;
 }
@@ -108,52 +108,52 @@ TEST(KpaPolicyTest, ScaleDownRateLimitsDrop) {
   KpaPolicyConfig c = Config();
   c.stable_window_seconds = 6;
   KpaPolicy policy(c);
-  EXPECT_EQ(policy.Evaluate(Input(0, 8, 0)).desired_replicas, 4);  // floor(8 / 2)
+  EXPECT_EQ(policy.Evaluate(KpaInput(0, 8, 0)).desired_replicas, 4);  // floor(8 / 2)
 }
 
 TEST(KpaPolicyTest, ScaleUpRateLimitsGrowth) {
   KpaPolicyConfig c = Config();
   c.max_scale_up_rate = 2;
   KpaPolicy policy(c);
-  EXPECT_EQ(policy.Evaluate(Input(0, 2, 1000)).desired_replicas, 4);  // ceil(2 * 2)
+  EXPECT_EQ(policy.Evaluate(KpaInput(0, 2, 1000)).desired_replicas, 4);  // ceil(2 * 2)
 }
 
 TEST(KpaPolicyTest, ScaleToZeroWaitsForGracePeriod) {
   KpaPolicyConfig c = Config();
   c.stable_window_seconds = 6;
   KpaPolicy policy(c);
-  Decision d = policy.Evaluate(Input(0, 1, 0));
+  Decision d = policy.Evaluate(KpaInput(0, 1, 0));
   EXPECT_EQ(d.desired_replicas, 1);
   EXPECT_NE(d.reason.find("keeping 1 replica for 30 s more"), std::string::npos) << d.reason;
-  EXPECT_EQ(policy.Evaluate(Input(20, 1, 0)).desired_replicas, 1);
-  EXPECT_EQ(policy.Evaluate(Input(30, 1, 0)).desired_replicas, 0);
-  EXPECT_EQ(policy.Evaluate(Input(40, 0, 0)).desired_replicas, 0);
+  EXPECT_EQ(policy.Evaluate(KpaInput(20, 1, 0)).desired_replicas, 1);
+  EXPECT_EQ(policy.Evaluate(KpaInput(30, 1, 0)).desired_replicas, 0);
+  EXPECT_EQ(policy.Evaluate(KpaInput(40, 0, 0)).desired_replicas, 0);
 }
 
 TEST(KpaPolicyTest, MinReplicasPreventsScaleToZero) {
   KpaPolicyConfig c = Config(1, 10);
   c.stable_window_seconds = 6;
   KpaPolicy policy(c);
-  EXPECT_EQ(policy.Evaluate(Input(0, 1, 0)).desired_replicas, 1);
-  EXPECT_EQ(policy.Evaluate(Input(100, 1, 0)).desired_replicas, 1);
+  EXPECT_EQ(policy.Evaluate(KpaInput(0, 1, 0)).desired_replicas, 1);
+  EXPECT_EQ(policy.Evaluate(KpaInput(100, 1, 0)).desired_replicas, 1);
 }
 
 TEST(KpaPolicyTest, ScalesFromZeroOnDemand) {
   KpaPolicy policy(Config());
-  EXPECT_EQ(policy.Evaluate(Input(0, 0, 0)).desired_replicas, 0);
-  EXPECT_EQ(policy.Evaluate(Input(2, 0, 5)).desired_replicas, 1);
+  EXPECT_EQ(policy.Evaluate(KpaInput(0, 0, 0)).desired_replicas, 0);
+  EXPECT_EQ(policy.Evaluate(KpaInput(2, 0, 5)).desired_replicas, 1);
 }
 
 TEST(KpaPolicyTest, MissingOrInvalidConcurrencyHolds) {
   KpaPolicy policy(Config());
-  ScalingInput absent = Input(0, 3, 0);
+  ScalingInput absent = KpaInput(0, 3, 0);
   absent.metrics.clear();
   Decision d = policy.Evaluate(absent);
   EXPECT_EQ(d.desired_replicas, 3);
   EXPECT_NE(d.reason.find("concurrency was not reported"), std::string::npos) << d.reason;
-  EXPECT_EQ(policy.Evaluate(Input(2, 3, std::nan(""))).desired_replicas, 3);
-  EXPECT_EQ(policy.Evaluate(Input(4, 3, -5)).desired_replicas, 3);
-  ScalingInput empty = Input(6, 3, 0);
+  EXPECT_EQ(policy.Evaluate(KpaInput(2, 3, std::nan(""))).desired_replicas, 3);
+  EXPECT_EQ(policy.Evaluate(KpaInput(4, 3, -5)).desired_replicas, 3);
+  ScalingInput empty = KpaInput(6, 3, 0);
   empty.metrics[kConcurrency] = MetricValue{};  // replicas exist, none reported
   EXPECT_EQ(policy.Evaluate(empty).desired_replicas, 3);
 }
@@ -173,10 +173,10 @@ TEST(KpaPolicyTest, SumsPerReplicaValuesOfEveryMetric) {
 
 TEST(KpaPolicyTest, BoundsClampTheRecommendation) {
   KpaPolicy policy(Config(2, 5));
-  EXPECT_EQ(policy.Evaluate(Input(0, 3, 500)).desired_replicas, 5);
+  EXPECT_EQ(policy.Evaluate(KpaInput(0, 3, 500)).desired_replicas, 5);
   KpaPolicyConfig inverted = Config(6, 3);
   KpaPolicy clamped(inverted);
-  EXPECT_EQ(clamped.Evaluate(Input(0, 1, 0)).desired_replicas, 3);
+  EXPECT_EQ(clamped.Evaluate(KpaInput(0, 1, 0)).desired_replicas, 3);
 }
 
 }  // namespace

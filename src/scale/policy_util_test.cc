@@ -5,10 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#include "core/numbers.h"
+
 namespace gpuscale::scale {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 ScalingInput InputWith(int ready, MetricValue metric, bool metrics_error = false) {
   ScalingInput input;

@@ -8,7 +8,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-ScalingInput Input(int replicas, int queued, int running) {
+ScalingInput RatioInput(int replicas, int queued, int running) {
   ScalingInput input;
   input.current_replicas = replicas;
   input.ready_replicas = replicas;
@@ -40,54 +40,54 @@ TEST(RatioPolicyTest, FollowsTheVanillaTaskRatio) {
   for (const RatioCase& c : cases) {
     SCOPED_TRACE(c.name);
     RatioPolicy policy(RatioPolicyConfig{c.min_replicas, 10, 10, 1, 1});
-    Decision d = policy.Evaluate(Input(c.replicas, c.queued, c.running));
+    Decision d = policy.Evaluate(RatioInput(c.replicas, c.queued, c.running));
     EXPECT_EQ(d.desired_replicas, c.expected) << d.reason;
   }
 }
 
 TEST(RatioPolicyTest, ReasonNamesRatioAndThreshold) {
   RatioPolicy policy(RatioPolicyConfig{1, 10, 10, 1, 1});
-  EXPECT_EQ(policy.Evaluate(Input(2, 20, 5)).reason,
+  EXPECT_EQ(policy.Evaluate(RatioInput(2, 20, 5)).reason,
             "scale out 2 -> 3: 25 tasks on 2 workers = 12.5 tasks per worker > "
             "upper_task_ratio 10");
 }
 
 TEST(RatioPolicyTest, HoldsAtMaxReplicas) {
   RatioPolicy policy(RatioPolicyConfig{1, 4, 10, 1, 1});
-  Decision d = policy.Evaluate(Input(4, 100, 0));
+  Decision d = policy.Evaluate(RatioInput(4, 100, 0));
   EXPECT_EQ(d.desired_replicas, 4);
   EXPECT_THAT(d.reason, HasSubstr("(clamped to max_replicas 4)"));
 }
 
 TEST(RatioPolicyTest, CountsWorkersFromGroupsOrWorkersPerGroup) {
   RatioPolicy per_group(RatioPolicyConfig{1, 10, 10, 1, 4});
-  EXPECT_EQ(per_group.Evaluate(Input(2, 50, 0)).desired_replicas, 2);  // 50 / 8 workers
+  EXPECT_EQ(per_group.Evaluate(RatioInput(2, 50, 0)).desired_replicas, 2);  // 50 / 8 workers
   RatioPolicy plain(RatioPolicyConfig{1, 10, 10, 1, 1});
-  ScalingInput input = Input(2, 50, 0);
+  ScalingInput input = RatioInput(2, 50, 0);
   input.groups = {{"g1", "a", {}, 4}, {"g2", "a", {}, 4}};
   EXPECT_EQ(plain.Evaluate(input).desired_replicas, 2);
 }
 
 TEST(RatioPolicyTest, NeverScalesInOnMissingTaskCounts) {
   RatioPolicy policy(RatioPolicyConfig{1, 10, 10, 1, 1});
-  ScalingInput outage = Input(3, 0, 0);
+  ScalingInput outage = RatioInput(3, 0, 0);
   outage.metrics_error = true;
   Decision d = policy.Evaluate(outage);
   EXPECT_EQ(d.desired_replicas, 3);
   EXPECT_THAT(d.reason, HasSubstr("incomplete"));
-  EXPECT_EQ(policy.Evaluate(Input(3, -5, 0)).desired_replicas, 3);
+  EXPECT_EQ(policy.Evaluate(RatioInput(3, -5, 0)).desired_replicas, 3);
 }
 
 TEST(RatioPolicyTest, DoesNotScaleInIntoAnImmediateScaleOut) {
   RatioPolicy policy(RatioPolicyConfig{1, 10, 1.9, 1.5, 1});
-  Decision d = policy.Evaluate(Input(3, 4, 0));  // 1.33 < 1.5, but 4 / 2 = 2 > 1.9
+  Decision d = policy.Evaluate(RatioInput(3, 4, 0));  // 1.33 < 1.5, but 4 / 2 = 2 > 1.9
   EXPECT_EQ(d.desired_replicas, 3);
   EXPECT_THAT(d.reason, HasSubstr("removing a group would give 2 > upper_task_ratio 1.9"));
 }
 
 TEST(RatioPolicyTest, MinAboveMaxClampsDefensively) {
   RatioPolicy policy(RatioPolicyConfig{3, 2, 10, 1, 1});
-  EXPECT_EQ(policy.Evaluate(Input(5, 0, 0)).desired_replicas, 3);
+  EXPECT_EQ(policy.Evaluate(RatioInput(5, 0, 0)).desired_replicas, 3);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "core/numbers.h"
 #include "scale/enum_names.h"
 
 namespace gpuscale::scale {
@@ -12,7 +13,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const char* const kQueue = "vllm:num_requests_waiting";
 
 ScalingRule Rule(std::string name, Comparator comparator, double threshold, int step,
@@ -29,13 +29,13 @@ ScalingRule Rule(std::string name, Comparator comparator, double threshold, int 
   return rule;
 }
 
-RulesPolicy MakePolicy(std::vector<ScalingRule> rules, int min_replicas = 0,
-                       int max_replicas = 10) {
+RulesPolicy MakeRulesPolicy(std::vector<ScalingRule> rules, int min_replicas = 0,
+                            int max_replicas = 10) {
   return RulesPolicy(RulesPolicyConfig{min_replicas, max_replicas, std::move(rules)});
 }
 
 // `current` replicas, all ready, each reporting `per_replica`.
-ScalingInput Input(double t, int current, std::vector<double> per_replica) {
+ScalingInput RulesInput(double t, int current, std::vector<double> per_replica) {
   ScalingInput input;
   input.now = Seconds{t};
   input.current_replicas = current;
@@ -66,15 +66,15 @@ TEST(RulesPolicyTest, ComparatorsFireAsTheReferenceDefines) {
   };
   for (const ComparatorCase& c : cases) {
     SCOPED_TRACE(std::string(ComparatorName(c.comparator)) + " " + std::to_string(c.value));
-    RulesPolicy policy = MakePolicy({Rule("r", c.comparator, c.threshold, +1)});
-    Decision d = policy.Evaluate(Input(0, 2, {c.value, c.value}));
+    RulesPolicy policy = MakeRulesPolicy({Rule("r", c.comparator, c.threshold, +1)});
+    Decision d = policy.Evaluate(RulesInput(0, 2, {c.value, c.value}));
     EXPECT_EQ(d.desired_replicas, c.fires ? 3 : 2) << d.reason;
   }
 }
 
 TEST(RulesPolicyTest, LiveValueIsTheAverageOverReplicas) {
-  RulesPolicy policy = MakePolicy({Rule("queue-high", Comparator::kGreaterThan, 9, +1)});
-  Decision d = policy.Evaluate(Input(0, 2, {4, 16}));  // average 10
+  RulesPolicy policy = MakeRulesPolicy({Rule("queue-high", Comparator::kGreaterThan, 9, +1)});
+  Decision d = policy.Evaluate(RulesInput(0, 2, {4, 16}));  // average 10
   EXPECT_EQ(d.desired_replicas, 3);
   EXPECT_EQ(d.reason,
             "scale out 2 -> 3: rule 'queue-high': vllm:num_requests_waiting average 10 > 9 "
@@ -84,32 +84,32 @@ TEST(RulesPolicyTest, LiveValueIsTheAverageOverReplicas) {
 TEST(RulesPolicyTest, MaxAggregationUsesTheBusiestReplica) {
   ScalingRule rule = Rule("hot", Comparator::kGreaterThan, 12, +1);
   rule.aggregation = Aggregation::kMax;
-  RulesPolicy policy = MakePolicy({rule});
-  EXPECT_EQ(policy.Evaluate(Input(0, 2, {4, 16})).desired_replicas, 3);
+  RulesPolicy policy = MakeRulesPolicy({rule});
+  EXPECT_EQ(policy.Evaluate(RulesInput(0, 2, {4, 16})).desired_replicas, 3);
 }
 
 TEST(RulesPolicyTest, CooldownHoldsRuleAfterTrigger) {
-  RulesPolicy policy = MakePolicy({Rule("up", Comparator::kGreaterThan, 5, +1, 60)});
-  EXPECT_EQ(policy.Evaluate(Input(0, 2, {9, 9})).desired_replicas, 3);
-  Decision held = policy.Evaluate(Input(30, 3, {9, 9, 9}));
+  RulesPolicy policy = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 5, +1, 60)});
+  EXPECT_EQ(policy.Evaluate(RulesInput(0, 2, {9, 9})).desired_replicas, 3);
+  Decision held = policy.Evaluate(RulesInput(30, 3, {9, 9, 9}));
   EXPECT_EQ(held.desired_replicas, 3);
   EXPECT_THAT(held.reason, HasSubstr("60s cooldown holds it for another 30s"));
-  EXPECT_EQ(policy.Evaluate(Input(60, 3, {9, 9, 9})).desired_replicas, 4);
+  EXPECT_EQ(policy.Evaluate(RulesInput(60, 3, {9, 9, 9})).desired_replicas, 4);
 }
 
 TEST(RulesPolicyTest, RuleDoesNotFireWhenStepWouldLeaveItsBounds) {
-  RulesPolicy policy = MakePolicy({Rule("up", Comparator::kGreaterThan, 5, +2, 0, 1, 4)});
-  Decision d = policy.Evaluate(Input(0, 3, {9, 9, 9}));  // 3 + 2 = 5 > rule max 4
+  RulesPolicy policy = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 5, +2, 0, 1, 4)});
+  Decision d = policy.Evaluate(RulesInput(0, 3, {9, 9, 9}));  // 3 + 2 = 5 > rule max 4
   EXPECT_EQ(d.desired_replicas, 3);
   EXPECT_THAT(d.reason, HasSubstr("would give 5 replicas, outside the rule's bounds [1, 4]"));
-  RulesPolicy down = MakePolicy({Rule("down", Comparator::kLessThan, 1, -1, 0, 2, 10)});
-  EXPECT_EQ(down.Evaluate(Input(0, 2, {0, 0})).desired_replicas, 2);  // 1 < rule min 2
-  EXPECT_EQ(down.Evaluate(Input(0, 3, {0, 0, 0})).desired_replicas, 2);
+  RulesPolicy down = MakeRulesPolicy({Rule("down", Comparator::kLessThan, 1, -1, 0, 2, 10)});
+  EXPECT_EQ(down.Evaluate(RulesInput(0, 2, {0, 0})).desired_replicas, 2);  // 1 < rule min 2
+  EXPECT_EQ(down.Evaluate(RulesInput(0, 3, {0, 0, 0})).desired_replicas, 2);
 }
 
 TEST(RulesPolicyTest, PolicyBoundsAlsoLimitRules) {
-  RulesPolicy policy = MakePolicy({Rule("up", Comparator::kGreaterThan, 5, +1)}, 1, 3);
-  EXPECT_EQ(policy.Evaluate(Input(0, 3, {9, 9, 9})).desired_replicas, 3);
+  RulesPolicy policy = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 5, +1)}, 1, 3);
+  EXPECT_EQ(policy.Evaluate(RulesInput(0, 3, {9, 9, 9})).desired_replicas, 3);
 }
 
 struct CombineCase {
@@ -132,33 +132,33 @@ TEST(RulesPolicyTest, LargestFiredStepWins) {
   };
   for (const CombineCase& c : cases) {
     SCOPED_TRACE(c.name);
-    RulesPolicy policy = MakePolicy(c.rules);
-    Decision d = policy.Evaluate(Input(0, 4, {5, 5, 5, 5}));
+    RulesPolicy policy = MakeRulesPolicy(c.rules);
+    Decision d = policy.Evaluate(RulesInput(0, 4, {5, 5, 5, 5}));
     EXPECT_EQ(d.desired_replicas, c.expected) << d.reason;
   }
 }
 
 TEST(RulesPolicyTest, OppositeRulesFiringTogetherAreWarned) {
-  RulesPolicy policy = MakePolicy(
+  RulesPolicy policy = MakeRulesPolicy(
       {Rule("in", Comparator::kLessThan, 10, -1), Rule("out", Comparator::kGreaterThan, 2, +1)});
-  Decision d = policy.Evaluate(Input(0, 4, {5, 5, 5, 5}));
+  Decision d = policy.Evaluate(RulesInput(0, 4, {5, 5, 5, 5}));
   EXPECT_THAT(d.details,
               ::testing::Contains(
                   HasSubstr("rules 'out' (scale out) and 'in' (scale in) fired in the same tick")));
 }
 
 TEST(RulesPolicyTest, OnlyTheAppliedRuleRestartsItsCooldown) {
-  RulesPolicy policy = MakePolicy({Rule("small", Comparator::kGreaterThan, 1, +1, 100),
-                                   Rule("big", Comparator::kGreaterThan, 1, +2, 100)});
-  EXPECT_EQ(policy.Evaluate(Input(0, 2, {5, 5})).desired_replicas, 4);
-  Decision d = policy.Evaluate(Input(10, 4, {5, 5, 5, 5}));
+  RulesPolicy policy = MakeRulesPolicy({Rule("small", Comparator::kGreaterThan, 1, +1, 100),
+                                        Rule("big", Comparator::kGreaterThan, 1, +2, 100)});
+  EXPECT_EQ(policy.Evaluate(RulesInput(0, 2, {5, 5})).desired_replicas, 4);
+  Decision d = policy.Evaluate(RulesInput(10, 4, {5, 5, 5, 5}));
   EXPECT_EQ(d.desired_replicas, 5) << d.reason;
   EXPECT_THAT(d.reason, HasSubstr("rule 'small'"));
 }
 
 TEST(RulesPolicyTest, MissingMetricNeverScalesIn) {
-  RulesPolicy policy = MakePolicy({Rule("down", Comparator::kLessThan, 1, -1)});
-  ScalingInput input = Input(0, 3, {});
+  RulesPolicy policy = MakeRulesPolicy({Rule("down", Comparator::kLessThan, 1, -1)});
+  ScalingInput input = RulesInput(0, 3, {});
   input.metrics.clear();
   Decision d = policy.Evaluate(input);
   EXPECT_EQ(d.desired_replicas, 3);
@@ -166,45 +166,45 @@ TEST(RulesPolicyTest, MissingMetricNeverScalesIn) {
 }
 
 TEST(RulesPolicyTest, MetricsErrorBlocksScaleInButNotScaleOut) {
-  RulesPolicy down = MakePolicy({Rule("down", Comparator::kLessThan, 1, -1)});
-  ScalingInput quiet = Input(0, 3, {0, 0, 0});
+  RulesPolicy down = MakeRulesPolicy({Rule("down", Comparator::kLessThan, 1, -1)});
+  ScalingInput quiet = RulesInput(0, 3, {0, 0, 0});
   quiet.metrics_error = true;
   Decision d = down.Evaluate(quiet);
   EXPECT_EQ(d.desired_replicas, 3);
   EXPECT_THAT(d.reason, HasSubstr("never scales in on incomplete data"));
-  RulesPolicy up = MakePolicy({Rule("up", Comparator::kGreaterThan, 1, +1)});
-  ScalingInput busy = Input(0, 3, {5, 5, 5});
+  RulesPolicy up = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 1, +1)});
+  ScalingInput busy = RulesInput(0, 3, {5, 5, 5});
   busy.metrics_error = true;
   EXPECT_EQ(up.Evaluate(busy).desired_replicas, 4);
 }
 
 TEST(RulesPolicyTest, NaNAndNegativeSamplesAreDroppedAndBlockScaleIn) {
-  RulesPolicy down = MakePolicy({Rule("down", Comparator::kLessThan, 5, -1)});
-  EXPECT_EQ(down.Evaluate(Input(0, 2, {kNaN, 2})).desired_replicas, 2);
-  EXPECT_EQ(down.Evaluate(Input(0, 2, {-4, 2})).desired_replicas, 2);
-  RulesPolicy up = MakePolicy({Rule("up", Comparator::kGreaterThan, 1, +1)});
-  EXPECT_EQ(up.Evaluate(Input(0, 2, {kNaN, 2})).desired_replicas, 3);
-  RulesPolicy up_nan = MakePolicy({Rule("up", Comparator::kGreaterThan, 1, +1)});
-  EXPECT_EQ(up_nan.Evaluate(Input(0, 2, {kNaN, kNaN})).desired_replicas, 2);
+  RulesPolicy down = MakeRulesPolicy({Rule("down", Comparator::kLessThan, 5, -1)});
+  EXPECT_EQ(down.Evaluate(RulesInput(0, 2, {kNaN, 2})).desired_replicas, 2);
+  EXPECT_EQ(down.Evaluate(RulesInput(0, 2, {-4, 2})).desired_replicas, 2);
+  RulesPolicy up = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 1, +1)});
+  EXPECT_EQ(up.Evaluate(RulesInput(0, 2, {kNaN, 2})).desired_replicas, 3);
+  RulesPolicy up_nan = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 1, +1)});
+  EXPECT_EQ(up_nan.Evaluate(RulesInput(0, 2, {kNaN, kNaN})).desired_replicas, 2);
 }
 
 TEST(RulesPolicyTest, PartialReportsBlockScaleIn) {
-  RulesPolicy policy = MakePolicy({Rule("down", Comparator::kLessThan, 5, -1)});
-  ScalingInput input = Input(0, 3, {1, 1});  // 3 ready, 2 samples
+  RulesPolicy policy = MakeRulesPolicy({Rule("down", Comparator::kLessThan, 5, -1)});
+  ScalingInput input = RulesInput(0, 3, {1, 1});  // 3 ready, 2 samples
   Decision d = policy.Evaluate(input);
   EXPECT_EQ(d.desired_replicas, 3);
   EXPECT_THAT(d.reason, HasSubstr("only 2 of 3 ready replicas reported it"));
 }
 
 TEST(RulesPolicyTest, ZeroAndUnreadyReplicasHoldOrRiseToMin) {
-  RulesPolicy zero = MakePolicy({Rule("up", Comparator::kGreaterThan, 1, +1)}, 0, 4);
-  EXPECT_EQ(zero.Evaluate(Input(0, 0, {})).desired_replicas, 0);
-  RulesPolicy to_min = MakePolicy({Rule("up", Comparator::kGreaterThan, 1, +1)}, 1, 4);
-  Decision d = to_min.Evaluate(Input(0, 0, {}));
+  RulesPolicy zero = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 1, +1)}, 0, 4);
+  EXPECT_EQ(zero.Evaluate(RulesInput(0, 0, {})).desired_replicas, 0);
+  RulesPolicy to_min = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 1, +1)}, 1, 4);
+  Decision d = to_min.Evaluate(RulesInput(0, 0, {}));
   EXPECT_EQ(d.desired_replicas, 1);
   EXPECT_EQ(d.reason, "scale out 0 -> 1: raised to min_replicas 1");
-  RulesPolicy unready = MakePolicy({Rule("down", Comparator::kLessThan, 1, -1)}, 0, 4);
-  ScalingInput input = Input(0, 2, {});
+  RulesPolicy unready = MakeRulesPolicy({Rule("down", Comparator::kLessThan, 1, -1)}, 0, 4);
+  ScalingInput input = RulesInput(0, 2, {});
   input.ready_replicas = 0;
   Decision held = unready.Evaluate(input);
   EXPECT_EQ(held.desired_replicas, 2);
@@ -212,15 +212,15 @@ TEST(RulesPolicyTest, ZeroAndUnreadyReplicasHoldOrRiseToMin) {
 }
 
 TEST(RulesPolicyTest, ServiceLevelValueDrivesScaleOutFromZero) {
-  RulesPolicy policy = MakePolicy({Rule("up", Comparator::kGreaterThan, 0, +1)}, 0, 4);
-  ScalingInput input = Input(0, 0, {});
+  RulesPolicy policy = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 0, +1)}, 0, 4);
+  ScalingInput input = RulesInput(0, 0, {});
   input.metrics[kQueue].service_value = 3;
   EXPECT_EQ(policy.Evaluate(input).desired_replicas, 1);
 }
 
 TEST(RulesPolicyTest, MinAboveMaxClampsDefensively) {
-  RulesPolicy policy = MakePolicy({Rule("down", Comparator::kLessThan, 1, -1)}, 3, 2);
-  EXPECT_EQ(policy.Evaluate(Input(0, 5, {0, 0, 0, 0, 0})).desired_replicas, 3);
+  RulesPolicy policy = MakeRulesPolicy({Rule("down", Comparator::kLessThan, 1, -1)}, 3, 2);
+  EXPECT_EQ(policy.Evaluate(RulesInput(0, 5, {0, 0, 0, 0, 0})).desired_replicas, 3);
 }
 
 struct ContradictionCase {
@@ -260,7 +260,7 @@ TEST(RulesPolicyTest, WarnsAboutContradictoryRules) {
     std::vector<std::string> warnings = FindContradictions(config);
     EXPECT_EQ(warnings.size(), c.warned ? 1u : 0u);
     RulesPolicy policy(config);
-    Decision d = policy.Evaluate(Input(0, 2, {}));
+    Decision d = policy.Evaluate(RulesInput(0, 2, {}));
     EXPECT_EQ(!d.details.empty() && d.details.front().starts_with("warning: rules"), c.warned);
   }
 }
@@ -276,8 +276,8 @@ TEST(RulesPolicyTest, ContradictionWarningNamesTheOverlap) {
 }
 
 TEST(RulesPolicyTest, HoldReasonNamesTheClosestRule) {
-  RulesPolicy policy = MakePolicy({Rule("up", Comparator::kGreaterThan, 10, +1)});
-  Decision d = policy.Evaluate(Input(0, 2, {3, 5}));
+  RulesPolicy policy = MakeRulesPolicy({Rule("up", Comparator::kGreaterThan, 10, +1)});
+  Decision d = policy.Evaluate(RulesInput(0, 2, {3, 5}));
   EXPECT_EQ(d.reason,
             "hold at 2: no rule matched; rule 'up': vllm:num_requests_waiting average 4 is not "
             "> 10");

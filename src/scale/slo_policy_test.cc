@@ -21,7 +21,7 @@ struct Load {
   double violation = 0;  // TTFT/TPOT violation ratio
 };
 
-ScalingInput Input(double now, int replicas, const Load& load, int ready = -1) {
+ScalingInput SloInput(double now, int replicas, const Load& load, int ready = -1) {
   ScalingInput in;
   in.now = Seconds{now};
   in.current_replicas = replicas;
@@ -64,7 +64,7 @@ SloPolicyConfig Config() {
 TEST(SloPolicyTest, ProvisionsForArrivalRateOverCapacity) {
   SloPolicy policy(Config());
   // 95 req/s at 10 req/s per replica -> 10 replicas.
-  EXPECT_EQ(policy.Evaluate(Input(0, 4, {95})).desired_replicas, 10);
+  EXPECT_EQ(policy.Evaluate(SloInput(0, 4, {95})).desired_replicas, 10);
 }
 
 // Each violation ratio is shown as read: an absent one is "n/a", never a 0 (the max of the
@@ -82,7 +82,7 @@ TEST(SloPolicyTest, ReasonShowsEachViolationRatioAndAnAbsentOneAsNotAvailable) {
   };
   for (const Case& c : cases) {
     SloPolicy policy(Config());
-    ScalingInput in = Input(0, 4, {40});
+    ScalingInput in = SloInput(0, 4, {40});
     in.metrics.erase(std::string(names::kTtftViolationRatio));
     in.metrics.erase(std::string(names::kTpotViolationRatio));
     if (c.ttft) in.metrics[std::string(names::kTtftViolationRatio)].service_value = *c.ttft;
@@ -97,7 +97,7 @@ TEST(SloPolicyTest, HoldsWithoutDataAndOnMetricErrors) {
   ScalingInput empty;
   empty.current_replicas = 3;
   EXPECT_EQ(policy.Evaluate(empty).desired_replicas, 3);
-  auto failed = Input(15, 3, {1});
+  auto failed = SloInput(15, 3, {1});
   failed.metrics_error = true;
   auto d = policy.Evaluate(failed);
   EXPECT_EQ(d.desired_replicas, 3);
@@ -106,10 +106,10 @@ TEST(SloPolicyTest, HoldsWithoutDataAndOnMetricErrors) {
 
 TEST(SloPolicyTest, CountsQueueGrowthAsArrivals) {
   SloPolicy policy(Config());
-  policy.Evaluate(Input(0, 5, {50, 0, 5}));
+  policy.Evaluate(SloInput(0, 5, {50, 0, 5}));
   // In-system grows by 5 replicas * 10 = 50 requests in 10 s: arrivals 50 + 0.5 * 5 = 52.5
   // (smoothed), plus the backlog 50 / 30 s.
-  auto d = policy.Evaluate(Input(10, 5, {50, 10, 5}));
+  auto d = policy.Evaluate(SloInput(10, 5, {50, 10, 5}));
   EXPECT_EQ(d.desired_replicas, 6);
 }
 
@@ -117,7 +117,7 @@ TEST(SloPolicyTest, ExtrapolatesRisingTrendOverHorizon) {
   auto c = Config();
   c.forecast_horizon = Seconds{90};
   SloPolicy policy(c);
-  auto in = Input(0, 5, {50});
+  auto in = SloInput(0, 5, {50});
   in.metrics[std::string(names::kSuccessRate2m)].service_value = 41;  // rising 9 req/s per 45 s
   // 50 + 0.2 * 90 = 68 -> 7 replicas.
   EXPECT_EQ(policy.Evaluate(in).desired_replicas, 7);
@@ -127,24 +127,24 @@ TEST(SloPolicyTest, ScalesDownOnlyAfterDelayAndByOneStep) {
   auto c = Config();
   c.scale_down_delay = Seconds{60};
   SloPolicy policy(c);
-  EXPECT_EQ(policy.Evaluate(Input(0, 10, {100})).desired_replicas, 10);
-  EXPECT_EQ(policy.Evaluate(Input(15, 10, {30})).desired_replicas, 10);  // within the delay
-  EXPECT_EQ(policy.Evaluate(Input(45, 10, {30})).desired_replicas, 10);
-  EXPECT_EQ(policy.Evaluate(Input(75, 10, {30})).desired_replicas, 9);  // one step
-  EXPECT_EQ(policy.Evaluate(Input(90, 9, {30})).desired_replicas, 8);
+  EXPECT_EQ(policy.Evaluate(SloInput(0, 10, {100})).desired_replicas, 10);
+  EXPECT_EQ(policy.Evaluate(SloInput(15, 10, {30})).desired_replicas, 10);  // within the delay
+  EXPECT_EQ(policy.Evaluate(SloInput(45, 10, {30})).desired_replicas, 10);
+  EXPECT_EQ(policy.Evaluate(SloInput(75, 10, {30})).desired_replicas, 9);  // one step
+  EXPECT_EQ(policy.Evaluate(SloInput(90, 9, {30})).desired_replicas, 8);
 }
 
 TEST(SloPolicyTest, NeverScalesInWhileRequestsQueue) {
   auto c = Config();
   c.scale_down_delay = Seconds{0};
   SloPolicy policy(c);
-  EXPECT_EQ(policy.Evaluate(Input(0, 10, {100})).desired_replicas, 10);
+  EXPECT_EQ(policy.Evaluate(SloInput(0, 10, {100})).desired_replicas, 10);
   // 30 req/s needs 3 replicas, but 5 requests wait on every replica: the fleet is short now.
-  auto held = policy.Evaluate(Input(15, 10, {30, 5, 5}));
+  auto held = policy.Evaluate(SloInput(15, 10, {30, 5, 5}));
   EXPECT_EQ(held.desired_replicas, 10);
   EXPECT_NE(held.reason.find("50 requests wait in a queue"), std::string::npos) << held.reason;
   // A stray waiting request per replica is a batch filling up, not a queue.
-  EXPECT_EQ(policy.Evaluate(Input(30, 10, {30, 1, 5})).desired_replicas, 9);
+  EXPECT_EQ(policy.Evaluate(SloInput(30, 10, {30, 1, 5})).desired_replicas, 9);
 }
 
 // 100 req/s with a one-minute burst to 250 every 10 minutes from t = 600, ticks of 15 s (fed
@@ -161,14 +161,14 @@ TEST(SloPolicyTest, IsReadyAheadOfABurstThatRecursOnAPeriod) {
   SloPolicy policy(c);
   int replicas = 10;
   for (double t = 0; t < 2100; t += 15) {
-    replicas = policy.Evaluate(Input(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
+    replicas = policy.Evaluate(SloInput(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
   }
   EXPECT_EQ(replicas, 10);  // between bursts: the level's need
   for (double t = 2100; t < 2325; t += 15) {
-    replicas = policy.Evaluate(Input(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
+    replicas = policy.Evaluate(SloInput(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
   }
   // 75 s before the fourth burst (t = 2400): ready for it, at 100 req/s.
-  auto d = policy.Evaluate(Input(2325, replicas, {PeriodicLoad(2325), 0, 0}));
+  auto d = policy.Evaluate(SloInput(2325, replicas, {PeriodicLoad(2325), 0, 0}));
   EXPECT_GE(d.desired_replicas, 25) << d.reason;
   EXPECT_NE(d.reason.find("a burst every 600 s"), std::string::npos) << d.reason;
 
@@ -179,7 +179,7 @@ TEST(SloPolicyTest, IsReadyAheadOfABurstThatRecursOnAPeriod) {
   SloPolicy held(c);
   replicas = 10;
   for (double t = 0; t < 2595; t += 15) {
-    replicas = held.Evaluate(Input(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
+    replicas = held.Evaluate(SloInput(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
   }
   EXPECT_EQ(replicas, 10);
 
@@ -189,7 +189,7 @@ TEST(SloPolicyTest, IsReadyAheadOfABurstThatRecursOnAPeriod) {
   SloPolicy plain(c);
   replicas = 10;
   for (double t = 0; t <= 2325; t += 15) {
-    replicas = plain.Evaluate(Input(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
+    replicas = plain.Evaluate(SloInput(t, replicas, {PeriodicLoad(t), 0, 0})).desired_replicas;
   }
   EXPECT_EQ(replicas, 10);
 }
@@ -197,7 +197,7 @@ TEST(SloPolicyTest, IsReadyAheadOfABurstThatRecursOnAPeriod) {
 TEST(SloPolicyTest, ViolationWithQueueAddsAReplica) {
   SloPolicy policy(Config());
   // Load says 3 replicas, but the SLO is violated and requests queue.
-  EXPECT_EQ(policy.Evaluate(Input(0, 3, {25, 2, 5, 0.2})).desired_replicas, 4);
+  EXPECT_EQ(policy.Evaluate(SloInput(0, 3, {25, 2, 5, 0.2})).desired_replicas, 4);
 }
 
 // Violations right after the fleet grew are the old fleet's (the one-minute window lags) or
@@ -207,19 +207,22 @@ TEST(SloPolicyTest, ViolationsRightAfterAReplicaTurnsReadyAreNotOverload) {
   c.learn_capacity = true;
   c.ready_grace = Seconds{60};
   SloPolicy policy(c);
-  policy.Evaluate(Input(0, 4, {24}, 3));  // 3 ready at 8 req/s each, one starting
+  policy.Evaluate(SloInput(0, 4, {24}, 3));  // 3 ready at 8 req/s each, one starting
   // t = 15: the fourth is ready; the minute's window still shows the misses of before.
-  EXPECT_EQ(policy.Evaluate(Input(15, 4, {32, 2, 5, 0.2})).desired_replicas, 4);
+  EXPECT_EQ(policy.Evaluate(SloInput(15, 4, {32, 2, 5, 0.2})).desired_replicas, 4);
   EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
-  { auto d = policy.Evaluate(Input(60, 4, {32, 2, 5, 0.2})); EXPECT_EQ(d.desired_replicas, 4) << d.reason; }
+  {
+    auto d = policy.Evaluate(SloInput(60, 4, {32, 2, 5, 0.2}));
+    EXPECT_EQ(d.desired_replicas, 4) << d.reason;
+  }
   // 60 s after the rise the fleet is judged again: +1, and mu cut by 10 %.
-  EXPECT_EQ(policy.Evaluate(Input(75, 4, {32, 2, 5, 0.2})).desired_replicas, 5);
+  EXPECT_EQ(policy.Evaluate(SloInput(75, 4, {32, 2, 5, 0.2})).desired_replicas, 5);
   EXPECT_NEAR(policy.capacity(), 9.0, 1e-9);
   // Without the grace the first violating tick already reacts.
   c.ready_grace = Seconds{0};
   SloPolicy eager(c);
-  eager.Evaluate(Input(0, 4, {24}, 3));
-  EXPECT_EQ(eager.Evaluate(Input(15, 4, {32, 2, 5, 0.2})).desired_replicas, 5);
+  eager.Evaluate(SloInput(0, 4, {24}, 3));
+  EXPECT_EQ(eager.Evaluate(SloInput(15, 4, {32, 2, 5, 0.2})).desired_replicas, 5);
   EXPECT_NEAR(eager.capacity(), 9.0, 1e-9);
 }
 
@@ -229,11 +232,11 @@ TEST(SloPolicyTest, ProbesTheCapacityUpAtTheLoadItPlansReplicasFor) {
   c.target_utilization = 0.85;
   SloPolicy policy(c);
   // 10 replicas at 8.5 req/s each: the planned 85 % of mu = 10, the SLO holding.
-  for (double t = 0; t < 150; t += 15) policy.Evaluate(Input(t, 10, {85}));
+  for (double t = 0; t < 150; t += 15) policy.Evaluate(SloInput(t, 10, {85}));
   EXPECT_GT(policy.capacity(), 10.0);
   // At half the planned load a clean minute says nothing: no probing.
   SloPolicy light(c);
-  for (double t = 0; t < 150; t += 15) light.Evaluate(Input(t, 10, {42}));
+  for (double t = 0; t < 150; t += 15) light.Evaluate(SloInput(t, 10, {42}));
   EXPECT_DOUBLE_EQ(light.capacity(), 10.0);
 }
 
@@ -241,9 +244,9 @@ TEST(SloPolicyTest, LearnsLowerCapacityFromViolationsAtLoad) {
   auto c = Config();
   c.learn_capacity = true;
   SloPolicy policy(c);
-  policy.Evaluate(Input(0, 4, {36, 0, 5, 0.2}));  // 9 req/s per replica violates
+  policy.Evaluate(SloInput(0, 4, {36, 0, 5, 0.2}));  // 9 req/s per replica violates
   EXPECT_NEAR(policy.capacity(), 9.0, 1e-9);
-  policy.Evaluate(Input(15, 4, {36, 0, 5, 0.2}));  // inside the cut cooldown: no second cut
+  policy.Evaluate(SloInput(15, 4, {36, 0, 5, 0.2}));  // inside the cut cooldown: no second cut
   EXPECT_NEAR(policy.capacity(), 9.0, 1e-9);
 }
 
@@ -254,17 +257,18 @@ TEST(SloPolicyTest, CutsNeverGoBelowTheCapacityFloor) {
   c.learn_capacity = true;
   c.min_capacity_ratio = 1;
   SloPolicy policy(c);
-  policy.Evaluate(Input(0, 4, {48}));  // 12 req/s per replica held the SLO
+  policy.Evaluate(SloInput(0, 4, {48}));  // 12 req/s per replica held the SLO
   EXPECT_NEAR(policy.capacity(), 12.0, 1e-9);
-  policy.Evaluate(Input(15, 4, {44, 0, 5, 0.2}));  // 11 req/s per replica violates
+  policy.Evaluate(SloInput(15, 4, {44, 0, 5, 0.2}));  // 11 req/s per replica violates
   EXPECT_NEAR(policy.capacity(), 10.8, 1e-9);
-  policy.Evaluate(Input(150, 4, {40, 0, 5, 0.2}));  // past the cooldown: 10.8 -> the floor
+  policy.Evaluate(SloInput(150, 4, {40, 0, 5, 0.2}));  // past the cooldown: 10.8 -> the floor
   EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
-  policy.Evaluate(Input(300, 4, {40, 0, 5, 0.2}));
+  policy.Evaluate(SloInput(300, 4, {40, 0, 5, 0.2}));
   EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
   c.min_capacity_ratio = 0.25;  // the default: cuts go on down to a quarter
   SloPolicy learning(c);
-  for (int tick = 0; tick < 40; ++tick) learning.Evaluate(Input(150.0 * tick, 4, {36, 0, 5, 0.2}));
+  for (int tick = 0; tick < 40; ++tick)
+    learning.Evaluate(SloInput(150.0 * tick, 4, {36, 0, 5, 0.2}));
   EXPECT_NEAR(learning.capacity(), 2.5, 1e-9);
 }
 
@@ -272,7 +276,7 @@ TEST(SloPolicyTest, LearnsHigherCapacityWhenSloHoldsAboveEstimate) {
   auto c = Config();
   c.learn_capacity = true;
   SloPolicy policy(c);
-  policy.Evaluate(Input(0, 4, {48}));  // 12 req/s per replica, no violations
+  policy.Evaluate(SloInput(0, 4, {48}));  // 12 req/s per replica, no violations
   EXPECT_NEAR(policy.capacity(), 12.0, 1e-9);
 }
 
@@ -282,15 +286,15 @@ TEST(SloPolicyTest, ProbesCapacityUpOnlyAtLoadsNearTheEstimate) {
   c.learn_capacity = true;
   c.probe_load_ratio = 0.8;
   SloPolicy policy(c);
-  for (int tick = 0; tick < 20; ++tick) policy.Evaluate(Input(15.0 * tick, 4, {30}));  // 7.5/s
+  for (int tick = 0; tick < 20; ++tick) policy.Evaluate(SloInput(15.0 * tick, 4, {30}));  // 7.5/s
   EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
-  for (int tick = 20; tick < 40; ++tick) policy.Evaluate(Input(15.0 * tick, 4, {34}));  // 8.5/s
+  for (int tick = 20; tick < 40; ++tick) policy.Evaluate(SloInput(15.0 * tick, 4, {34}));  // 8.5/s
   // Probed 0.5 % a tick while 8.5/s was above 80 % of mu: mu stops just past 8.5 / 0.8.
   EXPECT_GT(policy.capacity(), 8.5 / 0.8);
   EXPECT_LE(policy.capacity(), 8.5 / 0.8 * 1.005);
   c.probe_load_ratio = 1;  // off: mu stays until a load above it holds the SLO
   SloPolicy fixed(c);
-  for (int tick = 0; tick < 20; ++tick) fixed.Evaluate(Input(15.0 * tick, 4, {38}));
+  for (int tick = 0; tick < 20; ++tick) fixed.Evaluate(SloInput(15.0 * tick, 4, {38}));
   EXPECT_NEAR(fixed.capacity(), 10.0, 1e-9);
 }
 
@@ -298,9 +302,9 @@ TEST(SloPolicyTest, StaysWithinBounds) {
   auto c = Config();
   c.max_replicas = 6;
   SloPolicy policy(c);
-  EXPECT_EQ(policy.Evaluate(Input(0, 4, {500})).desired_replicas, 6);
+  EXPECT_EQ(policy.Evaluate(SloInput(0, 4, {500})).desired_replicas, 6);
   SloPolicy idle(Config());
-  EXPECT_EQ(idle.Evaluate(Input(0, 1, {0, 0, 0})).desired_replicas, 1);
+  EXPECT_EQ(idle.Evaluate(SloInput(0, 1, {0, 0, 0})).desired_replicas, 1);
 }
 
 // A rising trend buys replicas a cold start ahead only when the history confirms it: one
@@ -311,8 +315,8 @@ TEST(SloPolicyTest, ExtrapolatesOnlyATrendTheHistoryConfirms) {
   auto jump_at_end = [&](Seconds trend_window) {
     c.trend_window = trend_window;
     SloPolicy policy(c);
-    for (int t = 0; t <= 120; t += 15) policy.Evaluate(Input(t, 5, {50}));
-    auto in = Input(135, 5, {60});
+    for (int t = 0; t <= 120; t += 15) policy.Evaluate(SloInput(t, 5, {50}));
+    auto in = SloInput(135, 5, {60});
     in.metrics[std::string(names::kSuccessRate2m)].service_value = 50;
     return policy.Evaluate(in).desired_replicas;
   };
@@ -325,7 +329,7 @@ TEST(SloPolicyTest, ExtrapolatesOnlyATrendTheHistoryConfirms) {
   SloPolicy ramp(c);
   int desired = 0;
   for (int t = 0; t <= 120; t += 15) {  // +2 req/s every 15 s, the long window 45 s behind
-    auto in = Input(t, 5, {40 + t * 2.0 / 15});
+    auto in = SloInput(t, 5, {40 + t * 2.0 / 15});
     in.metrics[std::string(names::kSuccessRate2m)].service_value = 40 + (t - 45) * 2.0 / 15;
     desired = ramp.Evaluate(in).desired_replicas;
   }
@@ -339,7 +343,7 @@ TEST(SloPolicyTest, LongRateAloneIgnoresAShortBurst) {
   auto c = Config();
   c.forecast_horizon = Seconds{90};
   auto burst = [](double waiting) {
-    auto in = Input(0, 5, {90, waiting});
+    auto in = SloInput(0, 5, {90, waiting});
     in.metrics[std::string(names::kSuccessRate2m)].service_value = 50;
     return in;
   };
@@ -359,10 +363,10 @@ TEST(SloPolicyTest, LongRateAloneIgnoresAShortBurst) {
 // in one tick, not a replica per tick.
 TEST(SloPolicyTest, StepsFromNearIdleToTheWholeNeedInOneTick) {
   SloPolicy policy(Config());
-  EXPECT_EQ(policy.Evaluate(Input(0, 1, {0.1, 0, 0})).desired_replicas, 1);
-  EXPECT_EQ(policy.Evaluate(Input(15, 1, {0.1, 0, 0})).desired_replicas, 1);
+  EXPECT_EQ(policy.Evaluate(SloInput(0, 1, {0.1, 0, 0})).desired_replicas, 1);
+  EXPECT_EQ(policy.Evaluate(SloInput(15, 1, {0.1, 0, 0})).desired_replicas, 1);
   // 95 req/s at 10 per replica, plus the 40 waiting on the one replica drained over 30 s.
-  auto d = policy.Evaluate(Input(30, 1, {95, 40, 0}));
+  auto d = policy.Evaluate(SloInput(30, 1, {95, 40, 0}));
   EXPECT_GE(d.desired_replicas, 10) << d.reason;
 }
 
@@ -370,7 +374,7 @@ TEST(SloPolicyTest, KeepsSpareReplicasWarm) {
   auto c = Config();
   c.spare_replicas = 2;
   SloPolicy policy(c);
-  EXPECT_EQ(policy.Evaluate(Input(0, 4, {95})).desired_replicas, 12);
+  EXPECT_EQ(policy.Evaluate(SloInput(0, 4, {95})).desired_replicas, 12);
 }
 
 // Token mode: the same request rate with twice the prompt tokens is (almost) twice the load.
@@ -380,9 +384,9 @@ TEST(SloPolicyTest, TokenModeCountsPromptAndWeightedOutputTokens) {
   c.initial_capacity_tokens_per_second = 10000;
   SloPolicy policy(c);
   // 50 req/s x (800 prompt + 2 x 100 generated) = 50,000 tokens/s -> 5 replicas.
-  EXPECT_EQ(policy.Evaluate(WithTokens(Input(0, 5, {50}), 40000, 5000)).desired_replicas, 5);
+  EXPECT_EQ(policy.Evaluate(WithTokens(SloInput(0, 5, {50}), 40000, 5000)).desired_replicas, 5);
   // Prompts of 1,600 tokens: 50 x 1,800 = 90,000 tokens/s -> 9 replicas.
-  auto d = policy.Evaluate(WithTokens(Input(15, 5, {50}), 80000, 5000));
+  auto d = policy.Evaluate(WithTokens(SloInput(15, 5, {50}), 80000, 5000));
   EXPECT_EQ(d.desired_replicas, 9);
   EXPECT_NE(d.reason.find("tokens/s"), std::string::npos) << d.reason;
 }
@@ -410,9 +414,9 @@ TEST(SloPolicyTest, TokenModeScalesTheLoadByTheProfilesCapacityAtTheMix) {
   c.mix_capacities = {{1000, 100, 30000}, {4000, 25, 20000}};
   SloPolicy policy(c);
   // 100 req/s of 1,000 / 100: 120,000 units/s at 30,000 per replica -> 4 replicas.
-  EXPECT_EQ(policy.Evaluate(WithTokens(Input(0, 4, {100}), 100000, 10000)).desired_replicas, 4);
+  EXPECT_EQ(policy.Evaluate(WithTokens(SloInput(0, 4, {100}), 100000, 10000)).desired_replicas, 4);
   // 29.2 req/s of 4,000 / 25: ~118,000 units/s, but this mix runs at 20,000 per replica -> 6.
-  auto d = policy.Evaluate(WithTokens(Input(15, 4, {29.2}), 116800, 730));
+  auto d = policy.Evaluate(WithTokens(SloInput(15, 4, {29.2}), 116800, 730));
   EXPECT_EQ(d.desired_replicas, 6) << d.reason;
   EXPECT_NE(d.reason.find("this mix costs x1.5 (profile)"), std::string::npos) << d.reason;
 }
@@ -422,7 +426,7 @@ TEST(SloPolicyTest, TokenModeHoldsUntilTokenRatesArrive) {
   c.output_token_weight = 2;
   c.initial_capacity_tokens_per_second = 10000;
   SloPolicy policy(c);
-  auto d = policy.Evaluate(Input(0, 3, {50}));  // no token counters
+  auto d = policy.Evaluate(SloInput(0, 3, {50}));  // no token counters
   EXPECT_EQ(d.desired_replicas, 3);
   EXPECT_NE(d.reason.find("no token-rate data yet"), std::string::npos) << d.reason;
 }

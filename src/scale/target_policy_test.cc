@@ -50,7 +50,7 @@ TargetPolicyConfig Config(std::vector<TargetMetric> metrics, int min_replicas = 
   return c;
 }
 
-ScalingInput Input(double now, int current, std::map<std::string, MetricValue> metrics) {
+ScalingInput TargetInput(double now, int current, std::map<std::string, MetricValue> metrics) {
   ScalingInput in;
   in.now = Seconds{now};
   in.current_replicas = current;
@@ -105,14 +105,15 @@ TEST(TargetPolicyTest, ReplicaCalculatorTable) {
     TargetPolicyConfig config = Config({c.metric});
     config.behavior = Unrestricted();
     TargetPolicy policy(config);
-    const Decision d = policy.Evaluate(Input(0, c.current, {{"m", c.value}}));
+    const Decision d = policy.Evaluate(TargetInput(0, c.current, {{"m", c.value}}));
     EXPECT_EQ(d.desired_replicas, c.want) << c.name << ": " << d.reason;
   }
 }
 
 TEST(TargetPolicyTest, ReasonNamesMetricValueAndTarget) {
   TargetPolicy policy(Config({Metric("vllm:num_requests_waiting", MetricTargetType::kValue, 0.1)}));
-  const Decision d = policy.Evaluate(Input(0, 3, {{"vllm:num_requests_waiting", Service(0.2)}}));
+  const Decision d =
+      policy.Evaluate(TargetInput(0, 3, {{"vllm:num_requests_waiting", Service(0.2)}}));
   EXPECT_EQ(d.desired_replicas, 6);
   EXPECT_NE(d.reason.find("scale 3 -> 6"), std::string::npos) << d.reason;
   EXPECT_NE(d.reason.find("vllm:num_requests_waiting = 0.2"), std::string::npos) << d.reason;
@@ -125,7 +126,7 @@ TEST(TargetPolicyTest, DefaultBehaviorLimitsScaleUpPerPeriod) {
   int current = 1;
   for (const auto& [now, expect_current] : steps) {
     ASSERT_EQ(current, expect_current) << "t=" << now;
-    current = policy.Evaluate(Input(now, current, {{"m", Service(1000)}})).desired_replicas;
+    current = policy.Evaluate(TargetInput(now, current, {{"m", Service(1000)}})).desired_replicas;
   }
   EXPECT_EQ(current, 40);
 }
@@ -134,13 +135,13 @@ TEST(TargetPolicyTest, HoldsScaleDownInsideWindow) {
   TargetPolicy policy(Config({Metric("m", MetricTargetType::kAverageValue, 10)}));
   int current = 8;
   for (double now = 0; now < 300; now += 15) {
-    const Decision d = policy.Evaluate(Input(now, current, {{"m", Service(20)}}));
+    const Decision d = policy.Evaluate(TargetInput(now, current, {{"m", Service(20)}}));
     ASSERT_EQ(d.desired_replicas, 8) << "t=" << now << ": " << d.reason;
     if (now > 0) {
       EXPECT_NE(d.reason.find("stabilization window (300 s)"), std::string::npos) << d.reason;
     }
   }
-  EXPECT_EQ(policy.Evaluate(Input(300, current, {{"m", Service(20)}})).desired_replicas, 2);
+  EXPECT_EQ(policy.Evaluate(TargetInput(300, current, {{"m", Service(20)}})).desired_replicas, 2);
 }
 
 TEST(TargetPolicyTest, LargestProposalWins) {
@@ -148,7 +149,7 @@ TEST(TargetPolicyTest, LargestProposalWins) {
       {Metric("a", MetricTargetType::kAverageValue, 10), Metric("b", MetricTargetType::kValue, 1)});
   config.behavior = Unrestricted();
   TargetPolicy policy(config);
-  const Decision d = policy.Evaluate(Input(0, 2, {{"a", Service(30)}, {"b", Service(4)}}));
+  const Decision d = policy.Evaluate(TargetInput(0, 2, {{"a", Service(30)}, {"b", Service(4)}}));
   EXPECT_EQ(d.desired_replicas, 8);  // a: 3, b: 2 * 4 = 8
   EXPECT_NE(d.reason.find("b = 4"), std::string::npos) << d.reason;
   EXPECT_EQ(d.details.size(), 2u);
@@ -179,7 +180,7 @@ TEST(TargetPolicyTest, MissingMetricsNeverScaleDown) {
                                         Metric("b", MetricTargetType::kAverageValue, 10)});
     config.behavior = Unrestricted();
     TargetPolicy policy(config);
-    ScalingInput in = Input(0, 5, c.metrics);
+    ScalingInput in = TargetInput(0, 5, c.metrics);
     in.metrics_error = c.metrics_error;
     EXPECT_EQ(policy.Evaluate(in).desired_replicas, c.want) << c.name;
   }
@@ -187,7 +188,7 @@ TEST(TargetPolicyTest, MissingMetricsNeverScaleDown) {
 
 TEST(TargetPolicyTest, NoReadyReplicasHoldsCount) {
   TargetPolicy policy(Config({Metric("m", MetricTargetType::kAverageValue, 10)}));
-  ScalingInput in = Input(0, 3, {{"m", PerReplica({})}});
+  ScalingInput in = TargetInput(0, 3, {{"m", PerReplica({})}});
   in.ready_replicas = 0;
   const Decision d = policy.Evaluate(in);
   EXPECT_EQ(d.desired_replicas, 3);
@@ -219,44 +220,44 @@ TEST(TargetPolicyTest, ActivatesFromZeroAboveActivationThreshold) {
   };
   for (const ActivationCase& c : cases) {
     TargetPolicy policy(KedaConfig());
-    const Decision d = policy.Evaluate(Input(0, 0, {{"queue", Service(c.value)}}));
+    const Decision d = policy.Evaluate(TargetInput(0, 0, {{"queue", Service(c.value)}}));
     EXPECT_EQ(d.desired_replicas, c.want) << c.name << ": " << d.reason;
   }
 }
 
 TEST(TargetPolicyTest, ActivationWaitsForPollingInterval) {
   TargetPolicy policy(KedaConfig());
-  EXPECT_EQ(policy.Evaluate(Input(0, 0, {{"queue", Service(0)}})).desired_replicas, 0);
-  const Decision early = policy.Evaluate(Input(10, 0, {{"queue", Service(50)}}));
+  EXPECT_EQ(policy.Evaluate(TargetInput(0, 0, {{"queue", Service(0)}})).desired_replicas, 0);
+  const Decision early = policy.Evaluate(TargetInput(10, 0, {{"queue", Service(50)}}));
   EXPECT_EQ(early.desired_replicas, 0);
   EXPECT_NE(early.reason.find("next activation check in 20 s"), std::string::npos) << early.reason;
-  EXPECT_EQ(policy.Evaluate(Input(30, 0, {{"queue", Service(50)}})).desired_replicas, 1);
+  EXPECT_EQ(policy.Evaluate(TargetInput(30, 0, {{"queue", Service(50)}})).desired_replicas, 1);
 }
 
 TEST(TargetPolicyTest, ScalesToZeroAfterCooldown) {
   TargetPolicyConfig config = KedaConfig();
   config.behavior = Unrestricted();
   TargetPolicy policy(config);
-  int current = policy.Evaluate(Input(0, 3, {{"queue", Service(30)}})).desired_replicas;
+  int current = policy.Evaluate(TargetInput(0, 3, {{"queue", Service(30)}})).desired_replicas;
   EXPECT_EQ(current, 3);
   for (double now = 30; now < 300; now += 30) {
-    const Decision d = policy.Evaluate(Input(now, current, {{"queue", Service(1)}}));
+    const Decision d = policy.Evaluate(TargetInput(now, current, {{"queue", Service(1)}}));
     ASSERT_EQ(d.desired_replicas, 1) << "t=" << now << ": " << d.reason;  // HPA floor is 1
     current = d.desired_replicas;
   }
-  const Decision d = policy.Evaluate(Input(300, current, {{"queue", Service(1)}}));
+  const Decision d = policy.Evaluate(TargetInput(300, current, {{"queue", Service(1)}}));
   EXPECT_EQ(d.desired_replicas, 0) << d.reason;
   EXPECT_NE(d.reason.find("cooldown_period_seconds 300"), std::string::npos) << d.reason;
 }
 
 TEST(TargetPolicyTest, FailingMetricBlocksScaleToZero) {
   TargetPolicy policy(KedaConfig());
-  policy.Evaluate(Input(0, 1, {{"queue", Service(5)}}));
-  EXPECT_EQ(policy.Evaluate(Input(600, 1, {})).desired_replicas, 1);
-  ScalingInput err = Input(630, 1, {{"queue", Service(0)}});
+  policy.Evaluate(TargetInput(0, 1, {{"queue", Service(5)}}));
+  EXPECT_EQ(policy.Evaluate(TargetInput(600, 1, {})).desired_replicas, 1);
+  ScalingInput err = TargetInput(630, 1, {{"queue", Service(0)}});
   err.metrics_error = true;
   EXPECT_EQ(policy.Evaluate(err).desired_replicas, 1);
-  EXPECT_EQ(policy.Evaluate(Input(660, 1, {{"queue", Service(0)}})).desired_replicas, 0);
+  EXPECT_EQ(policy.Evaluate(TargetInput(660, 1, {{"queue", Service(0)}})).desired_replicas, 0);
 }
 
 TEST(TargetPolicyTest, FallbackAfterFailureThreshold) {
@@ -265,36 +266,36 @@ TEST(TargetPolicyTest, FallbackAfterFailureThreshold) {
   config.fallback = KedaFallback{.failure_threshold = 2, .replicas = 6};
   TargetPolicy policy(config);
   // failures 1 and 2 hold; the third (> 2) proposes the fallback count.
-  EXPECT_EQ(policy.Evaluate(Input(0, 2, {})).desired_replicas, 2);
-  EXPECT_EQ(policy.Evaluate(Input(15, 2, {})).desired_replicas, 2);
-  const Decision d = policy.Evaluate(Input(30, 2, {}));
+  EXPECT_EQ(policy.Evaluate(TargetInput(0, 2, {})).desired_replicas, 2);
+  EXPECT_EQ(policy.Evaluate(TargetInput(15, 2, {})).desired_replicas, 2);
+  const Decision d = policy.Evaluate(TargetInput(30, 2, {}));
   EXPECT_EQ(d.desired_replicas, 6) << d.reason;
   EXPECT_NE(d.reason.find("fallback replicas 6"), std::string::npos) << d.reason;
   // A good read resets the counter: one new failure holds again.
-  EXPECT_EQ(policy.Evaluate(Input(45, 6, {{"queue", Service(60)}})).desired_replicas, 6);
-  EXPECT_EQ(policy.Evaluate(Input(60, 6, {})).desired_replicas, 6);
+  EXPECT_EQ(policy.Evaluate(TargetInput(45, 6, {{"queue", Service(60)}})).desired_replicas, 6);
+  EXPECT_EQ(policy.Evaluate(TargetInput(60, 6, {})).desired_replicas, 6);
 }
 
 TEST(TargetPolicyTest, FallbackScalesFromZero) {
   TargetPolicyConfig config = KedaConfig();
   config.fallback = KedaFallback{.failure_threshold = 0, .replicas = 2};
   TargetPolicy policy(config);
-  EXPECT_EQ(policy.Evaluate(Input(0, 0, {})).desired_replicas, 2);
+  EXPECT_EQ(policy.Evaluate(TargetInput(0, 0, {})).desired_replicas, 2);
 }
 
 TEST(TargetPolicyTest, BoundsComeBeforeMetrics) {
   TargetPolicy policy(Config({Metric("m", MetricTargetType::kAverageValue, 10)}, 2, 5));
-  EXPECT_EQ(policy.Evaluate(Input(0, 9, {{"m", Service(100)}})).desired_replicas, 5);
-  EXPECT_EQ(policy.Evaluate(Input(15, 0, {})).desired_replicas, 2);  // start from zero
-  EXPECT_EQ(policy.Evaluate(Input(30, 1, {{"m", Service(0)}})).desired_replicas, 2);
+  EXPECT_EQ(policy.Evaluate(TargetInput(0, 9, {{"m", Service(100)}})).desired_replicas, 5);
+  EXPECT_EQ(policy.Evaluate(TargetInput(15, 0, {})).desired_replicas, 2);  // start from zero
+  EXPECT_EQ(policy.Evaluate(TargetInput(30, 1, {{"m", Service(0)}})).desired_replicas, 2);
 }
 
 TEST(TargetPolicyTest, MinAboveMaxIsClampedDefensively) {
   TargetPolicyConfig config = Config({Metric("m", MetricTargetType::kAverageValue, 10)}, 6, 3);
   TargetPolicy policy(config);
   for (int current : {0, 2, 3, 8}) {
-    const int d =
-        policy.Evaluate(Input(current * 15.0, current, {{"m", Service(1000)}})).desired_replicas;
+    const int d = policy.Evaluate(TargetInput(current * 15.0, current, {{"m", Service(1000)}}))
+                      .desired_replicas;
     EXPECT_LE(d, 3) << "current " << current;
     EXPECT_GE(d, 0) << "current " << current;
   }

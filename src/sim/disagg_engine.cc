@@ -12,6 +12,7 @@
 #include <limits>
 #include <queue>
 
+#include "core/numbers.h"
 #include "sim/disagg.h"
 #include "sim/disagg_pool.h"
 #include "sim/replica_model_calibrated.h"
@@ -20,9 +21,6 @@
 namespace gpuscale::sim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-// Requests still unfinished this long after the last arrival count as SLO misses.
-constexpr double kTailSeconds = 3600;
 constexpr int kPrefillPool = 0;
 constexpr int kDecodePool = 1;
 

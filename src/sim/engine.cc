@@ -9,6 +9,7 @@
 #include <limits>
 #include <queue>
 
+#include "core/numbers.h"
 #include "route/picker.h"
 #include "scale/controller.h"
 #include "sim/disagg_pool.h"
@@ -20,10 +21,6 @@
 
 namespace gpuscale::sim {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-// Requests still unfinished this long after the last arrival count as SLO misses.
-constexpr double kTailSeconds = 3600;
 
 class Engine {
  public:

@@ -28,7 +28,7 @@ SimulationConfig Config() {
   return c;
 }
 
-std::unique_ptr<scale::Policy> Fixed(int n) {
+std::unique_ptr<scale::Policy> FixedPolicy(int n) {
   auto p = std::make_unique<testing::ScriptedPolicy>(n, n);
   p->desired = n;
   return p;
@@ -82,7 +82,7 @@ TEST(OracleTest, NoPolicyMeetingTheTargetUsesLessThanTheBound) {
     EXPECT_GE(run->report.gpu_hours, bound_gpu_hours)
         << name << " (initial " << initial << ") attainment " << run->report.attainment;
   };
-  for (int n = 1; n <= 12; ++n) check(Fixed(n), n);
+  for (int n = 1; n <= 12; ++n) check(FixedPolicy(n), n);
   for (double cap : {4.0, 6.0, 8.0, 12.0}) check(Slo(cap), 4);
   EXPECT_GE(meeting, 3);  // the check must not pass vacuously
 }

@@ -162,7 +162,7 @@ struct BadConfigCase {
   const char* field;
 };
 
-class BadReplicaConfigTest : public testing::TestWithParam<BadConfigCase> {};
+class BadReplicaConfigTest : public ::testing::TestWithParam<BadConfigCase> {};
 
 TEST_P(BadReplicaConfigTest, NamesTheField) {
   const BadConfigCase& c = GetParam();
@@ -181,7 +181,7 @@ ReplicaModelConfig With(void (*edit)(ReplicaModelConfig&)) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadReplicaConfigTest,
-    testing::Values(
+    ::testing::Values(
         BadConfigCase{"UnknownModel", Config("gpt-5", "h100", 1), ErrorCode::kInvalidArgument,
                       "model"},
         BadConfigCase{"UnknownGpu", Config("llama-3-8b", "tpu", 1), ErrorCode::kInvalidArgument,
@@ -198,7 +198,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ErrorCode::kInvalidArgument, "max_batched_tokens"},
         BadConfigCase{"NegativeKv", With([](ReplicaModelConfig& c) { c.kv_cache_tokens = -1; }),
                       ErrorCode::kInvalidArgument, "kv_cache_tokens"}),
-    [](const testing::TestParamInfo<BadConfigCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<BadConfigCase>& info) { return info.param.name; });
 
 // A chunked-prefill iteration fused with a decode step reads the weights once: it costs at
 // least either part alone and never more than both back to back (which paid the fixed

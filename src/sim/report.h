@@ -20,6 +20,10 @@ namespace gpuscale::sim {
 // slo.tpot_seconds. The one definition of attainment (runs and the oracle's replays).
 bool MeetsSlo(const RequestRecord& r, const SloSpec& slo);
 
+// Requests still unfinished this long after the last arrival count as SLO misses (both the
+// aggregated and the disaggregated engine stop there).
+inline constexpr double kTailSeconds = 3600;
+
 // Fills the request fields of `report` (requests, completed, slo_met, attainment,
 // percentiles) from the request table and returns it; met as in MeetsSlo.
 SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const SloSpec& slo,

@@ -48,7 +48,7 @@ struct RealTraceCase {
   double mean_input_tokens_min;
 };
 
-class RealTraceTest : public testing::TestWithParam<RealTraceCase> {};
+class RealTraceTest : public ::testing::TestWithParam<RealTraceCase> {};
 
 TEST_P(RealTraceTest, ParsesEveryRowWithReadmeRate) {
   const RealTraceCase& c = GetParam();
@@ -65,12 +65,13 @@ TEST_P(RealTraceTest, ParsesEveryRowWithReadmeRate) {
   EXPECT_GT(input_sum / static_cast<double>(trace.requests.size()), c.mean_input_tokens_min);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SharedData, RealTraceTest,
-    testing::Values(RealTraceCase{"AzureLLMInferenceTrace_conv.csv", "azure_csv", 19366, 5.5, 1000},
-                    RealTraceCase{"AzureLLMInferenceTrace_code.csv", "azure_csv", 8819, 2.6, 1500},
-                    RealTraceCase{"mooncake_conversation_trace.jsonl", "mooncake_jsonl", 12031, 3.4,
-                                  10000}));
+INSTANTIATE_TEST_SUITE_P(SharedData, RealTraceTest,
+                         ::testing::Values(RealTraceCase{"AzureLLMInferenceTrace_conv.csv",
+                                                         "azure_csv", 19366, 5.5, 1000},
+                                           RealTraceCase{"AzureLLMInferenceTrace_code.csv",
+                                                         "azure_csv", 8819, 2.6, 1500},
+                                           RealTraceCase{"mooncake_conversation_trace.jsonl",
+                                                         "mooncake_jsonl", 12031, 3.4, 10000}));
 
 TEST(TraceParseTest, AzureFirstAndLastRowsMatchTheFile) {
   const Trace trace = MustParse(ReadDataFile("traces/AzureLLMInferenceTrace_conv.csv"));
@@ -155,7 +156,7 @@ struct MalformedCase {
   const char* error;  // Error::ToString()
 };
 
-class MalformedTraceTest : public testing::TestWithParam<MalformedCase> {};
+class MalformedTraceTest : public ::testing::TestWithParam<MalformedCase> {};
 
 TEST_P(MalformedTraceTest, FailsNamingLineAndColumn) {
   const MalformedCase& c = GetParam();
@@ -170,7 +171,7 @@ constexpr char kAzureRow[] = "2023-11-16 18:15:46.6805900,374,44\n";
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, MalformedTraceTest,
-    testing::Values(
+    ::testing::Values(
         MalformedCase{"NotANumber",
                       "TIMESTAMP,ContextTokens,GeneratedTokens\n"
                       "2023-11-16 18:15:46.6805900,374,44\n"
@@ -220,7 +221,7 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"Empty", "\n \r\n", TraceFormat::kAuto,
                       "line 1: trace is empty: expected a header line or one JSON object per "
                       "line"}),
-    [](const testing::TestParamInfo<MalformedCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<MalformedCase>& info) { return info.param.name; });
 
 TEST(TraceParseTest, SkipsAndCountsBadRowsWhenAsked) {
   const std::string text = std::string(kAzureHeader) + kAzureRow +
