@@ -1,10 +1,11 @@
 // DaemonServeTest: the fixture of the `gpuscale serve` end-to-end tests (daemon_serve_test.cc,
-// gateway_serve_test.cc): a scratch directory, an environment marker on every process the
-// test starts, one ServeDaemon with simulated GPUs, the service block of emulated replicas,
-// and helpers to load and count them. TearDown kills the daemon's process group and every
-// marked process, and dumps the daemon's output after a failure.
+// gateway_serve_test.cc, disagg_serve_test.cc), and BackgroundBench: a scratch directory, an
+// environment marker on every process the test starts, one ServeDaemon with simulated GPUs, the
+// service block of emulated replicas, and helpers to load and count them. TearDown kills the
+// daemon's process group and every marked process, and dumps the daemon's output after a failure.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,6 +17,37 @@
 #include "daemon_test_util.h"
 
 namespace gpuscale::daemon_test {
+
+// `gpuscale bench` through the gateway in the background: its JSON report lands in
+// dir/name.json. Finish() waits for it and parses the report.
+class BackgroundBench {
+ public:
+  BackgroundBench(const std::string& dir, const std::string& name, int gateway_port,
+                  const std::vector<std::string>& args, const std::string& marker)
+      : report_(dir + "/" + name + ".json") {
+    const int out = open(report_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> argv = {
+        kBinary,         "bench", "--url", "http://127.0.0.1:" + std::to_string(gateway_port),
+        "--no-progress", "-o",    "json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = out >= 0 ? Spawn(argv, out, dir + "/" + name + ".err", {marker}) : -1;
+    if (out >= 0) close(out);
+  }
+  bool started() const { return pid_ > 0; }
+  json Finish() {
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    std::ifstream in(report_);
+    return json::parse(in, nullptr, false);
+  }
+  ~BackgroundBench() {
+    if (pid_ > 0) kill(pid_, SIGKILL), waitpid(pid_, nullptr, 0);
+  }
+
+ private:
+  std::string report_;
+  pid_t pid_ = -1;
+};
 
 class DaemonServeTest : public ::testing::Test {
  protected:

@@ -24,8 +24,10 @@ namespace {
 
 using nlohmann::json;
 
-std::unique_ptr<emulator::EmulatorServer> StartReplica(emulator::ReplicaRole role) {
+std::unique_ptr<emulator::EmulatorServer> StartReplica(emulator::ReplicaRole role,
+                                                       const char* kv_link = "rdma-400g") {
   emulator::EmulatorOptions options;
+  options.kv_link = *emulator::ParseKvLink(kv_link);
   options.model_name = "m";
   options.startup_seconds = 0;
   options.engine.decode_ms_base = 1;
@@ -224,6 +226,32 @@ TEST_F(GatewayDisaggTest, PassesAPrefillRefusalOnToTheClient) {
   EXPECT_EQ(json::parse(res->body)["error"]["param"], "n");
   EXPECT_EQ(
       decode_[0]->Stats().generation_tokens_total + decode_[1]->Stats().generation_tokens_total, 0);
+  ExpectNothingInFlight();
+}
+
+// The decode replica pulls the KV from the prefill replica, so the prefill replica stays
+// counted in flight (what a drain of the prefill pool waits for) until the decode replica's
+// first byte: here for the whole emulated transfer (300 prompt tokens over 0.4 Gb/s: ~0.8 s),
+// during which both steps are in flight at once; both are released when the request ends.
+TEST_F(GatewayDisaggTest, APrefillReplicaStaysInFlightUntilTheDecodeReplicaAnswers) {
+  decode_.clear();
+  for (int i = 0; i < 2; ++i)
+    decode_.push_back(StartReplica(emulator::ReplicaRole::kDecode, "0.4"));
+  StartGateway();
+  std::thread request([&] {
+    httplib::Result res = Post({{"model", "m"}, {"prompt_tokens", 300}, {"max_tokens", 2}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+  });
+  bool both = false;
+  for (int i = 0; i < 300 && !both; ++i) {
+    const int prefill = state_->InFlight("p0") + state_->InFlight("p1");
+    const int decode = state_->InFlight("d0") + state_->InFlight("d1");
+    both = prefill == 1 && decode == 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  request.join();
+  EXPECT_TRUE(both) << "the prefill replica was released before the decode step answered";
   ExpectNothingInFlight();
 }
 

@@ -112,37 +112,6 @@ TEST_F(DaemonServeTest, GatewayWakesAServiceAtZeroReplicas) {
   EXPECT_THAT(events.body.dump(), HasSubstr("activator")) << events.body.dump();
 }
 
-// `gpuscale bench` through the gateway in the background: its JSON report lands in
-// dir/name.json. Finish() waits for it and parses the report.
-class BackgroundBench {
- public:
-  BackgroundBench(const std::string& dir, const std::string& name, int gateway_port,
-                  const std::vector<std::string>& args, const std::string& marker)
-      : report_(dir + "/" + name + ".json") {
-    const int out = open(report_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> argv = {kBinary, "bench", "--url",
-                                     "http://127.0.0.1:" + std::to_string(gateway_port),
-                                     "--no-progress", "-o", "json"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    pid_ = out >= 0 ? Spawn(argv, out, dir + "/" + name + ".err", {marker}) : -1;
-    if (out >= 0) close(out);
-  }
-  bool started() const { return pid_ > 0; }
-  json Finish() {
-    if (pid_ > 0) waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-    std::ifstream in(report_);
-    return json::parse(in, nullptr, false);
-  }
-  ~BackgroundBench() {
-    if (pid_ > 0) kill(pid_, SIGKILL), waitpid(pid_, nullptr, 0);
-  }
-
- private:
-  std::string report_;
-  pid_t pid_ = -1;
-};
-
 // Streams long enough (64 tokens in 20 ms steps, about 1.3 s each) to be in flight when
 // replicas go away.
 const std::vector<std::string> kLongStreams = {"--model",         "m",  "--concurrency",

@@ -48,4 +48,6 @@ Status PoolBudget::Acquire(int pool, int gpus) {
 
 void PoolBudget::Release(int pool, int gpus) { held_[pool] -= gpus; }
 
+void PoolBudget::Restore(int pool, int gpus) { held_[pool] += gpus; }
+
 }  // namespace gpuscale::alloc

@@ -38,6 +38,10 @@ class PoolBudget {
   Status Acquire(int pool, int gpus);
   // Gives back `gpus` of pool `pool` (a replica stopped or crashed). REQUIRES: held >= gpus.
   void Release(int pool, int gpus);
+  // Counts `gpus` already in use by pool `pool` without asking (a replica adopted after a
+  // daemon restart: its process runs on them whatever the budget says). Held may then exceed
+  // the budget (it was lowered meanwhile); Acquire refuses until enough is released.
+  void Restore(int pool, int gpus);
 
   int held(int pool) const { return held_[static_cast<size_t>(pool)]; }
   int total_held() const;

@@ -79,5 +79,18 @@ TEST(PoolBudgetTest, ReleaseFreesRoomForTheOtherPool) {
   EXPECT_EQ(b.held(kDecode), 2);
 }
 
+// A daemon restarted with a lower budget adopts what its replicas run on: counted, and
+// nothing more is granted until the pools are back under the budget.
+TEST(PoolBudgetTest, RestoredGpusCountEvenOverTheBudget) {
+  PoolBudget b = Budget(4, 1, 1);
+  b.Restore(kPrefill, 3);
+  b.Restore(kDecode, 2);
+  EXPECT_EQ(b.total_held(), 5);
+  EXPECT_FALSE(b.Acquire(kDecode, 1).has_value());
+  b.Release(kPrefill, 2);
+  EXPECT_TRUE(b.Acquire(kDecode, 1).has_value());
+  EXPECT_EQ(b.total_held(), 4);
+}
+
 }  // namespace
 }  // namespace gpuscale::alloc

@@ -214,20 +214,40 @@ Json ServiceStatusJson(const daemon::ServiceView& service) {
                          {"reason", service.last_reason},
                          {"details", service.last_details}};
   }
-  return Json{{"name", service.config.name},
-              {"policy_family", service.policy_family},
-              {"min_replicas", service.config.min_replicas},
-              {"max_replicas", service.config.max_replicas},
-              {"desired_replicas", service.desired_replicas},
-              {"manual_replicas", OrNull(service.manual_replicas)},
-              {"replicas", service.replicas},
-              {"ready_replicas", service.ready_replicas},
-              {"pending_replicas", service.pending_replicas},
-              {"draining_replicas", service.draining_replicas},
-              {"last_decision", std::move(last_decision)},
-              {"metric_errors", service.metric_errors},
-              {"gateway", GatewayJson(service.gateway)},
-              {"created_at", Time(service.created_at)}};
+  Json json{{"name", service.config.name},
+            {"policy_family", service.policy_family},
+            {"min_replicas", service.config.min_replicas},
+            {"max_replicas", service.config.max_replicas},
+            {"desired_replicas", service.desired_replicas},
+            {"manual_replicas", OrNull(service.manual_replicas)},
+            {"replicas", service.replicas},
+            {"ready_replicas", service.ready_replicas},
+            {"pending_replicas", service.pending_replicas},
+            {"draining_replicas", service.draining_replicas},
+            {"last_decision", std::move(last_decision)},
+            {"metric_errors", service.metric_errors},
+            {"gateway", GatewayJson(service.gateway)},
+            {"created_at", Time(service.created_at)}};
+  if (!service.pools.empty()) {  // a disaggregated service: its pools and their GPU budget
+    Json pools = Json::array();
+    for (const daemon::PoolView& p : service.pools) {
+      pools.push_back(Json{{"role", p.role},
+                           {"policy_family", p.policy_family},
+                           {"min_replicas", p.min_replicas},
+                           {"max_replicas", p.max_replicas},
+                           {"gpus_per_replica", p.gpus_per_replica},
+                           {"desired_replicas", p.desired_replicas},
+                           {"replicas", p.replicas},
+                           {"ready_replicas", p.ready_replicas},
+                           {"pending_replicas", p.pending_replicas},
+                           {"draining_replicas", p.draining_replicas},
+                           {"gpus_held", p.gpus_held},
+                           {"last_reason", p.last_reason}});
+    }
+    json["pools"] = std::move(pools);
+    json["gpu_budget"] = Json{{"gpus", service.gpu_budget}, {"held", service.gpus_held}};
+  }
+  return json;
 }
 
 Json RuleJson(const daemon::RuleView& rule) {

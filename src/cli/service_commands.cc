@@ -1,7 +1,8 @@
 // `gpuscale services [-w]`: a running daemon's services at a glance, `kubectl get hpa`-style:
 // replicas ready/desired against the bounds, the gateway's traffic and TTFT, and the last
-// decision's reason (which names the metric and its target). `-w` prints the table again
-// whenever it changes; `-o json` is the API's body (GET /v1/services).
+// decision's reason (which names the metric and its target); a disaggregated service's pools
+// each get a line below it (their replicas and GPUs of the shared budget). `-w` prints the table
+// again whenever it changes; `-o json` is the API's body (GET /v1/services).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -38,6 +39,26 @@ std::string Cut(std::string text, size_t width) {
   return text + "...";
 }
 
+// A disaggregated service's pools, a line each under the service's: their replicas, bounds,
+// GPUs held of the shared budget and their policy's last reason.
+std::string PoolRows(const Json& service) {
+  const Json pools = service.value("pools", Json::array());
+  const Json budget = service.value("gpu_budget", Json::object());
+  std::string out;
+  for (const Json& p : pools) {
+    if (!p.is_object() || !budget.is_object()) continue;
+    out += fmt::format(
+        "{:<20} {:<8} {:>11} {:>7} {:>8} {:>9} {}\n", "  " + p.value("role", std::string()),
+        p.value("policy_family", ""),
+        fmt::format("{}/{}", p.value("ready_replicas", 0), p.value("desired_replicas", 0)),
+        fmt::format("{}-{}", p.value("min_replicas", 0), p.value("max_replicas", 0)), "", "",
+        Cut(fmt::format("GPUs {} of {}: {}", p.value("gpus_held", 0), budget.value("gpus", 0),
+                        p.value("last_reason", "")),
+            90));
+  }
+  return out;
+}
+
 std::string Table(const Json& body) {
   std::string out = fmt::format("{:<20} {:<8} {:>11} {:>7} {:>8} {:>9} {}\n", "NAME", "POLICY",
                                 "READY/WANT", "MIN-MAX", "REQ/S", "TTFT P50", "LAST DECISION");
@@ -60,6 +81,7 @@ std::string Table(const Json& body) {
                             : "-",
         gateway.is_object() ? Cell(gateway.value("ttft_p50_seconds", Json()), "{:.3f}s") : "-",
         Cut(reason, 90));
+    out += PoolRows(s);
   }
   return out;
 }

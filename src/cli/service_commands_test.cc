@@ -87,6 +87,35 @@ TEST_F(ServiceCommandsTest, WatchPrintsOnlyChanges) {
   EXPECT_EQ(Count(out_, "Z\n"), 1) << "one timestamp line: " << out_;
 }
 
+// A disaggregated service: a line per pool in the table; `pools` and `gpu_budget` in JSON.
+TEST_F(ServiceCommandsTest, ADisaggregatedServiceShowsItsPoolsAndBudget) {
+  daemon::PoolView prefill{.role = "prefill",
+                           .policy_family = "disagg",
+                           .min_replicas = 1,
+                           .max_replicas = 3,
+                           .gpus_per_replica = 1,
+                           .desired_replicas = 2,
+                           .replicas = 2,
+                           .ready_replicas = 1,
+                           .gpus_held = 2,
+                           .last_reason = "prefill: 900 prompt tokens/s"};
+  daemon::PoolView decode = prefill;
+  decode.role = "decode";
+  decode.gpus_held = 1;
+  decode.last_reason = "decode: 40 tokens/s";
+  daemon_.SetPools("chat", {prefill, decode}, 4, 3);
+  ASSERT_EQ(Run({"services", "--api", url_}), 0) << err_;
+  EXPECT_NE(out_.find("  prefill"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("GPUs 2 of 4: prefill: 900 prompt tokens/s"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("GPUs 1 of 4: decode: 40 tokens/s"), std::string::npos) << out_;
+  ASSERT_EQ(Run({"services", "--api", url_, "-o", "json"}), 0) << err_;
+  const json service = json::parse(out_)["services"][0];
+  ASSERT_EQ(service["pools"].size(), 2u);
+  EXPECT_EQ(service["pools"][1]["role"], "decode");
+  EXPECT_EQ(service["pools"][0]["ready_replicas"], 1);
+  EXPECT_EQ(service["gpu_budget"], json({{"gpus", 4}, {"held", 3}}));
+}
+
 TEST_F(ServiceCommandsTest, NoDaemonIsAnErrorThatSaysWhere) {
   server_->Stop();
   EXPECT_EQ(Run({"services", "--api", url_}), kExitFailure);

@@ -83,4 +83,10 @@ Result<scale::DisaggPolicyConfig> ParseDisaggPolicyConfig(const YAML::Node& bloc
                                                           const std::string& path,
                                                           const CommonPolicyFields& common);
 
+// The policy envelope of one pool of a disaggregated service (the simulator's and the
+// daemon's): a `disagg` block without a role gets `role`, the pool's; one naming the other
+// pool's role is kInvalidArgument (field "disagg.role", with its line). Other families pass
+// unchanged. Edits `envelope` in place (a handle into the caller's tree).
+Status FitDisaggRole(YAML::Node envelope, scale::PoolRole role);
+
 }  // namespace gpuscale::config

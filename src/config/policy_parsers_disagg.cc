@@ -103,4 +103,23 @@ Result<std::unique_ptr<scale::Policy>> ParseDisaggPolicy(const YAML::Node& block
   return std::unique_ptr<scale::Policy>(std::make_unique<scale::DisaggPolicy>(std::move(c)));
 }
 
+Status FitDisaggRole(YAML::Node envelope, scale::PoolRole role) {
+  if (!envelope.IsMap() || !envelope["family"].IsDefined() ||
+      envelope["family"].Scalar() != "disagg" || !envelope["disagg"].IsMap()) {
+    return OkStatus();  // another family, or a malformed block: ParsePolicy says what is wrong
+  }
+  YAML::Node block = envelope["disagg"];
+  const std::string pool(scale::PoolRoleName(role));
+  if (!block["role"].IsDefined()) {
+    block["role"] = pool;
+    return OkStatus();
+  }
+  if (block["role"].IsScalar() && block["role"].Scalar() != pool &&
+      (block["role"].Scalar() == "prefill" || block["role"].Scalar() == "decode")) {
+    return yaml::FieldError(block["role"], "disagg.role",
+                            fmt::format("is {} in the {} pool", block["role"].Scalar(), pool));
+  }
+  return OkStatus();
+}
+
 }  // namespace gpuscale::config

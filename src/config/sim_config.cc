@@ -367,6 +367,7 @@ Result<PolicySpec> MakeDisaggPoolPolicy(const SimConfigFile& file, scale::PoolRo
     e.field = e.field.empty() ? path : Join(path, e.field);
     return Unexpected<Error>(std::move(e));
   };
+  if (auto fit = FitDisaggRole(envelope, role); !fit) return prefixed(fit.error());
   const YAML::Node block = envelope["disagg"];
   const bool profile_from_model = envelope["family"].IsDefined() &&
                                   envelope["family"].Scalar() == "disagg" && block.IsDefined() &&
@@ -385,12 +386,6 @@ Result<PolicySpec> MakeDisaggPoolPolicy(const SimConfigFile& file, scale::PoolRo
       prefill ? file.sim.disaggregated->prefill : file.sim.disaggregated->decode;
   auto c = ParseDisaggPolicyConfig(block, "disagg", {pool.min_replicas, pool.max_replicas});
   if (!c) return prefixed(c.error());
-  if (c->role != role) {
-    return prefixed(FieldError(block["role"], "disagg.role",
-                               fmt::format("is {} in the {} pool", scale::PoolRoleName(c->role),
-                                           scale::PoolRoleName(role)))
-                        .error());
-  }
   c->mix_capacities = prefill ? sim::PrefillCapacities(model, file.sim.slo)
                               : sim::DecodeCapacities(model, file.sim.slo.tpot_seconds);
   c->capacity_tokens_per_second = c->mix_capacities.front().capacity_tokens_per_second;

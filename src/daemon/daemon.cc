@@ -9,8 +9,9 @@
 #include <utility>
 
 #include "daemon/daemon_internal.h"
-#include "experiments/emulated_gpu_load.h"
+#include "daemon/pool_ticks.h"
 #include "daemon/replica_rows.h"
+#include "experiments/emulated_gpu_load.h"
 #include "metrics/vllm_metric_names.h"
 #include "orch/parallel.h"
 
@@ -140,7 +141,7 @@ void Daemon::Shutdown(bool stop_replicas) {
 // Stops every replica of `slot` and keeps polling it until its processes are gone.
 void Daemon::Retire(std::unique_ptr<Slot> slot, Seconds now) {
   slot->orch->StopAll(now);
-  slot->runtime.reset();
+  slot->runtimes.clear();
   retiring_.push_back(std::move(slot));
 }
 
@@ -185,7 +186,7 @@ void Daemon::PersistDecision(const Slot& slot, const ServiceTickResult& result, 
   store::DecisionRow row;
   row.service = slot.name;
   row.at = now;
-  row.policy = std::string(slot.runtime->policy_family());
+  row.policy = slot.PolicyFamily();
   row.current_replicas = t.current_replicas;
   row.ready_replicas = t.ready_replicas;
   row.desired_replicas = t.desired_replicas;
@@ -221,14 +222,19 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
       if (!serving || r.port <= 0 || r.state == "stopping") continue;
       ScrapeJob job;
       job.replica = r.id;
-      job.url = fmt::format("http://{}:{}{}", r.host, r.port, slot->runtime->config().metrics_path);
+      job.url = fmt::format("http://{}:{}{}", r.host, r.port, slot->config.metrics_path);
       observed.scrapes.push_back(std::move(job));
       range.replicas.push_back(std::move(r));
     }
     range.scrape_end = observed.scrapes.size();
     range.query_begin = observed.queries.size();
-    range.prom = slot->runtime->PromQueries();
-    for (const PromQuery& q : range.prom) observed.queries.push_back({q.promql});
+    for (size_t i = 0; i < slot->runtimes.size(); ++i) {
+      for (PromQuery& q : slot->runtimes[i]->PromQueries()) {
+        observed.queries.push_back({q.promql});
+        range.prom.push_back(std::move(q));
+        range.prom_runtime.push_back(i);
+      }
+    }
     range.query_end = observed.queries.size();
   }
   // Only what some service's view or policy reads, and the emulated GPUs' load, is parsed.
@@ -236,7 +242,7 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
       std::string(metrics::emulated::kGpuUtilizationRatio),
       std::string(metrics::emulated::kGpuMemoryUsedBytes)};
   for (auto& [name, slot] : services_) {
-    if (slot->runtime) slot->runtime->AddScrapedFamilies(families);
+    for (const auto& runtime : slot->runtimes) runtime->AddScrapedFamilies(families);
   }
   CollectorOptions options;
   options.scrape.families = std::move(families);
@@ -309,30 +315,42 @@ void Daemon::TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now
 void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu::GpuSnapshot* gpus,
                          std::vector<store::EventRow>& events) {
   Observed::Range& range = observed.ranges[slot.name];
-  ServiceObservation obs;
+  // One observation per runtime (a disaggregated service's pools each see their replicas).
+  std::vector<ServiceObservation> obs(slot.runtimes.size());
   for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
     const orch::ReplicaInfo& info = range.replicas[i - range.scrape_begin];
     ScrapeJob& scrape = observed.scrapes[i];
-    obs.replicas.push_back({info.id, info.gpus, info.phase == scale::ReplicaPhase::kReady,
-                            std::move(scrape.result), scrape.kind});
+    obs[slot.RuntimeIndexOf(info.id)].replicas.push_back({info.id, info.gpus,
+                                                          info.phase == scale::ReplicaPhase::kReady,
+                                                          std::move(scrape.result), scrape.kind});
   }
   for (size_t i = range.query_begin; i < range.query_end; ++i) {
-    obs.queries.push_back(
-        {range.prom[i - range.query_begin].key, std::move(observed.queries[i].result)});
+    const size_t q = i - range.query_begin;
+    obs[range.prom_runtime[q]].queries.push_back(
+        {range.prom[q].key, std::move(observed.queries[i].result)});
   }
   orch::ServiceOrchestrator& orch = *slot.orch;
   gateway::GatewayState* gw = options_.gateway.get();
   if (gw != nullptr) {
-    obs.gateway_waiting = gw->Queued(slot.name);
-    obs.gateway = gw->StatsOf(slot.name);
+    // A waiting request needs every pool (prefill, then decode): each gets the activator's
+    // replica. The gateway's figures go to the last runtime (a pool's policy reads its
+    // replicas' histograms: PoolServiceConfig).
+    for (ServiceObservation& o : obs) o.gateway_waiting = gw->Queued(slot.name);
+    obs.back().gateway = gw->StatsOf(slot.name);
   }
   // A drain ends when neither the replica (its scraped vLLM gauges) nor the gateway (its
   // exact count) has a request in flight: requests sent around the gateway count too.
-  const ServiceTickResult& result =
-      slot.runtime->Tick(now, obs, gpus, [&orch, gw](const std::string& id, int outstanding) {
-        if (gw != nullptr) outstanding = std::max(outstanding, gw->InFlight(id));
-        (void)orch.ReportOutstanding(id, outstanding);
-      });
+  const OutstandingSink sink = [&orch, gw](const std::string& id, int outstanding) {
+    if (gw != nullptr) outstanding = std::max(outstanding, gw->InFlight(id));
+    (void)orch.ReportOutstanding(id, outstanding);
+  };
+  std::vector<PoolTick> pools;
+  for (size_t i = 0; i < slot.runtimes.size(); ++i) {
+    pools.push_back(
+        {kPoolRoles[std::min<size_t>(i, 1)], &slot.runtimes[i]->Tick(now, obs[i], gpus, sink)});
+  }
+  if (slot.pooled != nullptr) slot.combined = CombinePoolTicks(pools);
+  const ServiceTickResult& result = slot.pooled != nullptr ? *slot.combined : *pools[0].result;
   TickEvents(slot, result, now, events);
   for (orch::OrchestratorEvent& e : orch.TakeEvents()) {
     events.push_back(MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
@@ -407,34 +425,18 @@ void Daemon::Tick() {
 ServiceView Daemon::ViewOf(const Slot& slot, Seconds now) const {
   (void)now;
   ServiceView v;
-  v.config = slot.runtime->config();
+  v.config = slot.config;
   // Rendered again only when the spec changed: every service's view is rebuilt every tick.
   if (!slot.spec_yaml || slot.spec_yaml->first != v.config) {
     slot.spec_yaml.emplace(v.config, ServiceConfigToYaml(v.config));
   }
   v.spec_yaml = slot.spec_yaml->second;
-  v.policy_family = std::string(slot.runtime->policy_family());
-  v.manual_replicas = slot.runtime->manual_replicas();
+  v.policy_family = slot.PolicyFamily();
+  v.manual_replicas = slot.runtimes.front()->manual_replicas();
   v.created_at = slot.created_at;
-  for (const scale::ReplicaStatus& r : slot.orch->ListReplicas()) {
-    switch (r.phase) {
-      case scale::ReplicaPhase::kPending:
-        ++v.pending_replicas;
-        ++v.replicas;
-        break;
-      case scale::ReplicaPhase::kStarting:
-        ++v.replicas;
-        break;
-      case scale::ReplicaPhase::kReady:
-        ++v.ready_replicas;
-        ++v.replicas;
-        break;
-      case scale::ReplicaPhase::kDraining:
-        ++v.draining_replicas;
-        break;
-    }
-  }
-  if (const auto& last = slot.runtime->last_tick()) {
+  CountPhases(slot.orch->ListReplicas(), v);
+  if (slot.pooled != nullptr) slot.AddPoolViews(v);
+  if (const auto& last = slot.LastTick()) {
     v.desired_replicas = last->tick.desired_replicas;
     v.last_reason = last->tick.decision.reason;
     v.last_details = last->tick.decision.details;
@@ -476,23 +478,6 @@ void Daemon::PublishViews(Seconds now) {
   std::swap(views_, views);
   std::swap(replicas_, replicas);
   views_list_.reset();
-}
-
-void Daemon::PublishRoutes(Seconds now) {
-  if (!options_.gateway) return;
-  std::vector<gateway::ServiceRoute> routes;
-  for (auto& [name, slot] : services_) {
-    gateway::ServiceRoute route{name, slot->runtime->config().ServedModels(), {}};
-    for (const orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
-      if (r.phase != scale::ReplicaPhase::kReady || !r.serving || r.port <= 0 ||
-          r.host.empty()) {
-        continue;
-      }
-      route.replicas.push_back({r.id, r.host, r.port, (now - r.phase_since).count()});
-    }
-    routes.push_back(std::move(route));
-  }
-  options_.gateway->Publish(std::move(routes));
 }
 
 }  // namespace gpuscale::daemon

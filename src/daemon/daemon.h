@@ -190,6 +190,12 @@ class Daemon final : public DaemonApi {
   Status OpenState() GS_REQUIRES(loop_mu_);
   Result<std::vector<ServiceConfig>> LoadServices(Seconds now);
   Result<std::unique_ptr<Slot>> MakeSlot(const ServiceConfig& service, Seconds now);
+  // A disaggregated service's orchestrator (its pools on a shared GPU budget) and runtimes,
+  // into `slot` (daemon_pools.cc). Errors name disaggregated.<role>.<field>.
+  Status MakePools(const ServiceConfig& service, Slot& slot);
+  // The local engine for `service` (MakeOrchestrator's default).
+  Result<std::unique_ptr<orch::LocalProcessOrchestrator>> MakeLocalOrchestrator(
+      const ServiceConfig& service);
   // The service's engine (local processes or Slurm jobs, by service.engine).
   Result<std::unique_ptr<orch::ServiceOrchestrator>> MakeOrchestrator(
       const ServiceConfig& service);
@@ -258,6 +264,8 @@ class Daemon final : public DaemonApi {
   Status CheckFitsInventory(const ServiceConfig& config);
   Result<ServiceConfig> ValidateService(const ServiceConfig& config,
                                         const std::vector<store::RuleRow>& rules);
+  // ValidateService of a disaggregated service: each pool's command and policy, the budget.
+  Result<ServiceConfig> ValidatePools(const ServiceConfig& config);
   Status Enqueue(Command command);
 
   DaemonConfig config_;

@@ -31,6 +31,17 @@
 namespace gpuscale::daemon {
 
 // A service as the API shows it.
+// One pool of a disaggregated service (ServiceView::pools).
+struct PoolView {
+  std::string role;  // "prefill", "decode"
+  std::string policy_family;
+  int min_replicas = 0, max_replicas = 0, gpus_per_replica = 0;
+  int desired_replicas = 0;
+  int replicas = 0, ready_replicas = 0, pending_replicas = 0, draining_replicas = 0;
+  int gpus_held = 0;        // of the service's GPU budget
+  std::string last_reason;  // the pool policy's last decision
+};
+
 struct ServiceView {
   ServiceConfig config;
   std::string spec_yaml;                // ServiceConfigToYaml(config)
@@ -49,6 +60,11 @@ struct ServiceView {
   // request of the service reached it yet).
   std::optional<GatewayFigures> gateway;
   Seconds created_at{0};
+  // A disaggregated service: its prefill and decode pools (the counts above are their sums)
+  // and the GPU budget they share. Empty / 0 otherwise.
+  std::vector<PoolView> pools = {};
+  int gpu_budget = 0;
+  int gpus_held = 0;
 };
 
 // A rule with its fields spelled as in Backend.AI's model-service autoscaling rules

@@ -70,7 +70,9 @@ void Daemon::ApplySpec(Command& c, Seconds now, std::vector<store::EventRow>& ev
     (void)(*slot)->orch->Adopt(records, now);
     (*slot)->created_at = it->second->created_at;
   }
-  if (c.manual) (void)(*slot)->runtime->SetManualReplicas(c.manual);
+  if (c.manual && !c.config.disaggregated) {
+    (void)(*slot)->runtimes.front()->SetManualReplicas(c.manual);
+  }
   state_->ForgetDecision(c.service);  // a new spec's first decision is always recorded
   services_[c.service] = std::move(*slot);
   events.push_back(MakeEvent(
@@ -94,25 +96,25 @@ void Daemon::ApplyDelete(Command& c, Seconds now, std::vector<store::EventRow>& 
 
 void Daemon::ApplyRules(Command& c, Seconds now, std::vector<store::EventRow>& events) {
   auto it = services_.find(c.service);
-  if (it == services_.end()) return;
+  if (it == services_.end() || it->second->pooled != nullptr) return;  // pools keep theirs
   Result<std::vector<store::RuleRow>> rules = store_->rules().ListForService(c.service);
   Result<std::unique_ptr<scale::Policy>> policy =
-      rules ? BuildServicePolicy(it->second->runtime->config(), *rules)
+      rules ? BuildServicePolicy(it->second->runtimes.front()->config(), *rules)
             : Result<std::unique_ptr<scale::Policy>>(Unexpected<Error>(rules.error()));
   if (!policy) {
     events.push_back(MakeEvent(now, c.service, "service_error", "",
                                "rules not applied: " + policy.error().ToString()));
     return;
   }
-  it->second->runtime->ReplacePolicy(std::move(*policy));
+  it->second->runtimes.front()->ReplacePolicy(std::move(*policy));
   events.push_back(MakeEvent(now, c.service, "rules_changed", "",
                              fmt::format("{} rules in effect", rules->size())));
 }
 
 void Daemon::ApplyManual(Command& c, Seconds now, std::vector<store::EventRow>& events) {
   auto it = services_.find(c.service);
-  if (it == services_.end()) return;
-  if (Status s = it->second->runtime->SetManualReplicas(c.manual); !s) {
+  if (it == services_.end() || it->second->pooled != nullptr) return;  // refused by the API
+  if (Status s = it->second->runtimes.front()->SetManualReplicas(c.manual); !s) {
     events.push_back(MakeEvent(now, c.service, "service_error", "", s.error().ToString()));
     return;
   }

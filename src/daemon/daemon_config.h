@@ -41,6 +41,11 @@
 //                                                  # slo:*_violation_ratio:1m metrics the
 //                                                  # `slo` policy scales on (defaults shown;
 //                                                  # each in (0, 3600] seconds)
+//       disaggregated: {...}                     # instead of command, env, gpus_per_replica,
+//                                                  # min_memory_free_mb, min/max_replicas and
+//                                                  # policy: two pools, see DisaggSpec,
+//                                                  # docs/gateway.md ("The daemon") and
+//                                                  # examples/disagg-service.yaml
 //       policy: {family: target, target: {...}}   # config/policy_config.h envelope; the
 //                                                  # service's min/max replicas apply to it
 //                                                  # (set in both places they must agree;
@@ -63,6 +68,7 @@
 #include <utility>
 #include <vector>
 
+#include "alloc/pool_budget.h"
 #include "core/clock.h"
 #include "core/result.h"
 #include "daemon/slo_thresholds.h"
@@ -139,6 +145,35 @@ struct SlurmServiceConfig {
   friend bool operator==(const SlurmServiceConfig&, const SlurmServiceConfig&) = default;
 };
 
+// One pool of a disaggregated service (`disaggregated: {prefill: {...}, decode: {...}}`): the
+// replica fields that differ between the pools; the rest (models, paths, timeouts, slo) are
+// the service's. Fields as in ServiceConfig.
+struct PoolSpec {
+  std::vector<std::string> command;  // required
+  std::vector<std::pair<std::string, std::string>> env;
+  int gpus_per_replica = 1;
+  int64_t min_memory_free_mb = 0;
+  int min_replicas = 1;
+  int max_replicas = 1;
+  // Default: {family: disagg, disagg: {role: <the pool's>}} (scale/disagg_policy.h), which
+  // needs disagg.capacity_tokens_per_second; a disagg block's role defaults to the pool's.
+  std::string policy_yaml;
+  std::string policy_family;
+
+  friend bool operator==(const PoolSpec&, const PoolSpec&) = default;
+};
+
+// A prefill/decode disaggregated service (issue 24; docs/gateway.md): two pools on one GPU
+// budget (alloc::PoolBudget), scaled each by its own policy, routed in two steps by the
+// gateway. engine: local only.
+struct DisaggSpec {
+  int gpu_budget = 0;  // GPUs both pools together may hold; >= the pools' minimums, required
+  PoolSpec prefill;
+  PoolSpec decode;
+
+  friend bool operator==(const DisaggSpec&, const DisaggSpec&) = default;
+};
+
 // The largest max_replicas a service may have: far above any fleet gpuscale runs, and low
 // enough that replica arithmetic (replicas x GPUs, policy ratios) never overflows.
 inline constexpr int kMaxReplicasPerService = 100000;
@@ -171,6 +206,10 @@ struct ServiceConfig {
   // (managed with /v1/services/{name}/rules).
   std::string policy_yaml;
   std::string policy_family;  // "target", "rules", ... as parsed (for display)
+  // Set: a disaggregated service. Its command, env, gpus_per_replica, min_memory_free_mb and
+  // policy are then the pools' (PoolServiceConfig); min/max_replicas are the pools' sums and
+  // policy_family theirs ("disagg", or "prefill-family/decode-family" when they differ).
+  std::optional<DisaggSpec> disaggregated;
 
   std::vector<std::string> ServedModels() const {
     return models.empty() ? std::vector<std::string>{name} : models;
@@ -205,6 +244,19 @@ struct DaemonConfig {
   TasksConfig tasks;
   std::vector<ServiceConfig> services;
 };
+
+// The pool names of a disaggregated service, in PoolBudget order (prefill 0, decode 1).
+inline constexpr const char* kPoolRoles[] = {"prefill", "decode"};
+
+// One pool of a disaggregated service as a service of its own, what the daemon runs it with
+// (orchestrator, policy, runtime): the service's shared fields and the pool's, named
+// "<service>.<role>" (replica ids "<service>.<role>-<n>", which no service's can be: '.' is
+// not allowed in service names), its SLO read from the pool's own replicas (the gateway's
+// figures cover both steps). REQUIRES: service.disaggregated, role 0 (prefill) or 1 (decode).
+ServiceConfig PoolServiceConfig(const ServiceConfig& service, int role);
+// The pools' shared budget, empty: pool 0 prefill, 1 decode, each owed its min_replicas x
+// gpus_per_replica. Errors: PoolBudget::Make's (field "gpu_budget").
+Result<alloc::PoolBudget> MakePoolBudget(const DisaggSpec& spec);
 
 // Whole file / text. Unknown keys are rejected with the list of known ones.
 Result<DaemonConfig> ParseDaemonConfig(const YAML::Node& root);

@@ -55,6 +55,25 @@ Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& gateway);
 Status CheckModelsUnique(const YAML::Node& services_node,
                          const std::vector<ServiceConfig>& services);
 
+// Moves an error from validation code that knows only local field names ("command[2]",
+// "target.metrics[0].target") under `prefix` ("services[0]", "services[0].policy").
+Unexpected<Error> Prefixed(Error error, const std::string& prefix);
+
+// The replica fields of a service, or of one pool of a disaggregated one, at `path`:
+// command, env, gpus_per_replica, min_memory_free_mb, min/max_replicas (merged with those of
+// `policy`, the policy block to use) and the policy (daemon_config_service.cc). `slo_node`:
+// the service's `slo` block, for the errors of a profile measured at another SLO.
+Status ReadReplicaFields(const YAML::Node& n, const YAML::Node& policy, const YAML::Node& slo_node,
+                         const std::string& path, ServiceConfig& s);
+// A pool's fields into a map being emitted (daemon_config_service.cc).
+void EmitPoolFields(YAML::Emitter& out, const PoolSpec& pool);
+// `disaggregated:` of the service at `path` (daemon_config_disagg.cc), after its shared
+// fields, engine and slo were read: DisaggSpec into s.disaggregated, and s's bounds and
+// policy family from the pools. Errors name the field and line.
+Status ReadDisaggregated(const YAML::Node& n, const std::string& path, ServiceConfig& s);
+// Writes the `disaggregated` key and block into a service map being emitted.
+void EmitDisaggregated(YAML::Emitter& out, const DisaggSpec& spec);
+
 // Writes `engine` and `slurm` into a service map being emitted (nothing for engine: local,
 // so local services keep their canonical YAML).
 void EmitEngine(YAML::Emitter& out, const ServiceConfig& s);

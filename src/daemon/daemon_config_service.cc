@@ -40,17 +40,6 @@ bool ValidEnvName(std::string_view name) {
   return true;
 }
 
-// Moves an error from validation code that knows only local field names ("command[2]",
-// "target.metrics[0].target") under `prefix` ("services[0]", "services[0].policy").
-Unexpected<Error> Prefixed(Error error, const std::string& prefix) {
-  if (error.field.empty() || error.field == "<root>") {
-    error.field = prefix.empty() ? error.field : prefix;
-  } else {
-    error.field = Join(prefix, error.field);
-  }
-  return Unexpected<Error>(std::move(error));
-}
-
 Result<std::vector<std::string>> ReadCommand(const YAML::Node& n, const std::string& path) {
   const std::string field = Join(path, "command");
   const YAML::Node node = Child(n, "command");
@@ -151,11 +140,7 @@ Status ReadScalars(const YAML::Node& n, const std::string& path, ServiceConfig& 
                                   "or digit, got '{}'",
                                   s.name));
   }
-  GS_ASSIGN_OR_RETURN(s.command, ReadCommand(n, path));
-  GS_ASSIGN_OR_RETURN(s.env, ReadEnv(n, path));
   GS_ASSIGN_OR_RETURN(s.models, ReadModels(n, path));
-  GS_ASSIGN_OR_RETURN(s.gpus_per_replica, ReadIntAtLeast(n, "gpus_per_replica", path, 1, 0));
-  GS_ASSIGN_OR_RETURN(s.min_memory_free_mb, ReadIntAtLeast(n, "min_memory_free_mb", path, 0, 0));
   // "" (written out) = no HTTP check: ready as soon as the process / job runs, for servers
   // without a health endpoint; both orchestrators support it.
   const YAML::Node readiness = Child(n, "readiness_path");
@@ -301,6 +286,22 @@ Status ReadPolicy(const YAML::Node& policy, const YAML::Node& slo_node, const st
   return OkStatus();
 }
 
+void EmitEnv(YAML::Emitter& out, const std::vector<std::pair<std::string, std::string>>& env) {
+  out << YAML::Key << "env" << YAML::Value;
+  if (env.empty()) out << YAML::Flow;
+  out << YAML::BeginMap;
+  for (const auto& [name, value] : env) {
+    out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
+  }
+  out << YAML::EndMap;
+}
+
+void EmitCommand(YAML::Emitter& out, const std::vector<std::string>& command) {
+  out << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& arg : command) out << YAML::DoubleQuoted << arg;
+  out << YAML::EndSeq;
+}
+
 void EmitPolicy(YAML::Emitter& out, const std::string& policy_yaml) {
   try {
     out << YAML::Key << "policy" << YAML::Value << YAML::Load(policy_yaml);
@@ -312,6 +313,35 @@ void EmitPolicy(YAML::Emitter& out, const std::string& policy_yaml) {
 
 }  // namespace
 
+Unexpected<Error> Prefixed(Error error, const std::string& prefix) {
+  if (error.field.empty() || error.field == "<root>") {
+    error.field = prefix.empty() ? error.field : prefix;
+  } else {
+    error.field = Join(prefix, error.field);
+  }
+  return Unexpected<Error>(std::move(error));
+}
+
+Status ReadReplicaFields(const YAML::Node& n, const YAML::Node& policy, const YAML::Node& slo_node,
+                         const std::string& path, ServiceConfig& s) {
+  GS_ASSIGN_OR_RETURN(s.command, ReadCommand(n, path));
+  GS_ASSIGN_OR_RETURN(s.env, ReadEnv(n, path));
+  GS_ASSIGN_OR_RETURN(s.gpus_per_replica, ReadIntAtLeast(n, "gpus_per_replica", path, 1, 0));
+  GS_ASSIGN_OR_RETURN(s.min_memory_free_mb, ReadIntAtLeast(n, "min_memory_free_mb", path, 0, 0));
+  GS_RETURN_IF_ERROR(ReadReplicaBounds(n, policy, path, s));
+  return ReadPolicy(policy, slo_node, path, s);
+}
+
+void EmitPoolFields(YAML::Emitter& out, const PoolSpec& pool) {
+  EmitCommand(out, pool.command);
+  EmitEnv(out, pool.env);
+  out << YAML::Key << "gpus_per_replica" << YAML::Value << pool.gpus_per_replica;
+  out << YAML::Key << "min_memory_free_mb" << YAML::Value << pool.min_memory_free_mb;
+  out << YAML::Key << "min_replicas" << YAML::Value << pool.min_replicas;
+  out << YAML::Key << "max_replicas" << YAML::Value << pool.max_replicas;
+  if (!pool.policy_yaml.empty()) EmitPolicy(out, pool.policy_yaml);
+}
+
 Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::string& path) {
   try {
     if (!node.IsMap()) {
@@ -321,17 +351,20 @@ Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::stri
     GS_RETURN_IF_ERROR(
         yaml::CheckKnownKeys(node, path,
                              {"name", "engine", "slurm", "fleet", "command", "env", "models",
-                              "gpus_per_replica",
-                              "min_memory_free_mb", "readiness_path", "metrics_path",
-                              "startup_timeout_seconds", "drain_timeout_seconds", "min_replicas",
-                              "max_replicas", "slo", "policy"}));
+                              "gpus_per_replica", "min_memory_free_mb", "readiness_path",
+                              "metrics_path", "startup_timeout_seconds", "drain_timeout_seconds",
+                              "min_replicas", "max_replicas", "slo", "policy", "disaggregated"}));
     ServiceConfig s;
     GS_RETURN_IF_ERROR(ReadScalars(node, path, s));
-    GS_RETURN_IF_ERROR(ReadEngine(node, path, s));
     GS_RETURN_IF_ERROR(ReadSlo(node, path, s));
-    const YAML::Node policy = Child(node, "policy");
-    GS_RETURN_IF_ERROR(ReadReplicaBounds(node, policy, path, s));
-    GS_RETURN_IF_ERROR(ReadPolicy(policy, Child(node, "slo"), path, s));
+    if (Child(node, "disaggregated").IsDefined()) {
+      GS_RETURN_IF_ERROR(ReadEngine(node, path, s));
+      GS_RETURN_IF_ERROR(ReadDisaggregated(node, path, s));
+      return s;
+    }
+    GS_RETURN_IF_ERROR(ReadReplicaFields(node, Child(node, "policy"), Child(node, "slo"), path, s));
+    // After the replica fields: an engine checks them (fleet replicas hold no GPUs).
+    GS_RETURN_IF_ERROR(ReadEngine(node, path, s));
     return s;
   } catch (const YAML::Exception& e) {
     // A malformed tree (e.g. a mapping used as a key) makes yaml-cpp throw on conversion.
@@ -350,32 +383,31 @@ std::string ServiceConfigToYaml(const ServiceConfig& s) {
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << s.name;
   EmitEngine(out, s);
-  out << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const std::string& arg : s.command) out << YAML::DoubleQuoted << arg;
-  out << YAML::EndSeq;
-  out << YAML::Key << "env" << YAML::Value;
-  if (s.env.empty()) out << YAML::Flow;
-  out << YAML::BeginMap;
-  for (const auto& [name, value] : s.env) {
-    out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
+  // A disaggregated service's replica fields are its pools' (EmitDisaggregated).
+  if (!s.disaggregated) {
+    EmitCommand(out, s.command);
+    EmitEnv(out, s.env);
   }
-  out << YAML::EndMap;
   // Written only when set, so that specs stored before `models` existed read back equal.
   if (!s.models.empty()) {
     out << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const std::string& model : s.models) out << YAML::DoubleQuoted << model;
     out << YAML::EndSeq;
   }
-  out << YAML::Key << "gpus_per_replica" << YAML::Value << s.gpus_per_replica;
-  out << YAML::Key << "min_memory_free_mb" << YAML::Value << s.min_memory_free_mb;
+  if (!s.disaggregated) {
+    out << YAML::Key << "gpus_per_replica" << YAML::Value << s.gpus_per_replica;
+    out << YAML::Key << "min_memory_free_mb" << YAML::Value << s.min_memory_free_mb;
+  }
   out << YAML::Key << "readiness_path" << YAML::Value << s.readiness_path;
   out << YAML::Key << "metrics_path" << YAML::Value << s.metrics_path;
   out << YAML::Key << "startup_timeout_seconds" << YAML::Value
       << fmt::format("{}", s.startup_timeout.count());
   out << YAML::Key << "drain_timeout_seconds" << YAML::Value
       << fmt::format("{}", s.drain_timeout.count());
-  out << YAML::Key << "min_replicas" << YAML::Value << s.min_replicas;
-  out << YAML::Key << "max_replicas" << YAML::Value << s.max_replicas;
+  if (!s.disaggregated) {
+    out << YAML::Key << "min_replicas" << YAML::Value << s.min_replicas;
+    out << YAML::Key << "max_replicas" << YAML::Value << s.max_replicas;
+  }
   out << YAML::Key << "slo" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "ttft_seconds" << YAML::Value << fmt::format("{}", s.slo.ttft_seconds);
   out << YAML::Key << "tpot_seconds" << YAML::Value << fmt::format("{}", s.slo.tpot_seconds);
@@ -383,7 +415,11 @@ std::string ServiceConfigToYaml(const ServiceConfig& s) {
     out << YAML::Key << "source" << YAML::Value << std::string(SloSourceName(s.slo.source));
   }
   out << YAML::EndMap;
-  if (!s.policy_yaml.empty()) EmitPolicy(out, s.policy_yaml);
+  if (s.disaggregated) {
+    EmitDisaggregated(out, *s.disaggregated);
+  } else if (!s.policy_yaml.empty()) {
+    EmitPolicy(out, s.policy_yaml);
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

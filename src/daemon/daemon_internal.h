@@ -12,13 +12,38 @@
 #include "daemon/daemon.h"
 #include "daemon/metric_collector.h"
 #include "daemon/metric_error_events.h"
+#include "orch/pooled_orchestrator.h"
 
 namespace gpuscale::daemon {
 
 struct Daemon::Slot {
   std::string name;
   std::unique_ptr<orch::ServiceOrchestrator> orch;
-  std::unique_ptr<ServiceRuntime> runtime;  // null for orphans being stopped
+  // One runtime per pool: the service's own, or a disaggregated service's prefill and
+  // decode (each driving its pool of `pooled`); empty for orphans being stopped.
+  std::vector<std::unique_ptr<ServiceRuntime>> runtimes;
+  // A disaggregated service: `orch` as pools, and the GPU budget they share (owned by orch).
+  orch::PooledOrchestrator* pooled = nullptr;
+  const alloc::PoolBudget* budget = nullptr;
+  // A disaggregated service: the pools' last ticks as one (CombinePoolTicks), what the view,
+  // the decision row and the history show.
+  std::optional<ServiceTickResult> combined;
+  ServiceConfig config;  // the spec (a disaggregated one's runtimes hold its pools')
+
+  // Which runtime replica `id` belongs to (0 for a service of one pool).
+  size_t RuntimeIndexOf(const std::string& id) const {
+    const int pool = pooled != nullptr ? pooled->PoolOf(id) : 0;
+    return pool < 0 ? 0 : static_cast<size_t>(pool);
+  }
+  // The tick the views show: the only runtime's, or the pools' combined one.
+  const std::optional<ServiceTickResult>& LastTick() const {
+    return pooled != nullptr ? combined : runtimes.front()->last_tick();
+  }
+  // The policy family as the live runtime names it (a rules policy's may change), or the
+  // spec's for a disaggregated service (its pools' families). daemon_pools.cc.
+  std::string PolicyFamily() const;
+  // A disaggregated service's pools and budget into its view (daemon_pools.cc).
+  void AddPoolViews(ServiceView& view) const;
   // A deleted service (or an orphan): its store row, marked deleting, goes once the
   // replicas are gone (PollRetiring). False for services retired by Shutdown.
   bool deleting = false;
@@ -45,9 +70,23 @@ struct Daemon::Observed {
     size_t scrape_begin = 0, scrape_end = 0, query_begin = 0, query_end = 0;
     std::vector<orch::ReplicaInfo> replicas;  // scraped ones, same order as the scrapes
     std::vector<PromQuery> prom;              // same order as the queries
+    std::vector<size_t> prom_runtime;         // which of the slot's runtimes asked each
   };
   std::map<std::string, Range> ranges;  // by service
 };
+
+// Adds each replica's phase to a view's counts: replicas (not draining), ready, pending,
+// draining. `View`: ServiceView or PoolView.
+template <typename View>
+void CountPhases(const std::vector<scale::ReplicaStatus>& replicas, View& v) {
+  for (const scale::ReplicaStatus& r : replicas) {
+    const bool draining = r.phase == scale::ReplicaPhase::kDraining;
+    v.replicas += draining ? 0 : 1;
+    v.ready_replicas += r.phase == scale::ReplicaPhase::kReady ? 1 : 0;
+    v.pending_replicas += r.phase == scale::ReplicaPhase::kPending ? 1 : 0;
+    v.draining_replicas += draining ? 1 : 0;
+  }
+}
 
 // An event row stamped `now` (store::EventRow has no constructor).
 store::EventRow MakeEvent(Seconds now, std::string service, std::string kind, std::string replica,

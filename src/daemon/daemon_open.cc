@@ -165,6 +165,13 @@ Result<std::unique_ptr<orch::ServiceOrchestrator>> Daemon::MakeOrchestrator(
                         MakeSlurmOrchestrator(service, o));
     return std::unique_ptr<orch::ServiceOrchestrator>(std::move(slurm));
   }
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::LocalProcessOrchestrator> local,
+                      MakeLocalOrchestrator(service));
+  return std::unique_ptr<orch::ServiceOrchestrator>(std::move(local));
+}
+
+Result<std::unique_ptr<orch::LocalProcessOrchestrator>> Daemon::MakeLocalOrchestrator(
+    const ServiceConfig& service) {
   orch::LocalProcessConfig c;
   c.service = service.name;
   c.command = service.command;
@@ -181,24 +188,26 @@ Result<std::unique_ptr<orch::ServiceOrchestrator>> Daemon::MakeOrchestrator(
   c.stop_grace = options_.stop_grace;
   c.capabilities = {"gpu"};
   gpu::Monitor* monitor = monitor_.get();
-  GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::LocalProcessOrchestrator> local,
-                      orch::LocalProcessOrchestrator::Create(
-                          std::move(c), ledger_,
-                          [monitor](Seconds) { return monitor->Snapshot(); }));
-  return std::unique_ptr<orch::ServiceOrchestrator>(std::move(local));
+  return orch::LocalProcessOrchestrator::Create(std::move(c), ledger_,
+                                                [monitor](Seconds) { return monitor->Snapshot(); });
 }
 
 Result<std::unique_ptr<Daemon::Slot>> Daemon::MakeSlot(const ServiceConfig& service, Seconds now) {
-  std::vector<store::RuleRow> rules;
-  if (service.policy_yaml.empty()) {
-    GS_ASSIGN_OR_RETURN(rules, store_->rules().ListForService(service.name));
-  }
-  GS_ASSIGN_OR_RETURN(std::unique_ptr<scale::Policy> policy, BuildServicePolicy(service, rules));
   auto slot = std::make_unique<Slot>();
   slot->name = service.name;
-  GS_ASSIGN_OR_RETURN(slot->orch, MakeOrchestrator(service));
-  slot->runtime =
-      std::make_unique<ServiceRuntime>(service, std::move(policy), *slot->orch);
+  slot->config = service;
+  if (service.disaggregated) {
+    GS_RETURN_IF_ERROR(MakePools(service, *slot));
+  } else {
+    std::vector<store::RuleRow> rules;
+    if (service.policy_yaml.empty()) {
+      GS_ASSIGN_OR_RETURN(rules, store_->rules().ListForService(service.name));
+    }
+    GS_ASSIGN_OR_RETURN(std::unique_ptr<scale::Policy> policy, BuildServicePolicy(service, rules));
+    GS_ASSIGN_OR_RETURN(slot->orch, MakeOrchestrator(service));
+    slot->runtimes.push_back(
+        std::make_unique<ServiceRuntime>(service, std::move(policy), *slot->orch));
+  }
   slot->created_at = now;
   if (Result<store::ServiceRow> row = store_->services().Get(service.name)) {
     slot->created_at = row->created_at;
@@ -212,7 +221,10 @@ void Daemon::RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>
   Result<store::ServiceRow> row = store_->services().Get(slot.name);
   if (!row || !row->manual_replicas) return;
   const int manual = *row->manual_replicas;
-  if (Status s = slot.runtime->SetManualReplicas(manual); !s) {
+  Status s = slot.pooled != nullptr
+                 ? FailedPrecondition("a disaggregated service's pools have no manual count")
+                 : slot.runtimes.front()->SetManualReplicas(manual);
+  if (!s) {
     if (Status cleared = store_->services().SetManualReplicas(slot.name, std::nullopt); !cleared) {
       store_health_.Failed("clearing the manual override of " + slot.name, cleared.error());
     }

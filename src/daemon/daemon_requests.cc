@@ -26,6 +26,32 @@ Unexpected<Error> NoService(const std::string& name) {
 
 }  // namespace
 
+Result<ServiceConfig> Daemon::ValidatePools(const ServiceConfig& config) {
+  for (int role = 0; role < 2; ++role) {
+    const ServiceConfig pool = PoolServiceConfig(config, role);
+    orch::LocalProcessConfig local;
+    local.service = pool.name;
+    local.command = pool.command;
+    local.gpus_per_replica = pool.gpus_per_replica;
+    local.state_dir = config_.state_dir;
+    Status valid = orch::ValidateLocalProcessConfig(local);
+    Result<std::unique_ptr<scale::Policy>> policy =
+        valid ? BuildServicePolicy(pool, {})
+              : Result<std::unique_ptr<scale::Policy>>(Unexpected<Error>(valid.error()));
+    if (!policy) {
+      Error e = policy.error();
+      e.field = fmt::format("disaggregated.{}.{}", kPoolRoles[role], e.field);
+      return Unexpected<Error>(std::move(e));
+    }
+  }
+  if (Result<alloc::PoolBudget> budget = MakePoolBudget(*config.disaggregated); !budget) {
+    Error e = budget.error();
+    e.field = "disaggregated." + e.field;
+    return Unexpected<Error>(std::move(e));
+  }
+  return config;
+}
+
 Result<ServiceConfig> Daemon::ValidateService(const ServiceConfig& config,
                                               const std::vector<store::RuleRow>& rules) {
   if (!ValidName(config.name)) {
@@ -43,6 +69,7 @@ Result<ServiceConfig> Daemon::ValidateService(const ServiceConfig& config,
         fmt::format("must be <= {}, got {}", kMaxReplicasPerService, config.max_replicas),
         "max_replicas");
   }
+  if (config.disaggregated) return ValidatePools(config);
   orch::LocalProcessConfig local;
   local.service = config.name;
   local.command = config.command;
@@ -56,6 +83,16 @@ Result<ServiceConfig> Daemon::ValidateService(const ServiceConfig& config,
 }
 
 Status Daemon::CheckFitsInventory(const ServiceConfig& config) {
+  if (config.disaggregated) {
+    for (int role = 0; role < 2; ++role) {
+      if (Status fits = CheckFitsInventory(PoolServiceConfig(config, role)); !fits) {
+        Error e = fits.error();
+        e.field = fmt::format("disaggregated.{}.{}", kPoolRoles[role], e.field);
+        return Unexpected<Error>(std::move(e));
+      }
+    }
+    return OkStatus();
+  }
   if (config.engine != "local" || config.gpus_per_replica <= 0) return OkStatus();
   Result<gpu::GpuSnapshot> snapshot = monitor_->Snapshot();
   if (!snapshot) return OkStatus();
@@ -165,8 +202,18 @@ Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
   auto it = views_.find(valid.name);
   if (it == views_.end()) return NoService(valid.name);
   ServiceView& view = it->second;
+  // Replica ids differ between the shapes ("<name>-<n>", "<name>.<role>-<n>"): the running
+  // replicas could not be handed over.
+  if (view.config.disaggregated.has_value() != valid.disaggregated.has_value()) {
+    return FailedPrecondition(
+        fmt::format("service '{}' cannot change between aggregated and disaggregated while it "
+                    "runs; delete it and create it again",
+                    valid.name),
+        "disaggregated");
+  }
   std::optional<int> manual = view.manual_replicas;
-  if (manual && (*manual < valid.min_replicas || *manual > valid.max_replicas)) {
+  if (manual &&
+      (valid.disaggregated || *manual < valid.min_replicas || *manual > valid.max_replicas)) {
     manual.reset();  // outside the new bounds: the policy decides again
   }
   store::ServiceRow row = store::MakeServiceRow(valid.name, ServiceConfigToYaml(valid), now, now);
@@ -214,7 +261,7 @@ Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rul
   auto it = views_.find(service);
   if (it == views_.end()) return NoService(service);
   const ServiceConfig& config = it->second.config;
-  if (!config.policy_yaml.empty()) {
+  if (!config.policy_yaml.empty() || config.disaggregated) {
     return FailedPrecondition(
         fmt::format("service '{}' has a {} policy in its spec; stored rules apply only to "
                     "services without a `policy` block",
@@ -254,6 +301,13 @@ Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
   auto it = views_.find(service);
   if (it == views_.end()) return NoService(service);
   const ServiceConfig& config = it->second.config;
+  if (config.disaggregated) {
+    return FailedPrecondition(
+        fmt::format("service '{}' is disaggregated: each pool's policy sets its replicas (a "
+                    "manual count would not say which pool)",
+                    service),
+        "replicas");
+  }
   if (replicas && (*replicas < config.min_replicas || *replicas > config.max_replicas)) {
     return InvalidArgument(fmt::format("must be within the service's bounds [{}, {}], got {}",
                                        config.min_replicas, config.max_replicas, *replicas),

@@ -112,12 +112,16 @@ struct GatewayServer::Impl {
                                          bool& kept);
   // A disaggregated service's prefill step (prefill_step.h) on `ticket`: the request for the
   // decode step, or nullopt when the request ended (recorded, answered; `kept` as Place's).
+  // On success the prefill replica's ticket goes to `hold`.
   awaitable<std::optional<Request>> Prefill(beast::tcp_stream& client, const Request& req,
                                             const std::string& service, std::optional<uint64_t> key,
                                             const Ticket& ticket, SteadyTime arrival,
-                                            RequestMeasurement& m, bool& kept);
+                                            RequestMeasurement& m, bool& kept, HeldTicket& hold);
+  // `hold` (a disaggregated request's prefill ticket) is released at the first response body
+  // byte: the decode replica has the KV by then.
   awaitable<Attempt> Relay(beast::tcp_stream& client, const Request& req, const Ticket& ticket,
-                           SteadyTime arrival, RequestMeasurement& m, bool allow_pooled = true);
+                           SteadyTime arrival, RequestMeasurement& m, HeldTicket* hold,
+                           bool allow_pooled = true);
   awaitable<bool> Send(beast::tcp_stream& client, const Request& req, const Canned& reply);
 
   // Declared before server: sessions still pending when it is destroyed touch them.
@@ -254,10 +258,12 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
   std::optional<Ticket> ticket =
       co_await Place(client, req, *service, key, first_pool, arrival, m, kept);
   if (!ticket) co_return kept;
-  // A disaggregated service: the prefill step first; the decode step is relayed below.
+  // A disaggregated service: the prefill step first; the decode step is relayed below. The
+  // prefill replica stays counted in flight until the decode replica's first byte.
   std::optional<Request> decode;
+  HeldTicket hold(*state);
   if (disaggregated) {
-    decode = co_await Prefill(client, req, *service, key, *ticket, arrival, m, kept);
+    decode = co_await Prefill(client, req, *service, key, *ticket, arrival, m, kept, hold);
     if (!decode) co_return kept;
     ticket = co_await Place(client, req, *service, key, RoutePool::kServe, arrival, m, kept);
     if (!ticket) co_return kept;
@@ -266,7 +272,7 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
   // One retry on another replica when the first attempt got no response byte.
   std::set<std::string> tried;
   for (int attempt = 0;; ++attempt) {
-    const Attempt result = co_await Relay(client, upstream_req, *ticket, arrival, m);
+    const Attempt result = co_await Relay(client, upstream_req, *ticket, arrival, m, &hold);
     const AttemptOutcome outcome = OutcomeOf(result);
     state->Release(*ticket, outcome);
     if (result != Attempt::kRetryable) {
@@ -325,10 +331,11 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(beast::tcp_stream& c
 awaitable<std::optional<Request>> GatewayServer::Impl::Prefill(
     beast::tcp_stream& client, const Request& req, const std::string& service,
     std::optional<uint64_t> key, const Ticket& ticket, SteadyTime arrival, RequestMeasurement& m,
-    bool& kept) {
+    bool& kept, HeldTicket& hold) {
   auto executor = co_await asio::this_coro::executor;
   UpstreamPool& pool = threads.For(executor).pool;
   PrefillStepResult step = co_await RunPrefillStep(*state, pool, req, service, key, ticket, m);
+  if (step.held) hold.Hold(std::move(*step.held));
   if (step.ok) {
     std::optional<Request> decode(req);
     decode->body() = std::move(step.decode_body);
@@ -344,7 +351,8 @@ awaitable<std::optional<Request>> GatewayServer::Impl::Prefill(
 
 awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const Request& req,
                                               const Ticket& ticket, SteadyTime arrival,
-                                              RequestMeasurement& m, bool allow_pooled) {
+                                              RequestMeasurement& m, HeldTicket* hold,
+                                              bool allow_pooled) {
   auto executor = co_await asio::this_coro::executor;
   const std::string port = std::to_string(ticket.port);
   const std::string pool_key = ticket.host + ":" + port;
@@ -392,7 +400,7 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   if (wec && reused && relay.ended == RelayWatch::Ended::kNo) {
     // The replica closed the idle connection as we took it: a fresh one, same replica.
     unwatch.Now();
-    const Attempt fresh = co_await Relay(client, req, ticket, arrival, m, false);
+    const Attempt fresh = co_await Relay(client, req, ticket, arrival, m, hold, false);
     co_return fresh;
   }
   if (wec && relay.ended != RelayWatch::Ended::kClientGone) co_return Attempt::kRetryable;
@@ -416,7 +424,7 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   }
   if (hec && reused && relay.ended == RelayWatch::Ended::kNo) {
     unwatch.Now();
-    const Attempt fresh = co_await Relay(client, req, ticket, arrival, m, false);
+    const Attempt fresh = co_await Relay(client, req, ticket, arrival, m, hold, false);
     co_return fresh;
   }
   if (hec) co_return Attempt::kRetryable;
@@ -449,6 +457,7 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
       got = buf.size() - res.body().size;
       if (got == 0 && !parser.is_done()) continue;  // framing only (a chunk header)
       if (got > 0 && !m.ttft_seconds) m.ttft_seconds = SecondsSince(arrival);
+      if (got > 0 && hold != nullptr) hold->Release();
       sse.Observe(std::string_view(buf.data(), got), SecondsSince(arrival));
     }
     const bool last = parser.is_done();

@@ -155,4 +155,29 @@ class GatewayState {
   uint64_t next_waiter_ = 1;                      // guarded by mu_
 };
 
+// A ticket kept past its own step: a disaggregated request's prefill replica stays counted in
+// flight until the decode replica's first response byte, because the decode replica pulls
+// the KV from it meanwhile (a drain that stopped it then would lose the request). Released
+// once, as kOk, by Release or on destruction. Thread-compatible (one request's coroutine).
+class HeldTicket {
+ public:
+  explicit HeldTicket(GatewayState& state) : state_(state) {}
+  ~HeldTicket() { Release(); }
+  HeldTicket(const HeldTicket&) = delete;
+  HeldTicket& operator=(const HeldTicket&) = delete;
+
+  void Hold(Ticket ticket) {
+    Release();
+    ticket_ = std::move(ticket);
+  }
+  void Release() {
+    if (ticket_) state_.Release(*ticket_, AttemptOutcome::kOk);
+    ticket_.reset();
+  }
+
+ private:
+  GatewayState& state_;
+  std::optional<Ticket> ticket_;
+};
+
 }  // namespace gpuscale::gateway

@@ -121,8 +121,16 @@ awaitable<PrefillStepResult> RunPrefillStep(GatewayState& state, UpstreamPool& p
   std::set<std::string> tried;
   for (int attempt = 0;; ++attempt) {
     std::optional<Answer> answer = co_await Exchange(state, pool, prefill, ticket);
-    state.Release(ticket, answer ? AttemptOutcome::kOk : AttemptOutcome::kTransportFailure);
-    if (answer) co_return FromAnswer(req, ticket, std::move(*answer), m);
+    if (answer) {
+      PrefillStepResult result = FromAnswer(req, ticket, std::move(*answer), m);
+      if (result.ok) {
+        result.held = ticket;  // the decode step pulls the KV from it: the caller releases it
+      } else {
+        state.Release(ticket, AttemptOutcome::kOk);
+      }
+      co_return result;
+    }
+    state.Release(ticket, AttemptOutcome::kTransportFailure);
     tried.insert(ticket.replica);
     if (attempt == 1) break;
     std::optional<Ticket> next = state.Acquire(service, prefix_key, tried, RoutePool::kPrefill);

@@ -29,9 +29,13 @@ struct PrefillStepResult {
   std::string decode_body = {};  // ok: the client's body with the prefill's KV handle
   int status = 0;                // !ok: the HTTP status for the client
   std::string body = {};         // !ok: the body for the client (an OpenAI error or the replica's)
+  // ok: the prefill replica's ticket, still counted in flight: the caller keeps it until the
+  // decode replica's first byte (HeldTicket), since the decode step pulls the KV from it.
+  std::optional<Ticket> held = {};
 };
 
-// Runs the prefill on `ticket`'s replica (Acquired from the kPrefill pool; released here) and
+// Runs the prefill on `ticket`'s replica (Acquired from the kPrefill pool; released here, but
+// for the one that answered the step's success: PrefillStepResult::held) and
 // on one other when it gives no response. `pool`: the calling I/O thread's. Fills m.error for a
 // failure ("prefill_unreachable", "prefill_status", "prefill_no_handle").
 net::asio::awaitable<PrefillStepResult> RunPrefillStep(GatewayState& state, UpstreamPool& pool,

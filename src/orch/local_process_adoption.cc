@@ -90,6 +90,10 @@ void LocalProcessOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now
     Terminate(r, now, /*restart_after=*/false);
     book_.Emit(now, r.id, "replica_cleaned_up", r.last_error + "; stopping it");
   } else {
+    if (budget_ != nullptr && !r.gpus.empty()) {  // it runs on them, whatever the budget says
+      r.budget_gpus = static_cast<int>(r.gpus.size());
+      budget_->Restore(budget_pool_, r.budget_gpus);
+    }
     report.adopted.push_back(r.id);
     book_.Emit(now, r.id, "replica_adopted",
                fmt::format("pid {} on port {} adopted after a daemon restart", r.pid, r.port));

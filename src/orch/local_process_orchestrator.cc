@@ -113,11 +113,14 @@ Status LocalProcessOrchestrator::TryPlace(Replica& r, Seconds now) {
       r.last_error = "cannot read GPUs: " + snapshot.error().ToString();
       return Unavailable(r.last_error);
     }
+    // The budget first: GPUs it refuses must not be leased meanwhile.
+    GS_RETURN_IF_ERROR(AcquireBudget(r));
     alloc::SelectionRequest request;
     request.gpu_count = config_.gpus_per_replica;
     request.min_memory_free_mb = config_.min_memory_free_mb;
     Result<alloc::Selection> selection = ledger_.Allocate(*snapshot, request, r.owner, now);
     if (!selection) {
+      ReleaseBudget(r);
       r.last_error = selection.error().message;
       return Unexpected<Error>(selection.error());
     }
@@ -135,7 +138,28 @@ Status LocalProcessOrchestrator::TryPlace(Replica& r, Seconds now) {
   return OkStatus();
 }
 
+void LocalProcessOrchestrator::SetPoolBudget(alloc::PoolBudget* budget, int pool) {
+  budget_ = budget;
+  budget_pool_ = pool;
+}
+
+Status LocalProcessOrchestrator::AcquireBudget(Replica& r) {
+  if (budget_ == nullptr || config_.gpus_per_replica <= 0) return OkStatus();
+  if (Status granted = budget_->Acquire(budget_pool_, config_.gpus_per_replica); !granted) {
+    r.last_error = "GPU budget: " + granted.error().message;
+    return ResourceExhausted(r.last_error);
+  }
+  r.budget_gpus = config_.gpus_per_replica;
+  return OkStatus();
+}
+
+void LocalProcessOrchestrator::ReleaseBudget(Replica& r) {
+  if (budget_ != nullptr && r.budget_gpus > 0) budget_->Release(budget_pool_, r.budget_gpus);
+  r.budget_gpus = 0;
+}
+
 void LocalProcessOrchestrator::ReleaseGpus(Replica& r) {
+  ReleaseBudget(r);
   ledger_.ReleaseOwner(r.owner);
   r.gpus.clear();
   r.gpu_keys.clear();

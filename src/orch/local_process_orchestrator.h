@@ -49,13 +49,14 @@
 #include <vector>
 
 #include "alloc/lease_ledger.h"
+#include "alloc/pool_budget.h"
 #include "core/clock.h"
 #include "core/result.h"
 #include "gpu/gpu_info.h"
-#include "scale/policy.h"
 #include "orch/http_probe.h"
 #include "orch/replica_book.h"
 #include "orch/service_orchestrator.h"
+#include "scale/policy.h"
 #include "scale/replica_orchestrator.h"
 
 namespace gpuscale::orch {
@@ -145,6 +146,15 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
 
   const LocalProcessConfig& config() const { return config_; }
 
+  // Makes this orchestrator pool `pool` of `budget` (one pool of a disaggregated service,
+  // alloc/pool_budget.h): a placement asks budget->Acquire(gpus_per_replica) before leasing
+  // GPUs, and a refusal leaves the replica pending with the budget's reason (last_error, the
+  // replica_pending event; Place answers kResourceExhausted, a state and no error); GPUs
+  // released (a stop, an exit while draining) are given back, and adopted replicas' GPUs are
+  // counted (PoolBudget::Restore). A crashed replica keeps its GPUs and its share while it
+  // restarts. `budget` must outlive this object. REQUIRES: no replica yet.
+  void SetPoolBudget(alloc::PoolBudget* budget, int pool);
+
  private:
   // kReaping: the leader exited but processes of its group live on (an engine's workers,
   // which may hold the GPUs): they are signalled as a stop would (SIGTERM, SIGKILL after the
@@ -160,6 +170,7 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
     int exit_code = 0;  // kReaping: the leader's (DescribeExit)
     std::vector<int> gpus;
     std::vector<std::string> gpu_keys;
+    int budget_gpus = 0;  // GPUs counted in the pool budget (SetPoolBudget) for this replica
     Seconds term_sent_at{0};
     int health_failures = 0;
   };
@@ -168,6 +179,10 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
                            ReadinessProbe probe);
 
   Status TryPlace(Replica& r, Seconds now);
+  // The pool budget's share for `r` (no-op without a budget or GPUs): kResourceExhausted
+  // with the budget's reason in r.last_error.
+  Status AcquireBudget(Replica& r);
+  void ReleaseBudget(Replica& r);
   void ReleaseGpus(Replica& r);
   // lifecycle (local_process_lifecycle.cc)
   void Launch(Replica& r, Seconds now);
@@ -195,6 +210,8 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   alloc::LeaseLedger& ledger_;
   GpuSource gpu_source_;
   ReadinessProbe probe_;
+  alloc::PoolBudget* budget_ = nullptr;  // SetPoolBudget; null: no budget
+  int budget_pool_ = 0;
   ReplicaBook<Replica> book_;  // every replica, stopping ones included; the events
   // PrepareProbes' results for the Poll at the same `now`.
   std::optional<std::pair<Seconds, ProbeResults>> prepared_;

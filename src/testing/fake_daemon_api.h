@@ -62,6 +62,16 @@ class FakeDaemonApi : public daemon::DaemonApi {
     it->second.last_reason = std::move(reason);
     it->second.last_details = {"detail one"};
   }
+  // Makes `service`'s view a disaggregated one's: its pools and GPU budget.
+  void SetPools(const std::string& service, std::vector<daemon::PoolView> pools, int budget,
+                int held) {
+    std::lock_guard lock(mu_);
+    auto it = services_.find(service);
+    if (it == services_.end()) return;
+    it->second.pools = std::move(pools);
+    it->second.gpu_budget = budget;
+    it->second.gpus_held = held;
+  }
   // Appends an event (ids 1, 2, ...) and wakes WaitForEvents.
   int64_t AddEvent(std::string service, std::string kind, std::string message,
                    std::string data = {}) {
