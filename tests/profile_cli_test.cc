@@ -12,7 +12,10 @@
 #include "cli/command.h"
 #include "cli_test_util.h"
 #include "config/profile_file.h"
+#include "config/sim_config.h"
 #include "emulator/emulator_server.h"
+#include "sim/replica_model.h"
+#include "sim/role_capacity.h"
 
 namespace gpuscale {
 namespace {
@@ -22,6 +25,8 @@ using ::testing::HasSubstr;
 
 constexpr char kShippedConfig[] = GPUSCALE_DATA_DIR "/profiles/llama-3-8b-h100.sim.yaml";
 constexpr char kShippedProfile[] = GPUSCALE_DATA_DIR "/profiles/llama-3-8b-h100.yaml";
+constexpr char kShippedTtft25Config[] =
+    GPUSCALE_DATA_DIR "/profiles/llama-3-8b-h100-ttft2.5.sim.yaml";
 
 class ProfileCliTest : public ::testing::Test {
  protected:
@@ -86,6 +91,94 @@ TEST_F(ProfileCliTest, UsageErrorsNameTheFlag) {
   }
 }
 
+// data/README.md's role commands: the shipped role profiles (examples/sim/disagg/ reads them)
+// must be their output byte for byte.
+TEST_F(ProfileCliTest, ShippedRoleProfilesAreWhatTheirCommandsWrite) {
+  struct ShippedRoleProfile {
+    const char* config;
+    const char* role;
+    std::string shipped;
+  };
+  const std::string dir = GPUSCALE_DATA_DIR "/profiles/";
+  const ShippedRoleProfile cases[] = {
+      {kShippedConfig, "prefill", dir + "llama-3-8b-h100-prefill.yaml"},
+      {kShippedConfig, "decode", dir + "llama-3-8b-h100-decode.yaml"},
+      {kShippedTtft25Config, "prefill", dir + "llama-3-8b-h100-ttft2.5-prefill.yaml"},
+  };
+  for (const ShippedRoleProfile& c : cases) {
+    const std::string out = dir_ + "/role.yaml";
+    cli_test::RunResult r =
+        cli_test::RunInProcess({"profile", "--sim", c.config, "--role", c.role, "--out", out});
+    ASSERT_EQ(r.exit_code, cli::kExitOk) << r.err;
+    EXPECT_EQ(cli_test::ReadAll(out), cli_test::ReadAll(c.shipped))
+        << "regenerate " << c.shipped << " with the command in data/README.md";
+  }
+}
+
+// --sim --role: each mix is sim/role_capacity.h's figure for the config's replica and SLO (to
+// the 6 digits written), in the role's tokens/s, with requests/s derived from it.
+TEST_F(ProfileCliTest, SimulatorRoleModeWritesTheReplicaModelsRoleCapacities) {
+  Result<sim::SimulationConfig> config = config::LoadSimConfigSections(kShippedConfig);
+  ASSERT_TRUE(config.has_value());
+  auto model = sim::MakeReplicaModel(config->model);
+  ASSERT_TRUE(model.has_value());
+  struct RoleFigures {
+    const char* role;
+    std::vector<scale::MixCapacity> want;
+  };
+  const RoleFigures roles[] = {
+      {"prefill", sim::PrefillCapacities(**model, config->slo)},
+      {"decode", sim::DecodeCapacities(**model, config->slo.tpot_seconds)}};
+  for (const RoleFigures& r : roles) {
+    cli_test::RunResult run = cli_test::RunInProcess(
+        {"profile", "--sim", kShippedConfig, "--role", r.role, "-o", "json"});
+    ASSERT_EQ(run.exit_code, cli::kExitOk) << run.err;
+    const json profile = json::parse(run.out);
+    EXPECT_EQ(profile["role"], r.role);
+    EXPECT_FALSE(profile.contains("fit"));
+    EXPECT_EQ(profile["measurement"]["method"], "model");
+    ASSERT_EQ(profile["mixes"].size(), r.want.size()) << r.role;
+    for (size_t i = 0; i < r.want.size(); ++i) {
+      const json& mix = profile["mixes"][i];
+      const double tokens = mix["capacity_tokens_per_second"];
+      EXPECT_EQ(mix["prompt_tokens"].get<double>(), r.want[i].prompt_tokens);
+      EXPECT_EQ(mix["output_tokens"].get<double>(), r.want[i].output_tokens);
+      EXPECT_NEAR(tokens / r.want[i].capacity_tokens_per_second, 1, 1e-5) << r.role << " " << i;
+      const double per_request =
+          std::string(r.role) == "prefill" ? r.want[i].prompt_tokens : r.want[i].output_tokens;
+      EXPECT_NEAR(mix["capacity_rps"].get<double>() * per_request / tokens, 1, 1e-5);
+    }
+  }
+}
+
+TEST_F(ProfileCliTest, RoleUsageErrorsNameTheFlagAndWhatToRun) {
+  struct RoleUsageCase {
+    std::vector<std::string> args;
+    std::string want;
+  };
+  const std::string url = "http://127.0.0.1:1";
+  const RoleUsageCase cases[] = {
+      {{"profile", "--sim", kShippedConfig, "--role", "both"},
+       "--role: expected prefill or decode (leave --role out for an aggregated replica)"},
+      {{"profile", "--url", url, "--role", "decode"},
+       "--role: decode cannot be profiled through --url: a decode replica serves only requests "
+       "that carry a KV handle from a prefill replica"},
+      {{"profile", "--url", url, "--role", "decode"},
+       "gpuscale profile --sim CONFIG --role decode"},
+      {{"profile", "--sim", kShippedConfig, "--role", "prefill", "--mix", "512:1"},
+       "--mix: does not apply to --sim with --role"},
+      {{"profile", "--sim", kShippedConfig, "--role", "decode", "--seed", "3"},
+       "--seed: does not apply to --sim with --role"},
+      {{"profile", "--url", url, "--role", "prefill", "--mix", "1024:8"},
+       "--mix: 1024:8 asks 8 output tokens, but a prefill replica makes the first token only"},
+  };
+  for (const RoleUsageCase& c : cases) {
+    cli_test::RunResult r = cli_test::RunInProcess(c.args);
+    EXPECT_EQ(r.exit_code, cli::kExitUsage) << c.want;
+    EXPECT_THAT(r.err, HasSubstr(c.want));
+  }
+}
+
 // An emulated replica of 4 batch slots whose prompts cost time (40 ms per 1k tokens) and whose
 // decode steps take 10 ms, so that both mixes saturate it below 32 req/s.
 emulator::EmulatorOptions SmallReplica() {
@@ -133,6 +226,42 @@ TEST_F(ProfileCliTest, EndpointModeStepsUpToTheFirstMissAndWritesTheProfile) {
   EXPECT_EQ(written->source, url);
   EXPECT_EQ(written->mixes[1].capacity_rps, profile["mixes"][1]["capacity_rps"].get<double>());
   EXPECT_EQ(written->slo.tpot_seconds, 0.1);
+}
+
+// --role prefill --url against an emulated prefill replica (`gpuscale emulate --role
+// prefill`), which serves a plain 1-token completion whole: prefill and first token.
+TEST_F(ProfileCliTest, PrefillEndpointModeFindsPromptTokensPerSecondWithinTtft) {
+  emulator::EmulatorOptions options = SmallReplica();
+  options.role = emulator::ReplicaRole::kPrefill;
+  auto server = emulator::EmulatorServer::Start(options);
+  ASSERT_TRUE(server.has_value()) << server.error().ToString();
+  const std::string url = "http://127.0.0.1:" + std::to_string((*server)->port());
+  const std::string out = dir_ + "/prefill.yaml";
+  // 2048-token prompts cost 82 ms each: steps of 0.6 s at 4, 8, 16, 32, 64 req/s, the last
+  // ones far past what the replica prefills within 0.3 s.
+  std::vector<std::string> args = {"profile", "--url", url, "--role", "prefill", "--out", out};
+  args.insert(args.end(), {"-o", "json", "--mix", "2048:1", "--ttft", "0.3", "--duration", "0.6"});
+  args.insert(args.end(), {"--start-rate", "4", "--step-factor", "2", "--max-rate", "64"});
+  args.insert(args.end(), {"--refine", "0", "--drain-timeout", "5"});
+  cli_test::RunResult r = cli_test::RunInProcess(args);
+  (*server)->Shutdown();
+  ASSERT_EQ(r.exit_code, cli::kExitOk) << r.err;
+  const json profile = json::parse(r.out);
+  EXPECT_EQ(profile["role"], "prefill");
+  EXPECT_FALSE(profile.contains("fit"));
+  ASSERT_EQ(profile["mixes"].size(), 1u);
+  const json& mix = profile["mixes"][0];
+  const json& curve = mix["curve"];
+  ASSERT_GE(curve.size(), 2u);
+  EXPECT_LT(curve[curve.size() - 1]["attainment"].get<double>(), 0.99);
+  EXPECT_EQ(mix["capacity_rps"], curve[curve.size() - 2]["rate_rps"]);
+  EXPECT_NEAR(mix["capacity_tokens_per_second"].get<double>(),
+              mix["capacity_rps"].get<double>() * 2048, 1e-6 * 2048 * 64);
+  Result<profile::CapacityProfile> written = config::LoadProfileFile(out);
+  ASSERT_TRUE(written.has_value()) << written.error().ToString();
+  EXPECT_EQ(written->role, profile::ProfileRole::kPrefill);
+  EXPECT_EQ(written->measurement.method, "steps");
+  EXPECT_EQ(written->slo.ttft_seconds, 0.3);
 }
 
 TEST_F(ProfileCliTest, EndpointModeReportsAnEndpointThatDoesNotAnswer) {

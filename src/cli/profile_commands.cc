@@ -2,8 +2,9 @@
 // slo policy's work model to it and writes a capacity profile (profile/capacity_profile.h,
 // config/profile_file.h; docs/profiles.md). Two sources: the simulator's replica model
 // (--sim CONFIG: deterministic, seconds) or a live endpoint (--url: minutes of real load).
-// The profile goes to stdout (table, or -o json) and with --out to a YAML file; progress to
-// stderr.
+// With --role prefill|decode it profiles the replica of one pool of a disaggregated service
+// instead (profile_roles.h). The profile goes to stdout (table, or -o json) and with --out to
+// a YAML file; progress to stderr.
 #include <fmt/format.h>
 
 #include <charconv>
@@ -15,9 +16,11 @@
 
 #include "cli/command.h"
 #include "cli/endpoint_probe.h"
+#include "cli/profile_roles.h"
 #include "config/profile_file.h"
 #include "config/sim_config.h"
 #include "profile/capacity_search.h"
+#include "profile/role_profile.h"
 #include "profile/sim_probe.h"
 
 namespace gpuscale::cli {
@@ -36,12 +39,19 @@ Per mix: capacity = the highest Poisson rate at which --target of requests kept 
 TPOT within the SLO. Across mixes: 1/capacity = (prompt + w x output) / C, fitted by least
 squares; w is the slo policy's output_token_weight, C its
 initial_capacity_tokens_per_second (a policy reads both with `slo: {profile: FILE}`).
+With --role prefill|decode: the replica of one pool of a disaggregated service, whose
+profile the disagg policy reads (`disagg: {role: ..., profile: FILE}`); no fit, each mix's
+capacity in the role's tokens/s. --sim: sim/role_capacity's figures for the replica model
+(prefill: prompt tokens/s within the TTFT target; decode: generated tokens/s within the TPOT
+target). --url (prefill only): the steps above on PROMPT:1 completions (default mixes
+512:1 2048:1 8192:1).
 JSON output (-o json): the profile file's fields (docs/profiles.md).)";
 
 struct ProfileFlags {
   std::string sim_config;
   std::string url;
   std::string model;
+  std::string role;  // empty: an aggregated replica
   std::vector<std::string> mixes;
   double duration = 0;  // 0: the mode's default
   double warmup = 60;
@@ -58,6 +68,8 @@ struct ProfileFlags {
   std::string out_path;
   OutputFormat format = OutputFormat::kTable;
   std::vector<CLI::Option*> endpoint_only;  // flags that mean nothing with --sim
+  // Flags that mean nothing with --sim --role (the model's figures have no load points).
+  std::vector<CLI::Option*> measurement_options;
   CLI::Option* warmup_option = nullptr;
 };
 
@@ -78,14 +90,18 @@ Result<profile::Mix> ParseMix(const std::string& text) {
   return mix;
 }
 
-Result<std::vector<profile::Mix>> ParseMixes(const ProfileFlags& flags) {
-  if (flags.mixes.empty()) return profile::DefaultMixes();
+Result<std::vector<profile::Mix>> ParseMixes(const ProfileFlags& flags, profile::ProfileRole role) {
+  const bool aggregated = role == profile::ProfileRole::kAggregated;
+  if (flags.mixes.empty())
+    return aggregated ? profile::DefaultMixes() : profile::DefaultPrefillMixes();
   std::vector<profile::Mix> mixes;
   for (const std::string& text : flags.mixes) {
     GS_ASSIGN_OR_RETURN(profile::Mix mix, ParseMix(text));
     mixes.push_back(mix);
   }
-  GS_RETURN_IF_ERROR(profile::CheckFittable(mixes, "--mix"));
+  // A role profile keeps each mix's capacity: nothing is fitted across them.
+  GS_RETURN_IF_ERROR(aggregated ? profile::CheckFittable(mixes, "--mix")
+                                : profile::CheckRoleMixes(role, mixes, "--mix"));
   return mixes;
 }
 
@@ -98,28 +114,6 @@ void PrintPoint(std::ostream& err, const profile::Mix& mix, const profile::Curve
       p.ttft_p99_seconds, p.tpot_p99_seconds, held ? "held" : "missed");
 }
 
-// The sim config's sections and the replica model they describe, errors naming the file.
-struct SimReplica {
-  sim::SimulationConfig config;
-  std::unique_ptr<sim::ReplicaModel> model;
-};
-
-Result<SimReplica> LoadSimReplica(const std::string& path) {
-  auto named = [&path](Error e) {
-    e.message = fmt::format("{}: {}", path, e.message);
-    return Unexpected<Error>(std::move(e));
-  };
-  Result<sim::SimulationConfig> config = config::LoadSimConfigSections(path);
-  if (!config) return named(config.error());
-  Result<std::unique_ptr<sim::ReplicaModel>> model = sim::MakeReplicaModel(config->model);
-  if (!model) {
-    Error e = model.error();
-    e.field = e.field.empty() ? "replica_model" : "replica_model." + e.field;
-    return named(std::move(e));
-  }
-  return SimReplica{std::move(*config), std::move(*model)};
-}
-
 Result<profile::CapacityProfile> ProfileSimulated(const ProfileFlags& flags,
                                                   const std::vector<profile::Mix>& mixes,
                                                   std::ostream& err) {
@@ -130,7 +124,7 @@ Result<profile::CapacityProfile> ProfileSimulated(const ProfileFlags& flags,
           option->get_name());
     }
   }
-  GS_ASSIGN_OR_RETURN(SimReplica replica, LoadSimReplica(flags.sim_config));
+  GS_ASSIGN_OR_RETURN(ProfiledSimReplica replica, LoadProfiledSimReplica(flags.sim_config));
   profile::CapacityProfile result;
   result.model = replica.config.model.model;
   result.source = "simulator";
@@ -227,13 +221,11 @@ ojson MixJson(const profile::MixProfile& m) {
 ojson ProfileJson(const profile::CapacityProfile& p) {
   ojson mixes = ojson::array();
   for (const profile::MixProfile& m : p.mixes) mixes.push_back(MixJson(m));
-  ojson out{{"version", profile::kProfileVersion},
-            {"model", p.model},
-            {"source", p.source},
-            {"slo",
-             {{"ttft_seconds", p.slo.ttft_seconds},
-              {"tpot_seconds", p.slo.tpot_seconds},
-              {"target_ratio", p.slo.target_ratio}}}};
+  ojson out{{"version", profile::kProfileVersion}, {"model", p.model}, {"source", p.source}};
+  if (p.role != profile::ProfileRole::kAggregated) out["role"] = profile::ProfileRoleName(p.role);
+  out["slo"] = {{"ttft_seconds", p.slo.ttft_seconds},
+                {"tpot_seconds", p.slo.tpot_seconds},
+                {"target_ratio", p.slo.target_ratio}};
   if (p.replica_model) {
     out["replica_model"] = {{"gpu", p.replica_model->gpu},
                             {"tensor_parallel", p.replica_model->tensor_parallel},
@@ -245,30 +237,52 @@ ojson ProfileJson(const profile::CapacityProfile& p) {
                         {"point_seconds", p.measurement.point_seconds},
                         {"warmup_seconds", p.measurement.warmup_seconds},
                         {"seed", p.measurement.seed}};
-  out["fit"] = {{"output_token_weight", p.output_token_weight},
-                {"capacity_tokens_per_second", p.capacity_tokens_per_second},
-                {"max_error_ratio", p.fit_max_error_ratio}};
+  if (p.role == profile::ProfileRole::kAggregated) {
+    out["fit"] = {{"output_token_weight", p.output_token_weight},
+                  {"capacity_tokens_per_second", p.capacity_tokens_per_second},
+                  {"max_error_ratio", p.fit_max_error_ratio}};
+  }
   out["mixes"] = std::move(mixes);
   return out;
 }
 
-void PrintTable(const profile::CapacityProfile& p, std::ostream& out) {
-  out << fmt::format("profile: {} ({}), SLO TTFT <= {} s, TPOT <= {} s for {} of requests\n",
-                     p.model, p.source, p.slo.ttft_seconds, p.slo.tpot_seconds, p.slo.target_ratio);
-  out << fmt::format("{:<14} {:>12} {:>14} {:>12}\n", "MIX (P:O)", "CAPACITY r/s", "WORK tok/s",
-                     "FIT r/s");
+// The capacities: an aggregated profile's beside its fit's prediction, a role's in the
+// role's tokens (no fit).
+void PrintCapacities(const profile::CapacityProfile& p, std::ostream& out) {
+  const bool aggregated = p.role == profile::ProfileRole::kAggregated;
+  const char* tokens = p.role == profile::ProfileRole::kPrefill ? "PROMPT tok/s" : "OUTPUT tok/s";
+  const std::string header = fmt::format("{:<14} {:>12} {:>14}", "MIX (P:O)", "CAPACITY r/s",
+                                         aggregated ? "WORK tok/s" : tokens);
+  out << header << (aggregated ? fmt::format(" {:>12}", "FIT r/s") : "") << "\n";
   for (const profile::MixProfile& m : p.mixes) {
+    const std::string mix = fmt::format("{}:{}", m.mix.prompt_tokens, m.mix.output_tokens);
+    if (!aggregated) {
+      out << fmt::format("{:<14} {:>12.3f} {:>14.0f}\n", mix, m.capacity_rps,
+                         m.capacity_tokens_per_second);
+      continue;
+    }
     const double fit = p.capacity_tokens_per_second /
                        (m.mix.prompt_tokens + p.output_token_weight * m.mix.output_tokens);
-    out << fmt::format("{:<14} {:>12.3f} {:>14.0f} {:>12.3f}\n",
-                       fmt::format("{}:{}", m.mix.prompt_tokens, m.mix.output_tokens),
-                       m.capacity_rps, m.capacity_tokens_per_second, fit);
+    out << fmt::format("{:<14} {:>12.3f} {:>14.0f} {:>12.3f}\n", mix, m.capacity_rps,
+                       m.capacity_tokens_per_second, fit);
   }
+  if (!aggregated) return;
   out << fmt::format(
       "fit: output_token_weight {:.3f}, capacity_tokens_per_second {:.0f} "
       "(largest error {:.1f} %)\n",
       p.output_token_weight, p.capacity_tokens_per_second, p.fit_max_error_ratio * 100);
+}
+
+void PrintTable(const profile::CapacityProfile& p, std::ostream& out) {
+  const std::string role = p.role == profile::ProfileRole::kAggregated
+                               ? ""
+                               : fmt::format(" {} replica", profile::ProfileRoleName(p.role));
+  out << fmt::format("profile: {}{} ({}), SLO TTFT <= {} s, TPOT <= {} s for {} of requests\n",
+                     p.model, role, p.source, p.slo.ttft_seconds, p.slo.tpot_seconds,
+                     p.slo.target_ratio);
+  PrintCapacities(p, out);
   for (const profile::MixProfile& m : p.mixes) {
+    if (m.curve.empty()) continue;  // a role profile from the replica model
     out << fmt::format("\ncurve {}:{} (seconds)\n{:>12} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
                        m.mix.prompt_tokens, m.mix.output_tokens, "RATE r/s", "ATTAIN", "TTFT p50",
                        "TTFT p99", "TPOT p50", "TPOT p99");
@@ -288,31 +302,65 @@ Status WriteProfile(const profile::CapacityProfile& p, const std::string& path) 
   return OkStatus();
 }
 
-int RunProfile(const ProfileFlags& flags, CommandContext& ctx) {
+// A role's profile (profile_roles.h); the flags that shape load tests mean nothing to the
+// replica model's figures, so they are refused there rather than ignored.
+Result<profile::CapacityProfile> MeasureRole(const ProfileFlags& flags, profile::ProfileRole role,
+                                             std::ostream& err) {
+  if (!flags.sim_config.empty()) {
+    std::vector<CLI::Option*> unused = flags.measurement_options;
+    unused.insert(unused.end(), flags.endpoint_only.begin(), flags.endpoint_only.end());
+    for (const CLI::Option* option : unused) {
+      if (option->count() == 0) continue;
+      return InvalidArgument(
+          "does not apply to --sim with --role: the capacities are the replica model's "
+          "(sim/role_capacity.h), at the config's slo",
+          option->get_name());
+    }
+    return ProfileRoleFromModel(flags.sim_config, role);
+  }
+  GS_RETURN_IF_ERROR(CheckRoleEndpoint(role));
+  GS_ASSIGN_OR_RETURN(std::vector<profile::Mix> mixes, ParseMixes(flags, role));
+  GS_ASSIGN_OR_RETURN(profile::CapacityProfile result, ProfileEndpoint(flags, mixes, err));
+  result.role = role;
+  profile::ApplyRoleCapacities(result);
+  return result;
+}
+
+// An aggregated replica's profile, fitted. Errors: the measurement's; the fit's, after the
+// capacities measured are printed to `err` (they took a while).
+Result<profile::CapacityProfile> MeasureAggregated(const ProfileFlags& flags, std::ostream& err) {
+  GS_ASSIGN_OR_RETURN(std::vector<profile::Mix> mixes,
+                      ParseMixes(flags, profile::ProfileRole::kAggregated));
+  GS_ASSIGN_OR_RETURN(profile::CapacityProfile result, flags.sim_config.empty()
+                                                           ? ProfileEndpoint(flags, mixes, err)
+                                                           : ProfileSimulated(flags, mixes, err));
+  if (Status fit = profile::ApplyFit(result); !fit) {
+    for (const profile::MixProfile& m : result.mixes) {
+      err << fmt::format("profile: {}:{} capacity {:.4g} req/s\n", m.mix.prompt_tokens,
+                         m.mix.output_tokens, m.capacity_rps);
+    }
+    return Unexpected<Error>(fit.error());
+  }
+  return result;
+}
+
+Result<profile::CapacityProfile> Measure(const ProfileFlags& flags, std::ostream& err) {
   if (flags.sim_config.empty() == flags.url.empty()) {
-    return ctx.Fail(Error{ErrorCode::kInvalidArgument,
-                          "give exactly one of --sim CONFIG (the simulator) and --url URL (a "
-                          "live endpoint)",
-                          "--sim"});
+    return InvalidArgument(
+        "give exactly one of --sim CONFIG (the simulator) and --url URL (a live endpoint)",
+        "--sim");
   }
   if (flags.duration < 0 || flags.warmup < 0) {
-    return ctx.Fail(Error{ErrorCode::kInvalidArgument, "expected seconds >= 0",
-                          flags.duration < 0 ? "--duration" : "--warmup"});
+    return InvalidArgument("expected seconds >= 0", flags.duration < 0 ? "--duration" : "--warmup");
   }
-  Result<std::vector<profile::Mix>> mixes = ParseMixes(flags);
-  if (!mixes) return ctx.Fail(mixes.error());
-  Result<profile::CapacityProfile> result = flags.sim_config.empty()
-                                                ? ProfileEndpoint(flags, *mixes, ctx.err)
-                                                : ProfileSimulated(flags, *mixes, ctx.err);
+  if (flags.role.empty()) return MeasureAggregated(flags, err);
+  GS_ASSIGN_OR_RETURN(profile::ProfileRole role, ParseProfileRoleFlag(flags.role));
+  return MeasureRole(flags, role, err);
+}
+
+int RunProfile(const ProfileFlags& flags, CommandContext& ctx) {
+  Result<profile::CapacityProfile> result = Measure(flags, ctx.err);
   if (!result) return ctx.Fail(result.error());
-  if (Status fit = profile::ApplyFit(*result); !fit) {
-    // The measurements took a while: keep them on stderr though no profile can be written.
-    for (const profile::MixProfile& m : result->mixes) {
-      ctx.err << fmt::format("profile: {}:{} capacity {:.4g} req/s\n", m.mix.prompt_tokens,
-                             m.mix.output_tokens, m.capacity_rps);
-    }
-    return ctx.Fail(fit.error());
-  }
   *result = profile::RoundedForOutput(*result);
   if (!flags.out_path.empty()) {
     if (Status written = WriteProfile(*result, flags.out_path); !written) {
@@ -373,16 +421,22 @@ void AddProfileCommands(CLI::App& app, CommandContext& ctx) {
   CLI::Option* sim = cmd->add_option("--sim", f->sim_config,
                                      "Simulation config whose replica_model and slo to profile");
   cmd->add_option("--url", f->url, "Base URL of a live OpenAI-compatible endpoint")->excludes(sim);
-  cmd->add_option("--mix", f->mixes,
-                  "PROMPT:OUTPUT tokens, repeatable (default 256:64 1024:256 2048:128 "
-                  "4096:64 512:1024)");
-  cmd->add_option("--duration", f->duration,
-                  "Seconds of load per measured point: simulated seconds after the warm-up "
-                  "(--sim, default 300) or wall seconds per step (--url, default 30)");
+  cmd->add_option("--role", f->role,
+                  "prefill or decode: profile the replica of one pool of a disaggregated "
+                  "service (the disagg policy's profile); default: an aggregated replica");
+  f->measurement_options = {
+      cmd->add_option("--mix", f->mixes,
+                      "PROMPT:OUTPUT tokens, repeatable (default 256:64 1024:256 2048:128 "
+                      "4096:64 512:1024; --role prefill: 512:1 2048:1 8192:1)"),
+      cmd->add_option("--duration", f->duration,
+                      "Seconds of load per measured point: simulated seconds after the warm-up "
+                      "(--sim, default 300) or wall seconds per step (--url, default 30)")};
   f->warmup_option =
       cmd->add_option("--warmup", f->warmup, "--sim: unscored simulated seconds before each point")
           ->capture_default_str();
-  cmd->add_option("--seed", f->seed, "Seed of the Poisson arrivals")->capture_default_str();
+  f->measurement_options.push_back(f->warmup_option);
+  f->measurement_options.push_back(
+      cmd->add_option("--seed", f->seed, "Seed of the Poisson arrivals")->capture_default_str());
   AddEndpointFlags(cmd, *f);
   cmd->add_option("--out", f->out_path, "Write the profile (YAML) to this file");
   AddOutputOption(cmd, f->format);

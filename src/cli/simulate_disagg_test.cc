@@ -43,6 +43,39 @@ class SimulateDisaggCommandTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// examples/sim/disagg/conv.yaml's pools read role profiles that `gpuscale profile --sim
+// --role` made from the replica model: the same run as without them (the model's own figures),
+// up to the six digits the profiles keep.
+TEST_F(SimulateDisaggCommandTest, RoleProfilesGiveTheReplicaModelsRun) {
+  std::ifstream example(Config("conv"));
+  std::stringstream text;
+  text << example.rdbuf();
+  std::string without = text.str();
+  for (const char* role : {"prefill", "decode"}) {
+    const std::string from = std::string("role: ") + role + ", profile: ";
+    const size_t at = without.find(from);
+    ASSERT_NE(at, std::string::npos) << role;
+    without.erase(at + from.size() - 11, without.find('}', at) - (at + from.size() - 11));
+  }
+  ASSERT_EQ(without.find("profile:"), std::string::npos) << without;
+  const std::string model_config = (dir_ / "conv-model.yaml").string();
+  std::ofstream(model_config) << without;
+  std::string with_profiles, from_model, err;
+  ASSERT_EQ(Run({"simulate", "--config", Config("conv"), "--trace", Trace(), "-o", "json"},
+                &with_profiles, &err),
+            0)
+      << err;
+  ASSERT_EQ(Run({"simulate", "--config", model_config, "--trace", Trace(), "-o", "json"},
+                &from_model, &err),
+            0)
+      << err;
+  const auto a = nlohmann::json::parse(with_profiles);
+  const auto b = nlohmann::json::parse(from_model);
+  EXPECT_EQ(a["slo_attainment"], b["slo_attainment"]);
+  EXPECT_EQ(a["gpu_hours"], b["gpu_hours"]);
+  EXPECT_EQ(a["pools"], b["pools"]);  // bounds, attainment, GPU-hours, peaks, scale events
+}
+
 TEST_F(SimulateDisaggCommandTest, JsonAddsPoolsToTheAggregatedFieldsAndIsByteIdentical) {
   const std::vector<std::string> args = {"simulate", "--config", Config("conv"), "--trace",
                                          Trace(),    "-o",       "json"};

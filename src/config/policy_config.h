@@ -73,12 +73,14 @@ Result<std::unique_ptr<scale::Policy>> ParseSloPolicy(const YAML::Node& block,
                                                       const std::string& path,
                                                       const CommonPolicyFields& common);
 // The `disagg` family (config/policy_parsers_disagg.cc): kInvalidArgument naming the field
-// for a missing or unknown role, a value out of range, or no capacity_tokens_per_second.
+// for a missing or unknown role, a value out of range, or neither capacity_tokens_per_second
+// nor a profile; for `profile:`, LoadNamedProfile's errors, an aggregated profile or another
+// role's, a capacity_tokens_per_second beside it, a target_attainment other than its.
 Result<std::unique_ptr<scale::Policy>> ParseDisaggPolicy(const YAML::Node& block,
                                                          const std::string& path,
                                                          const CommonPolicyFields& common);
-// Its config alone, where capacity_tokens_per_second may be absent (0): the simulator fills it
-// from the replica model (config/sim_config.h).
+// Its config alone, where capacity_tokens_per_second may be absent (0, and no profile): the
+// simulator fills it from the replica model (config/sim_config.h).
 Result<scale::DisaggPolicyConfig> ParseDisaggPolicyConfig(const YAML::Node& block,
                                                           const std::string& path,
                                                           const CommonPolicyFields& common);

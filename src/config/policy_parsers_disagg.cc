@@ -3,10 +3,14 @@
 //
 //   disagg:
 //     role: prefill                   # required: prefill | decode
+//     profile: PATH                   # a role profile of this role (gpuscale profile --role):
+//                                     # each mix's capacity; excludes the field below, sets
+//                                     # target_attainment (config/policy_profile.h)
 //     capacity_tokens_per_second: 0   # per replica at the role's target (> 0; prefill: prompt
-//                                     # tokens/s, decode: generated tokens/s). Required, but in
-//                                     # `gpuscale simulate`, where absent means the calibrated
-//                                     # replica model's profile (sim/role_capacity.h)
+//                                     # tokens/s, decode: generated tokens/s). Required without
+//                                     # a profile, but in `gpuscale simulate`, where absent
+//                                     # means the calibrated replica model's figures
+//                                     # (sim/role_capacity.h)
 //     target_attainment: 0.99         # (0, 1]
 //     target_utilization: 0.8         # (0, 1]
 //     forecast_horizon_seconds: 75    # >= 0
@@ -19,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "config/policy_config.h"
+#include "config/policy_profile.h"
 #include "config/read_ranged.h"
 #include "scale/disagg_policy.h"
 #include "yaml/yaml_util.h"
@@ -65,6 +70,58 @@ Status ReadDynamics(const YAML::Node& block, const std::string& path,
   return OkStatus();
 }
 
+// The disagg policy's pool role as a profile's.
+profile::ProfileRole ProfileRoleOf(scale::PoolRole role) {
+  return role == scale::PoolRole::kPrefill ? profile::ProfileRole::kPrefill
+                                           : profile::ProfileRole::kDecode;
+}
+
+// A profile that is not this pool's role profile: aggregated, or the other role's.
+Status CheckProfileRole(const YAML::Node& named, const std::string& field,
+                        const profile::CapacityProfile& p, scale::PoolRole role) {
+  const std::string_view pool = scale::PoolRoleName(role);
+  if (p.role == profile::ProfileRole::kAggregated) {
+    return yaml::FieldError(
+        named, field,
+        fmt::format("names an aggregated replica's profile (no role:), whose capacity counts "
+                    "prefill and decode together; the {0} pool needs a {0} role profile: "
+                    "gpuscale profile --role {0} (docs/profiles.md)",
+                    pool));
+  }
+  if (p.role == ProfileRoleOf(role)) return OkStatus();
+  return yaml::FieldError(
+      named, field,
+      fmt::format("names a {} role profile, but this policy sizes the {} pool; name the "
+                  "profile made with gpuscale profile --role {}",
+                  profile::ProfileRoleName(p.role), pool, pool));
+}
+
+// `profile: PATH`: the role profile's mixes are the policy's capacities (the first one its
+// reference capacity, as in the simulator without a profile), its target ratio the policy's
+// target_attainment. A capacity typed in beside it would describe another replica.
+Status ReadDisaggProfile(const YAML::Node& block, const std::string& path,
+                         scale::DisaggPolicyConfig& c) {
+  const YAML::Node named = block["profile"];
+  if (!named.IsDefined()) return OkStatus();
+  const std::string field = yaml::Join(path, "profile");
+  if (const YAML::Node typed = block["capacity_tokens_per_second"]; typed.IsDefined()) {
+    return yaml::FieldError(typed, yaml::Join(path, "capacity_tokens_per_second"),
+                            fmt::format("is set beside {} (line {}), whose mixes give the "
+                                        "capacities; remove one of them",
+                                        field, yaml::LineOf(named)));
+  }
+  GS_ASSIGN_OR_RETURN(profile::CapacityProfile p, LoadNamedProfile(block, path));
+  GS_RETURN_IF_ERROR(CheckProfileRole(named, field, p, c.role));
+  c.mix_capacities.clear();
+  for (const profile::MixProfile& m : p.mixes) {
+    c.mix_capacities.push_back({static_cast<double>(m.mix.prompt_tokens),
+                                static_cast<double>(m.mix.output_tokens),
+                                m.capacity_tokens_per_second});
+  }
+  c.capacity_tokens_per_second = c.mix_capacities.front().capacity_tokens_per_second;
+  return ReadProfileTarget(block, path, p, c.target_attainment);
+}
+
 }  // namespace
 
 Result<scale::DisaggPolicyConfig> ParseDisaggPolicyConfig(const YAML::Node& block,
@@ -76,7 +133,7 @@ Result<scale::DisaggPolicyConfig> ParseDisaggPolicyConfig(const YAML::Node& bloc
   if (!block.IsMap()) return yaml::FieldError(block, path, "expected a mapping");
   GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
       block, path,
-      {"role", "capacity_tokens_per_second", "target_attainment", "target_utilization",
+      {"role", "profile", "capacity_tokens_per_second", "target_attainment", "target_utilization",
        "forecast_horizon_seconds", "burst_z", "scale_down_delay_seconds", "max_scale_down_step",
        "kv_target_ratio", "learn_capacity", "recurring_bursts"}));
   scale::DisaggPolicyConfig c;
@@ -86,6 +143,7 @@ Result<scale::DisaggPolicyConfig> ParseDisaggPolicyConfig(const YAML::Node& bloc
   GS_ASSIGN_OR_RETURN(c.capacity_tokens_per_second,
                       ReadRanged(block, "capacity_tokens_per_second", path, 0, 0, false, kBig));
   GS_RETURN_IF_ERROR(ReadDynamics(block, path, c));
+  GS_RETURN_IF_ERROR(ReadDisaggProfile(block, path, c));
   return c;
 }
 
@@ -97,8 +155,9 @@ Result<std::unique_ptr<scale::Policy>> ParseDisaggPolicy(const YAML::Node& block
     const YAML::Node field = block["capacity_tokens_per_second"];
     return yaml::FieldError(field.IsDefined() ? field : block,
                             yaml::Join(path, "capacity_tokens_per_second"),
-                            "must be > 0 (a load test's or profile's figure for one replica of "
-                            "this role)");
+                            "must be > 0 (a load test's figure for one replica of this role), "
+                            "or name the role profile instead: profile: FILE (gpuscale profile "
+                            "--role)");
   }
   return std::unique_ptr<scale::Policy>(std::make_unique<scale::DisaggPolicy>(std::move(c)));
 }

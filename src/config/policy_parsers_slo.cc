@@ -74,6 +74,15 @@ Status ReadProfile(const YAML::Node& block, const std::string& path, scale::SloP
                     profile_field, yaml::LineOf(named)));
   }
   GS_ASSIGN_OR_RETURN(profile::CapacityProfile p, LoadNamedProfile(block, path));
+  if (p.role != profile::ProfileRole::kAggregated) {
+    return yaml::FieldError(
+        named, profile_field,
+        fmt::format("names a {0} role profile (one pool's replica of a disaggregated service), "
+                    "which the disagg policy reads (disagg: {{role: {0}, profile: ...}}); the "
+                    "slo policy needs an aggregated replica's profile: gpuscale profile "
+                    "without --role",
+                    profile::ProfileRoleName(p.role)));
+  }
   if (!(p.output_token_weight > 0)) {
     return yaml::FieldError(named, profile_field,
                             "the profile's fit.output_token_weight is 0, and token mode needs a "
@@ -91,20 +100,13 @@ Status ReadProfile(const YAML::Node& block, const std::string& path, scale::SloP
                                   m.capacity_tokens_per_second});
     }
   }
-  if (block["target_attainment"].IsDefined()) {
-    GS_ASSIGN_OR_RETURN(double given, ReadRanged(block, "target_attainment", path,
-                                                 c.target_attainment, 0, true, 1));
-    if (std::abs(given - p.slo.target_ratio) > 1e-12) {
-      return yaml::FieldError(
-          block["target_attainment"], yaml::Join(path, "target_attainment"),
-          fmt::format("is {} but {} (line {}) was measured for a share {} of requests within "
-                      "the SLO; a capacity holds at one target only: remove this field or "
-                      "profile the replica at {}",
-                      given, profile_field, yaml::LineOf(named), p.slo.target_ratio, given));
-    }
+  // Range first: ReadProfileTarget compares the value only.
+  if (Result<double> ranged =
+          ReadRanged(block, "target_attainment", path, c.target_attainment, 0, true, 1);
+      !ranged) {
+    return Unexpected<Error>(ranged.error());
   }
-  c.target_attainment = p.slo.target_ratio;
-  return OkStatus();
+  return ReadProfileTarget(block, path, p, c.target_attainment);
 }
 
 // The forecast and scale-in fields.

@@ -1,6 +1,7 @@
 // The `profile:` key of a policy's `slo:` block, as config files use it: the capacity
 // profile (config/profile_file.h) that gives the slo policy its token-mode weight and
-// initial capacity instead of figures typed in by hand.
+// initial capacity instead of figures typed in by hand; and the same key of a `disagg:`
+// block, whose role profile (profile/role_profile.h) gives a pool's capacities.
 //
 //  - Paths. A relative path names a file beside the config that holds it. The loaders that
 //    read a file (LoadSimConfigFile, LoadPolicyFile, the daemon's LoadDaemonConfig) rewrite it
@@ -33,17 +34,26 @@ namespace gpuscale::config {
 // mixes[2].capacity_rps: expected a positive number, got 0 (line 14)`).
 Result<profile::CapacityProfile> LoadNamedProfile(const YAML::Node& block, const std::string& path);
 
-// In a policy envelope ({family, slo: {profile: PATH, ...}}), a relative PATH becomes
+// In a policy envelope ({family, slo|disagg: {profile: PATH, ...}}), a relative PATH becomes
 // base_dir / PATH, made absolute. Anything else (no such key, not a string, an absolute
 // path) is left as it is, for the parser to accept or report.
 void ResolveProfilePath(const YAML::Node& envelope, const std::string& base_dir);
 
+// `target_attainment` for a policy block that names profile `p`: the profile's target ratio.
+// A given block[target_attainment] must equal it (a capacity holds at one target). Errors:
+// kInvalidArgument naming `<path>.target_attainment` and the profile's line when it differs.
+Status ReadProfileTarget(const YAML::Node& block, const std::string& path,
+                         const profile::CapacityProfile& p, double& target_attainment);
+
 // The service's SLO against the profile a policy envelope names, if any. `policy_path`
 // prefixes the policy's fields ("policy", "services[0].policy"); `slo_node`/`slo_path` are
-// the service's slo block (possibly undefined: the defaults) for the message. `target_ratio`
-// is compared too when given (the simulator's slo has one; the daemon's does not).
-// Errors: LoadNamedProfile's; kInvalidArgument naming `<policy_path>.slo.profile` and both
-// SLOs when they differ.
+// the service's slo block (possibly undefined: the defaults) for the message. Envelopes of
+// family slo (an aggregated profile: TTFT and TPOT compared) and disagg (a role profile: a
+// prefill profile's TTFT, a decode profile's TPOT, the targets their capacities answer to)
+// are checked. `target_ratio` is compared too when given (the simulator's slo has one; the
+// daemon's does not).
+// Errors: LoadNamedProfile's; kInvalidArgument naming `<policy_path>.<family>.profile` and
+// both SLOs when they differ.
 Status CheckProfileSlo(const YAML::Node& envelope, const std::string& policy_path,
                        double ttft_seconds, double tpot_seconds, std::optional<double> target_ratio,
                        const YAML::Node& slo_node, std::string_view slo_path);

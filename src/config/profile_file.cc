@@ -146,11 +146,14 @@ Result<profile::Measurement> ParseMeasurement(const YAML::Node& n) {
   GS_RETURN_IF_ERROR(
       yaml::CheckKnownKeys(n, p, {"method", "point_seconds", "warmup_seconds", "seed"}));
   GS_ASSIGN_OR_RETURN(m.method, yaml::ReadString(n, "method", p, m.method));
-  if (m.method != "bisection" && m.method != "steps") {
+  if (m.method != "bisection" && m.method != "steps" && m.method != "model") {
     return FieldError(n["method"], Join(p, "method"),
-                      fmt::format("expected bisection or steps, got '{}'", m.method));
+                      fmt::format("expected bisection, steps or model, got '{}'", m.method));
   }
-  GS_ASSIGN_OR_RETURN(m.point_seconds, ReadNumber(n, "point_seconds", p, 0, true));
+  // A profile computed from the replica model (a role profile's) offered no load of its own.
+  const bool measured = m.method != "model";
+  GS_ASSIGN_OR_RETURN(m.point_seconds, measured ? ReadNumber(n, "point_seconds", p, 0, true)
+                                                : ReadNumber(n, "point_seconds", p, 0, false, 0.0));
   GS_ASSIGN_OR_RETURN(m.warmup_seconds, ReadNumber(n, "warmup_seconds", p, 0, false, 0.0));
   GS_ASSIGN_OR_RETURN(m.seed, ReadSeed(n, p, m.seed));
   return m;
@@ -219,10 +222,49 @@ Status ParseMixes(const YAML::Node& root, CapacityProfile& profile) {
   return OkStatus();
 }
 
+Result<profile::ProfileRole> ParseRole(const YAML::Node& root) {
+  const YAML::Node n = root["role"];
+  if (!n.IsDefined() || n.IsNull()) return profile::ProfileRole::kAggregated;
+  GS_ASSIGN_OR_RETURN(std::string role, yaml::ReadString(root, "role", ""));
+  if (role == "prefill") return profile::ProfileRole::kPrefill;
+  if (role == "decode") return profile::ProfileRole::kDecode;
+  return FieldError(n, "role",
+                    fmt::format("expected prefill or decode (no role: an aggregated replica's "
+                                "profile), got '{}'",
+                                role));
+}
+
+// An aggregated profile's fit is what the slo policy reads; a role profile has none (the
+// disagg policy reads each mix's capacity), so one beside a role is a file of two kinds.
+Status ParseFitOfRole(const YAML::Node& root, CapacityProfile& p) {
+  if (p.role == profile::ProfileRole::kAggregated) return ParseFit(root, p);
+  const YAML::Node fit = root["fit"];
+  if (!fit.IsDefined() || fit.IsNull()) return OkStatus();
+  return FieldError(fit, "fit",
+                    fmt::format("a {} role profile has no fit (the disagg policy reads each "
+                                "mix's capacity); remove it, or remove role: for an aggregated "
+                                "profile",
+                                profile::ProfileRoleName(p.role)));
+}
+
+// A prefill replica makes the first token only: a mix asking more was not a prefill's.
+Status CheckPrefillMixes(const YAML::Node& root, const CapacityProfile& p) {
+  if (p.role != profile::ProfileRole::kPrefill) return OkStatus();
+  for (size_t i = 0; i < p.mixes.size(); ++i) {
+    if (p.mixes[i].mix.output_tokens == 1) continue;
+    return FieldError(root["mixes"][i]["output_tokens"],
+                      Join(yaml::Index("mixes", i), "output_tokens"),
+                      fmt::format("expected 1 in a prefill profile (a prefill replica makes "
+                                  "the first token only), got {}",
+                                  p.mixes[i].mix.output_tokens));
+  }
+  return OkStatus();
+}
+
 Result<CapacityProfile> ParseProfileFields(const YAML::Node& root) {
-  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
-      root, "",
-      {"version", "model", "source", "slo", "replica_model", "measurement", "fit", "mixes"}));
+  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(root, "",
+                                          {"version", "model", "source", "role", "slo",
+                                           "replica_model", "measurement", "fit", "mixes"}));
   GS_ASSIGN_OR_RETURN(int version, yaml::ReadInt(root, "version", ""));
   if (version != profile::kProfileVersion) {
     return FieldError(root["version"], "version",
@@ -232,14 +274,40 @@ Result<CapacityProfile> ParseProfileFields(const YAML::Node& root) {
   CapacityProfile p;
   GS_ASSIGN_OR_RETURN(p.model, ReadText(root, "model", ""));
   GS_ASSIGN_OR_RETURN(p.source, ReadText(root, "source", ""));
+  GS_ASSIGN_OR_RETURN(p.role, ParseRole(root));
   GS_ASSIGN_OR_RETURN(p.slo, ParseSlo(root));
   if (const YAML::Node m = root["replica_model"]; m.IsDefined() && !m.IsNull()) {
     GS_ASSIGN_OR_RETURN(p.replica_model, ParseReplicaModel(m, p.model));
   }
   GS_ASSIGN_OR_RETURN(p.measurement, ParseMeasurement(root["measurement"]));
-  GS_RETURN_IF_ERROR(ParseFit(root, p));
+  GS_RETURN_IF_ERROR(ParseFitOfRole(root, p));
   GS_RETURN_IF_ERROR(ParseMixes(root, p));
+  GS_RETURN_IF_ERROR(CheckPrefillMixes(root, p));
   return p;
+}
+
+}  // namespace
+
+namespace {
+
+// What a reader of the file learns from its fit (aggregated) or its mixes (a role's).
+std::string FitYaml(const CapacityProfile& p) {
+  switch (p.role) {
+    case profile::ProfileRole::kPrefill:
+      return "# What the disagg policy reads: each mix's capacity_tokens_per_second, the prompt\n"
+             "# tokens/s one prefill replica sustains within the TTFT target.\n";
+    case profile::ProfileRole::kDecode:
+      return "# What the disagg policy reads: each mix's capacity_tokens_per_second, the\n"
+             "# generated tokens/s one decode replica sustains within the TPOT target.\n";
+    case profile::ProfileRole::kAggregated:
+      break;
+  }
+  return fmt::format(
+      "# What the slo policy reads (token mode): a generated token costs output_token_weight\n"
+      "# prompt tokens; one replica sustains capacity_tokens_per_second of them at the SLO.\n"
+      "fit:\n  output_token_weight: {}\n  capacity_tokens_per_second: {}\n"
+      "  max_error_ratio: {}\n",
+      Num(p.output_token_weight), Num(p.capacity_tokens_per_second), Num(p.fit_max_error_ratio));
 }
 
 }  // namespace
@@ -250,6 +318,10 @@ std::string ProfileToYaml(const CapacityProfile& p) {
       "# (docs/profiles.md explains every field). Rates in requests/s, latencies in seconds.\n";
   out += fmt::format("version: {}\nmodel: {}\nsource: {}\n", profile::kProfileVersion,
                      Quote(p.model), Quote(p.source));
+  // Written only for a role: an aggregated profile reads as it did before roles existed.
+  if (p.role != profile::ProfileRole::kAggregated) {
+    out += fmt::format("role: {}\n", profile::ProfileRoleName(p.role));
+  }
   out += fmt::format("slo: {{ttft_seconds: {}, tpot_seconds: {}, target_ratio: {}}}\n",
                      Num(p.slo.ttft_seconds), Num(p.slo.tpot_seconds), Num(p.slo.target_ratio));
   if (p.replica_model) {
@@ -263,12 +335,7 @@ std::string ProfileToYaml(const CapacityProfile& p) {
   out +=
       fmt::format("measurement: {{method: {}, point_seconds: {}, warmup_seconds: {}, seed: {}}}\n",
                   Quote(m.method), Num(m.point_seconds), Num(m.warmup_seconds), m.seed);
-  out += fmt::format(
-      "# What the slo policy reads (token mode): a generated token costs output_token_weight\n"
-      "# prompt tokens; one replica sustains capacity_tokens_per_second of them at the SLO.\n"
-      "fit:\n  output_token_weight: {}\n  capacity_tokens_per_second: {}\n"
-      "  max_error_ratio: {}\n",
-      Num(p.output_token_weight), Num(p.capacity_tokens_per_second), Num(p.fit_max_error_ratio));
+  out += FitYaml(p);
   out += "mixes:\n";
   for (const MixProfile& mix : p.mixes) out += MixYaml(mix);
   return out;

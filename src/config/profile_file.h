@@ -5,6 +5,7 @@
 //   version: 1
 //   model: "llama-3-8b"
 //   source: "simulator"                      # or the endpoint URL
+//   role: prefill                            # a pool's replica (no fit then); absent: aggregated
 //   slo: {ttft_seconds: 1, tpot_seconds: 0.05, target_ratio: 0.99}
 //   replica_model: {gpu: "h100", tensor_parallel: 1, max_batch_size: 256,
 //                   max_batched_tokens: 8192, kv_cache_tokens: 0}   # simulator only
@@ -42,8 +43,10 @@ namespace gpuscale::config {
 std::string ProfileToYaml(const profile::CapacityProfile& profile);
 
 // Errors: kInvalidArgument naming the field and line: a missing required field (version,
-// model, source, slo, fit, mixes and each mix's lengths and capacities), an unknown field,
-// a version other than profile::kProfileVersion, a value out of range.
+// model, source, slo, mixes and each mix's lengths and capacities; fit unless the profile
+// has a role), an unknown field, a version other than profile::kProfileVersion, a value out
+// of range, a role other than prefill or decode, a fit beside a role, a prefill profile's
+// mix with output_tokens other than 1.
 Result<profile::CapacityProfile> ParseProfile(const YAML::Node& root);
 // `source` names the text in YAML syntax errors (a path, "<stdin>").
 Result<profile::CapacityProfile> ParseProfileText(std::string_view text, std::string_view source);

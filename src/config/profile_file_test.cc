@@ -1,5 +1,6 @@
 #include "config/profile_file.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@ namespace gpuscale::config {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(ProfileFileTest, WrittenProfileReadsBackEqual) {
   const profile::CapacityProfile p = testing_data::SampleProfile();
@@ -122,8 +124,16 @@ INSTANTIATE_TEST_SUITE_P(
                          "fit.output_token_weight: expected a number >= 0, got -1 (line 5)"},
         ProfileErrorCase{"fit: {output_token_weight: 4, capacity_tokens_per_second: 36000}\n", "",
                          "fit: required field is missing"},
-        ProfileErrorCase{"method: bisection", "method: guess",
-                         "measurement.method: expected bisection or steps, got 'guess' (line 14)"},
+        ProfileErrorCase{
+            "method: bisection", "method: guess",
+            "measurement.method: expected bisection, steps or model, got 'guess' (line 14)"},
+        ProfileErrorCase{"source: simulator\n", "source: simulator\nrole: both\n",
+                         "role: expected prefill or decode (no role: an aggregated replica's "
+                         "profile), got 'both' (line 4)"},
+        ProfileErrorCase{"source: simulator\n", "source: simulator\nrole: decode\n",
+                         "fit: a decode role profile has no fit (the disagg policy reads each "
+                         "mix's capacity); remove it, or remove role: for an aggregated profile "
+                         "(line 6)"},
         ProfileErrorCase{"gpu: h100", "gpu: h100, tp: 2",
                          "replica_model.tp: unknown field; accepted fields: gpu, tensor_parallel"},
         ProfileErrorCase{"source: simulator\n", "source: simulator\nnotes: x\n",
@@ -138,6 +148,51 @@ TEST(ProfileFileTest, TheErrorCasesStartFromAValidProfile) {
   EXPECT_EQ(p->mixes[1].curve.size(), 1u);
   EXPECT_EQ(p->replica_model->max_batch_size, 256);
   EXPECT_EQ(p->replica_model->model, "m");  // the profile's model
+}
+
+// Role profiles: the role and the mixes come back, no fit is written or needed, and an
+// aggregated profile's text does not change (it has no role: line).
+TEST(ProfileFileTest, RoleProfilesReadBackEqualWithoutAFit) {
+  for (profile::ProfileRole role :
+       {profile::ProfileRole::kPrefill, profile::ProfileRole::kDecode}) {
+    const profile::CapacityProfile p = testing_data::SampleRoleProfile(role);
+    const std::string text = ProfileToYaml(p);
+    EXPECT_THAT(text, HasSubstr(fmt::format("\nrole: {}\n", profile::ProfileRoleName(role))));
+    EXPECT_THAT(text, Not(HasSubstr("fit:")));
+    Result<profile::CapacityProfile> back = ParseProfileText(text, "p.yaml");
+    ASSERT_TRUE(back.has_value()) << back.error().ToString() << "\n" << text;
+    EXPECT_EQ(*back, p);
+    EXPECT_EQ(back->measurement.method, "model");
+    EXPECT_EQ(back->measurement.point_seconds, 0);
+  }
+  EXPECT_THAT(ProfileToYaml(testing_data::SampleProfile()), Not(HasSubstr("role:")));
+  Result<profile::CapacityProfile> old = ParseProfileText(kValid, "p.yaml");
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->role, profile::ProfileRole::kAggregated);
+}
+
+TEST(ProfileFileTest, RoleProfileErrorsNameFieldAndLine) {
+  struct RoleProfileCase {
+    std::string from, to, want;
+  };
+  const std::string prefill =
+      ProfileToYaml(testing_data::SampleRoleProfile(profile::ProfileRole::kPrefill));
+  const RoleProfileCase cases[] = {
+      {"output_tokens: 1\n", "output_tokens: 64\n",
+       "mixes[0].output_tokens: expected 1 in a prefill profile (a prefill replica makes the "
+       "first token only), got 64 (line"},
+      {"method: \"model\", point_seconds: 0", "method: \"bisection\", point_seconds: 0",
+       "measurement.point_seconds: expected a positive number, got 0"},
+      {"role: prefill\n", "role: 1\n", "role: expected prefill or decode"},
+  };
+  for (const RoleProfileCase& c : cases) {
+    std::string text = prefill;
+    ASSERT_NE(text.find(c.from), std::string::npos) << c.from;
+    text.replace(text.find(c.from), c.from.size(), c.to);
+    Result<profile::CapacityProfile> p = ParseProfileText(text, "p.yaml");
+    ASSERT_FALSE(p.has_value()) << c.to;
+    EXPECT_THAT(p.error().ToString(), HasSubstr(c.want));
+  }
 }
 
 TEST(ProfileFileTest, MissingFileIsNotFound) {

@@ -276,6 +276,10 @@ Status ParsePoolPolicies(const YAML::Node& root, SimConfigFile& file) {
     if (!policy.IsMap()) return FieldError(policy, path, "expected a mapping");
     *out = policy;
     GS_RETURN_IF_ERROR(MergeBounds(*out, *spec, path, pool_path));
+    // A pool's role profile answers to the service's SLO too (its role's targets).
+    const sim::SloSpec& slo = file.sim.slo;
+    GS_RETURN_IF_ERROR(CheckProfileSlo(*out, path, slo.ttft_seconds, slo.tpot_seconds,
+                                       slo.target_ratio, root["slo"], "slo"));
   }
   return OkStatus();
 }
@@ -341,9 +345,18 @@ Result<SimConfigFile> LoadSimConfigFile(const std::string& path) {
   GS_ASSIGN_OR_RETURN(YAML::Node root, yaml::LoadYamlFile(path));
   // Before parsing: MakeSimPolicy parses the policy again for every run, from the tree alone.
   if (root.IsMap()) {
+    const std::string base_dir = std::filesystem::path(path).parent_path().string();
     // The const operator[]: the other one adds a `policy` key to a file that has none.
-    ResolveProfilePath(std::as_const(root)["policy"],
-                       std::filesystem::path(path).parent_path().string());
+    const YAML::Node& tree = std::as_const(root);
+    ResolveProfilePath(tree["policy"], base_dir);
+    // IsMap before each lookup: a lookup in a missing node's child throws.
+    if (const YAML::Node d = tree["disaggregated"]; d.IsDefined() && d.IsMap()) {
+      for (const char* pool : {"prefill", "decode"}) {
+        if (const YAML::Node p = d[pool]; p.IsDefined() && p.IsMap()) {
+          ResolveProfilePath(p["policy"], base_dir);
+        }
+      }
+    }
   }
   return ParseSimConfig(root);
 }
@@ -369,9 +382,11 @@ Result<PolicySpec> MakeDisaggPoolPolicy(const SimConfigFile& file, scale::PoolRo
   };
   if (auto fit = FitDisaggRole(envelope, role); !fit) return prefixed(fit.error());
   const YAML::Node block = envelope["disagg"];
-  const bool profile_from_model = envelope["family"].IsDefined() &&
-                                  envelope["family"].Scalar() == "disagg" && block.IsDefined() &&
-                                  block.IsMap() && !block["capacity_tokens_per_second"].IsDefined();
+  // Neither a capacity nor a profile named: the replica model's own figures.
+  const bool profile_from_model =
+      envelope["family"].IsDefined() && envelope["family"].Scalar() == "disagg" &&
+      block.IsDefined() && block.IsMap() && !block["capacity_tokens_per_second"].IsDefined() &&
+      !block["profile"].IsDefined();
   if (!profile_from_model) {
     auto spec = ParsePolicy(envelope);
     if (!spec) return prefixed(spec.error());

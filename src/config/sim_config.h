@@ -52,11 +52,13 @@ struct SimConfigFile {
   YAML::Node decode_policy = {};
 };
 
-// Also an error: a slo policy whose `profile:` was measured at another SLO than `slo`
-// (config/policy_profile.h). A relative profile path resolves against the working directory.
+// Also an error: a slo policy (or a disaggregated pool's disagg policy) whose `profile:` was
+// measured at another SLO than `slo` (config/policy_profile.h). A relative profile path
+// resolves against the working directory.
 Result<SimConfigFile> ParseSimConfig(const YAML::Node& root);
 // Errors: kNotFound when the file is missing, then those of ParseSimConfig. A relative
-// `policy.slo.profile` resolves against the file's folder (made absolute in `policy`).
+// `policy.slo.profile` or `disaggregated.<pool>.policy.disagg.profile` resolves against the
+// file's folder (made absolute in the tree).
 Result<SimConfigFile> LoadSimConfigFile(const std::string& path);
 
 // Every section of a simulation config but `policy`, which may be absent and is not read:
@@ -69,9 +71,10 @@ Result<sim::SimulationConfig> LoadSimConfigSections(const std::string& path);
 // keep state). Errors: those of ParsePolicy, fields prefixed with "policy.".
 Result<PolicySpec> MakeSimPolicy(const SimConfigFile& file);
 
-// A fresh policy for one pool of a disaggregated file. A `disagg` policy without
-// capacity_tokens_per_second sizes its pool from `model`'s profile for the role
-// (sim/role_capacity.h: a load test of the calibrated model, not a fit to any trace).
+// A fresh policy for one pool of a disaggregated file. A `disagg` policy with neither
+// capacity_tokens_per_second nor a profile sizes its pool from `model`'s figures for the role
+// (sim/role_capacity.h: a load test of the calibrated model, not a fit to any trace; what
+// `gpuscale profile --sim --role` writes).
 // Errors: those of ParsePolicy / ParseDisaggPolicyConfig, fields prefixed with
 // "disaggregated.<role>.policy."; a `disagg` block whose role is the other pool's.
 // REQUIRES: file.sim.disaggregated set.

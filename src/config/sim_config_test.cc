@@ -85,12 +85,12 @@ TEST(SimConfigTest, BuildsFreshSloPolicies) {
   EXPECT_NE(a->policy.get(), b->policy.get());
 }
 
-struct BadCase {
+struct SimConfigBadCase {
   std::string text;
   std::string error;  // expected Error::ToString()
 };
 
-class SimConfigErrorTest : public ::testing::TestWithParam<BadCase> {};
+class SimConfigErrorTest : public ::testing::TestWithParam<SimConfigBadCase> {};
 
 TEST_P(SimConfigErrorTest, NamesFieldAndLine) {
   auto file = ParseSimYaml(GetParam().text);
@@ -101,29 +101,32 @@ TEST_P(SimConfigErrorTest, NamesFieldAndLine) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, SimConfigErrorTest,
     ::testing::Values(
-        BadCase{"service:\n  cold_start_seconds: soon\npolicy: {family: slo}\n",
-                "service.cold_start_seconds: expected a number, got 'soon' (line 2)"},
-        BadCase{"router: random\npolicy: {family: slo}\n",
-                "router: expected one of least_outstanding, round_robin (line 1)"},
-        BadCase{"router: {kind: random}\npolicy: {family: slo}\n",
-                "router.kind: expected one of least_outstanding, round_robin (line 1)"},
-        BadCase{"router:\n  slow_start_seconds: -5\npolicy: {family: slo}\n",
-                "router.slow_start_seconds: must be a number of seconds >= 0 (line 2)"},
-        BadCase{"router: {slow_start_seconds: .inf}\npolicy: {family: slo}\n",
-                "router.slow_start_seconds: must be a number of seconds >= 0 (line 1)"},
-        BadCase{"router:\n  kind: round_robin\n  slow_start_seconds: 20\npolicy: {family: slo}\n",
-                "router.slow_start_seconds: applies to least_outstanding only (line 3)"},
-        BadCase{"router: [least_outstanding]\npolicy: {family: slo}\n",
-                "router: expected least_outstanding, round_robin or a mapping (line 1)"},
-        BadCase{"slo:\n  target_ratio: 1.5\npolicy: {family: slo}\n",
-                "slo.target_ratio: must be in (0, 1] (line 2)"},
-        BadCase{"cluster: {nodes: 1}\n", "policy: required field is missing"},
-        BadCase{"service: {max_replicas: 4}\npolicy:\n  family: slo\n  max_replicas: 8\n",
-                "policy.max_replicas: 8 differs from service.max_replicas = 4; set it in one "
-                "place (line 4)"},
-        BadCase{"faults:\n  metrics_outages:\n    - {from_seconds: 5, to_seconds: 1}\n"
-                "policy: {family: slo}\n",
-                "faults.metrics_outages[0].to_seconds: must be >= from_seconds (line 3)"}));
+        SimConfigBadCase{"service:\n  cold_start_seconds: soon\npolicy: {family: slo}\n",
+                         "service.cold_start_seconds: expected a number, got 'soon' (line 2)"},
+        SimConfigBadCase{"router: random\npolicy: {family: slo}\n",
+                         "router: expected one of least_outstanding, round_robin (line 1)"},
+        SimConfigBadCase{"router: {kind: random}\npolicy: {family: slo}\n",
+                         "router.kind: expected one of least_outstanding, round_robin (line 1)"},
+        SimConfigBadCase{"router:\n  slow_start_seconds: -5\npolicy: {family: slo}\n",
+                         "router.slow_start_seconds: must be a number of seconds >= 0 (line 2)"},
+        SimConfigBadCase{"router: {slow_start_seconds: .inf}\npolicy: {family: slo}\n",
+                         "router.slow_start_seconds: must be a number of seconds >= 0 (line 1)"},
+        SimConfigBadCase{
+            "router:\n  kind: round_robin\n  slow_start_seconds: 20\npolicy: {family: slo}\n",
+            "router.slow_start_seconds: applies to least_outstanding only (line 3)"},
+        SimConfigBadCase{"router: [least_outstanding]\npolicy: {family: slo}\n",
+                         "router: expected least_outstanding, round_robin or a mapping (line 1)"},
+        SimConfigBadCase{"slo:\n  target_ratio: 1.5\npolicy: {family: slo}\n",
+                         "slo.target_ratio: must be in (0, 1] (line 2)"},
+        SimConfigBadCase{"cluster: {nodes: 1}\n", "policy: required field is missing"},
+        SimConfigBadCase{
+            "service: {max_replicas: 4}\npolicy:\n  family: slo\n  max_replicas: 8\n",
+            "policy.max_replicas: 8 differs from service.max_replicas = 4; set it in one "
+            "place (line 4)"},
+        SimConfigBadCase{
+            "faults:\n  metrics_outages:\n    - {from_seconds: 5, to_seconds: 1}\n"
+            "policy: {family: slo}\n",
+            "faults.metrics_outages[0].to_seconds: must be >= from_seconds (line 3)"}));
 
 TEST(SimConfigTest, InitialReplicasTakesAutoOrANumber) {
   auto automatic = ParseSimYaml("service: {initial_replicas: auto}\npolicy: {family: slo}\n");

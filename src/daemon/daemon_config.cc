@@ -293,15 +293,28 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
   return config;
 }
 
-// A relative `slo.profile` in a service's policy names a file beside the config: made
-// absolute before parsing, so that the policy text the store keeps (and re-parses when a
-// policy is built, after a restart too) still finds it.
+// A disaggregated service's pool policies, each of which may name a role profile.
+void ResolvePoolProfilePaths(const YAML::Node& service, const std::string& base_dir) {
+  // IsMap before each lookup: a lookup in a missing node's child throws.
+  const YAML::Node d = service["disaggregated"];
+  if (!d.IsDefined() || !d.IsMap()) return;
+  for (const char* pool : {"prefill", "decode"}) {
+    const YAML::Node p = d[pool];
+    if (p.IsDefined() && p.IsMap()) config::ResolveProfilePath(p["policy"], base_dir);
+  }
+}
+
+// A relative `slo.profile` (or a pool's `disagg.profile`) in a service's policy names a file
+// beside the config: made absolute before parsing, so that the policy text the store keeps
+// (and re-parses when a policy is built, after a restart too) still finds it.
 void ResolveServiceProfilePaths(const YAML::Node& root, const std::string& base_dir) {
   if (!root.IsMap()) return;
   const YAML::Node services = root["services"];
   if (!services.IsDefined() || !services.IsSequence()) return;
   for (const YAML::Node& service : services) {
-    if (service.IsMap()) config::ResolveProfilePath(service["policy"], base_dir);
+    if (!service.IsMap()) continue;
+    config::ResolveProfilePath(service["policy"], base_dir);
+    ResolvePoolProfilePaths(service, base_dir);
   }
 }
 

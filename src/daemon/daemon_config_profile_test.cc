@@ -11,6 +11,7 @@
 
 #include "daemon/daemon_config.h"
 #include "daemon/service_policy.h"
+#include "scale/disagg_policy.h"
 #include "scale/slo_policy.h"
 #include "testing/profile_test_data.h"
 
@@ -85,6 +86,67 @@ TEST_F(ServiceProfileTest, ARestBodyResolvesAgainstTheWorkingDirectory) {
   EXPECT_EQ(service.error().field, "policy.slo.profile");
   EXPECT_THAT(service.error().message,
               HasSubstr("'gpuscale-no-such-profile.yaml' (named in line 4): cannot open"));
+}
+
+// A disaggregated service whose pools name role profiles beside the config: both pools'
+// policies are built from them, from the stored spec too, and each is checked against the
+// service's SLO on its role's target.
+class PoolProfileTest : public ServiceProfileTest {
+ protected:
+  std::string WritePoolConfig(const std::string& slo) {
+    using profile::ProfileRole;
+    EXPECT_TRUE(testing_data::WriteProfileFile(
+        (dir_ / "prefill.yaml").string(), testing_data::SampleRoleProfile(ProfileRole::kPrefill)));
+    EXPECT_TRUE(testing_data::WriteProfileFile(
+        (dir_ / "decode.yaml").string(), testing_data::SampleRoleProfile(ProfileRole::kDecode)));
+    const std::string path = (dir_ / "gpuscale.yaml").string();
+    std::ofstream(path) << R"(services:
+  - name: chat
+    slo: )" << slo << R"(
+    disaggregated:
+      gpu_budget: 4
+      prefill:
+        command: [emu, --role, prefill, --port, "{port}"]
+        max_replicas: 2
+        policy: {family: disagg, disagg: {profile: prefill.yaml}}
+      decode:
+        command: [emu, --role, decode, --port, "{port}"]
+        max_replicas: 2
+        policy: {family: disagg, disagg: {role: decode, profile: decode.yaml}}
+)";
+    return path;
+  }
+};
+
+TEST_F(PoolProfileTest, PoolsBuildTheirPoliciesFromRoleProfiles) {
+  auto config = LoadDaemonConfig(WritePoolConfig("{ttft_seconds: 1, tpot_seconds: 0.05}"));
+  ASSERT_TRUE(config) << config.error().ToString();
+  const ServiceConfig& service = config->services.at(0);
+  ASSERT_TRUE(service.disaggregated);
+  EXPECT_THAT(service.disaggregated->prefill.policy_yaml,
+              HasSubstr((dir_ / "prefill.yaml").string()));
+  auto stored = ParseServiceConfigText(ServiceConfigToYaml(service), "stored service chat");
+  ASSERT_TRUE(stored) << stored.error().ToString();
+  struct PoolCapacity {
+    int role;
+    double capacity;
+  };
+  for (const PoolCapacity pool : {PoolCapacity{0, 20000}, PoolCapacity{1, 6000}}) {
+    auto policy = BuildServicePolicy(PoolServiceConfig(*stored, pool.role), {});
+    ASSERT_TRUE(policy) << policy.error().ToString();
+    const auto& disagg = dynamic_cast<const scale::DisaggPolicy&>(**policy);
+    EXPECT_DOUBLE_EQ(disagg.capacity(), pool.capacity);
+    EXPECT_EQ(disagg.config().mix_capacities.size(), 2u);
+  }
+}
+
+TEST_F(PoolProfileTest, EachPoolsProfileMustHoldAtTheServicesTargetOfItsRole) {
+  auto config = LoadDaemonConfig(WritePoolConfig("{ttft_seconds: 1, tpot_seconds: 0.2}"));
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().field, "services[0].disaggregated.decode.policy.disagg.profile");
+  EXPECT_THAT(config.error().message,
+              HasSubstr("the profile was measured at TPOT <= 0.05 s, but "
+                        "services[0].disaggregated.decode.slo (line 3) asks TPOT <= 0.2 s"));
 }
 
 }  // namespace

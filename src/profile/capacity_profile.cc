@@ -61,6 +61,18 @@ NormalEquations Sums(const std::vector<MixProfile>& mixes) {
 
 }  // namespace
 
+std::string_view ProfileRoleName(ProfileRole role) {
+  switch (role) {
+    case ProfileRole::kPrefill:
+      return "prefill";
+    case ProfileRole::kDecode:
+      return "decode";
+    case ProfileRole::kAggregated:
+      break;
+  }
+  return "aggregated";
+}
+
 CapacityProfile RoundedForOutput(const CapacityProfile& profile, int significant_digits) {
   CapacityProfile p = profile;
   auto round = [significant_digits](double& v) { v = Round(v, significant_digits); };

@@ -10,6 +10,9 @@
 // sustains C work units per second whatever the mix, so 1 / capacity_rps = (prompt + w x
 // output) / C (FitCapacity). docs/profiles.md documents the file and each number.
 //
+// A role profile measures one pool's replica of a prefill/decode disaggregated service
+// instead (profile/role_profile.h): no fit, each mix's capacity in the role's own tokens.
+//
 // The file format (YAML, version 1) is read and written by config/profile_file.h; these are
 // the plain values. Thread-safety: plain values and pure functions.
 #pragma once
@@ -17,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -27,6 +31,12 @@ namespace gpuscale::profile {
 
 // The profile file format this build writes and reads (`version:` in the file).
 inline constexpr int kProfileVersion = 1;
+
+// Which replica a profile measures: a whole one (prefill and decode on the same replica), or
+// the replica of one pool of a disaggregated service (`role:` in the file; absent: aggregated).
+enum class ProfileRole { kAggregated, kPrefill, kDecode };
+// "aggregated", "prefill" or "decode".
+std::string_view ProfileRoleName(ProfileRole role);
 
 // One request shape: every request of a measurement has exactly these lengths.
 struct Mix {
@@ -71,7 +81,9 @@ struct MixProfile {
 
 // How the points were measured, so that a profile can be reproduced and judged.
 struct Measurement {
-  std::string method = "bisection";  // "bisection" (simulator) or "steps" (endpoint)
+  // "bisection" (simulator), "steps" (endpoint) or "model" (a role profile computed from the
+  // replica model by sim/role_capacity.h: point_seconds and warmup_seconds are 0)
+  std::string method = "bisection";
   double point_seconds = 0;          // load per measured point (simulated or wall seconds)
   double warmup_seconds = 0;         // unscored load before each point (simulator)
   uint64_t seed = 1;                 // of the Poisson arrivals
@@ -82,6 +94,9 @@ struct Measurement {
 struct CapacityProfile {
   std::string model;   // the model served (the replica model's, or the endpoint's name)
   std::string source;  // "simulator", or the endpoint URL that was measured
+  // A role profile (not kAggregated) has no fit (its fit fields stay 0) and counts each mix's
+  // capacity_tokens_per_second in the role's tokens (profile/role_profile.h).
+  ProfileRole role = ProfileRole::kAggregated;
   sim::SloSpec slo;    // the SLO every capacity holds at
   // The simulated replica (source "simulator"); absent for endpoints.
   std::optional<sim::ReplicaModelConfig> replica_model;

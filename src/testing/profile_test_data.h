@@ -8,6 +8,7 @@
 
 #include "config/profile_file.h"
 #include "profile/capacity_profile.h"
+#include "profile/role_profile.h"
 
 namespace gpuscale::testing_data {
 
@@ -27,6 +28,25 @@ inline profile::CapacityProfile SampleProfile() {
     p.mixes.push_back(m);
   }
   (void)profile::ApplyFit(p);  // exact numbers: cannot fail
+  return p;
+}
+
+// A role profile (profile/role_profile.h) at the default SLO, as `gpuscale profile --role
+// --sim` writes one: prefill, 20,000 prompt tokens/s at 512-token prompts and 16,000 at 8k;
+// decode, 6,000 generated tokens/s at 1k:64 and 3,000 at 8k:256.
+inline profile::CapacityProfile SampleRoleProfile(profile::ProfileRole role) {
+  profile::CapacityProfile p;
+  p.model = "llama-3-8b";
+  p.source = "simulator";
+  p.role = role;
+  p.slo = {1, 0.05, 0.99};
+  p.replica_model = sim::ReplicaModelConfig{};
+  p.measurement = {"model", 0, 0, 1};
+  const bool prefill = role == profile::ProfileRole::kPrefill;
+  const profile::Mix mixes[2] = {prefill ? profile::Mix{512, 1} : profile::Mix{1024, 64},
+                                 prefill ? profile::Mix{8192, 1} : profile::Mix{8192, 256}};
+  const double capacities[2] = {prefill ? 20000.0 : 6000.0, prefill ? 16000.0 : 3000.0};
+  for (int i = 0; i < 2; ++i) p.mixes.push_back(profile::RoleMix(role, mixes[i], capacities[i]));
   return p;
 }
 
