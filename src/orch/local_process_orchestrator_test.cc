@@ -150,7 +150,9 @@ TEST_F(LocalProcessTest, StopSendsSigkillAfterGraceToAChildIgnoringSigterm) {
 // then SIGKILL.
 TEST_F(LocalProcessTest, GpusStayLeasedUntilTheReplicasWholeProcessGroupIsGone) {
   auto& orch =
-      Make(Config({"sh", "-c", "(trap '' TERM; exec sleep 60) & echo armed; exec sleep 60"}));
+      // The worker says "armed" once its trap is set (said by the leader, a SIGTERM could
+      // reach the worker before its trap on a loaded machine, and nothing would linger).
+      Make(Config({"sh", "-c", "(trap '' TERM; echo armed; exec sleep 60) & exec sleep 60"}));
   ASSERT_TRUE(orch.Start(now_));
   const std::string log_path = InfoOf(orch, "svc-0", now_).log_path;
   ASSERT_TRUE(
