@@ -259,14 +259,24 @@ void ServiceMetricView::KeepWindows(Replica& replica) const {
   replica.windows->Keep(series_, retention_);
 }
 
-ServiceMetricView::Replica* ServiceMetricView::FindReplica(std::string_view id) {
-  auto it = std::lower_bound(replicas_.begin(), replicas_.end(), id,
-                             [](const Replica& r, std::string_view key) { return r.id < key; });
-  return it != replicas_.end() && it->id == id ? &*it : nullptr;
+// Each pass over a service's replicas (Record, Fill, FindUnexported: three a tick, 10,000
+// replicas each at fleet scale) asks for them in the observation's order, which is mostly the
+// order of their ids: the entry after the one found last is tried first, one comparison
+// instead of a binary search's.
+const ServiceMetricView::Replica* ServiceMetricView::FindReplica(std::string_view id) const {
+  size_t i = next_guess_;
+  if (i >= replicas_.size() || replicas_[i].id != id) {
+    auto it = std::lower_bound(replicas_.begin(), replicas_.end(), id,
+                               [](const Replica& r, std::string_view key) { return r.id < key; });
+    if (it == replicas_.end() || it->id != id) return nullptr;
+    i = static_cast<size_t>(it - replicas_.begin());
+  }
+  next_guess_ = i + 1;
+  return &replicas_[i];
 }
 
-const ServiceMetricView::Replica* ServiceMetricView::FindReplica(std::string_view id) const {
-  return const_cast<ServiceMetricView*>(this)->FindReplica(id);
+ServiceMetricView::Replica* ServiceMetricView::FindReplica(std::string_view id) {
+  return const_cast<Replica*>(std::as_const(*this).FindReplica(id));
 }
 
 void ServiceMetricView::Record(Seconds now, const std::string& replica,
@@ -350,19 +360,33 @@ void ServiceMetricView::Forget(const std::string& replica) {
 }
 
 void ServiceMetricView::Retain(const std::vector<std::string_view>& replicas) {
-  // Views, not copies: every service calls this every tick, and usually drops nothing.
-  std::vector<std::string_view> keep(replicas.begin(), replicas.end());
-  std::sort(keep.begin(), keep.end());
-  std::erase_if(replicas_, [&](const Replica& r) {
-    return !std::binary_search(keep.begin(), keep.end(), std::string_view(r.id));
-  });
-  if (slots_.size() > compact_slots_above_) CompactSlots();
+  // Every service calls this every tick, and usually drops nothing: the replicas are looked up
+  // (in the order FindReplica guesses well) rather than the list sorted.
+  std::vector<bool> kept(replicas_.size(), false);
+  size_t kept_count = 0;
+  for (std::string_view id : replicas) {
+    const Replica* r = FindReplica(id);
+    if (r == nullptr || kept[r - replicas_.data()]) continue;
+    kept[r - replicas_.data()] = true;
+    ++kept_count;
+  }
+  if (kept_count < replicas_.size()) {
+    size_t out = 0;
+    for (size_t i = 0; i < replicas_.size(); ++i) {
+      if (!kept[i]) continue;
+      if (out != i) replicas_[out] = std::move(replicas_[i]);
+      ++out;
+    }
+    replicas_.erase(replicas_.begin() + static_cast<ptrdiff_t>(out), replicas_.end());
+  }
+  CompactSlotsIfDue();
 }
 
 // Names no replica exports any more (an engine upgraded, a family dropped) leave the service's
 // table, once it has doubled since the last time: the table stays small however the replicas'
 // families change, at an amortized cost.
-void ServiceMetricView::CompactSlots() {
+void ServiceMetricView::CompactSlotsIfDue() {
+  if (slots_.size() <= compact_slots_above_) return;
   std::vector<bool> used(slots_.size(), false);
   for (const Replica& r : replicas_) r.latest.MarkUsed(used);
   const std::vector<uint32_t> remap = slots_.Compact(used);
@@ -409,22 +433,14 @@ void SetServiceValue(scale::ScalingInput& input, std::string_view name,
   input.metrics[std::string(name)] = std::move(v);
 }
 
-// The entry of `name` in `input.metrics`, emptied the first time this Fill reaches it (Fill
-// overwrites existing keys) and sized for one value per scraped replica. `touched` holds the
-// entries this Fill has reached.
-scale::MetricValue& PerReplicaEntry(scale::ScalingInput& input, const std::string& name,
-                                    size_t replicas, std::vector<scale::MetricValue*>& touched) {
-  auto it = input.metrics.lower_bound(name);
-  if (it == input.metrics.end() || it->first != name) {
-    it = input.metrics.emplace_hint(it, name, scale::MetricValue{});
-  } else if (std::find(touched.begin(), touched.end(), &it->second) == touched.end()) {
-    it->second = scale::MetricValue{};
-  } else {
-    return it->second;
-  }
-  touched.push_back(&it->second);
-  it->second.per_replica.reserve(replicas);
-  return it->second;
+// The entry of `name` in `input.metrics`, emptied (Fill overwrites existing keys) and sized
+// for one value per scraped replica. FillPerReplica reaches a name before its first value only.
+scale::MetricValue& EmptiedEntry(scale::ScalingInput& input, const std::string& name,
+                                 size_t replicas) {
+  scale::MetricValue& entry = input.metrics[name];
+  entry = scale::MetricValue{};
+  entry.per_replica.reserve(replicas);
+  return entry;
 }
 
 // Per ready, scraped replica (in order): every family's latest value, and the task demand.
@@ -434,10 +450,9 @@ scale::MetricValue& PerReplicaEntry(scale::ScalingInput& input, const std::strin
 void FillPerReplica(const FamilySlots& slots,
                     const std::vector<const ReplicaFamilyValues*>& scraped,
                     scale::ScalingInput& input) {
-  std::vector<scale::MetricValue*> touched;
-  for (std::string_view name : {names::kWaiting, names::kRunning, names::kKvUsage}) {
-    PerReplicaEntry(input, std::string(name), scraped.size(), touched);
-  }
+  static const auto* kAlwaysSet = new std::array<std::string, 3>{
+      std::string(names::kWaiting), std::string(names::kRunning), std::string(names::kKvUsage)};
+  for (const std::string& name : *kAlwaysSet) EmptiedEntry(input, name, scraped.size());
   const uint32_t waiting = slots.Find(names::kWaiting), running = slots.Find(names::kRunning);
   std::vector<scale::MetricValue*> by_slot(slots.size(), nullptr);
   int queued = 0, busy = 0;
@@ -445,8 +460,7 @@ void FillPerReplica(const FamilySlots& slots,
     for (const ReplicaFamilyValues::Entry& e : latest->entries()) {
       if (!e.valued) continue;
       scale::MetricValue*& entry = by_slot[e.slot];
-      if (entry == nullptr)
-        entry = &PerReplicaEntry(input, slots.name(e.slot), scraped.size(), touched);
+      if (entry == nullptr) entry = &EmptiedEntry(input, slots.name(e.slot), scraped.size());
       entry->per_replica.push_back(e.value);
       if (!std::isfinite(e.value)) continue;
       if (e.slot == waiting) queued += static_cast<int>(e.value);

@@ -136,8 +136,8 @@ class ServiceMetricView {
   void FillServiceValues(Seconds now, scale::ScalingInput& input) const;
   // False for metrics that do not come from replicas' scrapes (see FindUnexported).
   bool FromScrapes(std::string_view metric, const scale::ScalingInput& input) const;
-  // Drops the names no replica's latest scrape holds from slots_ (see the .cc).
-  void CompactSlots();
+  // Drops the names no replica's latest scrape holds from slots_, when due (see the .cc).
+  void CompactSlotsIfDue();
   static constexpr uint32_t kMinCompactSlots = 64;
 
   SloThresholds slo_;
@@ -148,6 +148,7 @@ class ServiceMetricView {
   std::vector<Replica> replicas_;  // sorted by id
   FamilySlots slots_;              // the names of the families in replicas_' latest scrapes
   uint32_t compact_slots_above_ = kMinCompactSlots;
+  mutable size_t next_guess_ = 0;  // where FindReplica looks first (a guess it checks)
 };
 
 }  // namespace gpuscale::daemon

@@ -483,6 +483,16 @@ TEST(ServiceMetricViewTest, ForgetAndRetainDropWindows) {
   EXPECT_FALSE(input.metrics.contains(std::string(names::kSuccessRate30s)));
 }
 
+TEST(ServiceMetricViewTest, RetainDropsAReplicaInTheMiddleWhateverTheOrderOfIds) {
+  ServiceMetricView view;
+  view.Record(Seconds{1}, "r1", Parse(Gauges(1, 0)));
+  view.Record(Seconds{1}, "r2", Parse(Gauges(2, 0)));
+  view.Record(Seconds{1}, "r3", Parse(Gauges(3, 0)));
+  view.Retain({"r3", "unknown", "r1", "r3"});
+  const auto input = FillAt(view, Seconds{1}, Ready({"r1", "r2", "r3"}));
+  EXPECT_THAT(input.metrics.at(std::string(names::kWaiting)).per_replica, ElementsAre(1, 3));
+}
+
 // Family names come and go (a replica exporting a new one each scrape): the names no replica
 // holds any more are dropped from time to time, and every replica's values stay right.
 TEST(ServiceMetricViewTest, FamilyNamesNoReplicaExportsAnyMoreAreDropped) {
