@@ -110,67 +110,6 @@ void AddFirstHistogram(metrics::HistogramWindow& window, Seconds now,
   }
 }
 
-// Family name -> value, looked up by string_view without building a string.
-using FamilyValueMap = std::map<std::string, double, std::less<>>;
-
-// Sets `values` to the sums over the label sets of every gauge, counter and untyped family
-// (histograms and summaries have no single value: their samples mix buckets, sums and
-// counts). Updates in place: a replica's families are the same scrape after scrape, so the
-// steady state allocates nothing (a fleet's tick records 10,000 of these).
-bool HasValue(const metrics::MetricFamily& family) {
-  return family.type != metrics::MetricType::kHistogram &&
-         family.type != metrics::MetricType::kSummary && !family.samples.empty();
-}
-
-double ValueOf(const metrics::MetricFamily& family) {
-  double sum = 0;
-  for (const metrics::Sample& sample : family.samples) sum += sample.value;
-  return sum;
-}
-
-void UpdateFamilyValues(const metrics::Exposition& exposition, FamilyValueMap& values) {
-  std::vector<FamilyValueMap::iterator> seen;
-  for (const metrics::MetricFamily& family : exposition.families) {
-    if (!HasValue(family)) continue;
-    const double sum = ValueOf(family);
-    auto it = values.find(std::string_view(family.name));
-    if (it == values.end()) it = values.emplace(family.name, 0.0).first;
-    if (std::find(seen.begin(), seen.end(), it) == seen.end()) {
-      it->second = 0;
-      seen.push_back(it);
-    }
-    it->second += sum;  // a family split by another family in between: add up
-  }
-  std::erase_if(values, [&](const auto& entry) {
-    return std::none_of(seen.begin(), seen.end(), [&](auto s) { return &*s == &entry; });
-  });
-}
-
-// Fills the name of a renamed gauge that the replica does not export from the one it does,
-// and adds each copy made (to, from) to `copies`.
-void FillRenamedGauges(FamilyValueMap& values,
-                       std::vector<std::pair<double*, const double*>>& copies) {
-  for (const auto& [current, former] : kRenamedGauges) {
-    const auto a = values.find(current);
-    const auto b = values.find(former);
-    if (a != values.end() && b == values.end()) {
-      copies.emplace_back(&values.emplace(former, a->second).first->second, &a->second);
-    }
-    if (a == values.end() && b != values.end()) {
-      copies.emplace_back(&values.emplace(current, b->second).first->second, &b->second);
-    }
-  }
-}
-
-// Sets `names` to the exposition's family names, in place (see UpdateFamilyValues).
-void UpdateFamilyNames(const metrics::Exposition& exposition,
-                       std::set<std::string, std::less<>>& names) {
-  std::erase_if(names, [&](const std::string& name) { return !exposition.FindFamily(name); });
-  for (const metrics::MetricFamily& family : exposition.families) {
-    if (!names.contains(std::string_view(family.name))) names.insert(family.name);
-  }
-}
-
 // A GPU's reading for one kernel metric; nullopt when the backend does not know it.
 using GpuReading = std::function<std::optional<double>(const gpu::GpuInfo&)>;
 
@@ -197,7 +136,7 @@ const std::vector<std::pair<std::string_view, GpuReading>>& KernelMetrics() {
 }
 
 // Mean of `reading` over the replica's GPUs that report it; nullopt when none does.
-std::optional<double> MeanOverGpus(const gpu::GpuSnapshot& snapshot, const std::vector<int>& gpus,
+std::optional<double> MeanOverGpus(const gpu::GpuSnapshot& snapshot, std::span<const int> gpus,
                                    const GpuReading& reading) {
   double sum = 0;
   int n = 0;
@@ -235,6 +174,7 @@ Seconds MinuteRetention(Seconds retention) { return std::min(retention, Seconds{
 
 }  // namespace
 
+// The windows of the service values a policy reads, per replica (none for a policy on gauges).
 struct ServiceMetricView::ReplicaWindows {
   // Creates the windows `series` asks for that are missing and drops the others.
   void Keep(unsigned series, Seconds retention) {
@@ -253,62 +193,31 @@ struct ServiceMetricView::ReplicaWindows {
     keep(e2e, kE2eSeries, retention);
   }
 
-  // Updates `latest` and `families` from a scrape. A replica's scrapes list the same
-  // families in the same order, scrape after scrape: when this one does, as the last did,
-  // the values are written through `layout` with no lookup (10,000 replicas per tick at
-  // fleet scale); otherwise everything is rebuilt and the layout recorded.
-  void Update(const metrics::Exposition& exposition) {
-    if (SameLayout(exposition)) {
-      for (size_t i = 0; i < layout.size(); ++i) {
-        if (layout[i].entry) *layout[i].entry = ValueOf(exposition.families[i]);
-      }
-      for (auto [to, from] : renamed) *to = *from;
-      return;
+  void Record(Seconds now, const metrics::Exposition& exposition) {
+    // A replica that has not finished a request may not expose a counter yet: that is 0.
+    for (auto [window, family] :
+         {std::pair{&success, kSuccessCounter}, std::pair{&prompt_tokens, kPromptTokensCounter},
+          std::pair{&generation_tokens, kGenerationTokensCounter}}) {
+      if (!*window) continue;
+      auto value = metrics::FindValue(exposition, family, {}, metrics::Combine::kSum);
+      (*window)->Add(now, value ? *value : 0.0);
     }
-    UpdateFamilyValues(exposition, latest);
-    renamed.clear();
-    FillRenamedGauges(latest, renamed);
-    UpdateFamilyNames(exposition, families);
-    layout.clear();
-    for (const metrics::MetricFamily& family : exposition.families) {
-      double* entry = nullptr;
-      if (HasValue(family)) entry = &latest.find(std::string_view(family.name))->second;
-      layout.push_back({family.name, entry});
-    }
-    // A family split in two by another (its name twice) is summed: the slow path's job.
-    for (size_t i = 0; i < layout.size(); ++i) {
-      for (size_t j = i + 1; j < layout.size(); ++j) {
-        if (layout[i].name == layout[j].name) {
-          layout.clear();
-          return;
-        }
-      }
-    }
+    if (ttft) AddHistogram(*ttft, now, exposition, kTtftHistogram);
+    if (tpot) AddFirstHistogram(*tpot, now, exposition, kTpotHistograms);
+    if (e2e) AddHistogram(*e2e, now, exposition, kE2eHistogram);
   }
 
-  bool SameLayout(const metrics::Exposition& exposition) const {
-    if (layout.empty() || layout.size() != exposition.families.size()) return false;
-    for (size_t i = 0; i < layout.size(); ++i) {
-      const metrics::MetricFamily& family = exposition.families[i];
-      if (layout[i].name != family.name || (layout[i].entry != nullptr) != HasValue(family)) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  struct LayoutEntry {
-    std::string name;
-    double* entry;  // its value in `latest`; null for families without one
-  };
-
-  Seconds last_scrape{-std::numeric_limits<double>::infinity()};
-  FamilyValueMap latest;  // family -> value of the latest scrape
-  std::set<std::string, std::less<>> families;  // every family the latest scrape declared
-  std::vector<LayoutEntry> layout;              // the latest scrape's families, in order
-  std::vector<std::pair<double*, const double*>> renamed;  // FillRenamedGauges' copies
   std::optional<metrics::SeriesWindow> success, prompt_tokens, generation_tokens;
   std::optional<metrics::HistogramWindow> ttft, tpot, e2e;
+};
+
+// One replica, kept by id in a vector (replicas_): what every scrape updates lies in it, not
+// behind a pointer of its own (10,000 replicas per tick at fleet scale), the windows apart.
+struct ServiceMetricView::Replica {
+  std::string id;
+  Seconds last_scrape{-std::numeric_limits<double>::infinity()};
+  ReplicaFamilyValues latest = {};               // the latest scrape's families and values
+  std::unique_ptr<ReplicaWindows> windows = {};  // null while the policy reads no windowed value
 };
 
 struct ServiceMetricView::GatewayWindows {
@@ -338,30 +247,51 @@ void ServiceMetricView::SetReadMetrics(const std::vector<std::string>& policy_me
   }
   if (series == series_) return;
   series_ = series;
-  for (auto& [id, w] : replicas_) w->Keep(series_, retention_);
+  for (Replica& r : replicas_) KeepWindows(r);
+}
+
+void ServiceMetricView::KeepWindows(Replica& replica) const {
+  if (series_ == 0) {
+    replica.windows.reset();
+    return;
+  }
+  if (!replica.windows) replica.windows = std::make_unique<ReplicaWindows>();
+  replica.windows->Keep(series_, retention_);
+}
+
+// Each pass over a service's replicas (Record, Fill, FindUnexported: three a tick, 10,000
+// replicas each at fleet scale) asks for them in the observation's order, which is mostly the
+// order of their ids: the entry after the one found last is tried first, one comparison
+// instead of a binary search's.
+const ServiceMetricView::Replica* ServiceMetricView::FindReplica(std::string_view id) const {
+  size_t i = next_guess_;
+  if (i >= replicas_.size() || replicas_[i].id != id) {
+    auto it = std::lower_bound(replicas_.begin(), replicas_.end(), id,
+                               [](const Replica& r, std::string_view key) { return r.id < key; });
+    if (it == replicas_.end() || it->id != id) return nullptr;
+    i = static_cast<size_t>(it - replicas_.begin());
+  }
+  next_guess_ = i + 1;
+  return &replicas_[i];
+}
+
+ServiceMetricView::Replica* ServiceMetricView::FindReplica(std::string_view id) {
+  return const_cast<Replica*>(std::as_const(*this).FindReplica(id));
 }
 
 void ServiceMetricView::Record(Seconds now, const std::string& replica,
                                const metrics::Exposition& exposition) {
-  auto& w = replicas_[replica];
-  if (!w) {
-    w = std::make_unique<ReplicaWindows>();
-    w->Keep(series_, retention_);
+  Replica* r = FindReplica(replica);
+  if (r == nullptr) {
+    auto it = std::lower_bound(replicas_.begin(), replicas_.end(), replica,
+                               [](const Replica& e, const std::string& key) { return e.id < key; });
+    r = &*replicas_.insert(it, Replica{.id = replica});
+    KeepWindows(*r);
   }
-  if (now < w->last_scrape) return;  // out of order: the windows would drop it too
-  w->last_scrape = now;
-  w->Update(exposition);
-  // A replica that has not finished a request may not expose a counter yet: that is 0.
-  for (auto [window, family] :
-       {std::pair{&w->success, kSuccessCounter}, std::pair{&w->prompt_tokens, kPromptTokensCounter},
-        std::pair{&w->generation_tokens, kGenerationTokensCounter}}) {
-    if (!*window) continue;
-    auto value = metrics::FindValue(exposition, family, {}, metrics::Combine::kSum);
-    (*window)->Add(now, value ? *value : 0.0);
-  }
-  if (w->ttft) AddHistogram(*w->ttft, now, exposition, kTtftHistogram);
-  if (w->tpot) AddFirstHistogram(*w->tpot, now, exposition, kTpotHistograms);
-  if (w->e2e) AddHistogram(*w->e2e, now, exposition, kE2eHistogram);
+  if (now < r->last_scrape) return;  // out of order: the windows would drop it too
+  r->last_scrape = now;
+  r->latest.Update(exposition, slots_, kRenamedGauges);
+  if (r->windows) r->windows->Record(now, exposition);
 }
 
 void ServiceMetricView::RecordGateway(Seconds now, const gateway::ServiceStatsView& stats) {
@@ -425,15 +355,43 @@ std::optional<GatewayFigures> ServiceMetricView::Gateway(Seconds now) const {
   return f;
 }
 
-void ServiceMetricView::Forget(const std::string& replica) { replicas_.erase(replica); }
+void ServiceMetricView::Forget(const std::string& replica) {
+  std::erase_if(replicas_, [&](const Replica& r) { return r.id == replica; });
+}
 
-void ServiceMetricView::Retain(const std::vector<std::string>& replicas) {
-  // Views, not copies: every service calls this every tick, and usually drops nothing.
-  std::vector<std::string_view> keep(replicas.begin(), replicas.end());
-  std::sort(keep.begin(), keep.end());
-  std::erase_if(replicas_, [&](const auto& entry) {
-    return !std::binary_search(keep.begin(), keep.end(), std::string_view(entry.first));
-  });
+void ServiceMetricView::Retain(const std::vector<std::string_view>& replicas) {
+  // Every service calls this every tick, and usually drops nothing: the replicas are looked up
+  // (in the order FindReplica guesses well) rather than the list sorted.
+  std::vector<bool> kept(replicas_.size(), false);
+  size_t kept_count = 0;
+  for (std::string_view id : replicas) {
+    const Replica* r = FindReplica(id);
+    if (r == nullptr || kept[r - replicas_.data()]) continue;
+    kept[r - replicas_.data()] = true;
+    ++kept_count;
+  }
+  if (kept_count < replicas_.size()) {
+    size_t out = 0;
+    for (size_t i = 0; i < replicas_.size(); ++i) {
+      if (!kept[i]) continue;
+      if (out != i) replicas_[out] = std::move(replicas_[i]);
+      ++out;
+    }
+    replicas_.erase(replicas_.begin() + static_cast<ptrdiff_t>(out), replicas_.end());
+  }
+  CompactSlotsIfDue();
+}
+
+// Names no replica exports any more (an engine upgraded, a family dropped) leave the service's
+// table, once it has doubled since the last time: the table stays small however the replicas'
+// families change, at an amortized cost.
+void ServiceMetricView::CompactSlotsIfDue() {
+  if (slots_.size() <= compact_slots_above_) return;
+  std::vector<bool> used(slots_.size(), false);
+  for (const Replica& r : replicas_) r.latest.MarkUsed(used);
+  const std::vector<uint32_t> remap = slots_.Compact(used);
+  for (Replica& r : replicas_) r.latest.Remap(remap);
+  compact_slots_above_ = 2 * slots_.size() + kMinCompactSlots;
 }
 
 namespace {
@@ -475,57 +433,41 @@ void SetServiceValue(scale::ScalingInput& input, std::string_view name,
   input.metrics[std::string(name)] = std::move(v);
 }
 
-// The entry of `name` in `input.metrics`, emptied the first time this Fill reaches it (Fill
-// overwrites existing keys) and sized for one value per scraped replica. `touched` holds the
-// entries this Fill has reached.
-scale::MetricValue& PerReplicaEntry(scale::ScalingInput& input, const std::string& name,
-                                    size_t replicas, std::vector<scale::MetricValue*>& touched) {
-  auto it = input.metrics.lower_bound(name);
-  if (it == input.metrics.end() || it->first != name) {
-    it = input.metrics.emplace_hint(it, name, scale::MetricValue{});
-  } else if (std::find(touched.begin(), touched.end(), &it->second) == touched.end()) {
-    it->second = scale::MetricValue{};
-  } else {
-    return it->second;
-  }
-  touched.push_back(&it->second);
-  it->second.per_replica.reserve(replicas);
-  return it->second;
+// The entry of `name` in `input.metrics`, emptied (Fill overwrites existing keys) and sized
+// for one value per scraped replica. FillPerReplica reaches a name before its first value only.
+scale::MetricValue& EmptiedEntry(scale::ScalingInput& input, const std::string& name,
+                                 size_t replicas) {
+  scale::MetricValue& entry = input.metrics[name];
+  entry = scale::MetricValue{};
+  entry.per_replica.reserve(replicas);
+  return entry;
 }
 
 // Per ready, scraped replica (in order): every family's latest value, and the task demand.
 // The vLLM gauges always appear (possibly empty), as in the simulator, so a policy sees "no
-// replica reported" rather than "metric unknown". Written straight into `input` (a fleet's
-// tick fills 1,000 services): replicas of a service export the same families, so each name
-// is matched against the previous replica's at the same position, one string comparison,
-// before a lookup.
-void FillPerReplica(const std::vector<const FamilyValueMap*>& scraped,
+// replica reported" rather than "metric unknown". Written straight into `input`, a family
+// (slot) at a time: one lookup per name a service's replicas export, not per replica.
+void FillPerReplica(const FamilySlots& slots,
+                    const std::vector<const ReplicaFamilyValues*>& scraped,
                     scale::ScalingInput& input) {
-  std::vector<scale::MetricValue*> touched;
-  for (std::string_view name : {names::kWaiting, names::kRunning, names::kKvUsage}) {
-    PerReplicaEntry(input, std::string(name), scraped.size(), touched);
-  }
-  auto count = [](const FamilyValueMap& latest, std::string_view name) {
-    auto it = latest.find(name);
-    return it != latest.end() && std::isfinite(it->second) ? static_cast<int>(it->second) : 0;
-  };
-  int queued = 0, running = 0;
-  std::vector<std::pair<const std::string*, scale::MetricValue*>> previous, current;
-  for (const FamilyValueMap* latest : scraped) {
-    current.clear();
-    for (const auto& [name, value] : *latest) {
-      const size_t i = current.size();
-      scale::MetricValue* entry = i < previous.size() && *previous[i].first == name
-                                      ? previous[i].second
-                                      : &PerReplicaEntry(input, name, scraped.size(), touched);
-      entry->per_replica.push_back(value);
-      current.emplace_back(&name, entry);
+  static const auto* kAlwaysSet = new std::array<std::string, 3>{
+      std::string(names::kWaiting), std::string(names::kRunning), std::string(names::kKvUsage)};
+  for (const std::string& name : *kAlwaysSet) EmptiedEntry(input, name, scraped.size());
+  const uint32_t waiting = slots.Find(names::kWaiting), running = slots.Find(names::kRunning);
+  std::vector<scale::MetricValue*> by_slot(slots.size(), nullptr);
+  int queued = 0, busy = 0;
+  for (const ReplicaFamilyValues* latest : scraped) {
+    for (const ReplicaFamilyValues::Entry& e : latest->entries()) {
+      if (!e.valued) continue;
+      scale::MetricValue*& entry = by_slot[e.slot];
+      if (entry == nullptr) entry = &EmptiedEntry(input, slots.name(e.slot), scraped.size());
+      entry->per_replica.push_back(e.value);
+      if (!std::isfinite(e.value)) continue;
+      if (e.slot == waiting) queued += static_cast<int>(e.value);
+      if (e.slot == running) busy += static_cast<int>(e.value);
     }
-    std::swap(previous, current);
-    queued += count(*latest, names::kWaiting);
-    running += count(*latest, names::kRunning);
   }
-  input.tasks = {scale::TaskDemand{{}, queued, running}};
+  input.tasks = {scale::TaskDemand{{}, queued, busy}};
 }
 
 }  // namespace
@@ -570,7 +512,9 @@ void ServiceMetricView::FillServiceValues(Seconds now, scale::ScalingInput& inpu
   auto add = [](auto& list, const auto& window) {
     if (window) list.push_back(&*window);
   };
-  for (const auto& [id, w] : replicas_) {
+  for (const Replica& r : replicas_) {
+    if (!r.windows) continue;
+    const ReplicaWindows* w = r.windows.get();
     add(success, w->success);
     add(prompt_tokens, w->prompt_tokens);
     add(generation_tokens, w->generation_tokens);
@@ -593,13 +537,11 @@ void ServiceMetricView::FillServiceValues(Seconds now, scale::ScalingInput& inpu
 
 void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready,
                              const gpu::GpuSnapshot* gpus, scale::ScalingInput& input) const {
-  std::vector<const FamilyValueMap*> scraped;
+  std::vector<const ReplicaFamilyValues*> scraped;
   for (const ReadyReplicaRef& ref : ready) {
-    if (auto it = replicas_.find(ref.id); it != replicas_.end()) {
-      scraped.push_back(&it->second->latest);
-    }
+    if (const Replica* r = FindReplica(ref.id)) scraped.push_back(&r->latest);
   }
-  FillPerReplica(scraped, input);
+  FillPerReplica(slots_, scraped, input);
   if (series_ != 0) FillServiceValues(now, input);
   if (gpus != nullptr) FillKernel(ready, *gpus, input);
   FillGateway(now, input);
@@ -623,27 +565,27 @@ bool ServiceMetricView::FromScrapes(std::string_view metric,
 std::vector<ServiceMetricView::Unexported> ServiceMetricView::FindUnexported(
     const std::vector<ReadyReplicaRef>& ready, const std::vector<std::string>& metrics,
     const scale::ScalingInput& input) const {
-  std::vector<const ReplicaWindows*> scraped;
-  for (const ReadyReplicaRef& ref : ready) {
-    if (auto it = replicas_.find(ref.id); it != replicas_.end()) {
-      scraped.push_back(it->second.get());
-    }
-  }
+  // Replicas are looked up as the search goes (every service, every tick): the first one
+  // usually exports what is looked for.
+  auto is_scraped = [&](const ReadyReplicaRef& ref) { return FindReplica(ref.id) != nullptr; };
   std::vector<Unexported> missing;
-  if (scraped.empty()) return missing;
+  if (std::none_of(ready.begin(), ready.end(), is_scraped)) return missing;
   for (const std::string& metric : metrics) {
     if (!FromScrapes(metric, input)) continue;
     const auto source = ScrapeSources().find(metric);
     const std::string_view own[] = {metric};
     const std::span<const std::string_view> families =
         source != ScrapeSources().end() ? std::span(source->second.families) : std::span(own);
-    const bool exported = std::any_of(scraped.begin(), scraped.end(), [&](const auto* w) {
-      return std::any_of(families.begin(), families.end(),
-                         [&](std::string_view f) { return w->families.contains(f); });
+    const bool exported = std::any_of(ready.begin(), ready.end(), [&](const ReadyReplicaRef& ref) {
+      const Replica* r = FindReplica(ref.id);
+      return r != nullptr && std::any_of(families.begin(), families.end(), [&](std::string_view f) {
+               return r->latest.declared(slots_.Find(f));
+             });
     });
     if (exported) continue;
-    missing.push_back(
-        {metric, {families.begin(), families.end()}, static_cast<int>(scraped.size())});
+    missing.push_back({metric,
+                       {families.begin(), families.end()},
+                       static_cast<int>(std::count_if(ready.begin(), ready.end(), is_scraped))});
   }
   return missing;
 }

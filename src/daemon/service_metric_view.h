@@ -48,11 +48,13 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/clock.h"
+#include "daemon/family_values.h"
 #include "daemon/gateway_figures.h"
 #include "daemon/slo_thresholds.h"
 #include "gateway/gateway_stats.h"
@@ -62,9 +64,10 @@
 
 namespace gpuscale::daemon {
 
+// A ready replica, as views of the caller's id and GPUs (which must outlive the call taking it).
 struct ReadyReplicaRef {
-  std::string id;
-  std::vector<int> gpus;  // device indices, for kernel metrics
+  std::string_view id;
+  std::span<const int> gpus;  // device indices, for kernel metrics
 };
 
 class ServiceMetricView {
@@ -89,7 +92,7 @@ class ServiceMetricView {
   // Drops a stopped replica's windows.
   void Forget(const std::string& replica);
   // Keeps only these replicas' windows (drops every other one).
-  void Retain(const std::vector<std::string>& replicas);
+  void Retain(const std::vector<std::string_view>& replicas);
 
   // Adds the metrics described above to `input.metrics` (existing keys are overwritten) and
   // sets input.tasks. `gpus` may be null (no kernel metrics).
@@ -122,18 +125,30 @@ class ServiceMetricView {
 
  private:
   struct ReplicaWindows;
+  struct Replica;
   struct GatewayWindows;
+  Replica* FindReplica(std::string_view id);
+  const Replica* FindReplica(std::string_view id) const;
+  // Creates or drops the replica's windows as series_ asks.
+  void KeepWindows(Replica& replica) const;
   void FillGateway(Seconds now, scale::ScalingInput& input) const;
   // The service values computed from the replicas' windows.
   void FillServiceValues(Seconds now, scale::ScalingInput& input) const;
   // False for metrics that do not come from replicas' scrapes (see FindUnexported).
   bool FromScrapes(std::string_view metric, const scale::ScalingInput& input) const;
+  // Drops the names no replica's latest scrape holds from slots_, when due (see the .cc).
+  void CompactSlotsIfDue();
+  static constexpr uint32_t kMinCompactSlots = 64;
+
   SloThresholds slo_;
   std::unique_ptr<GatewayWindows> gateway_;  // from the first request on
   std::optional<Seconds> gateway_idle_at_;    // the last RecordGateway before it
   Seconds retention_;
   unsigned series_;  // which replica windows to keep (bits of the .cc's Series)
-  std::map<std::string, std::unique_ptr<ReplicaWindows>> replicas_;
+  std::vector<Replica> replicas_;  // sorted by id
+  FamilySlots slots_;              // the names of the families in replicas_' latest scrapes
+  uint32_t compact_slots_above_ = kMinCompactSlots;
+  mutable size_t next_guess_ = 0;  // where FindReplica looks first (a guess it checks)
 };
 
 }  // namespace gpuscale::daemon

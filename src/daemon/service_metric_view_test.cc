@@ -4,10 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "scale/metric_names.h"
@@ -55,9 +57,10 @@ std::string Success(int stop, int length) {
       stop, length);
 }
 
-std::vector<ReadyReplicaRef> Ready(std::vector<std::string> ids) {
+// Refs of string literals (ReadyReplicaRef views its id).
+std::vector<ReadyReplicaRef> Ready(std::initializer_list<std::string_view> ids) {
   std::vector<ReadyReplicaRef> refs;
-  for (auto& id : ids) refs.push_back({std::move(id), {}});
+  for (std::string_view id : ids) refs.push_back({id, {}});
   return refs;
 }
 
@@ -446,7 +449,8 @@ TEST(ServiceMetricViewTest, KernelMetricsAreMeansOverTheReplicasGpus) {
   g2.index = 2;           // no readings at all
   snapshot.gpus = {g0, g1, g2};
   ServiceMetricView view;
-  const std::vector<ReadyReplicaRef> ready = {{"a", {0, 1}}, {"b", {2}}, {"c", {}}};
+  const std::vector<int> gpus_a = {0, 1}, gpus_b = {2};
+  const std::vector<ReadyReplicaRef> ready = {{"a", gpus_a}, {"b", gpus_b}, {"c", {}}};
   const auto input = FillAt(view, Seconds{0}, ready, &snapshot);
   const auto& util = input.metrics.at("gpu_utilization");
   EXPECT_EQ(util.source, scale::MetricSource::kKernel);
@@ -477,6 +481,34 @@ TEST(ServiceMetricViewTest, ForgetAndRetainDropWindows) {
   input = FillAt(view, Seconds{10}, all);
   EXPECT_TRUE(input.metrics.at(std::string(names::kWaiting)).per_replica.empty());
   EXPECT_FALSE(input.metrics.contains(std::string(names::kSuccessRate30s)));
+}
+
+TEST(ServiceMetricViewTest, RetainDropsAReplicaInTheMiddleWhateverTheOrderOfIds) {
+  ServiceMetricView view;
+  view.Record(Seconds{1}, "r1", Parse(Gauges(1, 0)));
+  view.Record(Seconds{1}, "r2", Parse(Gauges(2, 0)));
+  view.Record(Seconds{1}, "r3", Parse(Gauges(3, 0)));
+  view.Retain({"r3", "unknown", "r1", "r3"});
+  const auto input = FillAt(view, Seconds{1}, Ready({"r1", "r2", "r3"}));
+  EXPECT_THAT(input.metrics.at(std::string(names::kWaiting)).per_replica, ElementsAre(1, 3));
+}
+
+// Family names come and go (a replica exporting a new one each scrape): the names no replica
+// holds any more are dropped from time to time, and every replica's values stay right.
+TEST(ServiceMetricViewTest, FamilyNamesNoReplicaExportsAnyMoreAreDropped) {
+  ServiceMetricView view;
+  for (int i = 0; i < 300; ++i) {
+    const Seconds now{static_cast<double>(i)};
+    view.Record(now, "steady", Parse(Gauges(1, 2) + "extra 7\n"));
+    view.Record(now, "changing", Parse(Gauges(3, 4) + fmt::format("family_{} {}\n", i, i)));
+    view.Retain({"steady", "changing"});
+  }
+  const auto input = FillAt(view, Seconds{299}, Ready({"steady", "changing"}));
+  EXPECT_THAT(input.metrics.at(std::string(names::kWaiting)).per_replica, ElementsAre(1, 3));
+  EXPECT_THAT(input.metrics.at(std::string(names::kRunning)).per_replica, ElementsAre(2, 4));
+  EXPECT_THAT(input.metrics.at("extra").per_replica, ElementsAre(7));
+  EXPECT_THAT(input.metrics.at("family_299").per_replica, ElementsAre(299));
+  EXPECT_FALSE(input.metrics.contains("family_298"));
 }
 
 TEST(ServiceMetricViewTest, OutOfOrderScrapeIsIgnoredAndFillOverwrites) {

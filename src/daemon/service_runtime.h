@@ -142,9 +142,10 @@ class ServiceRuntime {
   std::vector<std::string> metric_names_;     // policy_->inner().MetricNames()
   std::vector<std::string> scraped_metrics_;  // those not asked of Prometheus
   std::optional<ServiceTickResult> last_;
-  // Observe's lists of this tick's ready and observed replicas, kept to reuse their storage.
+  // Observe's lists of this tick's ready and observed replicas: views of the observation,
+  // read during its Tick only; kept to reuse their storage.
   std::vector<ReadyReplicaRef> ready_;
-  std::vector<std::string> seen_;
+  std::vector<std::string_view> seen_;
 };
 
 // Sum of the samples of family `name` in `exposition` (over label sets); nullopt when absent.
