@@ -19,7 +19,27 @@ namespace gpuscale::orch {
 namespace {
 
 using scale::ReplicaPhase;
-using PooledOrchestratorTest = OrchTest;
+class PooledOrchestratorTest : public OrchTest {
+ protected:
+  // Service x's prefill (pool 0) and decode (pool 1) pools of `sleep` replicas on `budget`.
+  struct TwoPools {
+    LocalProcessConfig prefill_config, decode_config;
+    LocalProcessOrchestrator* prefill = nullptr;
+    LocalProcessOrchestrator* decode = nullptr;
+  };
+  TwoPools MakePools(alloc::PoolBudget& budget) {
+    TwoPools pools;
+    pools.prefill_config = Config({"sleep", "60"});
+    pools.prefill_config.service = "x.prefill";
+    pools.decode_config = pools.prefill_config;
+    pools.decode_config.service = "x.decode";
+    pools.prefill = &Make(pools.prefill_config);
+    pools.decode = &Make(pools.decode_config);
+    pools.prefill->SetPoolBudget(&budget, 0);
+    pools.decode->SetPoolBudget(&budget, 1);
+    return pools;
+  }
+};
 
 alloc::PoolBudget BudgetOfThree() {
   return *alloc::PoolBudget::Make(3, {{"prefill", 1}, {"decode", 1}});
@@ -28,14 +48,9 @@ alloc::PoolBudget BudgetOfThree() {
 TEST_F(PooledOrchestratorTest, ABudgetRefusalLeavesTheReplicaPendingUntilTheOtherPoolGivesBack) {
   gpus_ = FakeGpus(4);
   alloc::PoolBudget budget = BudgetOfThree();
-  LocalProcessConfig prefill_config = Config({"sleep", "60"});
-  prefill_config.service = "x.prefill";
-  LocalProcessConfig decode_config = prefill_config;
-  decode_config.service = "x.decode";
-  LocalProcessOrchestrator& prefill = Make(prefill_config);
-  LocalProcessOrchestrator& decode = Make(decode_config);
-  prefill.SetPoolBudget(&budget, 0);
-  decode.SetPoolBudget(&budget, 1);
+  const TwoPools pools = MakePools(budget);
+  LocalProcessOrchestrator& prefill = *pools.prefill;
+  LocalProcessOrchestrator& decode = *pools.decode;
   for (LocalProcessOrchestrator* pool : {&prefill, &prefill, &decode}) {
     auto started = pool->Start(now_);
     ASSERT_TRUE(started);
@@ -69,14 +84,9 @@ TEST_F(PooledOrchestratorTest, ABudgetRefusalLeavesTheReplicaPendingUntilTheOthe
 TEST_F(PooledOrchestratorTest, AdoptionSplitsRecordsByPoolAndRebuildsTheBudget) {
   gpus_ = FakeGpus(4);
   alloc::PoolBudget before = BudgetOfThree();
-  LocalProcessConfig prefill_config = Config({"sleep", "60"});
-  prefill_config.service = "x.prefill";
-  LocalProcessConfig decode_config = prefill_config;
-  decode_config.service = "x.decode";
-  LocalProcessOrchestrator& old_prefill = Make(prefill_config);
-  LocalProcessOrchestrator& old_decode = Make(decode_config);
-  old_prefill.SetPoolBudget(&before, 0);
-  old_decode.SetPoolBudget(&before, 1);
+  const TwoPools old = MakePools(before);
+  LocalProcessOrchestrator& old_prefill = *old.prefill;
+  LocalProcessOrchestrator& old_decode = *old.decode;
   ASSERT_TRUE(old_prefill.Start(now_));
   ASSERT_TRUE(old_prefill.Start(now_));
   ASSERT_TRUE(old_decode.Start(now_));
@@ -95,7 +105,7 @@ TEST_F(PooledOrchestratorTest, AdoptionSplitsRecordsByPoolAndRebuildsTheBudget) 
   auto budget = std::make_shared<alloc::PoolBudget>(BudgetOfThree());
   std::vector<PooledOrchestrator::Pool> pools;
   for (int role = 0; role < 2; ++role) {
-    LocalProcessConfig c = role == 0 ? prefill_config : decode_config;
+    LocalProcessConfig c = role == 0 ? old.prefill_config : old.decode_config;
     auto local = LocalProcessOrchestrator::Create(c, ledger_, [this](Seconds) { return gpus_; });
     ASSERT_TRUE(local);
     (*local)->SetPoolBudget(budget.get(), role);
