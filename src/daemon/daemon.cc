@@ -181,6 +181,19 @@ void Daemon::PersistLeases() {
   state_->WriteLeases(std::move(rows));
 }
 
+void Daemon::TrimHistory(Seconds now) {
+  Result<HistoryRetention::Trimmed> trimmed = retention_->Run(config_.retention, now);
+  if (!trimmed) {
+    // Tried again in a minute (HistoryRetention), so this is logged at most once a minute.
+    Log(fmt::format("history retention failed: {}", trimmed.error().ToString()));
+    return;
+  }
+  if (!trimmed->stuck.empty()) Log(fmt::format("warning: {}", trimmed->stuck));
+  if (trimmed->by_age == 0 && trimmed->by_size == 0) return;
+  MutexLock lock(mu_);
+  metrics_.AddHistoryDeleted(trimmed->by_age, trimmed->by_size);
+}
+
 void Daemon::PersistDecision(const Slot& slot, const ServiceTickResult& result, Seconds now) {
   const scale::ControllerTick& t = result.tick;
   store::DecisionRow row;
@@ -403,11 +416,7 @@ void Daemon::Tick() {
   end_phase("services");
   PersistLeases();
   events_->Append(events);
-  if (now - last_retention_ > Seconds{3600}) {
-    last_retention_ = now;
-    (void)store_->events().DeleteBefore(now - options_.retention);
-    (void)store_->decisions().DeleteBefore(now - options_.retention);
-  }
+  TrimHistory(now);
   end_phase("persist");
   ++tick_count_;
   PublishViews(now);

@@ -58,6 +58,7 @@
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/event_log.h"
+#include "daemon/history_retention.h"
 #include "daemon/replica_scrapes.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
@@ -82,7 +83,6 @@ struct DaemonOptions {
   Seconds health_interval{10};    // health probes of ready replicas; 0 = none
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};
-  Seconds retention{7 * 24 * 3600};  // events and decisions older than this are deleted
   // The state database's size cap in bytes (store::OpenOptions::max_bytes): a write past it
   // fails as on a full disk. 0 = none (the disk's own); tests fill a "disk" with it.
   int64_t store_max_bytes = 0;
@@ -239,6 +239,8 @@ class Daemon final : public DaemonApi {
   // State to the store through state_ (StateWriter: only what changed is written).
   void PersistReplicas(const std::string& service, const orch::ServiceOrchestrator& orch);
   void PersistLeases();
+  // The `retention:` section's trimming of decisions and events (HistoryRetention).
+  void TrimHistory(Seconds now) GS_REQUIRES(loop_mu_);
   void PersistDecision(const Slot& slot, const ServiceTickResult& result, Seconds now);
   void RecordHistory(const std::string& service, const ServiceTickResult& result, Seconds now);
   // Appends to the event log (events_), for calls with a temporary list (the reload report,
@@ -305,7 +307,8 @@ class Daemon final : public DaemonApi {
   // Deleted services and orphans whose replicas are still stopping.
   std::vector<std::unique_ptr<Slot>> retiring_ GS_GUARDED_BY(loop_mu_);
   int64_t tick_count_ GS_GUARDED_BY(loop_mu_) = 0;
-  Seconds last_retention_ GS_GUARDED_BY(loop_mu_){0};
+  // Trims decisions and events by the config's `retention:` (over store_; set by Open).
+  std::unique_ptr<HistoryRetention> retention_ GS_GUARDED_BY(loop_mu_);
 
   // What API threads read and queue: held briefly, never across I/O.
   mutable Mutex mu_;

@@ -215,6 +215,28 @@ Status ParseScrape(const YAML::Node& n, ScrapeConfig& scrape) {
   return OkStatus();
 }
 
+// A longer age would keep history past any use and make a mistyped number (hours for days)
+// unnoticed for years.
+constexpr double kMaxRetentionDays = 3650;
+
+Status ParseRetention(const YAML::Node& n, RetentionConfig& retention) {
+  if (!n.IsDefined()) return OkStatus();
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "retention", {"max_age_days", "max_megabytes"}));
+  const double default_days = retention.max_age.count() / 86400;
+  GS_ASSIGN_OR_RETURN(const double days,
+                      yaml::ReadDouble(n, "max_age_days", "retention", default_days));
+  if (!(days > 0 && days <= kMaxRetentionDays)) {
+    return FieldError(Child(n, "max_age_days"), "retention.max_age_days",
+                      fmt::format("expected days in (0, {:g}], got {:g}", kMaxRetentionDays, days));
+  }
+  retention.max_age = Seconds{days * 86400};
+  GS_ASSIGN_OR_RETURN(const int megabytes,
+                      ReadIntAtLeast(n, "max_megabytes", "retention",
+                                     static_cast<int>(retention.max_bytes >> 20), 0));
+  retention.max_bytes = int64_t{megabytes} << 20;
+  return OkStatus();
+}
+
 // Upper bound of the tasks section's durations: a longer re-check would notice wait timeouts
 // and GPU-reading changes that late, and a longer stop grace would hold a shutdown that long.
 constexpr Seconds kMaxTasksSeconds{3600};
@@ -271,7 +293,7 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
   if (root.IsNull() || !root.IsDefined()) return config;  // an empty file: all defaults
   GS_RETURN_IF_ERROR(CheckKnownKeys(root, "",
                                     {"gpu", "api", "gateway", "state_dir", "loop_interval_seconds",
-                                     "prometheus", "scrape", "tasks", "services"}));
+                                     "prometheus", "scrape", "retention", "tasks", "services"}));
   GS_RETURN_IF_ERROR(ParseGpu(Child(root, "gpu"), config.gpu));
   GS_RETURN_IF_ERROR(ParseApi(Child(root, "api"), config.api));
   GS_RETURN_IF_ERROR(ParseGateway(Child(root, "gateway"), config.gateway));
@@ -287,6 +309,7 @@ Result<DaemonConfig> ParseRoot(const YAML::Node& root) {
                       ReadDuration(root, "loop_interval_seconds", "", config.loop_interval, true));
   GS_RETURN_IF_ERROR(ParsePrometheus(Child(root, "prometheus"), config.prometheus));
   GS_RETURN_IF_ERROR(ParseScrape(Child(root, "scrape"), config.scrape));
+  GS_RETURN_IF_ERROR(ParseRetention(Child(root, "retention"), config.retention));
   GS_RETURN_IF_ERROR(ParseTasks(Child(root, "tasks"), config.tasks));
   GS_RETURN_IF_ERROR(ParseServices(Child(root, "services"), config.services));
   GS_RETURN_IF_ERROR(CheckModelsUnique(Child(root, "services"), config.services));

@@ -21,6 +21,8 @@
 //   prometheus: {url: "http://127.0.0.1:9090", timeout_seconds: 5}   # optional, for PromQL
 //   scrape:   {cutoff_ratio: 0.5, stale_after_ticks: 3}
 //             (how long a tick waits for replica scrapes; ScrapeConfig below)
+//   retention: {max_age_days: 7, max_megabytes: 1024}
+//             (how much decision and event history the state database keeps; RetentionConfig)
 //   tasks:    {recheck_interval_seconds: 2, max_head_skips: 3, stop_grace_seconds: 10}
 //             (the experiment scheduler; docs/tasks.md "Daemon settings")
 //   services:
@@ -218,6 +220,15 @@ struct ServiceConfig {
   friend bool operator==(const ServiceConfig&, const ServiceConfig&) = default;
 };
 
+// The `retention:` section: the history (decision and event rows) the state database keeps,
+// by age and by size (daemon/history_retention.h): rows older than max_age go, and when the
+// database's used pages pass max_bytes the oldest history goes until it is under 90 % of it.
+struct RetentionConfig {
+  Seconds max_age{7 * 24 * 3600};           // `max_age_days`, in (0, 3650]
+  int64_t max_bytes = int64_t{1024} << 20;  // `max_megabytes` x 2^20; 0 = no size cap
+  friend bool operator==(const RetentionConfig&, const RetentionConfig&) = default;
+};
+
 // The `tasks:` section: the TaskManager's settings (experiments/task_manager.h).
 struct TasksConfig {
   // `recheck_interval_seconds`: periodic scheduling round, in (0, 3600]; releases wake the
@@ -241,6 +252,7 @@ struct DaemonConfig {
   Seconds loop_interval{15};
   PrometheusConfig prometheus;
   ScrapeConfig scrape;
+  RetentionConfig retention;
   TasksConfig tasks;
   std::vector<ServiceConfig> services;
 };

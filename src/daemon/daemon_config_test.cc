@@ -90,6 +90,7 @@ state_dir: /var/lib/gpuscale
 loop_interval_seconds: 2.5
 prometheus: {url: "http://prom:9090", timeout_seconds: 3}
 scrape: {cutoff_ratio: 0.25, stale_after_ticks: 5}
+retention: {max_age_days: 1.5, max_megabytes: 200}
 )",
                                       "test");
   ASSERT_TRUE(config) << ErrorText(config);
@@ -110,6 +111,20 @@ scrape: {cutoff_ratio: 0.25, stale_after_ticks: 5}
   EXPECT_EQ(config->prometheus.timeout, Seconds{3});
   EXPECT_EQ(config->scrape.cutoff_ratio, 0.25);
   EXPECT_EQ(config->scrape.stale_after_ticks, 5);
+  EXPECT_EQ(config->retention.max_age, Seconds{1.5 * 86400});
+  EXPECT_EQ(config->retention.max_bytes, int64_t{200} << 20);
+}
+
+TEST(DaemonConfigTest, RetentionKeepsAWeekAndAGibibyteWhenAbsentAndZeroMeansNoSizeCap) {
+  for (const char* yaml : {"", "retention:", "retention: {}"}) {
+    auto config = ParseDaemonConfigText(yaml, "test");
+    ASSERT_TRUE(config) << yaml << ": " << ErrorText(config);
+    EXPECT_EQ(config->retention.max_age, Seconds{7 * 86400}) << yaml;
+    EXPECT_EQ(config->retention.max_bytes, int64_t{1} << 30) << yaml;
+  }
+  auto uncapped = ParseDaemonConfigText("retention: {max_megabytes: 0}", "test");
+  ASSERT_TRUE(uncapped) << ErrorText(uncapped);
+  EXPECT_EQ(uncapped->retention.max_bytes, 0);
 }
 
 TEST(DaemonConfigTest, ScrapeSectionDefaultsToHalfTheIntervalAndThreeTicks) {
@@ -204,6 +219,17 @@ const BadConfigCase kBadConfigs[] = {
      "scrape.stale_after_ticks: expected an integer >= 1, got 0"},
     {"ScrapeUnknownKey", "scrape: {timeout_seconds: 1}",
      "scrape.timeout_seconds: unknown field; accepted fields: cutoff_ratio, stale_after_ticks"},
+    {"RetentionNotMap", "retention: 7", "retention: expected a mapping"},
+    {"RetentionUnknownKey", "retention: {max_age: 7}",
+     "retention.max_age: unknown field; accepted fields: max_age_days, max_megabytes"},
+    {"RetentionZeroDays", "retention:\n  max_age_days: 0",
+     "retention.max_age_days: expected days in (0, 3650], got 0 (line 2)"},
+    {"RetentionCenturies", "retention: {max_age_days: 36500}",
+     "retention.max_age_days: expected days in (0, 3650], got 36500"},
+    {"RetentionNegativeSize", "retention: {max_megabytes: -1}",
+     "retention.max_megabytes: expected an integer >= 0, got -1"},
+    {"RetentionSizeWithUnit", "retention: {max_megabytes: 1GB}",
+     "retention.max_megabytes: expected an integer"},
     {"TasksNotMap", "tasks: 5", "tasks: expected a mapping"},
     {"TasksUnknownKey", "tasks: {recheck_seconds: 1}",
      "tasks.recheck_seconds: unknown field; accepted fields: recheck_interval_seconds, "

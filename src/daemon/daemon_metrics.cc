@@ -144,6 +144,14 @@ std::string DaemonMetrics::Render(const gpu::GpuSnapshot* gpus, const gpu::Score
   w.BeginFamily("gpuscale_store_errors_total", MetricType::kCounter,
                 "Failed writes to the state database (the loop continues).");
   w.AddValue({}, static_cast<double>(store_errors_));
+  w.BeginFamily("gpuscale_store_history_deleted_rows_total", MetricType::kCounter,
+                "Decision and event rows deleted by the retention section, by reason (age, size).");
+  const std::pair<const char*, int64_t> deleted[] = {{"age", history_deleted_age_},
+                                                     {"size", history_deleted_size_}};
+  for (const auto& [reason, rows] : deleted) {
+    const std::vector<metrics::Label> labels = {{"reason", reason}};
+    w.AddValue(labels, static_cast<double>(rows));
+  }
   return w.Take();
 }
 

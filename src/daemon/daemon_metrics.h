@@ -11,7 +11,8 @@
 //   collect, services, persist, publish), gpuscale_scrapes_total (replica scrapes that
 //   ended), gpuscale_scrapes_in_flight (scrapes the last tick's collect phase left running
 //   past its cutoff), gpuscale_leases,
-//   gpuscale_store_errors_total.
+//   gpuscale_store_errors_total, gpuscale_store_history_deleted_rows_total{reason} (decision
+//   and event rows the `retention:` section deleted: reason "age" or "size").
 // Absent GPU readings are left out (never written as 0).
 //
 // Ownership: plain values. Thread-safety: none; the daemon guards it with its view mutex.
@@ -53,6 +54,10 @@ class DaemonMetrics {
   }
   // Store write failures so far (StoreHealth counts them; copied here before Render).
   void set_store_errors(int64_t total) { store_errors_ = total; }
+  void AddHistoryDeleted(int64_t by_age, int64_t by_size) {
+    history_deleted_age_ += by_age;
+    history_deleted_size_ += by_size;
+  }
   void ForgetService(const std::string& service);
   int64_t store_errors() const { return store_errors_; }
 
@@ -68,6 +73,8 @@ class DaemonMetrics {
   std::map<std::string, int64_t> decisions_;
   std::map<std::string, int64_t> scrape_errors_;
   int64_t store_errors_ = 0;
+  int64_t history_deleted_age_ = 0;
+  int64_t history_deleted_size_ = 0;
   int64_t scrapes_total_ = 0;
   size_t scrapes_in_flight_ = 0;
 };

@@ -81,6 +81,7 @@ Status Daemon::OpenState() {
   events_ = std::make_unique<EventLog>(store_->events(), store_health_);
   GS_RETURN_IF_ERROR(events_->Open());
   state_ = std::make_unique<StateWriter>(*store_, store_health_, options_.decision_heartbeat);
+  retention_ = std::make_unique<HistoryRetention>(*store_);
   // The state as it was at this start, for a restore after the database is damaged
   // (docs/operations.md). Without room for it the daemon still runs; the log says so.
   if (Status backup = store_->database().BackupTo(db_path + ".bak"); !backup) {

@@ -45,8 +45,8 @@ std::string FormatReloadReport(const ReloadReport& r) {
   return line;
 }
 
-// The sections read afresh where they are used: the PromQL server and the scrape cutoff
-// (under loop_mu_, which the tick holds while it collects), the task scheduler's tuning
+// The sections read afresh where they are used: the PromQL server, the scrape cutoff and the
+// retention (under loop_mu_, which the tick holds), the task scheduler's tuning
 // (TaskManager::Retune) and the loop interval (under mu_, which the loop holds to wait).
 std::vector<std::string> Daemon::ApplyLiveSections(const DaemonConfig& reread) {
   std::vector<std::string> applied;
@@ -60,6 +60,10 @@ std::vector<std::string> Daemon::ApplyLiveSections(const DaemonConfig& reread) {
     if (config_.scrape != reread.scrape) {
       config_.scrape = reread.scrape;  // read by the next tick's collect
       applied.push_back("scrape");
+    }
+    if (config_.retention != reread.retention) {
+      config_.retention = reread.retention;  // read by the next tick's persist phase
+      applied.push_back("retention");
     }
     if (config_.tasks != reread.tasks) {
       config_.tasks = reread.tasks;  // only OpenTasks reads it otherwise

@@ -162,14 +162,15 @@ policy:
   reread.loop_interval = Seconds{5};
   reread.tasks.max_head_skips = 1;
   reread.scrape.cutoff_ratio = 0.8;
+  reread.retention.max_bytes = int64_t{64} << 20;
   const ReloadReport report = daemon_->Reload(reread);
   EXPECT_THAT(report.applied_live,
-              ElementsAre("prometheus", "scrape", "tasks", "loop_interval_seconds"));
+              ElementsAre("prometheus", "scrape", "retention", "tasks", "loop_interval_seconds"));
   EXPECT_THAT(report.needs_restart, IsEmpty());
   EXPECT_THAT(report.unchanged, ElementsAre("q"));
   EXPECT_THAT(EventMessages("config_reloaded"),
               ElementsAre("created none; updated none; unchanged q; applied prometheus, scrape, "
-                          "tasks, loop_interval_seconds"));
+                          "retention, tasks, loop_interval_seconds"));
   Tick(2);
   view = daemon_->GetService("q");
   ASSERT_TRUE(view);

@@ -53,6 +53,20 @@ class DaemonTest : public DaemonFixture {
     return r ? *r : std::vector<orch::ReplicaInfo>{};
   }
 
+  // Rows of a history table ("decisions", "events"), read through a connection of its own.
+  int HistoryRows(const std::string& table) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(
+        sqlite3_open_v2((dir_ + "/state/gpuscale.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+        SQLITE_OK);
+    sqlite3_stmt* count = nullptr;
+    sqlite3_prepare_v2(db, ("SELECT count(*) FROM " + table).c_str(), -1, &count, nullptr);
+    sqlite3_step(count);
+    const int n = sqlite3_column_int(count, 0);
+    sqlite3_finalize(count);
+    sqlite3_close(db);
+    return n;
+  }
 };
 
 TEST_F(DaemonTest, FirstTickStartsMinReplicasAndMakesItReady) {
@@ -84,19 +98,7 @@ TEST_F(DaemonTest, SteadyServiceWritesDecisionsOnChangeAndHeartbeatOnly) {
   DaemonOptions options = QuietOptions();
   options.decision_heartbeat = Seconds{60};
   Open(Config(1, 1), options);
-  auto rows = [&] {
-    sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open_v2((dir_ + "/state/gpuscale.db").c_str(), &db, SQLITE_OPEN_READONLY,
-                              nullptr),
-              SQLITE_OK);
-    sqlite3_stmt* count = nullptr;
-    sqlite3_prepare_v2(db, "SELECT count(*) FROM decisions", -1, &count, nullptr);
-    sqlite3_step(count);
-    const int n = sqlite3_column_int(count, 0);
-    sqlite3_finalize(count);
-    sqlite3_close(db);
-    return n;
-  };
+  auto rows = [&] { return HistoryRows("decisions"); };
   Tick(3);  // start (desired 0 -> 1), running, ready: each a change
   const int started = rows();
   EXPECT_GE(started, 2);
@@ -104,6 +106,24 @@ TEST_F(DaemonTest, SteadyServiceWritesDecisionsOnChangeAndHeartbeatOnly) {
   EXPECT_EQ(rows(), started);
   Tick(15);  // past the 60 s heartbeat
   EXPECT_EQ(rows(), started + 1);
+}
+
+TEST_F(DaemonTest, HistoryPastTheRetentionAgeIsDeletedWithinTheHourAndCounted) {
+  DaemonConfig config = Config(1, 1);
+  config.retention.max_age = Seconds{600};
+  Open(config, QuietOptions());
+  Tick(3);
+  const int decisions = HistoryRows("decisions");
+  ASSERT_GT(decisions, 0);
+  ASSERT_GT(HistoryRows("events"), 0);
+  clock_.Advance(Seconds{3600});  // the rows are an hour old: past the age, and the check due
+  Tick();
+  EXPECT_LE(HistoryRows("decisions"), 1);  // at most this tick's
+  EXPECT_THAT(daemon_->MetricsText(),
+              HasSubstr("gpuscale_store_history_deleted_rows_total{reason=\"size\"} 0"));
+  EXPECT_EQ(
+      daemon_->MetricsText().find("gpuscale_store_history_deleted_rows_total{reason=\"age\"} 0"),
+      std::string::npos);
 }
 
 TEST_F(DaemonTest, FullStoreMakesTheDaemonNotReadyWhileReplicasKeepRunning) {

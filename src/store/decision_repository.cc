@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "store/history_rows.h"
 #include "store/tables.h"
 
 namespace gpuscale::store {
@@ -36,12 +37,14 @@ Result<std::vector<DecisionRow>> DecisionRepository::Recent(std::string_view ser
   }
 }
 
-Result<int64_t> DecisionRepository::DeleteBefore(Seconds before) {
+Result<int64_t> DecisionRepository::DeleteBefore(Seconds before, int64_t limit) {
   std::lock_guard<std::mutex> lock(db_.mu());
-  GS_ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("DELETE FROM decisions WHERE at < ?1"));
-  stmt.Bind(1, before.count());
-  GS_RETURN_IF_ERROR(stmt.Run());
-  return db_.Changes();
+  return DeleteOldestBefore(db_, kDecisions.name(), before, limit);
+}
+
+Result<std::optional<Seconds>> DecisionRepository::OldestAt() {
+  std::lock_guard<std::mutex> lock(db_.mu());
+  return store::OldestAt(db_, kDecisions.name());
 }
 
 }  // namespace gpuscale::store

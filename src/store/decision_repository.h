@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -24,8 +25,11 @@ class DecisionRepository {
   // The service's newest `limit` decisions, newest first. Errors: kInvalidArgument when
   // limit is not 1..10000.
   Result<std::vector<DecisionRow>> Recent(std::string_view service, int limit);
-  // Deletes decisions older than `before`; returns how many (retention).
-  Result<int64_t> DeleteBefore(Seconds before);
+  // Deletes, among the `limit` oldest decisions (by id), those older than `before`; returns
+  // how many (retention: call again while it returns `limit`).
+  Result<int64_t> DeleteBefore(Seconds before, int64_t limit);
+  // `at` of the oldest decision; nullopt when there is none.
+  Result<std::optional<Seconds>> OldestAt();
 
  private:
   Database& db_;

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "store/history_rows.h"
 #include "store/tables.h"
 
 namespace gpuscale::store {
@@ -52,12 +53,14 @@ Result<int64_t> EventRepository::LatestId() {
   return row ? stmt.ColumnInt64(0) : 0;
 }
 
-Result<int64_t> EventRepository::DeleteBefore(Seconds before) {
+Result<int64_t> EventRepository::DeleteBefore(Seconds before, int64_t limit) {
   std::lock_guard<std::mutex> lock(db_.mu());
-  GS_ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("DELETE FROM events WHERE at < ?1"));
-  stmt.Bind(1, before.count());
-  GS_RETURN_IF_ERROR(stmt.Run());
-  return db_.Changes();
+  return DeleteOldestBefore(db_, kEvents.name(), before, limit);
+}
+
+Result<std::optional<Seconds>> EventRepository::OldestAt() {
+  std::lock_guard<std::mutex> lock(db_.mu());
+  return store::OldestAt(db_, kEvents.name());
 }
 
 }  // namespace gpuscale::store

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/result.h"
@@ -27,8 +28,11 @@ class EventRepository {
   Result<std::vector<EventRow>> Query(const EventQuery& query);
   // Id of the newest event; 0 when there is none.
   Result<int64_t> LatestId();
-  // Deletes events older than `before`; returns how many (retention).
-  Result<int64_t> DeleteBefore(Seconds before);
+  // Deletes, among the `limit` oldest events (by id), those older than `before`; returns
+  // how many (retention: call again while it returns `limit`).
+  Result<int64_t> DeleteBefore(Seconds before, int64_t limit);
+  // `at` of the oldest event; nullopt when there is none.
+  Result<std::optional<Seconds>> OldestAt();
 
  private:
   Database& db_;

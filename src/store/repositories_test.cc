@@ -228,7 +228,38 @@ TEST_F(RepositoryTest, DecisionsNewestFirstWithLimit) {
   EXPECT_EQ((*recent)[1].desired_replicas, 2);
   EXPECT_EQ((*recent)[0].actions.size(), 2u);
   EXPECT_EQ(store_->decisions().Recent("chat", 0).error().field, "limit");
-  EXPECT_EQ(*store_->decisions().DeleteBefore(Seconds{25}), 3);
+  EXPECT_EQ(*store_->decisions().DeleteBefore(Seconds{25}, 100), 3);
+}
+
+// Retention reads and deletes the oldest rows by id, a bounded batch at a time
+// (daemon/history_retention.h); the used bytes fall as pages are freed for reuse.
+TEST_F(RepositoryTest, HistoryIsTrimmedOldestFirstInBoundedBatches) {
+  EXPECT_EQ(*store_->decisions().OldestAt(), std::nullopt);
+  EXPECT_EQ(*store_->events().OldestAt(), std::nullopt);
+  const int64_t empty_bytes = *store_->UsedBytes();
+  EXPECT_GT(empty_bytes, 0);
+  for (int i = 0; i < 2000; ++i) {
+    DecisionRow d;
+    d.service = "chat";
+    d.at = Seconds{100.0 + i};
+    d.policy = "target";
+    d.reason = std::string(200, 'r');
+    ASSERT_TRUE(store_->decisions().Append(d));
+    ASSERT_TRUE(store_->events().Append(EventRow{0, Seconds{100.0 + i}, "chat", "replica_started",
+                                                 "r", std::string(200, 'm'), ""}));
+  }
+  const int64_t full_bytes = *store_->UsedBytes();
+  EXPECT_GT(full_bytes, empty_bytes + 2 * 2000 * 200);
+  EXPECT_EQ(*store_->decisions().OldestAt(), Seconds{100});
+  // 1,500 rows are older than 1,600 s, but a call takes at most its batch of the oldest.
+  EXPECT_EQ(*store_->decisions().DeleteBefore(Seconds{1600}, 1000), 1000);
+  EXPECT_EQ(*store_->decisions().OldestAt(), Seconds{1100});
+  EXPECT_EQ(*store_->decisions().DeleteBefore(Seconds{1600}, 1000), 500);
+  EXPECT_EQ(*store_->decisions().DeleteBefore(Seconds{1600}, 1000), 0);
+  EXPECT_EQ(*store_->decisions().OldestAt(), Seconds{1600});
+  EXPECT_EQ(*store_->events().DeleteBefore(Seconds{1e9}, 5000), 2000);
+  EXPECT_EQ(*store_->events().OldestAt(), std::nullopt);
+  EXPECT_LT(*store_->UsedBytes(), full_bytes / 2);
 }
 
 TEST_F(RepositoryTest, EventsQueryByIdServiceAndKind) {
@@ -271,7 +302,7 @@ TEST_F(RepositoryTest, EventsQueryByIdServiceAndKind) {
   }
   EXPECT_EQ(store_->events().Query({0, "", "", 0}).error().field, "limit");
   EXPECT_EQ(store_->events().Append(EventRow{}).error().field, "kind");
-  EXPECT_EQ(*store_->events().DeleteBefore(Seconds{2}), 2);
+  EXPECT_EQ(*store_->events().DeleteBefore(Seconds{2}, 100), 2);
 }
 
 template <typename T>

@@ -26,6 +26,18 @@ Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& path, Se
   return std::unique_ptr<Store>(new Store(std::move(db), version));
 }
 
+Result<int64_t> Store::UsedBytes() {
+  std::lock_guard<std::mutex> lock(db_->mu());
+  // One statement for the three pragmas (table-valued pragma functions, SQLite >= 3.16).
+  GS_ASSIGN_OR_RETURN(Statement stmt,
+                      db_->Prepare("SELECT (SELECT page_count FROM pragma_page_count()) - "
+                                   "(SELECT freelist_count FROM pragma_freelist_count()), "
+                                   "(SELECT page_size FROM pragma_page_size())"));
+  GS_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return Internal("the page-count pragmas returned no row");
+  return stmt.ColumnInt64(0) * stmt.ColumnInt64(1);
+}
+
 Store::Store(std::unique_ptr<Database> db, int schema_version)
     : db_(std::move(db)),
       schema_version_(schema_version),

@@ -43,6 +43,10 @@ class Store {
   EventRepository& events() { return events_; }
   TaskRepository& tasks() { return tasks_; }
   Database& database() { return *db_; }
+  // Bytes in the database's pages that hold data: its pages less the free ones. Deleted rows'
+  // pages are reused by later writes, so the file stops growing once this stays under a cap
+  // (no VACUUM needed). Errors: those of Statement::Step.
+  Result<int64_t> UsedBytes();
   int schema_version() const { return schema_version_; }
 
  private:
