@@ -43,8 +43,23 @@ class FleetTickTest : public DaemonFixture {
     s.gpus_per_replica = 0;
     s.min_replicas = replicas;
     s.max_replicas = replicas;
+    // A policy that reads the replicas' scrapes: they are scraped every tick.
+    s.policy_yaml = PolicyReading("vllm:num_requests_waiting");
+    s.policy_family = "target";
     c.services.push_back(s);
     return c;
+  }
+
+  static std::string PolicyReading(const std::string& metric) {
+    return "family: target\ntarget:\n  metrics:\n    - {name: \"" + metric +
+           "\", average_value: 5}\n";
+  }
+
+  void StartFleet() {
+    Result<std::unique_ptr<emulator::FleetServer>> fleet =
+        emulator::FleetServer::Start(emulator::FleetOptions{});
+    ASSERT_TRUE(fleet.has_value()) << fleet.error().ToString();
+    fleet_ = std::move(*fleet);
   }
 
   // Each replica's outstanding requests as the daemon last scraped them.
@@ -75,10 +90,7 @@ class FleetTickTest : public DaemonFixture {
 };
 
 TEST_F(FleetTickTest, AStragglerNeitherHoldsTheTickNorStalesTheOtherReplicas) {
-  Result<std::unique_ptr<emulator::FleetServer>> fleet =
-      emulator::FleetServer::Start(emulator::FleetOptions{});
-  ASSERT_TRUE(fleet.has_value()) << fleet.error().ToString();
-  fleet_ = std::move(*fleet);
+  StartFleet();
   DaemonOptions options = QuietOptions();
   options.scrape_timeout = Seconds{60};
   options.probe_interval = Seconds{4};  // the settling loop's interval too
@@ -113,6 +125,36 @@ TEST_F(FleetTickTest, AStragglerNeitherHoldsTheTickNorStalesTheOtherReplicas) {
   const std::string text = daemon_->MetricsText();
   EXPECT_THAT(text, HasSubstr("gpuscale_scrapes_in_flight 1"));
   EXPECT_THAT(text, HasSubstr("gpuscale_scrapes_total 8")) << "the fast ones, four ticks";
+}
+
+// A service whose policy reads only what the gateway measures has its replicas scraped for
+// the API's view only: every scrape.view_only_interval, not every tick.
+TEST_F(FleetTickTest, ReplicasNoPolicyReadsAreScrapedOnlyEveryViewOnlyInterval) {
+  StartFleet();
+  DaemonConfig config = Config(2);
+  config.services[0].policy_yaml = PolicyReading("gateway:in_flight");
+  config.scrape.view_only_interval = Seconds{5};
+  Open(config, QuietOptions());
+  Tick();  // the replicas start on the fleet
+  ASSERT_EQ(fleet_->replica_count(), 2u);
+  ASSERT_TRUE(fleet_->SetLoad("svc-0", 3, 0).has_value());
+  Tick(5);  // the first scrape of the ready replicas comes within the interval
+  EXPECT_EQ(Outstanding().at("svc-0"), 3);
+  ASSERT_TRUE(fleet_->SetLoad("svc-0", 7, 0).has_value());
+  Tick();
+  EXPECT_EQ(Outstanding().at("svc-0"), 3) << "not due yet: the last scraped count stands";
+  Tick(5);
+  EXPECT_EQ(Outstanding().at("svc-0"), 7);
+  // Eleven ticks, two replicas: 22 scrapes had they been scraped every tick.
+  const std::string text = daemon_->MetricsText();
+  const size_t at = text.find("\ngpuscale_scrapes_total ");
+  ASSERT_NE(at, std::string::npos);
+  const int scrapes = std::stoi(text.substr(at + 24));
+  EXPECT_GE(scrapes, 4);
+  EXPECT_LE(scrapes, 6);
+  Result<ServiceView> view = daemon_->GetService("svc");
+  ASSERT_TRUE(view.has_value());
+  EXPECT_THAT(view->metric_errors, ::testing::IsEmpty()) << "kept values never turn stale";
 }
 
 }  // namespace

@@ -229,6 +229,12 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
   for (auto& [name, slot] : services_) {
     Observed::Range& range = observed.ranges[name];
     range.scrape_begin = observed.scrapes.size();
+    // A service whose policy reads none of its replicas' metrics (a gateway-fronted one
+    // scaling on what the door measured, say) has them scraped for the view only, every
+    // view_only_interval; draining replicas every tick, since their drain waits on the count.
+    const bool view_only = !slot->PolicyReadsReplicas();
+    const bool view_due = !view_only || now >= slot->next_view_scrape;
+    if (view_only && view_due) slot->next_view_scrape = now + config_.scrape.view_only_interval;
     for (orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
       const bool serving =
           r.phase == scale::ReplicaPhase::kReady || r.phase == scale::ReplicaPhase::kDraining;
@@ -236,6 +242,7 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
       ScrapeJob job;
       job.replica = r.id;
       job.url = fmt::format("http://{}:{}{}", r.host, r.port, slot->config.metrics_path);
+      job.due = view_due || r.phase == scale::ReplicaPhase::kDraining;
       observed.scrapes.push_back(std::move(job));
       range.replicas.push_back(std::move(r));
     }
@@ -354,6 +361,7 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
   // A drain ends when neither the replica (its scraped vLLM gauges) nor the gateway (its
   // exact count) has a request in flight: requests sent around the gateway count too.
   const OutstandingSink sink = [&orch, gw](const std::string& id, int outstanding) {
+    if (outstanding == kNotScraped && gw == nullptr) return;  // the last scraped count stands
     if (gw != nullptr) outstanding = std::max(outstanding, gw->InFlight(id));
     (void)orch.ReportOutstanding(id, outstanding);
   };

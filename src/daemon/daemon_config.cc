@@ -202,7 +202,8 @@ Status ParsePrometheus(const YAML::Node& n, PrometheusConfig& prometheus) {
 
 Status ParseScrape(const YAML::Node& n, ScrapeConfig& scrape) {
   if (!n.IsDefined()) return OkStatus();
-  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "scrape", {"cutoff_ratio", "stale_after_ticks"}));
+  GS_RETURN_IF_ERROR(CheckKnownKeys(
+      n, "scrape", {"cutoff_ratio", "stale_after_ticks", "view_only_interval_seconds"}));
   GS_ASSIGN_OR_RETURN(scrape.cutoff_ratio,
                       yaml::ReadDouble(n, "cutoff_ratio", "scrape", scrape.cutoff_ratio));
   if (!(scrape.cutoff_ratio > 0 && scrape.cutoff_ratio <= 1)) {
@@ -212,6 +213,15 @@ Status ParseScrape(const YAML::Node& n, ScrapeConfig& scrape) {
   }
   GS_ASSIGN_OR_RETURN(scrape.stale_after_ticks, ReadIntAtLeast(n, "stale_after_ticks", "scrape",
                                                                scrape.stale_after_ticks, 1));
+  GS_ASSIGN_OR_RETURN(scrape.view_only_interval,
+                      ReadDuration(n, "view_only_interval_seconds", "scrape",
+                                   scrape.view_only_interval, /*positive=*/true));
+  if (scrape.view_only_interval > Seconds{3600}) {
+    // An hour-old gauge in the API is no longer a reading.
+    return FieldError(
+        Child(n, "view_only_interval_seconds"), "scrape.view_only_interval_seconds",
+        fmt::format("expected at most 3600 seconds, got {:g}", scrape.view_only_interval.count()));
+  }
   return OkStatus();
 }
 

@@ -19,7 +19,7 @@
 //             "~/" is $HOME; default $XDG_STATE_HOME/gpuscale, else that)
 //   loop_interval_seconds: 15
 //   prometheus: {url: "http://127.0.0.1:9090", timeout_seconds: 5}   # optional, for PromQL
-//   scrape:   {cutoff_ratio: 0.5, stale_after_ticks: 3}
+//   scrape:   {cutoff_ratio: 0.5, stale_after_ticks: 3, view_only_interval_seconds: 5}
 //             (how long a tick waits for replica scrapes; ScrapeConfig below)
 //   retention: {max_age_days: 7, max_megabytes: 1024}
 //             (how much decision and event history the state database keeps; RetentionConfig)
@@ -121,6 +121,13 @@ struct ScrapeConfig {
   // reported stale (a metric error naming it) instead of keeping its last values; >= 1,
   // default 3.
   int stale_after_ticks = 3;
+  // `view_only_interval_seconds`: how often the ready replicas of a service whose policy
+  // reads none of their metrics (only the gateway's measurements, PromQL, or nothing) are
+  // scraped: their scrapes then feed only the API's per-replica gauges, so a gateway-fronted
+  // fleet is not scraped every tick for nothing. Draining replicas are scraped every tick
+  // (their drain waits on the count). In (0, 3600]; default 5; at most the loop interval =
+  // every tick.
+  Seconds view_only_interval{5};
 
   friend bool operator==(const ScrapeConfig&, const ScrapeConfig&) = default;
 };

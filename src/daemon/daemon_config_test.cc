@@ -89,7 +89,7 @@ api: {listen: "0.0.0.0:0", token: sekret, max_connections: 100, max_event_stream
 state_dir: /var/lib/gpuscale
 loop_interval_seconds: 2.5
 prometheus: {url: "http://prom:9090", timeout_seconds: 3}
-scrape: {cutoff_ratio: 0.25, stale_after_ticks: 5}
+scrape: {cutoff_ratio: 0.25, stale_after_ticks: 5, view_only_interval_seconds: 10}
 retention: {max_age_days: 1.5, max_megabytes: 200}
 )",
                                       "test");
@@ -111,6 +111,7 @@ retention: {max_age_days: 1.5, max_megabytes: 200}
   EXPECT_EQ(config->prometheus.timeout, Seconds{3});
   EXPECT_EQ(config->scrape.cutoff_ratio, 0.25);
   EXPECT_EQ(config->scrape.stale_after_ticks, 5);
+  EXPECT_EQ(config->scrape.view_only_interval, Seconds{10});
   EXPECT_EQ(config->retention.max_age, Seconds{1.5 * 86400});
   EXPECT_EQ(config->retention.max_bytes, int64_t{200} << 20);
 }
@@ -133,6 +134,7 @@ TEST(DaemonConfigTest, ScrapeSectionDefaultsToHalfTheIntervalAndThreeTicks) {
     ASSERT_TRUE(config) << yaml << ": " << ErrorText(config);
     EXPECT_EQ(config->scrape.cutoff_ratio, 0.5) << yaml;
     EXPECT_EQ(config->scrape.stale_after_ticks, 3) << yaml;
+    EXPECT_EQ(config->scrape.view_only_interval, Seconds{5}) << yaml;
   }
 }
 
@@ -218,7 +220,12 @@ const BadConfigCase kBadConfigs[] = {
     {"StaleZero", "scrape: {stale_after_ticks: 0}",
      "scrape.stale_after_ticks: expected an integer >= 1, got 0"},
     {"ScrapeUnknownKey", "scrape: {timeout_seconds: 1}",
-     "scrape.timeout_seconds: unknown field; accepted fields: cutoff_ratio, stale_after_ticks"},
+     "scrape.timeout_seconds: unknown field; accepted fields: cutoff_ratio, stale_after_ticks, "
+     "view_only_interval_seconds"},
+    {"ViewOnlyZero", "scrape: {view_only_interval_seconds: 0}",
+     "scrape.view_only_interval_seconds: expected a finite number of seconds > 0, got 0"},
+    {"ViewOnlyHours", "scrape:\n  view_only_interval_seconds: 7200",
+     "scrape.view_only_interval_seconds: expected at most 3600 seconds, got 7200 (line 2)"},
     {"RetentionNotMap", "retention: 7", "retention: expected a mapping"},
     {"RetentionUnknownKey", "retention: {max_age: 7}",
      "retention.max_age: unknown field; accepted fields: max_age_days, max_megabytes"},

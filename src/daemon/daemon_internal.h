@@ -49,6 +49,16 @@ struct Daemon::Slot {
   bool deleting = false;
   Seconds created_at{0};
   MetricErrorEvents metric_events;  // which metric-error events the log gets
+  // When the ready replicas are scraped next, while no policy of the service reads them
+  // (scrape.view_only_interval_seconds; Daemon::Collect).
+  Seconds next_view_scrape{0};
+  // Whether some runtime's policy reads the replicas' scrapes.
+  bool PolicyReadsReplicas() const {
+    for (const auto& runtime : runtimes) {
+      if (runtime->PolicyReadsReplicas()) return true;
+    }
+    return runtimes.empty();  // an orphan being stopped: as before, every tick
+  }
   // The spec last rendered for the API view and its YAML (ViewOf; the loop thread only).
   mutable std::optional<std::pair<ServiceConfig, std::string>> spec_yaml;
 };

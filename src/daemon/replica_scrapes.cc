@@ -24,7 +24,9 @@ void ReplicaScrapes::Collect(std::vector<ScrapeJob>& jobs, ScrapeRound round) {
     std::string key = fmt::format("{} {}", job.replica, job.url);
     Entry& entry = entries_[key];  // node-based: the reference outlives later insertions
     entry.wanted = true;
-    if (!entry.in_flight && !entry.landed) Start(key, entry, job.url);
+    if (!entry.in_flight && !entry.landed && (job.due || !entry.answered)) {
+      Start(key, entry, job.url);
+    }
     entries.push_back(&entry);
   }
   pool_.Run(round.cutoff, [this] { return waiting_ == 0; });
@@ -63,6 +65,7 @@ void ReplicaScrapes::Hand(Entry& entry, ScrapeJob& job, int stale_after_ticks) {
     job.result = std::move(*entry.landed);
     entry.landed.reset();
     entry.ticks_without = 0;
+    entry.answered = true;
     if (job.result) {
       entry.failure.reset();
     } else {
@@ -70,7 +73,8 @@ void ReplicaScrapes::Hand(Entry& entry, ScrapeJob& job, int stale_after_ticks) {
     }
     return;
   }
-  ++entry.ticks_without;
+  // Not due and not scraped: the last outcome is as old as the caller chose; it does not age.
+  if (entry.in_flight) ++entry.ticks_without;
   if (entry.failure) {
     // Repeated until a scrape succeeds: the replica's error does not flicker (and its
     // metrics_error event is not sent again) while the next scrape is in flight.

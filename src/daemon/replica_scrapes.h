@@ -11,6 +11,9 @@
 // progresses between ticks, but each scrape keeps its own deadline, so one left over ends at
 // the latest in the first Collect after its timeout.
 //
+// A job may be not `due`: the daemon scrapes replicas no policy reads less often. Then no
+// scrape starts (unless none has ever answered) and the last outcome stands without aging.
+//
 // Ownership: owns the pool (kept-alive connections) and each replica's bookkeeping, keyed by
 // replica id and URL (a replica restarted on another port is a new one). Thread-safety: one
 // caller (the control loop); in_flight() and connections_opened() from the same thread.
@@ -36,6 +39,11 @@ namespace gpuscale::daemon {
 struct ScrapeJob {
   std::string replica;  // its id ("svc-3"), for the staleness error and the bookkeeping
   std::string url;      // http://127.0.0.1:<port><metrics_path>
+  // false: no new scrape this tick unless the replica has never answered; its last outcome
+  // stands (kKept, or kCarried for a failure) and, with no scrape in flight, does not age
+  // towards staleness. For replicas whose scrapes only the API's view reads (the daemon's
+  // `scrape.view_only_interval_seconds`).
+  bool due = true;
   SampleKind kind = SampleKind::kNew;  // what `result` is (sample_kind.h)
   Result<metrics::Exposition> result = Unavailable("not scraped");
 };
@@ -75,7 +83,8 @@ class ReplicaScrapes {
     // Ended, not handed over yet.
     std::optional<Result<metrics::Exposition>> landed;
     std::optional<Error> failure;  // the last handed-over outcome, while it is an error
-    int ticks_without = 0;         // ticks since an outcome was handed over
+    int ticks_without = 0;         // ticks with a scrape in flight since an outcome was handed over
+    bool answered = false;         // some outcome was handed over
   };
 
   void Start(const std::string& key, Entry& entry, const std::string& url);

@@ -206,6 +206,43 @@ TEST(ReplicaScrapesTest, KeptValuesTurnStaleAndAFailureStandsUntilASuccess) {
   EXPECT_EQ(replica.requests(), 3) << "one scrape at a time";
 }
 
+// A job that is not due starts no scrape once the replica has answered: its last values (or
+// its failure) stand, without turning stale however many ticks pass; due again, it is
+// scraped again. One that has never answered is scraped all the same.
+TEST(ReplicaScrapesTest, NotDueJobsKeepTheLastOutcomeWithoutScrapingOrAging) {
+  ManualReplica replica;
+  ReplicaScrapes scrapes;
+  auto tick = [&](bool due) {
+    std::vector<ScrapeJob> jobs = {{"r", replica.Url()}};
+    jobs[0].due = due;
+    scrapes.Collect(jobs, Round());
+    return jobs[0];
+  };
+  EXPECT_EQ(tick(false).kind, SampleKind::kKept);  // never answered: scraped anyway
+  EXPECT_EQ(replica.requests(), 1);
+  replica.Answer(200, Body(6));
+  EXPECT_EQ(Waiting(tick(false)), 6);  // the answer lands; no new scrape starts
+  for (int i = 0; i < 10; ++i) {
+    const ScrapeJob kept = tick(false);
+    ASSERT_EQ(kept.kind, SampleKind::kKept) << "tick " << i << ": not stale, not scraped";
+  }
+  EXPECT_EQ(replica.requests(), 1);
+  EXPECT_EQ(scrapes.in_flight(), 0u);
+  // Due: scraped, and the usual staleness applies while that scrape is in flight.
+  EXPECT_EQ(tick(true).kind, SampleKind::kKept);
+  EXPECT_EQ(replica.requests(), 2);
+  replica.Answer(500, "no\n");
+  const ScrapeJob failed = tick(false);
+  ASSERT_EQ(failed.kind, SampleKind::kNew);
+  ASSERT_FALSE(failed.result.has_value());
+  for (int i = 0; i < 5; ++i) {
+    const ScrapeJob carried = tick(false);
+    ASSERT_EQ(carried.kind, SampleKind::kCarried);
+    EXPECT_EQ(carried.result.error().message, failed.result.error().message);
+  }
+  EXPECT_EQ(replica.requests(), 2);
+}
+
 // A replica no tick names any more is forgotten, its scrape in flight dropped when it ends;
 // a bad URL is an error in the tick, with no scrape.
 TEST(ReplicaScrapesTest, ForgottenReplicasAndBadUrls) {

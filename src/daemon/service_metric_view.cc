@@ -547,9 +547,16 @@ void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& re
   FillGateway(now, input);
 }
 
+bool ServiceMetricView::NeedsScrapes(std::string_view metric) const {
+  if (metric.starts_with(names::kGatewayPrefix)) return false;
+  const bool slo_ratio =
+      metric == names::kTtftViolationRatio || metric == names::kTpotViolationRatio;
+  return !(slo_ratio && slo_.source == SloSource::kGateway);
+}
+
 bool ServiceMetricView::FromScrapes(std::string_view metric,
                                     const scale::ScalingInput& input) const {
-  if (metric.starts_with("gateway:")) return false;
+  if (metric.starts_with(names::kGatewayPrefix)) return false;
   for (const auto& [name, reading] : KernelMetrics()) {
     if (name == metric) return false;
   }

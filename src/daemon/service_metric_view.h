@@ -120,6 +120,10 @@ class ServiceMetricView {
   // metric's source families (or the family of its own name): the counters and histograms
   // above only when a policy metric is computed from them. A scrape parsed with only these
   // (metrics::ParseOptions::only_families) gives the same inputs and errors.
+  // Whether `metric` may ever be read from the replicas' scrapes (false: the gateway's, or
+  // an SLO ratio the service reads from the gateway only). Kernel metrics count as scraped:
+  // simulated GPUs report what emulated replicas expose.
+  bool NeedsScrapes(std::string_view metric) const;
   static void AddReadFamilies(const std::vector<std::string>& policy_metrics,
                               std::set<std::string, std::less<>>& families);
 

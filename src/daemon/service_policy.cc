@@ -34,7 +34,7 @@ bool ComputedLocally(std::string_view name) {
   return name == mn::kSuccessRate30s || name == mn::kSuccessRate2m ||
          name == mn::kPromptTokensRate30s || name == mn::kGenerationTokensRate30s ||
          name == mn::kTtftViolationRatio || name == mn::kTpotViolationRatio ||
-         name == mn::kE2eOver5sRatio || name.starts_with("gateway:");
+         name == mn::kE2eOver5sRatio || name.starts_with(mn::kGatewayPrefix);
 }
 
 Status CheckRuleBounds(const store::RuleRow& row, const ServiceConfig& service,

@@ -110,8 +110,12 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
   for (const ReplicaObservation& r : observation.replicas) {
     seen.push_back(r.id);
     if (r.sample == SampleKind::kKept) {
-      // Its scrape is in flight: the view's latest values of it stand (none yet: left out).
-      if (r.ready) add_ready(r);
+      // Its scrape is in flight, or not due: the view's latest values of it stand (none yet:
+      // left out).
+      if (r.ready) {
+        add_ready(r);
+        if (sink) sink(r.id, kNotScraped);
+      }
       continue;
     }
     if (!r.exposition) {
@@ -228,6 +232,11 @@ std::vector<PromQuery> ServiceRuntime::PromQueries() const {
 }
 
 std::string_view ServiceRuntime::policy_family() const { return policy_->Family(); }
+
+bool ServiceRuntime::PolicyReadsReplicas() const {
+  return std::any_of(scraped_metrics_.begin(), scraped_metrics_.end(),
+                     [this](const std::string& m) { return view_.NeedsScrapes(m); });
+}
 
 void ServiceRuntime::AddScrapedFamilies(std::set<std::string, std::less<>>& families) const {
   ServiceMetricView::AddReadFamilies(metric_names_, families);

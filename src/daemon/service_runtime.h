@@ -82,7 +82,10 @@ struct ServiceTickResult {
   std::optional<GatewayFigures> gateway;   // what the gateway measured (nullopt: nothing)
 };
 
-// Called with each scraped replica's in-flight request count before the controller runs.
+// Called with each scraped replica's in-flight request count before the controller runs, and
+// with kNotScraped for a ready replica with no new scrape this tick (the daemon then reports
+// the gateway's exact count, when there is a gateway).
+inline constexpr int kNotScraped = -1;
 using OutstandingSink = std::function<void(const std::string& replica, int outstanding)>;
 
 class ServiceRuntime {
@@ -113,6 +116,9 @@ class ServiceRuntime {
 
   // Queries the current policy needs from a Prometheus server.
   std::vector<PromQuery> PromQueries() const;
+  // Whether the policy reads a metric of the replicas' scrapes (false: only the gateway's
+  // measurements, PromQL, or nothing; the scrapes then feed the view and the drains only).
+  bool PolicyReadsReplicas() const;
 
   const ServiceConfig& config() const { return config_; }
   std::string_view policy_family() const;

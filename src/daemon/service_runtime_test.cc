@@ -125,6 +125,34 @@ TEST(ServiceRuntimeSloTest, ViolationRatioUsesTheServicesSloTargets) {
   }
 }
 
+// The daemon scrapes a service's replicas every tick only while its policy reads them.
+TEST_F(ServiceRuntimeTest, PolicyReadsReplicasUnlessItReadsOnlyTheGatewayOrNothing) {
+  struct Case {
+    std::vector<std::string> metrics;
+    SloSource slo_source;
+    bool reads;
+  };
+  const Case cases[] = {
+      {{}, SloSource::kAuto, false},
+      {{"gateway:request_rate:30s", "gateway:in_flight"}, SloSource::kAuto, false},
+      {{"vllm:num_requests_waiting"}, SloSource::kAuto, true},
+      {{"gateway:in_flight", "vllm:num_requests_running"}, SloSource::kAuto, true},
+      {{"slo:ttft_violation_ratio:1m"}, SloSource::kGateway, false},
+      {{"slo:ttft_violation_ratio:1m"}, SloSource::kAuto, true},  // replicas' until traffic
+      {{"slo:tpot_violation_ratio:1m"}, SloSource::kReplicas, true},
+      {{"gpu_utilization"}, SloSource::kAuto, true},  // simulated GPUs read emulated replicas
+  };
+  for (const Case& c : cases) {
+    ServiceConfig config = Service(1, 4);
+    config.slo.source = c.slo_source;
+    auto policy = std::make_unique<testing::ScriptedPolicy>(1, 4);
+    policy->metric_names = c.metrics;
+    ServiceRuntime runtime(config, std::move(policy), orch_);
+    EXPECT_EQ(runtime.PolicyReadsReplicas(), c.reads)
+        << ::testing::PrintToString(c.metrics) << " slo source " << static_cast<int>(c.slo_source);
+  }
+}
+
 TEST_F(ServiceRuntimeTest, FailedScrapeIsAMetricErrorForThePolicy) {
   policy_->desired = 1;
   runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
@@ -156,7 +184,9 @@ TEST_F(ServiceRuntimeTest, InFlightScrapeKeepsTheLastValuesAndACarriedErrorIsNot
   EXPECT_FALSE(kept.metrics_error);
   EXPECT_THAT(kept.metrics.at("vllm:num_requests_waiting").per_replica,
               ::testing::UnorderedElementsAre(3, 7));
-  EXPECT_EQ(outstanding_.size(), 1u) << "nothing new to report of the replica in flight";
+  ASSERT_EQ(outstanding_.size(), 2u);
+  EXPECT_EQ(outstanding_.at(obs.replicas[1].id), kNotScraped)
+      << "nothing new scraped of the replica in flight (the daemon asks the gateway)";
 
   obs = Observe(3, Seconds{3});
   obs.replicas[1].exposition = Unavailable("replica chat-1: metrics stale: ...");

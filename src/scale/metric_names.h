@@ -45,6 +45,7 @@ inline constexpr std::string_view kE2eOver5sRatio =
 // Service values measured by the daemon's gateway (MetricSource::kGateway): what clients saw,
 // queueing at the door and the network included, for every request the gateway routed.
 // Rates and ratios over the window in the name; gauges are the values now.
+inline constexpr std::string_view kGatewayPrefix = "gateway:";  // every name below starts so
 inline constexpr std::string_view kGatewayRequestRate30s = "gateway:request_rate:30s";
 inline constexpr std::string_view kGatewayErrorRatio1m = "gateway:error_ratio:1m";
 inline constexpr std::string_view kGatewayTtftP50 = "gateway:ttft_seconds:p50:1m";
