@@ -267,15 +267,16 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
   CollectorOptions options;
   options.scrape.families = std::move(families);
   options.scrape.timeout = options_.scrape_timeout;
-  // A straggler does not hold the tick: what has not answered by the cutoff is carried over.
+  // A straggler (scrape or query) does not hold the tick: what has not answered by the
+  // cutoff is carried over.
   options.scrape.cutoff = std::chrono::steady_clock::now() +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               LoopInterval() * config_.scrape.cutoff_ratio);
   options.scrape.stale_after_ticks = config_.scrape.stale_after_ticks;
   options.prometheus_url = config_.prometheus.url;
   options.query_timeout = config_.prometheus.timeout;
-  options.max_threads = options_.collector_threads;
-  daemon::Collect(observed.scrapes, observed.queries, std::move(options), *scrapes_);
+  daemon::Collect(observed.scrapes, observed.queries, std::move(options), *scrapes_,
+                  *prom_queries_);
   return observed;
 }
 
@@ -432,9 +433,11 @@ void Daemon::Tick() {
   end_phase("publish");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const size_t queries_in_flight = prom_queries_->in_flight();  // its own lock, not under mu_
   MutexLock lock(mu_);
   metrics_.ObserveLoop(seconds);
   metrics_.set_scrapes(scrapes_->ended(), scrapes_->in_flight());
+  metrics_.set_prom_queries_in_flight(queries_in_flight);
   for (const auto& [phase, phase_seconds] : phases) metrics_.AddLoopPhase(phase, phase_seconds);
   first_tick_done_ = true;
 }

@@ -14,7 +14,7 @@
 //
 // One Tick(): apply queued API changes; per service, orchestrator Poll; scrape every ready or
 // draining replica and run the policies' PromQL queries (all services in parallel,
-// metric_collector.h; a scrape still in flight at the `scrape:` cutoff goes on into the next
+// metric_collector.h; a scrape or query left at the `scrape:` cutoff goes on into the next
 // tick, replica_scrapes.h); ServiceRuntime::Tick (metrics -> policy or manual override ->
 // reconcile); persist replicas and leases when they changed, the decision when the desired,
 // current or ready count or the actions changed, or DaemonOptions::decision_heartbeat after
@@ -59,6 +59,7 @@
 #include "daemon/daemon_metrics.h"
 #include "daemon/event_log.h"
 #include "daemon/history_retention.h"
+#include "daemon/prom_queries.h"
 #include "daemon/replica_scrapes.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
@@ -283,6 +284,11 @@ class Daemon final : public DaemonApi {
   // Every tick's replica scrapes, over connections kept from one tick to the next; a scrape
   // may outlast its tick (loop thread only, under loop_mu_).
   std::unique_ptr<ReplicaScrapes> scrapes_ = std::make_unique<ReplicaScrapes>();
+  // Every tick's PromQL queries on a worker pool; a query may outlast its tick (Collect
+  // under loop_mu_). Its destruction waits for the queries running then (each bounded by
+  // prometheus.timeout_seconds).
+  std::unique_ptr<PromQueries> prom_queries_ =
+      std::make_unique<PromQueries>(options_.collector_threads);
   std::unique_ptr<gpu::Monitor> monitor_;
   alloc::LeaseLedger ledger_;
   // Some replica is starting, restarting, draining or stopping (set by PublishViews): the

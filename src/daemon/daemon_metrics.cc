@@ -139,6 +139,10 @@ std::string DaemonMetrics::Render(const gpu::GpuSnapshot* gpus, const gpu::Score
                 "Replica scrapes still in flight when the last tick's collect phase reached its "
                 "cutoff (carried to the next tick).");
   w.AddValue({}, static_cast<double>(scrapes_in_flight_));
+  w.BeginFamily("gpuscale_prom_queries_in_flight", MetricType::kGauge,
+                "PromQL queries still running or queued when the last tick's collect phase "
+                "reached its cutoff (answering a later tick).");
+  w.AddValue({}, static_cast<double>(prom_queries_in_flight_));
   w.BeginFamily("gpuscale_leases", MetricType::kGauge, "GPU leases held by replicas.");
   w.AddValue({}, static_cast<double>(leases));
   w.BeginFamily("gpuscale_store_errors_total", MetricType::kCounter,

@@ -10,7 +10,8 @@
 //   gpuscale_control_loop_phase_seconds_total{phase} (where the ticks' time went: probe,
 //   collect, services, persist, publish), gpuscale_scrapes_total (replica scrapes that
 //   ended), gpuscale_scrapes_in_flight (scrapes the last tick's collect phase left running
-//   past its cutoff), gpuscale_leases,
+//   past its cutoff), gpuscale_prom_queries_in_flight (PromQL queries it left running or
+//   queued), gpuscale_leases,
 //   gpuscale_store_errors_total, gpuscale_store_history_deleted_rows_total{reason} (decision
 //   and event rows the `retention:` section deleted: reason "age" or "size").
 // Absent GPU readings are left out (never written as 0).
@@ -52,6 +53,7 @@ class DaemonMetrics {
     scrapes_total_ = ended;
     scrapes_in_flight_ = in_flight;
   }
+  void set_prom_queries_in_flight(size_t in_flight) { prom_queries_in_flight_ = in_flight; }
   // Store write failures so far (StoreHealth counts them; copied here before Render).
   void set_store_errors(int64_t total) { store_errors_ = total; }
   void AddHistoryDeleted(int64_t by_age, int64_t by_size) {
@@ -77,6 +79,7 @@ class DaemonMetrics {
   int64_t history_deleted_size_ = 0;
   int64_t scrapes_total_ = 0;
   size_t scrapes_in_flight_ = 0;
+  size_t prom_queries_in_flight_ = 0;
 };
 
 }  // namespace gpuscale::daemon

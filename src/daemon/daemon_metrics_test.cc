@@ -35,6 +35,7 @@ TEST(DaemonMetricsTest, RendersGpuServiceAndLoopFamiliesThatParseBack) {
   m.AddLoopPhase("collect", 0.5);
   m.AddLoopPhase("collect", 0.25);
   m.AddLoopPhase("services", 0.125);
+  m.set_prom_queries_in_flight(4);
   ServiceGauges s{"chat", 1, 0, 2, 0, 3};
   const std::string text = m.Render(&snapshot, {}, {s}, 2);
 
@@ -56,6 +57,7 @@ TEST(DaemonMetricsTest, RendersGpuServiceAndLoopFamiliesThatParseBack) {
   EXPECT_THAT(text, HasSubstr("gpuscale_control_loop_duration_seconds_bucket{le=\"0.025\"} 1"));
   EXPECT_THAT(text, HasSubstr("gpuscale_control_loop_duration_seconds_count 2"));
   EXPECT_THAT(text, HasSubstr("gpuscale_leases 2"));
+  EXPECT_THAT(text, HasSubstr("gpuscale_prom_queries_in_flight 4"));
   EXPECT_THAT(text, HasSubstr("# TYPE gpuscale_control_loop_phase_seconds_total counter"));
   EXPECT_THAT(text, HasSubstr("gpuscale_control_loop_phase_seconds_total{phase=\"collect\"} 0.75"));
   EXPECT_THAT(text,

@@ -1,11 +1,9 @@
-// Parallel scrapes and PromQL queries for one control tick (metric_collector.h).
+// Scrapes and PromQL queries for one control tick (metric_collector.h).
 #include "daemon/metric_collector.h"
 
 #include <algorithm>
 #include <atomic>
 #include <thread>
-
-#include "scrape/prometheus_query.h"
 
 namespace gpuscale::daemon {
 
@@ -24,27 +22,16 @@ void RunParallel(size_t count, size_t max_threads, const std::function<void(size
 }
 
 void Collect(std::vector<ScrapeJob>& scrapes, std::vector<QueryJob>& queries,
-             CollectorOptions options, ReplicaScrapes& replica_scrapes) {
-  metrics::PrometheusQueryOptions query;
-  query.timeout = options.query_timeout;
-  auto run_queries = [&] {
-    RunParallel(queries.size(), options.max_threads, [&](size_t i) {
-      QueryJob& q = queries[i];
-      if (options.prometheus_url.empty()) {
-        q.result = FailedPrecondition(
-            "the policy reads this metric from Prometheus, but the daemon config sets no "
-            "prometheus.url",
-            "prometheus.url");
-        return;
-      }
-      q.result = metrics::QueryPrometheus(options.prometheus_url, q.promql, query);
-    });
-  };
-  // The queries beside the scrapes, not after them: a tick waits for the slower of the two.
-  std::thread querying;
-  if (!queries.empty()) querying = std::thread(run_queries);
+             CollectorOptions options, ReplicaScrapes& replica_scrapes, PromQueries& prom_queries) {
+  QueryRound round;
+  round.url = std::move(options.prometheus_url);
+  round.timeout = options.query_timeout;
+  round.cutoff = options.scrape.cutoff;
+  round.stale_after_ticks = options.scrape.stale_after_ticks;
+  // The queries beside the scrapes, not after them: both end by the same cutoff.
+  prom_queries.Begin(queries, std::move(round));
   replica_scrapes.Collect(scrapes, std::move(options.scrape));
-  if (querying.joinable()) querying.join();
+  prom_queries.End(queries);
 }
 
 }  // namespace gpuscale::daemon
