@@ -71,7 +71,7 @@ void PromQueries::End(std::vector<QueryJob>& jobs) {
   }
   tick_entries_.clear();
   // A forgotten query in flight is dropped when it ends or leaves the queue (Landed, Work).
-  std::erase_if(entries_, [](const auto& e) { return !e.second.wanted && !e.second.in_flight; });
+  ForgetUnwanted(entries_);
 }
 
 size_t PromQueries::in_flight() const {
@@ -133,16 +133,7 @@ void PromQueries::Landed(const std::string& key, Result<double> result) {
   ++ended_;
   --running_;
   landed_cv_.NotifyAll();
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return;  // not reachable: entries in flight are kept
-  Entry& entry = it->second;
-  entry.in_flight = false;
-  if (entry.tick == tick_) --waiting_;
-  if (!entry.wanted) {
-    entries_.erase(it);
-    return;
-  }
-  entry.landed = std::move(result);
+  LandCarried(entries_, key, std::move(result), tick_, waiting_);
 }
 
 void PromQueries::Hand(Entry& entry, QueryJob& job) const {

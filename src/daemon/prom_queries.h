@@ -35,6 +35,7 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "core/result.h"
+#include "daemon/carried_request.h"
 #include "scrape/prometheus_query.h"
 
 namespace gpuscale::daemon {
@@ -83,13 +84,9 @@ class PromQueries {
   int64_t ended() const;
 
  private:
-  struct Entry {
-    bool wanted = true;                    // asked for by the current tick's jobs
-    bool in_flight = false;                // queued or running, not ended
-    uint64_t tick = 0;                     // the tick that started it
-    std::optional<Result<double>> landed;  // ended, not handed over yet
-    std::optional<Result<double>> last;    // the last handed-over answer
-    int ticks_without = 0;                 // ticks since an answer was handed over
+  struct Entry : CarriedRequest<Result<double>> {
+    std::optional<Result<double>> last;  // the last handed-over answer
+    int ticks_without = 0;               // ticks since an answer was handed over
   };
   struct Task {
     std::string key, url, promql;

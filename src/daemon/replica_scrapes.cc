@@ -33,7 +33,7 @@ void ReplicaScrapes::Collect(std::vector<ScrapeJob>& jobs, ScrapeRound round) {
   const int stale_after = std::max(round.stale_after_ticks, 1);
   for (size_t i = 0; i < jobs.size(); ++i) Hand(*entries[i], jobs[i], stale_after);
   // A forgotten replica's scrape in flight is dropped when it ends (Landed).
-  std::erase_if(entries_, [](const auto& e) { return !e.second.wanted && !e.second.in_flight; });
+  ForgetUnwanted(entries_);
 }
 
 void ReplicaScrapes::Start(const std::string& key, Entry& entry, const std::string& url) {
@@ -47,16 +47,7 @@ void ReplicaScrapes::Start(const std::string& key, Entry& entry, const std::stri
 
 void ReplicaScrapes::Landed(const std::string& key, Result<metrics::Exposition> result) {
   ++ended_;
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return;  // not reachable: entries in flight are kept
-  Entry& entry = it->second;
-  entry.in_flight = false;
-  if (entry.tick == tick_) --waiting_;
-  if (!entry.wanted) {
-    entries_.erase(it);
-    return;
-  }
-  entry.landed = std::move(result);
+  LandCarried(entries_, key, std::move(result), tick_, waiting_);
 }
 
 void ReplicaScrapes::Hand(Entry& entry, ScrapeJob& job, int stale_after_ticks) {

@@ -30,6 +30,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "daemon/carried_request.h"
 #include "daemon/sample_kind.h"
 #include "metrics/prometheus_text_parser.h"
 #include "scrape/scraper.h"
@@ -76,12 +77,7 @@ class ReplicaScrapes {
   int64_t connections_opened() const { return pool_.connections_opened(); }
 
  private:
-  struct Entry {
-    bool wanted = true;      // named by the current tick's jobs
-    bool in_flight = false;  // a scrape was submitted and has not ended
-    uint64_t tick = 0;       // the tick that submitted it
-    // Ended, not handed over yet.
-    std::optional<Result<metrics::Exposition>> landed;
+  struct Entry : CarriedRequest<Result<metrics::Exposition>> {
     std::optional<Error> failure;  // the last handed-over outcome, while it is an error
     int ticks_without = 0;         // ticks with a scrape in flight since an outcome was handed over
     bool answered = false;         // some outcome was handed over

@@ -556,15 +556,14 @@ bool ServiceMetricView::NeedsScrapes(std::string_view metric) const {
 
 bool ServiceMetricView::FromScrapes(std::string_view metric,
                                     const scale::ScalingInput& input) const {
-  if (metric.starts_with(names::kGatewayPrefix)) return false;
+  if (!NeedsScrapes(metric)) return false;  // the gateway's, or an SLO ratio read from it only
   for (const auto& [name, reading] : KernelMetrics()) {
     if (name == metric) return false;
   }
   if (metric == names::kTtftViolationRatio || metric == names::kTpotViolationRatio) {
+    // Read from the gateway this tick (slo.source auto while it has traffic)?
     const auto it = input.metrics.find(std::string(metric));
-    const bool from_gateway =
-        it != input.metrics.end() && it->second.source == scale::MetricSource::kGateway;
-    return !from_gateway && slo_.source != SloSource::kGateway;
+    return it == input.metrics.end() || it->second.source != scale::MetricSource::kGateway;
   }
   return true;
 }
