@@ -426,6 +426,7 @@ void Daemon::Tick() {
   PersistLeases();
   events_->Append(events);
   TrimHistory(now);
+  memory_trim_.Run(now);
   end_phase("persist");
   ++tick_count_;
   PublishViews(now);

@@ -59,6 +59,7 @@
 #include "daemon/daemon_metrics.h"
 #include "daemon/event_log.h"
 #include "daemon/history_retention.h"
+#include "daemon/memory_trim.h"
 #include "daemon/prom_queries.h"
 #include "daemon/replica_scrapes.h"
 #include "daemon/service_metric_view.h"
@@ -315,6 +316,7 @@ class Daemon final : public DaemonApi {
   int64_t tick_count_ GS_GUARDED_BY(loop_mu_) = 0;
   // Trims decisions and events by the config's `retention:` (over store_; set by Open).
   std::unique_ptr<HistoryRetention> retention_ GS_GUARDED_BY(loop_mu_);
+  MemoryTrim memory_trim_ GS_GUARDED_BY(loop_mu_);
 
   // What API threads read and queue: held briefly, never across I/O.
   mutable Mutex mu_;
