@@ -292,6 +292,15 @@ TEST_P(SlurmDaemonTest, RestartedDaemonCancelsJobsOfAServiceDeletedWhileSlurmWas
         return applied.body["events"].size() == 1;
       },
       std::chrono::seconds(60)));
+  // The cancels run on the service's own thread, after the delete is applied: kill the
+  // daemon once both have come back refused, or one still waiting on the controller could
+  // land after it restarts and leave nothing for the next daemon to do.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        HttpReply failed = Events("service=x&kind=replica_stop_failed");
+        return failed.status == 200 && failed.body["events"].size() == 2;
+      },
+      std::chrono::seconds(60)));
   daemon_.Kill(SIGKILL);
   ASSERT_TRUE(StartController());
   ASSERT_EQ(LiveJobs(), jobs);  // nobody cancelled them

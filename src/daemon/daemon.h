@@ -72,6 +72,7 @@
 #include "gpumon/monitor.h"
 #include "gpumon/simulated_load.h"
 #include "orch/local_process_orchestrator.h"
+#include "orch/serial_calls.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {
@@ -95,6 +96,10 @@ struct DaemonOptions {
   // exact in-flight count and the replica's scraped one are 0; requests waiting in its
   // activator queue wake the loop at once and hold a service at zero at one replica.
   std::shared_ptr<gateway::GatewayState> gateway;
+  // Where engines with a remote controller (Slurm, a fleet) make their calls: on a thread of
+  // each service's own, so a slow controller never holds the tick (orch/serial_calls.h), or
+  // inline in the tick, for tests that step a fake clock and expect each tick's calls done.
+  orch::SerialCalls::Mode engine_calls = orch::SerialCalls::Mode::kThread;
 };
 
 // What Daemon::Reload did; service names in the file's order.

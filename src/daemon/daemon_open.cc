@@ -153,7 +153,7 @@ Result<std::unique_ptr<orch::ServiceOrchestrator>> Daemon::MakeOrchestrator(
     fleet.readiness_path = service.readiness_path;
     fleet.max_replicas = service.max_replicas;
     GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::FleetOrchestrator> orchestrator,
-                        orch::FleetOrchestrator::Create(std::move(fleet)));
+                        orch::FleetOrchestrator::Create(std::move(fleet), options_.engine_calls));
     return std::unique_ptr<orch::ServiceOrchestrator>(std::move(orchestrator));
   }
   if (service.engine == "slurm") {
@@ -162,6 +162,7 @@ Result<std::unique_ptr<orch::ServiceOrchestrator>> Daemon::MakeOrchestrator(
     o.probe_interval = options_.probe_interval;
     o.restart_backoff_initial = options_.restart_backoff_initial;
     o.restart_backoff_max = options_.restart_backoff_max;
+    o.calls = options_.engine_calls;
     GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::SlurmOrchestrator> slurm,
                         MakeSlurmOrchestrator(service, o));
     return std::unique_ptr<orch::ServiceOrchestrator>(std::move(slurm));

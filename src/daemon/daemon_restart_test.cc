@@ -84,6 +84,7 @@ class DaemonRestartTest : public DaemonFixture {
     auto created = daemon_->CreateService(SlurmService(2));
     EXPECT_TRUE(created) << created.error().ToString();
     Tick();
+    Tick();  // the sbatch answers are applied (and the job ids stored) by the next tick
     const std::set<std::string> jobs = slurm_->Jobs("PENDING");
     EXPECT_EQ(jobs.size(), 2u);
     return jobs;

@@ -72,7 +72,7 @@ Result<std::unique_ptr<orch::SlurmOrchestrator>> MakeSlurmOrchestrator(
     transport = std::make_unique<orch::SlurmCliTransport>(std::move(cli));
   }
   return orch::SlurmOrchestrator::Create(SlurmOrchestratorConfigFor(service, options),
-                                         std::move(transport));
+                                         std::move(transport), {}, options.calls);
 }
 
 }  // namespace gpuscale::daemon

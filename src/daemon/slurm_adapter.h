@@ -20,6 +20,7 @@ struct SlurmAdapterOptions {
   Seconds probe_interval{1};
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};
+  orch::SerialCalls::Mode calls = orch::SerialCalls::Mode::kThread;  // DaemonOptions::engine_calls
 };
 
 // The orchestrator's config for `service` (engine: slurm).

@@ -32,7 +32,8 @@ std::string Failure(const httplib::Result& res, std::string_view what) {
 
 }  // namespace
 
-Result<std::unique_ptr<FleetOrchestrator>> FleetOrchestrator::Create(FleetConfig config) {
+Result<std::unique_ptr<FleetOrchestrator>> FleetOrchestrator::Create(FleetConfig config,
+                                                                     SerialCalls::Mode calls) {
   if (config.service.empty()) return InvalidArgument("expected a service name", "service");
   constexpr std::string_view kScheme = "http://";
   std::string_view rest = config.url;
@@ -50,36 +51,63 @@ Result<std::unique_ptr<FleetOrchestrator>> FleetOrchestrator::Create(FleetConfig
   }
   std::string host(rest.substr(kScheme.size(), colon - kScheme.size()));
   return std::unique_ptr<FleetOrchestrator>(
-      new FleetOrchestrator(std::move(config), std::move(host), port));
+      new FleetOrchestrator(std::move(config), std::move(host), port, calls));
 }
 
-FleetOrchestrator::FleetOrchestrator(FleetConfig config, std::string host, int port)
+FleetOrchestrator::FleetOrchestrator(FleetConfig config, std::string host, int port,
+                                     SerialCalls::Mode calls)
     : config_(std::move(config)),
       host_(std::move(host)),
       port_(port),
-      book_(ReplicaBookConfig{config_.service, config_.drain_grace}) {}
+      book_(ReplicaBookConfig{config_.service, config_.drain_grace}),
+      calls_(calls) {}
+
+FleetOrchestrator::Record* FleetOrchestrator::FindAny(const std::string& id) {
+  for (Record& r : book_.records()) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
 
 std::vector<scale::ReplicaStatus> FleetOrchestrator::ListReplicas() const {
   return book_.ListReplicas();
 }
 
-void FleetOrchestrator::Open(Record& r, Seconds now) {
-  httplib::Client client = Client(host_, port_, config_.timeout);
-  const httplib::Result res =
-      client.Post("/replicas", json{{"id", r.id}}.dump(), "application/json");
-  const json body = res && res->status == 200
-                        ? json::parse(res->body, nullptr, /*allow_exceptions=*/false)
-                        : json();
-  if (!body.is_object() || !body.contains("port") || !body["port"].is_number_integer()) {
-    r.last_error = Failure(res, "a new replica");
+void FleetOrchestrator::Open(Record& r) {
+  if (r.opening) return;
+  r.opening = true;
+  calls_.Post([this, id = r.id]() -> SerialCalls::Apply {
+    httplib::Client client = Client(host_, port_, config_.timeout);
+    const httplib::Result res =
+        client.Post("/replicas", json{{"id", id}}.dump(), "application/json");
+    const json body = res && res->status == 200
+                          ? json::parse(res->body, nullptr, /*allow_exceptions=*/false)
+                          : json();
+    Result<int> port = body.is_object() && body.contains("port") && body["port"].is_number_integer()
+                           ? Result<int>(body["port"].get<int>())
+                           : Unavailable(Failure(res, "a new replica"));
+    return [this, id, port = std::move(port)](Seconds at) { ApplyOpen(id, port, at); };
+  });
+}
+
+void FleetOrchestrator::ApplyOpen(const std::string& id, Result<int> port, Seconds now) {
+  Record* r = FindAny(id);
+  if (r == nullptr) return;  // stopped meanwhile: its DELETE was posted after this POST
+  r->opening = false;
+  if (!port) {
+    // Said once per reason, not every retry.
+    if (r->last_error != port.error().message) {
+      book_.Emit(now, r->id, "replica_pending", port.error().message);
+    }
+    r->last_error = port.error().message;
     return;
   }
-  r.port = body["port"].get<int>();
-  r.started_at = now;
-  r.next_probe_at = now;
-  r.last_error.clear();
-  ReplicaBookBase::SetPhase(r, scale::ReplicaPhase::kStarting, now);
-  book_.Emit(now, r.id, "replica_started", fmt::format("on the fleet at {}:{}", host_, r.port));
+  r->port = *port;
+  r->started_at = now;
+  r->next_probe_at = now;
+  r->last_error.clear();
+  ReplicaBookBase::SetPhase(*r, scale::ReplicaPhase::kStarting, now);
+  book_.Emit(now, r->id, "replica_started", fmt::format("on the fleet at {}:{}", host_, r->port));
 }
 
 Result<scale::ReplicaStatus> FleetOrchestrator::Start(Seconds now) {
@@ -89,18 +117,15 @@ Result<scale::ReplicaStatus> FleetOrchestrator::Start(Seconds now) {
   r.id = book_.NextId();
   r.phase_since = now;
   Record& added = book_.Add(std::move(r));
-  Open(added, now);
-  if (added.phase == scale::ReplicaPhase::kPending) {
-    book_.Emit(now, added.id, "replica_pending", added.last_error);
-  }
+  Open(added);
   return book_.StatusOf(added);
 }
 
 Status FleetOrchestrator::Place(const std::string& id, Seconds now) {
   GS_ASSIGN_OR_RETURN(Record* r, book_.GetPending(id, now));
-  Open(*r, now);
-  if (r->phase == scale::ReplicaPhase::kPending) return Unavailable(r->last_error);
-  return OkStatus();
+  if (r->opening) return ResourceExhausted("waiting for the fleet's answer");
+  Open(*r);  // the last attempt failed: r->last_error says why
+  return Unavailable(r->last_error.empty() ? "the fleet gave no port yet" : r->last_error);
 }
 
 Status FleetOrchestrator::Drain(const std::string& id, Seconds now) { return book_.Drain(id, now); }
@@ -111,44 +136,64 @@ Status FleetOrchestrator::Resume(const std::string& id, Seconds now) {
 
 Status FleetOrchestrator::Stop(const std::string& id, Seconds now) {
   GS_ASSIGN_OR_RETURN(Record* r, book_.BeginStop(id, now));
-  if (r->port > 0) {
-    httplib::Client client = Client(host_, port_, config_.timeout);
-    const httplib::Result res = client.Delete("/replicas/" + r->id);
-    if (!res || (res->status != 204 && res->status != 404)) {
-      // The fleet keeps a port nobody uses; the replica is gone for the daemon either way.
-      book_.Emit(now, r->id, "replica_stopped", Failure(res, "the removal"));
-    } else {
-      book_.Emit(now, r->id, "replica_stopped", "removed from the fleet");
-    }
+  if (r->port > 0 || r->opening) {
+    calls_.Post([this, id = r->id]() -> SerialCalls::Apply {
+      httplib::Client client = Client(host_, port_, config_.timeout);
+      const httplib::Result res = client.Delete("/replicas/" + id);
+      // A failure leaves the fleet a port nobody uses; the replica is gone for the daemon
+      // either way.
+      std::string message = !res || (res->status != 204 && res->status != 404)
+                                ? Failure(res, "the removal")
+                                : "removed from the fleet";
+      return [this, id, message = std::move(message)](Seconds at) {
+        book_.Emit(at, id, "replica_stopped", message);
+      };
+    });
   }
   const std::string stopped = r->id;
   book_.RetainIf([&](const Record& x) { return x.id != stopped; });
   return OkStatus();
 }
 
+void FleetOrchestrator::Probe(Record& r) {
+  r.probing = true;
+  calls_.Post([this, id = r.id, port = r.port]() -> SerialCalls::Apply {
+    // net::HttpGet, as the local probe: one deadline for the whole exchange, so a replica
+    // port that trickles its answer cannot hold the calls (httplib's are per read).
+    net::HttpGetRequest probe;
+    probe.host = host_;
+    probe.port = port;
+    probe.target = config_.readiness_path;
+    probe.timeout = config_.timeout;
+    const Result<net::HttpGetResponse> res = net::HttpGet(probe);
+    const bool ready = res && res->status == 200;
+    return [this, id, port, ready](Seconds at) {
+      Record* r = book_.Find(id);  // not a stopping one
+      if (r == nullptr) return;
+      r->probing = false;
+      if (!ready || r->port != port || r->phase != scale::ReplicaPhase::kStarting) return;
+      ReplicaBookBase::SetPhase(*r, scale::ReplicaPhase::kReady, at);
+      book_.Emit(at, r->id, "replica_ready", ReadyMessage(*r, at, fmt::format("port {}", r->port)));
+    };
+  });
+}
+
+// Answers are applied before and after posting: a replica whose port came is probed in
+// the same Poll, and an inline SerialCalls (tests) applies this Poll's probes in it too.
 void FleetOrchestrator::Poll(Seconds now) {
   book_.Touch(now);
+  calls_.ApplyDone(now);
   for (Record& r : book_.records()) {
-    if (r.stopping) continue;
+    if (r.stopping || r.opening || r.probing) continue;
     if (r.phase == scale::ReplicaPhase::kPending) {
-      Open(r, now);
+      Open(r);
       continue;
     }
     if (r.phase != scale::ReplicaPhase::kStarting || now < r.next_probe_at) continue;
     r.next_probe_at = now + Seconds{1};
-    // net::HttpGet, as the local probe: one deadline for the whole exchange, so a replica
-    // port that trickles its answer cannot hold the control loop (httplib's are per read).
-    net::HttpGetRequest probe;
-    probe.host = host_;
-    probe.port = r.port;
-    probe.target = config_.readiness_path;
-    probe.timeout = config_.timeout;
-    const Result<net::HttpGetResponse> res = net::HttpGet(probe);
-    if (res && res->status == 200) {
-      ReplicaBookBase::SetPhase(r, scale::ReplicaPhase::kReady, now);
-      book_.Emit(now, r.id, "replica_ready", ReadyMessage(r, now, fmt::format("port {}", r.port)));
-    }
+    Probe(r);
   }
+  calls_.ApplyDone(now);
 }
 
 AdoptionReport FleetOrchestrator::Adopt(const std::vector<ReplicaRecord>& records, Seconds now) {
@@ -193,7 +238,7 @@ void FleetOrchestrator::StopAll(Seconds now) {
   for (const scale::ReplicaStatus& status : ListReplicas()) (void)Stop(status.id, now);
 }
 
-bool FleetOrchestrator::HasProcesses() const { return false; }
+bool FleetOrchestrator::HasProcesses() const { return calls_.pending() > 0; }
 
 std::vector<ReplicaInfo> FleetOrchestrator::Replicas(Seconds now) const {
   std::vector<ReplicaInfo> out;

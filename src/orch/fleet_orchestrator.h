@@ -9,14 +9,21 @@
 // probes each starting replica's /health -> `ready`; Stop removes it from the fleet (DELETE
 // /replicas/{id}) and it is gone at once (there is no process to wait for). A fleet that
 // cannot be reached leaves a started replica `pending` with the reason, retried every Poll.
+//
+// Calls: the control calls and the probes run on the service's own SerialCalls thread
+// (serial_calls.h), so a slow or hung fleet delays only this service, never the daemon's
+// tick. Start returns the replica `pending` at once; the fleet's answer is applied by a
+// later Poll. The calls run in posting order, so the DELETE of a replica stopped while its
+// POST was in flight runs after that POST and frees the port it got. HasProcesses() holds
+// while calls are unanswered, so a shutdown's DELETEs are sent before the daemon exits.
 // Fleet replicas hold no GPUs (gpus_per_replica must be 0: the daemon's config says so).
 // Adoption after a daemon restart: a recorded replica the fleet still lists on the same port
 // is adopted as ready; any other record is cleaned up. Ids, drain accounting and events
 // follow replica_book.h.
 //
 // Time: every call takes `now`. Ownership: owns the bookkeeping. Thread-safety: one control
-// loop thread calls every method; control-API calls and probes block for at most
-// `timeout` each.
+// loop thread calls every method; its calls to the fleet take at most `timeout` each, on
+// the calls' thread (Adopt's listing on the caller's).
 #pragma once
 
 #include <string>
@@ -25,6 +32,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "orch/replica_book.h"
+#include "orch/serial_calls.h"
 #include "orch/service_orchestrator.h"
 
 namespace gpuscale::orch {
@@ -42,7 +50,9 @@ class FleetOrchestrator final : public ServiceOrchestrator {
  public:
   // Errors: kInvalidArgument naming the field for a missing service or a url that is not
   // http://host:port.
-  static Result<std::unique_ptr<FleetOrchestrator>> Create(FleetConfig config);
+  // `calls`: kInline runs the fleet calls inside Start/Poll/Stop (tests that step time).
+  static Result<std::unique_ptr<FleetOrchestrator>> Create(
+      FleetConfig config, SerialCalls::Mode calls = SerialCalls::Mode::kThread);
 
   // scale::ReplicaOrchestrator
   std::vector<scale::ReplicaStatus> ListReplicas() const override;
@@ -57,22 +67,33 @@ class FleetOrchestrator final : public ServiceOrchestrator {
   AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now) override;
   Status ReportOutstanding(const std::string& id, int outstanding) override;
   void StopAll(Seconds now) override;
-  bool HasProcesses() const override;
+  bool HasProcesses() const override;  // calls to the fleet not answered yet
   std::vector<ReplicaInfo> Replicas(Seconds now) const override;
   std::vector<ReplicaRecord> Records() const override;
   std::vector<OrchestratorEvent> TakeEvents() override;
   scale::AdapterCapacity Capacity(Seconds now) const override;
 
+  // Blocks until the calls posted so far have run; the next Poll applies their answers.
+  void WaitForCalls() { calls_.WaitIdle(); }
+
  private:
-  struct Record : ReplicaEntry {};
-  FleetOrchestrator(FleetConfig config, std::string host, int port);
-  // Asks the fleet for `r`'s port: `starting` on success, else `pending` with the reason.
-  void Open(Record& r, Seconds now);
+  struct Record : ReplicaEntry {
+    bool opening = false;  // a POST /replicas is in flight
+    bool probing = false;  // a readiness probe is in flight
+  };
+  FleetOrchestrator(FleetConfig config, std::string host, int port, SerialCalls::Mode calls);
+  // Asks the fleet for `r`'s port: `starting` once it answers, else `pending` with the reason.
+  void Open(Record& r);
+  void ApplyOpen(const std::string& id, Result<int> port, Seconds now);
+  void Probe(Record& r);
+  Record* FindAny(const std::string& id);
 
   FleetConfig config_;
   std::string host_;  // of the fleet; replicas listen there too
   int port_;
   ReplicaBook<Record> book_;
+  // Last member: destroyed first, so a call still running finishes before the rest goes.
+  SerialCalls calls_;
 };
 
 }  // namespace gpuscale::orch

@@ -71,8 +71,8 @@ struct OrchestratorEvent {
   std::string replica;
   // "replica_started", "replica_pending", "replica_ready", "replica_crashed",
   // "replica_restart_scheduled", "replica_start_failed", "replica_startup_timeout",
-  // "replica_unhealthy", "replica_killed", "replica_stopped", "replica_adopted",
-  // "replica_cleaned_up"
+  // "replica_unhealthy", "replica_killed", "replica_stopped", "replica_stop_failed" (an
+  // engine did not take the stop yet; retried), "replica_adopted", "replica_cleaned_up"
   std::string kind;
   std::string message;
 };

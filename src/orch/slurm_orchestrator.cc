@@ -74,7 +74,8 @@ std::string SlurmOrchestrator::JobName(const std::string& service, const std::st
 }
 
 Result<std::unique_ptr<SlurmOrchestrator>> SlurmOrchestrator::Create(
-    SlurmOrchestratorConfig config, std::unique_ptr<SlurmTransport> transport, SlurmProbe probe) {
+    SlurmOrchestratorConfig config, std::unique_ptr<SlurmTransport> transport, SlurmProbe probe,
+    SerialCalls::Mode calls) {
   GS_RETURN_IF_ERROR(ValidateSlurmOrchestratorConfig(config));
   const std::filesystem::path dir = std::filesystem::path(config.state_dir);
   std::error_code ec;
@@ -93,16 +94,18 @@ Result<std::unique_ptr<SlurmOrchestrator>> SlurmOrchestrator::Create(
     };
   }
   return std::unique_ptr<SlurmOrchestrator>(
-      new SlurmOrchestrator(std::move(config), std::move(transport), std::move(probe)));
+      new SlurmOrchestrator(std::move(config), std::move(transport), std::move(probe), calls));
 }
 
 SlurmOrchestrator::SlurmOrchestrator(SlurmOrchestratorConfig config,
-                                     std::unique_ptr<SlurmTransport> transport, SlurmProbe probe)
+                                     std::unique_ptr<SlurmTransport> transport, SlurmProbe probe,
+                                     SerialCalls::Mode calls)
     : config_(std::move(config)),
       transport_(std::move(transport)),
       probe_(std::move(probe)),
-      book_(ReplicaBookConfig{config_.service, config_.drain_grace,
-                              config_.restart_backoff_initial, config_.restart_backoff_max}) {}
+      book_(ReplicaBookConfig{config_.service, config_.drain_grace, config_.restart_backoff_initial,
+                              config_.restart_backoff_max}),
+      calls_(calls) {}
 
 Result<int> SlurmOrchestrator::PickPort(int previous) const {
   std::set<int> used;
@@ -123,7 +126,14 @@ Result<int> SlurmOrchestrator::PickPort(int previous) const {
                            "port_range_start");
 }
 
-// Builds the job for `r` (port already chosen) and submits it: `pending` on success.
+SlurmOrchestrator::Replica* SlurmOrchestrator::FindAny(const std::string& id) {
+  for (Replica& r : book_.records()) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
+// Builds the job for `r` (port already chosen) and posts its submission.
 Status SlurmOrchestrator::Submit(Replica& r, Seconds now) {
   GS_ASSIGN_OR_RETURN(SlurmJobScript script,
                       BuildSlurmJobScript(config_.command, r.port, r.id, config_.env));
@@ -143,19 +153,69 @@ Status SlurmOrchestrator::Submit(Replica& r, Seconds now) {
   request.extra_sbatch_args = config_.extra_sbatch_args;
   if (const char* path = std::getenv("PATH")) request.environment.emplace_back("PATH", path);
   request.script = std::move(script.text);
-  GS_ASSIGN_OR_RETURN(r.job_id, transport_->Submit(request));
-  r.argv = std::move(script.argv);
+  r.submitting = true;
   r.backoff = false;
   r.running = false;
   r.host.clear();
   r.node.clear();
-  r.submitted_at = now;
-  r.last_error.clear();
+  r.last_error = "submitting to Slurm";
   book_.SetPhase(r, scale::ReplicaPhase::kPending, now);
-  book_.Emit(now, r.id, "replica_started",
-             fmt::format("submitted as Slurm job {} (port {}, {} transport)", r.job_id, r.port,
-                         transport_->Name()));
+  calls_.Post([this, id = r.id, request = std::move(request),
+               argv = std::move(script.argv)]() mutable -> SerialCalls::Apply {
+    Result<std::string> job_id = transport_->Submit(request);
+    return [this, id, job_id = std::move(job_id), argv = std::move(argv)](Seconds at) mutable {
+      ApplySubmit(id, std::move(job_id), std::move(argv), at);
+    };
+  });
   return OkStatus();
+}
+
+void SlurmOrchestrator::ApplySubmit(const std::string& id, Result<std::string> job_id,
+                                    std::vector<std::string> argv, Seconds now) {
+  Replica* r = FindAny(id);
+  // Replicas are kept while submitting, so this is only a defence: a job without a replica
+  // is cancelled as a stray by the next listing.
+  if (r == nullptr) return;
+  r->submitting = false;
+  if (!job_id) {
+    if (r->stopping) {
+      book_.Emit(now, r->id, "replica_stopped", "stopped (its Slurm submission failed)");
+      book_.Remove(*r);
+      return;
+    }
+    book_.Emit(now, r->id, "replica_start_failed", job_id.error().message);
+    ScheduleResubmit(*r, now, job_id.error().message);
+    return;
+  }
+  r->job_id = std::move(*job_id);
+  r->argv = std::move(argv);
+  r->submitted_at = now;
+  r->last_error.clear();
+  book_.Emit(now, r->id, "replica_started",
+             fmt::format("submitted as Slurm job {} (port {}, {} transport)", r->job_id, r->port,
+                         transport_->Name()));
+  if (r->stopping) PostStopCancel(*r);  // stopped while the sbatch was in flight
+}
+
+void SlurmOrchestrator::PostStopCancel(Replica& r) {
+  cancelling_.insert(r.job_id);
+  calls_.Post([this, id = r.id, job_id = r.job_id]() -> SerialCalls::Apply {
+    Status cancelled = transport_->Cancel(job_id);
+    return [this, id, job_id, cancelled = std::move(cancelled)](Seconds at) {
+      cancelling_.erase(job_id);
+      Replica* r = FindAny(id);
+      if (r == nullptr || r->job_id != job_id) return;
+      const bool failed = !cancelled && cancelled.error().code != ErrorCode::kNotFound;
+      if (failed && !r->cancel_pending) {  // once per failing streak, not every retry
+        book_.Emit(at, r->id, "replica_stop_failed",
+                   fmt::format("Slurm job {}: cancel not delivered ({}); retried until Slurm "
+                               "takes it",
+                               job_id, cancelled.error().message));
+      }
+      r->cancel_pending = failed;
+      if (failed) r->last_error = "cancel not delivered yet: " + cancelled.error().message;
+    };
+  });
 }
 
 std::vector<scale::ReplicaStatus> SlurmOrchestrator::ListReplicas() const {
@@ -165,6 +225,10 @@ std::vector<scale::ReplicaStatus> SlurmOrchestrator::ListReplicas() const {
 Result<scale::ReplicaStatus> SlurmOrchestrator::Start(Seconds now) {
   book_.Touch(now);
   GS_RETURN_IF_ERROR(book_.CheckRoom(book_.ActiveCount(), config_.max_replicas));
+  if (!engine_error_.empty()) {
+    return Unavailable(
+        fmt::format("slurm ({} transport) unreachable: {}", transport_->Name(), engine_error_));
+  }
   Replica r;
   // The index advances even when the submission fails: a job whose answer was lost keeps an
   // id no later replica reuses (Poll cancels it as a stray).
@@ -172,12 +236,20 @@ Result<scale::ReplicaStatus> SlurmOrchestrator::Start(Seconds now) {
   r.phase_since = now;
   r.log_path = (std::filesystem::path(config_.state_dir) / "logs" / (r.id + ".log")).string();
   GS_ASSIGN_OR_RETURN(r.port, PickPort());
-  GS_RETURN_IF_ERROR(Submit(r, now));
-  return book_.StatusOf(book_.Add(std::move(r)));
+  Replica& added = book_.Add(std::move(r));
+  if (Status submitted = Submit(added, now); !submitted) {
+    book_.Remove(added);
+    return Unexpected<Error>(submitted.error());
+  }
+  return book_.StatusOf(added);
 }
 
 Status SlurmOrchestrator::Place(const std::string& id, Seconds now) {
   GS_ASSIGN_OR_RETURN(Replica* r, book_.GetPending(id, now));
+  if (r->job_id.empty()) {
+    return ResourceExhausted(fmt::format("replica {}'s Slurm job is not queued yet: {}", r->id,
+                                         r->last_error.empty() ? "waiting" : r->last_error));
+  }
   return ResourceExhausted(fmt::format("Slurm job {} is queued: {}", r->job_id,
                                        r->last_error.empty() ? "waiting" : r->last_error));
 }
@@ -190,16 +262,13 @@ Status SlurmOrchestrator::Resume(const std::string& id, Seconds now) {
 
 Status SlurmOrchestrator::Stop(const std::string& id, Seconds now) {
   GS_ASSIGN_OR_RETURN(Replica* r, book_.BeginStop(id, now));
+  if (r->submitting) return OkStatus();  // ApplySubmit cancels the job the sbatch made
   if (r->job_id.empty()) {  // waiting out a backoff: nothing is queued or running
     book_.Emit(now, r->id, "replica_stopped", "stopped (no Slurm job was queued)");
     book_.Remove(*r);
     return OkStatus();
   }
-  Status cancelled = transport_->Cancel(r->job_id);
-  r->cancel_pending = !cancelled && cancelled.error().code != ErrorCode::kNotFound;
-  if (r->cancel_pending) {
-    r->last_error = "cancel not delivered yet: " + cancelled.error().message;
-  }
+  PostStopCancel(*r);
   return OkStatus();
 }
 
@@ -212,7 +281,7 @@ void SlurmOrchestrator::StopAll(Seconds now) {
 }
 
 bool SlurmOrchestrator::HasProcesses() const {
-  return book_.Any([](const Replica& r) { return !r.job_id.empty(); });
+  return book_.Any([](const Replica& r) { return !r.job_id.empty() || r.submitting; });
 }
 
 std::vector<ReplicaInfo> SlurmOrchestrator::Replicas(Seconds now) const {

@@ -12,7 +12,8 @@
 //     "gpuscale service=<service> replica=<replica>", --gres=gpu[:type]:N, the configured
 //     partition / account / time limit / extra sbatch args, output to
 //     <state_dir>/logs/<replica>.log -> `pending` (state "pending", reason in last_error).
-//   Poll(now): one jobs listing and one nodes listing per call. PENDING -> `pending` with
+//   Poll(now): one jobs listing and one nodes listing per call (see "Calls" below). PENDING ->
+//   `pending` with
 //     Slurm's reason ("Resources", "Priority", ...); RUNNING -> `starting` with host = the
 //     batch node's NodeAddr, until GET http://<host>:<port><readiness_path> answers 200 ->
 //     `ready` (probed every probe_interval; no answer within startup_timeout -> the job is
@@ -30,23 +31,35 @@
 // Controller outage: when a listing fails, Poll changes no replica (no stop, no submit, no
 //   crash on missing data), emits "engine_unavailable" once with the error, and every
 //   ReplicaInfo carries it in last_error; the first good listing emits "engine_recovered".
-//   Start returns kUnavailable (no replica is created) while submissions fail.
+//   Start returns kUnavailable (no replica is created) while the last listing failed.
+// Calls: every transport call (listings, sbatch, scancel) runs on the service's own
+//   SerialCalls thread (serial_calls.h), so a slow or hung controller (up to the transport's
+//   15 s timeout) delays only this service's view of Slurm, never the daemon's tick. Poll
+//   posts a listing when none is in flight and applies the answers that arrived since the
+//   last Poll, in the order the calls ran; Start creates the replica `pending` ("submitting")
+//   at once and its job id arrives with the sbatch's answer (a failed submission: the
+//   replica waits out the backoff and is submitted again). A listing is applied to a replica
+//   only when it ran after the replica's sbatch answered: the calls run in posting order, so
+//   a listing that ran earlier is applied while the replica is still submitting and skips it.
+//   A replica stopped while its sbatch is in flight keeps that state until the answer comes,
+//   then its job is cancelled. Cancels of strays and timed-out jobs are not repeated while
+//   one is in flight.
 // Adoption: a record whose job Slurm lists as still pending/running under this replica's
 //   job name is adopted (no new job); others are dropped (reported cleaned up); stopping
 //   records have their job cancelled again. When Slurm cannot be reached during Adopt,
 //   records with a job id are adopted as they were and verified by the first good Poll.
 //
-// Time: every call takes `now` (the daemon's clock). Transport calls and probes block for at
-// most their timeouts.
+// Time: every call takes `now` (the daemon's clock). Probes block for at most their
+// timeout; Adopt lists synchronously (once, before the loop runs the service).
 // Ownership: owns its transport and its replicas' bookkeeping; the jobs outlive it.
 // Thread-safety: not thread-safe; one control loop thread calls every method.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +67,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "orch/replica_book.h"
+#include "orch/serial_calls.h"
 #include "orch/service_orchestrator.h"
 #include "orch/slurm_transport.h"
 
@@ -94,15 +108,16 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
  public:
   // `probe` defaults to an HTTP GET with config.probe_timeout. Errors: those of
   // ValidateSlurmOrchestratorConfig; kUnavailable when the log directory cannot be created.
+  // `calls`: kInline runs the transport calls inside Poll/Start/Stop (tests that step time).
   static Result<std::unique_ptr<SlurmOrchestrator>> Create(
       SlurmOrchestratorConfig config, std::unique_ptr<SlurmTransport> transport,
-      SlurmProbe probe = {});
+      SlurmProbe probe = {}, SerialCalls::Mode calls = SerialCalls::Mode::kThread);
   SlurmOrchestrator(const SlurmOrchestrator&) = delete;
   SlurmOrchestrator& operator=(const SlurmOrchestrator&) = delete;
 
   // scale::ReplicaOrchestrator. Start: kResourceExhausted at max_replicas or when no port
-  // is free in the range; kUnavailable / kInvalidArgument when Slurm refused the job (no
-  // replica is created then).
+  // is free in the range; kUnavailable while the last listing failed; kInvalidArgument when
+  // the job script cannot be built (no replica is created then).
   std::vector<scale::ReplicaStatus> ListReplicas() const override;
   Result<scale::ReplicaStatus> Start(Seconds now) override;
   Status Place(const std::string& id, Seconds now) override;
@@ -126,6 +141,9 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
 
   // The last transport error while Slurm is unreachable; "" when the last listing worked.
   const std::string& engine_error() const { return engine_error_; }
+  // Blocks until the transport calls posted so far have run; their answers are applied by
+  // the next Poll. For tests and tools.
+  void WaitForCalls() { calls_.WaitIdle(); }
   const SlurmOrchestratorConfig& config() const { return config_; }
 
   // "gpuscale.<service>.<replica>": how gpuscale recognises its jobs.
@@ -135,7 +153,8 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   // The job part of a replica; the rest is the book's (replica_book.h). started_at is when
   // Slurm was first seen running the job.
   struct Replica : ReplicaEntry {
-    std::string job_id;           // "" while waiting to (re)submit
+    std::string job_id;           // "" while waiting to (re)submit or for the sbatch's answer
+    bool submitting = false;      // an sbatch is posted and its answer not applied yet
     bool cancel_pending = false;  // Stop()ped but the cancel did not reach Slurm yet
     bool backoff = false;         // waiting until restart_at to resubmit
     bool running = false;         // Slurm says RUNNING
@@ -145,22 +164,39 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   };
 
   SlurmOrchestrator(SlurmOrchestratorConfig config, std::unique_ptr<SlurmTransport> transport,
-                    SlurmProbe probe);
+                    SlurmProbe probe, SerialCalls::Mode calls);
 
   // A port of the range no other replica holds: the lowest, or for a replica that crashed on
   // `previous`, the next one after it (cyclically), so that a port something else holds on the
   // node is not retried forever; `previous` itself when it is the only one left.
   Result<int> PickPort(int previous = 0) const;
+  // Posts `r`'s sbatch (its job script is built here) -> `pending`, submitting.
   Status Submit(Replica& r, Seconds now);
+  void ApplySubmit(const std::string& id, Result<std::string> job_id, std::vector<std::string> argv,
+                   Seconds now);
+  // Posts scancel of `r`'s job; a failure other than "gone" leaves cancel_pending set.
+  void PostStopCancel(Replica& r);
+  // Any replica, stopping ones included; null when gone.
+  Replica* FindAny(const std::string& id);
   // poll (slurm_orchestrator_poll.cc)
-  bool Refresh(Seconds now);  // listings; false when Slurm is unreachable
-  bool PollOne(Replica& r, const SlurmJob* job, Seconds now);  // false: remove r
-  bool PollStopping(Replica& r, const SlurmJob* job, Seconds now);
+  struct Listing {
+    Result<std::vector<SlurmJob>> jobs;
+    Result<std::vector<SlurmNode>> nodes;
+  };
+  static Listing List(SlurmTransport& transport);  // both listings or the first error
+  void PostListing();                              // unless one is in flight
+  // Takes a listing's answer: false when Slurm is unreachable (nothing else changes then).
+  bool Refresh(Listing listing, Seconds now);
+  void ApplyListing(Listing listing, Seconds now);
+  bool ApplyJob(Replica& r, const SlurmJob* job, Seconds now);  // false: remove r
+  // What needs no listing: resubmits after a backoff, readiness probes.
+  void Advance(Seconds now);
   void OnQueued(Replica& r, const SlurmJob& job, Seconds now);
   void OnRunning(Replica& r, const SlurmJob& job, Seconds now);
+  void ProbeStarting(Replica& r, Seconds now);
   bool OnEnded(Replica& r, const std::string& why, Seconds now);
   void ScheduleResubmit(Replica& r, Seconds now, const std::string& why);
-  void CancelStrays(Seconds now);
+  void CancelStrays();
   std::string AddressOf(const std::string& node) const;
   const SlurmJob* JobById(const std::string& job_id) const;
   void AdoptOne(const ReplicaRecord& record, Seconds now, bool verified,
@@ -178,6 +214,10 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   std::vector<SlurmNode> nodes_;   // last good listing
   std::string engine_error_;
   std::set<std::string> strays_cancelled_;  // job ids, so each is cancelled and reported once
+  std::set<std::string> cancelling_;        // job ids with an scancel in flight
+  bool listing_ = false;                    // a listing is posted and not applied yet
+  // Last member: destroyed first, so a call still running finishes before the transport goes.
+  SerialCalls calls_;
 };
 
 }  // namespace gpuscale::orch

@@ -28,11 +28,27 @@ std::string SlurmOrchestrator::AddressOf(const std::string& node) const {
 }
 
 // Both listings or nothing: a half-updated view could make a live job look gone.
-bool SlurmOrchestrator::Refresh(Seconds now) {
-  Result<std::vector<SlurmJob>> jobs = transport_->ListJobs();
-  Result<std::vector<SlurmNode>> nodes =
-      jobs ? transport_->ListNodes() : Result<std::vector<SlurmNode>>(std::vector<SlurmNode>{});
-  const Error* error = !jobs ? &jobs.error() : !nodes ? &nodes.error() : nullptr;
+SlurmOrchestrator::Listing SlurmOrchestrator::List(SlurmTransport& transport) {
+  Listing listing{transport.ListJobs(), std::vector<SlurmNode>{}};
+  if (listing.jobs) listing.nodes = transport.ListNodes();
+  return listing;
+}
+
+void SlurmOrchestrator::PostListing() {
+  if (listing_) return;
+  listing_ = true;
+  calls_.Post([this]() -> SerialCalls::Apply {
+    return [this, listing = List(*transport_)](Seconds at) mutable {
+      listing_ = false;
+      ApplyListing(std::move(listing), at);
+    };
+  });
+}
+
+bool SlurmOrchestrator::Refresh(Listing listing, Seconds now) {
+  const Error* error = !listing.jobs    ? &listing.jobs.error()
+                       : !listing.nodes ? &listing.nodes.error()
+                                        : nullptr;
   if (error != nullptr) {
     if (engine_error_.empty()) {
       book_.Emit(now, "", "engine_unavailable",
@@ -48,19 +64,27 @@ bool SlurmOrchestrator::Refresh(Seconds now) {
                fmt::format("slurm ({} transport) answers again", transport_->Name()));
     engine_error_.clear();
   }
-  jobs_ = std::move(*jobs);
-  nodes_ = std::move(*nodes);
+  jobs_ = std::move(*listing.jobs);
+  nodes_ = std::move(*listing.nodes);
   return true;
 }
 
+// Posting first lets an inline SerialCalls (tests) apply this Poll's listing in this Poll,
+// as the threaded one applies the last Poll's.
 void SlurmOrchestrator::Poll(Seconds now) {
   book_.Touch(now);
   probed_.clear();
   if (prepared_ && prepared_->first == now) probed_ = std::move(prepared_->second);
   prepared_.reset();
-  if (!Refresh(now)) return;  // never act on missing data
-  book_.RetainIf([&](Replica& r) { return PollOne(r, JobById(r.job_id), now); });
-  CancelStrays(now);
+  PostListing();
+  calls_.ApplyDone(now);
+  Advance(now);
+}
+
+void SlurmOrchestrator::ApplyListing(Listing listing, Seconds now) {
+  if (!Refresh(std::move(listing), now)) return;  // never act on missing data
+  book_.RetainIf([&](Replica& r) { return ApplyJob(r, JobById(r.job_id), now); });
+  CancelStrays();
 }
 
 void SlurmOrchestrator::PrepareProbes(Seconds now) {
@@ -80,19 +104,23 @@ void SlurmOrchestrator::PrepareProbes(Seconds now) {
   prepared_.emplace(now, std::move(answers));
 }
 
-bool SlurmOrchestrator::PollOne(Replica& r, const SlurmJob* job, Seconds now) {
-  if (r.stopping) return PollStopping(r, job, now);
-  if (r.job_id.empty()) {  // waiting out a backoff
-    if (now < r.restart_at) return true;
-    // Another port: the last job may have died because something on its node held this one.
-    if (Result<int> port = PickPort(r.port)) r.port = *port;
-    if (Status submitted = Submit(r, now); !submitted) {
-      book_.Emit(now, r.id, "replica_start_failed", submitted.error().message);
-      ScheduleResubmit(r, now, submitted.error().message);
+bool SlurmOrchestrator::ApplyJob(Replica& r, const SlurmJob* job, Seconds now) {
+  // A replica whose sbatch has not answered is not in a listing that ran before it (the
+  // calls run in order); one waiting out a backoff has no job: Advance resubmits it.
+  if (r.submitting || r.job_id.empty()) return true;
+  const bool active = job != nullptr && SlurmJobActive(job->state);
+  if (r.stopping) {
+    if (active) {
+      // Retried on a listing that answered, not every Poll: Slurm was reachable just now.
+      if (r.cancel_pending && cancelling_.count(r.job_id) == 0) PostStopCancel(r);
+      return true;
     }
-    return true;
+    book_.Emit(now, r.id, "replica_stopped",
+               fmt::format("Slurm job {} ended{}", r.job_id,
+                           job == nullptr ? "" : fmt::format(": {}", job->state)));
+    return false;
   }
-  if (job == nullptr || !SlurmJobActive(job->state)) {
+  if (!active) {
     return OnEnded(r,
                    job == nullptr
                        ? fmt::format("Slurm job {} is no longer listed", r.job_id)
@@ -108,18 +136,22 @@ bool SlurmOrchestrator::PollOne(Replica& r, const SlurmJob* job, Seconds now) {
   return true;
 }
 
-bool SlurmOrchestrator::PollStopping(Replica& r, const SlurmJob* job, Seconds now) {
-  if (job == nullptr || !SlurmJobActive(job->state)) {
-    book_.Emit(now, r.id, "replica_stopped",
-               fmt::format("Slurm job {} ended{}", r.job_id,
-                           job == nullptr ? "" : fmt::format(": {}", job->state)));
-    return false;
+void SlurmOrchestrator::Advance(Seconds now) {
+  if (!engine_error_.empty()) return;  // an outage changes nothing (see the header)
+  for (Replica& r : book_.records()) {
+    if (r.submitting || r.stopping) continue;
+    if (r.job_id.empty()) {  // waiting out a backoff
+      if (now < r.restart_at) continue;
+      // Another port: the last job may have died because something on its node held this one.
+      if (Result<int> port = PickPort(r.port)) r.port = *port;
+      if (Status submitted = Submit(r, now); !submitted) {
+        book_.Emit(now, r.id, "replica_start_failed", submitted.error().message);
+        ScheduleResubmit(r, now, submitted.error().message);
+      }
+      continue;
+    }
+    if (r.running) ProbeStarting(r, now);
   }
-  if (r.cancel_pending) {
-    Status cancelled = transport_->Cancel(r.job_id);
-    r.cancel_pending = !cancelled && cancelled.error().code != ErrorCode::kNotFound;
-  }
-  return true;
 }
 
 void SlurmOrchestrator::OnQueued(Replica& r, const SlurmJob& job, Seconds now) {
@@ -152,6 +184,9 @@ void SlurmOrchestrator::OnRunning(Replica& r, const SlurmJob& job, Seconds now) 
                fmt::format("Slurm job {} runs on node {} ({}), port {}", r.job_id, r.node, r.host,
                            r.port));
   }
+}
+
+void SlurmOrchestrator::ProbeStarting(Replica& r, Seconds now) {
   if (r.phase != scale::ReplicaPhase::kStarting || now < r.next_probe_at) return;
   r.next_probe_at = now + config_.probe_interval;
   const auto prepared = probed_.find(r.id);
@@ -167,9 +202,13 @@ void SlurmOrchestrator::OnRunning(Replica& r, const SlurmJob& job, Seconds now) 
     r.last_error = fmt::format("not ready within startup_timeout ({:.3g} s)",
                                config_.startup_timeout.count());
     book_.Emit(now, r.id, "replica_startup_timeout", r.last_error);
-    // The old job id leaves the replica, so a cancel that does not land now is retried by
-    // CancelStrays on the next Poll.
-    (void)transport_->Cancel(r.job_id);
+    // The old job id leaves the replica, so a cancel that does not land is retried by
+    // CancelStrays on a later listing.
+    cancelling_.insert(r.job_id);
+    calls_.Post([this, job_id = r.job_id]() -> SerialCalls::Apply {
+      (void)transport_->Cancel(job_id);
+      return [this, job_id](Seconds) { cancelling_.erase(job_id); };
+    });
     r.job_id.clear();
     r.running = false;
     ScheduleResubmit(r, now, r.last_error);
@@ -195,27 +234,33 @@ void SlurmOrchestrator::ScheduleResubmit(Replica& r, Seconds now, const std::str
   book_.ScheduleRestart(r, now, why, "resubmitting");
 }
 
-void SlurmOrchestrator::CancelStrays(Seconds now) {
+void SlurmOrchestrator::CancelStrays() {
   const std::string prefix = JobName(config_.service, "");
   for (const SlurmJob& job : jobs_) {
     if (!SlurmJobActive(job.state) || job.name.rfind(prefix, 0) != 0) continue;
     const bool ours = book_.Any([&](const Replica& r) { return r.job_id == job.id; });
-    if (ours || strays_cancelled_.count(job.id) != 0) continue;
-    Status cancelled = transport_->Cancel(job.id);
-    if (!cancelled && cancelled.error().code != ErrorCode::kNotFound) continue;  // next Poll
-    strays_cancelled_.insert(job.id);
-    book_.Emit(
-        now, job.name.substr(prefix.size()), "replica_cleaned_up",
-        fmt::format("cancelled Slurm job {} ({}): it carries this service's name but belongs "
-                    "to no replica",
-                    job.id, job.name));
+    if (ours || strays_cancelled_.count(job.id) != 0 || cancelling_.count(job.id) != 0) continue;
+    cancelling_.insert(job.id);
+    calls_.Post([this, job, prefix]() -> SerialCalls::Apply {
+      Status cancelled = transport_->Cancel(job.id);
+      return [this, job, prefix, cancelled = std::move(cancelled)](Seconds at) {
+        cancelling_.erase(job.id);
+        if (!cancelled && cancelled.error().code != ErrorCode::kNotFound) return;  // later
+        strays_cancelled_.insert(job.id);
+        book_.Emit(at, job.name.substr(prefix.size()), "replica_cleaned_up",
+                   fmt::format("cancelled Slurm job {} ({}): it carries this service's name but "
+                               "belongs to no replica",
+                               job.id, job.name));
+      };
+    });
   }
 }
 
 AdoptionReport SlurmOrchestrator::Adopt(const std::vector<ReplicaRecord>& records, Seconds now) {
   book_.Touch(now);
   AdoptionReport report;
-  const bool verified = Refresh(now);
+  // Synchronous: adoption runs once, before the loop drives this service.
+  const bool verified = Refresh(List(*transport_), now);
   if (!verified) {
     report.errors.push_back(fmt::format("slurm unreachable during adoption ({}); replicas with "
                                         "a job id are adopted unverified",

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+
+#include "core/mutex.h"
 
 namespace gpuscale::orch {
 namespace {
@@ -91,7 +94,8 @@ class SlurmOrchestratorTest : public ::testing::Test {
         [this](const std::string& host, int port, const std::string&) {
           probes_.push_back(host + ":" + std::to_string(port));
           return ready_;
-        });
+        },
+        SerialCalls::Mode::kInline);
     EXPECT_TRUE(orch) << orch.error().ToString();
     return std::move(*orch);
   }
@@ -176,6 +180,7 @@ TEST_F(SlurmOrchestratorTest, EndedJobIsResubmittedAfterBackoff) {
   orch->Poll(Seconds{12});
   ASSERT_EQ(cluster_.submitted.size(), 2u);
   EXPECT_EQ(cluster_.submitted[1].name, "gpuscale.chat.chat-0");
+  orch->Poll(Seconds{13});  // the sbatch's answer is applied by the next Poll
   EXPECT_EQ(orch->Records()[0].engine_id, "101");
   EXPECT_EQ(orch->Records()[0].restarts, 1);
 }
@@ -312,6 +317,7 @@ TEST_F(SlurmOrchestratorTest, AdoptsLiveJobsAndDropsTheRest) {
 TEST_F(SlurmOrchestratorTest, AdoptionDuringAnOutageKeepsRecordsUnverified) {
   auto first = Make(Config());
   ASSERT_TRUE(first->Start(Seconds{0}));
+  first->Poll(Seconds{1});  // applies the sbatch's answer: the job id
   const std::vector<ReplicaRecord> records = first->Records();
   cluster_.down = true;
   auto second = Make(Config());
@@ -345,6 +351,136 @@ TEST_F(SlurmOrchestratorTest, ValidatesTheConfig) {
   c = Config();
   c.command = {};
   EXPECT_FALSE(ValidateSlurmOrchestratorConfig(c));
+}
+
+// The transport calls run on the service's own thread (SerialCalls): a controller that hangs
+// holds neither Poll nor Start, and the answers are applied in the order the calls ran.
+// Every step waits for the posted calls before it touches the cluster, so the fake cluster is
+// never read and written at once.
+
+// Holds job listings until Release(), as a hung slurmctld would.
+class Gate {
+ public:
+  void Hold() {
+    MutexLock lock(mu_);
+    held_ = true;
+  }
+  void Release() {
+    MutexLock lock(mu_);
+    held_ = false;
+    cv_.NotifyAll();
+  }
+  void Pass() {
+    MutexLock lock(mu_);
+    cv_.Wait(mu_, [this]() GS_REQUIRES(mu_) { return !held_; });
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  bool held_ GS_GUARDED_BY(mu_) = false;
+};
+
+class GatedTransport final : public SlurmTransport {
+ public:
+  GatedTransport(FakeCluster& cluster, Gate& gate) : fake_(cluster), gate_(gate) {}
+  std::string_view Name() const override { return "gated"; }
+  Result<std::string> Submit(const SlurmJobRequest& request) override {
+    return fake_.Submit(request);
+  }
+  Result<std::vector<SlurmJob>> ListJobs() override {
+    gate_.Pass();
+    return fake_.ListJobs();
+  }
+  Result<std::vector<SlurmNode>> ListNodes() override { return fake_.ListNodes(); }
+  Status Cancel(const std::string& job_id) override { return fake_.Cancel(job_id); }
+
+ private:
+  FakeTransport fake_;
+  Gate& gate_;
+};
+
+class SlurmOrchestratorCallsTest : public SlurmOrchestratorTest {
+ protected:
+  std::unique_ptr<SlurmOrchestrator> MakeThreaded() {
+    auto orch = SlurmOrchestrator::Create(
+        Config(), std::make_unique<GatedTransport>(cluster_, gate_),
+        [](const std::string&, int, const std::string&) { return true; },
+        SerialCalls::Mode::kThread);
+    EXPECT_TRUE(orch) << orch.error().ToString();
+    return std::move(*orch);
+  }
+  // Lets the posted calls finish, then polls (which applies their answers).
+  static void Step(SlurmOrchestrator& orch, double now) {
+    orch.WaitForCalls();
+    orch.Poll(Seconds{now});
+  }
+  Gate gate_;
+};
+
+TEST_F(SlurmOrchestratorCallsTest, AHungListingHoldsNeitherPollNorStartAndNeverDuplicatesAJob) {
+  auto orch = MakeThreaded();
+  gate_.Hold();
+  orch->Poll(Seconds{1});  // posts a listing that hangs: Poll returns all the same
+  Result<scale::ReplicaStatus> started = orch->Start(Seconds{1});
+  ASSERT_TRUE(started) << started.error().ToString();
+  EXPECT_EQ(started->phase, ReplicaPhase::kPending);
+  orch->Poll(Seconds{2});
+  ASSERT_EQ(orch->Replicas(Seconds{2}).size(), 1u);
+  EXPECT_EQ(orch->Replicas(Seconds{2})[0].last_error, "submitting to Slurm");
+  EXPECT_TRUE(orch->HasProcesses());  // shutdown waits for the sbatch's answer
+  gate_.Release();
+  // The listing ran before the sbatch (posted first), so it lacks the new job: applied while
+  // the replica is still submitting, it must not count the job as vanished.
+  Step(*orch, 3);
+  EXPECT_EQ(cluster_.submitted.size(), 1u);
+  EXPECT_EQ(orch->Records()[0].engine_id, "100");
+  Step(*orch, 4);  // a listing that ran after the sbatch: the job is there
+  Step(*orch, 5);
+  EXPECT_EQ(cluster_.submitted.size(), 1u);
+  EXPECT_TRUE(cluster_.cancelled.empty());
+  const std::vector<std::string> kinds = Kinds(orch->TakeEvents());
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "replica_crashed"), 0);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "replica_started"), 1);
+  EXPECT_EQ(orch->Replicas(Seconds{5})[0].state, "pending");
+}
+
+TEST_F(SlurmOrchestratorCallsTest, AReplicaStoppedWhileSubmittingHasItsJobCancelled) {
+  auto orch = MakeThreaded();
+  gate_.Hold();
+  orch->Poll(Seconds{1});
+  ASSERT_TRUE(orch->Start(Seconds{1}));
+  ASSERT_TRUE(orch->Stop("chat-0", Seconds{1}));
+  EXPECT_TRUE(orch->HasProcesses());
+  gate_.Release();
+  Step(*orch, 2);  // the sbatch's answer: job 100, cancelled at once
+  Step(*orch, 3);
+  EXPECT_EQ(cluster_.cancelled, std::vector<std::string>{"100"});
+  Step(*orch, 4);  // a listing after the cancel: the job ended
+  EXPECT_FALSE(orch->HasProcesses());
+  EXPECT_TRUE(orch->Replicas(Seconds{4}).empty());
+  const std::vector<std::string> kinds = Kinds(orch->TakeEvents());
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "replica_stopped"), 1);
+}
+
+TEST_F(SlurmOrchestratorCallsTest, AFailedSubmissionWaitsOutTheBackoffAndIsRetried) {
+  auto failing = MakeThreaded();
+  Step(*failing, 1);
+  gate_.Hold();
+  failing->Poll(Seconds{2});  // a listing in flight, so the sbatch queues behind it
+  ASSERT_TRUE(failing->Start(Seconds{2}));
+  cluster_.down = true;  // read by the sbatch once the gate opens
+  gate_.Release();
+  Step(*failing, 3);  // the listing failed too: outage, the replica is kept as it is
+  EXPECT_EQ(failing->Replicas(Seconds{3}).size(), 1u);
+  cluster_.down = false;
+  Step(*failing, 4);
+  Step(*failing, 20);  // past the backoff: submitted again
+  Step(*failing, 21);
+  EXPECT_EQ(cluster_.submitted.size(), 1u);
+  EXPECT_FALSE(failing->Records()[0].engine_id.empty());
+  const std::vector<std::string> kinds = Kinds(failing->TakeEvents());
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "replica_start_failed"), 1);
 }
 
 }  // namespace

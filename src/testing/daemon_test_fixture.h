@@ -44,6 +44,7 @@ class DaemonFixture : public ::testing::Test {
     options.health_interval = Seconds{0};
     options.scrape_timeout = Seconds{0.2};
     options.log = [](std::string_view) {};
+    options.engine_calls = orch::SerialCalls::Mode::kInline;
     return options;
   }
 

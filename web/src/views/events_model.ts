@@ -33,6 +33,7 @@ export const KNOWN_KINDS: readonly string[] = [
   'replica_startup_timeout',
   'replica_killed',
   'replica_stopped',
+  'replica_stop_failed',
   'replica_adopted',
   'replica_cleaned_up',
 ];
