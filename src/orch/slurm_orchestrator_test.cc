@@ -465,11 +465,10 @@ TEST_F(SlurmOrchestratorCallsTest, AReplicaStoppedWhileSubmittingHasItsJobCancel
 
 TEST_F(SlurmOrchestratorCallsTest, AFailedSubmissionWaitsOutTheBackoffAndIsRetried) {
   auto failing = MakeThreaded();
-  Step(*failing, 1);
   gate_.Hold();
-  failing->Poll(Seconds{2});  // a listing in flight, so the sbatch queues behind it
+  failing->Poll(Seconds{1});  // the first listing hangs, so the sbatch queues behind it
   ASSERT_TRUE(failing->Start(Seconds{2}));
-  cluster_.down = true;  // read by the sbatch once the gate opens
+  cluster_.down = true;  // read by both calls once the gate opens
   gate_.Release();
   Step(*failing, 3);  // the listing failed too: outage, the replica is kept as it is
   EXPECT_EQ(failing->Replicas(Seconds{3}).size(), 1u);
