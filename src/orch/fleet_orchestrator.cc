@@ -76,17 +76,20 @@ std::vector<scale::ReplicaStatus> FleetOrchestrator::ListReplicas() const {
 void FleetOrchestrator::Open(Record& r) {
   if (r.opening) return;
   r.opening = true;
-  calls_.Post([this, id = r.id]() -> SerialCalls::Apply {
-    httplib::Client client = Client(host_, port_, config_.timeout);
+  // The calls own copies of what they use (serial_calls.h): they may outlive this object.
+  calls_.Post([this, id = r.id, host = host_, port = port_,
+               timeout = config_.timeout]() -> SerialCalls::Apply {
+    httplib::Client client = Client(host, port, timeout);
     const httplib::Result res =
         client.Post("/replicas", json{{"id", id}}.dump(), "application/json");
     const json body = res && res->status == 200
                           ? json::parse(res->body, nullptr, /*allow_exceptions=*/false)
                           : json();
-    Result<int> port = body.is_object() && body.contains("port") && body["port"].is_number_integer()
-                           ? Result<int>(body["port"].get<int>())
-                           : Unavailable(Failure(res, "a new replica"));
-    return [this, id, port = std::move(port)](Seconds at) { ApplyOpen(id, port, at); };
+    Result<int> given =
+        body.is_object() && body.contains("port") && body["port"].is_number_integer()
+            ? Result<int>(body["port"].get<int>())
+            : Unavailable(Failure(res, "a new replica"));
+    return [this, id, given = std::move(given)](Seconds at) { ApplyOpen(id, given, at); };
   });
 }
 
@@ -137,8 +140,9 @@ Status FleetOrchestrator::Resume(const std::string& id, Seconds now) {
 Status FleetOrchestrator::Stop(const std::string& id, Seconds now) {
   GS_ASSIGN_OR_RETURN(Record* r, book_.BeginStop(id, now));
   if (r->port > 0 || r->opening) {
-    calls_.Post([this, id = r->id]() -> SerialCalls::Apply {
-      httplib::Client client = Client(host_, port_, config_.timeout);
+    calls_.Post([this, id = r->id, host = host_, port = port_,
+                 timeout = config_.timeout]() -> SerialCalls::Apply {
+      httplib::Client client = Client(host, port, timeout);
       const httplib::Result res = client.Delete("/replicas/" + id);
       // A failure leaves the fleet a port nobody uses; the replica is gone for the daemon
       // either way.
@@ -157,14 +161,14 @@ Status FleetOrchestrator::Stop(const std::string& id, Seconds now) {
 
 void FleetOrchestrator::Probe(Record& r) {
   r.probing = true;
-  calls_.Post([this, id = r.id, port = r.port]() -> SerialCalls::Apply {
-    // net::HttpGet, as the local probe: one deadline for the whole exchange, so a replica
-    // port that trickles its answer cannot hold the calls (httplib's are per read).
-    net::HttpGetRequest probe;
-    probe.host = host_;
-    probe.port = port;
-    probe.target = config_.readiness_path;
-    probe.timeout = config_.timeout;
+  // net::HttpGet, as the local probe: one deadline for the whole exchange, so a replica
+  // port that trickles its answer cannot hold the calls (httplib's are per read).
+  net::HttpGetRequest probe;
+  probe.host = host_;
+  probe.port = r.port;
+  probe.target = config_.readiness_path;
+  probe.timeout = config_.timeout;
+  calls_.Post([this, id = r.id, port = r.port, probe = std::move(probe)]() -> SerialCalls::Apply {
     const Result<net::HttpGetResponse> res = net::HttpGet(probe);
     const bool ready = res && res->status == 200;
     return [this, id, port, ready](Seconds at) {

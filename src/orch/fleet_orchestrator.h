@@ -92,7 +92,6 @@ class FleetOrchestrator final : public ServiceOrchestrator {
   std::string host_;  // of the fleet; replicas listen there too
   int port_;
   ReplicaBook<Record> book_;
-  // Last member: destroyed first, so a call still running finishes before the rest goes.
   SerialCalls calls_;
 };
 

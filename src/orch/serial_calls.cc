@@ -5,60 +5,59 @@
 namespace gpuscale::orch {
 
 SerialCalls::~SerialCalls() {
-  {
-    MutexLock lock(mu_);
-    closing_ = true;
-    queue_.clear();
-  }
-  if (worker_.joinable()) worker_.join();
+  // Calls not started are dropped; a running one finishes on its detached thread, which
+  // holds the state, and its answer is dropped with it.
+  MutexLock lock(state_->mu);
+  state_->closing = true;
+  state_->queue.clear();
+  state_->done.clear();
 }
 
 void SerialCalls::Post(Call call) {
   ++pending_;
+  State& s = *state_;
   if (mode_ == Mode::kInline) {
     Apply apply = call();
-    MutexLock lock(mu_);
-    done_.push_back(std::move(apply));
+    MutexLock lock(s.mu);
+    s.done.push_back(std::move(apply));
     return;
   }
   bool start = false;
   {
-    MutexLock lock(mu_);
-    queue_.push_back(std::move(call));
-    start = !running_;
-    running_ = true;
+    MutexLock lock(s.mu);
+    s.queue.push_back(std::move(call));
+    start = !s.running;
+    s.running = true;
   }
-  if (!start) return;
-  // The last worker set running_ = false as its final step under the lock, so it is ending
-  // without touching anything of ours again: joining it here is short.
-  if (worker_.joinable()) worker_.join();
-  worker_ = std::thread([this] { Work(); });
+  // Detached: the owner never waits for a call (a hung controller must not hold the
+  // daemon's tick when a service is deleted or replaced); the thread keeps the state alive.
+  if (start) std::thread([state = state_] { Work(*state); }).detach();
 }
 
-void SerialCalls::Work() {
+void SerialCalls::Work(State& s) {
   for (;;) {
     Call call;
     {
-      MutexLock lock(mu_);
-      if (queue_.empty() || closing_) {
-        running_ = false;
-        idle_cv_.NotifyAll();
+      MutexLock lock(s.mu);
+      if (s.queue.empty() || s.closing) {
+        s.running = false;
+        s.idle_cv.NotifyAll();
         return;
       }
-      call = std::move(queue_.front());
-      queue_.pop_front();
+      call = std::move(s.queue.front());
+      s.queue.pop_front();
     }
     Apply apply = call();
-    MutexLock lock(mu_);
-    done_.push_back(std::move(apply));
+    MutexLock lock(s.mu);
+    if (!s.closing) s.done.push_back(std::move(apply));
   }
 }
 
 size_t SerialCalls::ApplyDone(Seconds now) {
   std::deque<Apply> done;
   {
-    MutexLock lock(mu_);
-    done.swap(done_);
+    MutexLock lock(state_->mu);
+    done.swap(state_->done);
   }
   for (Apply& apply : done) {
     --pending_;
@@ -68,8 +67,9 @@ size_t SerialCalls::ApplyDone(Seconds now) {
 }
 
 void SerialCalls::WaitIdle() {
-  MutexLock lock(mu_);
-  idle_cv_.Wait(mu_, [this]() GS_REQUIRES(mu_) { return !running_ && queue_.empty(); });
+  State& s = *state_;
+  MutexLock lock(s.mu);
+  s.idle_cv.Wait(s.mu, [&s]() GS_REQUIRES(s.mu) { return !s.running && s.queue.empty(); });
 }
 
 }  // namespace gpuscale::orch

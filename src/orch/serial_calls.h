@@ -14,16 +14,19 @@
 // caller's thread (tests that step time by hand); its answers are still applied only by
 // ApplyDone, so both modes apply in the same places.
 //
-// Ownership: owns the calls and their answers. Destruction drops calls not yet started and
-// waits for the running one (at most its own timeout), so a call may use its owner's members
-// that are declared before its SerialCalls.
-// Thread-safety: Post, ApplyDone and pending() from the owner's thread; the calls run on the
-// worker thread and must touch only what is safe there (a thread-safe transport, copies).
+// Ownership: owns the calls and their answers. Destruction returns at once: it drops the
+// calls not yet started and the answers not applied, and a call still running finishes on
+// its thread (which holds the queue's state) with its answer dropped. So a call must own
+// what it uses (copies, a shared_ptr to a thread-safe transport), never its owner's members;
+// its answer (Apply) runs only on the owner's thread and may use the owner.
+// Thread-safety: Post, ApplyDone, pending() and WaitIdle from the owner's thread; the calls
+// run on the worker thread.
 #pragma once
 
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "core/clock.h"
@@ -54,17 +57,20 @@ class SerialCalls {
   void WaitIdle();
 
  private:
-  void Work();
+  // Shared with the worker thread, which may outlive this object by one call.
+  struct State {
+    Mutex mu;
+    CondVar idle_cv;
+    std::deque<Call> queue GS_GUARDED_BY(mu);
+    std::deque<Apply> done GS_GUARDED_BY(mu);
+    bool running GS_GUARDED_BY(mu) = false;  // a worker is between its start and its end
+    bool closing GS_GUARDED_BY(mu) = false;  // the owner is gone
+  };
+  static void Work(State& state);
 
   const Mode mode_;
   size_t pending_ = 0;  // the owner's thread only
-  Mutex mu_;
-  CondVar idle_cv_;
-  std::deque<Call> queue_ GS_GUARDED_BY(mu_);
-  std::deque<Apply> done_ GS_GUARDED_BY(mu_);
-  bool running_ GS_GUARDED_BY(mu_) = false;  // the worker is between its start and its end
-  bool closing_ GS_GUARDED_BY(mu_) = false;
-  std::thread worker_;  // the owner's thread starts and joins it
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 }  // namespace gpuscale::orch

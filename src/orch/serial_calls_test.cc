@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,31 +91,44 @@ TEST(SerialCallsTest, AHungCallHoldsOnlyTheCallsBehindIt) {
   EXPECT_EQ(calls.pending(), 0u);
 }
 
-TEST(SerialCallsTest, DestructionDropsQueuedCallsAndWaitsForTheRunningOne) {
-  Mutex mu;
-  CondVar cv;
-  bool started = false;
-  std::atomic<int> ran{0};
+// A service deleted while its controller hangs: destruction must not wait for the hung call
+// (the daemon's tick would), and what was queued behind it never runs.
+TEST(SerialCallsTest, DestructionReturnsAtOnceAndDropsWhatIsQueued) {
+  // Owned by the calls too: the running one outlives the SerialCalls.
+  struct Sync {
+    Mutex mu;
+    CondVar cv;
+    bool started GS_GUARDED_BY(mu) = false;
+    bool released GS_GUARDED_BY(mu) = false;
+    bool finished GS_GUARDED_BY(mu) = false;
+    int ran GS_GUARDED_BY(mu) = 0;
+  };
+  auto sync = std::make_shared<Sync>();
   {
     SerialCalls calls;
-    calls.Post([&]() -> SerialCalls::Apply {
-      {
-        MutexLock lock(mu);
-        started = true;
-        cv.NotifyAll();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      ++ran;
+    calls.Post([sync]() -> SerialCalls::Apply {
+      MutexLock lock(sync->mu);
+      sync->started = true;
+      sync->cv.NotifyAll();
+      sync->cv.Wait(sync->mu, [&]() GS_REQUIRES(sync->mu) { return sync->released; });
+      ++sync->ran;
+      sync->finished = true;
+      sync->cv.NotifyAll();
+      return [](Seconds) { FAIL() << "an answer applied after its owner was gone"; };
+    });
+    calls.Post([sync]() -> SerialCalls::Apply {
+      MutexLock lock(sync->mu);
+      ++sync->ran;
       return {};
     });
-    calls.Post([&]() -> SerialCalls::Apply {
-      ++ran;
-      return {};
-    });
-    MutexLock lock(mu);
-    cv.Wait(mu, [&]() GS_REQUIRES(mu) { return started; });
-  }  // the first call is running: destruction waits for it and drops the second
-  EXPECT_EQ(ran.load(), 1);
+    MutexLock lock(sync->mu);
+    sync->cv.Wait(sync->mu, [&]() GS_REQUIRES(sync->mu) { return sync->started; });
+  }  // the first call is blocked: destruction returns all the same
+  MutexLock lock(sync->mu);
+  sync->released = true;
+  sync->cv.NotifyAll();
+  sync->cv.Wait(sync->mu, [&]() GS_REQUIRES(sync->mu) { return sync->finished; });
+  EXPECT_EQ(sync->ran, 1);
 }
 
 }  // namespace

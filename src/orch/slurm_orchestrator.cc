@@ -160,9 +160,9 @@ Status SlurmOrchestrator::Submit(Replica& r, Seconds now) {
   r.node.clear();
   r.last_error = "submitting to Slurm";
   book_.SetPhase(r, scale::ReplicaPhase::kPending, now);
-  calls_.Post([this, id = r.id, request = std::move(request),
+  calls_.Post([this, transport = transport_, id = r.id, request = std::move(request),
                argv = std::move(script.argv)]() mutable -> SerialCalls::Apply {
-    Result<std::string> job_id = transport_->Submit(request);
+    Result<std::string> job_id = transport->Submit(request);
     return [this, id, job_id = std::move(job_id), argv = std::move(argv)](Seconds at) mutable {
       ApplySubmit(id, std::move(job_id), std::move(argv), at);
     };
@@ -199,8 +199,8 @@ void SlurmOrchestrator::ApplySubmit(const std::string& id, Result<std::string> j
 
 void SlurmOrchestrator::PostStopCancel(Replica& r) {
   cancelling_.insert(r.job_id);
-  calls_.Post([this, id = r.id, job_id = r.job_id]() -> SerialCalls::Apply {
-    Status cancelled = transport_->Cancel(job_id);
+  calls_.Post([this, transport = transport_, id = r.id, job_id = r.job_id]() -> SerialCalls::Apply {
+    Status cancelled = transport->Cancel(job_id);
     return [this, id, job_id, cancelled = std::move(cancelled)](Seconds at) {
       cancelling_.erase(job_id);
       Replica* r = FindAny(id);

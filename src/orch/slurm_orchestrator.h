@@ -204,7 +204,8 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   void RestoreFromJob(Replica& r, const ReplicaRecord& record, const SlurmJob& job, Seconds now);
 
   SlurmOrchestratorConfig config_;
-  std::unique_ptr<SlurmTransport> transport_;
+  // Shared with the calls in flight (serial_calls.h: a call owns what it uses).
+  std::shared_ptr<SlurmTransport> transport_;
   SlurmProbe probe_;
   // PrepareProbes' readiness answers (replica id -> ready) for the Poll at the same `now`.
   std::optional<std::pair<Seconds, std::map<std::string, bool>>> prepared_;
@@ -216,7 +217,6 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   std::set<std::string> strays_cancelled_;  // job ids, so each is cancelled and reported once
   std::set<std::string> cancelling_;        // job ids with an scancel in flight
   bool listing_ = false;                    // a listing is posted and not applied yet
-  // Last member: destroyed first, so a call still running finishes before the transport goes.
   SerialCalls calls_;
 };
 

@@ -37,8 +37,8 @@ SlurmOrchestrator::Listing SlurmOrchestrator::List(SlurmTransport& transport) {
 void SlurmOrchestrator::PostListing() {
   if (listing_) return;
   listing_ = true;
-  calls_.Post([this]() -> SerialCalls::Apply {
-    return [this, listing = List(*transport_)](Seconds at) mutable {
+  calls_.Post([this, transport = transport_]() -> SerialCalls::Apply {
+    return [this, listing = List(*transport)](Seconds at) mutable {
       listing_ = false;
       ApplyListing(std::move(listing), at);
     };
@@ -205,8 +205,8 @@ void SlurmOrchestrator::ProbeStarting(Replica& r, Seconds now) {
     // The old job id leaves the replica, so a cancel that does not land is retried by
     // CancelStrays on a later listing.
     cancelling_.insert(r.job_id);
-    calls_.Post([this, job_id = r.job_id]() -> SerialCalls::Apply {
-      (void)transport_->Cancel(job_id);
+    calls_.Post([this, transport = transport_, job_id = r.job_id]() -> SerialCalls::Apply {
+      (void)transport->Cancel(job_id);
       return [this, job_id](Seconds) { cancelling_.erase(job_id); };
     });
     r.job_id.clear();
@@ -241,8 +241,8 @@ void SlurmOrchestrator::CancelStrays() {
     const bool ours = book_.Any([&](const Replica& r) { return r.job_id == job.id; });
     if (ours || strays_cancelled_.count(job.id) != 0 || cancelling_.count(job.id) != 0) continue;
     cancelling_.insert(job.id);
-    calls_.Post([this, job, prefix]() -> SerialCalls::Apply {
-      Status cancelled = transport_->Cancel(job.id);
+    calls_.Post([this, transport = transport_, job, prefix]() -> SerialCalls::Apply {
+      Status cancelled = transport->Cancel(job.id);
       return [this, job, prefix, cancelled = std::move(cancelled)](Seconds at) {
         cancelling_.erase(job.id);
         if (!cancelled && cancelled.error().code != ErrorCode::kNotFound) return;  // later

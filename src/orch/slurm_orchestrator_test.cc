@@ -402,13 +402,23 @@ class GatedTransport final : public SlurmTransport {
 
 class SlurmOrchestratorCallsTest : public SlurmOrchestratorTest {
  protected:
-  std::unique_ptr<SlurmOrchestrator> MakeThreaded() {
+  // The fixture owns the orchestrators: their calls read cluster_, so TearDown lets the
+  // calls finish before the cluster goes (a destroyed orchestrator no longer waits).
+  SlurmOrchestrator* MakeThreaded() {
     auto orch = SlurmOrchestrator::Create(
         Config(), std::make_unique<GatedTransport>(cluster_, gate_),
         [](const std::string&, int, const std::string&) { return true; },
         SerialCalls::Mode::kThread);
     EXPECT_TRUE(orch) << orch.error().ToString();
-    return std::move(*orch);
+    if (!orch) return nullptr;
+    orchestrators_.push_back(std::move(*orch));
+    return orchestrators_.back().get();
+  }
+  void TearDown() override {
+    gate_.Release();
+    for (auto& orch : orchestrators_) orch->WaitForCalls();
+    orchestrators_.clear();
+    SlurmOrchestratorTest::TearDown();
   }
   // Lets the posted calls finish, then polls (which applies their answers).
   static void Step(SlurmOrchestrator& orch, double now) {
@@ -416,6 +426,7 @@ class SlurmOrchestratorCallsTest : public SlurmOrchestratorTest {
     orch.Poll(Seconds{now});
   }
   Gate gate_;
+  std::vector<std::unique_ptr<SlurmOrchestrator>> orchestrators_;
 };
 
 TEST_F(SlurmOrchestratorCallsTest, AHungListingHoldsNeitherPollNorStartAndNeverDuplicatesAJob) {
