@@ -14,6 +14,9 @@
 // and 2 nodes, including slurmctld's own time to answer. BM_Parse* splits out the JSON
 // parsing of the same two documents (captured once from each transport), with no I/O.
 //
+// The orchestrator's calls run inline (SerialCalls::Mode::kInline): in the daemon they run on
+// the service's own thread, off the tick, and this measures that thread's work per tick.
+//
 // The fixture (tests/slurm_fixture.cc) is linked into this program by bench/CMakeLists.txt.
 // Needs slurm-wlm and slurmrestd installed; without them the program says so and exits 0.
 // Run: build/bench/slurm_tick_bench
@@ -116,8 +119,9 @@ Result<Service> MakeService(const std::string& transport) {
   c.max_replicas = kReplicas;  // the tick can never submit a 101st job
   c.state_dir = (s.dir / "state").string();
   GS_ASSIGN_OR_RETURN(auto orch,
-                      orch::SlurmOrchestrator::Create(c, Transport(transport),
-                                                      [](auto&, int, auto&) { return true; }));
+                      orch::SlurmOrchestrator::Create(
+                          c, Transport(transport), [](auto&, int, auto&) { return true; },
+                          orch::SerialCalls::Mode::kInline));
   std::vector<orch::ReplicaRecord> records;
   for (int n = 0; n < kReplicas; ++n) {
     orch::ReplicaRecord r;
