@@ -426,8 +426,8 @@ void Daemon::Tick() {
   PersistLeases();
   events_->Append(events);
   TrimHistory(now);
-  memory_trim_.Run(now);
   end_phase("persist");
+  if (memory_trim_.Run(now)) end_phase("trim");  // once a minute
   ++tick_count_;
   PublishViews(now);
   PublishRoutes(now);

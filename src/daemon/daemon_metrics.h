@@ -8,7 +8,7 @@
 //   gpuscale_decisions_total{service}, gpuscale_scrape_errors_total{service},
 //   gpuscale_control_loop_duration_seconds (histogram),
 //   gpuscale_control_loop_phase_seconds_total{phase} (where the ticks' time went: probe,
-//   collect, services, persist, publish), gpuscale_scrapes_total (replica scrapes that
+//   collect, services, persist, trim, publish), gpuscale_scrapes_total (replica scrapes that
 //   ended), gpuscale_scrapes_in_flight (scrapes the last tick's collect phase left running
 //   past its cutoff), gpuscale_prom_queries_in_flight (PromQL queries it left running or
 //   queued), gpuscale_leases,
