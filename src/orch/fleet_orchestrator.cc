@@ -62,13 +62,6 @@ FleetOrchestrator::FleetOrchestrator(FleetConfig config, std::string host, int p
       book_(ReplicaBookConfig{config_.service, config_.drain_grace}),
       calls_(calls) {}
 
-FleetOrchestrator::Record* FleetOrchestrator::FindAny(const std::string& id) {
-  for (Record& r : book_.records()) {
-    if (r.id == id) return &r;
-  }
-  return nullptr;
-}
-
 std::vector<scale::ReplicaStatus> FleetOrchestrator::ListReplicas() const {
   return book_.ListReplicas();
 }
@@ -94,8 +87,8 @@ void FleetOrchestrator::Open(Record& r) {
 }
 
 void FleetOrchestrator::ApplyOpen(const std::string& id, Result<int> port, Seconds now) {
-  Record* r = FindAny(id);
-  if (r == nullptr) return;  // stopped meanwhile: its DELETE was posted after this POST
+  Record* r = book_.Find(id);  // Stop removes a replica from the book at once
+  if (r == nullptr) return;    // stopped meanwhile: its DELETE was posted after this POST
   r->opening = false;
   if (!port) {
     // Said once per reason, not every retry.

@@ -86,7 +86,6 @@ class FleetOrchestrator final : public ServiceOrchestrator {
   void Open(Record& r);
   void ApplyOpen(const std::string& id, Result<int> port, Seconds now);
   void Probe(Record& r);
-  Record* FindAny(const std::string& id);
 
   FleetConfig config_;
   std::string host_;  // of the fleet; replicas listen there too

@@ -157,6 +157,13 @@ class ReplicaBook : public ReplicaBookBase {
     }
     return nullptr;
   }
+  // Any replica, stopping ones included (an engine's late answer about it); nullptr when gone.
+  R* FindAny(const std::string& id) {
+    for (R& r : records_) {
+      if (r.id == id) return &r;
+    }
+    return nullptr;
+  }
   // As Find. Errors: kNotFound naming the id.
   Result<R*> Get(const std::string& id) {
     R* r = Find(id);

@@ -126,13 +126,6 @@ Result<int> SlurmOrchestrator::PickPort(int previous) const {
                            "port_range_start");
 }
 
-SlurmOrchestrator::Replica* SlurmOrchestrator::FindAny(const std::string& id) {
-  for (Replica& r : book_.records()) {
-    if (r.id == id) return &r;
-  }
-  return nullptr;
-}
-
 // Builds the job for `r` (port already chosen) and posts its submission.
 Status SlurmOrchestrator::Submit(Replica& r, Seconds now) {
   GS_ASSIGN_OR_RETURN(SlurmJobScript script,
@@ -172,7 +165,7 @@ Status SlurmOrchestrator::Submit(Replica& r, Seconds now) {
 
 void SlurmOrchestrator::ApplySubmit(const std::string& id, Result<std::string> job_id,
                                     std::vector<std::string> argv, Seconds now) {
-  Replica* r = FindAny(id);
+  Replica* r = book_.FindAny(id);
   // Replicas are kept while submitting, so this is only a defence: a job without a replica
   // is cancelled as a stray by the next listing.
   if (r == nullptr) return;
@@ -197,24 +190,33 @@ void SlurmOrchestrator::ApplySubmit(const std::string& id, Result<std::string> j
   if (r->stopping) PostStopCancel(*r);  // stopped while the sbatch was in flight
 }
 
-void SlurmOrchestrator::PostStopCancel(Replica& r) {
-  cancelling_.insert(r.job_id);
-  calls_.Post([this, transport = transport_, id = r.id, job_id = r.job_id]() -> SerialCalls::Apply {
+void SlurmOrchestrator::PostCancel(const std::string& job_id, CancelAnswer then) {
+  cancelling_.insert(job_id);
+  calls_.Post([this, transport = transport_, job_id,
+               then = std::move(then)]() mutable -> SerialCalls::Apply {
     Status cancelled = transport->Cancel(job_id);
-    return [this, id, job_id, cancelled = std::move(cancelled)](Seconds at) {
+    return [this, job_id, then = std::move(then), cancelled = std::move(cancelled)](Seconds at) {
       cancelling_.erase(job_id);
-      Replica* r = FindAny(id);
-      if (r == nullptr || r->job_id != job_id) return;
-      const bool failed = !cancelled && cancelled.error().code != ErrorCode::kNotFound;
-      if (failed && !r->cancel_pending) {  // once per failing streak, not every retry
-        book_.Emit(at, r->id, "replica_stop_failed",
-                   fmt::format("Slurm job {}: cancel not delivered ({}); retried until Slurm "
-                               "takes it",
-                               job_id, cancelled.error().message));
-      }
-      r->cancel_pending = failed;
-      if (failed) r->last_error = "cancel not delivered yet: " + cancelled.error().message;
+      // Slurm took it, or no longer knows the job: either way it will not run on.
+      const bool delivered = cancelled || cancelled.error().code == ErrorCode::kNotFound;
+      if (then) then(delivered, cancelled, at);
     };
+  });
+}
+
+void SlurmOrchestrator::PostStopCancel(Replica& r) {
+  PostCancel(r.job_id, [this, id = r.id, job_id = r.job_id](bool delivered, const Status& cancelled,
+                                                            Seconds at) {
+    Replica* r = book_.FindAny(id);
+    if (r == nullptr || r->job_id != job_id) return;
+    if (!delivered && !r->cancel_pending) {  // once per failing streak, not every retry
+      book_.Emit(at, r->id, "replica_stop_failed",
+                 fmt::format("Slurm job {}: cancel not delivered ({}); retried until Slurm "
+                             "takes it",
+                             job_id, cancelled.error().message));
+    }
+    r->cancel_pending = !delivered;
+    if (!delivered) r->last_error = "cancel not delivered yet: " + cancelled.error().message;
   });
 }
 
@@ -246,12 +248,11 @@ Result<scale::ReplicaStatus> SlurmOrchestrator::Start(Seconds now) {
 
 Status SlurmOrchestrator::Place(const std::string& id, Seconds now) {
   GS_ASSIGN_OR_RETURN(Replica* r, book_.GetPending(id, now));
-  if (r->job_id.empty()) {
-    return ResourceExhausted(fmt::format("replica {}'s Slurm job is not queued yet: {}", r->id,
-                                         r->last_error.empty() ? "waiting" : r->last_error));
-  }
-  return ResourceExhausted(fmt::format("Slurm job {} is queued: {}", r->job_id,
-                                       r->last_error.empty() ? "waiting" : r->last_error));
+  const std::string what = r->job_id.empty()
+                               ? fmt::format("replica {}'s Slurm job is not queued yet", r->id)
+                               : fmt::format("Slurm job {} is queued", r->job_id);
+  return ResourceExhausted(
+      fmt::format("{}: {}", what, r->last_error.empty() ? "waiting" : r->last_error));
 }
 
 Status SlurmOrchestrator::Drain(const std::string& id, Seconds now) { return book_.Drain(id, now); }

@@ -12,12 +12,12 @@
 //     "gpuscale service=<service> replica=<replica>", --gres=gpu[:type]:N, the configured
 //     partition / account / time limit / extra sbatch args, output to
 //     <state_dir>/logs/<replica>.log -> `pending` (state "pending", reason in last_error).
-//   Poll(now): one jobs listing and one nodes listing per call (see "Calls" below). PENDING ->
-//   `pending` with
-//     Slurm's reason ("Resources", "Priority", ...); RUNNING -> `starting` with host = the
-//     batch node's NodeAddr, until GET http://<host>:<port><readiness_path> answers 200 ->
-//     `ready` (probed every probe_interval; no answer within startup_timeout -> the job is
-//     cancelled and resubmitted). A job that ended (or vanished) while its replica was wanted
+//   Poll(now): one jobs listing and one nodes listing per call (see "Calls" below).
+//     PENDING -> `pending` with Slurm's reason ("Resources", "Priority", ...); RUNNING ->
+//     `starting` with host = the batch node's NodeAddr, until GET
+//     http://<host>:<port><readiness_path> answers 200 -> `ready` (probed every probe_interval; no
+//     answer within startup_timeout -> the job is cancelled and resubmitted). A job that ended (or
+//     vanished) while its replica was wanted
 //     -> `replica_crashed`, resubmitted after the backoff. Jobs carrying this service's
 //     name prefix that belong to no replica (e.g. a submission whose answer was lost) are
 //     cancelled, so a lost answer never leaves a duplicate running.
@@ -174,10 +174,13 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   Status Submit(Replica& r, Seconds now);
   void ApplySubmit(const std::string& id, Result<std::string> job_id, std::vector<std::string> argv,
                    Seconds now);
-  // Posts scancel of `r`'s job; a failure other than "gone" leaves cancel_pending set.
+  // Posts scancel of `job_id`, listed in cancelling_ until its answer is applied (so none
+  // is posted twice); `then` (may be empty) gets the answer on the loop thread: delivered =
+  // Slurm took it or no longer knows the job.
+  using CancelAnswer = std::function<void(bool delivered, const Status& status, Seconds at)>;
+  void PostCancel(const std::string& job_id, CancelAnswer then);
+  // Posts scancel of `r`'s job; an undelivered one leaves cancel_pending set.
   void PostStopCancel(Replica& r);
-  // Any replica, stopping ones included; null when gone.
-  Replica* FindAny(const std::string& id);
   // poll (slurm_orchestrator_poll.cc)
   struct Listing {
     Result<std::vector<SlurmJob>> jobs;

@@ -204,11 +204,7 @@ void SlurmOrchestrator::ProbeStarting(Replica& r, Seconds now) {
     book_.Emit(now, r.id, "replica_startup_timeout", r.last_error);
     // The old job id leaves the replica, so a cancel that does not land is retried by
     // CancelStrays on a later listing.
-    cancelling_.insert(r.job_id);
-    calls_.Post([this, transport = transport_, job_id = r.job_id]() -> SerialCalls::Apply {
-      (void)transport->Cancel(job_id);
-      return [this, job_id](Seconds) { cancelling_.erase(job_id); };
-    });
+    PostCancel(r.job_id, {});
     r.job_id.clear();
     r.running = false;
     ScheduleResubmit(r, now, r.last_error);
@@ -240,18 +236,13 @@ void SlurmOrchestrator::CancelStrays() {
     if (!SlurmJobActive(job.state) || job.name.rfind(prefix, 0) != 0) continue;
     const bool ours = book_.Any([&](const Replica& r) { return r.job_id == job.id; });
     if (ours || strays_cancelled_.count(job.id) != 0 || cancelling_.count(job.id) != 0) continue;
-    cancelling_.insert(job.id);
-    calls_.Post([this, transport = transport_, job, prefix]() -> SerialCalls::Apply {
-      Status cancelled = transport->Cancel(job.id);
-      return [this, job, prefix, cancelled = std::move(cancelled)](Seconds at) {
-        cancelling_.erase(job.id);
-        if (!cancelled && cancelled.error().code != ErrorCode::kNotFound) return;  // later
-        strays_cancelled_.insert(job.id);
-        book_.Emit(at, job.name.substr(prefix.size()), "replica_cleaned_up",
-                   fmt::format("cancelled Slurm job {} ({}): it carries this service's name but "
-                               "belongs to no replica",
-                               job.id, job.name));
-      };
+    PostCancel(job.id, [this, job, prefix](bool delivered, const Status&, Seconds at) {
+      if (!delivered) return;  // a later listing still shows it: cancelled again then
+      strays_cancelled_.insert(job.id);
+      book_.Emit(at, job.name.substr(prefix.size()), "replica_cleaned_up",
+                 fmt::format("cancelled Slurm job {} ({}): it carries this service's name but "
+                             "belongs to no replica",
+                             job.id, job.name));
     });
   }
 }
