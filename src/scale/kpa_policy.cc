@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "scale/policy_util.h"
+
 namespace gpuscale::scale {
 namespace {
 
@@ -14,8 +16,6 @@ int CeilCount(double x) {
   const double c = std::ceil(x - 1e-9);
   return c >= 1e9 ? 1'000'000'000 : static_cast<int>(c);
 }
-
-bool Usable(double v) { return std::isfinite(v) && v >= 0; }
 
 }  // namespace
 
@@ -30,7 +30,7 @@ std::optional<double> KpaPolicy::ReadConcurrency(const ScalingInput& input,
     }
     const MetricValue& value = it->second;
     if (value.service_value) {
-      if (!Usable(*value.service_value)) {
+      if (!IsUsableSample(*value.service_value)) {
         *why = fmt::format("{} has invalid value {}", name, *value.service_value);
         return std::nullopt;
       }
@@ -44,7 +44,7 @@ std::optional<double> KpaPolicy::ReadConcurrency(const ScalingInput& input,
     }
     int usable = 0;
     for (double v : value.per_replica) {
-      if (Usable(v)) total += v, ++usable;
+      if (IsUsableSample(v)) total += v, ++usable;
     }
     if (usable == 0 && !value.per_replica.empty()) {
       *why = fmt::format("{}: every per-replica value is invalid", name);

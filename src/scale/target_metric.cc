@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "scale/enum_names.h"
+#include "scale/policy_util.h"
 
 namespace gpuscale::scale {
 namespace {
@@ -19,8 +20,6 @@ int CeilReplicas(double x) {
   const double c = std::ceil(x - 1e-9);
   return c >= 1e9 ? 1'000'000'000 : static_cast<int>(c);
 }
-
-bool Usable(double v) { return std::isfinite(v) && v >= 0; }
 
 bool WithinTolerance(double ratio, double tolerance) { return std::abs(1.0 - ratio) <= tolerance; }
 
@@ -104,7 +103,7 @@ std::string_view MetricTargetTypeName(MetricTargetType type) {
 namespace {
 
 TargetReading FromService(const TargetMetric& metric, double value, int current, double tolerance) {
-  if (!Usable(value)) return Failed(metric, fmt::format("invalid value {}", value));
+  if (!IsUsableSample(value)) return Failed(metric, fmt::format("invalid value {}", value));
   TargetReading r;
   r.status = TargetReading::Status::kOk;
   r.value = value;
@@ -121,7 +120,7 @@ TargetReading FromReplicas(const TargetMetric& metric, const std::vector<double>
                            int current, double tolerance) {
   std::vector<double> values;
   for (double v : reported) {
-    if (Usable(v)) values.push_back(v);
+    if (IsUsableSample(v)) values.push_back(v);
   }
   if (values.empty()) {
     if (!reported.empty()) return Failed(metric, "no valid per-replica value");
