@@ -42,7 +42,8 @@ TEST_F(DaemonServeTest, MetricsPassPromtoolCheck) {
   ASSERT_EQ(metrics->status, 200);
   for (const char* family :
        {"# TYPE gpuscale_decisions_total counter", "# TYPE gpuscale_gpu_utilization_ratio gauge",
-        "# TYPE gpuscale_gateway_requests_total counter"}) {
+        "# TYPE gpuscale_gateway_requests_total counter",
+        "gpuscale_gateway_added_latency_seconds_count{service="}) {
     EXPECT_THAT(metrics->body, ::testing::HasSubstr(family));
   }
   const cli_test::RunResult check = Promtool(dir_, metrics->body);

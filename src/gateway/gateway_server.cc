@@ -62,6 +62,7 @@ struct Canned {
   http::status status = http::status::ok;
   std::string body;
   int retry_after_s = 0;  // > 0: a Retry-After header
+  std::string_view content_type = "application/json";
 };
 
 // An OpenAI-shaped error response.
@@ -73,7 +74,7 @@ Canned ErrorReply(http::status status, std::string_view message, std::string_vie
 
 net::StringResponse CannedResponse(const Canned& reply) {
   net::StringResponse res{reply.status, 11};
-  res.set(http::field::content_type, "application/json");
+  res.set(http::field::content_type, reply.content_type);
   if (reply.retry_after_s > 0) {
     res.set(http::field::retry_after, std::to_string(reply.retry_after_s));
   }
@@ -151,6 +152,16 @@ std::optional<Canned> GatewayServer::Impl::Route(const Request& req) const {
                       "missing or wrong bearer token (Authorization: Bearer ...)",
                       "invalid_request_error", "", "invalid_api_key");
   }
+  if (path == "/metrics") {
+    // The gateway's own families, so that `gpuscale gateway` on its own can be scraped
+    // (under `gpuscale serve` the API's /metrics carries them too).
+    if (req.method() != http::verb::get) {
+      return ErrorReply(http::status::method_not_allowed, "use GET /metrics",
+                        "invalid_request_error");
+    }
+    return Canned{http::status::ok, state->MetricsText(), 0,
+                  "text/plain; version=0.0.4; charset=utf-8"};
+  }
   if (path == "/v1/models") {
     if (req.method() != http::verb::get) {
       return ErrorReply(http::status::method_not_allowed, "use GET /v1/models",
@@ -181,7 +192,7 @@ std::optional<Canned> GatewayServer::Impl::Route(const Request& req) const {
   }
   return ErrorReply(http::status::not_found,
                     fmt::format("no route {} (the gateway serves /v1/chat/completions, "
-                                "/v1/completions, /v1/embeddings and /v1/models)",
+                                "/v1/completions, /v1/embeddings, /v1/models and /metrics)",
                                 path),
                     "invalid_request_error");
 }
@@ -277,6 +288,8 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
     state->Release(*ticket, outcome);
     if (result != Attempt::kRetryable) {
       m.e2e_seconds = SecondsSince(arrival);
+      // The prefill step was replica time, not the gateway's (RequestMeasurement).
+      if (disaggregated) m.added_seconds.reset();
       state->Record(*service, m);
       co_return result == Attempt::kRelayed;
     }
@@ -397,6 +410,8 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(req.body())};
   relay.upstream_since = RelayWatch::Clock::now();  // the write and then the first byte
   auto [wec, wn] = co_await asio::async_write(upstream, request, kTuple);
+  // The gateway's part until here (the queue aside); the replica's starts (added_seconds).
+  const double before_replica = SecondsSince(arrival) - m.queue_seconds;
   if (wec && reused && relay.ended == RelayWatch::Ended::kNo) {
     // The replica closed the idle connection as we took it: a fresh one, same replica.
     unwatch.Now();
@@ -438,6 +453,7 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   bool head_sent = false;
   std::array<char, kRelayChunkBytes> buf;
   SseClock sse;
+  std::optional<SteadyTime> first_read;  // the first body byte from the replica
   // async_read_some returns as soon as the parser made progress, so each SSE chunk is
   // written on as it comes (async_read would wait to fill the buffer).
   for (;;) {
@@ -456,7 +472,10 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
       }
       got = buf.size() - res.body().size;
       if (got == 0 && !parser.is_done()) continue;  // framing only (a chunk header)
-      if (got > 0 && !m.ttft_seconds) m.ttft_seconds = SecondsSince(arrival);
+      if (got > 0 && !m.ttft_seconds) {
+        m.ttft_seconds = SecondsSince(arrival);
+        first_read = std::chrono::steady_clock::now();
+      }
       if (got > 0 && hold != nullptr) hold->Release();
       sse.Observe(std::string_view(buf.data(), got), SecondsSince(arrival));
     }
@@ -472,6 +491,9 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
         m.error = "client_gone";
         m.status = 0;
         co_return Attempt::kClientGone;  // `upstream` closes here: the replica stops the work
+      }
+      if (first_read && !m.added_seconds) {
+        m.added_seconds = before_replica + SecondsSince(*first_read);
       }
     }
     head_sent = true;

@@ -29,6 +29,7 @@ class FakeReplica {
                                                              httplib::Response& res) {
       ++requests;
       last_body = req.body;
+      std::this_thread::sleep_for(std::chrono::milliseconds(answer_delay_ms.load()));
       if (req.body.find("\"stream\": true") == std::string::npos) {
         res.set_content("{\"served_by\": \"" + name_ + "\"}", "application/json");
         return;
@@ -72,6 +73,7 @@ class FakeReplica {
 
   int port = 0;
   std::atomic<int> requests{0};
+  std::atomic<int> answer_delay_ms{0};  // before the response's first byte
   std::atomic<bool> first_event_sent{false}, hold_after_first{false}, release{false};
   std::atomic<bool> client_went_away{false}, hold_timed_out{false};
   std::string last_body;
@@ -200,6 +202,9 @@ TEST_F(GatewayServerTest, ATokenIsRequiredWhenSetAndNotPassedOn) {
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 401);
   EXPECT_EQ(denied->get_header_value("WWW-Authenticate"), "Bearer");
+  auto metrics = Client().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 401) << "the gateway's /metrics is behind its token too";
   httplib::Client c = Client();
   c.set_bearer_token_auth("s3cret");
   auto ok = c.Post("/v1/chat/completions", "{\"model\": \"llama\"}", "application/json");
@@ -240,6 +245,49 @@ TEST_F(GatewayServerTest, StreamsEachEventAsItArrives) {
   ASSERT_TRUE(stats.has_value());
   EXPECT_EQ(stats->requests, 1);
   EXPECT_EQ(state_->InFlight("a"), 0);
+}
+
+// The value after `prefix` (a whole exposition line's start) in `text`, or -1.
+double ExpositionValue(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find("\n" + prefix);
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + 1 + prefix.size()));
+}
+
+TEST_F(GatewayServerTest, AddedLatencyLeavesOutTheReplicasTimeAndIsScrapedAtTheGateway) {
+  Start();
+  FakeReplica a("a");
+  a.answer_delay_ms = 300;
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  auto res = Chat("llama");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  std::optional<ServiceStatsView> stats = state_->StatsOf("chat");
+  for (int i = 0; i < 200 && stats && stats->requests == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+    stats = state_->StatsOf("chat");
+  }
+  auto metrics = Client().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_EQ(metrics->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& text = metrics->body;
+  EXPECT_EQ(
+      ExpositionValue(text, "gpuscale_gateway_added_latency_seconds_count{service=\"chat\"} "), 1)
+      << text;
+  // The replica took 300 ms before its first byte; what the gateway adds is far less (a
+  // bound loose enough for sanitizer builds on a busy machine).
+  const double added =
+      ExpositionValue(text, "gpuscale_gateway_added_latency_seconds_sum{service=\"chat\"} ");
+  EXPECT_GE(added, 0) << text;
+  EXPECT_LT(added, 0.25) << text;
+  EXPECT_GE(
+      ExpositionValue(text, "gpuscale_gateway_time_to_first_token_seconds_sum{service=\"chat\"} "),
+      0.3)
+      << text;
+  auto post = Client().Post("/metrics", "", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
 }
 
 TEST_F(GatewayServerTest, ARefusedReplicaIsRetriedOnAnother) {

@@ -43,6 +43,7 @@ void GatewayStats::Record(const std::string& service, const RequestMeasurement& 
   if (m.ttft_seconds) s.ttft.Observe(*m.ttft_seconds);
   if (m.tpot_seconds) s.tpot.Observe(*m.tpot_seconds);
   s.e2e.Observe(m.e2e_seconds);
+  if (m.added_seconds) s.added.Observe(*m.added_seconds);
 }
 
 ServiceStatsView GatewayStats::View(const std::string& service) const {
@@ -111,10 +112,13 @@ std::string GatewayStats::Text(const std::map<std::pair<std::string, std::string
            HistogramFamily{"gpuscale_gateway_time_to_first_token_seconds",
                            "Request arrival to the first response body byte.", &Service::ttft},
            HistogramFamily{"gpuscale_gateway_time_per_output_token_seconds",
-                           "Mean gap between a stream's events after the first.",
-                           &Service::tpot},
+                           "Mean gap between a stream's events after the first.", &Service::tpot},
            HistogramFamily{"gpuscale_gateway_request_duration_seconds",
                            "Request arrival to the last response byte.", &Service::e2e},
+           HistogramFamily{"gpuscale_gateway_added_latency_seconds",
+                           "The gateway's own part of the time to the first response body byte "
+                           "(routing, connecting, relaying; not the replica's time or the queue).",
+                           &Service::added},
        }) {
     w.BeginFamily(f.name, MetricType::kHistogram, f.help);
     for (const auto& [service, s] : services_) {

@@ -25,6 +25,12 @@ inline constexpr std::array<double, 26> kGatewayE2eBucketsSeconds = {
     0.01, 0.025, 0.05, 0.1,  0.2,  0.3,  0.5,  0.8,   1.0,   1.5,   2.0,    2.5,    5.0,
     10.0, 15.0,  20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
+// Added-latency buckets: what the gateway itself costs a request is micro- to milliseconds on
+// a machine with a core to spare, and tens of milliseconds on a saturated one.
+inline constexpr std::array<double, 16> kGatewayAddedBucketsSeconds = {
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+    0.005,   0.01,     0.025,   0.05,   0.1,     0.25,   0.5,   1.0};
+
 // One client request as the gateway saw it.
 struct RequestMeasurement {
   int status = 0;              // HTTP status sent to the client (0: none, the client left)
@@ -34,6 +40,11 @@ struct RequestMeasurement {
   double queue_seconds = 0;    // waiting for a ready replica
   std::optional<double> ttft_seconds;  // arrival -> first response body byte
   std::optional<double> tpot_seconds;  // mean gap between SSE events after the first
+  // The gateway's own part of the wait for the first body byte: arrival -> request written
+  // to the replica, less the activator queue, plus the first body byte read -> written on to
+  // the client. Not the replica's time. Unset when no body byte was relayed, and for
+  // disaggregated services (their prefill step is replica time the gateway waits on).
+  std::optional<double> added_seconds;
   double e2e_seconds = 0;      // arrival -> last byte sent
 };
 
@@ -79,6 +90,7 @@ class GatewayStats {
     metrics::BucketHistogram ttft{metrics::kVllmTtftBucketsSeconds};
     metrics::BucketHistogram tpot{metrics::kVllmInterTokenBucketsSeconds};
     metrics::BucketHistogram e2e{kGatewayE2eBucketsSeconds};
+    metrics::BucketHistogram added{kGatewayAddedBucketsSeconds};
   };
   std::map<std::string, Service> services_;
   int64_t connections_ = 0;
