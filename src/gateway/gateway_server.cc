@@ -34,6 +34,24 @@ double SecondsSince(SteadyTime t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Sends what `socket` takes now, without waiting, and says how many bytes went (all of them
+// in the usual case: a request or an event is small and the kernel's send buffer has room);
+// an error other than would-block is left in `ec`, and the caller writes the rest with
+// async_write. Why not async_write alone: its completion resumes the coroutine only after
+// every handler already queued on this I/O thread, which at 1,000 streams is a replica's
+// whole decode step of events, so a request waited behind other streams before its next
+// step (gpuscale_gateway_added_latency_seconds, docs/gateway.md "Benchmark"), and every
+// write paid a handler dispatch. nginx and HAProxy write at once as well.
+template <typename Buffers>
+size_t SendNow(tcp::socket& socket, const Buffers& buffers, boost::system::error_code& ec) {
+  // Only synchronous calls see this flag; the socket's async operations are unaffected.
+  if (!socket.non_blocking()) socket.non_blocking(true, ec);
+  if (ec) return 0;
+  const size_t sent = socket.write_some(buffers, ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) ec = {};
+  return sent;
+}
+
 // What one forwarding attempt came to.
 enum class Attempt {
   kRetryable,     // no response byte came from the replica: another replica may take it
@@ -409,7 +427,14 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   const std::string head = RequestHead(req, ticket.host, port, !config.token.empty());
   const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(req.body())};
   relay.upstream_since = RelayWatch::Clock::now();  // the write and then the first byte
-  auto [wec, wn] = co_await asio::async_write(upstream, request, kTuple);
+  boost::system::error_code wec;
+  const size_t sent_now = SendNow(upstream.socket(), request, wec);
+  if (!wec && sent_now < asio::buffer_size(request)) {
+    beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(request);
+    rest.consume(sent_now);
+    auto [ec, n] = co_await asio::async_write(upstream, rest, kTuple);
+    wec = ec;
+  }
   // The gateway's part until here (the queue aside); the replica's starts (added_seconds).
   const double before_replica = SecondsSince(arrival) - m.queue_seconds;
   if (wec && reused && relay.ended == RelayWatch::Ended::kNo) {
@@ -484,9 +509,16 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
     if (!head_sent) out.Add(response_head);
     out.AddBody(std::string_view(buf.data(), got), framing.chunked, last);
     if (!out.empty()) {
-      relay.client_since = RelayWatch::Clock::now();
-      auto [ec, n] = co_await asio::async_write(client, out.buffers(), kTuple);
-      relay.client_since = {};
+      boost::system::error_code ec;
+      const size_t written = SendNow(client.socket(), out.buffers(), ec);
+      if (!ec && written < asio::buffer_size(out.buffers())) {
+        relay.client_since = RelayWatch::Clock::now();
+        beast::buffers_suffix<std::span<const asio::const_buffer>> rest(out.buffers());
+        rest.consume(written);
+        auto [wec, n] = co_await asio::async_write(client, rest, kTuple);
+        relay.client_since = {};
+        ec = wec;
+      }
       if (ec) {
         m.error = "client_gone";
         m.status = 0;

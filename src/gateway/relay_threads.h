@@ -43,7 +43,7 @@ class UpstreamPool {
  public:
   static constexpr auto kPooledIdle = std::chrono::seconds(2);
   static constexpr auto kCheckedIdle = std::chrono::milliseconds(100);
-  static constexpr size_t kMaxIdlePerReplica = 64;
+  static constexpr size_t kMaxIdlePerReplica = 1024;
 
   // An idle, still open connection to `key`; nullopt when none.
   std::optional<net::tcp::socket> Take(const std::string& key);
