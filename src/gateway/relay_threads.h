@@ -43,6 +43,11 @@ class UpstreamPool {
  public:
   static constexpr auto kPooledIdle = std::chrono::seconds(2);
   static constexpr auto kCheckedIdle = std::chrono::milliseconds(100);
+  // Streams that end together (a replica's batch finishing in one step) give their
+  // connections back at once, and the requests that follow would each connect anew past the
+  // cap: at 64, 1,000 streams opened ~500 connections a wave and the gateway's own p99 rose
+  // past a millisecond (docs/gateway.md, "Benchmark"). Idle ones close after kPooledIdle,
+  // so the cap bounds a burst, not what stays open.
   static constexpr size_t kMaxIdlePerReplica = 1024;
 
   // An idle, still open connection to `key`; nullopt when none.
