@@ -2,7 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 
 namespace gpuscale::gateway {
 
@@ -32,10 +34,30 @@ std::optional<net::tcp::socket> UpstreamPool::Take(const std::string& key) {
   return std::nullopt;
 }
 
-void UpstreamPool::Give(const std::string& key, net::tcp::socket socket) {
+void UpstreamPool::Give(const std::string& key, net::tcp::socket socket,
+                        std::chrono::steady_clock::time_point now) {
+  if (now - last_sweep_ >= kPooledIdle) Sweep(now);
   std::vector<Idle>& idle = idle_[key];
   if (idle.size() >= kMaxIdlePerReplica) return;  // `socket` closes
-  idle.push_back({std::move(socket), std::chrono::steady_clock::now()});
+  idle.push_back({std::move(socket), now});
+}
+
+void UpstreamPool::Sweep(std::chrono::steady_clock::time_point now) {
+  last_sweep_ = now;
+  for (auto it = idle_.begin(); it != idle_.end();) {
+    std::vector<Idle>& idle = it->second;
+    // Oldest first: the expired ones are a prefix.
+    auto fresh = std::find_if(idle.begin(), idle.end(),
+                              [now](const Idle& c) { return now - c.since < kPooledIdle; });
+    idle.erase(idle.begin(), fresh);
+    it = idle.empty() ? idle_.erase(it) : std::next(it);
+  }
+}
+
+size_t UpstreamPool::idle_count() const {
+  size_t n = 0;
+  for (const auto& [key, idle] : idle_) n += idle.size();
+  return n;
 }
 
 void RelayWatch::Add(Relay& r, const asio::any_io_executor& executor) {

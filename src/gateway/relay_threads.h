@@ -53,8 +53,16 @@ class UpstreamPool {
   // An idle, still open connection to `key`; nullopt when none.
   std::optional<net::tcp::socket> Take(const std::string& key);
   // Keeps `socket` (a connection whose last response was read whole) for the next request.
-  void Give(const std::string& key, net::tcp::socket socket);
+  // At most once per kPooledIdle it also sweeps (below).
+  void Give(const std::string& key, net::tcp::socket socket,
+            std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+  // Closes every connection idle for kPooledIdle or longer, and forgets replicas left with
+  // none. Take only looks at the newest of one replica's connections, so without this the
+  // oldest of a busy replica's and all of a replica that is gone (scaled in, restarted on
+  // another port) would stay open, and the replica's close would leave them in CLOSE_WAIT.
+  void Sweep(std::chrono::steady_clock::time_point now);
   void CloseIdle() { idle_.clear(); }
+  size_t idle_count() const;
 
  private:
   struct Idle {
@@ -62,6 +70,7 @@ class UpstreamPool {
     std::chrono::steady_clock::time_point since;
   };
   std::unordered_map<std::string, std::vector<Idle>> idle_;  // newest last
+  std::chrono::steady_clock::time_point last_sweep_{};
 };
 
 // The relays in flight on one I/O thread, checked every kInterval for three ends: a client
