@@ -89,6 +89,9 @@ TEST_F(DaemonServeTest, GatewaySpreadsLoadOverScaledOutReplicasWithoutErrors) {
       std::chrono::seconds(5)))
       << gateway.dump();
   EXPECT_TRUE(gateway["ttft_p50_seconds"].is_number()) << gateway.dump();
+  // What the gateway itself added: far below the replica's TTFT (loose for sanitizers).
+  ASSERT_TRUE(gateway["added_latency_p99_seconds"].is_number()) << gateway.dump();
+  EXPECT_LT(gateway["added_latency_p99_seconds"].get<double>(), 0.25) << gateway.dump();
 }
 
 // Scale from zero: a request for a service at zero replicas waits in the gateway's activator

@@ -216,6 +216,7 @@ TEST(EventStreamTest, GatewayStatsEventCarriesEachServiceWithFigures) {
   EXPECT_EQ(data["services"]["chat"]["in_flight"], 3);
   EXPECT_EQ(data["services"]["chat"]["request_rate_per_second"], 1.5);
   EXPECT_TRUE(data["services"]["chat"]["ttft_p50_seconds"].is_null());
+  EXPECT_TRUE(data["services"]["chat"]["added_latency_p99_seconds"].is_null());
   EXPECT_EQ(FormatGatewayStats({chat}, "batch"), "") << "the stream's service filter applies";
   EXPECT_EQ(FormatGatewayStats({batch}, ""), "");
 }

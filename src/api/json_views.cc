@@ -180,6 +180,7 @@ Json GatewayJson(const std::optional<daemon::GatewayFigures>& g) {
               {"ttft_p90_seconds", OrNull(g->ttft_p90)},
               {"tpot_p50_seconds", OrNull(g->tpot_p50)},
               {"e2e_p90_seconds", OrNull(g->e2e_p90)},
+              {"added_latency_p99_seconds", OrNull(g->added_p99)},
               {"ttft_violation_ratio", OrNull(g->ttft_violation_ratio)},
               {"tpot_violation_ratio", OrNull(g->tpot_violation_ratio)}};
 }

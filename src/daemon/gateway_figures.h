@@ -17,6 +17,8 @@ struct GatewayFigures {
   std::optional<double> request_rate;  // per second, last 30 s
   std::optional<double> error_ratio;   // last minute
   std::optional<double> ttft_p50, ttft_p90, tpot_p50, e2e_p90;  // seconds, last minute
+  // The gateway's own part of the wait for the first byte (gateway_stats.h), last minute.
+  std::optional<double> added_p99;
   std::optional<double> ttft_violation_ratio, tpot_violation_ratio;  // vs the service's SLO
 
   // Something went through the gateway (the API and history show no figures before that).

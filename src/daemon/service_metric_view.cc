@@ -222,14 +222,18 @@ struct ServiceMetricView::Replica {
 
 struct ServiceMetricView::GatewayWindows {
   explicit GatewayWindows(Seconds retention)
-      : requests(retention), errors(retention), ttft(MinuteRetention(retention)),
-        tpot(MinuteRetention(retention)), e2e(MinuteRetention(retention)) {}
+      : requests(retention),
+        errors(retention),
+        ttft(MinuteRetention(retention)),
+        tpot(MinuteRetention(retention)),
+        e2e(MinuteRetention(retention)),
+        added(MinuteRetention(retention)) {}
 
   Seconds last{-std::numeric_limits<double>::infinity()};
   int64_t requests_total = 0, errors_total = 0;
   int in_flight = 0, queued = 0;
   metrics::SeriesWindow requests, errors;
-  metrics::HistogramWindow ttft, tpot, e2e;
+  metrics::HistogramWindow ttft, tpot, e2e, added;
 };
 
 ServiceMetricView::ServiceMetricView(SloThresholds slo, Seconds retention)
@@ -328,7 +332,7 @@ void ServiceMetricView::RecordGateway(Seconds now, const gateway::ServiceStatsVi
   g.requests.Add(now, static_cast<double>(stats.requests));
   g.errors.Add(now, static_cast<double>(stats.errors));
   for (auto [window, sample] : {std::pair{&g.ttft, &stats.ttft}, std::pair{&g.tpot, &stats.tpot},
-                                std::pair{&g.e2e, &stats.e2e}}) {
+                                std::pair{&g.e2e, &stats.e2e}, std::pair{&g.added, &stats.added}}) {
     window->Add(now, sample->upper_bounds, sample->cumulative_counts, sample->sum);
   }
 }
@@ -350,6 +354,7 @@ std::optional<GatewayFigures> ServiceMetricView::Gateway(Seconds now) const {
   f.ttft_p90 = g.ttft.Quantile(now, kMinute, 0.9);
   f.tpot_p50 = g.tpot.Quantile(now, kMinute, 0.5);
   f.e2e_p90 = g.e2e.Quantile(now, kMinute, 0.9);
+  f.added_p99 = g.added.Quantile(now, kMinute, 0.99);
   f.ttft_violation_ratio = g.ttft.FractionAbove(now, kMinute, slo_.ttft_seconds);
   f.tpot_violation_ratio = g.tpot.FractionAbove(now, kMinute, slo_.tpot_seconds);
   return f;

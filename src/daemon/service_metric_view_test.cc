@@ -334,6 +334,7 @@ gateway::ServiceStatsView GatewayStats(int n, int errors, double ttft, double tp
   observe(v.ttft, ttft);
   observe(v.tpot, tpot);
   observe(v.e2e, ttft + 1);
+  observe(v.added, 0.0004);
   v.requests += n;
   v.errors += errors;
   return v;
@@ -361,6 +362,8 @@ TEST(ServiceMetricViewTest, GatewayFiguresAreWindowedFromCumulativeStats) {
   EXPECT_DOUBLE_EQ(*f->tpot_violation_ratio, 0.0);
   EXPECT_GT(*f->ttft_p50, 1.0);
   EXPECT_LE(*f->ttft_p50, 2.5);
+  ASSERT_TRUE(f->added_p99.has_value());
+  EXPECT_LE(*f->added_p99, 0.05) << "the gateway's own 0.4 ms, within its first bucket";
 
   const auto input = FillAt(view, Seconds{30}, {});
   const scale::MetricValue& rate = input.metrics.at(std::string(names::kGatewayRequestRate30s));

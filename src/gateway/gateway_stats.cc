@@ -58,6 +58,7 @@ ServiceStatsView GatewayStats::View(const std::string& service) const {
   v.ttft = Sample(s.ttft);
   v.tpot = Sample(s.tpot);
   v.e2e = Sample(s.e2e);
+  v.added = Sample(s.added);
   return v;
 }
 

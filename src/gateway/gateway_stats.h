@@ -62,7 +62,7 @@ struct ServiceStatsView {
   int64_t requests = 0;
   int64_t errors = 0;  // requests that ended with an error reason (5xx, broken, client gone)
   std::map<std::string, int64_t> requests_by_replica;
-  HistogramSample queue, ttft, tpot, e2e;
+  HistogramSample queue, ttft, tpot, e2e, added;
   int in_flight = 0;  // now, over the service's replicas (GatewayState fills it)
   int queued = 0;     // now, in the activator queue (GatewayState fills it)
 };

@@ -260,6 +260,7 @@ describe('dashboard against gpuscale serve', () => {
     expect(Number((await statText('requests_total')).replace(/,/g, ''))).toBeGreaterThan(0);
     expect(await statText('rate')).toMatch(/^\d[\d.,]* req\/s$/);
     expect(await statText('ttft_p90')).toMatch(/^\d[\d.]* m?s$/);
+    expect(await statText('added_p99')).toMatch(/^\d[\d.]* (\u00b5s|ms)$/);
     expect(await statText('error_ratio')).toMatch(/ %$/);
     // the API's figures are refreshed each tick (1 s), so the last request may be missing yet
     await expect.poll(async () => (await daemon.api<Service>('/v1/services/demo')).body.gateway?.requests_total ?? 0,

@@ -51,6 +51,7 @@ export function gatewayStats(overrides: Partial<GatewayStats> = {}): GatewayStat
     ttft_p90_seconds: 0.038000000000000006,
     tpot_p50_seconds: 0.005,
     e2e_p90_seconds: 0.27,
+    added_latency_p99_seconds: 0.000047,
     ttft_violation_ratio: 0,
     tpot_violation_ratio: null,
     ...overrides,

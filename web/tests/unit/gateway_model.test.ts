@@ -1,13 +1,9 @@
-import { describe, expect, it } from 'vitest';
-import { MISSING } from '../../src/format';
-import {
-  formatRatio,
-  formatRequestRate,
-  gatewayEmptyHint,
-  gatewayFigures,
-  servedModels,
-} from '../../src/views/gateway_model';
-import { gatewayStats } from './fixtures';
+import {describe, expect, it} from 'vitest';
+
+import {MISSING} from '../../src/format';
+import {formatRatio, formatRequestRate, formatShortLatency, gatewayEmptyHint, gatewayFigures, servedModels,} from '../../src/views/gateway_model';
+
+import {gatewayStats} from './fixtures';
 
 function figureMap(stats = gatewayStats()): Record<string, string> {
   return Object.fromEntries(gatewayFigures(stats).map((f) => [f.key, f.value]));
@@ -18,9 +14,10 @@ describe('gateway figures', () => {
     expect(figureMap()).toEqual({
       rate: '0.3 req/s',
       ttft_p50: '30.0 ms',
-      ttft_p90: '38.0 ms', // 0.038000000000000006 from the API
+      ttft_p90: '38.0 ms',  // 0.038000000000000006 from the API
       tpot_p50: '5.0 ms',
       e2e_p90: '270 ms',
+      added_p99: '47 \u00b5s',
       error_ratio: '6.3 %',
       in_flight: '2',
       queued: '0',
@@ -44,6 +41,16 @@ describe('gateway figures', () => {
     expect(values.e2e_p90).toBe('12.25 s');
     expect(values.ttft_slo).toBe(MISSING);
     expect(values.requests_total).toBe('123,456');
+  });
+
+  it.each([
+    [0.000047, '47 \u00b5s'],
+    [0.0009996, '1.0 ms'],
+    [0.0025, '2.5 ms'],
+    [1.5, '1.50 s'],
+    [null, MISSING],
+  ])('formats the gateway\'s own added latency %s as %s', (seconds, text) => {
+    expect(formatShortLatency(seconds)).toBe(text);
   });
 
   it('keeps the figures in display order with distinct keys', () => {
