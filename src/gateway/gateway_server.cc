@@ -34,24 +34,6 @@ double SecondsSince(SteadyTime t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Sends what `socket` takes now, without waiting, and says how many bytes went (all of them
-// in the usual case: a request or an event is small and the kernel's send buffer has room);
-// an error other than would-block is left in `ec`, and the caller writes the rest with
-// async_write. Why not async_write alone: its completion resumes the coroutine only after
-// every handler already queued on this I/O thread, which at 1,000 streams is a replica's
-// whole decode step of events, so a request waited behind other streams before its next
-// step (gpuscale_gateway_added_latency_seconds, docs/gateway.md "Benchmark"), and every
-// write paid a handler dispatch. nginx and HAProxy write at once as well.
-template <typename Buffers>
-size_t SendNow(tcp::socket& socket, const Buffers& buffers, boost::system::error_code& ec) {
-  // Only synchronous calls see this flag; the socket's async operations are unaffected.
-  if (!socket.non_blocking()) socket.non_blocking(true, ec);
-  if (ec) return 0;
-  const size_t sent = socket.write_some(buffers, ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) ec = {};
-  return sent;
-}
-
 // What one forwarding attempt came to.
 enum class Attempt {
   kRetryable,     // no response byte came from the replica: another replica may take it

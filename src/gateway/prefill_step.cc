@@ -61,7 +61,14 @@ awaitable<std::optional<Answer>> Exchange(GatewayState& state, UpstreamPool& poo
   const std::string head = RequestHead(prefill, ticket.host, port, !config.token.empty());
   const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(prefill.body())};
   upstream.expires_after(Ticks(config.upstream_timeout));
-  auto [wec, wn] = co_await asio::async_write(upstream, request, kTuple);
+  boost::system::error_code wec;
+  const size_t sent_now = SendNow(upstream.socket(), request, wec);
+  if (!wec && sent_now < asio::buffer_size(request)) {
+    beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(request);
+    rest.consume(sent_now);
+    auto [rest_ec, rest_n] = co_await asio::async_write(upstream, rest, kTuple);
+    wec = rest_ec;
+  }
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxPrefillResponseBytes);
