@@ -10,7 +10,8 @@
 // start); there is no prober, so a dead replica leaves rotation through passive health
 // (gateway.eject_after_failures) and returns when a later request to it succeeds. Under
 // `gpuscale serve` the daemon publishes the routes instead. Prints "gateway http://HOST:PORT"
-// on stdout once bound; runs until SIGINT/SIGTERM.
+// on stdout once bound; runs until SIGINT/SIGTERM. Its GET /metrics serves the
+// gpuscale_gateway_* families (docs/gateway.md), there being no daemon API to scrape.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <pthread.h>
