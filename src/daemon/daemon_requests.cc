@@ -341,11 +341,7 @@ Result<HistorySeries> Daemon::History(const std::string& service, std::optional<
   }
   const Seconds to = to_at.value_or(clock_.Now());
   const Seconds from = from_at.value_or(to - Seconds{3600});
-  Result<HistorySeries> series = history_.Query(service, from, to, step);
-  if (!series && series.error().code == ErrorCode::kNotFound) {
-    return ServiceHistory().Query(from, to, step);  // no tick yet: every step empty
-  }
-  return series;
+  return history_.Query(service, from, to, step);  // no tick yet: every step empty
 }
 
 std::vector<alloc::Lease> Daemon::Leases() { return ledger_.Leases(); }

@@ -189,9 +189,7 @@ Result<HistorySeries> HistoryBook::Query(const std::string& service, Seconds fro
                                          Seconds step) const {
   MutexLock lock(mu_);
   auto it = services_.find(service);
-  if (it == services_.end()) {
-    return NotFound(fmt::format("no history recorded for service '{}' yet", service), "service");
-  }
+  if (it == services_.end()) return ServiceHistory(options_).Query(from, to, step);
   return it->second.Query(from, to, step);
 }
 

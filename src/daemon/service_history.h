@@ -117,7 +117,8 @@ class HistoryBook {
   explicit HistoryBook(HistoryOptions options = {}) : options_(options) {}
 
   void Record(const std::string& service, const HistorySample& sample) GS_EXCLUDES(mu_);
-  // Errors: kNotFound when nothing was recorded for `service`; Query's.
+  // A service with nothing recorded (no tick yet, or forgotten) gets every step empty, as
+  // ServiceHistory with no sample. Errors: ServiceHistory::Query's (bad ranges).
   Result<HistorySeries> Query(const std::string& service, Seconds from, Seconds to,
                               Seconds step) const GS_EXCLUDES(mu_);
   void Forget(const std::string& service) GS_EXCLUDES(mu_);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace gpuscale::daemon {
@@ -108,14 +109,18 @@ TEST(ServiceHistoryTest, BadRangesNameTheParameter) {
   }
 }
 
-TEST(HistoryBookTest, KnowsOnlyRecordedServicesAndForgets) {
+TEST(HistoryBookTest, AServiceWithNothingRecordedHasEveryStepEmpty) {
   HistoryBook book;
-  EXPECT_EQ(book.Query("chat", Seconds{0}, Seconds{10}, Seconds{1}).error().code,
-            ErrorCode::kNotFound);
+  auto empty = [](const Result<HistorySeries>& s) {
+    return s && !s->t.empty() &&
+           std::all_of(s->ready.begin(), s->ready.end(), [](auto v) { return !v; });
+  };
+  EXPECT_TRUE(empty(book.Query("chat", Seconds{0}, Seconds{10}, Seconds{1})));
   book.Record("chat", Tick(1, 1, 1));
-  EXPECT_TRUE(book.Query("chat", Seconds{0}, Seconds{10}, Seconds{1}));
+  EXPECT_FALSE(empty(book.Query("chat", Seconds{0}, Seconds{10}, Seconds{1})));
   book.Forget("chat");
-  EXPECT_FALSE(book.Query("chat", Seconds{0}, Seconds{10}, Seconds{1}));
+  EXPECT_TRUE(empty(book.Query("chat", Seconds{0}, Seconds{10}, Seconds{1})));
+  EXPECT_FALSE(book.Query("chat", Seconds{10}, Seconds{0}, Seconds{1})) << "ranges still checked";
 }
 
 }  // namespace

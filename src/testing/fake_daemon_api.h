@@ -240,11 +240,7 @@ class FakeDaemonApi : public daemon::DaemonApi {
       std::lock_guard lock(mu_);
       if (services_.count(service) == 0) return NotFound(fmt_no_service(service), "name");
     }
-    Result<daemon::HistorySeries> series = history.Query(service, from, to, step);
-    if (!series && series.error().code == ErrorCode::kNotFound) {
-      return daemon::ServiceHistory().Query(from, to, step);
-    }
-    return series;
+    return history.Query(service, from, to, step);
   }
   daemon::HistoryBook history;
 
