@@ -127,9 +127,8 @@ std::string DaemonMetrics::Render(const gpu::GpuSnapshot* gpus, const gpu::Score
   w.BeginFamily("gpuscale_control_loop_phase_seconds_total", MetricType::kCounter,
                 "Wall time of the control ticks by phase: probe (commands, probes, polls), "
                 "collect (scrapes and queries), services (decide and reconcile), persist "
-                "(leases, events, retention), trim (freed memory returned, once a minute), publish "
-                "(API views and "
-                "gateway routes).");
+                "(leases, events, retention), trim (freed memory returned, once a minute), "
+                "publish (API views and gateway routes).");
   for (const auto& [phase, seconds] : loop_phases_) {
     const std::vector<metrics::Label> labels = {{"phase", phase}};
     w.AddValue(labels, seconds);

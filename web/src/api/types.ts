@@ -88,7 +88,7 @@ export interface GatewayStats {
   e2e_p90_seconds: number | null;
   // What the gateway itself added before the first byte (routing, relaying; not the
   // replica's time), p99.
-  added_latency_p99_seconds: number|null;
+  added_latency_p99_seconds: number | null;
   ttft_violation_ratio: number | null; // share of requests over the service's SLO, 0..1
   tpot_violation_ratio: number | null;
 }

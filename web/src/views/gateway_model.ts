@@ -20,7 +20,7 @@ export function formatRatio(value: number | null | undefined): string {
 
 // A latency that is usually far below a millisecond (the gateway's own added time): in us
 // below 1 ms, where formatLatency's "0.0 ms" would hide it; as formatLatency above.
-export function formatShortLatency(seconds: number|null|undefined): string {
+export function formatShortLatency(seconds: number | null | undefined): string {
   if (typeof seconds === 'number' && Number.isFinite(seconds)) {
     const us = Math.round(seconds * 1e6);
     if (Math.abs(us) < 1000) return `${us} \u00b5s`;
@@ -41,23 +41,19 @@ export interface GatewayFigure {
 // The panel's figures in display order: load and latency first, then counts and SLO shares.
 export function gatewayFigures(stats: GatewayStats): GatewayFigure[] {
   return [
-    {key: 'rate', label: 'Request rate', value: formatRequestRate(stats.request_rate_per_second)},
-    {key: 'ttft_p50', label: 'TTFT p50', value: formatLatency(stats.ttft_p50_seconds)},
-    {key: 'ttft_p90', label: 'TTFT p90', value: formatLatency(stats.ttft_p90_seconds)},
-    {key: 'tpot_p50', label: 'TPOT p50', value: formatLatency(stats.tpot_p50_seconds)},
-    {key: 'e2e_p90', label: 'E2E p90', value: formatLatency(stats.e2e_p90_seconds)},
-    {
-      key: 'added_p99',
-      label: 'Gateway added p99',
-      value: formatShortLatency(stats.added_latency_p99_seconds)
-    },
-    {key: 'error_ratio', label: 'Error ratio', value: formatRatio(stats.error_ratio)},
-    {key: 'in_flight', label: 'In flight', value: count(stats.in_flight)},
-    {key: 'queued', label: 'Queued', value: count(stats.queued)},
-    {key: 'requests_total', label: 'Requests total', value: count(stats.requests_total)},
-    {key: 'errors_total', label: 'Errors total', value: count(stats.errors_total)},
-    {key: 'ttft_slo', label: 'Over TTFT SLO', value: formatRatio(stats.ttft_violation_ratio)},
-    {key: 'tpot_slo', label: 'Over TPOT SLO', value: formatRatio(stats.tpot_violation_ratio)},
+    { key: 'rate', label: 'Request rate', value: formatRequestRate(stats.request_rate_per_second) },
+    { key: 'ttft_p50', label: 'TTFT p50', value: formatLatency(stats.ttft_p50_seconds) },
+    { key: 'ttft_p90', label: 'TTFT p90', value: formatLatency(stats.ttft_p90_seconds) },
+    { key: 'tpot_p50', label: 'TPOT p50', value: formatLatency(stats.tpot_p50_seconds) },
+    { key: 'e2e_p90', label: 'E2E p90', value: formatLatency(stats.e2e_p90_seconds) },
+    { key: 'added_p99', label: 'Gateway added p99', value: formatShortLatency(stats.added_latency_p99_seconds) },
+    { key: 'error_ratio', label: 'Error ratio', value: formatRatio(stats.error_ratio) },
+    { key: 'in_flight', label: 'In flight', value: count(stats.in_flight) },
+    { key: 'queued', label: 'Queued', value: count(stats.queued) },
+    { key: 'requests_total', label: 'Requests total', value: count(stats.requests_total) },
+    { key: 'errors_total', label: 'Errors total', value: count(stats.errors_total) },
+    { key: 'ttft_slo', label: 'Over TTFT SLO', value: formatRatio(stats.ttft_violation_ratio) },
+    { key: 'tpot_slo', label: 'Over TPOT SLO', value: formatRatio(stats.tpot_violation_ratio) },
   ];
 }
 

@@ -1,9 +1,14 @@
-import {describe, expect, it} from 'vitest';
-
-import {MISSING} from '../../src/format';
-import {formatRatio, formatRequestRate, formatShortLatency, gatewayEmptyHint, gatewayFigures, servedModels,} from '../../src/views/gateway_model';
-
-import {gatewayStats} from './fixtures';
+import { describe, expect, it } from 'vitest';
+import { MISSING } from '../../src/format';
+import {
+  formatRatio,
+  formatRequestRate,
+  formatShortLatency,
+  gatewayEmptyHint,
+  gatewayFigures,
+  servedModels,
+} from '../../src/views/gateway_model';
+import { gatewayStats } from './fixtures';
 
 function figureMap(stats = gatewayStats()): Record<string, string> {
   return Object.fromEntries(gatewayFigures(stats).map((f) => [f.key, f.value]));
@@ -14,7 +19,7 @@ describe('gateway figures', () => {
     expect(figureMap()).toEqual({
       rate: '0.3 req/s',
       ttft_p50: '30.0 ms',
-      ttft_p90: '38.0 ms',  // 0.038000000000000006 from the API
+      ttft_p90: '38.0 ms', // 0.038000000000000006 from the API
       tpot_p50: '5.0 ms',
       e2e_p90: '270 ms',
       added_p99: '47 \u00b5s',
