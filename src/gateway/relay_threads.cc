@@ -39,7 +39,21 @@ void UpstreamPool::Give(const std::string& key, net::tcp::socket socket,
   if (now - last_sweep_ >= kPooledIdle) Sweep(now);
   std::vector<Idle>& idle = idle_[key];
   if (idle.size() >= kMaxIdlePerReplica) return;  // `socket` closes
+  if (!sweeping_) {
+    sweeping_ = true;
+    asio::co_spawn(socket.get_executor(), SweepLoop(), asio::detached);
+  }
   idle.push_back({std::move(socket), now});
+}
+
+asio::awaitable<void> UpstreamPool::SweepLoop() {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!idle_.empty()) {
+    timer.expires_after(kPooledIdle);
+    co_await timer.async_wait(net::kTuple);
+    Sweep(std::chrono::steady_clock::now());
+  }
+  sweeping_ = false;
 }
 
 void UpstreamPool::Sweep(std::chrono::steady_clock::time_point now) {

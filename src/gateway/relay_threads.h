@@ -72,7 +72,9 @@ class UpstreamPool {
   // An idle, still open connection to `key`; nullopt when none.
   std::optional<net::tcp::socket> Take(const std::string& key);
   // Keeps `socket` (a connection whose last response was read whole) for the next request.
-  // At most once per kPooledIdle it also sweeps (below).
+  // At most once per kPooledIdle it also sweeps (below), and while the pool holds any
+  // connection a timer on the socket's executor sweeps every kPooledIdle: after the last
+  // request nothing would give a connection back, and the pool would keep them all.
   void Give(const std::string& key, net::tcp::socket socket,
             std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
   // Closes every connection idle for kPooledIdle or longer, and forgets replicas left with
@@ -88,8 +90,12 @@ class UpstreamPool {
     net::tcp::socket socket;
     std::chrono::steady_clock::time_point since;
   };
+  // Sweeps every kPooledIdle until the pool is empty (started by Give).
+  net::asio::awaitable<void> SweepLoop();
+
   std::unordered_map<std::string, std::vector<Idle>> idle_;  // newest last
   std::chrono::steady_clock::time_point last_sweep_{};
+  bool sweeping_ = false;  // SweepLoop runs
 };
 
 // The relays in flight on one I/O thread, checked every kInterval for three ends: a client

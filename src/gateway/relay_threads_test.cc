@@ -49,6 +49,20 @@ TEST_F(UpstreamPoolTest, GivingSweepsAtMostOncePerPooledIdleTime) {
   EXPECT_EQ(pool.idle_count(), 3u);
 }
 
+TEST_F(UpstreamPoolTest, ConnectionsAreClosedOnceIdleEvenWhenNoRequestFollows) {
+  UpstreamPool pool;
+  pool.Give("r:1", Connected());
+  net::tcp::socket replica_side = acceptor_.accept();
+  // Only the pool's own timer runs here: no request gives a connection back or takes one.
+  // run_for returns early once the timer's loop ends with the pool empty.
+  io_.run_for(10 * UpstreamPool::kPooledIdle);
+  ASSERT_EQ(pool.idle_count(), 0u);  // else the read below would wait forever
+  char byte;
+  boost::system::error_code ec;
+  replica_side.read_some(net::asio::buffer(&byte, 1), ec);
+  EXPECT_EQ(ec, net::asio::error::eof) << "the replica sees the gateway close its connection";
+}
+
 TEST_F(UpstreamPoolTest, TakeHandsOutTheNewestOpenConnection) {
   UpstreamPool pool;
   net::tcp::socket older = Connected();
