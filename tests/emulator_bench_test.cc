@@ -147,7 +147,9 @@ TEST_F(EmulatorBenchTest, CliJsonHasTheDocumentedShape) {
                                           "ttft_seconds",
                                           "inter_token_latency_seconds",
                                           "time_per_output_token_seconds",
-                                          "e2e_latency_seconds"};
+                                          "e2e_latency_seconds",
+                                          "requests_queued",
+                                          "queue_wait_max_seconds"};
   EXPECT_EQ(keys, expected);
   EXPECT_EQ(report["mode"], "rate");
   EXPECT_EQ(report["rate_per_second"], 25.0);
@@ -162,6 +164,23 @@ TEST_F(EmulatorBenchTest, CliJsonHasTheDocumentedShape) {
     }
     EXPECT_GT(report[summary]["count"].get<int>(), 0) << summary;
   }
+}
+
+// One request in flight at a time against arrivals at 50 req/s of 40 tokens (~90 ms each):
+// most arrivals wait for the client, and both outputs say so.
+TEST_F(EmulatorBenchTest, ArrivalsHeldByTheConcurrencyLimitAreReported) {
+  std::vector<std::string> args = {"bench", "--url", url_, "--rate", "50", "--duration", "0.5"};
+  args.insert(args.end(), {"--concurrency", "1", "--no-progress", "--output-tokens", "40"});
+  auto [code, table] = Cli(args);
+  ASSERT_EQ(code, 0) << last_err_;
+  EXPECT_NE(table.find("waited for a free client (all 1 in flight)"), std::string::npos) << table;
+  std::vector<std::string> json_args = args;
+  json_args.insert(json_args.end(), {"-o", "json"});
+  auto [json_code, out] = Cli(json_args);
+  ASSERT_EQ(json_code, 0) << last_err_;
+  const json report = json::parse(out);
+  EXPECT_GT(report["requests_queued"].get<int>(), 0);
+  EXPECT_GT(report["queue_wait_max_seconds"].get<double>(), 0.05);
 }
 
 TEST_F(EmulatorBenchTest, ReplaysATrace) {

@@ -80,7 +80,7 @@ TEST_F(ProfileCliTest, UsageErrorsNameTheFlag) {
       {{"profile", "--sim", kShippedConfig, "--mix", "1024"}, "--mix: expected PROMPT:OUTPUT"},
       {{"profile", "--sim", kShippedConfig, "--mix", "1024:256"}, "--mix: one mix given"},
       {{"profile", "--sim", kShippedConfig, "--ttft", "2"}, "--ttft: applies to --url only"},
-      {{"profile", "--url", "http://127.0.0.1:1", "--warmup", "5"}, "--warmup: applies to --sim"},
+      {{"profile", "--url", "http://127.0.0.1:1", "--warmup", "-1"}, "--warmup: expected seconds"},
       {{"profile", "--url", "http://127.0.0.1:1", "--step-factor", "1"}, "--step-factor"},
       {{"profile", "--sim", "/nonexistent/sim.yaml"}, "cannot open file"},
   };
@@ -201,7 +201,7 @@ TEST_F(ProfileCliTest, EndpointModeStepsUpToTheFirstMissAndWritesTheProfile) {
   std::vector<std::string> args = {"profile", "--url", url, "--out", out, "-o", "json"};
   args.insert(args.end(), {"--mix", "1024:8", "--mix", "64:32", "--tpot", "0.1"});
   args.insert(args.end(), {"--duration", "0.6", "--start-rate", "8", "--step-factor", "2"});
-  args.insert(args.end(), {"--refine", "0", "--drain-timeout", "5"});
+  args.insert(args.end(), {"--refine", "0", "--drain-timeout", "5", "--warmup", "0.3"});
   cli_test::RunResult r = cli_test::RunInProcess(args);
   (*server)->Shutdown();
   ASSERT_EQ(r.exit_code, cli::kExitOk) << r.err;
@@ -210,6 +210,7 @@ TEST_F(ProfileCliTest, EndpointModeStepsUpToTheFirstMissAndWritesTheProfile) {
   EXPECT_EQ(profile["source"], url);
   EXPECT_EQ(profile["model"], "emu");  // what /v1/models said, since --model was not given
   EXPECT_EQ(profile["measurement"]["method"], "steps");
+  EXPECT_EQ(profile["measurement"]["warmup_seconds"], 0.3);
   ASSERT_EQ(profile["mixes"].size(), 2u);
   for (const json& mix : profile["mixes"]) {
     // The capacity is the last step that held; the step after it missed.
@@ -242,7 +243,7 @@ TEST_F(ProfileCliTest, PrefillEndpointModeFindsPromptTokensPerSecondWithinTtft) 
   std::vector<std::string> args = {"profile", "--url", url, "--role", "prefill", "--out", out};
   args.insert(args.end(), {"-o", "json", "--mix", "2048:1", "--ttft", "0.3", "--duration", "0.6"});
   args.insert(args.end(), {"--start-rate", "4", "--step-factor", "2", "--max-rate", "64"});
-  args.insert(args.end(), {"--refine", "0", "--drain-timeout", "5"});
+  args.insert(args.end(), {"--refine", "0", "--drain-timeout", "5", "--warmup", "0.3"});
   cli_test::RunResult r = cli_test::RunInProcess(args);
   (*server)->Shutdown();
   ASSERT_EQ(r.exit_code, cli::kExitOk) << r.err;
@@ -266,9 +267,9 @@ TEST_F(ProfileCliTest, PrefillEndpointModeFindsPromptTokensPerSecondWithinTtft) 
 
 TEST_F(ProfileCliTest, EndpointModeReportsAnEndpointThatDoesNotAnswer) {
   // Port 1 on loopback: nothing listens there, so every connection is refused at once.
-  cli_test::RunResult r =
-      cli_test::RunInProcess({"profile", "--url", "http://127.0.0.1:1", "--model", "m", "--mix",
-                              "64:8", "--mix", "8:64", "--duration", "0.3", "--start-rate", "20"});
+  cli_test::RunResult r = cli_test::RunInProcess(
+      {"profile", "--url", "http://127.0.0.1:1", "--model", "m", "--mix", "64:8", "--mix", "8:64",
+       "--duration", "0.3", "--warmup", "0", "--start-rate", "20"});
   EXPECT_EQ(r.exit_code, cli::kExitFailure);
   EXPECT_THAT(r.err, HasSubstr("--url: no request to http://127.0.0.1:1 completed"));
 }

@@ -47,16 +47,21 @@ std::string ReplicaCommandYaml(const std::string& marker) {
 }
 
 TEST_F(DaemonServeTest, SloPolicyFromAProfileOfTheReplicaScalesOutBehindTheGateway) {
-  // 1. Profile one replica: steps of 1 s from 2 req/s, doubling, at the service's SLO.
+  // 1. Profile one replica: steps of 1 s (after 0.5 s of warm-up) from 2 req/s, doubling, at
+  // the service's SLO. The mixes differ in prompt length alone, 64x apart, so that the fit
+  // finds a cost per prompt token on the steps' coarse grid: the 4096-token prompts' 164 ms
+  // prefills hold the replica to 2-4 req/s where 64-token ones reach 16.
   const std::string profile_path = dir_ + "/replica-profile.yaml";
   {
     auto replica = emulator::EmulatorServer::Start(Replica());
     ASSERT_TRUE(replica.has_value()) << replica.error().ToString();
     const std::string url = "http://127.0.0.1:" + std::to_string((*replica)->port());
-    cli_test::RunResult r = cli_test::RunInProcess(
-        {"profile", "--url", url, "--model", "m", "--mix", "512:16", "--mix", "64:64", "--ttft",
-         "1", "--tpot", "0.1", "--duration", "1", "--start-rate", "2", "--step-factor", "2",
-         "--refine", "0", "--drain-timeout", "5", "--out", profile_path});
+    std::vector<std::string> args = {"profile", "--url", url,         "--model",
+                                     "m",       "--out", profile_path};
+    args.insert(args.end(), {"--mix", "4096:16", "--mix", "64:16", "--ttft", "1", "--tpot", "0.1"});
+    args.insert(args.end(), {"--duration", "1", "--warmup", "0.5", "--start-rate", "2"});
+    args.insert(args.end(), {"--step-factor", "2", "--refine", "0", "--drain-timeout", "5"});
+    cli_test::RunResult r = cli_test::RunInProcess(args);
     (*replica)->Shutdown();
     ASSERT_EQ(r.exit_code, cli::kExitOk) << r.err;
   }

@@ -33,7 +33,10 @@ JSON output (-o json), one object; times in seconds, rates per second:
   input_token_throughput_per_second,
   ttft_seconds, inter_token_latency_seconds, time_per_output_token_seconds,
   e2e_latency_seconds: each {p50, p90, p99, mean, min, max, count} (null values when count
-  is 0).
+  is 0),
+  requests_queued, queue_wait_max_seconds (rate/trace: arrivals that waited 1 ms or more for
+  a free client because --concurrency were in flight, and the longest wait; latencies start
+  at the send and leave it out).
 Exit status: 0 when at least one request completed, 1 otherwise or when the server cannot
 be reached, 2 for bad flags or an unreadable trace.)";
 
@@ -121,6 +124,14 @@ void PrintTable(const loadgen::BenchReport& r, const loadgen::BenchOptions& o, s
   for (const auto& [name, s] : rows) {
     out << fmt::format("{:<24} {:>9} {:>9} {:>9} {:>9}\n", name, Millis(*s, s->p50),
                        Millis(*s, s->p90), Millis(*s, s->p99), Millis(*s, s->mean));
+  }
+  if (r.requests_queued > 0) {
+    out << fmt::format(
+        "queued: {} arrival{} waited for a free client (all {} in flight), the longest {:.1f} "
+        "ms: the server got less than the rate asked, and latencies start at the send; raise "
+        "--concurrency\n",
+        r.requests_queued, r.requests_queued == 1 ? "" : "s", o.concurrency,
+        r.queue_wait_max_seconds * 1000);
   }
   if (!r.first_error_detail.empty()) out << "first error: " << r.first_error_detail << "\n";
 }

@@ -26,13 +26,16 @@ Result<profile::CurvePoint> EndpointProbe::Measure(const profile::Mix& mix, doub
   o.workload.output = {mix.output_tokens, 0};
   o.workload.seed = options_.seed;
   o.concurrency = options_.max_in_flight;
-  o.duration_seconds = options_.step_seconds;
+  o.duration_seconds = options_.warmup_seconds + options_.step_seconds;
   o.drain_timeout_seconds = options_.drain_timeout_seconds;
   o.client.read_timeout_seconds = options_.request_timeout_seconds;
   o.client.ignore_eos = options_.ignore_eos;
   o.keep_outcomes = true;
   GS_ASSIGN_OR_RETURN(loadgen::BenchReport report, loadgen::RunBench(o));
   if (!report.model.empty()) options_.model = report.model;
+  std::erase_if(report.outcomes, [this](const loadgen::RequestOutcome& outcome) {
+    return outcome.due_seconds < options_.warmup_seconds;
+  });
   if (report.outcomes.empty()) {
     return InvalidArgument(fmt::format("no request was due in a {} s step at {} req/s; "
                                        "lengthen the step or raise the start rate",

@@ -5,11 +5,14 @@
 // request's TTFT and TPOT against the SLO (profile/point_summary.h). A request that fails
 // or is still running drain_timeout_seconds after the step counts as a miss.
 //
+// A point first offers warmup_seconds of arrivals at its rate that are not scored, so that the
+// scored ones meet a replica already under that load (each point starts from an idle replica:
+// the previous one's requests have ended), then step_seconds whose arrivals are scored.
+//
 // Prompts are the bench client's words (one token each on real tokenizers, so prompt
 // lengths are close to the mix's, not exact); ignore_eos makes outputs reach the mix's
-// length on vLLM and the emulator. At most max_in_flight requests run at once; arrivals past
-// it wait in the client and their wait is not part of TTFT, so keep it above what the
-// replica can hold (nothing reports a point that reached it).
+// length on vLLM and the emulator. At most max_in_flight requests run at once; an arrival
+// past it waits in the client, and that wait counts in its TTFT (profile/point_summary.h).
 //
 // Blocks for about step_seconds per Measure (threads: RunBench's). Not thread-safe.
 #pragma once
@@ -26,7 +29,8 @@ struct EndpointProbeOptions {
   std::string url;    // base URL, e.g. http://127.0.0.1:8000
   std::string model;  // empty: the first model GET /v1/models lists
   sim::SloSpec slo;
-  double step_seconds = 30;             // wall seconds of arrivals per point
+  double step_seconds = 30;             // wall seconds of scored arrivals per point
+  double warmup_seconds = 10;           // wall seconds of unscored arrivals before them
   double drain_timeout_seconds = 60;    // how long a point's requests may run past it
   double request_timeout_seconds = 60;  // longest silence inside one response
   int32_t max_in_flight = 2048;

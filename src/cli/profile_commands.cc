@@ -28,13 +28,19 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
+// --url's warm-up per step, wall seconds: long enough for a replica to fill its batch at the
+// step's rate (a request of the default mixes runs a few seconds on vLLM), short beside the
+// 30 s step it precedes.
+constexpr double kEndpointWarmup = 10;
+
 constexpr char kHelpFooter[] = R"(
 Modes (exactly one):
   --sim CONFIG  one simulated replica of CONFIG's replica_model, judged against its slo;
                 the rate is bisected per mix (deterministic for a --seed).
   --url URL     a live OpenAI-compatible endpoint (one replica), judged against --ttft,
                 --tpot and --target; the rate rises by --step-factor per step of --duration
-                seconds until a step misses, then --refine bisections.
+                seconds (after --warmup unscored ones) until a step misses, then --refine
+                bisections.
 Per mix: capacity = the highest Poisson rate at which --target of requests kept TTFT and
 TPOT within the SLO. Across mixes: 1/capacity = (prompt + w x output) / C, fitted by least
 squares; w is the slo policy's output_token_weight, C its
@@ -54,7 +60,7 @@ struct ProfileFlags {
   std::string role;  // empty: an aggregated replica
   std::vector<std::string> mixes;
   double duration = 0;  // 0: the mode's default
-  double warmup = 60;
+  double warmup = 60;   // --sim's default; --url's is kEndpointWarmup
   uint64_t seed = 1;
   double start_rate = 1;
   double step_factor = 1.5;
@@ -147,10 +153,6 @@ Result<profile::CapacityProfile> ProfileSimulated(const ProfileFlags& flags,
 }
 
 Status CheckEndpointFlags(const ProfileFlags& flags) {
-  if (flags.warmup_option->count() > 0) {
-    return InvalidArgument("applies to --sim only (each endpoint step is scored whole)",
-                           "--warmup");
-  }
   if (!(flags.slo.ttft_seconds > 0) || !(flags.slo.tpot_seconds > 0)) {
     return InvalidArgument("expected seconds > 0",
                            !(flags.slo.ttft_seconds > 0) ? "--ttft" : "--tpot");
@@ -175,6 +177,7 @@ Result<profile::CapacityProfile> ProfileEndpoint(const ProfileFlags& flags,
   options.model = flags.model;
   options.slo = flags.slo;
   options.step_seconds = flags.duration > 0 ? flags.duration : 30;
+  options.warmup_seconds = flags.warmup_option->count() > 0 ? flags.warmup : kEndpointWarmup;
   options.drain_timeout_seconds = flags.drain_timeout;
   options.request_timeout_seconds = flags.request_timeout;
   options.max_in_flight = flags.max_in_flight;
@@ -189,7 +192,7 @@ Result<profile::CapacityProfile> ProfileEndpoint(const ProfileFlags& flags,
   profile::CapacityProfile result;
   result.source = flags.url;
   result.slo = flags.slo;
-  result.measurement = {"steps", options.step_seconds, 0, flags.seed};
+  result.measurement = {"steps", options.step_seconds, options.warmup_seconds, flags.seed};
   for (const profile::Mix& mix : mixes) {
     GS_ASSIGN_OR_RETURN(profile::MixProfile measured,
                         profile::StepCapacity(probe, mix, flags.slo.target_ratio, steps, progress));
@@ -431,9 +434,10 @@ void AddProfileCommands(CLI::App& app, CommandContext& ctx) {
       cmd->add_option("--duration", f->duration,
                       "Seconds of load per measured point: simulated seconds after the warm-up "
                       "(--sim, default 300) or wall seconds per step (--url, default 30)")};
-  f->warmup_option =
-      cmd->add_option("--warmup", f->warmup, "--sim: unscored simulated seconds before each point")
-          ->capture_default_str();
+  f->warmup_option = cmd->add_option(
+      "--warmup", f->warmup,
+      "Unscored seconds of load at the point's rate before it is measured: simulated (--sim, "
+      "default 60) or wall seconds (--url, default 10)");
   f->measurement_options.push_back(f->warmup_option);
   f->measurement_options.push_back(
       cmd->add_option("--seed", f->seed, "Seed of the Poisson arrivals")->capture_default_str());

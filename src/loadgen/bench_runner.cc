@@ -93,7 +93,16 @@ void BenchRun::Worker(bool closed_loop) {
   while (std::optional<PlannedRequest> next = closed_loop ? NextClosedLoop() : NextOpenLoop()) {
     ++sent_;
     ++in_flight_;
+    double queued = 0;
+    if (!closed_loop) {
+      const SteadyClock::time_point due = start_ + ToDuration(next->send_at_seconds);
+      queued = std::max(0.0, std::chrono::duration<double>(SteadyClock::now() - due).count());
+    }
     RequestOutcome outcome = client.Send(*next);
+    if (!closed_loop) {
+      outcome.due_seconds = next->send_at_seconds;
+      outcome.queued_seconds = queued;
+    }
     --in_flight_;
     ++(outcome.ok ? completed_ : failed_);
     output_tokens_ += outcome.output_tokens;

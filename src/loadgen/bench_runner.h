@@ -6,7 +6,8 @@
 //
 // Timing: every latency is measured from the moment a request is sent. In open loop at most
 // `concurrency` requests are in flight; arrivals beyond that queue in the bench (their
-// queueing delay is not part of the latencies). No new request starts after
+// queueing delay is not part of the latencies; each outcome carries it, and the report counts
+// the arrivals that queued). No new request starts after
 // duration_seconds; requests in flight then may finish for drain_timeout_seconds more, then
 // are cancelled (error kind "cancelled"), as they are at once when BenchOptions::cancel turns
 // true. A closed-loop client waits 50 ms after a failed

@@ -34,7 +34,9 @@ std::vector<RequestLatency> LatenciesOf(const std::vector<loadgen::RequestOutcom
   for (const loadgen::RequestOutcome& o : outcomes) {
     RequestLatency r;
     r.completed = o.ok;
-    r.ttft_seconds = o.ttft_seconds;
+    // From the arrival's due time: one held in the client while every --max-in-flight slot
+    // was busy waited as a user arriving then would have.
+    r.ttft_seconds = o.queued_seconds + o.ttft_seconds;
     if (o.output_tokens > 1)
       r.tpot_seconds = (o.e2e_seconds - o.ttft_seconds) / (o.output_tokens - 1);
     latencies.push_back(r);

@@ -30,7 +30,10 @@ struct RequestLatency {
 CurvePoint SummarizePoint(double rate_rps, const std::vector<RequestLatency>& requests,
                           const sim::SloSpec& slo);
 
-// The bench client's outcomes as RequestLatency (failed requests: not completed).
+// The bench client's outcomes as RequestLatency (failed requests: not completed). TTFT counts
+// from each arrival's due time, so an arrival held in the client for a free slot
+// (RequestOutcome::queued_seconds) waited for its first token as a user would have; TPOT is
+// the replica's alone.
 std::vector<RequestLatency> LatenciesOf(const std::vector<loadgen::RequestOutcome>& outcomes);
 
 }  // namespace gpuscale::profile

@@ -137,7 +137,9 @@ Json BenchReportJson(const loadgen::BenchReport& r) {
       {"ttft_seconds", SummaryJson(r.ttft_seconds)},
       {"inter_token_latency_seconds", SummaryJson(r.inter_token_latency_seconds)},
       {"time_per_output_token_seconds", SummaryJson(r.time_per_output_token_seconds)},
-      {"e2e_latency_seconds", SummaryJson(r.e2e_latency_seconds)}};
+      {"e2e_latency_seconds", SummaryJson(r.e2e_latency_seconds)},
+      {"requests_queued", r.requests_queued},
+      {"queue_wait_max_seconds", RoundBench(r.queue_wait_max_seconds)}};
 }
 
 Json GpuStatsJson(const gpu::GpuStats& stats) {

@@ -48,6 +48,9 @@ loadgen::BenchReport ReadBench(const Json& j) {
   r.inter_token_latency_seconds = ReadSummary(j.at("inter_token_latency_seconds"));
   r.time_per_output_token_seconds = ReadSummary(j.at("time_per_output_token_seconds"));
   r.e2e_latency_seconds = ReadSummary(j.at("e2e_latency_seconds"));
+  // Absent from reports stored before they were measured.
+  r.requests_queued = j.value("requests_queued", int64_t{0});
+  r.queue_wait_max_seconds = j.value("queue_wait_max_seconds", 0.0);
   return r;
 }
 

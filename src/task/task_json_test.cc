@@ -32,6 +32,8 @@ loadgen::BenchReport Report() {
   r.input_token_throughput_per_second = 83.75;
   r.ttft_seconds = {10, 0.125, 0.05, 0.5, 0.1, 0.25, 0.375};
   r.e2e_latency_seconds = {10, 2.5, 1, 4, 2, 3, 3.5};
+  r.requests_queued = 3;
+  r.queue_wait_max_seconds = 0.5;
   return r;  // inter-token and tpot summaries stay empty (count 0)
 }
 
@@ -84,7 +86,7 @@ TEST(TaskJsonTest, BenchReportHasTheBenchCommandKeys) {
                           "request_throughput_per_second", "output_token_throughput_per_second",
                           "input_token_throughput_per_second", "ttft_seconds",
                           "inter_token_latency_seconds", "time_per_output_token_seconds",
-                          "e2e_latency_seconds"));
+                          "e2e_latency_seconds", "requests_queued", "queue_wait_max_seconds"));
   EXPECT_THAT(Keys(j["ttft_seconds"]),
               ElementsAre("p50", "p90", "p99", "mean", "min", "max", "count"));
   EXPECT_TRUE(j["inter_token_latency_seconds"]["p90"].is_null());
@@ -135,6 +137,8 @@ TEST(TaskJsonTest, ResultsRoundTripWithEverything) {
   EXPECT_EQ(ExperimentResultsText(back), ExperimentResultsText(e));
   EXPECT_EQ(back.bench->errors_by_kind, e.bench->errors_by_kind);
   EXPECT_EQ(back.bench->ttft_seconds.p99, 0.375);
+  EXPECT_EQ(back.bench->requests_queued, 3);
+  EXPECT_EQ(back.bench->queue_wait_max_seconds, 0.5);
   EXPECT_EQ(back.bench->inter_token_latency_seconds.count, 0);
   ASSERT_TRUE(back.gpu_info.has_value());
   EXPECT_EQ(back.gpu_info->indices, (std::vector<int>{2, 3}));
@@ -148,6 +152,19 @@ TEST(TaskJsonTest, ResultsRoundTripWithEverything) {
   EXPECT_DOUBLE_EQ(*s.memory_used_mb.Mean(), 2000);
   EXPECT_EQ(s.memory_used_mb.max, 3000);
   EXPECT_EQ(s.power_draw_w.samples, 0);
+}
+
+TEST(TaskJsonTest, AReportStoredBeforeQueueingWasMeasuredReadsAsNoneQueued) {
+  const ExperimentRecord e = Experiment();
+  nlohmann::json stored = nlohmann::json::parse(ExperimentResultsText(e));
+  stored["bench"].erase("requests_queued");
+  stored["bench"].erase("queue_wait_max_seconds");
+  ExperimentRecord back;
+  ASSERT_TRUE(ReadExperimentResults(stored.dump(), "results", back).has_value());
+  ASSERT_TRUE(back.bench.has_value());
+  EXPECT_EQ(back.bench->requests_queued, 0);
+  EXPECT_EQ(back.bench->queue_wait_max_seconds, 0);
+  EXPECT_EQ(back.bench->requests_completed, 10);
 }
 
 TEST(TaskJsonTest, ResultsRoundTripWithNothingSet) {

@@ -1,5 +1,6 @@
 #include "workload/bench_report.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gpuscale::loadgen {
@@ -10,6 +11,11 @@ BenchReport Aggregate(const std::vector<RequestOutcome>& outcomes, double elapse
   std::vector<double> ttft, itl, tpot, e2e;
   for (const RequestOutcome& outcome : outcomes) {
     ++report.requests_sent;
+    if (outcome.queued_seconds >= kQueuedSeconds) {
+      ++report.requests_queued;
+      report.queue_wait_max_seconds =
+          std::max(report.queue_wait_max_seconds, outcome.queued_seconds);
+    }
     if (!outcome.ok) {
       ++report.requests_failed;
       ++report.errors_by_kind[outcome.error_kind];

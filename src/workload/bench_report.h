@@ -28,6 +28,11 @@ struct RequestOutcome {
   int32_t input_tokens = 0;
   int32_t output_tokens = 0;
   std::vector<double> inter_token_seconds;  // gaps between successive content events
+  // Open loop (rate, trace): when the arrival was due, seconds since the run's start, and how
+  // long past that it waited in the bench for a free client (every one of `concurrency`
+  // busy). The latencies above start at the send and leave that wait out. 0 in closed loop.
+  double due_seconds = 0;
+  double queued_seconds = 0;
 };
 
 struct BenchReport {
@@ -48,10 +53,19 @@ struct BenchReport {
   LatencySummary inter_token_latency_seconds;    // every gap between content events
   LatencySummary time_per_output_token_seconds;  // per request: (e2e - ttft) / (tokens - 1)
   LatencySummary e2e_latency_seconds;
+  // Open loop: arrivals that waited kQueuedSeconds or more for a free client, and the longest
+  // wait. Nonzero means the server was offered less than the rate asked for while every
+  // client was busy, and latencies measured from each send understate what a user arriving
+  // then would have seen (raise --concurrency).
+  int64_t requests_queued = 0;
+  double queue_wait_max_seconds = 0;
   // Every request's outcome, in the order they ended; filled only when asked
   // (BenchOptions::keep_outcomes), empty otherwise.
   std::vector<RequestOutcome> outcomes = {};
 };
+
+// A wait past the due time this short is the dispatcher's wake-up, not a queue.
+inline constexpr double kQueuedSeconds = 0.001;
 
 // Aggregates request outcomes into a report over `elapsed_seconds` (url and model are left
 // empty for the caller).

@@ -51,5 +51,17 @@ TEST(BenchReportTest, AggregatesThroughputLatenciesAndErrors) {
   EXPECT_DOUBLE_EQ(report.e2e_latency_seconds.max, 0.9);
 }
 
+TEST(BenchReportTest, CountsArrivalsThatQueuedForAFreeClientAndTheLongestWait) {
+  std::vector<RequestOutcome> outcomes = {Ok(0.1, 0.5, 5, {}), Ok(0.1, 0.5, 5, {}),
+                                          Ok(0.1, 0.5, 5, {}), Failed("http_503")};
+  outcomes[0].queued_seconds = 0.0002;  // the dispatcher's wake-up: not a queue
+  outcomes[1].queued_seconds = 0.25;
+  outcomes[3].queued_seconds = 0.75;  // a failed request queued as well
+  BenchReport report = Aggregate(outcomes, 1.0);
+  EXPECT_EQ(report.requests_queued, 2);
+  EXPECT_DOUBLE_EQ(report.queue_wait_max_seconds, 0.75);
+  EXPECT_DOUBLE_EQ(report.ttft_seconds.max, 0.1) << "latencies still start at the send";
+}
+
 }  // namespace
 }  // namespace gpuscale::loadgen

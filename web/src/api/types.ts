@@ -334,6 +334,9 @@ export interface BenchReport {
   inter_token_latency_seconds: LatencyStats;
   time_per_output_token_seconds: LatencyStats;
   e2e_latency_seconds: LatencyStats;
+  // Arrivals that waited for a free client (absent from reports stored before).
+  requests_queued?: number;
+  queue_wait_max_seconds?: number;
 }
 
 export interface Experiment {
