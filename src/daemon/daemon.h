@@ -73,6 +73,7 @@
 #include "gpumon/simulated_load.h"
 #include "orch/local_process_orchestrator.h"
 #include "orch/serial_calls.h"
+#include "orch/slurm_shared_listing.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {
@@ -297,6 +298,9 @@ class Daemon final : public DaemonApi {
       std::make_unique<PromQueries>(options_.collector_threads);
   std::unique_ptr<gpu::Monitor> monitor_;
   alloc::LeaseLedger ledger_;
+  // The Slurm clusters services run on, so that services of one cluster share its listings
+  // (thread-safe; its hubs live as long as a service's transport uses them).
+  orch::SlurmClusters slurm_clusters_;
   // Some replica is starting, restarting, draining or stopping (set by PublishViews): the
   // loop then ticks at probe_interval.
   std::atomic<bool> settling_{false};

@@ -163,6 +163,7 @@ Result<std::unique_ptr<orch::ServiceOrchestrator>> Daemon::MakeOrchestrator(
     o.restart_backoff_initial = options_.restart_backoff_initial;
     o.restart_backoff_max = options_.restart_backoff_max;
     o.calls = options_.engine_calls;
+    o.clusters = &slurm_clusters_;
     GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::SlurmOrchestrator> slurm,
                         MakeSlurmOrchestrator(service, o));
     return std::unique_ptr<orch::ServiceOrchestrator>(std::move(slurm));

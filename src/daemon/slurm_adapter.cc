@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <vector>
 
 #include "orch/slurm_cli_transport.h"
 #include "orch/slurm_rest_transport.h"
@@ -53,24 +55,44 @@ orch::SlurmOrchestratorConfig SlurmOrchestratorConfigFor(const ServiceConfig& se
   return c;
 }
 
+std::string SlurmClusterKey(const SlurmServiceConfig& s, const std::string& token) {
+  // Fields joined with a byte none of them holds (a YAML string may hold '|').
+  const char sep = '\0';
+  std::string key = s.transport == "rest" ? "rest" : "cli";
+  for (const std::string& field : s.transport == "rest"
+                                      ? std::vector<std::string>{s.url, s.user, token}
+                                      : std::vector<std::string>{s.bin_dir, s.slurm_conf}) {
+    key += sep;
+    key += field;
+  }
+  key += sep;
+  key += fmt::format("{}", s.timeout.count());
+  return key;
+}
+
 Result<std::unique_ptr<orch::SlurmOrchestrator>> MakeSlurmOrchestrator(
     const ServiceConfig& service, const SlurmAdapterOptions& options) {
   const SlurmServiceConfig& s = service.slurm;
-  std::unique_ptr<orch::SlurmTransport> transport;
+  std::function<std::unique_ptr<orch::SlurmTransport>()> make;
+  std::string token = s.token;
   if (s.transport == "rest") {
-    orch::SlurmRestConfig rest{s.url, s.user, s.token, s.timeout};
     if (!s.token_file.empty()) {
-      GS_ASSIGN_OR_RETURN(rest.token, ReadToken(s.token_file));
+      GS_ASSIGN_OR_RETURN(token, ReadToken(s.token_file));
     }
-    transport = std::make_unique<orch::SlurmRestTransport>(std::move(rest));
+    orch::SlurmRestConfig rest{s.url, s.user, token, s.timeout};
+    make = [rest] { return std::make_unique<orch::SlurmRestTransport>(rest); };
   } else {
     orch::SlurmCliConfig cli;
     cli.bin_dir = s.bin_dir;
     cli.slurm_conf = s.slurm_conf;
     cli.script_dir = (std::filesystem::path(options.state_dir) / "slurm").string();
     cli.timeout = s.timeout;
-    transport = std::make_unique<orch::SlurmCliTransport>(std::move(cli));
+    make = [cli] { return std::make_unique<orch::SlurmCliTransport>(cli); };
   }
+  std::unique_ptr<orch::SlurmTransport> transport =
+      options.clusters == nullptr
+          ? make()
+          : options.clusters->Share(SlurmClusterKey(s, token), make(), make());
   return orch::SlurmOrchestrator::Create(SlurmOrchestratorConfigFor(service, options),
                                          std::move(transport), {}, options.calls);
 }

@@ -12,6 +12,7 @@
 #include "core/result.h"
 #include "daemon/daemon_config.h"
 #include "orch/slurm_orchestrator.h"
+#include "orch/slurm_shared_listing.h"
 
 namespace gpuscale::daemon {
 
@@ -21,11 +22,19 @@ struct SlurmAdapterOptions {
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};
   orch::SerialCalls::Mode calls = orch::SerialCalls::Mode::kThread;  // DaemonOptions::engine_calls
+  // The daemon's: services on one cluster share its job and node listings
+  // (orch/slurm_shared_listing.h). Null: each service lists for itself.
+  orch::SlurmClusters* clusters = nullptr;
 };
 
 // The orchestrator's config for `service` (engine: slurm).
 orch::SlurmOrchestratorConfig SlurmOrchestratorConfigFor(const ServiceConfig& service,
                                                          const SlurmAdapterOptions& options);
+
+// The key under which services share a cluster's listings: the transport and everything its
+// listings depend on (URL, user and token; or binaries, slurm.conf), and the timeout a
+// listing runs under. `token` is the one read from token_file when there is one.
+std::string SlurmClusterKey(const SlurmServiceConfig& slurm, const std::string& token);
 
 // Errors: kInvalidArgument naming slurm.token_file when it cannot be read or is empty;
 // those of orch::SlurmOrchestrator::Create.

@@ -60,5 +60,46 @@ TEST_F(SlurmAdapterTest, RestTokenFileMustBeReadable) {
   EXPECT_TRUE(MakeSlurmOrchestrator(service_, options_));
 }
 
+TEST_F(SlurmAdapterTest, ServicesOfOneClusterShareItsListings) {
+  orch::SlurmClusters clusters;
+  options_.clusters = &clusters;
+  auto chat = MakeSlurmOrchestrator(service_, options_);
+  service_.name = "code";
+  service_.slurm.partition = "other";  // where jobs go does not change what a listing shows
+  auto code = MakeSlurmOrchestrator(service_, options_);
+  ASSERT_TRUE(chat && code);
+  EXPECT_EQ(clusters.hubs(), 1u);
+  service_.name = "elsewhere";
+  service_.slurm.slurm_conf = "/etc/slurm/other-cluster.conf";
+  auto elsewhere = MakeSlurmOrchestrator(service_, options_);
+  ASSERT_TRUE(elsewhere);
+  EXPECT_EQ(clusters.hubs(), 2u);
+  elsewhere->reset();
+  chat->reset();
+  EXPECT_EQ(clusters.hubs(), 1u) << "code still lists through its cluster's hub";
+}
+
+TEST_F(SlurmAdapterTest, AClusterKeyNamesWhatAListingDependsOn) {
+  SlurmServiceConfig rest;
+  rest.transport = "rest";
+  rest.url = "http://127.0.0.1:6820";
+  rest.user = "svc";
+  const std::string key = SlurmClusterKey(rest, "jwt-a");
+  EXPECT_EQ(SlurmClusterKey(rest, "jwt-a"), key);
+  EXPECT_NE(SlurmClusterKey(rest, "jwt-b"), key) << "another token may see other jobs";
+  SlurmServiceConfig other_user = rest;
+  other_user.user = "ops";
+  EXPECT_NE(SlurmClusterKey(other_user, "jwt-a"), key);
+  SlurmServiceConfig slower = rest;
+  slower.timeout = Seconds(60);
+  EXPECT_NE(SlurmClusterKey(slower, "jwt-a"), key);
+  SlurmServiceConfig cli;
+  cli.bin_dir = "/opt/slurm/bin";
+  EXPECT_NE(SlurmClusterKey(cli, ""), SlurmClusterKey(rest, ""));
+  SlurmServiceConfig other_bins = cli;
+  other_bins.bin_dir = "/usr/bin";
+  EXPECT_NE(SlurmClusterKey(other_bins, ""), SlurmClusterKey(cli, ""));
+}
+
 }  // namespace
 }  // namespace gpuscale::daemon
