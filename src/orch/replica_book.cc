@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 namespace gpuscale::orch {
 
@@ -19,7 +20,11 @@ void ReplicaBookBase::ReserveId(const std::string& id) {
   int index = -1;
   const char* end = id.data() + id.size();
   auto [ptr, ec] = std::from_chars(id.data() + prefix.size(), end, index);
-  if (ec == std::errc() && ptr == end) next_index_ = std::max(next_index_, index + 1);
+  // An id can come from outside (a Slurm job's name, a store row): a sign or INT_MAX would
+  // make the next index negative or overflow, so those reserve nothing.
+  if (ec == std::errc() && ptr == end && index >= 0 && index < std::numeric_limits<int>::max()) {
+    next_index_ = std::max(next_index_, index + 1);
+  }
 }
 
 Status ReplicaBookBase::CheckRoom(int active, int max_replicas) const {

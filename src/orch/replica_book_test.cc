@@ -51,7 +51,10 @@ TEST_F(ReplicaBookTest, IdsCountUpAndAdoptionReservesRecordedOnes) {
   EXPECT_EQ(book_.NextId(), "svc-0");
   EXPECT_EQ(book_.NextId(), "svc-1");
   // Ids of another shape (other service, not a number, trailing text) reserve nothing.
-  for (const char* id : {"other-9", "svc-x", "svc-", "svc-7a", "svc9", "svcx-8"}) {
+  // Nor do a sign or INT_MAX (an id may come from a stray Slurm job's name): the next index
+  // would be negative or overflow.
+  for (const char* id :
+       {"other-9", "svc-x", "svc-", "svc-7a", "svc9", "svcx-8", "svc--5", "svc-2147483647"}) {
     book_.ReserveId(id);
   }
   EXPECT_EQ(book_.NextId(), "svc-2");

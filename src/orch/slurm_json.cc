@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace gpuscale::orch {
@@ -176,7 +178,12 @@ int CountGpus(std::string_view gres, std::string_view type) {
     int count = 0;
     const std::string_view digits = parts.back();
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
-    if (ec == std::errc() && end == digits.data() + digits.size()) total += count;
+    // from_chars takes a sign: "gpu:-2" is as unparsable as "gpu:x". The sum saturates
+    // rather than overflow on counts no node has.
+    if (ec == std::errc() && end == digits.data() + digits.size() && count >= 0) {
+      total = static_cast<int>(
+          std::min<int64_t>(int64_t{total} + count, std::numeric_limits<int>::max()));
+    }
   }
   return total;
 }

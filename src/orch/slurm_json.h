@@ -36,7 +36,8 @@ std::string SlurmSubmitBody(const SlurmJobRequest& request);
 
 // GPUs in a node's gres or gres_used string ("gpu:tesla:4", "gpu:2(IDX:0-1),mps:100",
 // "gpu:a100:2(S:0),gpu:v100:1"); only entries named "gpu" and, when `type` is not empty,
-// of that type. Unparsable entries count 0.
+// of that type. Unparsable entries (a negative count among them) count 0; the sum saturates
+// at INT_MAX.
 int CountGpus(std::string_view gres, std::string_view type);
 
 // True when a Slurm client's or slurmrestd's error text says the controller could not be

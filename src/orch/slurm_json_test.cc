@@ -102,6 +102,10 @@ TEST(SlurmJsonTest, CountsGpusInGresStrings) {
       {"mps:200", "", 0},
       {"", "", 0},
       {"gpu:tesla:x", "", 0},
+      // Found by fuzz/slurm_json_fuzz: a sign was taken for a count.
+      {"gpu:\v:-0066", "", 0},
+      {"gpu:-2,gpu:3", "", 3},
+      {"gpu:2147483647,gpu:2147483647", "", 2147483647},
   };
   for (const Case& c : cases) EXPECT_EQ(CountGpus(c.gres, c.type), c.gpus) << c.gres;
 }
