@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "emulator/fleet_server.h"
+#include "testing/loopback_server.h"
 
 namespace gpuscale::orch {
 namespace {
@@ -155,6 +156,35 @@ TEST(FleetOrchestratorTest, UnreachableFleetLeavesReplicasPendingUntilItAnswers)
   ASSERT_TRUE(
       PollUntil(*orch, now, [&] { return CountPhase(*orch, scale::ReplicaPhase::kReady) == 1; }));
   EXPECT_EQ(fleet->replica_count(), 1u);
+}
+
+// A fleet that answers with a port no TCP socket has, and a body far longer than a message:
+// the replica stays pending, its reason names the port, and no reason carries the whole body.
+TEST(FleetOrchestratorTest, APortOutsideTheTcpRangeOrAnOverlongErrorIsReportedNotUsed) {
+  gpuscale::testing::LoopbackServer fleet;
+  int answers = 0;
+  fleet.server().Post("/replicas", [&](const httplib::Request&, httplib::Response& res) {
+    if (answers++ == 0) {
+      res.set_content(R"({"port": 70000})", "application/json");
+    } else {
+      res.status = 500;
+      res.set_content(std::string(100000, 'x'), "text/plain");
+    }
+  });
+  ASSERT_TRUE(fleet.Start());
+  auto orch = Orchestrator(fleet.port());
+  ASSERT_TRUE(orch->Start(Seconds{0}).has_value());
+  orch->WaitForCalls();
+  orch->Poll(Seconds{0});
+  const std::string first = orch->Replicas(Seconds{0})[0].last_error;
+  EXPECT_NE(first.find("port 70000, not one of 1..65535"), std::string::npos) << first;
+  EXPECT_EQ(CountPhase(*orch, scale::ReplicaPhase::kPending), 1);
+  (void)orch->Place(orch->ListReplicas()[0].id, Seconds{1});  // asks the fleet again
+  orch->WaitForCalls();
+  orch->Poll(Seconds{1});
+  const std::string second = orch->Replicas(Seconds{1})[0].last_error;
+  EXPECT_NE(second.find("HTTP 500"), std::string::npos) << second.substr(0, 300);
+  EXPECT_LT(second.size(), 400u);
 }
 
 TEST(FleetOrchestratorTest, UrlMustBeHttpHostPort) {

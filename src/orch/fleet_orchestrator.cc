@@ -24,11 +24,15 @@ httplib::Client Client(const std::string& host, int port, Seconds timeout) {
   return client;
 }
 
-// What went wrong with a control call, for a replica's last_error.
+// What went wrong with a control call, for a replica's last_error (and its events: the
+// body's first 200 bytes, however much the fleet sent).
 std::string Failure(const httplib::Result& res, std::string_view what) {
   if (!res) return fmt::format("the fleet did not answer {}: {}", what, httplib::to_string(res.error()));
-  return fmt::format("the fleet answered {} with HTTP {}: {}", what, res->status, res->body);
+  return fmt::format("the fleet answered {} with HTTP {}: {}", what, res->status,
+                     std::string_view(res->body).substr(0, 200));
 }
+
+bool IsTcpPort(int64_t port) { return port >= 1 && port <= 65535; }
 
 }  // namespace
 
@@ -78,10 +82,14 @@ void FleetOrchestrator::Open(Record& r) {
     const json body = res && res->status == 200
                           ? json::parse(res->body, nullptr, /*allow_exceptions=*/false)
                           : json();
-    Result<int> given =
-        body.is_object() && body.contains("port") && body["port"].is_number_integer()
-            ? Result<int>(body["port"].get<int>())
-            : Unavailable(Failure(res, "a new replica"));
+    Result<int> given = Unavailable(Failure(res, "a new replica"));
+    if (body.is_object() && body.contains("port") && body["port"].is_number_integer()) {
+      const int64_t port = body["port"].get<int64_t>();
+      given = IsTcpPort(port) ? Result<int>(static_cast<int>(port))
+                              : Unavailable(fmt::format("the fleet gave replica {} port {}, "
+                                                        "not one of 1..65535",
+                                                        id, port));
+    }
     return [this, id, given = std::move(given)](Seconds at) { ApplyOpen(id, given, at); };
   });
 }
@@ -203,8 +211,9 @@ AdoptionReport FleetOrchestrator::Adopt(const std::vector<ReplicaRecord>& record
                         : json();
   if (body.is_object() && body.contains("replicas") && body["replicas"].is_array()) {
     for (const json& r : body["replicas"]) {
-      if (r.is_object() && r.value("id", json()).is_string() && r.value("port", json()).is_number_integer()) {
-        listed[r["id"].get<std::string>()] = r["port"].get<int>();
+      if (r.is_object() && r.value("id", json()).is_string() &&
+          r.value("port", json()).is_number_integer() && IsTcpPort(r["port"].get<int64_t>())) {
+        listed[r["id"].get<std::string>()] = static_cast<int>(r["port"].get<int64_t>());
       }
     }
   } else if (!records.empty()) {
