@@ -7,18 +7,18 @@
 // an edited config file (and a broken one changes nothing), and the API's 400/401 answers.
 // TearDown kills the daemon's process group and every process carrying the test's
 // environment marker (replicas run in their own process groups).
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
-#include <set>
 
 #include "daemon_serve_fixture.h"
+#include "testing/fake_slurm_cli.h"
 
 namespace gpuscale::daemon_test {
 namespace {
@@ -79,6 +79,31 @@ TEST_F(DaemonServeTest, KilledReplicaIsRestartedWithoutWaitingForTheLoop) {
       std::chrono::seconds(10)))
       << Replicas().dump();
   EXPECT_GE(Replicas()[0]["restarts"].get<int>(), 1);
+}
+
+// Only a replica's exit wakes the loop: every Slurm listing runs squeue and sinfo, whose exits
+// raise SIGCHLD too, and waking for them made each tick's listings start the next tick (the
+// loop ticked 100+ times a second with two Slurm services on a 15 s loop).
+TEST_F(DaemonServeTest, ChildProcessesOtherThanReplicasDoNotWakeTheLoop) {
+  daemon::FakeSlurmCli slurm(dir_ + "/slurm");
+  std::string services;
+  for (const char* name : {"a", "b", "c"}) {
+    services += std::string("  - name: ") + name +
+                "\n    engine: slurm\n    command: [srv, --port, \"{port}\"]\n"
+                "    min_replicas: 0\n    max_replicas: 1\n"
+                "    slurm: {transport: cli, bin_dir: " +
+                slurm.bin_dir() + "}\n" + "    policy:\n" + kFastQueuePolicyYaml;
+  }
+  daemon_.Start(Config(services), {.dir = dir_, .loop_interval_seconds = "30", .env = {marker_}});
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  httplib::Client client("127.0.0.1", Port());
+  httplib::Result metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  const size_t at = metrics->body.find("\ngpuscale_control_loop_duration_seconds_count ");
+  ASSERT_NE(at, std::string::npos) << metrics->body;
+  const std::string_view name = "\ngpuscale_control_loop_duration_seconds_count ";
+  const double ticks = std::stod(metrics->body.substr(at + name.size()));
+  EXPECT_LE(ticks, 2) << "a 30 s loop ticked " << ticks << " times in 5 s";
 }
 
 // Simulated GPUs react to load (issue 22): the GPU leased to an emulated replica shows the

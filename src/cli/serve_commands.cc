@@ -227,7 +227,7 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
   while (sigwait(&stop_signals, &signal_number) == 0 &&
          (signal_number == SIGHUP || signal_number == SIGCHLD)) {
     if (signal_number == SIGCHLD) {
-      (*d)->Wake();
+      (*d)->OnChildExited();
     } else {
       Reload(flags, **d, ctx);
     }

@@ -14,6 +14,7 @@
 #include "experiments/emulated_gpu_load.h"
 #include "metrics/vllm_metric_names.h"
 #include "orch/parallel.h"
+#include "orch/process_util.h"
 
 namespace gpuscale::daemon {
 namespace {
@@ -101,6 +102,10 @@ void Daemon::Wake() {
     wake_ = true;
   }
   loop_cv_.NotifyAll();
+}
+
+void Daemon::OnChildExited() {
+  if (orch::AnyWatchedExited()) Wake();
 }
 
 void Daemon::Shutdown(bool stop_replicas) {

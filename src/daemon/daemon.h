@@ -140,6 +140,10 @@ class Daemon final : public DaemonApi {
   // Ends the loop's current wait: the next tick starts now (the gateway's activator calls it
   // when a request waits for a service with no ready replica). Any thread.
   void Wake() GS_EXCLUDES(mu_);
+  // `gpuscale serve` on SIGCHLD: wakes the loop when a replica process exited, so that its
+  // crash is handled now (orch::WatchExit); other children's exits (nvidia-smi, squeue) do
+  // not wake it. Any thread.
+  void OnChildExited() GS_EXCLUDES(mu_);
 
   // `gpuscale serve` on SIGHUP: applies the config file read again (`reread`, or why it could
   // not be read: then nothing changes). Its services: new names are created, changed specs

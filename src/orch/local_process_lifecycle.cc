@@ -47,6 +47,7 @@ void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
                                    fmt::join(*argv, " "))};
   Result<int> pid = SpawnDetached(request);
   if (!pid) return ScheduleRestart(r, now, pid.error().message);
+  WatchExit(*pid);
   r.proc = Proc::kRunning;
   r.pid = *pid;
   r.port = *port;

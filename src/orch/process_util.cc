@@ -14,6 +14,8 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 extern char** environ;
@@ -188,12 +190,51 @@ std::vector<std::string> ChildEnvironment(
   return env;
 }
 
+namespace {
+
+std::mutex watched_mu;
+std::set<int>& Watched() {  // guarded by watched_mu
+  static std::set<int> watched;
+  return watched;
+}
+
+void Unwatch(int pid) {
+  std::lock_guard<std::mutex> lock(watched_mu);
+  Watched().erase(pid);
+}
+
+}  // namespace
+
+void WatchExit(int pid) {
+  std::lock_guard<std::mutex> lock(watched_mu);
+  Watched().insert(pid);
+}
+
+bool AnyWatchedExited() {
+  std::lock_guard<std::mutex> lock(watched_mu);
+  std::set<int>& watched = Watched();
+  for (auto it = watched.begin(); it != watched.end();) {
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(*it), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+      if (errno == ECHILD) {
+        it = watched.erase(it);  // reaped elsewhere, or never our child
+        continue;
+      }
+    } else if (info.si_pid == *it) {
+      return true;
+    }
+    ++it;
+  }
+  return false;
+}
+
 std::optional<int> CheckExited(int pid) {
   int status = 0;
   pid_t done = 0;
   do {
     done = waitpid(pid, &status, WNOHANG);
   } while (done < 0 && errno == EINTR);
+  if (done == pid) Unwatch(pid);
   if (done == pid) {
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);

@@ -42,8 +42,21 @@ std::vector<std::string> ChildEnvironment(
 
 // Non-blocking exit check. nullopt while `pid` runs. When it has exited: its exit code, or
 // 128 + signal when a signal ended it; -1 when the status cannot be known (a process that is
-// not our child, e.g. one adopted after a daemon restart, is reaped by someone else).
+// not our child, e.g. one adopted after a daemon restart, is reaped by someone else). A
+// reaped pid is no longer watched (WatchExit).
 std::optional<int> CheckExited(int pid);
+
+// The children whose exit should wake `gpuscale serve`'s control loop at once (replica
+// processes: a crash is then noticed before the next tick), out of all the children whose
+// exit raises SIGCHLD. The others (nvidia-smi, squeue, sinfo, sbatch: gpu::RunProcess) end
+// all the time, and waking the loop for them made it tick on and on: each tick's Slurm
+// listings ended in a SIGCHLD that started the next tick (100+ ticks a second with two
+// Slurm services on a 15 s loop). Process-wide, like SIGCHLD itself; thread-safe.
+void WatchExit(int pid);
+// True when a watched child has exited and is not reaped yet (waitid with WNOWAIT: the
+// orchestrator still reaps it with CheckExited). Pids that are no longer our children are
+// forgotten.
+bool AnyWatchedExited();
 
 // "exit code 3", "signal 9 (SIGKILL)", "exit status unknown".
 std::string DescribeExit(int code);
