@@ -307,17 +307,8 @@ void Daemon::PostGpuLoad(const Observed& observed) {
       if (!own.empty()) by_replica.emplace(replica.id, std::move(own));
     }
   }
-  gpu::GpuLoads loads;
-  for (const auto& [replica, own] : by_replica) {
-    for (const auto& [index, load] : own) {
-      gpu::GpuLoad& sum = loads[index];
-      sum.utilization_percent += load.utilization_percent;
-      sum.memory_used_mb += load.memory_used_mb;
-      sum.processes.insert(sum.processes.end(), load.processes.begin(), load.processes.end());
-    }
-  }
+  gpu_load_->Set("services", gpu::SumLoads(by_replica));
   replica_gpu_loads_ = std::move(by_replica);
-  gpu_load_->Set("services", std::move(loads));
 }
 
 // Events of one service tick: a changed desired count, failed actions, and metric errors

@@ -15,10 +15,9 @@ void GpuLoadBoard::Clear(const std::string& source) {
   by_source_.erase(source);
 }
 
-GpuLoads GpuLoadBoard::Get() const {
-  std::lock_guard lock(mu_);
+GpuLoads SumLoads(const std::map<std::string, GpuLoads>& by_source) {
   GpuLoads total;
-  for (const auto& [source, loads] : by_source_) {
+  for (const auto& [source, loads] : by_source) {
     for (const auto& [index, load] : loads) {
       GpuLoad& sum = total[index];
       sum.utilization_percent += load.utilization_percent;
@@ -27,6 +26,11 @@ GpuLoads GpuLoadBoard::Get() const {
     }
   }
   return total;
+}
+
+GpuLoads GpuLoadBoard::Get() const {
+  std::lock_guard lock(mu_);
+  return SumLoads(by_source_);
 }
 
 void ApplyLoad(GpuSnapshot& snapshot, const GpuLoads& loads) {

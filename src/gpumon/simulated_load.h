@@ -51,6 +51,10 @@ class GpuLoadBoard {
   std::map<std::string, GpuLoads> by_source_;  // guarded by mu_
 };
 
+// The loads of several sources (or replicas) added up per GPU: utilization and memory
+// summed, processes joined.
+GpuLoads SumLoads(const std::map<std::string, GpuLoads>& by_source);
+
 // A loaded GPU's utilization becomes the load's (at most 100), its used memory the
 // inventory's plus the load's (at most the total), its free memory the rest, and the load's
 // processes join its process list. GPUs
