@@ -83,7 +83,8 @@ class GatewayState {
   int Queued(const std::string& service) const;
   int TotalQueued() const;
   // Called (outside the lock, from a gateway thread) with the service's name when a request
-  // starts waiting for a service that has no ready replica.
+  // starts waiting for a service that has no ready replica and no request waited before it
+  // (the first of a queue, not every one).
   void SetDemandListener(std::function<void(const std::string& service)> listener);
   // gpuscale_gateway_* families in Prometheus text.
   std::string MetricsText() const;

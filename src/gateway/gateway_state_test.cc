@@ -109,7 +109,7 @@ TEST(GatewayStateTest, TheActivatorQueueIsBoundedAndWokenByAReadyReplica) {
   EXPECT_TRUE(state.EnterQueue("chat", 2, [&] { ++woken; }));
   EXPECT_FALSE(state.EnterQueue("chat", 3, [&] { ++woken; }));  // queue_size 2
   EXPECT_EQ(state.Queued("chat"), 2);
-  EXPECT_EQ(demand.size(), 2u);
+  EXPECT_EQ(demand, std::vector<std::string>{"chat"}) << "the first waiter of a queue only";
   state.Publish({Chat({})});  // still nothing ready: nobody woken, waiters kept
   EXPECT_EQ(woken, 0);
   EXPECT_EQ(state.Queued("chat"), 2);
@@ -118,6 +118,9 @@ TEST(GatewayStateTest, TheActivatorQueueIsBoundedAndWokenByAReadyReplica) {
   state.LeaveQueue("chat", 1);
   state.LeaveQueue("chat", 2);
   EXPECT_EQ(state.Queued("chat"), 0);
+  EXPECT_TRUE(state.EnterQueue("chat", 4, [] {}));  // a new queue: demand again
+  EXPECT_EQ(demand.size(), 2u);
+  state.LeaveQueue("chat", 4);
 }
 
 TEST(GatewayStateTest, MetricsTextParsesAndCountsByServiceAndReplica) {
