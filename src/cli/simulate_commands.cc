@@ -112,6 +112,12 @@ Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
                                        flags.trace, trace->skipped_rows, trace->first_skipped_row),
                            "--trace");
   }
+  // A seed draws which requests a scaled trace keeps or adds; at scale 1 there is no draw, so
+  // runs that differ only in --seed are one sample, not several.
+  if (flags.seed_given && flags.rate_scale == 1) {
+    err << "simulate: --seed has no effect at --rate-scale 1 (the trace is replayed as "
+           "recorded)\n";
+  }
   auto mode = sim::ParseRateScaleMode(flags.rate_mode);
   if (!mode) return Unexpected<Error>(Error{mode.error().code, mode.error().message, "--rate-mode"});
   sim::TraceTransform transform{flags.rate_scale, flags.time_compress, flags.seed, *mode,
@@ -418,7 +424,9 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx) {
                   "auto | azure_csv | mooncake_jsonl | plain_csv | plain_jsonl");
   cmd->add_option("--rate-scale", flags->rate_scale, "Multiply the arrival rate (default 1)");
   cmd->add_option("--time-compress", flags->time_compress, "Play the trace this many times faster");
-  cmd->add_option("--seed", flags->seed, "Seed for rate scaling (default 1)");
+  CLI::Option* seed = cmd->add_option("--seed", flags->seed,
+                                      "Seed for rate scaling (default 1; no effect at "
+                                      "--rate-scale 1, which replays the trace as recorded)");
   cmd->add_option("--rate-mode", flags->rate_mode,
                   "How --rate-scale > 1 adds traffic: streams (default: independent copies of "
                   "the trace, each shifted by up to --stream-shift seconds) | replicate (every "
@@ -439,7 +447,8 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx) {
                 "Skip malformed trace rows, count them and report the first, instead of failing "
                 "on the first one");
   AddOutputOption(cmd, flags->output);
-  cmd->callback([flags, &ctx] {
+  cmd->callback([flags, seed, &ctx] {
+    flags->seed_given = seed->count() > 0;
     if (!flags->compare.empty()) {
       RunCompare(*flags, ctx);
     } else if (flags->config.empty()) {

@@ -79,6 +79,22 @@ TEST_F(SimulateCommandTest, SameInputsGiveByteIdenticalOutput) {
   EXPECT_EQ(ta.str().rfind("time_s,arrival_rate,desired", 0), 0u);
 }
 
+TEST_F(SimulateCommandTest, ASeedAtRateScaleOneIsSaidToChangeNothing) {
+  std::string out, err;
+  const std::vector<std::string> args = {"simulate",         "--config",        Config("slo"),
+                                         "--trace",          Path("trace.csv"), "--no-oracle",
+                                         "--no-static-fleet"};
+  std::vector<std::string> seeded = args;
+  seeded.insert(seeded.end(), {"--seed", "7"});
+  ASSERT_EQ(Run(seeded, &out, &err), 0) << err;
+  EXPECT_NE(err.find("--seed has no effect at --rate-scale 1"), std::string::npos) << err;
+  seeded.insert(seeded.end(), {"--rate-scale", "2"});
+  ASSERT_EQ(Run(seeded, &out, &err), 0) << err;
+  EXPECT_EQ(err.find("--seed has no effect"), std::string::npos) << err;
+  ASSERT_EQ(Run(args, &out, &err), 0) << err;
+  EXPECT_EQ(err.find("--seed has no effect"), std::string::npos) << "no --seed, nothing to say";
+}
+
 TEST_F(SimulateCommandTest, CompareWritesTableAndSvg) {
   std::string out, err;
   int code = Run({"simulate", "--compare", Config("slo") + "," + Config("ratio"), "--trace",

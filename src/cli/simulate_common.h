@@ -26,6 +26,7 @@ struct SimulateFlags {
   double rate_scale = 1.0;
   double time_compress = 1.0;
   uint64_t seed = 1;
+  bool seed_given = false;  // --seed was on the command line
   std::string rate_mode = "streams";
   double stream_shift_seconds = 300;
   std::string timeline;
