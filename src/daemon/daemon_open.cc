@@ -2,11 +2,11 @@
 // (daemon.h describes the order and why).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -18,6 +18,7 @@
 #include "daemon/slurm_adapter.h"
 #include "gpumon/backend_factory.h"
 #include "orch/fleet_orchestrator.h"
+#include "orch/parallel.h"
 #include "orch/process_util.h"
 #include "yaml/yaml_util.h"
 
@@ -266,19 +267,36 @@ void Daemon::AdoptAll(Seconds now) {
       orphans.push_back(row);
     }
   }
+  // Engines whose adoption touches only their own state (Slurm, fleet) adopt at the same
+  // time, the others one by one; reports are then taken in the services' order.
+  std::vector<Slot*> slots;
+  std::vector<size_t> concurrent;
+  for (auto& [name, slot] : services_) {
+    if (slot->orch->AdoptsConcurrently()) concurrent.push_back(slots.size());
+    slots.push_back(slot.get());
+    records[name];  // every service has its entry before the threads read the map
+  }
+  std::vector<std::optional<orch::AdoptionReport>> reports(slots.size());
+  orch::ParallelFor(concurrent.size(), options_.collector_threads, [&](size_t i) {
+    Slot& slot = *slots[concurrent[i]];
+    reports[concurrent[i]] = slot.orch->Adopt(records.at(slot.name), now);
+  });
   std::vector<store::EventRow> events;
   size_t adopted = 0, cleaned = 0;
-  for (auto& [name, slot] : services_) {
-    const orch::AdoptionReport report = slot->orch->Adopt(records[name], now);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& slot = *slots[i];
+    const std::string& name = slot.name;
+    if (!reports[i]) reports[i] = slot.orch->Adopt(records[name], now);
+    const orch::AdoptionReport& report = *reports[i];
     adopted += report.adopted.size();
     cleaned += report.cleaned_up.size();
     for (const std::string& error : report.errors) {
       events.push_back(MakeEvent(now, name, "adoption_error", "", error));
     }
-    for (orch::OrchestratorEvent& e : slot->orch->TakeEvents()) {
+    for (orch::OrchestratorEvent& e : slot.orch->TakeEvents()) {
       events.push_back(MakeEvent(e.at, name, e.kind, e.replica, e.message));
     }
-    PersistReplicas(name, *slot->orch);
+    PersistReplicas(name, *slot.orch);
   }
   AdoptOrphans(orphans, now);
   const size_t unknown = StopUnknownReplicaProcesses(*rows, now, events);

@@ -261,6 +261,28 @@ TEST_F(DaemonRestartTest, QueuedSlurmReplicasShowNoHost) {
   EXPECT_EQ(local->at(0).host, "127.0.0.1");  // local replicas serve on this machine
 }
 
+// Slurm services adopt at the same time and share the cluster's listing: a daemon with
+// hundreds of them listed the cluster once per service, one after another, before serving.
+TEST_F(DaemonRestartTest, SlurmServicesAdoptTogetherOnSharedListings) {
+  DaemonConfig config = Config(/*local=*/true, 1, 1);
+  for (int i = 0; i < 6; ++i) {
+    ServiceConfig s = SlurmService(0);
+    s.name = "gpu" + std::to_string(i);
+    s.min_replicas = 0;
+    config.services.push_back(s);
+  }
+  slurm_->SetListingDelay(0.5);
+  Open(std::move(config));
+  // One by one: 6 listings. Together: the first caller's, and one the other five share (a
+  // caller late to that one under load may need a third).
+  EXPECT_LE(slurm_->ListingRuns(), 3);
+  Tick();
+  EXPECT_TRUE(daemon_->ListReplicas("gpu5"));
+  auto local = daemon_->ListReplicas("svc");
+  ASSERT_TRUE(local);
+  EXPECT_EQ(local->size(), 1u) << "the local service adopted as before, then started";
+}
+
 TEST_F(DaemonRestartTest, ManualOverrideSurvivesRestartsUntilCleared) {
   Open(Config(/*local=*/true, 1, 3));
   Tick();

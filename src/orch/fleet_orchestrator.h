@@ -65,6 +65,8 @@ class FleetOrchestrator final : public ServiceOrchestrator {
   // ServiceOrchestrator
   void Poll(Seconds now) override;
   AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now) override;
+  // Its own records and one GET to its fleet.
+  bool AdoptsConcurrently() const override { return true; }
   Status ReportOutstanding(const std::string& id, int outstanding) override;
   void StopAll(Seconds now) override;
   bool HasProcesses() const override;  // calls to the fleet not answered yet

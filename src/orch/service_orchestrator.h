@@ -98,6 +98,11 @@ class ServiceOrchestrator : public scale::ReplicaOrchestrator {
   virtual void PrepareProbes(Seconds /*now*/) {}
   // Re-adopts persisted replicas. REQUIRES: called before any Start (no replicas yet).
   virtual AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now) = 0;
+  // True when Adopt touches nothing another service's orchestrator does (its own records and
+  // calls to its controller), so that the daemon may adopt such services at the same time:
+  // a daemon with hundreds of Slurm services otherwise listed the cluster once per service,
+  // one after another, before it served. Default false (local processes share the GPUs).
+  virtual bool AdoptsConcurrently() const { return false; }
   // In-flight requests (running + waiting) of a replica, from the daemon's scrape.
   // Errors: kNotFound.
   virtual Status ReportOutstanding(const std::string& id, int outstanding) = 0;

@@ -119,6 +119,8 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   // is free in the range; kUnavailable while the last listing failed; kInvalidArgument when
   // the job script cannot be built (no replica is created then).
   std::vector<scale::ReplicaStatus> ListReplicas() const override;
+  // Its own records and the cluster's listings (shared, slurm_shared_listing.h).
+  bool AdoptsConcurrently() const override { return true; }
   Result<scale::ReplicaStatus> Start(Seconds now) override;
   Status Place(const std::string& id, Seconds now) override;
   Status Drain(const std::string& id, Seconds now) override;

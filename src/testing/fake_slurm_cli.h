@@ -3,7 +3,7 @@
 // `transport: cli` and `bin_dir: bin_dir()`. Jobs stay PENDING (reason "Resources") until
 // cancelled, which is all the restart and deletion scenarios need; every cancel is logged so
 // a test can assert which jobs were cancelled. SetDown(true) makes every command fail as if
-// slurmctld were unreachable.
+// slurmctld were unreachable; SetListingDelay slows squeue down, and ListingRuns counts them.
 //
 // Ownership: owns its directory (removed by the destructor). Thread-compatible.
 #pragma once
@@ -56,6 +56,15 @@ class FakeSlurmCli {
     }
     return ids;
   }
+  // Each squeue takes this long from now on (a busy controller).
+  void SetListingDelay(double seconds) { std::ofstream(dir_ / "squeue_delay") << seconds << "\n"; }
+  // How many times squeue ran.
+  int ListingRuns() const {
+    std::ifstream in(dir_ / "squeue_runs");
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  }
   // Ids of the jobs a scancel cancelled.
   std::set<std::string> Cancelled() const {
     std::set<std::string> ids;
@@ -86,7 +95,9 @@ echo "$name PENDING" > "$D/jobs/$n"
 echo "$n"
 )sh";
 
-  static constexpr const char* kSqueue = R"sh(printf '{"jobs": ['
+  static constexpr const char* kSqueue = R"sh(echo x >> "$D/squeue_runs"
+[ -e "$D/squeue_delay" ] && sleep "$(cat "$D/squeue_delay")"
+printf '{"jobs": ['
 sep=''
 for f in "$D"/jobs/*; do
   [ -e "$f" ] || continue
