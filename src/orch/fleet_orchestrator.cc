@@ -48,7 +48,7 @@ Result<std::unique_ptr<FleetOrchestrator>> FleetOrchestrator::Create(FleetConfig
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
     if (ec != std::errc() || end != digits.data() + digits.size()) port = 0;
   }
-  if (port < 1 || port > 65535) {
+  if (!IsTcpPort(port)) {
     return InvalidArgument(
         fmt::format("expected http://host:port of a `gpuscale fleet`, got '{}'", config.url),
         "fleet.url");

@@ -234,8 +234,8 @@ std::optional<int> CheckExited(int pid) {
   do {
     done = waitpid(pid, &status, WNOHANG);
   } while (done < 0 && errno == EINTR);
-  if (done == pid) Unwatch(pid);
   if (done == pid) {
+    Unwatch(pid);
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return std::nullopt;  // stopped/continued: still there

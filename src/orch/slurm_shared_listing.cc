@@ -4,44 +4,42 @@
 
 namespace gpuscale::orch {
 
-template <typename T>
-template <typename Fetch>
-Result<T> SlurmListingHub::Shared<T>::Get(Fetch fetch, std::mutex& mu, std::condition_variable& cv,
-                                          int64_t& fetches, int& callers) {
-  std::unique_lock<std::mutex> lock(mu);
-  ++callers;
+template <typename T, typename Fetch>
+Result<T> SlurmListingHub::Get(Shared<T>& shared, Fetch fetch) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ++callers_;
   // Any fetch that begins from now on has at least this generation; one that began before
   // has a lower one and may predate what the caller must see (its own sbatch, say).
-  const int64_t wanted = started_ + 1;
-  while (finished_ < wanted) {
-    if (running_) {
-      cv.wait(lock);
+  const int64_t wanted = shared.started + 1;
+  while (shared.finished < wanted) {
+    if (shared.running) {
+      cv_.wait(lock);
       continue;
     }
-    running_ = true;
-    const int64_t generation = ++started_;
-    ++fetches;
+    shared.running = true;
+    const int64_t generation = ++shared.started;
+    ++fetches_;
     lock.unlock();
     Result<T> result = fetch();  // the transports report errors as values, never throw
     lock.lock();
-    running_ = false;
-    finished_ = generation;
-    last_ = std::move(result);
-    cv.notify_all();
+    shared.running = false;
+    shared.finished = generation;
+    shared.last = std::move(result);
+    cv_.notify_all();
   }
-  --callers;
-  return last_;
+  --callers_;
+  return shared.last;
 }
 
 SlurmListingHub::SlurmListingHub(std::shared_ptr<SlurmTransport> lister)
     : lister_(std::move(lister)) {}
 
 Result<std::vector<SlurmJob>> SlurmListingHub::ListJobs() {
-  return jobs_.Get([this] { return lister_->ListJobs(); }, mu_, cv_, fetches_, callers_);
+  return Get(jobs_, [this] { return lister_->ListJobs(); });
 }
 
 Result<std::vector<SlurmNode>> SlurmListingHub::ListNodes() {
-  return nodes_.Get([this] { return lister_->ListNodes(); }, mu_, cv_, fetches_, callers_);
+  return Get(nodes_, [this] { return lister_->ListNodes(); });
 }
 
 int64_t SlurmListingHub::fetches() const {

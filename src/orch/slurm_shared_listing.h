@@ -44,20 +44,17 @@ class SlurmListingHub {
   int callers() const;
 
  private:
-  // A listing of one kind shared between callers (see the header comment).
+  // The state of one kind of listing shared between callers (see the header comment).
   template <typename T>
-  class Shared {
-   public:
-    template <typename Fetch>
-    Result<T> Get(Fetch fetch, std::mutex& mu, std::condition_variable& cv, int64_t& fetches,
-                  int& callers);
-
-   private:
-    int64_t started_ = 0;   // fetches begun; a fetch's generation is the count at its start
-    int64_t finished_ = 0;  // generation of the latest fetch that ended
-    bool running_ = false;
-    Result<T> last_ = T{};  // what the fetch of generation finished_ returned
+  struct Shared {
+    int64_t started = 0;   // fetches begun; a fetch's generation is the count at its start
+    int64_t finished = 0;  // generation of the latest fetch that ended
+    bool running = false;
+    Result<T> last = T{};  // what the fetch of generation `finished` returned
   };
+  // A listing fetched after the call began: `fetch`'s own, or one that began meanwhile.
+  template <typename T, typename Fetch>
+  Result<T> Get(Shared<T>& shared, Fetch fetch);
 
   std::shared_ptr<SlurmTransport> lister_;
   mutable std::mutex mu_;
