@@ -219,6 +219,7 @@ class ServeDaemon {
     std::string loop_interval_seconds = "1";  // --loop-interval
     std::vector<std::string> flags = {};      // more `serve` flags
     std::vector<std::string> env = {};        // more environment entries (the test marker)
+    int open_files = 0;  // > 0: the daemon's descriptor limit, soft and hard (prlimit)
   };
 
   ServeDaemon() = default;
@@ -241,6 +242,11 @@ class ServeDaemon {
                                      "--state-dir",     options.dir + "/state",
                                      "--loop-interval", options.loop_interval_seconds};
     argv.insert(argv.end(), options.flags.begin(), options.flags.end());
+    if (options.open_files > 0) {
+      // prlimit sets the limit and execs the daemon: the same pid and process group.
+      const std::string limit = std::to_string(options.open_files);
+      argv.insert(argv.begin(), {"prlimit", "--nofile=" + limit + ":" + limit, "--"});
+    }
     pid_ = Spawn(argv, fds[1], options.dir + "/daemon.err", options.env);
     close(fds[1]);
     if (pid_ <= 0) close(fds[0]);

@@ -5,10 +5,9 @@
 // replicas with streams in flight and no request fails; kill -9 of a replica under load
 // fails at most the requests in flight on it and none after; a full activator queue answers
 // 503 with Retry-After at once, and a wait past the queue timeout 503 too.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <fcntl.h>
 
 #include <future>
 #include <map>
@@ -16,11 +15,14 @@
 #include <thread>
 
 #include "daemon_serve_fixture.h"
+#include "testing/open_files.h"
+#include "testing/raw_socket.h"
 
 namespace gpuscale::daemon_test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Requests each replica received through the gateway (gpuscale_gateway_replica_requests_total
 // on the API's /metrics), by replica id.
@@ -203,6 +205,43 @@ TEST_F(DaemonServeTest, GatewayKillNineFailsOnlyTheRequestsInFlightOnTheReplica)
   ASSERT_FALSE(later.is_discarded()) << "bench printed no JSON";
   EXPECT_GT(later["requests_completed"].get<int>(), 0) << later.dump();
   EXPECT_EQ(later["requests_failed"], 0) << later.dump();
+}
+
+// Each proxied request holds two descriptors and the gateway's default max_connections
+// (20,000) ignored the descriptor limit: a flood of clients took every descriptor, the
+// daemon's own health probes failed with EMFILE and every healthy replica was marked not
+// serving. Under a lowered limit (512, so that CI can run it), 1,000 idle clients at the
+// gateway now leave the control plane its share: /healthz answers, the replica stays ready,
+// and a new client is still served (it displaces an idle one).
+TEST_F(DaemonServeTest, AGatewayFloodAtTheDescriptorLimitLeavesProbesAndHealthAnswering) {
+  std::string service = Service(1, 1, kFastQueuePolicyYaml);
+  service.replace(service.find("    gpus_per_replica"), 0, "    models: [m]\n");
+  daemon_.Start(Config(service), {.dir = dir_, .env = {marker_}, .open_files = 512});
+  ASSERT_TRUE(WaitFor([&] { return Count("ready") == 1; }, std::chrono::seconds(20)))
+      << Replicas().dump();
+  const int gateway = daemon_.gateway_port();
+  ASSERT_GT(gateway, 0);
+  ASSERT_GE(testing::RaiseOpenFiles(1300), 1300u) << "this test needs 1,300 descriptors";
+  std::vector<std::unique_ptr<testing::RawClient>> flood;
+  for (int i = 0; i < 1000; ++i) flood.push_back(std::make_unique<testing::RawClient>(gateway));
+  // Over several of the daemon's probe rounds (1 s loop), the control plane keeps working.
+  // Real time: the probes are the daemon's own.
+  for (int round = 0; round < 6; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const HttpReply health = Http(Port(), "GET", "/healthz");
+    EXPECT_EQ(health.status, 200) << "round " << round << ": " << health.body;
+    EXPECT_EQ(Count("ready"), 1) << "round " << round << ": " << Replicas().dump();
+  }
+  httplib::Client client("127.0.0.1", gateway);
+  client.set_read_timeout(10, 0);
+  const httplib::Result res = client.Post(
+      "/v1/completions", R"({"model": "m", "prompt": "hi", "max_tokens": 2})", "application/json");
+  ASSERT_TRUE(res) << "a new client was locked out: " << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200) << res->body;
+  std::ifstream err(dir_ + "/daemon.err");
+  const std::string said((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(said, HasSubstr("gateway.max_connections 20000 lowered to")) << said;
+  EXPECT_THAT(said, Not(HasSubstr("Too many open files"))) << said;
 }
 
 TEST_F(DaemonServeTest, GatewayFullActivatorQueueAnswers503WithRetryAfter) {

@@ -183,6 +183,48 @@ TEST_F(ApiServerStreamCapTest, StreamsPastTheCapAre503AndOthersStillAnswer) {
   first.ReadUntil("id: 1", milliseconds(5000));
 }
 
+// RFC 9112 6.3 on the API too: a body of unknown length is refused and never run as the
+// next request.
+TEST_F(ApiServerTest, ATransferEncodingNotEndingInChunkedIs400AndClosed) {
+  RawClient client(port_);
+  client.Send(
+      "POST /v1/services HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n"
+      "\r\nDELETE /v1/services/chat HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string response = client.ReadAll(milliseconds(5000));
+  EXPECT_EQ(StatusLine(response), "HTTP/1.1 400 Bad Request") << response;
+  EXPECT_EQ(response.find("HTTP/1.1 2"), std::string::npos) << response;
+  EXPECT_TRUE(client.closed());
+}
+
+class ApiServerFloodTest : public ApiServerTest {
+ protected:
+  void SetUp() override { StartServer({.max_connections = 64, .max_connections_per_client = 32}); }
+};
+
+// Connections that never send a request (half-open, or a pool nobody uses) filled the server
+// and locked out /healthz until their header timeout: a newcomer now displaces the one
+// waiting longest, one client address holds at most its cap, and a request in progress is
+// never displaced.
+TEST_F(ApiServerFloodTest, HalfOpenConnectionsFromOneAddressDoNotLockOutHealth) {
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 200; ++i) idle.push_back(std::make_unique<RawClient>(port_));
+  RawClient busy(port_);  // a stream in progress, opened after the flood
+  busy.Send("GET /v1/events/stream HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(StatusLine(busy.ReadUntil("\r\n\r\n", milliseconds(5000))), "HTTP/1.1 200 OK");
+  for (int i = 0; i < 200; ++i) idle.push_back(std::make_unique<RawClient>(port_));
+  for (int i = 0; i < 5; ++i) {
+    httplib::Client health("127.0.0.1", port_);
+    health.set_connection_timeout(2, 0);
+    health.set_read_timeout(2, 0);
+    httplib::Result res = health.Get("/healthz");
+    ASSERT_TRUE(res) << "attempt " << i << ": " << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+  }
+  // The stream was busy: still open, and it gets the next event.
+  daemon_.AddEvent("chat", "decision", "still here");
+  EXPECT_NE(busy.ReadUntil("still here", milliseconds(5000)).find("still here"), std::string::npos);
+}
+
 TEST_F(ApiServerTest, HundredsOfStreamsAndSlowHeadersLeaveTheApiAnswering) {
   const int streams = SocketsAllowed(300);
   ASSERT_GE(streams, 100) << "the open-files limit is too low for this test";

@@ -362,6 +362,7 @@ Result<int> ApiServer::Start() {
   http_options.field = "api.listen";
   http_options.threads = impl.options.io_threads;
   http_options.max_connections = impl.options.max_connections;
+  http_options.max_connections_per_client = impl.options.max_connections_per_client;
   http_options.max_body_bytes = static_cast<int64_t>(kMaxBodyBytes);
   http_options.header_timeout = impl.options.header_timeout;
   http_options.idle_timeout = impl.options.idle_timeout;

@@ -37,7 +37,9 @@ struct ApiServerOptions {
                                    // for "/"); empty = no static files
   int io_threads = 1;              // threads serving connections (reads, writes, streams)
   int worker_threads = 4;          // threads running handlers (DaemonApi calls, JSON)
-  int max_connections = 4096;      // open connections; past it new ones are closed
+  int max_connections = 4096;      // open connections (net/connection_table.h: past it a
+                                   // newcomer displaces a connection waiting for a request)
+  int max_connections_per_client = 1024;  // per client address, the same way; 0 = no cap
   int max_event_streams = 1024;    // open GET /v1/events/stream; past it 503
   Seconds header_timeout{10};      // a new connection's whole request (slow-header bound)
   Seconds idle_timeout{30};        // a kept-alive connection's next request

@@ -7,8 +7,9 @@
 // A disaggregated service (docs/gateway.md) names its prefill and decode replicas apart:
 //       --route 'llama-70b=prefill:10.0.0.7:8000,10.0.0.8:8000;decode:10.0.0.9:8000'
 // The routes are fixed for the process's life and every replica counts as warm (no slow
-// start); there is no prober, so a dead replica leaves rotation through passive health
-// (gateway.eject_after_failures) and returns when a later request to it succeeds. Under
+// start). The gateway's own health checks (gateway/health_checker.h) take a replica that
+// stops answering out of rotation and bring it back when it answers; passive health
+// (gateway.eject_after_failures) takes out one that refuses requests. Under
 // `gpuscale serve` the daemon publishes the routes instead. Prints "gateway http://HOST:PORT"
 // on stdout once bound; runs until SIGINT/SIGTERM. Its GET /metrics serves the
 // gpuscale_gateway_* families (docs/gateway.md), there being no daemon API to scrape.
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/descriptor_plan.h"
 #include "gateway/gateway_server.h"
 #include "gateway/gateway_state.h"
 
@@ -37,6 +39,7 @@ struct GatewayFlags {
   int threads = 2;
   std::string router = "least_outstanding";
   bool prefix_affinity = false;
+  double health_check_interval = 2;  // seconds; 0 = off
 };
 
 // Splits `text` at `sep`, keeping empty pieces (so the caller can name them).
@@ -164,6 +167,12 @@ Result<gateway::GatewayConfig> BuildConfig(const GatewayFlags& flags) {
         "--router");
   }
   config.picker.prefix_affinity = flags.prefix_affinity;
+  if (!(flags.health_check_interval >= 0 && flags.health_check_interval <= 3600)) {
+    return InvalidArgument(fmt::format("expected 0..3600 seconds (0 = no health checks), got {}",
+                                       flags.health_check_interval),
+                           "--health-check-interval");
+  }
+  config.health_check_interval = Seconds(flags.health_check_interval);
   config.picker.slow_start_seconds = 0;  // fixed replicas are warm
   return config;
 }
@@ -207,7 +216,30 @@ void RunGateway(const GatewayFlags& flags, CommandContext& ctx) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
 
   RaiseOpenFilesLimit();  // a descriptor per client and per pooled upstream connection
+  const auto [fd_limit, fd_in_use] = DescriptorUsage();
+  Result<DescriptorPlan> fds =
+      PlanDescriptors({.limit = fd_limit,
+                       .in_use = fd_in_use,
+                       .gateway_max_connections = config->max_connections,
+                       .gateway_max_idle_upstream = config->max_idle_upstream});
+  if (!fds) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    ctx.Fail(fds.error());
+    return;
+  }
+  for (const std::string& note : fds->notes) ctx.err << "gpuscale gateway: " << note << "\n";
+  config->max_connections = fds->gateway_max_connections;
+  config->max_idle_upstream = fds->gateway_max_idle_upstream;
   auto state = std::make_shared<gateway::GatewayState>(*config);
+  state->SetProbeListener([&ctx](const std::string& replica, bool down) {
+    ctx.err << (down ? fmt::format("gpuscale gateway: replica {} stopped answering health "
+                                   "checks: out of rotation\n",
+                                   replica)
+                     : fmt::format("gpuscale gateway: replica {} answers again: back in "
+                                   "rotation\n",
+                                   replica))
+            << std::flush;
+  });
   state->Publish(*routes);
   Result<std::unique_ptr<gateway::GatewayServer>> server = gateway::GatewayServer::Start(state);
   if (!server) {
@@ -253,6 +285,10 @@ void AddGatewayCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--token", flags->token, "Bearer token clients must send");
   cmd->add_option("--threads", flags->threads, "I/O threads")->capture_default_str();
   cmd->add_option("--router", flags->router, "least_outstanding | round_robin")
+      ->capture_default_str();
+  cmd->add_option("--health-check-interval", flags->health_check_interval,
+                  "Seconds between the gateway's GET /health to each replica (0 = none); two "
+                  "unanswered in a row take the replica out of rotation")
       ->capture_default_str();
   cmd->add_flag("--prefix-affinity", flags->prefix_affinity,
                 "Send requests whose prompts start alike to the same replica (prefix cache "

@@ -15,6 +15,7 @@
 
 #include "api/api_server.h"
 #include "cli/command.h"
+#include "cli/descriptor_plan.h"
 #include "core/clock.h"
 #include "daemon/daemon.h"
 #include "daemon/daemon_config.h"
@@ -172,9 +173,37 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
     return;
   }
   RaiseOpenFilesLimit();  // API streams and gateway clients hold a descriptor each
+  // The control plane keeps its descriptors whatever the gateway's clients do
+  // (descriptor_plan.h); lowered limits are said once, here.
+  const auto [fd_limit, fd_in_use] = DescriptorUsage();
+  Result<DescriptorPlan> fds = PlanDescriptors(
+      {.limit = fd_limit,
+       .in_use = fd_in_use,
+       .api_max_connections = config->api.max_connections,
+       .gateway_max_connections = config->gateway.enabled ? config->gateway.max_connections : 0,
+       .gateway_max_idle_upstream = config->gateway.max_idle_upstream});
+  if (!fds) {
+    ctx.Fail(fds.error());
+    return;
+  }
+  for (const std::string& note : fds->notes) ctx.err << "gpuscale serve: " << note << "\n";
+  config->api.max_connections = fds->api_max_connections;
+  if (config->gateway.enabled) {
+    config->gateway.max_connections = fds->gateway_max_connections;
+    config->gateway.max_idle_upstream = fds->gateway_max_idle_upstream;
+  }
   daemon::DaemonOptions options;
   if (config->gateway.enabled) {
     options.gateway = std::make_shared<gateway::GatewayState>(config->gateway);
+    options.gateway->SetProbeListener([&ctx](const std::string& replica, bool down) {
+      ctx.err << (down ? fmt::format("gpuscale serve: gateway: replica {} stopped answering "
+                                     "health checks: out of rotation\n",
+                                     replica)
+                       : fmt::format("gpuscale serve: gateway: replica {} answers again: back "
+                                     "in rotation\n",
+                                     replica))
+              << std::flush;
+    });
   }
   Result<std::unique_ptr<daemon::Daemon>> d =
       daemon::Daemon::Open(*config, SystemClock::Instance(), options);
@@ -199,6 +228,7 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
   api_options.port = config->api.port;
   api_options.token = config->api.token;
   api_options.max_connections = config->api.max_connections;
+  api_options.max_connections_per_client = config->api.max_connections_per_client;
   api_options.max_event_streams = config->api.max_event_streams;
   api_options.web_root = flags.web_root.empty() ? DefaultWebRoot() : flags.web_root;
   api::ApiServer server(**d, api_options);

@@ -175,13 +175,17 @@ namespace {
 
 Status ParseApi(const YAML::Node& n, ApiConfig& api) {
   if (!n.IsDefined()) return OkStatus();
-  GS_RETURN_IF_ERROR(CheckKnownKeys(
-      n, "api", {"listen", "token", "token_file", "max_connections", "max_event_streams"}));
+  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "api",
+                                    {"listen", "token", "token_file", "max_connections",
+                                     "max_event_streams", "max_connections_per_client"}));
   GS_RETURN_IF_ERROR(ReadListen(n, "api", api.host, api.port));
   GS_ASSIGN_OR_RETURN(api.max_connections,
                       ReadIntAtLeast(n, "max_connections", "api", api.max_connections, 1));
   GS_ASSIGN_OR_RETURN(api.max_event_streams,
                       ReadIntAtLeast(n, "max_event_streams", "api", api.max_event_streams, 1));
+  GS_ASSIGN_OR_RETURN(
+      api.max_connections_per_client,
+      ReadIntAtLeast(n, "max_connections_per_client", "api", api.max_connections_per_client, 0));
   return ReadToken(n, "api", api.token);
 }
 

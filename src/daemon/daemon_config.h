@@ -98,6 +98,7 @@ struct ApiConfig {
                                    // into this at parse time (first line, trimmed).
   int max_connections = 4096;      // open API connections; past it new ones are closed
   int max_event_streams = 1024;    // open /v1/events/stream; past it 503
+  int max_connections_per_client = 1024;  // per client address (0 = no cap)
 
   friend bool operator==(const ApiConfig&, const ApiConfig&) = default;
 };

@@ -61,12 +61,29 @@ Status ParseRouter(const YAML::Node& n, route::PickerSpec& spec) {
 Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
   if (!n.IsDefined()) return OkStatus();
   if (!n.IsMap()) return FieldError(n, "gateway", "expected a mapping {listen: host:port, ...}");
-  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
-      n, "gateway",
-      {"enabled", "listen", "token", "token_file", "threads", "max_connections", "queue_size",
-       "queue_timeout_seconds", "header_timeout_seconds", "idle_timeout_seconds",
-       "connect_timeout_seconds", "upstream_timeout_seconds", "eject_after_failures",
-       "ejection_seconds", "max_body_bytes", "prefix_chars", "router"}));
+  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(n, "gateway",
+                                          {"enabled",
+                                           "listen",
+                                           "token",
+                                           "token_file",
+                                           "threads",
+                                           "max_connections",
+                                           "queue_size",
+                                           "queue_timeout_seconds",
+                                           "header_timeout_seconds",
+                                           "idle_timeout_seconds",
+                                           "connect_timeout_seconds",
+                                           "upstream_timeout_seconds",
+                                           "eject_after_failures",
+                                           "ejection_seconds",
+                                           "max_body_bytes",
+                                           "prefix_chars",
+                                           "router",
+                                           "stream_idle_timeout_seconds",
+                                           "health_check_interval_seconds",
+                                           "health_check_timeout_seconds",
+                                           "health_check_failures",
+                                           "health_check_path"}));
   GS_ASSIGN_OR_RETURN(g.enabled, yaml::ReadBool(n, "enabled", "gateway", g.enabled));
   GS_RETURN_IF_ERROR(ReadListen(n, "gateway", g.host, g.port));
   GS_RETURN_IF_ERROR(ReadToken(n, "gateway", g.token));
@@ -76,6 +93,16 @@ Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
   GS_ASSIGN_OR_RETURN(g.queue_size, ReadBoundedInt(n, "queue_size", g.queue_size, 0, 1000000));
   GS_ASSIGN_OR_RETURN(g.eject_after_failures,
                       ReadBoundedInt(n, "eject_after_failures", g.eject_after_failures, 1, 1000));
+  GS_ASSIGN_OR_RETURN(g.health_check_failures,
+                      ReadBoundedInt(n, "health_check_failures", g.health_check_failures, 1, 100));
+  GS_ASSIGN_OR_RETURN(g.health_check_path,
+                      yaml::ReadString(n, "health_check_path", "gateway", g.health_check_path));
+  if (!g.health_check_path.starts_with('/') ||
+      g.health_check_path.find_first_of(" \r\n\t") != std::string::npos) {
+    return FieldError(
+        Child(n, "health_check_path"), "gateway.health_check_path",
+        fmt::format("expected a path such as /health, got '{}'", g.health_check_path));
+  }
   GS_ASSIGN_OR_RETURN(g.prefix_chars, ReadBoundedInt(n, "prefix_chars", g.prefix_chars, 1,
                                                      1 << 20));
   GS_ASSIGN_OR_RETURN(int max_body, ReadBoundedInt(n, "max_body_bytes",
@@ -86,13 +113,21 @@ Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
     const char* key;
     Seconds* value;
   };
-  for (const DurationKey& d : {DurationKey{"queue_timeout_seconds", &g.queue_timeout},
-                               DurationKey{"header_timeout_seconds", &g.header_timeout},
-                               DurationKey{"idle_timeout_seconds", &g.idle_timeout},
-                               DurationKey{"connect_timeout_seconds", &g.connect_timeout},
-                               DurationKey{"upstream_timeout_seconds", &g.upstream_timeout},
-                               DurationKey{"ejection_seconds", &g.ejection}}) {
+  for (const DurationKey& d :
+       {DurationKey{"queue_timeout_seconds", &g.queue_timeout},
+        DurationKey{"header_timeout_seconds", &g.header_timeout},
+        DurationKey{"idle_timeout_seconds", &g.idle_timeout},
+        DurationKey{"connect_timeout_seconds", &g.connect_timeout},
+        DurationKey{"upstream_timeout_seconds", &g.upstream_timeout},
+        DurationKey{"ejection_seconds", &g.ejection},
+        DurationKey{"health_check_timeout_seconds", &g.health_check_timeout}}) {
     GS_ASSIGN_OR_RETURN(*d.value, ReadDuration(n, d.key, "gateway", *d.value, true));
+  }
+  // 0 turns them off.
+  for (const DurationKey& d :
+       {DurationKey{"stream_idle_timeout_seconds", &g.stream_idle_timeout},
+        DurationKey{"health_check_interval_seconds", &g.health_check_interval}}) {
+    GS_ASSIGN_OR_RETURN(*d.value, ReadDuration(n, d.key, "gateway", *d.value, false));
   }
   return ParseRouter(Child(n, "router"), g.picker);
 }

@@ -116,6 +116,26 @@ retention: {max_age_days: 1.5, max_megabytes: 200}
   EXPECT_EQ(config->retention.max_bytes, int64_t{200} << 20);
 }
 
+TEST(DaemonConfigTest, ReadsTheGatewaysHealthChecksAndStreamIdleTimeout) {
+  auto config = ParseDaemonConfigText(
+      "gateway: {health_check_interval_seconds: 0, health_check_timeout_seconds: 0.5,\n"
+      "          health_check_failures: 4, health_check_path: /ping,\n"
+      "          stream_idle_timeout_seconds: 12}\n"
+      "api: {max_connections_per_client: 0}\n",
+      "test");
+  ASSERT_TRUE(config.has_value()) << config.error().ToString();
+  EXPECT_EQ(config->gateway.health_check_interval.count(), 0);  // off
+  EXPECT_EQ(config->gateway.health_check_timeout.count(), 0.5);
+  EXPECT_EQ(config->gateway.health_check_failures, 4);
+  EXPECT_EQ(config->gateway.health_check_path, "/ping");
+  EXPECT_EQ(config->gateway.stream_idle_timeout.count(), 12);
+  EXPECT_EQ(config->api.max_connections_per_client, 0);
+  auto defaults = ParseDaemonConfigText("", "test");
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->gateway.health_check_interval.count(), 2);
+  EXPECT_EQ(defaults->api.max_connections_per_client, 1024);
+}
+
 TEST(DaemonConfigTest, RetentionKeepsAWeekAndAGibibyteWhenAbsentAndZeroMeansNoSizeCap) {
   for (const char* yaml : {"", "retention:", "retention: {}"}) {
     auto config = ParseDaemonConfigText(yaml, "test");
@@ -313,6 +333,14 @@ const BadConfigCase kBadConfigs[] = {
      "services[0].slo.source: expected auto, gateway or replicas, got 'clients'"},
     {"SloHours", "services:\n  - {name: chat, command: [x], slo: {ttft_seconds: 7200}}",
      "services[0].slo.ttft_seconds: expected seconds in (0, 3600], got 7200"},
+    {"GatewayHealthPathRelative", "gateway: {health_check_path: health}",
+     "gateway.health_check_path: expected a path such as /health, got 'health'"},
+    {"GatewayHealthIntervalNegative", "gateway: {health_check_interval_seconds: -1}",
+     "gateway.health_check_interval_seconds: expected a finite number of seconds >= 0"},
+    {"GatewayHealthFailuresZero", "gateway: {health_check_failures: 0}",
+     "gateway.health_check_failures"},
+    {"ApiPerClientNegative", "api: {max_connections_per_client: -1}",
+     "api.max_connections_per_client"},
     {"MinNegative", "services:\n  - {name: chat, command: [x], min_replicas: -1}",
      "services[0].min_replicas: must be >= 0"},
     {"MaxBelowMin", "services:\n  - {name: chat, command: [x], min_replicas: 3, max_replicas: 2}",

@@ -31,6 +31,9 @@ class ServiceRuntime::OverridablePolicy final : public scale::Policy {
         "policy would choose {})",
         *manual_, inner_->Family(), decision.desired_replicas);
     manual.details.push_back("policy: " + decision.reason);
+    // What the policy read and its targets stay recorded (history, dashboard) under the
+    // override: the policy still runs, only its count is set aside.
+    manual.inputs = std::move(decision.inputs);
     return manual;
   }
 
@@ -46,6 +49,7 @@ class ServiceRuntime::OverridablePolicy final : public scale::Policy {
         "chose 0)",
         waiting_, waiting_ == 1 ? "" : "s", inner_->Family());
     woken.details.push_back("policy: " + decision.reason);
+    woken.inputs = std::move(decision.inputs);
     return woken;
   }
 

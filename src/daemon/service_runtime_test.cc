@@ -328,6 +328,17 @@ TEST_F(ServiceRuntimeTest, ManualOverrideWinsAndSaysSo) {
   EXPECT_TRUE(r.desired_changed);
 }
 
+// The history (and the dashboard's metric-against-target chart) reads the decision's
+// inputs: under an override they are still the policy's, not gone.
+TEST_F(ServiceRuntimeTest, ManualOverrideKeepsWhatThePolicyReadAndItsTarget) {
+  policy_->desired = 1;
+  policy_->decision_inputs = {{"vllm:num_requests_waiting", 7.0, 5.0}};
+  ASSERT_TRUE(runtime_->SetManualReplicas(3));
+  ServiceTickResult r = runtime_->Tick(Seconds{0}, {}, nullptr, sink_);
+  ASSERT_THAT(r.tick.decision.reason, HasSubstr("manual override"));
+  EXPECT_EQ(r.tick.decision.inputs, policy_->decision_inputs);
+}
+
 TEST_F(ServiceRuntimeTest, ManualOverrideOutsideBoundsIsRejectedNamingReplicas) {
   Status s = runtime_->SetManualReplicas(5);
   ASSERT_FALSE(s);

@@ -427,6 +427,10 @@ awaitable<bool> HandleCompletion(Impl& impl, beast::tcp_stream& stream, const Re
   std::vector<Seen> seen;
   for (bool over = false; !over;) {
     seen = co_await WaitForTokens(impl, ids, generated);
+    // A client that hung up gets no answer: its sequences are cancelled (the guard), as
+    // vLLM aborts a request whose connection closed, instead of generating on for nobody.
+    // Bytes of a pipelined next request (kData) mean it is still there.
+    if (net::Peek(stream.socket().native_handle()) == net::PeekResult::kClosed) co_return false;
     over = true;
     for (size_t c = 0; c < seen.size(); ++c) {
       generated[c] = seen[c].generated;

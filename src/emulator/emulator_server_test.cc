@@ -454,6 +454,32 @@ TEST_F(EmulatorServerTest, ShutdownEndsStreamsThatOutliveTheDrainTime) {
   EXPECT_EQ(server_->Stats().requests_finished_total, 0);
 }
 
+// vLLM aborts a request whose client went away; a non-streaming one has no write to fail,
+// so the emulator looks at the connection while it generates. Before, it generated on for
+// nobody (the gateway closes a gone client's replica connection to stop exactly that).
+TEST_F(EmulatorServerTest, ANonStreamingRequestWhoseClientLeftIsCancelled) {
+  EmulatorOptions options = FastOptions();
+  options.engine.kv_cache_tokens = 1'000'000;
+  StartServer(options);
+  const std::string body = R"({"prompt": "hi", "max_tokens": 20000})";
+  {
+    testing::RawClient client(server_->port());
+    ASSERT_TRUE(client.Send(
+        fmt::format("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    "Content-Length: {}\r\n\r\n{}",
+                    body.size(), body)));
+    for (int i = 0; i < 1000 && server_->Stats().generation_tokens_total == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_EQ(server_->Stats().running, 1);
+  }  // the client hangs up (20,000 tokens take 20 s or more)
+  for (int i = 0; i < 500 && server_->Stats().running != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server_->Stats().running, 0) << "the engine generated on for a client that left";
+  EXPECT_EQ(server_->Stats().requests_finished_total, 0);
+}
+
 // One streaming request whose stream outlasts any test run (a token per 100 ms step).
 std::string EndlessStreamRequest() {
   const std::string body = R"({"prompt": "hi", "max_tokens": 100000, "stream": true})";

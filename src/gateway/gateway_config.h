@@ -16,12 +16,28 @@ struct GatewayConfig {
   std::string token;               // bearer token clients must send; empty = none. Separate
                                    // from the API's token: clients are not operators.
   int threads = 2;                 // I/O threads
-  int max_connections = 20000;     // open client connections; past it new ones are closed
+  int max_connections = 20000;     // open client connections (net/connection_table.h says
+                                   // who a newcomer displaces past it); `gpuscale serve`
+                                   // lowers it to what the descriptor limit allows
   int64_t max_body_bytes = 32 << 20;
   Seconds header_timeout{15};      // to read a request's header and body (slowloris bound)
   Seconds idle_timeout{120};       // a keep-alive connection with no request
   Seconds connect_timeout{3};      // to a replica
   Seconds upstream_timeout{600};   // to the replica's first byte, and between its chunks
+  // Between a response's chunks once its body flows: a stream silent this long is cut with
+  // an error event (0 = upstream_timeout alone).
+  Seconds stream_idle_timeout{30};
+  // Active health checks (health_checker.h): every replica's `health_check_path` is asked
+  // every `health_check_interval` (0 = never); `health_check_failures` answers in a row that
+  // do not come within `health_check_timeout`, or come as 5xx, take the replica out of
+  // rotation and cut the relays waiting on it; one passing answer brings it back.
+  Seconds health_check_interval{2};
+  Seconds health_check_timeout{1};
+  int health_check_failures = 2;
+  std::string health_check_path = "/health";
+  // Idle kept-alive replica connections, all replicas and threads together (each holds a
+  // descriptor; `gpuscale serve` sizes it with max_connections from the descriptor limit).
+  int max_idle_upstream = 4096;
   // Activator: requests for a service with no ready replica wait here for one.
   int queue_size = 1000;           // per service; a full queue answers 503
   Seconds queue_timeout{300};      // a request waiting longer gets 503 with Retry-After

@@ -8,6 +8,7 @@
 #include <set>
 #include <string_view>
 
+#include "gateway/health_checker.h"
 #include "gateway/openai_request.h"
 #include "gateway/prefill_step.h"
 #include "gateway/relay_framing.h"
@@ -92,7 +93,10 @@ net::StringResponse CannedResponse(const Canned& reply) {
 
 struct GatewayServer::Impl {
   explicit Impl(std::shared_ptr<GatewayState> s)
-      : state(std::move(s)), config(state->config()) {}
+      : state(std::move(s)),
+        config(state->config()),
+        threads(static_cast<size_t>(
+            std::max(1, config.max_idle_upstream / std::max(1, config.threads)))) {}
 
   awaitable<bool> Handle(beast::tcp_stream& client, Request& req);
   std::optional<Canned> Route(const Request& req) const;
@@ -124,13 +128,44 @@ struct GatewayServer::Impl {
                            SteadyTime arrival, RequestMeasurement& m, HeldTicket* hold,
                            bool allow_pooled = true);
   awaitable<bool> Send(beast::tcp_stream& client, const Request& req, const Canned& reply);
+  // Ends a response whose replica stopped mid-way (`why`, `code`): before any byte reached
+  // the client, an OpenAI error response (`status`); in an event stream, an error event in
+  // OpenAI's shape and `[DONE]`, then the stream's end, so that a client sees why instead of
+  // a truncated body; otherwise the body stays truncated. The connection closes after.
+  awaitable<void> EndCut(beast::tcp_stream& client, const Request& req, bool head_sent,
+                         const ResponseFraming& framing, bool event_stream, http::status status,
+                         const std::string& why, std::string_view code);
 
   // Declared before server: sessions still pending when it is destroyed touch them.
   std::shared_ptr<GatewayState> state;
   const GatewayConfig& config;
   RelayThreads threads;  // Stop closes their pooled connections before server is destroyed
   std::unique_ptr<net::HttpServer> server;
+  std::unique_ptr<HealthChecker> checker;  // after server: stopped before its io_contexts go
 };
+
+awaitable<void> GatewayServer::Impl::EndCut(beast::tcp_stream& client, const Request& req,
+                                            bool head_sent, const ResponseFraming& framing,
+                                            bool event_stream, http::status status,
+                                            const std::string& why, std::string_view code) {
+  if (!head_sent) {
+    Request closing{req.method(), req.target(), req.version()};  // the head WriteResponse reads
+    closing.keep_alive(false);
+    const Canned error = ErrorReply(status, why, "server_error", "", code, 1);
+    co_await Send(client, closing, error);
+    co_return;
+  }
+  if (!event_stream || framing.content_length) co_return;  // truncated: nothing can be added
+  // vLLM's and OpenAI's shape for an error inside a stream; the openai clients raise it.
+  const std::string events =
+      fmt::format("data: {}\n\ndata: [DONE]\n\n", OpenAiErrorBody(why, "server_error", "", code));
+  ChunkWriter out;
+  out.AddBody(events, framing.chunked, /*last=*/true);
+  client.expires_after(kClientWriteTimeout);
+  // The connection closes after this write, whether it went or not.
+  [[maybe_unused]] auto written = co_await asio::async_write(client, out.buffers(), kTuple);
+  client.expires_never();
+}
 
 awaitable<bool> GatewayServer::Impl::Send(beast::tcp_stream& client, const Request& req,
                                           const Canned& reply) {
@@ -392,8 +427,11 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
 
   // Timeouts from here on are the watch's (relay_threads.h), not per-operation timers.
   upstream.expires_never();
-  RelayWatch::Relay relay{
-      .client = &client, .upstream = &upstream, .upstream_timeout = Ticks(config.upstream_timeout)};
+  RelayWatch::Relay relay{.client = &client,
+                          .upstream = &upstream,
+                          .upstream_timeout = Ticks(config.upstream_timeout),
+                          .stream_idle_timeout = Ticks(config.stream_idle_timeout),
+                          .replica_down = ticket.down.get()};
   thread.watch.Add(relay, executor);
   struct Unwatch {
     RelayWatch& watch;
@@ -428,15 +466,21 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   if (wec && relay.ended != RelayWatch::Ended::kClientGone) co_return Attempt::kRetryable;
 
   beast::flat_buffer upstream_buffer;
-  http::response_parser<http::buffer_body> parser;
-  parser.body_limit(std::numeric_limits<uint64_t>::max());
+  std::optional<http::response_parser<http::buffer_body>> parsing(std::in_place);
   // A non-streaming request has no response byte until the replica is done; meanwhile a
   // client that hangs up cancels the work at the replica (the watch checks it).
   boost::system::error_code hec = wec;
-  if (!hec) {
-    auto [ec, n] = co_await http::async_read_header(upstream, upstream_buffer, parser, kTuple);
+  while (!hec) {
+    parsing->body_limit(std::numeric_limits<uint64_t>::max());
+    auto [ec, n] = co_await http::async_read_header(upstream, upstream_buffer, *parsing, kTuple);
     hec = ec;
+    // An interim response (a 100 Continue a replica sends anyway, a 103) is not the answer:
+    // the final one follows (RFC 9110 15.2). Relayed, it ended the client's response.
+    const unsigned code = parsing->get().result_int();
+    if (hec || code < 100 || code >= 200 || code == 101) break;
+    parsing.emplace();
   }
+  http::response_parser<http::buffer_body>& parser = *parsing;
   relay.upstream_since = {};
   relay.awaiting_first_byte = false;
   if (relay.ended == RelayWatch::Ended::kClientGone) {
@@ -457,6 +501,9 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
   m.status = res.result_int();
   const ResponseFraming framing = Framing(req, parser);
   const std::string response_head = ResponseHead(res, framing);
+  const auto content_type = res[http::field::content_type];
+  const bool event_stream =
+      std::string_view(content_type.data(), content_type.size()).starts_with("text/event-stream");
   bool head_sent = false;
   std::array<char, kRelayChunkBytes> buf;
   SseClock sse;
@@ -474,11 +521,41 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
       if (ec == http::error::need_buffer) ec = {};
       if (!ec) ec = ParseBuffered(parser, upstream_buffer);
       if (ec) {
-        m.error = "upstream_broken";
-        co_return Attempt::kBroken;  // the client connection closes: a truncated response
+        const RelayWatch::Ended ended = relay.ended;
+        unwatch.Now();
+        if (ended == RelayWatch::Ended::kClientTimeout || ended == RelayWatch::Ended::kClientGone) {
+          m.error = "client_gone";
+          m.status = 0;
+          co_return Attempt::kClientGone;  // nobody reads an error event
+        }
+        std::string why;
+        http::status status = http::status::bad_gateway;
+        if (ended == RelayWatch::Ended::kReplicaDown) {
+          m.error = "replica_down";
+          why = fmt::format(
+              "replica {} stopped answering the gateway's health checks; the "
+              "response was cut",
+              ticket.replica);
+        } else if (ended == RelayWatch::Ended::kUpstreamTimeout) {
+          m.error = "upstream_timeout";
+          status = http::status::gateway_timeout;
+          why =
+              fmt::format("replica {} sent nothing for {} s; the response was cut", ticket.replica,
+                          (relay.body_started && config.stream_idle_timeout.count() > 0
+                               ? std::min(config.stream_idle_timeout, config.upstream_timeout)
+                               : config.upstream_timeout)
+                              .count());
+        } else {
+          m.error = "upstream_broken";
+          why = fmt::format("replica {} closed the response before its end", ticket.replica);
+        }
+        if (!head_sent) m.status = static_cast<int>(status);
+        co_await EndCut(client, req, head_sent, framing, event_stream, status, why, m.error);
+        co_return Attempt::kBroken;  // the client connection closes
       }
       got = buf.size() - res.body().size;
       if (got == 0 && !parser.is_done()) continue;  // framing only (a chunk header)
+      if (got > 0) relay.body_started = true;
       if (got > 0 && !m.ttft_seconds) {
         m.ttft_seconds = SecondsSince(arrival);
         first_read = std::chrono::steady_clock::now();
@@ -545,11 +622,13 @@ Result<std::unique_ptr<GatewayServer>> GatewayServer::Start(std::shared_ptr<Gate
   };
   GS_ASSIGN_OR_RETURN(impl->server,
                       net::HttpServer::Start(std::move(options), handler, reject));
+  impl->checker = HealthChecker::Start(impl->server->NextContext(), impl->state);
   return std::unique_ptr<GatewayServer>(new GatewayServer(std::move(impl)));
 }
 
 void GatewayServer::Stop() {
   if (!impl_ || !impl_->server) return;
+  if (impl_->checker) impl_->checker->Stop();
   impl_->server->Stop();       // joins the I/O threads
   impl_->threads.CloseIdle();  // while the io_contexts the pooled sockets use still exist
 }

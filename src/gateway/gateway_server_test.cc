@@ -2,15 +2,18 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
-
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <functional>
 #include <future>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "testing/raw_socket.h"
 
@@ -121,6 +124,20 @@ class GatewayServerTest : public ::testing::Test {
                              (stream ? "true" : "false") +
                              ", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}",
                          "application/json");
+  }
+
+  // A streaming chat request for model llama; its body goes to `received` and `took` is how
+  // long it lasted.
+  httplib::Result StreamChat(std::string& received, std::chrono::steady_clock::duration& took) {
+    httplib::Client c = Client();
+    const auto started = std::chrono::steady_clock::now();
+    auto res = PostStreaming(c, "/v1/chat/completions", "{\"model\": \"llama\", \"stream\": true}",
+                             [&received](const char* data, size_t n) {
+                               received.append(data, n);
+                               return true;
+                             });
+    took = std::chrono::steady_clock::now() - started;
+    return res;
   }
 
   std::shared_ptr<GatewayState> state_;
@@ -444,7 +461,7 @@ TEST_F(GatewayServerTest, AReplicaSilentPastTheUpstreamTimeoutIsGivenUp) {
 }
 
 // After the first event the same timeout holds between chunks: the client's response ends
-// (truncated, no [DONE]) while the replica still holds its stream.
+// with an error event while the replica still holds its stream.
 TEST_F(GatewayServerTest, AStreamSilentPastTheUpstreamTimeoutIsCutOff) {
   GatewayConfig config;
   config.upstream_timeout = Seconds(0.3);
@@ -463,7 +480,260 @@ TEST_F(GatewayServerTest, AStreamSilentPastTheUpstreamTimeoutIsCutOff) {
   a.release = true;
   EXPECT_TRUE(replica_still_holding) << "the stream ended only when the replica went on";
   EXPECT_NE(received.find("data: {\"i\": 0}"), std::string::npos) << received;
-  EXPECT_EQ(received.find("[DONE]"), std::string::npos) << received;
+  EXPECT_EQ(received.find("data: {\"i\": 1}"), std::string::npos) << received;
+  EXPECT_NE(received.find("\"code\":\"upstream_timeout\""), std::string::npos) << received;
+}
+
+// A replica written with raw sockets: for each connection it reads one request (head and
+// Content-Length body) and sends what `answer` makes of the head; `answer` returning empty
+// means never answer (a hung process: the connection stays open, unanswered). Every
+// connection gets a thread of its own, so a hung one does not hold the next.
+class RawReplica {
+ public:
+  explicit RawReplica(std::function<std::string(const std::string& head)> answer)
+      : answer_(std::move(answer)) {
+    port = listener_.port();
+    acceptor_ = std::thread([this] {
+      for (;;) {
+        const int conn = listener_.Accept();
+        if (conn < 0) return;
+        std::lock_guard lock(mu_);
+        connections_.emplace_back([this, conn] { Serve(conn); });
+      }
+    });
+  }
+  ~RawReplica() {
+    stop_ = true;
+    listener_.Close();
+    acceptor_.join();
+    std::lock_guard lock(mu_);
+    for (std::thread& t : connections_) t.join();
+  }
+  ReplicaRoute Route(const std::string& id) const { return {id, "127.0.0.1", port}; }
+
+  int port = 0;
+  std::atomic<int> requests{0};
+  std::atomic<bool> saw_expect{false};
+  // After the next answer is sent, the connection stays open and silent (a process that
+  // stopped mid-response).
+  std::atomic<bool> hang_after_answer{false};
+
+ private:
+  void Serve(int conn) {
+    std::string got;
+    char buf[4096];
+    // Polls in 10 ms steps so that the destructor's stop_ ends a hung connection.
+    auto read_more = [&] {
+      while (!stop_) {
+        pollfd p{conn, POLLIN, 0};
+        if (poll(&p, 1, 10) <= 0) continue;
+        const ssize_t n = recv(conn, buf, sizeof buf, 0);
+        if (n <= 0) return false;
+        got.append(buf, static_cast<size_t>(n));
+        return true;
+      }
+      return false;
+    };
+    while (got.find("\r\n\r\n") == std::string::npos) {
+      if (!read_more()) return (void)close(conn);
+    }
+    const std::string head = got.substr(0, got.find("\r\n\r\n") + 4);
+    std::string lower = head;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.find("\r\nexpect:") != std::string::npos) saw_expect = true;
+    ++requests;
+    const std::string answer = answer_(head);
+    if (!answer.empty() && hang_after_answer.exchange(false)) {
+      send(conn, answer.data(), answer.size(), MSG_NOSIGNAL);
+      while (read_more()) {
+      }
+    } else if (answer.empty()) {
+      while (read_more()) {
+      }
+    } else {
+      send(conn, answer.data(), answer.size(), MSG_NOSIGNAL);
+      shutdown(conn, SHUT_WR);
+      while (read_more()) {  // until the gateway closes: no reset under its reads
+      }
+    }
+    close(conn);
+  }
+
+  std::function<std::string(const std::string&)> answer_;
+  gpuscale::testing::RawListener listener_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::thread> connections_;
+  std::thread acceptor_;
+};
+
+std::string JsonAnswer(const std::string& body) {
+  return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
+std::string ChatRequestHead(size_t body_size, const std::string& extra = "") {
+  return "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+         "Content-Length: " +
+         std::to_string(body_size) + "\r\n" + extra + "\r\n";
+}
+
+// curl sends `Expect: 100-continue` with any body over 1 MB. The gateway answers the 100
+// itself; forwarded, the header made the replica send its own 100 (uvicorn does), which was
+// relayed as the final response: the client never got the 200.
+TEST_F(GatewayServerTest, AnExpect100ContinueRequestGetsTheReplicasFinalAnswer) {
+  Start();
+  RawReplica replica([](const std::string& head) {
+    std::string lower = head;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool expects = lower.find("expect: 100-continue") != std::string::npos;
+    return (expects ? std::string("HTTP/1.1 100 Continue\r\n\r\n") : std::string()) +
+           JsonAnswer("{\"served_by\": \"r\"}");
+  });
+  state_->Publish({{"chat", {"llama"}, {replica.Route("r")}}});
+  const std::string body = "{\"model\": \"llama\", \"messages\": []}";
+  gpuscale::testing::RawClient client(server_->port());
+  ASSERT_TRUE(client.Send(ChatRequestHead(body.size(), "Expect: 100-continue\r\n")));
+  const std::string interim = client.ReadUntil("\r\n\r\n", 5000ms);
+  EXPECT_TRUE(interim.starts_with("HTTP/1.1 100 Continue")) << interim;
+  client.Clear();
+  ASSERT_TRUE(client.Send(body));
+  const std::string answer = client.ReadUntil("served_by", 5000ms);
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+  EXPECT_NE(answer.find("served_by"), std::string::npos) << answer;
+  EXPECT_FALSE(replica.saw_expect) << "the gateway forwarded Expect after answering it";
+}
+
+// An interim response (RFC 9110 15.2: 1xx other than 101) is followed by the final one,
+// which is what the client must get.
+TEST_F(GatewayServerTest, AnInterimResponseFromAReplicaIsNotRelayedAsTheAnswer) {
+  Start();
+  RawReplica replica([](const std::string&) {
+    return "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" +
+           JsonAnswer("{\"served_by\": \"r\"}");
+  });
+  state_->Publish({{"chat", {"llama"}, {replica.Route("r")}}});
+  auto res = Chat("llama");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "{\"served_by\": \"r\"}");
+}
+
+// RFC 9112 6.3: a Transfer-Encoding whose final coding is not chunked leaves the body's
+// length unknown: 400 and close. Beast read such a body as empty and ran its bytes as the
+// next request (here a smuggled GET /metrics).
+TEST_F(GatewayServerTest, ATransferEncodingThatIsNotChunkedAloneIsRefusedAndNotRunAsARequest) {
+  Start();
+  FakeReplica a("a");
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  const std::string smuggled = "GET /metrics HTTP/1.1\r\nHost: gw\r\n\r\n";
+  for (const std::string coding : {"xchunked", "chunked, identity", "identity"}) {
+    gpuscale::testing::RawClient client(server_->port());
+    ASSERT_TRUE(client.Send(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: " + coding +
+        "\r\n\r\n" + smuggled));
+    const std::string answer = client.ReadAll(5000ms);
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 400")) << coding << ": " << answer;
+    EXPECT_NE(answer.find("Transfer-Encoding"), std::string::npos) << answer;
+    EXPECT_EQ(answer.find("gpuscale_gateway"), std::string::npos)
+        << coding << ": the body ran as a request: " << answer;
+    EXPECT_TRUE(client.closed()) << coding;
+  }
+  gpuscale::testing::RawClient gzip(server_->port());
+  ASSERT_TRUE(
+      gzip.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip, "
+                "chunked\r\n\r\n"));
+  EXPECT_TRUE(gzip.ReadAll(5000ms).starts_with("HTTP/1.1 501")) << "an unsupported coding";
+  EXPECT_EQ(a.requests, 0);
+}
+
+// A stream whose replica goes silent after its first event ends, within the stream idle
+// timeout, with an error event in OpenAI's shape and [DONE], the chunked body terminated:
+// the client sees why instead of a hang or a bare truncation.
+TEST_F(GatewayServerTest, AStreamSilentPastTheIdleTimeoutEndsWithAnErrorEvent) {
+  GatewayConfig config;
+  config.stream_idle_timeout = Seconds(0.3);  // upstream_timeout stays 600 s
+  Start(config);
+  FakeReplica a("a", /*events=*/3, 10ms);
+  a.hold_after_first = true;  // silent after the first event for up to 5 s
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  std::string received;
+  std::chrono::steady_clock::duration took{};
+  auto res = StreamChat(received, took);
+  a.release = true;
+  ASSERT_TRUE(res) << "the chunked body must end well-formed";
+  EXPECT_LT(took, 4s);
+  EXPECT_NE(received.find("data: {\"i\": 0}"), std::string::npos) << received;
+  EXPECT_NE(received.find("data: {\"error\":{"), std::string::npos) << received;
+  EXPECT_NE(received.find("\"code\":\"upstream_timeout\""), std::string::npos) << received;
+  EXPECT_NE(received.find("data: [DONE]"), std::string::npos) << received;
+  // Recorded once the relay returns, which may be just after the client read the end.
+  for (int i = 0;
+       i < 200 && state_->MetricsText().find("reason=\"upstream_timeout\"} 1") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_NE(state_->MetricsText().find("reason=\"upstream_timeout\"} 1"), std::string::npos)
+      << state_->MetricsText();
+}
+
+// A replica that stopped (SIGSTOP: connections complete in the kernel's backlog and nothing
+// answers) fails no request by itself; the gateway's health checks take it out of rotation
+// within interval x failures + timeout. Real time: the checks are sockets and timers.
+TEST_F(GatewayServerTest, HealthChecksTakeAHungReplicaOutOfRotation) {
+  GatewayConfig config;
+  config.health_check_interval = Seconds(0.1);
+  config.health_check_timeout = Seconds(0.2);
+  config.health_check_failures = 2;
+  Start(config);
+  FakeReplica good("good");
+  gpuscale::testing::RawListener hung;  // never accepts: a stopped process
+  state_->Publish({{"chat", {"llama"}, {good.Route(), {"hung", "127.0.0.1", hung.port()}}}});
+  for (int i = 0; i < 300 && !state_->Down("hung"); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(state_->Down("hung")) << "the health checks never gave the hung replica up";
+  EXPECT_FALSE(state_->Down("good")) << "a replica without /health answers 404: alive";
+  for (int i = 0; i < 10; ++i) {
+    auto res = Chat("llama");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->body, "{\"served_by\": \"good\"}");
+  }
+  EXPECT_EQ(good.requests, 10);
+}
+
+// A stream in flight on a replica that then hangs ends with an error event as soon as the
+// health checks give the replica up, long before any timeout (both are 600 s here).
+TEST_F(GatewayServerTest, AStreamOnAReplicaTheHealthChecksGiveUpEndsWithAnErrorEvent) {
+  GatewayConfig config;
+  config.stream_idle_timeout = Seconds(600);
+  config.health_check_interval = Seconds(0.1);
+  config.health_check_timeout = Seconds(0.2);
+  Start(config);
+  std::atomic<bool> hung{false};
+  RawReplica* self = nullptr;
+  // Streams one event, then hangs: from then on nothing it accepts is answered.
+  RawReplica replica([&hung, &self](const std::string& head) -> std::string {
+    if (hung) return std::string();
+    if (!head.starts_with("POST")) return "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    hung = true;
+    self->hang_after_answer = true;
+    return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n"
+           "10\r\ndata: {\"i\": 0}\n\n\r\n";
+  });
+  self = &replica;
+  state_->Publish({{"chat", {"llama"}, {replica.Route("r")}}});
+  for (int i = 0; i < 100 && state_->Down("r"); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_FALSE(state_->Down("r"));
+  std::string received;
+  std::chrono::steady_clock::duration took{};
+  auto res = StreamChat(received, took);
+  EXPECT_LT(took, 5s);
+  ASSERT_TRUE(res) << received;
+  EXPECT_EQ(res->status, 200) << received;
+  EXPECT_NE(received.find("data: {\"i\": 0}"), std::string::npos) << received;
+  EXPECT_NE(received.find("\"code\":\"replica_down\""), std::string::npos) << received;
+  EXPECT_NE(received.find("data: [DONE]"), std::string::npos) << received;
+  EXPECT_TRUE(state_->Down("r"));
 }
 
 TEST_F(GatewayServerTest, ABusyPortIsAnErrorNamingTheField) {

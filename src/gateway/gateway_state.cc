@@ -64,13 +64,15 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
     services_ = std::move(next);
     // Forget the health of replicas that are gone (ids are never reused). A set of the live
     // ids keeps this O(n log n) for fleets of thousands of replicas.
-    if (!health_.empty()) {
-      std::set<std::string_view> live;
-      for (const auto& [name, s] : services_) {
-        for (const Replica* r : AllReplicas(s)) live.insert(r->route.id);
-      }
-      std::erase_if(health_, [&](const auto& entry) { return !live.contains(entry.first); });
+    std::set<std::string_view> live;
+    for (const auto& [name, s] : services_) {
+      for (const Replica* r : AllReplicas(s)) live.insert(r->route.id);
     }
+    std::erase_if(health_, [&](const auto& entry) { return !live.contains(entry.first); });
+    // Probe state: the flag a relay in flight holds is shared, so dropping the entry of a
+    // replica that left does not touch those relays.
+    std::erase_if(probes_, [&](const auto& entry) { return !live.contains(entry.first); });
+    for (std::string_view id : live) probes_.try_emplace(std::string(id));
   }
   for (auto& wake : to_wake) wake();
 }
@@ -78,7 +80,7 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
 int GatewayState::InFlight(const std::string& replica) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = in_flight_.find(replica);
-  return it == in_flight_.end() ? 0 : it->second;
+  return it == in_flight_.end() ? 0 : it->second.count;
 }
 
 int GatewayState::Queued(const std::string& service) const {
@@ -105,10 +107,12 @@ std::string GatewayState::MetricsText() const {
   std::map<std::string, int> queued;
   for (const auto& [name, s] : services_) {
     queued[name] = static_cast<int>(s.waiters.size());
-    for (const Replica* r : AllReplicas(s)) {
-      auto it = in_flight_.find(r->route.id);
-      in_flight[{name, r->route.id}] = it == in_flight_.end() ? 0 : it->second;
-    }
+    for (const Replica* r : AllReplicas(s)) in_flight[{name, r->route.id}] = 0;
+  }
+  // Every replica with requests in flight, published or not (one that left the table while
+  // requests are stuck on it still shows them).
+  for (const auto& [replica, flight] : in_flight_) {
+    in_flight[{flight.service, replica}] = flight.count;
   }
   return stats_.Text(in_flight, queued);
 }
@@ -120,7 +124,9 @@ std::optional<ServiceStatsView> GatewayState::StatsOf(const std::string& service
   std::optional<ServiceStatsView> view = stats_.View(service);
   view->queued = static_cast<int>(it->second.waiters.size());
   for (const Replica* r : AllReplicas(it->second)) {
-    if (auto f = in_flight_.find(r->route.id); f != in_flight_.end()) view->in_flight += f->second;
+    if (auto f = in_flight_.find(r->route.id); f != in_flight_.end()) {
+      view->in_flight += f->second.count;
+    }
   }
   return view;
 }
@@ -158,22 +164,28 @@ std::optional<Ticket> GatewayState::Acquire(const std::string& service,
     if (auto h = health_.find(r.route.id); h != health_.end() && h->second.ejected_until > now) {
       continue;
     }
+    if (auto p = probes_.find(r.route.id); p != probes_.end() && p->second.down->load()) {
+      continue;
+    }
     auto f = in_flight_.find(r.route.id);
-    candidates.push_back({f == in_flight_.end() ? 0 : f->second, r.ready_since, r.identity});
+    candidates.push_back({f == in_flight_.end() ? 0 : f->second.count, r.ready_since, r.identity});
     eligible.push_back(&r);
   }
   auto [picker, inserted] = pickers_.try_emplace({service, pool}, config_.picker);
   const std::optional<size_t> chosen = picker->second.Pick(candidates, now, prefix_key);
   if (!chosen) return std::nullopt;
   const Replica& r = *eligible[*chosen];
-  ++in_flight_[r.route.id];
-  return Ticket{service, r.route.id, r.route.host, r.route.port};
+  Flight& flight = in_flight_[r.route.id];
+  flight.service = service;
+  ++flight.count;
+  return Ticket{service, r.route.id, r.route.host, r.route.port,
+                probes_.try_emplace(r.route.id).first->second.down};
 }
 
 void GatewayState::Release(const Ticket& ticket, AttemptOutcome outcome) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = in_flight_.find(ticket.replica); it != in_flight_.end()) {
-    if (--it->second <= 0) in_flight_.erase(it);
+    if (--it->second.count <= 0) in_flight_.erase(it);
   }
   if (outcome == AttemptOutcome::kOk) {
     health_.erase(ticket.replica);
@@ -188,6 +200,57 @@ void GatewayState::Release(const Ticket& ticket, AttemptOutcome outcome) {
   h.ejected_until = SteadyNow() + config_.ejection.count() * factor;
   ++h.ejections;
   h.consecutive_failures = config_.eject_after_failures - 1;
+}
+
+std::vector<ProbeTarget> GatewayState::ProbeTargets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ProbeTarget> targets;
+  for (const auto& [name, s] : services_) {
+    for (const Replica* r : AllReplicas(s)) {
+      targets.push_back({r->route.id, r->route.host, r->route.port});
+    }
+  }
+  return targets;
+}
+
+void GatewayState::SetProbeListener(
+    std::function<void(const std::string& replica, bool down)> listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  probe_listener_ = std::move(listener);
+}
+
+void GatewayState::ReportProbe(const std::string& replica, bool passed) {
+  std::vector<std::function<void()>> to_wake;
+  std::function<void(const std::string&, bool)> listener;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto p = probes_.find(replica);
+    if (p == probes_.end()) return;  // left the route table meanwhile
+    Probe& probe = p->second;
+    if (!passed) {
+      if (++probe.failures < config_.health_check_failures || probe.down->exchange(true)) return;
+      listener = probe_listener_;
+    } else {
+      probe.failures = 0;
+      if (!probe.down->exchange(false)) return;
+      listener = probe_listener_;
+    }
+    // Back in rotation: its service's waiting requests may go now.
+    for (auto& [name, s] : services_) {
+      for (const Replica* r : passed ? AllReplicas(s) : std::vector<const Replica*>{}) {
+        if (r->route.id != replica) continue;
+        for (auto& [id, wake] : s.waiters) to_wake.push_back(wake);
+      }
+    }
+  }
+  if (listener) listener(replica, !passed);
+  for (auto& wake : to_wake) wake();
+}
+
+bool GatewayState::Down(const std::string& replica) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto p = probes_.find(replica);
+  return p != probes_.end() && p->second.down->load();
 }
 
 bool GatewayState::EnterQueue(const std::string& service, uint64_t waiter,

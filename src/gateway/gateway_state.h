@@ -15,6 +15,7 @@
 // Callbacks (wakers, the demand listener) run outside the lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -57,6 +58,16 @@ enum class RoutePool { kServe, kPrefill };
 // A replica chosen for one request; Release it exactly once.
 struct Ticket {
   std::string service;
+  std::string replica;
+  std::string host;
+  int port = 0;
+  // True once the gateway's health checks gave the replica up (ReportProbe); the relay's
+  // watch ends a relay waiting on it. Never null for a ticket from Acquire.
+  std::shared_ptr<const std::atomic<bool>> down;
+};
+
+// A replica the gateway's health checks ask (health_checker.h).
+struct ProbeTarget {
   std::string replica;
   std::string host;
   int port = 0;
@@ -106,6 +117,17 @@ class GatewayState {
                                 RoutePool pool = RoutePool::kServe);
   void Release(const Ticket& ticket, AttemptOutcome outcome);
 
+  // Active health (health_checker.h): every published replica, both pools.
+  std::vector<ProbeTarget> ProbeTargets() const;
+  // One health check's outcome: config().health_check_failures failures in a row take the
+  // replica out of rotation (Acquire skips it, relays waiting on it end); a pass brings it
+  // back and wakes its service's waiting requests.
+  void ReportProbe(const std::string& replica, bool passed);
+  bool Down(const std::string& replica) const;
+  // Called (outside the lock, from a gateway thread) when the health checks take a replica
+  // out of rotation (`down`) or bring it back, so that the terminal says so.
+  void SetProbeListener(std::function<void(const std::string& replica, bool down)> listener);
+
   // Activator queue. Enter returns false when the queue is full. `wake` is called (any
   // thread) when the service gains a ready replica; it must be cheap and thread-safe.
   bool EnterQueue(const std::string& service, uint64_t waiter, std::function<void()> wake);
@@ -138,6 +160,17 @@ class GatewayState {
     int ejections = 0;
     double ejected_until = 0;  // steady seconds
   };
+  // Active health of one published replica.
+  struct Probe {
+    int failures = 0;  // in a row
+    std::shared_ptr<std::atomic<bool>> down = std::make_shared<std::atomic<bool>>(false);
+  };
+  // Requests in flight on one replica, kept while any is, also after the replica left the
+  // route table (a hung replica's stuck requests stay visible on /metrics).
+  struct Flight {
+    std::string service;
+    int count = 0;
+  };
 
   static double SteadyNow();
   static std::vector<Replica> Replicas(std::vector<ReplicaRoute>& routes, double now);
@@ -148,11 +181,13 @@ class GatewayState {
   mutable std::mutex mu_;
   std::map<std::string, Service> services_;       // guarded by mu_
   std::map<std::string, std::string> model_to_service_;  // guarded by mu_
-  std::map<std::string, int> in_flight_;          // by replica id; guarded by mu_
+  std::map<std::string, Flight> in_flight_;              // by replica id; guarded by mu_
   std::map<std::string, Health> health_;          // by replica id; guarded by mu_
+  std::map<std::string, Probe> probes_;           // by published replica id; guarded by mu_
   std::map<std::pair<std::string, RoutePool>, route::Picker> pickers_;  // guarded by mu_
   GatewayStats stats_;                            // guarded by mu_
   std::function<void(const std::string&)> demand_listener_;  // guarded by mu_
+  std::function<void(const std::string&, bool)> probe_listener_;  // guarded by mu_
   uint64_t next_waiter_ = 1;                      // guarded by mu_
 };
 

@@ -85,7 +85,7 @@ TEST(GatewayStateTest, AggregatedRoutesIgnoreThePrefillPool) {
 TEST(GatewayStateTest, RepeatedTransportFailuresEjectAReplica) {
   GatewayState state(Config());
   state.Publish({Chat({"bad", "good"})});
-  Ticket bad{"chat", "bad", "127.0.0.1", 9000};
+  Ticket bad{"chat", "bad", "127.0.0.1", 9000, nullptr};
   state.Acquire("chat", std::nullopt, {"good"});  // counted in flight, then failed twice
   state.Release(bad, AttemptOutcome::kTransportFailure);
   state.Acquire("chat", std::nullopt, {"good"});
@@ -96,6 +96,59 @@ TEST(GatewayStateTest, RepeatedTransportFailuresEjectAReplica) {
     EXPECT_EQ(t->replica, "good");
   }
   EXPECT_FALSE(state.Acquire("chat", std::nullopt, {"good"}).has_value());
+}
+
+TEST(GatewayStateTest, FailedProbesInARowTakeAReplicaOutAndAPassBringsItBack) {
+  GatewayConfig config = Config();
+  config.health_check_failures = 2;
+  GatewayState state(config);
+  state.Publish({Chat({"r1", "r2"})});
+  std::vector<std::pair<std::string, bool>> said;
+  state.SetProbeListener([&said](const std::string& r, bool down) { said.emplace_back(r, down); });
+  auto before = state.Acquire("chat", std::nullopt, {"r2"});  // a relay in flight on r1
+  ASSERT_TRUE(before && before->down);
+  state.ReportProbe("r1", false);
+  EXPECT_FALSE(state.Down("r1")) << "one failure is not enough";
+  state.ReportProbe("r1", true);  // a pass resets the count
+  state.ReportProbe("r1", false);
+  EXPECT_FALSE(state.Down("r1"));
+  state.ReportProbe("r1", false);
+  EXPECT_TRUE(state.Down("r1"));
+  EXPECT_TRUE(before->down->load()) << "the relay in flight on r1 is told";
+  state.ReportProbe("r1", false);  // still down: said once
+  EXPECT_EQ(said, (std::vector<std::pair<std::string, bool>>{{"r1", true}}));
+  for (int i = 0; i < 4; ++i) {
+    auto t = state.Acquire("chat", std::nullopt);
+    ASSERT_TRUE(t.has_value());
+    EXPECT_EQ(t->replica, "r2");
+    state.Release(*t, AttemptOutcome::kOk);
+  }
+  // Its only service's queue is woken when it comes back.
+  state.Publish({Chat({"r1"})});
+  bool woken = false;
+  ASSERT_TRUE(state.EnterQueue("chat", 1, [&woken] { woken = true; }));
+  state.ReportProbe("r1", true);
+  EXPECT_FALSE(state.Down("r1"));
+  EXPECT_TRUE(woken);
+  EXPECT_EQ(said.back(), (std::pair<std::string, bool>{"r1", false}));
+  EXPECT_EQ(state.Acquire("chat", std::nullopt)->replica, "r1");
+}
+
+// A replica that left the route table (a hung one the daemon stopped publishing) still
+// shows the requests stuck on it.
+TEST(GatewayStateTest, InFlightRequestsStayVisibleAfterTheirReplicaLeavesTheTable) {
+  GatewayState state(Config());
+  state.Publish({Chat({"r1", "r2"})});
+  auto stuck = state.Acquire("chat", std::nullopt, {"r2"});
+  ASSERT_TRUE(stuck.has_value());
+  state.Publish({Chat({"r2"})});
+  const std::string text = state.MetricsText();
+  EXPECT_NE(
+      text.find("gpuscale_gateway_replica_in_flight_requests{service=\"chat\",replica=\"r1\"} 1"),
+      std::string::npos)
+      << text;
+  state.Release(*stuck, AttemptOutcome::kAbandoned);
+  EXPECT_EQ(state.MetricsText().find("replica=\"r1\"} 1"), std::string::npos);
 }
 
 TEST(GatewayStateTest, TheActivatorQueueIsBoundedAndWokenByAReadyReplica) {

@@ -18,6 +18,9 @@ bool IsHopByHop(http::field f) {
     case http::field::upgrade:
     case http::field::host:
     case http::field::content_length:
+    // The gateway answered `Expect: 100-continue` itself (net::HttpServer) and has the whole
+    // body: forwarded, it made the replica send a 100 of its own.
+    case http::field::expect:
       return true;
     default:
       return false;

@@ -16,8 +16,9 @@
 
 namespace gpuscale::gateway {
 
-// Hop-by-hop headers (RFC 9110 7.6.1) and the ones the relay frames itself (Host,
-// Content-Length) are not copied from one side to the other.
+// Hop-by-hop headers (RFC 9110 7.6.1), the ones the relay frames itself (Host,
+// Content-Length) and Expect (answered by the gateway) are not copied from one side to the
+// other.
 bool IsHopByHop(net::http::field f);
 
 // The request line and fields for the replica: the client's fields less hop-by-hop ones

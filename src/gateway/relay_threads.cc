@@ -1,22 +1,11 @@
 #include "gateway/relay_threads.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <iterator>
 
 namespace gpuscale::gateway {
 
 namespace asio = net::asio;
-
-PeekResult Peek(int fd) {
-  char byte;
-  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return PeekResult::kData;
-  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? PeekResult::kQuiet
-                                                            : PeekResult::kClosed;
-}
 
 std::optional<net::tcp::socket> UpstreamPool::Take(const std::string& key) {
   const auto now = std::chrono::steady_clock::now();
@@ -24,6 +13,7 @@ std::optional<net::tcp::socket> UpstreamPool::Take(const std::string& key) {
   while (it != idle_.end() && !it->second.empty()) {
     Idle c = std::move(it->second.back());
     it->second.pop_back();
+    --total_;
     const auto idle = now - c.since;
     if (idle < kPooledIdle &&
         (idle < kCheckedIdle || Peek(c.socket.native_handle()) == PeekResult::kQuiet)) {
@@ -38,12 +28,13 @@ void UpstreamPool::Give(const std::string& key, net::tcp::socket socket,
                         std::chrono::steady_clock::time_point now) {
   if (now - last_sweep_ >= kPooledIdle) Sweep(now);
   std::vector<Idle>& idle = idle_[key];
-  if (idle.size() >= kMaxIdlePerReplica) return;  // `socket` closes
+  if (idle.size() >= kMaxIdlePerReplica || total_ >= max_idle_) return;  // `socket` closes
   if (!sweeping_) {
     sweeping_ = true;
     asio::co_spawn(socket.get_executor(), SweepLoop(), asio::detached);
   }
   idle.push_back({std::move(socket), now});
+  ++total_;
 }
 
 asio::awaitable<void> UpstreamPool::SweepLoop() {
@@ -63,15 +54,10 @@ void UpstreamPool::Sweep(std::chrono::steady_clock::time_point now) {
     // Oldest first: the expired ones are a prefix.
     auto fresh = std::find_if(idle.begin(), idle.end(),
                               [now](const Idle& c) { return now - c.since < kPooledIdle; });
+    total_ -= static_cast<size_t>(fresh - idle.begin());
     idle.erase(idle.begin(), fresh);
     it = idle.empty() ? idle_.erase(it) : std::next(it);
   }
-}
-
-size_t UpstreamPool::idle_count() const {
-  size_t n = 0;
-  for (const auto& [key, idle] : idle_) n += idle.size();
-  return n;
 }
 
 void RelayWatch::Add(Relay& r, const asio::any_io_executor& executor) {
@@ -108,10 +94,17 @@ void RelayWatch::CheckOnce(Clock::time_point now) {
     const bool waiting_upstream = r->upstream_since != Clock::time_point{};
     const bool writing_client = r->client_since != Clock::time_point{};
     // Bytes of a next pipelined request (kData) mean the client is still there.
+    Clock::duration silence_limit = r->upstream_timeout;
+    if (r->body_started && r->stream_idle_timeout > Clock::duration::zero()) {
+      silence_limit = std::min(silence_limit, r->stream_idle_timeout);
+    }
     if (r->awaiting_first_byte &&
         Peek(r->client->socket().native_handle()) == PeekResult::kClosed) {
       r->ended = Ended::kClientGone;
-    } else if (waiting_upstream && now - r->upstream_since > r->upstream_timeout) {
+    } else if (waiting_upstream && r->replica_down != nullptr &&
+               r->replica_down->load(std::memory_order_relaxed)) {
+      r->ended = Ended::kReplicaDown;
+    } else if (waiting_upstream && now - r->upstream_since > silence_limit) {
       r->ended = Ended::kUpstreamTimeout;
     } else if (writing_client && now - r->client_since > net::kClientWriteTimeout) {
       r->ended = Ended::kClientTimeout;
@@ -130,6 +123,7 @@ RelayThread& RelayThreads::For(const asio::any_io_executor& executor) {
     if (owner == context) return *thread;
   }
   threads_.emplace_back(context, std::make_unique<RelayThread>());
+  threads_.back().second->pool.set_max_idle(max_idle_per_thread_);
   return *threads_.back().second;
 }
 

@@ -10,8 +10,10 @@
 // I/O threads are joined and before the io_contexts are destroyed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,10 +45,8 @@ size_t SendNow(net::tcp::socket& socket, const Buffers& buffers, boost::system::
   return sent;
 }
 
-// What a connected socket holds, without taking it: nothing yet, bytes, or the peer's close
-// (or an error).
-enum class PeekResult { kQuiet, kData, kClosed };
-PeekResult Peek(int fd);
+using net::Peek;
+using net::PeekResult;
 
 // Idle kept-alive connections to replicas, by "host:port", so that a request does not pay a
 // TCP connect (and the replica an accept) each time: connecting per request cost about
@@ -82,8 +82,13 @@ class UpstreamPool {
   // oldest of a busy replica's and all of a replica that is gone (scaled in, restarted on
   // another port) would stay open, and the replica's close would leave them in CLOSE_WAIT.
   void Sweep(std::chrono::steady_clock::time_point now);
-  void CloseIdle() { idle_.clear(); }
-  size_t idle_count() const;
+  void CloseIdle() {
+    idle_.clear();
+    total_ = 0;
+  }
+  size_t idle_count() const { return total_; }
+  // At most this many idle connections over all replicas (each holds a descriptor).
+  void set_max_idle(size_t n) { max_idle_ = n; }
 
  private:
   struct Idle {
@@ -94,14 +99,17 @@ class UpstreamPool {
   net::asio::awaitable<void> SweepLoop();
 
   std::unordered_map<std::string, std::vector<Idle>> idle_;  // newest last
+  size_t total_ = 0;                                         // idle connections in idle_
+  size_t max_idle_ = SIZE_MAX;
   std::chrono::steady_clock::time_point last_sweep_{};
   bool sweeping_ = false;  // SweepLoop runs
 };
 
-// The relays in flight on one I/O thread, checked every kInterval for three ends: a client
+// The relays in flight on one I/O thread, checked every kInterval for four ends: a client
 // that hung up while its request waits for the replica's first byte (a non-streaming
 // request waits for the whole generation; the replica's connection is then cancelled, which
-// stops the work there), a replica silent longer than the upstream timeout, and a client
+// stops the work there), a replica that the health checks gave up, a replica silent longer
+// than the upstream timeout (or, once its body flows, the stream idle timeout), and a client
 // that stopped reading for longer than net::kClientWriteTimeout. A relay only stamps the
 // time before each read and write. Beast's per-operation timeouts instead re-armed two
 // timers per relayed SSE chunk (each re-arm cancels a wait and starts one), and racing each
@@ -112,13 +120,21 @@ class RelayWatch {
   using Clock = std::chrono::steady_clock;
   static constexpr auto kInterval = std::chrono::milliseconds(100);
 
-  enum class Ended { kNo, kClientGone, kUpstreamTimeout, kClientTimeout };
+  enum class Ended { kNo, kClientGone, kUpstreamTimeout, kClientTimeout, kReplicaDown };
 
   // One relay in flight; lives in the relay's coroutine frame, registered until Remove.
   struct Relay {
     net::beast::tcp_stream* client = nullptr;
     net::beast::tcp_stream* upstream = nullptr;
     Clock::duration upstream_timeout{};
+    // Once the body flows (`body_started`), the replica's silence between chunks is bounded
+    // by this instead, when shorter: a stream whose replica hung must end in seconds, while
+    // a non-streaming answer may take the whole upstream_timeout to begin.
+    Clock::duration stream_idle_timeout{};
+    bool body_started = false;
+    // Set by the gateway's health checks when the replica stopped answering them
+    // (GatewayState::ReportProbe): a relay waiting on it ends (kReplicaDown). May be null.
+    const std::atomic<bool>* replica_down = nullptr;
     bool awaiting_first_byte = true;     // the client is checked for a hang-up while true
     Clock::time_point upstream_since{};  // waiting on the replica since ({}: not waiting)
     Clock::time_point client_since{};    // writing to the client since ({}: not writing)
@@ -147,11 +163,15 @@ struct RelayThread {
 // held for the lookup only (each RelayThread is then used by its thread alone).
 class RelayThreads {
  public:
+  // Each thread's pool keeps at most `max_idle_per_thread` idle connections.
+  explicit RelayThreads(size_t max_idle_per_thread = SIZE_MAX)
+      : max_idle_per_thread_(max_idle_per_thread) {}
   RelayThread& For(const net::asio::any_io_executor& executor);
   // Closes every pooled connection (see the ownership note above).
   void CloseIdle();
 
  private:
+  const size_t max_idle_per_thread_;
   std::mutex mu_;
   std::vector<std::pair<const void*, std::unique_ptr<RelayThread>>> threads_;  // guarded by mu_
 };

@@ -1,15 +1,63 @@
 #include "net/http_server.h"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
 
 #include <array>
+#include <cctype>
+#include <cerrno>
 #include <iterator>
+#include <utility>
 
 namespace gpuscale::net {
 namespace {
 
 int CountFields(const Request& header) {
   return static_cast<int>(std::distance(header.begin(), header.end()));
+}
+
+// RFC 9112 6.1/6.3 (see the header): the refusal for a request's Transfer-Encoding, if any.
+std::optional<std::pair<http::status, std::string>> TransferCodingProblem(const Request& header) {
+  std::vector<std::string> codings;
+  bool present = false;
+  const auto [first, last] = header.equal_range(http::field::transfer_encoding);
+  for (auto field = first; field != last; ++field) {
+    present = true;
+    const std::string_view value(field->value().data(), field->value().size());
+    for (size_t start = 0; start <= value.size();) {
+      size_t end = value.find(',', start);
+      if (end == std::string_view::npos) end = value.size();
+      std::string_view token = value.substr(start, end - start);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t'))
+        token.remove_prefix(1);
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t'))
+        token.remove_suffix(1);
+      if (!token.empty()) {
+        std::string lower(token);
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        codings.push_back(std::move(lower));
+      }
+      start = end + 1;
+    }
+  }
+  if (!present) return std::nullopt;
+  if (header.version() < 11) {
+    return std::pair{http::status::bad_request,
+                     std::string("Transfer-Encoding in an HTTP/1.0 request (RFC 9112 6.1)")};
+  }
+  if (codings.empty() || codings.back() != "chunked") {
+    return std::pair{http::status::bad_request,
+                     fmt::format("Transfer-Encoding '{}' does not end in chunked, so the body's "
+                                 "length is unknown (RFC 9112 6.3)",
+                                 header[http::field::transfer_encoding])};
+  }
+  if (codings.size() > 1) {
+    return std::pair{http::status::not_implemented,
+                     fmt::format("transfer coding '{}' is not supported; send the body chunked "
+                                 "alone or with Content-Length",
+                                 codings.front())};
+  }
+  return std::nullopt;
 }
 
 bool ExpectsContinue(const Request& header) {
@@ -51,6 +99,7 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler, RejectReply r
     : options_(std::move(options)),
       handler_(std::move(handler)),
       reject_(std::move(reject)),
+      table_(options_.max_connections, options_.max_connections_per_client),
       contexts_(MakeContexts(options_.threads)),
       acceptor_(*contexts_[0]) {}
 
@@ -129,26 +178,34 @@ asio::awaitable<void> HttpServer::AcceptLoop() {
       co_await pause.async_wait(kTuple);
       continue;
     }
-    if (connections_.load() >= options_.max_connections) {
+    boost::system::error_code peer_ec;
+    const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
+    ConnectionTable::Admission admission =
+        table_.Admit(peer_ec ? std::string("?") : peer.address().to_string());
+    if (admission.evict) admission.evict();
+    if (!admission.admitted) {
+      ++refused_;
       boost::system::error_code ignored;
       socket.close(ignored);
       continue;
     }
     const auto executor = socket.get_executor();
-    asio::co_spawn(executor, Session(std::move(socket)), asio::detached);
+    asio::co_spawn(executor, Session(std::move(socket), admission.id), asio::detached);
   }
 }
 
-asio::awaitable<void> HttpServer::Session(tcp::socket socket) {
+asio::awaitable<void> HttpServer::Session(tcp::socket socket, ConnectionTable::Id id) {
   ++connections_;
   if (options_.on_connection) options_.on_connection(+1);
   struct Closer {
     HttpServer* server;
+    ConnectionTable::Id id;
     ~Closer() {
+      server->table_.Remove(id);
       --server->connections_;
       if (server->options_.on_connection) server->options_.on_connection(-1);
     }
-  } closer{this};
+  } closer{this, id};
   boost::system::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);  // small SSE events: no Nagle delay
   beast::tcp_stream stream(std::move(socket));
@@ -160,7 +217,18 @@ asio::awaitable<void> HttpServer::Session(tcp::socket socket) {
     // One deadline for the whole request, header and body: a client that trickles bytes
     // cannot stretch it (a per-read timeout would restart at every byte).
     stream.expires_after(Ticks(first ? options_.header_timeout : options_.idle_timeout));
+    // While it waits for a header the connection may be displaced by a newcomer
+    // (connection_table.h). The close runs on this connection's thread, and the table
+    // forgets it (Active or Remove) on this thread too, before `stream` is gone.
+    table_.Waiting(id, [this, id, &stream, executor = stream.get_executor()] {
+      asio::post(executor, [this, id, &stream] {
+        if (!table_.Displaced(id)) return;  // ended meanwhile: `stream` may be gone
+        boost::system::error_code ignored;
+        stream.socket().close(ignored);
+      });
+    });
     auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, kTuple);
+    if (!table_.Active(id)) break;  // displaced while it waited
     boost::system::error_code failure = hec;
     std::optional<StringResponse> refusal;
     if (!failure) refusal = Screen(parser.get());
@@ -195,6 +263,9 @@ std::optional<StringResponse> HttpServer::Screen(const Request& header) const {
     return reject_(header, http::status::request_header_fields_too_large,
                    fmt::format("more than {} header fields", options_.max_header_fields));
   }
+  if (auto problem = TransferCodingProblem(header)) {
+    return reject_(header, problem->first, problem->second);
+  }
   return options_.gate ? options_.gate(header) : std::nullopt;
 }
 
@@ -216,6 +287,14 @@ std::optional<StringResponse> HttpServer::Refusal(const Request& partial,
                    fmt::format("malformed HTTP request: {}", ec.message()));
   }
   return std::nullopt;
+}
+
+PeekResult Peek(int fd) {
+  char byte;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return PeekResult::kData;
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? PeekResult::kQuiet
+                                                            : PeekResult::kClosed;
 }
 
 asio::awaitable<bool> WriteResponse(beast::tcp_stream& stream, const Request& req,

@@ -13,6 +13,10 @@
 // connection on a few threads holds thousands of concurrent streams on 2 cores, where a
 // thread per connection runs out (64 emulator threads were exhausted by 128 clients).
 //
+// A request's Transfer-Encoding must be chunked alone (RFC 9112 6.1, 6.3): 400 when the final
+// coding is not chunked ("xchunked", "chunked, identity": Beast would read no body and run
+// the body's bytes as the next request), 501 for another coding before chunked.
+//
 // Each I/O thread runs an io_context of its own and every connection stays on one of them
 // (round robin at accept), the model of nginx's workers and HAProxy's threads: a handler's
 // timers and wake-ups posted from other threads (post to the handler's executor) never run
@@ -29,6 +33,9 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -38,12 +45,9 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-
 #include "core/clock.h"
 #include "core/result.h"
+#include "net/connection_table.h"
 
 namespace gpuscale::net {
 
@@ -62,7 +66,9 @@ struct HttpServerOptions {
   int port = 0;                    // 0 = the kernel picks one
   std::string field = "--port";    // what bind errors name (a flag or a config field)
   int threads = 1;                 // I/O threads, each running an io_context of its own
-  int max_connections = 20000;     // open client connections; past it new ones are closed
+  int max_connections = 20000;     // open client connections (ConnectionTable says who
+                                   // a newcomer displaces past it)
+  int max_connections_per_client = 0;  // per peer address; 0 = no cap
   int64_t max_body_bytes = 32 << 20;
   uint32_t max_header_bytes = 64 * 1024;  // request line + fields
   int max_header_fields = 100;
@@ -106,6 +112,10 @@ class HttpServer {
   int port() const { return port_; }
   std::string url() const;  // "http://host:port", IPv6 in brackets
   int connections() const { return connections_.load(); }
+  // Connections closed to make room for a newcomer (connection_table.h), and newcomers
+  // refused because every slot was busy with a request; since start.
+  int displaced() const { return table_.displaced(); }
+  int refused() const { return refused_.load(); }
   // The I/O threads' contexts in turn, for an owner's own sockets (each I/O object is used
   // only from the thread of the context it was made on).
   asio::io_context& NextContext();
@@ -113,7 +123,7 @@ class HttpServer {
  private:
   HttpServer(HttpServerOptions options, Handler handler, RejectReply reject);
   asio::awaitable<void> AcceptLoop();
-  asio::awaitable<void> Session(tcp::socket socket);
+  asio::awaitable<void> Session(tcp::socket socket, ConnectionTable::Id id);
   // The header checks before the body: field count, then the owner's gate.
   std::optional<StringResponse> Screen(const Request& header) const;
   // The reply to a failed header or body read: reject_'s response, or nullopt when the
@@ -125,6 +135,8 @@ class HttpServer {
   const Handler handler_;
   const RejectReply reject_;
   std::atomic<int> connections_{0};
+  std::atomic<int> refused_{0};
+  ConnectionTable table_;  // before contexts_: coroutine frames destroyed with them use it
   std::atomic<size_t> next_context_{0};
   std::vector<std::unique_ptr<asio::io_context>> contexts_;  // one per I/O thread
   tcp::acceptor acceptor_;                                   // on contexts_[0]
@@ -138,6 +150,11 @@ class HttpServer {
 // connection. True when written.
 asio::awaitable<bool> WriteResponse(beast::tcp_stream& stream, const Request& req,
                                     StringResponse& res);
+
+// What a connected socket holds, without taking it: nothing yet, bytes, or the peer's close
+// (or an error). Lets a handler that waits on other work notice a client that hung up.
+enum class PeekResult { kQuiet, kData, kClosed };
+PeekResult Peek(int fd);
 
 // A client that stops reading fails a write after this long.
 inline constexpr std::chrono::seconds kClientWriteTimeout{60};

@@ -109,10 +109,11 @@ class ScriptedPolicy final : public scale::Policy {
   int MaxReplicas() const override { return max_; }
   scale::Decision Evaluate(const scale::ScalingInput& input) override {
     inputs.push_back(input);
-    return {desired, "scripted", {}, {}, {}};
+    return {desired, "scripted", {}, {}, decision_inputs};
   }
   std::vector<std::string> MetricNames() const override { return metric_names; }
   int desired = 1;
+  std::vector<scale::DecisionInput> decision_inputs;  // what each decision says it read
   std::vector<scale::ScalingInput> inputs;
   // What MetricNames() says the policy reads; set it before a ServiceRuntime gets the policy
   // (the runtime learns a policy's metrics once, as they never change for a real one).
