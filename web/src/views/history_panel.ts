@@ -9,6 +9,7 @@
 import type { ApiClient } from '../api/client';
 import { LineChart } from '../charts/line_chart';
 import { formatUnixTime } from '../format';
+import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { emptyState, loadingState } from '../ui/states';
 import {
@@ -77,7 +78,7 @@ export class HistoryPanel {
 
   private show(view: HistoryView): void {
     if (view.kind === 'error' && this.loaded) { // keep the charts; say the last refresh failed
-      this.meta.textContent = `update failed: ${view.hint}`;
+      setCodeText(this.meta, `update failed: ${view.hint}`);
       return;
     }
     this.element.dataset.state = view.kind;
@@ -96,8 +97,8 @@ export class HistoryPanel {
     this.notes.metric.textContent = `The ${this.policyFamily()} policy reads no metric with a target; ` +
       'the decision log explains each change.';
     this.notes.traffic.hidden = view.traffic.length > 0;
-    this.notes.traffic.textContent = 'No request went through the gateway in this window. Send OpenAI API ' +
-      'requests to the gateway address `gpuscale serve` printed to see rate, latency and errors here.';
+    setCodeText(this.notes.traffic, 'No request went through the gateway in this window. Send OpenAI API ' +
+      'requests to the gateway address `gpuscale serve` printed to see rate, latency and errors here.');
     const specs = [...view.metrics, view.replicas, ...view.traffic];
     this.place(specs);
     const range: [number, number] = [view.from, view.to];
