@@ -60,13 +60,36 @@ function chart(x: number[], spec: Omit<HistoryChartSpec, 'data'>, series: ChartS
   return { ...spec, data: { x, series } };
 }
 
+// Whether the daemon recorded a tick in each entry (it records the replica counts at every
+// tick, whatever the policy read).
+function recordedTicks(history: ServiceHistory, length: number): boolean[] {
+  const counts = [history.desired, history.ready, history.current].map((c) => column(c, length));
+  return Array.from({ length }, (_, i) => counts.some((c) => c[i] !== null));
+}
+
+// The target line as drawn: each entry that holds a tick but no target takes the last target
+// before it. Under a manual override (PUT /replicas) the daemon records the tick's replica
+// counts but none of what the policy read (the override's decision carries no inputs), so
+// the target would stop at the override; the policy's target has not changed, so the line goes
+// on. It stops where nothing was recorded (a break in the record) and is never drawn before
+// the first target in the window. The value is not carried: there is no reading.
+export function carryTarget(target: HistoryColumn, recorded: readonly boolean[]): HistoryColumn {
+  let last: number | null = null;
+  return target.map((v, i) => {
+    if (v !== null) last = v;
+    else if (!recorded[i]) last = null;
+    return v ?? last;
+  });
+}
+
 export function metricCharts(history: ServiceHistory): HistoryChartSpec[] {
   const x = times(history);
   const metrics = Array.isArray(history.metrics) ? history.metrics : [];
+  const recorded = recordedTicks(history, x.length);
   return metrics.map((m, i) => chart(x, { key: `metric:${i}:${m.name}`, group: 'metric', title: `${m.name} against its target`,
     unit: metricUnit(m.name) }, [
     { label: 'value', values: column(m.value, x.length) },
-    { label: 'target', values: column(m.target, x.length), dash: true },
+    { label: 'target', values: carryTarget(column(m.target, x.length), recorded), dash: true },
   ]));
 }
 

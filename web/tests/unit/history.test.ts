@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiClient, historyQueryString, type FetchLike } from '../../src/api/client';
 import type { ServiceHistory } from '../../src/api/types';
 import {
+  carryTarget,
   column,
   compactHistory,
   firstRecorded,
@@ -58,6 +59,38 @@ describe('service history charts', () => {
       { label: 'value', values: [3.5, null, 7] },
       { label: 'target', values: [5, 5, 5], dash: true },
     ] });
+  });
+
+  it('keeps drawing the policy\'s target through a manual override, whose ticks record no target', () => {
+    // As the daemon answers while PUT /replicas holds the count: the ticks (replica counts)
+    // go on, the metric and its target are null from the override on.
+    const t = [T0, T0 + 6, T0 + 12, T0 + 18, T0 + 24];
+    const overridden = history({ to: T0 + 30, t, desired: [2, 2, 4, 4, 4], ready: [2, 2, 2, 3, 4],
+      current: [2, 2, 4, 4, 4], metrics: [{ name: 'vllm:num_requests_waiting', value: [3.5, 6, null, null, null],
+        target: [5, 5, null, null, null] }], gateway: { ...noGateway(), in_flight: [null, null, null, null, null] } });
+    const [chart] = (historyView(overridden) as HistoryCharts).metrics;
+    expect(chart?.data.series).toEqual([
+      { label: 'value', values: [3.5, 6, null, null, null] }, // no reading under the override: a gap
+      { label: 'target', values: [5, 5, 5, 5, 5], dash: true },
+    ]);
+    expect(metricCharts(overridden)[0]?.data.series[1]?.values).toEqual([5, 5, 5, 5, 5]);
+  });
+
+  it('carries a target only across recorded ticks, never before the first or over a break', () => {
+    const all = [true, true, true, true, true];
+    expect(carryTarget([null, 5, null, 7, null], all)).toEqual([null, 5, 5, 7, 7]);
+    expect(carryTarget([5, null, null, null, null], [true, true, false, true, true])).toEqual([5, 5, null, null, null]);
+    expect(carryTarget([null, null], [true, true])).toEqual([null, null]);
+    // a break in the record (compactHistory's all-null entry) ends the carried line
+    const n = 40; // 1 s steps; a tick every 5 s, none from 15 to 30 s; the target stops at 10 s
+    const times = Array.from({ length: n }, (_, i) => T0 + i);
+    const ticked = (i: number) => i % 5 === 0 && (i < 15 || i > 30);
+    const col = (v: (i: number) => number | null) => times.map((_x, i) => (ticked(i) ? v(i) : null));
+    const view = historyView(history({ from: T0, to: T0 + n, step: 1, t: times, desired: col(() => 2),
+      ready: col(() => 2), current: col(() => 2), metrics: [{ name: 'm', value: col(() => null),
+        target: col((i) => (i <= 5 ? 3 : null)) }], gateway: noGateway() })) as HistoryCharts;
+    expect(view.metrics[0]?.data.x).toEqual([0, 5, 10, 15, 35].map((s) => T0 + s));
+    expect(view.metrics[0]?.data.series[1]?.values).toEqual([3, 3, 3, null, null]);
   });
 
   it('charts desired, ready and current replicas as counts', () => {
