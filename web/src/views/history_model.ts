@@ -102,8 +102,8 @@ export function replicaChart(history: ServiceHistory): HistoryChartSpec {
   ]);
 }
 
-// Request rate (req/s), latency percentiles (ms), error ratio (%) and requests in flight:
-// one chart per unit. None when the window holds no gateway figure at all.
+// Request rate (req/s), TTFT p50 / p90, TPOT p50 and e2e p90 (ms, a chart each), error ratio
+// (%) and requests in flight. None when the window holds no gateway figure at all.
 export function trafficCharts(history: ServiceHistory): HistoryChartSpec[] {
   const x = times(history);
   const g = history.gateway ?? ({} as Partial<ServiceHistory['gateway']>);
@@ -111,12 +111,16 @@ export function trafficCharts(history: ServiceHistory): HistoryChartSpec[] {
   const charts = [
     chart(x, { key: 'rate', group: 'traffic', title: 'Request rate', unit: 'req/s' },
       [{ label: 'requests', values: col(g.requests_per_second) }]),
-    chart(x, { key: 'latency', group: 'traffic', title: 'Latency', unit: 'ms' }, [
+    // A panel per latency: TPOT (tens of ms) and TTFT sit at zero on an axis that e2e
+    // (seconds) spans.
+    chart(x, { key: 'ttft', group: 'traffic', title: 'Time to first token', unit: 'ms' }, [
       { label: 'TTFT p50', values: scaled(col(g.ttft_p50_seconds), 1000) },
       { label: 'TTFT p90', values: scaled(col(g.ttft_p90_seconds), 1000) },
-      { label: 'TPOT p50', values: scaled(col(g.tpot_p50_seconds), 1000) },
-      { label: 'E2E p90', values: scaled(col(g.e2e_p90_seconds), 1000) },
     ]),
+    chart(x, { key: 'tpot', group: 'traffic', title: 'Time per output token', unit: 'ms' },
+      [{ label: 'TPOT p50', values: scaled(col(g.tpot_p50_seconds), 1000) }]),
+    chart(x, { key: 'e2e', group: 'traffic', title: 'End-to-end latency', unit: 'ms' },
+      [{ label: 'E2E p90', values: scaled(col(g.e2e_p90_seconds), 1000) }]),
     chart(x, { key: 'errors', group: 'traffic', title: 'Error ratio', unit: '%' },
       [{ label: 'errors', values: scaled(col(g.error_ratio), 100) }]),
     chart(x, { key: 'in_flight', group: 'traffic', title: 'In flight', unit: 'requests', integers: true },

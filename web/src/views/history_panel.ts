@@ -1,7 +1,7 @@
 // History panel of a service page: charts on one shared time axis, fed by the daemon's
 // record of the service (GET /v1/services/{name}/history): each policy metric against its
 // target (dashed), desired / ready / current replicas, and the gateway's traffic (request
-// rate, latency percentiles, error ratio, in flight). Every chart spans the same window
+// rate; TTFT, TPOT and e2e latency, a chart each; error ratio, in flight). Every chart spans the same window
 // (10 min … 24 h, ending now) and one cursor moves over all of them. The service page
 // calls load() every few seconds. A daemon without the endpoint (404), an empty window or
 // a failed request shows a message, never empty axes.

@@ -102,13 +102,28 @@ describe('service history charts', () => {
 
   it('charts traffic in req/s, ms and %, and none when the window had no gateway traffic', () => {
     const charts = trafficCharts(history());
-    expect(charts.map((c) => [c.title, c.unit])).toEqual([
-      ['Request rate', 'req/s'], ['Latency', 'ms'], ['Error ratio', '%'], ['In flight', 'requests']]);
-    const latency = charts[1]?.data.series ?? [];
-    expect(latency.map((s) => s.label)).toEqual(['TTFT p50', 'TTFT p90', 'TPOT p50', 'E2E p90']);
-    expect(latency[0]?.values[0]).toBeCloseTo(30);
-    expect(charts[2]?.data.series[0]?.values).toEqual([0, 25, null]);
+    expect(charts.map((c) => [c.key, c.title, c.unit])).toEqual([
+      ['rate', 'Request rate', 'req/s'], ['ttft', 'Time to first token', 'ms'], ['tpot', 'Time per output token', 'ms'],
+      ['e2e', 'End-to-end latency', 'ms'], ['errors', 'Error ratio', '%'], ['in_flight', 'In flight', 'requests']]);
+    const ttft = charts[1]?.data.series ?? [];
+    expect(ttft.map((s) => s.label)).toEqual(['TTFT p50', 'TTFT p90']);
+    expect(ttft[0]?.values[0]).toBeCloseTo(30);
+    expect(charts[4]?.data.series[0]?.values).toEqual([0, 25, null]);
     expect(trafficCharts(history({ gateway: noGateway() }))).toEqual([]);
+  });
+
+  it('puts TTFT, TPOT and e2e latency in panels of their own, so a 2 s e2e does not flatten the others', () => {
+    const charts = trafficCharts(history({ gateway: { ...noGateway(), ttft_p50_seconds: [0.04, 0.05, 0.06],
+      ttft_p90_seconds: [0.09, 0.1, 0.12], tpot_p50_seconds: [0.008, 0.009, 0.01], e2e_p90_seconds: [1.8, 2, 2.1] } }));
+    const lines = (key: string) => charts.find((c) => c.key === key)?.data.series.map((s) => s.label);
+    expect(lines('ttft')).toEqual(['TTFT p50', 'TTFT p90']);
+    expect(lines('tpot')).toEqual(['TPOT p50']);
+    expect(lines('e2e')).toEqual(['E2E p90']);
+    // no chart holds lines more than 10x apart (each gets an axis of its own scale)
+    for (const c of charts) {
+      const peaks = c.data.series.map((s) => Math.max(...s.values.map((v) => v ?? 0)));
+      expect(Math.max(...peaks), c.key).toBeLessThanOrEqual(10 * Math.min(...peaks));
+    }
   });
 
   it('aligns short or malformed columns to t with gaps', () => {
