@@ -1,6 +1,8 @@
 // Formatting of API values for display, always with units. Null (a reading the backend does
-// not provide) shows as an em dash. Pure functions; times use the browser's locale and zone
-// unless a zone is given (tests pin UTC).
+// not provide) shows as an em dash. Pure functions. Dates and times are ISO 8601 in the
+// browser's local time zone, whatever its locale: "2026-12-05 14:03:22" (date first, 24-hour
+// clock, a space for the T), never a locale's "05/12/2026", which reads differently in each
+// country. A zone can be given (tests pin UTC).
 
 export const MISSING = '—';
 
@@ -63,19 +65,60 @@ export function parseTime(rfc3339: string): number {
   return Date.parse(rfc3339) / 1000;
 }
 
-// "14:03:27" (today) as wall-clock time; the date is added when `withDate`.
+// One instant's fields in the local zone (or `timeZone`), each zero-padded: the one place
+// that turns an instant into calendar fields, so that every date on the page has the same
+// form. Formatters are cached per zone (the time axis asks for every tick on every draw).
+interface DateParts {
+  year: string;
+  month: string;
+  day: string;
+  hour: string;
+  minute: string;
+  second: string;
+}
+
+const partFormatters = new Map<string, Intl.DateTimeFormat>();
+
+function dateParts(ms: number, timeZone?: string): DateParts {
+  const key = timeZone ?? '';
+  let formatter = partFormatters.get(key);
+  if (!formatter) {
+    formatter = new Intl.DateTimeFormat('en-US', {
+      year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+      hourCycle: 'h23', ...(timeZone ? { timeZone } : {}),
+    });
+    partFormatters.set(key, formatter);
+  }
+  const parts: DateParts = { year: '', month: '', day: '', hour: '', minute: '', second: '' };
+  for (const part of formatter.formatToParts(new Date(ms))) {
+    if (part.type in parts) parts[part.type as keyof DateParts] = part.value;
+  }
+  return { ...parts, year: parts.year.padStart(4, '0') };
+}
+
+// "2026-12-05" (ISO 8601 calendar date, local zone unless `timeZone`).
+export function formatIsoDate(ms: number, timeZone?: string): string {
+  const p = dateParts(ms, timeZone);
+  return `${p.year}-${p.month}-${p.day}`;
+}
+
+// "14:03:22", or "14:03" without seconds (24-hour clock, local zone unless `timeZone`).
+export function formatIsoTime(ms: number, timeZone?: string, seconds = true): string {
+  const p = dateParts(ms, timeZone);
+  return seconds ? `${p.hour}:${p.minute}:${p.second}` : `${p.hour}:${p.minute}`;
+}
+
+// "2026-12-05 14:03:22" (local zone unless `timeZone`).
+export function formatIsoDateTime(ms: number, timeZone?: string): string {
+  const p = dateParts(ms, timeZone);
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
+}
+
+// "14:03:27" (today) as wall-clock time; "2026-12-05 14:03:27" when `withDate`.
 export function formatClock(rfc3339: string, withDate = false, timeZone?: string): string {
   const ms = Date.parse(rfc3339);
   if (Number.isNaN(ms)) return rfc3339 || MISSING;
-  const options: Intl.DateTimeFormatOptions = {
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    hour12: false,
-    ...(timeZone ? { timeZone } : {}),
-    ...(withDate ? { year: 'numeric', month: '2-digit', day: '2-digit' } : {}),
-  };
-  return new Intl.DateTimeFormat('en-GB', options).format(new Date(ms));
+  return withDate ? formatIsoDateTime(ms, timeZone) : formatIsoTime(ms, timeZone);
 }
 
 // "12 s ago" relative to `nowSeconds`.
@@ -103,10 +146,13 @@ export const HISTORY_WINDOWS: ReadonlyArray<{ seconds: number; label: string }> 
   { seconds: 86400, label: '24 h' },
 ];
 
-// Unix seconds (the tasks API's times) -> "14:03:27", with the date when `withDate`.
+// Unix seconds (the tasks API's times) -> "2026-12-05 14:03:27", or "14:03:27" without
+// `withDate`.
 export function formatUnixTime(seconds: number | null | undefined, withDate = true, timeZone?: string): string {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return MISSING;
-  return formatClock(new Date(seconds * 1000).toISOString(), withDate, timeZone);
+  const ms = seconds * 1000;
+  if (Number.isNaN(new Date(ms).getTime())) return MISSING; // beyond what a Date holds
+  return withDate ? formatIsoDateTime(ms, timeZone) : formatIsoTime(ms, timeZone);
 }
 
 // A throughput with its unit: "12.3 req/s", "1,234 tok/s" (1 decimal below 100).

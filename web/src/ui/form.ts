@@ -3,6 +3,7 @@
 // of the form's fields, at the top of the form.
 
 import { ApiError, describeError, formFieldFor } from '../api/errors';
+import { setCodeText } from './code_text';
 import { h } from './dom';
 
 export type FieldInput = HTMLInputElement | HTMLSelectElement;
@@ -38,11 +39,11 @@ export class FormErrors {
     const field = error instanceof ApiError ? formFieldFor(error.field, this.fields) : null;
     const slot = field ? this.form.querySelector<HTMLElement>(`[data-error-for="${field}"]`) : null;
     if (field && slot) {
-      slot.textContent = describeError(error);
+      setCodeText(slot, describeError(error));
       this.form.querySelector(`[name="${field}"]`)?.setAttribute('aria-invalid', 'true');
       return field;
     }
-    this.formError.textContent = describeError(error);
+    setCodeText(this.formError, describeError(error));
     this.formError.hidden = false;
     return null;
   }

@@ -2,6 +2,7 @@
 // of these instead of a blank area.
 
 import { ApiError, describeError } from '../api/errors';
+import { withCode } from './code_text';
 import { h } from './dom';
 
 export function loadingState(what: string): HTMLElement {
@@ -9,7 +10,7 @@ export function loadingState(what: string): HTMLElement {
 }
 
 export function emptyState(title: string, hint: string): HTMLElement {
-  return h('div', { class: 'state state-empty' }, h('strong', null, title), h('p', null, hint));
+  return h('div', { class: 'state state-empty' }, h('strong', null, title), h('p', null, withCode(hint)));
 }
 
 // What the user can do about `error`.
@@ -36,7 +37,7 @@ export function errorState(what: string, error: unknown): HTMLElement {
     'div',
     { class: 'state state-error', role: 'alert' },
     h('strong', null, `Could not load ${what}: `),
-    describeError(error),
-    h('p', null, errorHint(error)),
+    withCode(describeError(error)),
+    h('p', null, withCode(errorHint(error))),
   );
 }

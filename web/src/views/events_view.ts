@@ -7,6 +7,7 @@ import type { StreamStatus } from '../api/event_stream';
 import type { GpuscaleEvent } from '../api/types';
 import { formatClock } from '../format';
 import { routeHash } from '../router';
+import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { emptyState, errorState, loadingState } from '../ui/states';
 import { eventSubject, kindOptions, matchesFilter, mergeEvents, type EventFilter } from './events_model';
@@ -92,7 +93,7 @@ export function eventsView(root: HTMLElement, ctx: ViewContext, filter: EventFil
   const pending: GpuscaleEvent[] = []; // live events that arrive before the history
   const unsubscribe = ctx.events.subscribe((e) => (loaded ? add([e]) : pending.push(e)));
   const unwatch = ctx.events.watchStatus((status, detail) => {
-    liveStatus.textContent = STATUS_TEXT[status] + (detail && status !== 'open' ? ` (${detail})` : '');
+    setCodeText(liveStatus, STATUS_TEXT[status] + (detail && status !== 'open' ? ` (${detail})` : ''));
     liveStatus.dataset.status = status;
   });
   void recentEvents(ctx.api, filter, HISTORY).then((history) => {

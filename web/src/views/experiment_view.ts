@@ -13,6 +13,7 @@ import { GPU_METRICS, GPU_METRIC_ORDER, countPoints, gpuHistorySeries } from '..
 import { MISSING, formatDuration, formatLatency, formatMib, formatPercent, formatRate, formatScore,
   formatUnixTime } from '../format';
 import { routeHash } from '../router';
+import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { errorHint, errorState, loadingState } from '../ui/states';
@@ -216,7 +217,7 @@ export function experimentView(root: HTMLElement, ctx: ViewContext, id: number):
   const body = h('div', null, loadingState(`experiment ${id}`));
   const showBanner = (text: string, error: unknown) => {
     banner.hidden = false;
-    banner.textContent = `${text}: ${describeError(error)} ${errorHint(error)}`;
+    setCodeText(banner, `${text}: ${describeError(error)} ${errorHint(error)}`);
   };
   // After a cancel: hide the button at once, then poll (the experiment ends too; after a
   // 409 the task ended meanwhile and the page is behind).

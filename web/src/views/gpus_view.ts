@@ -20,6 +20,7 @@ import {
   memoryPercent,
 } from '../format';
 import { routeHash } from '../router';
+import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { emptyState, errorHint, errorState, loadingState } from '../ui/states';
@@ -151,7 +152,7 @@ export function gpusView(root: HTMLElement, ctx: ViewContext): Dispose {
     } catch (error) {
       if (!hadSnapshot) mount(cards, errorState('GPUs', error));
       banner.hidden = !hadSnapshot;
-      banner.textContent = `Live update failed: ${describeError(error)} ${errorHint(error)}`;
+      setCodeText(banner, `Live update failed: ${describeError(error)} ${errorHint(error)}`);
     }
   }, SNAPSHOT_MS);
   const historyPoller = new Poller(async () => {
@@ -160,7 +161,7 @@ export function gpusView(root: HTMLElement, ctx: ViewContext): Dispose {
       GPU_METRIC_ORDER.forEach((metric, i) => charts[i]?.setData(gpuHistorySeries(history.points, metric)));
     } catch (error) {
       banner.hidden = false;
-      banner.textContent = `GPU history failed: ${describeError(error)} ${errorHint(error)}`;
+      setCodeText(banner, `GPU history failed: ${describeError(error)} ${errorHint(error)}`);
     }
   }, HISTORY_MS);
   windowSelect.addEventListener('change', () => {

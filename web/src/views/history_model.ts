@@ -60,13 +60,36 @@ function chart(x: number[], spec: Omit<HistoryChartSpec, 'data'>, series: ChartS
   return { ...spec, data: { x, series } };
 }
 
+// Whether the daemon recorded a tick in each entry (it records the replica counts at every
+// tick, whatever the policy read).
+function recordedTicks(history: ServiceHistory, length: number): boolean[] {
+  const counts = [history.desired, history.ready, history.current].map((c) => column(c, length));
+  return Array.from({ length }, (_, i) => counts.some((c) => c[i] !== null));
+}
+
+// The target line as drawn: each entry that holds a tick but no target takes the last target
+// before it. Under a manual override (PUT /replicas) the daemon records the tick's replica
+// counts but none of what the policy read (the override's decision carries no inputs), so
+// the target would stop at the override; the policy's target has not changed, so the line goes
+// on. It stops where nothing was recorded (a break in the record) and is never drawn before
+// the first target in the window. The value is not carried: there is no reading.
+export function carryTarget(target: HistoryColumn, recorded: readonly boolean[]): HistoryColumn {
+  let last: number | null = null;
+  return target.map((v, i) => {
+    if (v !== null) last = v;
+    else if (!recorded[i]) last = null;
+    return v ?? last;
+  });
+}
+
 export function metricCharts(history: ServiceHistory): HistoryChartSpec[] {
   const x = times(history);
   const metrics = Array.isArray(history.metrics) ? history.metrics : [];
+  const recorded = recordedTicks(history, x.length);
   return metrics.map((m, i) => chart(x, { key: `metric:${i}:${m.name}`, group: 'metric', title: `${m.name} against its target`,
     unit: metricUnit(m.name) }, [
     { label: 'value', values: column(m.value, x.length) },
-    { label: 'target', values: column(m.target, x.length), dash: true },
+    { label: 'target', values: carryTarget(column(m.target, x.length), recorded), dash: true },
   ]));
 }
 
@@ -79,8 +102,8 @@ export function replicaChart(history: ServiceHistory): HistoryChartSpec {
   ]);
 }
 
-// Request rate (req/s), latency percentiles (ms), error ratio (%) and requests in flight:
-// one chart per unit. None when the window holds no gateway figure at all.
+// Request rate (req/s), TTFT p50 / p90, TPOT p50 and e2e p90 (ms, a chart each), error ratio
+// (%) and requests in flight. None when the window holds no gateway figure at all.
 export function trafficCharts(history: ServiceHistory): HistoryChartSpec[] {
   const x = times(history);
   const g = history.gateway ?? ({} as Partial<ServiceHistory['gateway']>);
@@ -88,12 +111,16 @@ export function trafficCharts(history: ServiceHistory): HistoryChartSpec[] {
   const charts = [
     chart(x, { key: 'rate', group: 'traffic', title: 'Request rate', unit: 'req/s' },
       [{ label: 'requests', values: col(g.requests_per_second) }]),
-    chart(x, { key: 'latency', group: 'traffic', title: 'Latency', unit: 'ms' }, [
+    // A panel per latency: TPOT (tens of ms) and TTFT sit at zero on an axis that e2e
+    // (seconds) spans.
+    chart(x, { key: 'ttft', group: 'traffic', title: 'Time to first token', unit: 'ms' }, [
       { label: 'TTFT p50', values: scaled(col(g.ttft_p50_seconds), 1000) },
       { label: 'TTFT p90', values: scaled(col(g.ttft_p90_seconds), 1000) },
-      { label: 'TPOT p50', values: scaled(col(g.tpot_p50_seconds), 1000) },
-      { label: 'E2E p90', values: scaled(col(g.e2e_p90_seconds), 1000) },
     ]),
+    chart(x, { key: 'tpot', group: 'traffic', title: 'Time per output token', unit: 'ms' },
+      [{ label: 'TPOT p50', values: scaled(col(g.tpot_p50_seconds), 1000) }]),
+    chart(x, { key: 'e2e', group: 'traffic', title: 'End-to-end latency', unit: 'ms' },
+      [{ label: 'E2E p90', values: scaled(col(g.e2e_p90_seconds), 1000) }]),
     chart(x, { key: 'errors', group: 'traffic', title: 'Error ratio', unit: '%' },
       [{ label: 'errors', values: scaled(col(g.error_ratio), 100) }]),
     chart(x, { key: 'in_flight', group: 'traffic', title: 'In flight', unit: 'requests', integers: true },

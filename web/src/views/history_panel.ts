@@ -1,7 +1,7 @@
 // History panel of a service page: charts on one shared time axis, fed by the daemon's
 // record of the service (GET /v1/services/{name}/history): each policy metric against its
 // target (dashed), desired / ready / current replicas, and the gateway's traffic (request
-// rate, latency percentiles, error ratio, in flight). Every chart spans the same window
+// rate; TTFT, TPOT and e2e latency, a chart each; error ratio, in flight). Every chart spans the same window
 // (10 min … 24 h, ending now) and one cursor moves over all of them. The service page
 // calls load() every few seconds. A daemon without the endpoint (404), an empty window or
 // a failed request shows a message, never empty axes.
@@ -9,6 +9,7 @@
 import type { ApiClient } from '../api/client';
 import { LineChart } from '../charts/line_chart';
 import { formatUnixTime } from '../format';
+import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { emptyState, loadingState } from '../ui/states';
 import {
@@ -77,7 +78,7 @@ export class HistoryPanel {
 
   private show(view: HistoryView): void {
     if (view.kind === 'error' && this.loaded) { // keep the charts; say the last refresh failed
-      this.meta.textContent = `update failed: ${view.hint}`;
+      setCodeText(this.meta, `update failed: ${view.hint}`);
       return;
     }
     this.element.dataset.state = view.kind;
@@ -96,8 +97,8 @@ export class HistoryPanel {
     this.notes.metric.textContent = `The ${this.policyFamily()} policy reads no metric with a target; ` +
       'the decision log explains each change.';
     this.notes.traffic.hidden = view.traffic.length > 0;
-    this.notes.traffic.textContent = 'No request went through the gateway in this window. Send OpenAI API ' +
-      'requests to the gateway address `gpuscale serve` printed to see rate, latency and errors here.';
+    setCodeText(this.notes.traffic, 'No request went through the gateway in this window. Send OpenAI API ' +
+      'requests to the gateway address `gpuscale serve` printed to see rate, latency and errors here.');
     const specs = [...view.metrics, view.replicas, ...view.traffic];
     this.place(specs);
     const range: [number, number] = [view.from, view.to];

@@ -6,6 +6,7 @@
 
 import type { ApiClient } from '../api/client';
 import type { Task } from '../api/types';
+import { setCodeText, withCode } from '../ui/code_text';
 import { h } from '../ui/dom';
 import { EXAMPLE_TASK, submitTaskDefinition } from './task_actions_model';
 
@@ -32,8 +33,8 @@ export class NewTaskForm {
       h('div', { class: 'field' },
         h('label', { for: this.textarea.id }, 'Task definition (JSON)'), this.textarea,
         h('div', { class: 'hint', id: 'task-definition-hint' },
-          'The task file of docs/tasks.md, written as a JSON object. YAML files: `gpuscale task submit FILE`. ' +
-          'Ctrl+Enter submits.'),
+          withCode('The task file of docs/tasks.md, written as a JSON object. YAML files: `gpuscale task submit FILE`. ' +
+          'Ctrl+Enter submits.')),
         this.error),
       h('div', { class: 'actions' }, this.submitButton, example));
     this.form.addEventListener('submit', (event) => {
@@ -52,7 +53,7 @@ export class NewTaskForm {
   }
 
   private showError(message: string): void {
-    this.error.textContent = message;
+    setCodeText(this.error, message);
     this.textarea.setAttribute('aria-invalid', 'true');
   }
 

@@ -7,6 +7,7 @@
 import { ApiError, describeError } from '../api/errors';
 import type { GpuscaleEvent, Rule, Service } from '../api/types';
 import { routeHash } from '../router';
+import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { errorHint, errorState, loadingState } from '../ui/states';
@@ -80,7 +81,7 @@ export function serviceView(root: HTMLElement, ctx: ViewContext, name: string): 
         return;
       }
       banner.hidden = false;
-      banner.textContent = `Live update failed: ${describeError(error)} ${errorHint(error)}`;
+      setCodeText(banner, `Live update failed: ${describeError(error)} ${errorHint(error)}`);
     }
   }, POLL_MS);
   // Starts once the service has loaded (the poll refreshes it); the panel shows its own errors.

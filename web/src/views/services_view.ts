@@ -6,6 +6,7 @@ import type { Service } from '../api/types';
 import { describeError } from '../api/errors';
 import { formatAgo, formatReplicaRange } from '../format';
 import { routeHash } from '../router';
+import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { emptyState, errorHint, errorState, loadingState } from '../ui/states';
@@ -56,7 +57,7 @@ export function servicesView(root: HTMLElement, ctx: ViewContext): Dispose {
     } catch (error) {
       if (!loaded) mount(body, errorState('services', error));
       banner.hidden = !loaded;
-      banner.textContent = `Live update failed: ${describeError(error)} ${errorHint(error)}`;
+      setCodeText(banner, `Live update failed: ${describeError(error)} ${errorHint(error)}`);
     }
   }, POLL_MS);
   const unsubscribe = ctx.events.subscribe(() => poller.refresh());

@@ -14,6 +14,7 @@ import { ReplicaTimeline } from '../charts/sim_timeline_chart';
 import { AttainmentScatter, pointColor } from '../charts/scatter_chart';
 import { MISSING, formatUnixTime } from '../format';
 import { routeHash } from '../router';
+import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { emptyState } from '../ui/states';
@@ -156,7 +157,7 @@ export function simulationsView(root: HTMLElement, ctx: ViewContext): Dispose {
 
   const showError = (text: string | null) => {
     error.hidden = text === null;
-    error.textContent = text ?? '';
+    setCodeText(error, text ?? '');
   };
 
   // Checks `text` and shows it; a bad file leaves what was shown (and stored) as it was.

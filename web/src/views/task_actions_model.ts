@@ -67,7 +67,7 @@ function engineReason(engineMessage: string): string {
     .trim();
 }
 
-const YAML_HINT = 'This form takes JSON (the page does not parse YAML); submit a YAML file with ' +
+export const YAML_HINT = 'This form takes JSON (the page does not parse YAML); submit a YAML file with ' +
   '`gpuscale task submit FILE`, or write the same fields as a JSON object.';
 
 function problem(message: string, place: { position: number; line: number; column: number } | null = null): DefinitionCheck {

@@ -10,6 +10,7 @@ import type { Experiment, Task } from '../api/types';
 import { ComparisonChart } from '../charts/comparison_chart';
 import { MISSING, formatDuration, formatUnixTime } from '../format';
 import { routeHash } from '../router';
+import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { errorHint, errorState, loadingState } from '../ui/states';
@@ -144,7 +145,7 @@ export function taskView(root: HTMLElement, ctx: ViewContext, id: number): Dispo
         return;
       }
       banner.hidden = false;
-      banner.textContent = `Live update failed: ${describeError(error)} ${errorHint(error)}`;
+      setCodeText(banner, `Live update failed: ${describeError(error)} ${errorHint(error)}`);
     }
   }, POLL_MS);
   const unsubscribe = ctx.events.subscribe((event) => {

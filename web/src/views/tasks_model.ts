@@ -31,6 +31,10 @@ import {
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
 
+// The tasks view's empty state: how to submit one (backticks: shown as <code>).
+export const NO_TASKS_HINT = 'Submit one with `gpuscale task submit FILE` (examples in examples/tasks/), ' +
+  'with "New task" above, or POST it to /v1/tasks; its experiments appear here as they run.';
+
 export function isEnded(status: string): boolean {
   return ENDED.has(status);
 }

@@ -8,11 +8,12 @@ import { describeError } from '../api/errors';
 import type { Experiment, TaskSummary } from '../api/types';
 import { MISSING, formatUnixTime } from '../format';
 import { routeHash } from '../router';
+import { setCodeText, withCode } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { emptyState, errorHint, errorState, loadingState } from '../ui/states';
 import { NewTaskForm } from './new_task_form';
-import { isTaskEvent, keyFigure, sortTasks, statusTone, taskProgress } from './tasks_model';
+import { NO_TASKS_HINT, isTaskEvent, keyFigure, sortTasks, statusTone, taskProgress } from './tasks_model';
 import type { Dispose, ViewContext } from './view';
 
 const POLL_MS = 5000;
@@ -55,8 +56,8 @@ function tasksTable(tasks: readonly TaskSummary[], bests: ReadonlyMap<number, Ex
 function unavailable(): HTMLElement {
   return h('div', { class: 'state state-empty', id: 'tasks-unavailable' },
     h('strong', null, 'The tasks API is not available in this daemon.'),
-    h('p', null, 'GET /v1/tasks answered 404: this `gpuscale serve` predates tasks. Upgrade it to run ' +
-      'parameter sweeps and see their experiments here.'));
+    h('p', null, withCode('GET /v1/tasks answered 404: this `gpuscale serve` predates tasks. Upgrade it to run ' +
+      'parameter sweeps and see their experiments here.')));
 }
 
 export function tasksView(root: HTMLElement, ctx: ViewContext): Dispose {
@@ -87,13 +88,12 @@ export function tasksView(root: HTMLElement, ctx: ViewContext): Dispose {
       loaded = true;
       banner.hidden = true;
       mount(body, tasks.length === 0
-        ? emptyState('No tasks yet.', 'Submit one with `gpuscale task submit FILE` (examples in examples/tasks/), ' +
-          'with "New task" above, or POST it to /v1/tasks; its experiments appear here as they run.')
+        ? emptyState('No tasks yet.', NO_TASKS_HINT)
         : tasksTable(tasks, bests));
     } catch (error) {
       if (!loaded) mount(body, errorState('tasks', error));
       banner.hidden = !loaded;
-      banner.textContent = `Live update failed: ${describeError(error)} ${errorHint(error)}`;
+      setCodeText(banner, `Live update failed: ${describeError(error)} ${errorHint(error)}`);
     }
   }, POLL_MS);
   const unsubscribe = ctx.events.subscribe((event) => {

@@ -249,12 +249,18 @@ describe('dashboard against gpuscale serve', () => {
         const value = (key: string) => document.querySelector(`#gateway-stats [data-stat="${key}"] .stat-value`)?.textContent;
         const points = (key: string) => Number(document.querySelector<HTMLElement>(
           `#history-traffic .chart[data-key="${key}"]`)?.dataset.points ?? 0);
-        return /^\d[\d.]* m?s$/.test(value('ttft_p50') ?? '') && points('latency') > 0 && points('rate') > 0;
+        return /^\d[\d.]* m?s$/.test(value('ttft_p50') ?? '') && points('ttft') > 0 && points('e2e') > 0 &&
+          points('rate') > 0;
       }, undefined, { timeout: 30_000 });
     } finally {
       sending = false;
       await sender;
     }
+    // TTFT, TPOT and e2e latency each in a chart of its own (a 2 s e2e flattened the others)
+    expect(await page.$$eval('#history-traffic .chart', (charts) =>
+      charts.map((c) => [(c as HTMLElement).dataset.key, (c as HTMLElement).dataset.chart]))).toEqual([
+      ['rate', 'Request rate'], ['ttft', 'Time to first token'], ['tpot', 'Time per output token'],
+      ['e2e', 'End-to-end latency'], ['errors', 'Error ratio'], ['in_flight', 'In flight']]);
     expect(statuses.length).toBeGreaterThan(0);
     expect(statuses.every((s) => s === 200)).toBe(true);
     expect(Number((await statText('requests_total')).replace(/,/g, ''))).toBeGreaterThan(0);

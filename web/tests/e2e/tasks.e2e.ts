@@ -96,6 +96,8 @@ describe('tasks and experiments views against gpuscale serve', () => {
   it('says how to submit a task while there is none', async () => {
     await page.waitForSelector('.state-empty');
     expect(await page.textContent('.state-empty')).toContain('gpuscale task submit FILE');
+    expect(await page.textContent('.state-empty code')).toBe('gpuscale task submit FILE');
+    expect(await page.textContent('#view')).not.toContain('`'); // the form's hint too
   });
 
   it('shows a submitted task and follows it to succeeded without a reload', async () => {

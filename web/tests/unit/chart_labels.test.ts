@@ -3,13 +3,13 @@ import { formatLegendValue, lastValue } from '../../src/charts/legend';
 import { TIME_AXIS_SPACE_PX, timeAxisLabels, timeLegendLabel } from '../../src/charts/time_axis';
 
 describe('chart labels', () => {
-  it('labels time ticks on a 24-hour clock, with the date under the first tick of each day', () => {
+  it('labels time ticks on a 24-hour clock, with the ISO date under the first tick of each day', () => {
     const midnight = Date.UTC(2025, 10, 26) / 1000;
     expect(timeAxisLabels([midnight - 600, midnight, midnight + 600], 600, 'UTC'))
-      .toEqual(['23:50\n25 Nov', '00:00\n26 Nov', '00:10']);
-    expect(timeAxisLabels([midnight, midnight + 30], 30, 'UTC')).toEqual(['00:00:00\n26 Nov', '00:00:30']);
-    expect(timeAxisLabels([midnight, midnight + 86400], 86400, 'UTC')).toEqual(['26 Nov', '27 Nov']);
-    expect(timeLegendLabel(midnight + 3723, 'UTC')).toBe('26 Nov, 01:02:03');
+      .toEqual(['23:50\n2025-11-25', '00:00\n2025-11-26', '00:10']);
+    expect(timeAxisLabels([midnight, midnight + 30], 30, 'UTC')).toEqual(['00:00:00\n2025-11-26', '00:00:30']);
+    expect(timeAxisLabels([midnight, midnight + 86400], 86400, 'UTC')).toEqual(['2025-11-26', '2025-11-27']);
+    expect(timeLegendLabel(midnight + 3723, 'UTC')).toBe('2025-11-26 01:02:03');
     expect(TIME_AXIS_SPACE_PX).toBeGreaterThanOrEqual(70);
   });
 

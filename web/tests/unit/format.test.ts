@@ -4,6 +4,9 @@ import {
   formatAgo,
   formatClock,
   formatDuration,
+  formatIsoDate,
+  formatIsoDateTime,
+  formatIsoTime,
   formatGpuList,
   formatMemory,
   formatMib,
@@ -68,10 +71,24 @@ describe('format', () => {
 
   it('formats clock times in a given zone and ages relative to now', () => {
     expect(formatClock('2025-03-04T05:06:07Z', false, 'UTC')).toBe('05:06:07');
-    expect(formatClock('2025-03-04T05:06:07Z', true, 'UTC')).toBe('04/03/2025, 05:06:07');
+    expect(formatClock('2025-03-04T05:06:07Z', true, 'UTC')).toBe('2025-03-04 05:06:07');
     expect(formatClock('garbage')).toBe('garbage');
     const at = Date.parse('2025-03-04T05:06:07Z') / 1000;
     expect(formatAgo('2025-03-04T05:06:07Z', at + 75)).toBe('1 min 15 s ago');
+  });
+
+  it('writes dates as ISO 8601 (year-month-day, 24-hour clock) in the zone given, whatever the locale', () => {
+    const ms = Date.parse('2026-12-05T14:03:22.750Z');
+    expect(formatIsoDate(ms, 'UTC')).toBe('2026-12-05');
+    expect(formatIsoTime(ms, 'UTC')).toBe('14:03:22');
+    expect(formatIsoTime(ms, 'UTC', false)).toBe('14:03');
+    expect(formatIsoDateTime(ms, 'UTC')).toBe('2026-12-05 14:03:22');
+    // the zone's own calendar day and hour: UTC+9 is already the 6th, midnight is 00 (not 24)
+    expect(formatIsoDateTime(Date.parse('2026-12-05T15:00:00Z'), 'Asia/Tokyo')).toBe('2026-12-06 00:00:00');
+    expect(formatIsoDateTime(Date.parse('2026-12-05T14:03:22Z'), 'America/New_York')).toBe('2026-12-05 09:03:22');
+    expect(formatClock('2026-01-02T03:04:05Z', true, 'UTC')).toBe('2026-01-02 03:04:05');
+    // local time (no zone given): the same form
+    expect(formatIsoDateTime(ms)).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
   });
 
   it('lists GPUs by index', () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiClient, historyQueryString, type FetchLike } from '../../src/api/client';
 import type { ServiceHistory } from '../../src/api/types';
 import {
+  carryTarget,
   column,
   compactHistory,
   firstRecorded,
@@ -60,6 +61,38 @@ describe('service history charts', () => {
     ] });
   });
 
+  it('keeps drawing the policy\'s target through a manual override, whose ticks record no target', () => {
+    // As the daemon answers while PUT /replicas holds the count: the ticks (replica counts)
+    // go on, the metric and its target are null from the override on.
+    const t = [T0, T0 + 6, T0 + 12, T0 + 18, T0 + 24];
+    const overridden = history({ to: T0 + 30, t, desired: [2, 2, 4, 4, 4], ready: [2, 2, 2, 3, 4],
+      current: [2, 2, 4, 4, 4], metrics: [{ name: 'vllm:num_requests_waiting', value: [3.5, 6, null, null, null],
+        target: [5, 5, null, null, null] }], gateway: { ...noGateway(), in_flight: [null, null, null, null, null] } });
+    const [chart] = (historyView(overridden) as HistoryCharts).metrics;
+    expect(chart?.data.series).toEqual([
+      { label: 'value', values: [3.5, 6, null, null, null] }, // no reading under the override: a gap
+      { label: 'target', values: [5, 5, 5, 5, 5], dash: true },
+    ]);
+    expect(metricCharts(overridden)[0]?.data.series[1]?.values).toEqual([5, 5, 5, 5, 5]);
+  });
+
+  it('carries a target only across recorded ticks, never before the first or over a break', () => {
+    const all = [true, true, true, true, true];
+    expect(carryTarget([null, 5, null, 7, null], all)).toEqual([null, 5, 5, 7, 7]);
+    expect(carryTarget([5, null, null, null, null], [true, true, false, true, true])).toEqual([5, 5, null, null, null]);
+    expect(carryTarget([null, null], [true, true])).toEqual([null, null]);
+    // a break in the record (compactHistory's all-null entry) ends the carried line
+    const n = 40; // 1 s steps; a tick every 5 s, none from 15 to 30 s; the target stops at 10 s
+    const times = Array.from({ length: n }, (_, i) => T0 + i);
+    const ticked = (i: number) => i % 5 === 0 && (i < 15 || i > 30);
+    const col = (v: (i: number) => number | null) => times.map((_x, i) => (ticked(i) ? v(i) : null));
+    const view = historyView(history({ from: T0, to: T0 + n, step: 1, t: times, desired: col(() => 2),
+      ready: col(() => 2), current: col(() => 2), metrics: [{ name: 'm', value: col(() => null),
+        target: col((i) => (i <= 5 ? 3 : null)) }], gateway: noGateway() })) as HistoryCharts;
+    expect(view.metrics[0]?.data.x).toEqual([0, 5, 10, 15, 35].map((s) => T0 + s));
+    expect(view.metrics[0]?.data.series[1]?.values).toEqual([3, 3, 3, null, null]);
+  });
+
   it('charts desired, ready and current replicas as counts', () => {
     const chart = replicaChart(history());
     expect(chart.integers).toBe(true);
@@ -69,13 +102,28 @@ describe('service history charts', () => {
 
   it('charts traffic in req/s, ms and %, and none when the window had no gateway traffic', () => {
     const charts = trafficCharts(history());
-    expect(charts.map((c) => [c.title, c.unit])).toEqual([
-      ['Request rate', 'req/s'], ['Latency', 'ms'], ['Error ratio', '%'], ['In flight', 'requests']]);
-    const latency = charts[1]?.data.series ?? [];
-    expect(latency.map((s) => s.label)).toEqual(['TTFT p50', 'TTFT p90', 'TPOT p50', 'E2E p90']);
-    expect(latency[0]?.values[0]).toBeCloseTo(30);
-    expect(charts[2]?.data.series[0]?.values).toEqual([0, 25, null]);
+    expect(charts.map((c) => [c.key, c.title, c.unit])).toEqual([
+      ['rate', 'Request rate', 'req/s'], ['ttft', 'Time to first token', 'ms'], ['tpot', 'Time per output token', 'ms'],
+      ['e2e', 'End-to-end latency', 'ms'], ['errors', 'Error ratio', '%'], ['in_flight', 'In flight', 'requests']]);
+    const ttft = charts[1]?.data.series ?? [];
+    expect(ttft.map((s) => s.label)).toEqual(['TTFT p50', 'TTFT p90']);
+    expect(ttft[0]?.values[0]).toBeCloseTo(30);
+    expect(charts[4]?.data.series[0]?.values).toEqual([0, 25, null]);
     expect(trafficCharts(history({ gateway: noGateway() }))).toEqual([]);
+  });
+
+  it('puts TTFT, TPOT and e2e latency in panels of their own, so a 2 s e2e does not flatten the others', () => {
+    const charts = trafficCharts(history({ gateway: { ...noGateway(), ttft_p50_seconds: [0.04, 0.05, 0.06],
+      ttft_p90_seconds: [0.09, 0.1, 0.12], tpot_p50_seconds: [0.008, 0.009, 0.01], e2e_p90_seconds: [1.8, 2, 2.1] } }));
+    const lines = (key: string) => charts.find((c) => c.key === key)?.data.series.map((s) => s.label);
+    expect(lines('ttft')).toEqual(['TTFT p50', 'TTFT p90']);
+    expect(lines('tpot')).toEqual(['TPOT p50']);
+    expect(lines('e2e')).toEqual(['E2E p90']);
+    // no chart holds lines more than 10x apart (each gets an axis of its own scale)
+    for (const c of charts) {
+      const peaks = c.data.series.map((s) => Math.max(...s.values.map((v) => v ?? 0)));
+      expect(Math.max(...peaks), c.key).toBeLessThanOrEqual(10 * Math.min(...peaks));
+    }
   });
 
   it('aligns short or malformed columns to t with gaps', () => {

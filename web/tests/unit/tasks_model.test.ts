@@ -26,8 +26,10 @@ import { bench, experiment, latency, monitoring, summary, task } from './task_fi
 
 describe('task formatting', () => {
   it.each([
-    [1763870000.5, '23/11/2025, 03:53:20'],
+    [1763870000.5, '2025-11-23 03:53:20'],
+    [1764892800, '2025-12-05 00:00:00'], // day 5 of month 12: never "05/12/2025" or "12/05/2025"
     [null, MISSING],
+    [1e20, MISSING],
     [Number.NaN, MISSING],
   ])('formatUnixTime(%s) = %s', (seconds, expected) => {
     expect(formatUnixTime(seconds, true, 'UTC')).toBe(expected);
