@@ -206,6 +206,26 @@ TEST_F(TaskCommandsTest, ShowTableMarksTheBestAndShowsResults) {
   EXPECT_NE(out_.find("needs 1"), std::string::npos) << out_;  // the queued one
 }
 
+// The column lists which GPUs an experiment holds; under "GPUS" the best one's "2" (GPU 2,
+// one GPU) read as a count of two.
+TEST_F(TaskCommandsTest, ShowTableNamesTheGpuColumnForItsIndices) {
+  api::SeedTasks(daemon_);
+  ASSERT_EQ(Run({"task", "show", "4"}), kExitOk) << err_;
+  std::istringstream lines(out_);
+  std::string line, header;
+  while (std::getline(lines, line)) {
+    if (line.find("PARAMETERS") != std::string::npos) header = line;
+  }
+  ASSERT_FALSE(header.empty()) << out_;
+  EXPECT_NE(header.find("GPU IDS"), std::string::npos) << header;
+  EXPECT_EQ(header.find("GPUS"), std::string::npos) << header;
+  ASSERT_EQ(Run({"experiment", "show", "7"}), kExitOk) << err_;
+  EXPECT_NE(out_.find("gpus:        1 (id 2), 19000 MiB per GPU estimated"), std::string::npos)
+      << out_;
+  ASSERT_EQ(Run({"experiment", "show", "8"}), kExitOk) << err_;
+  EXPECT_NE(out_.find("gpus:        2 (ids 0,1)"), std::string::npos) << out_;
+}
+
 TEST_F(TaskCommandsTest, ShowJsonIsTheApiBody) {
   api::SeedTasks(daemon_);
   ASSERT_EQ(Run({"task", "show", "4", "-o", "json"}), kExitOk) << err_;

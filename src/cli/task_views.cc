@@ -53,15 +53,29 @@ std::string ParametersText(const Json& parameters) {
   return text.empty() ? "-" : text;
 }
 
-// Leased GPU indices ("0,1") once allocated, else how many are needed ("needs 2").
-std::string GpusText(const Json& experiment) {
+// The leased GPUs' indices ("0,1"), empty before allocation.
+std::string GpuIdsText(const Json& experiment) {
   const Json& indices = Member(Member(experiment, "gpu_info"), "indices");
-  if (indices.is_array() && !indices.empty()) {
-    std::vector<std::string> parts;
-    for (const Json& index : indices) parts.push_back(Text(index));
-    return fmt::format("{}", fmt::join(parts, ","));
-  }
+  if (!indices.is_array()) return "";
+  std::vector<std::string> parts;
+  for (const Json& index : indices) parts.push_back(Text(index));
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+// The GPU IDS cell: the leased indices once allocated ("2" is GPU 2, not a count), else how
+// many are needed ("needs 2").
+std::string GpuIdsCell(const Json& experiment) {
+  const std::string ids = GpuIdsText(experiment);
+  if (!ids.empty()) return ids;
   return fmt::format("needs {}", Text(Member(experiment, "gpus_required")));
+}
+
+// `experiment show`'s gpus line: the count, then the indices ("2 (ids 0,1)", "1 (id 2)").
+std::string GpuCountText(const Json& experiment) {
+  const Json& indices = Member(Member(experiment, "gpu_info"), "indices");
+  if (!indices.is_array() || indices.empty()) return GpuIdsCell(experiment);
+  return fmt::format("{} (id{} {})", indices.size(), indices.size() == 1 ? "" : "s",
+                     GpuIdsText(experiment));
 }
 
 // Columns padded to their widest cell; `right` marks right-aligned columns.
@@ -180,12 +194,12 @@ void PrintTask(const Json& task, std::ostream& out) {
   // Experiments go by their id everywhere (CLI, API, dashboard, logs); the position within the
   // task's grid is not shown, so that "#7" always names the same experiment.
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "STATUS", "PARAMETERS", "GPUS", "TOK/S", "TTFT P90", "TPOT P90", "MONITORED"}};
+      {"ID", "STATUS", "PARAMETERS", "GPU IDS", "TOK/S", "TTFT P90", "TPOT P90", "MONITORED"}};
   for (const Json& e : experiments) {
     const Json& bench = Member(e, "bench");
     const bool best = Member(e, "is_best") == true;
     rows.push_back({(best ? "*#" : "#") + Text(Member(e, "id")), Text(Member(e, "status")),
-                    ParametersText(Member(e, "parameters")), GpusText(e),
+                    ParametersText(Member(e, "parameters")), GpuIdsCell(e),
                     Fixed(Member(bench, "output_token_throughput_per_second"), 1),
                     Millis(Member(Member(bench, "ttft_seconds"), "p90")),
                     Millis(Member(Member(bench, "time_per_output_token_seconds"), "p90")),
@@ -201,7 +215,7 @@ void PrintExperiment(const Json& e, std::ostream& out) {
                      Member(e, "is_best") == true ? ", best" : "");
   out << fmt::format("  parameters:  {}\n", ParametersText(Member(e, "parameters")));
   const Json& info = Member(e, "gpu_info");
-  out << fmt::format("  gpus:        {} ({} MiB per GPU estimated){}\n", GpusText(e),
+  out << fmt::format("  gpus:        {}, {} MiB per GPU estimated{}\n", GpuCountText(e),
                      Text(Member(e, "memory_mb_per_gpu")),
                      info.is_object() ? fmt::format(", {} via {}", Text(Member(info, "model")),
                                                     Text(Member(info, "allocation_method")))

@@ -64,6 +64,7 @@ struct Canned {
   std::string body;
   int retry_after_s = 0;  // > 0: a Retry-After header
   std::string_view content_type = "application/json";
+  std::string_view allow = {};  // non-empty: an Allow header (a 405 must have one, RFC 9110)
 };
 
 // An OpenAI-shaped error response.
@@ -79,11 +80,19 @@ net::StringResponse CannedResponse(const Canned& reply) {
   if (reply.retry_after_s > 0) {
     res.set(http::field::retry_after, std::to_string(reply.retry_after_s));
   }
+  if (!reply.allow.empty()) res.set(http::field::allow, reply.allow);
   if (reply.status == http::status::unauthorized) {
     res.set(http::field::www_authenticate, "Bearer");  // RFC 6750 3
   }
   res.body() = reply.body;
   return res;
+}
+
+// 405 for a route that serves only `allow` (the Allow header's value).
+Canned MethodNotAllowed(std::string_view allow, std::string_view message) {
+  Canned reply = ErrorReply(http::status::method_not_allowed, message, "invalid_request_error");
+  reply.allow = allow;
+  return reply;
 }
 
 // Coroutine bodies below pass only named values to co_await calls (net/http_server.h says
@@ -191,16 +200,14 @@ std::optional<Canned> GatewayServer::Impl::Route(const Request& req) const {
     // The gateway's own families, so that `gpuscale gateway` on its own can be scraped
     // (under `gpuscale serve` the API's /metrics carries them too).
     if (req.method() != http::verb::get) {
-      return ErrorReply(http::status::method_not_allowed, "use GET /metrics",
-                        "invalid_request_error");
+      return MethodNotAllowed("GET", "use GET /metrics");
     }
     return Canned{http::status::ok, state->MetricsText(), 0,
                   "text/plain; version=0.0.4; charset=utf-8"};
   }
   if (path == "/v1/models") {
     if (req.method() != http::verb::get) {
-      return ErrorReply(http::status::method_not_allowed, "use GET /v1/models",
-                        "invalid_request_error");
+      return MethodNotAllowed("GET", "use GET /v1/models");
     }
     return Canned{http::status::ok, ModelListBody(state->Models())};
   }
@@ -208,8 +215,7 @@ std::optional<Canned> GatewayServer::Impl::Route(const Request& req) const {
     // OpenAI's retrieve-model route; model names may contain '/' (org/name).
     const std::string model(path.substr(kModel.size()));
     if (req.method() != http::verb::get) {
-      return ErrorReply(http::status::method_not_allowed, "use GET /v1/models/{model}",
-                        "invalid_request_error");
+      return MethodNotAllowed("GET", "use GET /v1/models/{model}");
     }
     if (const std::optional<std::string> service = state->ServiceOf(model)) {
       return Canned{http::status::ok, ModelBody(model, *service)};
@@ -222,8 +228,7 @@ std::optional<Canned> GatewayServer::Impl::Route(const Request& req) const {
   }
   if (IsInferencePath(path)) {
     if (req.method() == http::verb::post) return std::nullopt;
-    return ErrorReply(http::status::method_not_allowed, fmt::format("use POST {}", path),
-                      "invalid_request_error");
+    return MethodNotAllowed("POST", fmt::format("use POST {}", path));
   }
   return ErrorReply(http::status::not_found,
                     fmt::format("no route {} (the gateway serves /v1/chat/completions, "

@@ -736,6 +736,29 @@ TEST_F(GatewayServerTest, AStreamOnAReplicaTheHealthChecksGiveUpEndsWithAnErrorE
   EXPECT_TRUE(state_->Down("r"));
 }
 
+// RFC 9110 15.5.6: a 405 names the methods the route takes in an Allow header.
+TEST_F(GatewayServerTest, AWrongMethodIs405WithAllow) {
+  Start();
+  struct Case {
+    const char* method;
+    const char* path;
+    const char* allow;
+  };
+  for (const Case& c :
+       {Case{"POST", "/metrics", "GET"}, Case{"DELETE", "/v1/models", "GET"},
+        Case{"PUT", "/v1/models/llama", "GET"}, Case{"GET", "/v1/chat/completions", "POST"},
+        Case{"GET", "/v1/embeddings", "POST"}}) {
+    httplib::Request req;
+    req.method = c.method;
+    req.path = c.path;
+    httplib::Client client = Client();
+    httplib::Result res = client.send(req);
+    ASSERT_TRUE(res) << c.method << " " << c.path;
+    EXPECT_EQ(res->status, 405) << c.method << " " << c.path;
+    EXPECT_EQ(res->get_header_value("Allow"), c.allow) << c.method << " " << c.path;
+  }
+}
+
 TEST_F(GatewayServerTest, ABusyPortIsAnErrorNamingTheField) {
   Start();
   GatewayConfig config;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "gpumon/simulated_thermals.h"
+
 namespace gpuscale::gpu {
 
 void GpuLoadBoard::Set(const std::string& source, GpuLoads loads) {
@@ -51,11 +53,17 @@ void ApplyLoad(GpuSnapshot& snapshot, const GpuLoads& loads) {
 
 LoadedSimulatedBackend::LoadedSimulatedBackend(std::unique_ptr<GpuBackend> simulated,
                                                std::shared_ptr<const GpuLoadBoard> board)
-    : simulated_(std::move(simulated)), board_(std::move(board)) {}
+    : simulated_(std::move(simulated)),
+      board_(std::move(board)),
+      thermals_(std::make_unique<SimulatedThermals>()) {}
+
+LoadedSimulatedBackend::~LoadedSimulatedBackend() = default;
 
 Result<GpuSnapshot> LoadedSimulatedBackend::Query(Seconds now) {
   GS_ASSIGN_OR_RETURN(GpuSnapshot snapshot, simulated_->Query(now));
-  ApplyLoad(snapshot, board_->Get());
+  const GpuLoads loads = board_->Get();
+  thermals_->Apply(snapshot, loads, now);  // reads the inventory's idle power and temperature
+  ApplyLoad(snapshot, loads);
   return snapshot;
 }
 

@@ -22,6 +22,8 @@
 
 namespace gpuscale::gpu {
 
+class SimulatedThermals;
+
 // What the replicas on one GPU put on it.
 struct GpuLoad {
   double utilization_percent = 0;  // summed over replicas, capped at 100 when applied
@@ -61,17 +63,20 @@ GpuLoads SumLoads(const std::map<std::string, GpuLoads>& by_source);
 // without a load, and loads for indices the snapshot lacks, are left alone.
 void ApplyLoad(GpuSnapshot& snapshot, const GpuLoads& loads);
 
-// A simulated backend with the board's loads applied to each snapshot.
+// A simulated backend with the board's loads applied to each snapshot, and the power and
+// temperature those loads give (SimulatedThermals, in simulated_thermals.h).
 class LoadedSimulatedBackend final : public GpuBackend {
  public:
   LoadedSimulatedBackend(std::unique_ptr<GpuBackend> simulated,
                          std::shared_ptr<const GpuLoadBoard> board);
+  ~LoadedSimulatedBackend() override;
   std::string_view Name() const override { return simulated_->Name(); }
   Result<GpuSnapshot> Query(Seconds now) override;
 
  private:
   std::unique_ptr<GpuBackend> simulated_;
   std::shared_ptr<const GpuLoadBoard> board_;
+  std::unique_ptr<SimulatedThermals> thermals_;
 };
 
 }  // namespace gpuscale::gpu

@@ -143,6 +143,20 @@ Decision TargetPolicy::FromZero(double now, bool poll_due, const Readings& readi
   return d;
 }
 
+// Why a tick with failed or missing metrics does not scale down. A fallback's count does not
+// lower the count on a tick with metrics_error either, and in the daemon every failed read
+// sets it: the message says so, since the fallback's note shows its lower count.
+std::string TargetPolicy::HeldByMissingMetrics(const Readings& readings, bool metrics_error) const {
+  if (readings.any_missing) return "a metric is missing or failed, so no scale-down";
+  if (metrics_error && readings.fallback_active) {
+    return fmt::format(
+        "metrics could not be read this tick, so no scale-down: while reads fail, fallback "
+        "replicas {} only raise the count",
+        config_.fallback->replicas);
+  }
+  return "metrics could not be read this tick, so no scale-down";
+}
+
 // HPA reconcileAutoscaler: bounds first, then metrics -> behavior.
 Decision TargetPolicy::RunHpa(const ScalingInput& input, int current, const Readings& readings) {
   const int hi = std::max(0, config_.max_replicas);
@@ -165,7 +179,7 @@ Decision TargetPolicy::RunHpa(const ScalingInput& input, int current, const Read
     std::string held_by;
     if ((readings.any_missing || input.metrics_error) && recommendation < current) {
       recommendation = current;  // HPA: invalid metrics veto a scale-down
-      held_by = "a metric is missing or failed, so no scale-down";
+      held_by = HeldByMissingMetrics(readings, input.metrics_error);
     }
     const BehaviorOutcome out = limiter_.Normalize(input.now, current, recommendation, hpa_min, hi);
     if (held_by.empty()) held_by = out.limit;

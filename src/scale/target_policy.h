@@ -9,7 +9,10 @@
 //     been inactive for cooldown_period_seconds; between 1 and max the HPA part runs.
 //   - fallback: after more than failure_threshold consecutive errors of one metric, that
 //     metric proposes `fallback.replicas` (KEDA pkg/fallback: NumberOfFailures > threshold).
-// Missing or invalid metrics never lower the count, except through an explicit fallback.
+// Missing or invalid metrics never lower the count. An explicit fallback may, but only on a
+// tick without metrics_error; the daemon sets metrics_error when a read fails (a Prometheus
+// query error, a failed scrape, a metric no ready replica exports), so for those failures a
+// fallback only raises the count.
 //
 // Owns its windows and counters, so one instance serves one service; not thread-safe.
 #pragma once
@@ -72,6 +75,7 @@ class TargetPolicy final : public Policy {
                                             const Readings& readings);
   Decision FromZero(double now, bool poll_due, const Readings& readings) const;
   Decision RunHpa(const ScalingInput& input, int current, const Readings& readings);
+  std::string HeldByMissingMetrics(const Readings& readings, bool metrics_error) const;
 
   TargetPolicyConfig config_;
   BehaviorLimiter limiter_;

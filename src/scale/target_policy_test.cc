@@ -276,6 +276,31 @@ TEST(TargetPolicyTest, FallbackAfterFailureThreshold) {
   EXPECT_EQ(policy.Evaluate(TargetInput(60, 6, {})).desired_replicas, 6);
 }
 
+// A fallback count below the current one lowers it only on a tick without metrics_error; the
+// daemon sets metrics_error on a failed query, so there the count holds and says why
+// (`policy eval` of examples/policies/keda_input.json: "hold at 5 ... fallback replicas 2").
+TEST(TargetPolicyTest, FallbackLowersOnlyOnTicksWithoutMetricsError) {
+  TargetPolicyConfig config = KedaConfig();
+  config.min_replicas = 1;
+  config.behavior = Unrestricted();
+  config.fallback = KedaFallback{.failure_threshold = 0, .replicas = 2};
+  TargetPolicy held(config);
+  ScalingInput failed = TargetInput(0, 5, {});
+  failed.metrics_error = true;
+  const Decision d = held.Evaluate(failed);
+  EXPECT_EQ(d.desired_replicas, 5) << d.reason;
+  EXPECT_NE(d.reason.find("fallback replicas 2"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("metrics could not be read this tick, so no scale-down: while reads "
+                          "fail, fallback replicas 2 only raise the count"),
+            std::string::npos)
+      << d.reason;
+  EXPECT_EQ(d.reason.find("a metric is missing"), std::string::npos) << d.reason;
+
+  TargetPolicy lowered(config);
+  const Decision absent = lowered.Evaluate(TargetInput(0, 5, {}));
+  EXPECT_EQ(absent.desired_replicas, 2) << absent.reason;
+}
+
 TEST(TargetPolicyTest, FallbackScalesFromZero) {
   TargetPolicyConfig config = KedaConfig();
   config.fallback = KedaFallback{.failure_threshold = 0, .replicas = 2};
