@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -19,7 +20,7 @@ TEST_F(StoreOpenTest, CreatesDirectoriesAndMigratesFromEmpty) {
   auto store = Store::Open(path, Seconds{100});
   ASSERT_TRUE(store) << store.error().ToString();
   EXPECT_TRUE(std::filesystem::exists(path));
-  EXPECT_EQ((*store)->schema_version(), static_cast<int>(SchemaMigrations().size()));
+  EXPECT_EQ((*store)->schema_version(), 3);
   std::lock_guard<std::mutex> lock((*store)->database().mu());
   auto version = SchemaVersion((*store)->database());
   ASSERT_TRUE(version);
@@ -60,13 +61,33 @@ TEST_F(StoreOpenTest, ReopenIsIdempotentAndKeepsData) {
 // A truncated database must not start as a fresh one (every service gone, no word).
 TEST_F(StoreOpenTest, RefusesAZeroByteDatabaseNamingTheBackup) {
   const auto path = dir_ / "gpuscale.db";
+  ASSERT_TRUE(Store::Open(dir_ / "other.db", Seconds{0}));
+  std::filesystem::copy_file(dir_ / "other.db", path.string() + ".bak");  // a last start's copy
   std::ofstream(path).close();
   auto store = Store::Open(path, Seconds{0});
   ASSERT_FALSE(store);
   EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(store.error().message.find("is empty (0 bytes)"), std::string::npos);
-  EXPECT_NE(store.error().message.find(path.string() + ".bak"), std::string::npos);
+  EXPECT_NE(store.error().message.find("cp " + path.string() + ".bak " + path.string()),
+            std::string::npos)
+      << store.error().message;
   EXPECT_EQ(std::filesystem::file_size(path), 0u) << "left as it was";
+}
+
+// No start ever copied it (or there was no room): the message must not send the user to a
+// file that is not there.
+TEST_F(StoreOpenTest, RefusesAZeroByteDatabaseWithoutABackupSayingThereIsNone) {
+  const auto path = dir_ / "gpuscale.db";
+  std::ofstream(path).close();
+  auto store = Store::Open(path, Seconds{0});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
+  const std::string& message = store.error().message;
+  EXPECT_EQ(message.find("cp "), std::string::npos) << message;
+  EXPECT_NE(message.find("there is no copy from a last start"), std::string::npos) << message;
+  EXPECT_NE(message.find("mv " + path.string() + " " + path.string() + ".damaged"),
+            std::string::npos)
+      << message;
 }
 
 TEST_F(StoreOpenTest, BackupIsACompleteDatabaseThatOpensWithTheSameState) {

@@ -1,0 +1,178 @@
+// State that cannot be stolen (issue 44): a daemon whose replicas table cannot be read adopts
+// the replica processes marked for its state directory (or refuses to start when one cannot
+// be identified) instead of placing new replicas over their GPUs; a daemon on a copy of a
+// state directory neither adopts nor signals the other directory's replicas; /readyz follows
+// the store's health both ways; the shutdown line about replicas left running is said only
+// when some are. Real `sleep` replicas, simulated GPUs, a manual clock.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "daemon/daemon.h"
+#include "orch/process_util.h"
+#include "store/store.h"
+#include "testing/daemon_test_fixture.h"
+
+extern char** environ;
+
+namespace gpuscale::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+class DaemonStateSafetyTest : public DaemonFixture {
+ protected:
+  DaemonStateSafetyTest() : DaemonFixture("gpuscale_state_safety") {}
+
+  void TearDown() override {
+    if (stranger_ > 0) kill(-stranger_, SIGKILL), waitpid(stranger_, nullptr, 0);
+    DaemonFixture::TearDown();
+  }
+
+  // Service "svc" of `sleep` replicas (ready once running), one GPU each, on `gpus`
+  // simulated GPUs; state in <dir>/<state>.
+  DaemonConfig Config(int min, int max, int gpus = 4, const std::string& state = "state") {
+    std::ofstream inventory(dir_ + "/inventory.yaml");
+    inventory << "gpus:\n";
+    for (int i = 0; i < gpus; ++i) inventory << "  - index: " << i << "\n";
+    DaemonConfig c;
+    c.gpu.backend.kind = "simulated";
+    c.gpu.backend.inventory_path = dir_ + "/inventory.yaml";
+    c.state_dir = dir_ + "/" + state;
+    ServiceConfig s;
+    s.name = "svc";
+    s.command = {"sleep", "300"};
+    s.readiness_path = "";
+    s.min_replicas = min;
+    s.max_replicas = max;
+    c.services.push_back(s);
+    return c;
+  }
+
+  // Quiet options whose log lines land in logged_.
+  DaemonOptions LoggingOptions() {
+    DaemonOptions options = QuietOptions();
+    options.log = [this](std::string_view m) { logged_.emplace_back(m); };
+    return options;
+  }
+  int LoggedLinesWith(const std::string& text) const {
+    int n = 0;
+    for (const std::string& line : logged_) n += line.find(text) != std::string::npos ? 1 : 0;
+    return n;
+  }
+
+  std::vector<orch::ReplicaInfo> Replicas() {
+    auto r = daemon_->ListReplicas("svc");
+    EXPECT_TRUE(r) << r.error().ToString();
+    return r ? *r : std::vector<orch::ReplicaInfo>{};
+  }
+
+  // The daemon dies: its replicas keep running.
+  void Crash() {
+    daemon_->Shutdown(/*stop_replicas=*/false);
+    daemon_.reset();
+  }
+
+  // Runs `sql` on the state database through a connection of its own (another process's,
+  // as far as the daemon's connection can tell).
+  void ExecSql(const std::string& sql, const std::string& state = "state") {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/" + state + "/gpuscale.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+    const std::string message = error != nullptr ? error : "";
+    sqlite3_free(error);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << message;
+  }
+
+  // Another writer fills the state database up to `cap_bytes` (the daemon's size cap) with
+  // events of service "filler", in ever smaller rows until not even a small one fits.
+  void FillStore(int64_t cap_bytes) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/state/gpuscale.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    const std::string cap = "PRAGMA max_page_count = " + std::to_string(cap_bytes / 4096);
+    ASSERT_EQ(sqlite3_exec(db, cap.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    for (int size : {4000, 500, 50}) {
+      const std::string insert =
+          "INSERT INTO events (at, service, kind, replica, message, data) VALUES (0, 'filler', "
+          "'filler', '', printf('%." + std::to_string(size) + "c', 'x'), '')";
+      int rows = 0;
+      while (rows < 10000 && sqlite3_exec(db, insert.c_str(), nullptr, nullptr, nullptr) ==
+                                 SQLITE_OK) {
+        ++rows;
+      }
+      ASSERT_LT(rows, 10000) << "the cap was never reached";
+    }
+    sqlite3_close(db);
+  }
+
+  std::string Marker(const std::string& state = "state") const {
+    return std::string(orch::kReplicaMarkerEnv) + "=" +
+           orch::ReplicaMarkerValue(dir_ + "/" + state);
+  }
+  std::set<int> MarkedPids(const std::string& state = "state") const {
+    std::set<int> pids;
+    for (const orch::MarkedProcess& p : orch::FindProcessesWithEnv(Marker(state))) {
+      pids.insert(p.pid);
+    }
+    return pids;
+  }
+
+  static std::set<int> PidsOf(const std::vector<orch::ReplicaInfo>& replicas) {
+    std::set<int> pids;
+    for (const orch::ReplicaInfo& r : replicas) pids.insert(r.pid);
+    return pids;
+  }
+
+  // `sleep 300` in a process group of its own carrying only the marker (as a replica started
+  // by a gpuscale before replicas said which they are); TearDown kills it.
+  void StartUnidentifiedReplica() {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+    env_strings.push_back(Marker());
+    std::vector<char*> env;
+    for (std::string& e : env_strings) env.push_back(e.data());
+    env.push_back(nullptr);
+    char sleep_arg[] = "sleep", seconds[] = "300";
+    char* argv[] = {sleep_arg, seconds, nullptr};
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    ASSERT_EQ(posix_spawnp(&stranger_, "sleep", nullptr, &attr, argv, env.data()), 0);
+    posix_spawnattr_destroy(&attr);
+    // posix_spawn returns once exec has begun, slightly before /proc shows the new image.
+    for (int i = 0; i < 1000 && MarkedPids().count(stranger_) == 0; ++i) usleep(1000);
+    ASSERT_EQ(MarkedPids().count(stranger_), 1u);
+  }
+
+  std::vector<std::string> logged_;
+  pid_t stranger_ = -1;
+};
+
+// Item 13: a daemon that stops without stopping replicas (a start that failed on a busy
+// port, --keep-replicas) says it leaves replicas running only when some run.
+TEST_F(DaemonStateSafetyTest, LeavingReplicasRunningIsSaidOnlyWhenSomeRun) {
+  Open(Config(0, 1), LoggingOptions());
+  Crash();
+  EXPECT_EQ(LoggedLinesWith("leaving"), 0);
+  Open(Config(1, 1), LoggingOptions());
+  Tick(2);
+  Crash();
+  EXPECT_EQ(LoggedLinesWith("leaving the replicas of 1 service running"), 1);
+  Open(Config(1, 1));  // adopts it; TearDown stops it
+}
+
+}  // namespace
+}  // namespace gpuscale::daemon
