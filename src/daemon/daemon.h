@@ -214,7 +214,18 @@ class Daemon final : public DaemonApi {
   void RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>& events);
   size_t StopUnknownReplicaProcesses(const std::vector<store::ReplicaRow>& rows, Seconds now,
                                      std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
-  void AdoptAll(Seconds now) GS_REQUIRES(loop_mu_);
+  // Errors: kFailedPrecondition when the replicas table cannot be read and a replica process
+  // marked for this state directory cannot be identified (ReplicaRowsFromProcesses).
+  Status AdoptAll(Seconds now) GS_REQUIRES(loop_mu_);
+  // When the replicas table cannot be read (`unreadable`): rows rebuilt from the replica
+  // processes marked for this state directory (orch/marked_replicas.h), the table emptied to
+  // be rewritten from them. Errors: kFailedPrecondition naming the database, the pids and
+  // what to do when a marked process carries no replica id (replicas_from_processes.cc).
+  Result<std::vector<store::ReplicaRow>> ReplicaRowsFromProcesses(
+      const Error& unreadable, Seconds now, std::vector<store::EventRow>& events)
+      GS_REQUIRES(loop_mu_);
+  // The daemon service of a marked process's service name ("chat.prefill" -> "chat").
+  std::string ServiceOfMarked(const std::string& service) const GS_REQUIRES(loop_mu_);
   size_t StaleLeaseCount();
   void AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now) GS_REQUIRES(loop_mu_);
   ServiceConfig OrphanConfig(const std::string& service);

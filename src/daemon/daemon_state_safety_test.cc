@@ -161,6 +161,103 @@ class DaemonStateSafetyTest : public DaemonFixture {
   pid_t stranger_ = -1;
 };
 
+// Item 9: the replica rows cannot be read (a damaged row), but the two replica processes say
+// which replicas they are: the next daemon adopts them on their GPUs, starts no third, and
+// stops them at its shutdown.
+TEST_F(DaemonStateSafetyTest, UnreadableReplicasTableIsRebuiltFromTheMarkedProcesses) {
+  Open(Config(2, 2, /*gpus=*/2));
+  Tick(2);
+  const std::vector<orch::ReplicaInfo> before = Replicas();
+  ASSERT_EQ(before.size(), 2u);
+  Crash();
+  ExecSql("UPDATE replicas SET gpus = 'not json'");
+  {
+    std::unique_ptr<store::Store> store =
+        *store::Store::Open(dir_ + "/state/gpuscale.db", clock_.Now());
+    ASSERT_FALSE(store->replicas().List()) << "the table must be unreadable for this test";
+  }
+
+  Open(Config(2, 2, /*gpus=*/2), LoggingOptions());
+  EXPECT_EQ(LoggedLinesWith("cannot be read"), 1);
+  EXPECT_EQ(daemon_->Leases().size(), 2u);
+  Tick(2);
+  const std::vector<orch::ReplicaInfo> after = Replicas();
+  ASSERT_EQ(after.size(), 2u);
+  for (const orch::ReplicaInfo& r : after) {
+    EXPECT_TRUE(r.adopted) << r.id;
+    const auto was = std::find_if(before.begin(), before.end(),
+                                  [&](const orch::ReplicaInfo& b) { return b.id == r.id; });
+    ASSERT_NE(was, before.end()) << r.id;
+    EXPECT_EQ(r.pid, was->pid);
+    EXPECT_EQ(r.gpus, was->gpus);
+    EXPECT_EQ(r.port, was->port);
+  }
+  EXPECT_EQ(MarkedPids(), PidsOf(before)) << "no replica placed over the adopted ones";
+  EXPECT_TRUE(daemon_->Ready()) << "the table was rewritten";
+
+  StopDaemon();
+  EXPECT_TRUE(MarkedPids().empty()) << "no replica outlives the daemon's shutdown";
+}
+
+// Item 9: a marked process that does not say which replica it is cannot be adopted without
+// the table: the daemon refuses to start, naming the database, the pid and what to do.
+TEST_F(DaemonStateSafetyTest, UnreadableReplicasTableWithAnUnidentifiedProcessRefusesToStart) {
+  Open(Config(1, 1));
+  Tick(2);
+  Crash();
+  ExecSql("UPDATE replicas SET gpus = 'not json'");
+  StartUnidentifiedReplica();
+
+  auto refused = Daemon::Open(Config(1, 1), clock_, QuietOptions());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(refused.error().message, HasSubstr(dir_ + "/state/gpuscale.db"));
+  EXPECT_THAT(refused.error().message, HasSubstr("pids " + std::to_string(stranger_)));
+  EXPECT_THAT(refused.error().message, HasSubstr("kill -TERM"));
+  EXPECT_EQ(MarkedPids().size(), 2u) << "nothing was signalled";
+
+  // Done what it says: the stranger stopped, the next start adopts svc-0 from its process.
+  kill(-stranger_, SIGKILL);
+  waitpid(stranger_, nullptr, 0);
+  stranger_ = -1;
+  Open(Config(1, 1));
+  ASSERT_EQ(Replicas().size(), 1u);
+  EXPECT_TRUE(Replicas()[0].adopted);
+}
+
+// Item 10: a daemon on a copy of a state directory (sqlite3 .backup) finds rows whose live
+// processes are marked for the original directory: it drops them (logged once), releases
+// their leases in its own ledger, starts its own replicas, and its shutdown leaves the
+// original's running.
+TEST_F(DaemonStateSafetyTest, ReplicasOfACopiedStateDirectoryAreNeitherAdoptedNorSignalled) {
+  Open(Config(2, 2));
+  Tick(2);
+  const std::set<int> originals = PidsOf(Replicas());
+  ASSERT_EQ(originals.size(), 2u);
+  Crash();
+  std::filesystem::create_directories(dir_ + "/copy");
+  {
+    std::unique_ptr<store::Store> store =
+        *store::Store::Open(dir_ + "/state/gpuscale.db", clock_.Now());
+    ASSERT_TRUE(store->database().BackupTo(dir_ + "/copy/gpuscale.db"));
+  }
+
+  Open(Config(2, 2, 4, "copy"), LoggingOptions());
+  EXPECT_TRUE(daemon_->Leases().empty()) << "no lease re-acquired for another's replicas";
+  EXPECT_EQ(LoggedLinesWith("another state directory"), 1);
+  Tick(2);
+  const std::set<int> own = PidsOf(Replicas());
+  ASSERT_EQ(own.size(), 2u);
+  for (int pid : own) EXPECT_EQ(originals.count(pid), 0u) << pid;
+  StopDaemon();
+  for (int pid : originals) EXPECT_TRUE(orch::ProcessAlive(pid)) << pid;
+  EXPECT_EQ(LoggedLinesWith("another state directory"), 1) << "said once";
+
+  // The original directory's daemon still adopts them (TearDown stops them).
+  Open(Config(2, 2));
+  EXPECT_EQ(PidsOf(Replicas()), originals);
+}
+
 // Item 13: a daemon that stops without stopping replicas (a start that failed on a busy
 // port, --keep-replicas) says it leaves replicas running only when some run.
 TEST_F(DaemonStateSafetyTest, LeavingReplicasRunningIsSaidOnlyWhenSomeRun) {
