@@ -428,6 +428,7 @@ void Daemon::Tick() {
   end_phase("services");
   PersistLeases();
   events_->Append(events);
+  ProbeStore();
   TrimHistory(now);
   end_phase("persist");
   if (memory_trim_.Run(now)) end_phase("trim");  // once a minute

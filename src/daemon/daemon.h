@@ -277,6 +277,13 @@ class Daemon final : public DaemonApi {
   ServiceView ViewOf(const Slot& slot, Seconds now) const;
   void PrepareProbes(Seconds now) GS_REQUIRES(loop_mu_);
   void Log(std::string_view message);
+  // An API request's write, passed through: one that failed because the store cannot be
+  // written (kUnavailable: a full disk, an I/O error) makes /readyz answer 503 at once; a
+  // later API write that succeeds, or a probe on a tick (ProbeStore), clears it.
+  Status ApiWrite(std::string_view what, Status written);
+  // One probe write while a failing kind of write waits for one (StoreHealth::AwaitsProbe),
+  // so readiness returns on the first tick after the disk is freed.
+  void ProbeStore();
   void LoopMain() GS_EXCLUDES(loop_mu_, mu_);
   // The loop's interval now: loop_interval, or 1 s while requests wait at the gateway, or
   // probe_interval while a replica settles (whichever is shortest).

@@ -258,6 +258,51 @@ TEST_F(DaemonStateSafetyTest, ReplicasOfACopiedStateDirectoryAreNeitherAdoptedNo
   EXPECT_EQ(PidsOf(Replicas()), originals);
 }
 
+// Item 11: an API write the store refuses (a full disk: a size cap here) makes the daemon not
+// ready at once; the next tick's probe write finds that the store takes writes again.
+TEST_F(DaemonStateSafetyTest, AnApiWriteThatFailsOnAFullStoreMakesTheDaemonNotReadyAtOnce) {
+  DaemonOptions options = QuietOptions();
+  options.store_max_bytes = 400 * 1024;
+  Open(Config(1, 1), options);
+  Tick(2);
+  ASSERT_TRUE(daemon_->Ready());
+  ServiceConfig big = Config(1, 1).services[0];
+  big.name = "big";
+  big.command = {"sleep", "300", std::string(600 * 1024, 'x')};  // a spec past the cap
+  auto created = daemon_->CreateService(big);
+  ASSERT_FALSE(created);
+  ASSERT_EQ(created.error().code, ErrorCode::kUnavailable) << created.error().ToString();
+  Status ready = daemon_->Ready();
+  ASSERT_FALSE(ready);
+  EXPECT_THAT(ready.error().message, HasSubstr("creating service big"));
+  Tick();
+  EXPECT_TRUE(daemon_->Ready()) << "a 16 KiB probe write fits: the store takes writes";
+}
+
+// Item 11: the disk fills up (another writer takes the room left under the size cap that
+// stands in for it) and events cannot be appended: not ready. Once the room is back, the
+// daemon is ready on the next tick although no event is due.
+TEST_F(DaemonStateSafetyTest, ReadinessReturnsOnTheFirstTickAfterTheStoreTakesWritesAgain) {
+  constexpr int64_t kCapBytes = 1 << 20;
+  DaemonOptions options = QuietOptions();
+  options.store_max_bytes = kCapBytes;
+  Open(Config(1, 2), options);
+  Tick(3);
+  ASSERT_TRUE(daemon_->Ready());
+  FillStore(kCapBytes);
+  ASSERT_TRUE(daemon_->SetDesiredReplicas("svc", 2));
+  Tick(3);  // the override, the start and the readiness of svc-1: their events fail
+  ASSERT_EQ(Replicas().size(), 2u);
+  Status ready = daemon_->Ready();
+  ASSERT_FALSE(ready);
+  EXPECT_THAT(ready.error().message, HasSubstr("appending event"));
+  Tick();
+  EXPECT_FALSE(daemon_->Ready()) << "the probe write fails too while the disk is full";
+  ExecSql("DELETE FROM events WHERE service = 'filler'");
+  Tick();
+  EXPECT_TRUE(daemon_->Ready());
+}
+
 // Item 13: a daemon that stops without stopping replicas (a start that failed on a busy
 // port, --keep-replicas) says it leaves replicas running only when some run.
 TEST_F(DaemonStateSafetyTest, LeavingReplicasRunningIsSaidOnlyWhenSomeRun) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "store/migrations.h"
@@ -20,7 +21,7 @@ TEST_F(StoreOpenTest, CreatesDirectoriesAndMigratesFromEmpty) {
   auto store = Store::Open(path, Seconds{100});
   ASSERT_TRUE(store) << store.error().ToString();
   EXPECT_TRUE(std::filesystem::exists(path));
-  EXPECT_EQ((*store)->schema_version(), 3);
+  EXPECT_EQ((*store)->schema_version(), static_cast<int>(SchemaMigrations().size()));
   std::lock_guard<std::mutex> lock((*store)->database().mu());
   auto version = SchemaVersion((*store)->database());
   ASSERT_TRUE(version);
@@ -88,6 +89,35 @@ TEST_F(StoreOpenTest, RefusesAZeroByteDatabaseWithoutABackupSayingThereIsNone) {
   EXPECT_NE(message.find("mv " + path.string() + " " + path.string() + ".damaged"),
             std::string::npos)
       << message;
+}
+
+// The probe write fails while the database is full (a size cap stands in for the disk) and
+// succeeds once rows are deleted; it leaves nothing behind.
+TEST_F(StoreOpenTest, ProbeWriteFailsWhileTheDatabaseIsFullAndLeavesNoRow) {
+  OpenOptions options;
+  options.max_bytes = 256 * 1024;
+  auto store = Store::Open(dir_ / "gpuscale.db", Seconds{0}, options);
+  ASSERT_TRUE(store) << store.error().ToString();
+  ASSERT_TRUE((*store)->ProbeWrite());
+  int rows = 0;
+  for (; rows < 100; ++rows) {
+    const std::string name = "svc" + std::to_string(rows);
+    if (!(*store)->services().Put(
+            MakeServiceRow(name, std::string(8192, 'x'), Seconds{0}, Seconds{0}))) {
+      break;
+    }
+  }
+  ASSERT_LT(rows, 100) << "the cap was never reached";
+  Status full = (*store)->ProbeWrite();
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code, ErrorCode::kUnavailable);
+  for (int i = 0; i < rows; ++i) ASSERT_TRUE((*store)->services().Delete("svc" + std::to_string(i)));
+  EXPECT_TRUE((*store)->ProbeWrite());
+  std::lock_guard<std::mutex> lock((*store)->database().mu());
+  auto count = (*store)->database().Prepare("SELECT count(*) FROM write_probe");
+  ASSERT_TRUE(count);
+  ASSERT_TRUE(*count->Step());
+  EXPECT_EQ(count->ColumnInt64(0), 0);
 }
 
 TEST_F(StoreOpenTest, BackupIsACompleteDatabaseThatOpensWithTheSameState) {
@@ -221,7 +251,7 @@ TEST_F(MigrationTest, UpgradesAVersion2DatabaseAndKeepsItsServices) {
   db_.reset();
   auto store = Store::Open(dir_ / "m.db", Seconds{10});
   ASSERT_TRUE(store) << store.error().ToString();
-  EXPECT_EQ((*store)->schema_version(), 3);
+  EXPECT_EQ((*store)->schema_version(), static_cast<int>(SchemaMigrations().size()));
   auto chat = (*store)->services().Get("chat");
   ASSERT_TRUE(chat) << chat.error().ToString();
   EXPECT_EQ(chat->spec, "engine: slurm");
