@@ -122,7 +122,14 @@ void Daemon::Shutdown(bool stop_replicas) {
   ShutdownTasks();
   MutexLock loop_lock(loop_mu_);
   if (!stop_replicas) {
-    Log("leaving replicas running for the next daemon to adopt");
+    // Said only when true: a start that fails (a busy port) may have started nothing.
+    size_t left = 0;
+    for (const auto& [name, slot] : services_) left += slot->orch->HasProcesses() ? 1 : 0;
+    for (const auto& slot : retiring_) left += slot->orch->HasProcesses() ? 1 : 0;
+    if (left > 0) {
+      Log(fmt::format("leaving the replicas of {} service{} running for the next daemon to adopt",
+                      left, left == 1 ? "" : "s"));
+    }
     return;
   }
   const Seconds now = clock_.Now();
@@ -421,6 +428,7 @@ void Daemon::Tick() {
   end_phase("services");
   PersistLeases();
   events_->Append(events);
+  ProbeStore();
   TrimHistory(now);
   end_phase("persist");
   if (memory_trim_.Run(now)) end_phase("trim");  // once a minute

@@ -214,7 +214,18 @@ class Daemon final : public DaemonApi {
   void RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>& events);
   size_t StopUnknownReplicaProcesses(const std::vector<store::ReplicaRow>& rows, Seconds now,
                                      std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
-  void AdoptAll(Seconds now) GS_REQUIRES(loop_mu_);
+  // Errors: kFailedPrecondition when the replicas table cannot be read and a replica process
+  // marked for this state directory cannot be identified (ReplicaRowsFromProcesses).
+  Status AdoptAll(Seconds now) GS_REQUIRES(loop_mu_);
+  // When the replicas table cannot be read (`unreadable`): rows rebuilt from the replica
+  // processes marked for this state directory (orch/marked_replicas.h), the table emptied to
+  // be rewritten from them. Errors: kFailedPrecondition naming the database, the pids and
+  // what to do when a marked process carries no replica id (replicas_from_processes.cc).
+  Result<std::vector<store::ReplicaRow>> ReplicaRowsFromProcesses(
+      const Error& unreadable, Seconds now, std::vector<store::EventRow>& events)
+      GS_REQUIRES(loop_mu_);
+  // The daemon service of a marked process's service name ("chat.prefill" -> "chat").
+  std::string ServiceOfMarked(const std::string& service) const GS_REQUIRES(loop_mu_);
   size_t StaleLeaseCount();
   void AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now) GS_REQUIRES(loop_mu_);
   ServiceConfig OrphanConfig(const std::string& service);
@@ -266,6 +277,13 @@ class Daemon final : public DaemonApi {
   ServiceView ViewOf(const Slot& slot, Seconds now) const;
   void PrepareProbes(Seconds now) GS_REQUIRES(loop_mu_);
   void Log(std::string_view message);
+  // An API request's write, passed through: one that failed because the store cannot be
+  // written (kUnavailable: a full disk, an I/O error) makes /readyz answer 503 at once; a
+  // later API write that succeeds, or a probe on a tick (ProbeStore), clears it.
+  Status ApiWrite(std::string_view what, Status written);
+  // One probe write while a failing kind of write waits for one (StoreHealth::AwaitsProbe),
+  // so readiness returns on the first tick after the disk is freed.
+  void ProbeStore();
   void LoopMain() GS_EXCLUDES(loop_mu_, mu_);
   // The loop's interval now: loop_interval, or 1 s while requests wait at the gateway, or
   // probe_interval while a replica settles (whichever is shortest).

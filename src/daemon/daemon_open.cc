@@ -101,7 +101,7 @@ Status Daemon::OpenState() {
     services_[services[i].name] = std::move(*slot);
   }
   events_->Append(events);
-  AdoptAll(now);
+  GS_RETURN_IF_ERROR(AdoptAll(now));
   GS_RETURN_IF_ERROR(OpenTasks());
   PublishViews(now);
   monitor_->Start();
@@ -254,10 +254,17 @@ size_t Daemon::StaleLeaseCount() {
   return stale;
 }
 
-// Re-adopts what the previous daemon persisted; see daemon.h.
-void Daemon::AdoptAll(Seconds now) {
+// Re-adopts what the previous daemon persisted, or, when its rows cannot be read, the
+// replica processes marked for this state directory (replicas_from_processes.cc); see
+// daemon.h.
+Status Daemon::AdoptAll(Seconds now) {
+  std::vector<store::EventRow> events;
   Result<std::vector<store::ReplicaRow>> rows = store_->replicas().List();
-  if (!rows) return store_health_.Failed("reading replicas for adoption", rows.error());
+  if (!rows) {
+    const Error unreadable = rows.error();
+    rows = ReplicaRowsFromProcesses(unreadable, now, events);
+    if (!rows) return Unexpected<Error>(rows.error());
+  }
   std::map<std::string, std::vector<orch::ReplicaRecord>> records;
   std::vector<store::ReplicaRow> orphans;
   for (const store::ReplicaRow& row : *rows) {
@@ -281,8 +288,8 @@ void Daemon::AdoptAll(Seconds now) {
     Slot& slot = *slots[concurrent[i]];
     reports[concurrent[i]] = slot.orch->Adopt(records.at(slot.name), now);
   });
-  std::vector<store::EventRow> events;
   size_t adopted = 0, cleaned = 0;
+  std::vector<std::string> other_state_dir;
   for (size_t i = 0; i < slots.size(); ++i) {
     Slot& slot = *slots[i];
     const std::string& name = slot.name;
@@ -290,6 +297,8 @@ void Daemon::AdoptAll(Seconds now) {
     const orch::AdoptionReport& report = *reports[i];
     adopted += report.adopted.size();
     cleaned += report.cleaned_up.size();
+    other_state_dir.insert(other_state_dir.end(), report.other_state_dir.begin(),
+                           report.other_state_dir.end());
     for (const std::string& error : report.errors) {
       events.push_back(MakeEvent(now, name, "adoption_error", "", error));
     }
@@ -297,6 +306,13 @@ void Daemon::AdoptAll(Seconds now) {
       events.push_back(MakeEvent(e.at, name, e.kind, e.replica, e.message));
     }
     PersistReplicas(name, *slot.orch);
+  }
+  if (!other_state_dir.empty()) {
+    // Once: the rows were dropped by the writes above.
+    Log(fmt::format("{} replica rows name processes of another state directory (this "
+                    "database is a copy of that directory's?): dropped and their GPU leases "
+                    "released here; the processes were left alone: {}",
+                    other_state_dir.size(), fmt::join(other_state_dir, "; ")));
   }
   AdoptOrphans(orphans, now);
   const size_t unknown = StopUnknownReplicaProcesses(*rows, now, events);
@@ -311,6 +327,7 @@ void Daemon::AdoptAll(Seconds now) {
                   "unrecorded replica processes; {} stale leases dropped",
                   services_.size(), adopted, cleaned, unknown, dropped)));
   events_->Append(events);
+  return OkStatus();
 }
 
 // A replica process of this state directory (its marker, orch/process_util.h) that no

@@ -171,7 +171,7 @@ Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
         "name");
   }
   store::ServiceRow row = store::MakeServiceRow(valid.name, ServiceConfigToYaml(valid), now, now);
-  GS_RETURN_IF_ERROR(store_->services().Put(row));
+  GS_RETURN_IF_ERROR(ApiWrite("creating service " + valid.name, store_->services().Put(row)));
   ServiceView view;
   view.config = valid;
   view.spec_yaml = row.spec;
@@ -218,7 +218,7 @@ Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
   }
   store::ServiceRow row = store::MakeServiceRow(valid.name, ServiceConfigToYaml(valid), now, now);
   row.manual_replicas = manual;
-  GS_RETURN_IF_ERROR(store_->services().Put(row));
+  GS_RETURN_IF_ERROR(ApiWrite("updating service " + valid.name, store_->services().Put(row)));
   view.config = valid;
   view.spec_yaml = row.spec;
   view.policy_family = valid.policy_family;
@@ -238,7 +238,7 @@ Status Daemon::DeleteService(const std::string& name) {
   if (views_.count(name) == 0) return NoService(name);
   // The row (with the spec: which engine runs the replicas) stays, marked deleting, until the
   // replicas are gone, so a daemon restarted meanwhile still stops them (AdoptOrphans).
-  GS_RETURN_IF_ERROR(store_->services().MarkDeleting(name));
+  GS_RETURN_IF_ERROR(ApiWrite("deleting service " + name, store_->services().MarkDeleting(name)));
   views_.erase(name);
   views_list_.reset();
   Command c;
@@ -272,12 +272,14 @@ Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rul
   store::RuleRow row = rule;
   row.service = service;
   row.created_at = clock_.Now();
-  GS_ASSIGN_OR_RETURN(int64_t id, store_->rules().Add(row));
+  Result<int64_t> id = store_->rules().Add(row);
+  GS_RETURN_IF_ERROR(ApiWrite("adding a rule to " + service,
+                              id ? OkStatus() : Status(Unexpected<Error>(id.error()))));
   Command c;
   c.kind = Command::Kind::kRules;
   c.service = service;
   commands_.push_back(std::move(c));
-  return store_->rules().Get(id);
+  return store_->rules().Get(*id);
 }
 
 Status Daemon::DeleteRule(const std::string& service, int64_t rule_id) {
@@ -287,7 +289,7 @@ Status Daemon::DeleteRule(const std::string& service, int64_t rule_id) {
   if (!rule || rule->service != service) {
     return NotFound(fmt::format("service '{}' has no rule {}", service, rule_id), "id");
   }
-  GS_RETURN_IF_ERROR(store_->rules().Delete(rule_id));
+  GS_RETURN_IF_ERROR(ApiWrite("deleting a rule of " + service, store_->rules().Delete(rule_id)));
   Command c;
   c.kind = Command::Kind::kRules;
   c.service = service;
@@ -314,7 +316,8 @@ Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
                            "replicas");
   }
   // Stored at once: the override survives a daemon restart (RestoreManual).
-  GS_RETURN_IF_ERROR(store_->services().SetManualReplicas(service, replicas));
+  GS_RETURN_IF_ERROR(ApiWrite("setting the replicas of " + service,
+                              store_->services().SetManualReplicas(service, replicas)));
   it->second.manual_replicas = replicas;
   views_list_.reset();
   Command c;
@@ -374,6 +377,26 @@ std::string Daemon::MetricsText() {
       metrics_.Render(gpus ? &*gpus : nullptr, config_.gpu.backend.weights, gauges, leases);
   if (options_.gateway) text += options_.gateway->MetricsText();  // gpuscale_gateway_*
   return text;
+}
+
+namespace {
+// The StoreHealth kind of API requests' writes (/readyz names the last that failed).
+constexpr std::string_view kApiWrites = "API writes";
+}  // namespace
+
+Status Daemon::ApiWrite(std::string_view what, Status written) {
+  if (written) {
+    store_health_.Written(kApiWrites);
+  } else if (written.error().code == ErrorCode::kUnavailable) {  // not a constraint or a bug
+    store_health_.Failed(what, written.error(), kApiWrites);
+  }
+  return written;
+}
+
+void Daemon::ProbeStore() {
+  if (!store_health_.AwaitsProbe()) return;
+  // A failed probe is not logged again: /readyz already names the write that failed.
+  if (store_->ProbeWrite()) store_health_.ProbeSucceeded();
 }
 
 Status Daemon::Ready() {

@@ -20,7 +20,7 @@ void StateWriter::WriteReplicas(const std::string& service, std::vector<store::R
   for (store::ReplicaRow& row : stamped) row.updated_at = now;
   const std::string what = "writing replicas of " + service;  // also its failure kind
   if (Status s = store_.replicas().ReplaceForService(service, stamped); !s) {
-    return health_.Failed(what, s.error());
+    return health_.Failed(what, s.error(), "", StoreHealth::Retry::kByWriter);
   }
   health_.Written(what);
   last = std::move(rows);
@@ -30,7 +30,7 @@ void StateWriter::WriteLeases(std::vector<store::LeaseRow> rows) {
   MutexLock lock(mu_);
   if (leases_ && *leases_ == rows) return;
   if (Status s = store_.leases().ReplaceAll(rows); !s) {
-    return health_.Failed(kWritingLeases, s.error());
+    return health_.Failed(kWritingLeases, s.error(), "", StoreHealth::Retry::kByWriter);
   }
   health_.Written(kWritingLeases);
   leases_ = std::move(rows);
@@ -43,14 +43,19 @@ void StateWriter::WriteDecision(const store::DecisionRow& row, bool changed) {
       row.current_replicas != last.decision_current || row.ready_replicas != last.decision_ready;
   const bool due = !last.decision_at || row.at - *last.decision_at >= decision_heartbeat_;
   if (!changed && !counts_changed && !due) return;
+  if (Result<int64_t> id = store_.decisions().Append(row); !id) {
+    // Nothing recorded: the next tick's decision is written whatever it says, so the
+    // failure is retried (and readiness returns) as soon as the store takes writes again.
+    last.decision_at.reset();
+    last.decision_current = last.decision_ready = -1;
+    health_.Failed("writing a decision of " + row.service, id.error(), kWritingDecisions,
+                   StoreHealth::Retry::kByWriter);
+    return;
+  }
   last.decision_at = row.at;
   last.decision_current = row.current_replicas;
   last.decision_ready = row.ready_replicas;
-  if (Result<int64_t> id = store_.decisions().Append(row); !id) {
-    health_.Failed("writing a decision of " + row.service, id.error(), kWritingDecisions);
-  } else {
-    health_.Written(kWritingDecisions);
-  }
+  health_.Written(kWritingDecisions);
 }
 
 void StateWriter::ForgetDecision(const std::string& service) {
@@ -64,6 +69,7 @@ void StateWriter::ForgetDecision(const std::string& service) {
 void StateWriter::Forget(const std::string& service) {
   MutexLock lock(mu_);
   written_.erase(service);
+  health_.Written("writing replicas of " + service);  // no writer retries it any more
 }
 
 }  // namespace gpuscale::daemon

@@ -3,7 +3,8 @@
 // and decision rows (when the decision or the replica counts changed, and at least every
 // `decision_heartbeat` so that history charts have points on a quiet service). It remembers
 // what it last wrote, so an unchanged tick costs no write; a failed write is reported to
-// StoreHealth and tried again on the next tick.
+// StoreHealth (StoreHealth::Retry::kByWriter) and tried again on the next tick: the same
+// rows, or for a decision the next tick's decision, whatever it says.
 //
 // Thread-safety: thread-safe; owns its lock (the loop writes; task shutdown writes leases).
 #pragma once

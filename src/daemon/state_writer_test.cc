@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,39 @@ TEST_F(StateWriterTest, DecisionsAreWrittenOnChangeAndOnTheHeartbeat) {
   writer.ForgetDecision("chat");
   writer.WriteDecision(Decision(Seconds{331}, 2, 1), false);
   EXPECT_EQ(Decisions(), 5u);
+}
+
+// A decision the store refused (a trigger stands in for the full disk) is not remembered as
+// written: the next call writes, although nothing changed and no heartbeat is due, so the
+// failure leaves StoreHealth as soon as the store takes writes again.
+TEST_F(StateWriterTest, AFailedDecisionIsWrittenOnTheNextCallWhateverItSays) {
+  StateWriter writer(*store_, health_, Seconds{300});
+  const char* full = "CREATE TRIGGER full BEFORE INSERT ON decisions "
+                     "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END";
+  {
+    std::lock_guard<std::mutex> lock(store_->database().mu());
+    ASSERT_TRUE(store_->database().Exec(full));
+  }
+  writer.WriteDecision(Decision(Seconds{0}, 1, 1), true);
+  ASSERT_EQ(health_.Failures().size(), 1u);
+  EXPECT_NE(health_.Failures()[0].find("writing a decision of chat"), std::string::npos);
+  EXPECT_EQ(Decisions(), 0u);
+  {
+    std::lock_guard<std::mutex> lock(store_->database().mu());
+    ASSERT_TRUE(store_->database().Exec("DROP TRIGGER full"));
+  }
+  writer.WriteDecision(Decision(Seconds{10}, 1, 1), false);
+  EXPECT_EQ(Decisions(), 1u);
+  EXPECT_TRUE(health_.Failures().empty());
+}
+
+// A service's failing replica writes leave with the service: nothing retries them any more.
+TEST_F(StateWriterTest, ForgettingAServiceClearsItsFailingReplicaWrites) {
+  StateWriter writer(*store_, health_, Seconds{300});
+  writer.WriteReplicas("chat", {Row("other", "x-0")}, Seconds{10});  // refused: another service
+  ASSERT_EQ(health_.Failures().size(), 1u);
+  writer.Forget("chat");
+  EXPECT_TRUE(health_.Failures().empty());
 }
 
 }  // namespace

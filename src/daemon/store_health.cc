@@ -6,14 +6,16 @@
 
 namespace gpuscale::daemon {
 
-void StoreHealth::Failed(std::string_view what, const Error& error, std::string_view kind) {
+void StoreHealth::Failed(std::string_view what, const Error& error, std::string_view kind,
+                         Retry retry) {
   if (log_) {
     log_(fmt::format("state store: {} failed: {} (the control loop continues)", what,
                      error.ToString()));
   }
   MutexLock lock(mu_);
   ++errors_;
-  failing_[std::string(kind.empty() ? what : kind)] = fmt::format("{}: {}", what, error.message);
+  failing_[std::string(kind.empty() ? what : kind)] =
+      Failing{fmt::format("{}: {}", what, error.message), retry};
 }
 
 void StoreHealth::Written(std::string_view kind) {
@@ -24,8 +26,21 @@ void StoreHealth::Written(std::string_view kind) {
 std::vector<std::string> StoreHealth::Failures() const {
   MutexLock lock(mu_);
   std::vector<std::string> failures;
-  for (const auto& [kind, message] : failing_) failures.push_back(message);
+  for (const auto& [kind, failing] : failing_) failures.push_back(failing.message);
   return failures;
+}
+
+bool StoreHealth::AwaitsProbe() const {
+  MutexLock lock(mu_);
+  for (const auto& [kind, failing] : failing_) {
+    if (failing.retry == Retry::kByProbe) return true;
+  }
+  return false;
+}
+
+void StoreHealth::ProbeSucceeded() {
+  MutexLock lock(mu_);
+  std::erase_if(failing_, [](const auto& entry) { return entry.second.retry == Retry::kByProbe; });
 }
 
 int64_t StoreHealth::error_count() const {

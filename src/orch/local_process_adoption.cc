@@ -10,12 +10,40 @@
 namespace gpuscale::orch {
 namespace {
 
-// The process is the one we started: alive and running exactly the recorded command line
-// (pids are reused, so a live pid alone proves nothing).
-bool IsOurProcess(const ReplicaRecord& record) {
-  if (record.pid <= 0 || record.argv.empty() || !ProcessAlive(record.pid)) return false;
+enum class Owner { kGone, kOurs, kOtherStateDir };
+
+// The process is the one we started: alive, running exactly the recorded command line (pids
+// are reused, so a live pid alone proves nothing), and marked for our state directory. A
+// process marked for another one belongs to the daemon of that directory (this database was
+// copied from it); `marked_for` then names that directory. A process with no marker (started
+// by a gpuscale before markers) or whose environment cannot be read counts as ours, as before.
+Owner OwnerOf(const ReplicaRecord& record, const std::string& state_dir,
+              std::string& marked_for) {
+  if (record.pid <= 0 || record.argv.empty() || !ProcessAlive(record.pid)) return Owner::kGone;
   const std::optional<std::vector<std::string>> cmdline = ReadCmdline(record.pid);
-  return cmdline && *cmdline == record.argv;
+  if (!cmdline || *cmdline != record.argv) return Owner::kGone;
+  const std::optional<std::vector<std::string>> environment = ReadEnviron(record.pid);
+  if (!environment) return Owner::kOurs;
+  std::optional<std::string> marker = EnvValue(*environment, kReplicaMarkerEnv);
+  if (!marker || MarkerNamesStateDir(*marker, state_dir)) return Owner::kOurs;
+  marked_for = std::move(*marker);
+  return Owner::kOtherStateDir;
+}
+
+std::string CleanUpMessage(Owner owner, const ReplicaRecord& record,
+                           const std::string& marked_for) {
+  switch (owner) {
+    case Owner::kOurs:
+      return fmt::format("pid {} was stopping: killed, GPUs released", record.pid);
+    case Owner::kOtherStateDir:
+      return fmt::format("pid {} is a replica of another state directory ({}={}): this database "
+                         "is a copy of that one's; the record is dropped and its GPU leases "
+                         "released here, the process is left alone",
+                         record.pid, kReplicaMarkerEnv, marked_for);
+    case Owner::kGone:
+      break;
+  }
+  return fmt::format("pid {} is gone or runs something else: GPUs released", record.pid);
 }
 
 }  // namespace
@@ -64,17 +92,19 @@ void LocalProcessOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now
                                         AdoptionReport& report) {
   const std::string owner = record.lease_owner.empty() ? "replica/" + record.id
                                                        : record.lease_owner;
-  const bool ours = IsOurProcess(record);
-  if (!ours || record.stopping) {
+  std::string marked_for;
+  const Owner whose = OwnerOf(record, config_.state_dir, marked_for);
+  if (whose != Owner::kOurs || record.stopping) {
     // A stopping replica was on its way out: finish the job without waiting for a grace
     // period the previous daemon already started. A pid that is not ours is left alone.
-    if (ours) SignalGroup(record.pid, SIGKILL);
+    if (whose == Owner::kOurs) SignalGroup(record.pid, SIGKILL);
     ledger_.ReleaseOwner(owner);
     report.cleaned_up.push_back(record.id);
-    book_.Emit(
-        now, record.id, "replica_cleaned_up",
-        ours ? fmt::format("pid {} was stopping: killed, GPUs released", record.pid)
-             : fmt::format("pid {} is gone or runs something else: GPUs released", record.pid));
+    if (whose == Owner::kOtherStateDir) {
+      report.other_state_dir.push_back(
+          fmt::format("{} (pid {}, {})", record.id, record.pid, marked_for));
+    }
+    book_.Emit(now, record.id, "replica_cleaned_up", CleanUpMessage(whose, record, marked_for));
     return;
   }
   Replica r = AdoptedReplica(record, owner, now);

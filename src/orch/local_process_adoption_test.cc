@@ -3,7 +3,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "orch/local_process_orchestrator.h"
+#include "orch/marked_replicas.h"
+#include "orch/process_util.h"
 #include "testing/orch_test_util.h"
 
 namespace gpuscale::orch {
@@ -126,6 +130,66 @@ TEST_F(AdoptionTest, StopsAdoptedProcessWhoseGpuIsNowLeasedElsewhereAndFinishesS
   auto leases = ledger_.Leases();
   ASSERT_EQ(leases.size(), 1u);
   EXPECT_EQ(leases[0].owner, "job-9");
+}
+
+// What a daemon whose replicas table cannot be read adopts instead: each replica process
+// says which replica it is, on which port and GPUs, under which lease keys.
+TEST_F(AdoptionTest, MarkedProcessesDescribeTheirReplicasWithoutTheDatabase) {
+  const LocalProcessConfig config = Config({"sleep", "60"});
+  const std::vector<ReplicaRecord> records = RunPreviousDaemon(config, 2, now_);
+  ASSERT_EQ(records.size(), 2u);
+  for (const auto& r : records) pids_.insert(r.pid);
+  MarkedReplicas found = FindMarkedReplicas(config.state_dir, now_);
+  EXPECT_TRUE(found.unidentified.empty());
+  ASSERT_EQ(found.replicas.size(), 2u);
+  std::sort(found.replicas.begin(), found.replicas.end(),
+            [](const MarkedReplica& a, const MarkedReplica& b) { return a.record.id < b.record.id; });
+  std::vector<ReplicaRecord> rebuilt;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const ReplicaRecord& want = records[i];
+    const MarkedReplica& got = found.replicas[i];
+    EXPECT_EQ(got.service, "svc");
+    EXPECT_EQ(got.record.id, want.id);
+    EXPECT_EQ(got.record.pid, want.pid);
+    EXPECT_EQ(got.record.port, want.port);
+    EXPECT_EQ(got.record.gpus, want.gpus);
+    EXPECT_EQ(got.record.gpu_keys, want.gpu_keys);
+    EXPECT_EQ(got.record.argv, want.argv);
+    EXPECT_EQ(got.record.lease_owner, want.lease_owner);
+    EXPECT_EQ(got.record.log_path, want.log_path);
+    rebuilt.push_back(got.record);
+  }
+  auto& orch = Make(config);
+  AdoptionReport report = orch.Adopt(rebuilt, now_);
+  EXPECT_EQ(report.adopted, (std::vector<std::string>{"svc-0", "svc-1"}));
+  EXPECT_EQ(ledger_.Leases().size(), 2u);
+}
+
+// A record whose live process is marked for another state directory (this database is a
+// copy of that directory's) belongs to the other daemon: dropped, its lease released here,
+// and never signalled, not even by a StopAll.
+TEST_F(AdoptionTest, ProcessMarkedForAnotherStateDirectoryIsLeftAloneAndItsLeaseReleased) {
+  const LocalProcessConfig original = Config({"sleep", "60"});
+  const std::vector<ReplicaRecord> records = RunPreviousDaemon(original, 1, now_);
+  ASSERT_EQ(records.size(), 1u);
+  pids_.insert(records[0].pid);
+  alloc::SelectionRequest one;
+  ASSERT_TRUE(ledger_.Allocate(FakeGpus(1), one, records[0].lease_owner, now_));  // the copy's
+  LocalProcessConfig copy = original;
+  copy.state_dir = original.state_dir + "/copy";
+  auto& orch = Make(copy);
+  AdoptionReport report = orch.Adopt(records, now_);
+  EXPECT_TRUE(report.adopted.empty());
+  EXPECT_EQ(report.cleaned_up, std::vector<std::string>{"svc-0"});
+  ASSERT_EQ(report.other_state_dir.size(), 1u);
+  EXPECT_NE(report.other_state_dir[0].find(ReplicaMarkerValue(original.state_dir)),
+            std::string::npos)
+      << report.other_state_dir[0];
+  EXPECT_TRUE(ledger_.Leases().empty());
+  EXPECT_TRUE(orch.ListReplicas().empty());
+  orch.StopAll(now_);
+  orch.Poll(now_);
+  EXPECT_TRUE(ProcessAlive(records[0].pid));
 }
 
 }  // namespace

@@ -40,6 +40,10 @@ void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
   std::vector<std::pair<std::string, std::string>> env = config_.env;
   env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);
   env.emplace_back(kReplicaMarkerEnv, ReplicaMarkerValue(config_.state_dir));
+  env.emplace_back(kReplicaServiceEnv, config_.service);
+  env.emplace_back(kReplicaIdEnv, r.id);
+  env.emplace_back(kReplicaPortEnv, std::to_string(*port));
+  env.emplace_back(kReplicaGpuKeysEnv, fmt::format("{}", fmt::join(r.gpu_keys, ",")));
   SpawnRequest request{*argv, ChildEnvironment(env), r.log_path,
                        fmt::format("---- {} gpuscale: starting replica {} (restarts {}) on port "
                                    "{}, CUDA_VISIBLE_DEVICES={}: {}\n",

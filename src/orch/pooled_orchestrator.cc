@@ -80,7 +80,8 @@ AdoptionReport PooledOrchestrator::Adopt(const std::vector<ReplicaRecord>& recor
     AdoptionReport one = pools_[i].orchestrator->Adopt(by_pool[i], now);
     using List = std::vector<std::string> AdoptionReport::*;
     for (List list :
-         {&AdoptionReport::adopted, &AdoptionReport::cleaned_up, &AdoptionReport::errors}) {
+         {&AdoptionReport::adopted, &AdoptionReport::cleaned_up, &AdoptionReport::errors,
+          &AdoptionReport::other_state_dir}) {
       (report.*list).insert((report.*list).end(), (one.*list).begin(), (one.*list).end());
     }
   }

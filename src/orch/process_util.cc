@@ -293,6 +293,24 @@ std::string ReplicaMarkerValue(const std::string& state_dir) {
   return path.lexically_normal().string();
 }
 
+std::optional<std::string> EnvValue(const std::vector<std::string>& environment,
+                                    std::string_view name) {
+  for (const std::string& entry : environment) {
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+      return entry.substr(name.size() + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+bool MarkerNamesStateDir(const std::string& marker, const std::string& state_dir) {
+  if (marker == ReplicaMarkerValue(state_dir)) return true;
+  std::error_code marker_ec, dir_ec;
+  const std::filesystem::path a = std::filesystem::weakly_canonical(marker, marker_ec);
+  const std::filesystem::path b = std::filesystem::weakly_canonical(state_dir, dir_ec);
+  return !marker_ec && !dir_ec && a == b;
+}
+
 std::vector<MarkedProcess> FindProcessesWithEnv(const std::string& entry) {
   std::vector<MarkedProcess> found;
   ForEachPid([&](int pid) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,23 @@ inline constexpr char kReplicaMarkerEnv[] = "GPUSCALE_REPLICA_OF";
 
 // The marker's value for `state_dir`: the directory, absolute and normalized.
 std::string ReplicaMarkerValue(const std::string& state_dir);
+
+// Beside the marker, every replica process says which replica it is (service, replica id,
+// port, GPU lease keys; its GPU indices are CUDA_VISIBLE_DEVICES), so that a daemon whose
+// replicas table cannot be read adopts the processes from what they carry
+// (marked_replicas.h) instead of placing new replicas over their GPUs.
+inline constexpr char kReplicaServiceEnv[] = "GPUSCALE_REPLICA_SERVICE";
+inline constexpr char kReplicaIdEnv[] = "GPUSCALE_REPLICA_ID";
+inline constexpr char kReplicaPortEnv[] = "GPUSCALE_REPLICA_PORT";
+inline constexpr char kReplicaGpuKeysEnv[] = "GPUSCALE_REPLICA_GPU_KEYS";  // comma-separated
+
+// The value of `name` in an environment of "KEY=VALUE" entries; nullopt when absent.
+std::optional<std::string> EnvValue(const std::vector<std::string>& environment,
+                                    std::string_view name);
+
+// True when marker value `marker` names `state_dir`: equal as ReplicaMarkerValue writes
+// them, or once symbolic links are resolved (the same directory reached by another path).
+bool MarkerNamesStateDir(const std::string& marker, const std::string& state_dir);
 
 // A live process and its process group.
 struct MarkedProcess {

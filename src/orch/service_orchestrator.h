@@ -80,6 +80,9 @@ struct OrchestratorEvent {
 struct AdoptionReport {
   std::vector<std::string> adopted;     // ids now managed again
   std::vector<std::string> cleaned_up;  // dead, mismatched or stopping: leases released
+  // Of cleaned_up: "<id> (pid <pid>, <dir>)" for each record whose live process is marked for
+  // another state directory <dir> (this database is a copy): never signalled.
+  std::vector<std::string> other_state_dir;
   std::vector<std::string> errors;      // e.g. a lease now held by someone else
 };
 

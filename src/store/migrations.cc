@@ -131,6 +131,13 @@ ALTER TABLE services ADD COLUMN deleting INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE services ADD COLUMN manual_replicas INTEGER;
 )sql";
 
+// Version 4: a scratch table the daemon writes a row to and empties in one transaction while
+// a write that nothing retries is failing, to see when the disk takes writes again
+// (Store::ProbeWrite, /readyz). Always empty between transactions.
+constexpr std::string_view kWriteProbe = R"sql(
+CREATE TABLE write_probe (id INTEGER PRIMARY KEY, payload BLOB NOT NULL);
+)sql";
+
 constexpr std::string_view kVersionTable =
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
     "name TEXT NOT NULL, applied_at REAL NOT NULL)";
@@ -171,6 +178,7 @@ const std::vector<Migration>& SchemaMigrations() {
        kInitialSchema},
       {2, "replica host and engine id; tasks and experiments", kEnginesAndTasks},
       {3, "service deleting flag and persisted manual replica override", kDeletingAndManual},
+      {4, "write probe table (readiness on a full disk)", kWriteProbe},
   };
   return migrations;
 }

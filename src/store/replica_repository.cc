@@ -82,4 +82,9 @@ Status ReplicaRepository::Delete(std::string_view id) {
   return OkStatus();
 }
 
+Status ReplicaRepository::DeleteAll() {
+  std::lock_guard<std::mutex> lock(db_.mu());
+  return db_.Exec("DELETE FROM replicas");
+}
+
 }  // namespace gpuscale::store

@@ -31,6 +31,9 @@ class ReplicaRepository {
   Result<std::vector<ReplicaRow>> ListForService(std::string_view service);
   // Errors: kNotFound.
   Status Delete(std::string_view id);
+  // Deletes every row (a table whose rows cannot be read is rebuilt from the replica
+  // processes: daemon/replicas_from_processes.cc).
+  Status DeleteAll();
 
  private:
   Status PutLocked(const ReplicaRow& replica);

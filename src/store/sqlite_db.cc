@@ -101,6 +101,33 @@ bool Statement::ColumnIsNull(int column) const {
   return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
 }
 
+namespace {
+
+// What to do about a 0-byte database: restore the copy taken at the last start when there is
+// one (a daemon that never started, or had no room for the copy, left none), else start
+// without state or from a backup of the user's own.
+std::string EmptyDatabaseMessage(const std::filesystem::path& path) {
+  const std::string db = path.string();
+  const std::string backup = db + ".bak";
+  std::error_code ec;
+  const bool has_backup = std::filesystem::is_regular_file(backup, ec) &&
+                          std::filesystem::file_size(backup, ec) > 0 && !ec;
+  const std::string head = fmt::format(
+      "state database '{}' is empty (0 bytes): it was truncated (a full disk or a bad copy?)",
+      db);
+  if (has_backup) {
+    return fmt::format("{}. Restore the copy taken at the last start: 'mv {} {}.damaged; rm -f "
+                       "{}-wal {}-shm; cp {} {}'",
+                       head, db, db, db, db, backup, db);
+  }
+  return fmt::format("{}, and there is no copy from a last start ('{}' does not exist or is "
+                     "empty). Restore a backup of your own ('sqlite3 ... .backup'), or move the "
+                     "file away ('mv {} {}.damaged') to start without state",
+                     head, backup, db, db);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Database>> Database::Open(const std::filesystem::path& path,
                                                  const OpenOptions& options) {
   const bool in_memory = path == ":memory:";
@@ -119,12 +146,7 @@ Result<std::unique_ptr<Database>> Database::Open(const std::filesystem::path& pa
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 &&
         !ec) {
-      return FailedPrecondition(
-          fmt::format("state database '{}' is empty (0 bytes): it was truncated (a full disk or "
-                      "a bad copy?). Restore the copy taken at the last start with 'cp {}.bak "
-                      "{}', or move the file away to start without state",
-                      path.string(), path.string(), path.string()),
-          "state_dir");
+      return FailedPrecondition(EmptyDatabaseMessage(path), "state_dir");
     }
   }
   sqlite3* raw = nullptr;

@@ -38,6 +38,14 @@ Result<int64_t> Store::UsedBytes() {
   return stmt.ColumnInt64(0) * stmt.ColumnInt64(1);
 }
 
+Status Store::ProbeWrite() {
+  std::lock_guard<std::mutex> lock(db_->mu());
+  return db_->InTransaction([&] {
+    return db_->Exec("INSERT INTO write_probe (payload) VALUES (zeroblob(16384)); "
+                     "DELETE FROM write_probe;");
+  });
+}
+
 Store::Store(std::unique_ptr<Database> db, int schema_version)
     : db_(std::move(db)),
       schema_version_(schema_version),

@@ -47,6 +47,11 @@ class Store {
   // pages are reused by later writes, so the file stops growing once this stays under a cap
   // (no VACUUM needed). Errors: those of Statement::Step.
   Result<int64_t> UsedBytes();
+  // Whether the database takes a write now: one transaction inserts a 16 KiB row into the
+  // write_probe table and deletes it (committed, so its pages reach the WAL as any write's
+  // do; the table stays empty). Errors: those of Statement::Step (kUnavailable on a full
+  // disk or past OpenOptions::max_bytes).
+  Status ProbeWrite();
   int schema_version() const { return schema_version_; }
 
  private:

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "store/migrations.h"
@@ -60,13 +62,62 @@ TEST_F(StoreOpenTest, ReopenIsIdempotentAndKeepsData) {
 // A truncated database must not start as a fresh one (every service gone, no word).
 TEST_F(StoreOpenTest, RefusesAZeroByteDatabaseNamingTheBackup) {
   const auto path = dir_ / "gpuscale.db";
+  ASSERT_TRUE(Store::Open(dir_ / "other.db", Seconds{0}));
+  std::filesystem::copy_file(dir_ / "other.db", path.string() + ".bak");  // a last start's copy
   std::ofstream(path).close();
   auto store = Store::Open(path, Seconds{0});
   ASSERT_FALSE(store);
   EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(store.error().message.find("is empty (0 bytes)"), std::string::npos);
-  EXPECT_NE(store.error().message.find(path.string() + ".bak"), std::string::npos);
+  EXPECT_NE(store.error().message.find("cp " + path.string() + ".bak " + path.string()),
+            std::string::npos)
+      << store.error().message;
   EXPECT_EQ(std::filesystem::file_size(path), 0u) << "left as it was";
+}
+
+// No start ever copied it (or there was no room): the message must not send the user to a
+// file that is not there.
+TEST_F(StoreOpenTest, RefusesAZeroByteDatabaseWithoutABackupSayingThereIsNone) {
+  const auto path = dir_ / "gpuscale.db";
+  std::ofstream(path).close();
+  auto store = Store::Open(path, Seconds{0});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
+  const std::string& message = store.error().message;
+  EXPECT_EQ(message.find("cp "), std::string::npos) << message;
+  EXPECT_NE(message.find("there is no copy from a last start"), std::string::npos) << message;
+  EXPECT_NE(message.find("mv " + path.string() + " " + path.string() + ".damaged"),
+            std::string::npos)
+      << message;
+}
+
+// The probe write fails while the database is full (a size cap stands in for the disk) and
+// succeeds once rows are deleted; it leaves nothing behind.
+TEST_F(StoreOpenTest, ProbeWriteFailsWhileTheDatabaseIsFullAndLeavesNoRow) {
+  OpenOptions options;
+  options.max_bytes = 256 * 1024;
+  auto store = Store::Open(dir_ / "gpuscale.db", Seconds{0}, options);
+  ASSERT_TRUE(store) << store.error().ToString();
+  ASSERT_TRUE((*store)->ProbeWrite());
+  int rows = 0;
+  for (; rows < 100; ++rows) {
+    const std::string name = "svc" + std::to_string(rows);
+    if (!(*store)->services().Put(
+            MakeServiceRow(name, std::string(8192, 'x'), Seconds{0}, Seconds{0}))) {
+      break;
+    }
+  }
+  ASSERT_LT(rows, 100) << "the cap was never reached";
+  Status full = (*store)->ProbeWrite();
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code, ErrorCode::kUnavailable);
+  for (int i = 0; i < rows; ++i) ASSERT_TRUE((*store)->services().Delete("svc" + std::to_string(i)));
+  EXPECT_TRUE((*store)->ProbeWrite());
+  std::lock_guard<std::mutex> lock((*store)->database().mu());
+  auto count = (*store)->database().Prepare("SELECT count(*) FROM write_probe");
+  ASSERT_TRUE(count);
+  ASSERT_TRUE(*count->Step());
+  EXPECT_EQ(count->ColumnInt64(0), 0);
 }
 
 TEST_F(StoreOpenTest, BackupIsACompleteDatabaseThatOpensWithTheSameState) {
@@ -200,7 +251,7 @@ TEST_F(MigrationTest, UpgradesAVersion2DatabaseAndKeepsItsServices) {
   db_.reset();
   auto store = Store::Open(dir_ / "m.db", Seconds{10});
   ASSERT_TRUE(store) << store.error().ToString();
-  EXPECT_EQ((*store)->schema_version(), 3);
+  EXPECT_EQ((*store)->schema_version(), static_cast<int>(SchemaMigrations().size()));
   auto chat = (*store)->services().Get("chat");
   ASSERT_TRUE(chat) << chat.error().ToString();
   EXPECT_EQ(chat->spec, "engine: slurm");
