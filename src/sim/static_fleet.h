@@ -72,14 +72,13 @@ struct StaticFrontier {
 };
 
 // The sizes replayed, between max(min_replicas, 1) and FleetCeiling() (the static fleet's
-// range): those that decide the smallest fleet meeting the target (its bisection) and the
-// sizes on either side of it, and for each of `runs` those that decide whether a static
-// fleet beats it (a bisection for the smallest size attaining the run's attainment, among the
-// sizes whose GPU-hours are within the run's). Attainment does not fall as the fleet grows,
-// so a size left out is beaten by the next size replayed above it in attainment and by the
-// one below it in cost: no verdict depends on a size left out. A --compare passes every run,
-// so the frontier is computed once for all of them; sizes two questions share are replayed
-// once. Errors: as SmallestStaticFleet.
+// range): those the bisection for the smallest fleet meeting the target visits, that fleet's
+// neighbours (one fewer, one and two more), and for each of `runs` those a bisection for the
+// smallest size reaching the run's attainment visits, among the sizes whose GPU-hours are
+// within the run's. As attainment does not fall as the fleet grows, that size is the cheapest
+// that can beat the run and every larger one costs more, so no verdict depends on a size
+// left out. Each size is replayed once, whichever questions share it: a --compare passes
+// every run and sizes the frontier once for all of them. Errors: as SmallestStaticFleet.
 Result<StaticFrontier> ComputeStaticFrontier(const SimulationConfig& config,
                                              const ReplicaModel& model, const Trace& trace,
                                              double end_s, std::span<const RunCost> runs,
