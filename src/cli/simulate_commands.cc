@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <thread>
 
 #include "cli/command.h"
@@ -227,24 +228,27 @@ Result<std::optional<sim::OracleBound>> Oracle(const Run& run, const sim::Trace&
   return std::optional<sim::OracleBound>(std::move(bound));
 }
 
-Result<std::optional<sim::StaticFleet>> StaticFleet(const Run& run, const sim::Trace& trace,
-                                                    bool skip, std::ostream& err) {
-  if (skip || !run.result) return std::optional<sim::StaticFleet>();
-  err << "simulate: sizing the static fleet\n";
+// The static frontier on the trace, sized for `costs` (every run it judges), once.
+Result<std::optional<sim::StaticFrontier>> Frontier(const Run& run, const sim::Trace& trace,
+                                                    std::span<const sim::RunCost> costs, bool skip,
+                                                    std::ostream& err) {
+  if (skip || !run.result) return std::optional<sim::StaticFrontier>();
+  err << "simulate: sizing the static fleets\n";
   auto progress = [&err](int replicas, double attainment) {
     err << fmt::format("simulate: static fleet: {} replicas attain {:.4f}\n", replicas,
                        attainment);
   };
-  GS_ASSIGN_OR_RETURN(sim::StaticFleet fleet,
-                      sim::SmallestStaticFleet(run.file.sim, *run.model, trace,
-                                               run.result->report.duration_s, progress));
-  return std::optional<sim::StaticFleet>(fleet);
+  GS_ASSIGN_OR_RETURN(sim::StaticFrontier frontier,
+                      sim::ComputeStaticFrontier(run.file.sim, *run.model, trace,
+                                                 run.result->report.duration_s, costs, progress));
+  return std::optional<sim::StaticFrontier>(std::move(frontier));
 }
 
-// The oracle bound and the static fleet for a run's config (both depend only on the
-// trace, model, SLO and service).
+// The oracle bound, the reactive reference and the static frontier for a run's config (they
+// depend only on the trace, model, SLO and service); the frontier is sized to judge `costs`.
 Result<sim::References> References(const Run& run, const sim::Trace& trace,
-                                   const SimulateFlags& flags, std::ostream& err) {
+                                   std::span<const sim::RunCost> costs, const SimulateFlags& flags,
+                                   std::ostream& err) {
   sim::References refs;
   refs.slo_target = run.file.sim.slo.target_ratio;
   GS_ASSIGN_OR_RETURN(std::optional<sim::OracleBound> bound,
@@ -255,7 +259,9 @@ Result<sim::References> References(const Run& run, const sim::Trace& trace,
         bound->curves, sim::ReactiveSettingFor(run.file.sim, bound->bucket_s));
     refs.oracle_plan = sim::OraclePlan{bound->bucket_s, std::move(bound->replicas)};
   }
-  GS_ASSIGN_OR_RETURN(refs.static_fleet, StaticFleet(run, trace, flags.no_static_fleet, err));
+  GS_ASSIGN_OR_RETURN(refs.static_frontier,
+                      Frontier(run, trace, costs, flags.no_static_fleet, err));
+  if (refs.static_frontier) refs.static_fleet = refs.static_frontier->smallest;
   return refs;
 }
 
@@ -269,6 +275,25 @@ nlohmann::ordered_json PlanJson(const sim::OraclePlan& plan,
           {"run_mean_ready_replicas", c.run_mean},
           {"replica_hours_above", c.replica_hours_above},
           {"replica_hours_below", c.replica_hours_below}};
+}
+
+nlohmann::ordered_json FleetPointJson(const sim::FleetPoint& p) {
+  return {{"replicas", p.replicas},
+          {"gpu_hours", p.gpu_hours},
+          {"attainment", p.attainment},
+          {"meets_target", p.meets_target}};
+}
+
+// static_frontier (every size replayed), dominated_by and cost_vs_static (null where none).
+void AddFrontierFields(nlohmann::ordered_json& j, const sim::StaticFrontier& frontier,
+                       const sim::SimReport& r) {
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  for (const sim::FleetPoint& p : frontier.points) points.push_back(FleetPointJson(p));
+  j["static_frontier"] = std::move(points);
+  const sim::FrontierVerdict v = sim::JudgeAgainstFrontier(frontier, {r.attainment, r.gpu_hours});
+  j["dominated_by"] = v.dominated_by ? FleetPointJson(*v.dominated_by) : nlohmann::ordered_json();
+  j["cost_vs_static"] =
+      v.cost_vs_static ? nlohmann::ordered_json(*v.cost_vs_static) : nlohmann::ordered_json();
 }
 
 // One run's report; REQUIRES: run.result holds a value.
@@ -309,6 +334,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
                          {"attainment", fleet->attainment},
                          {"meets_target", fleet->meets_target}};
   }
+  if (const auto& frontier = refs.static_frontier) AddFrontierFields(j, *frontier, r);
   // Replicas against load over time for charts (the dashboard's simulation view): at most
   // 500 points whatever the trace's length.
   const sim::TimelineSeries series = sim::BucketTimeline(run.result->timeline, 500);
@@ -332,7 +358,8 @@ int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
   std::mutex err_mu;
   Execute(*run, *trace, ctx.err, err_mu);
   if (!run->result) return ctx.Fail(run->result.error());
-  auto refs = References(*run, *trace, flags, ctx.err);
+  const sim::RunCost cost{run->result->report.attainment, run->result->report.gpu_hours};
+  auto refs = References(*run, *trace, std::span(&cost, 1), flags, ctx.err);
   if (!refs) return ctx.Fail(refs.error());
   const auto& result = *run->result;
   if (!flags.timeline.empty()) {
@@ -389,12 +416,15 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
   }
   for (auto& t : threads) t.join();
   std::vector<sim::CompareEntry> entries;
+  std::vector<sim::RunCost> costs;
   for (auto& run : runs) {
     if (!run.result) return ctx.Fail(run.result.error());
     entries.push_back({run.name, run.result->report, run.result->timeline});
+    costs.push_back({run.result->report.attainment, run.result->report.gpu_hours});
   }
-  // The references depend on the trace, model, SLO and service of the first config.
-  auto refs = References(runs.front(), *trace, flags, ctx.err);
+  // The references depend on the trace, model, SLO and service of the first config; the
+  // static frontier is computed once, for every run.
+  auto refs = References(runs.front(), *trace, costs, flags, ctx.err);
   if (!refs) return ctx.Fail(refs.error());
   auto svg = sim::RenderCompareSvg(entries, *refs);
   if (auto written = WriteFile(flags.svg, svg, "--svg"); !written) return ctx.Fail(written.error());
@@ -442,7 +472,8 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--no-oracle", flags->no_oracle,
                 "Skip the oracle lower bound (and the reactive reference computed with it)");
   cmd->add_flag("--no-static-fleet", flags->no_static_fleet,
-                "Skip sizing the smallest static fleet that meets the SLO target");
+                "Skip the static fleets: the smallest meeting the SLO target and the frontier "
+                "each run is judged against (dominated_by, cost_vs_static)");
   cmd->add_flag("--skip-bad-rows", flags->skip_bad_rows,
                 "Skip malformed trace rows, count them and report the first, instead of failing "
                 "on the first one");

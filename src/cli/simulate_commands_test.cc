@@ -1,10 +1,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 
@@ -186,6 +188,68 @@ TEST_F(SimulateCommandTest, ReportsTheSmallestStaticFleetMeetingTheTargetUnlessS
             0)
       << err;
   EXPECT_NE(out.find("static_fleet         1 replica, "), std::string::npos) << out;
+}
+
+TEST_F(SimulateCommandTest, JudgesEveryRunOfACompareAgainstOneStaticFrontier) {
+  std::string out, err;
+  ASSERT_EQ(Run({"simulate", "--compare", Config("slo") + "," + Config("hpa"), "--trace",
+                 Path("trace.csv"), "--rate-scale", "4", "--no-oracle", "--svg",
+                 Path("chart.svg"), "-o", "json"},
+                &out, &err),
+            0)
+      << err;
+  const auto runs = nlohmann::json::parse(out);
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& run : runs) {
+    ASSERT_TRUE(run.contains("static_frontier")) << run.dump();
+    ASSERT_TRUE(run.contains("dominated_by")) << run.dump();
+    ASSERT_TRUE(run.contains("cost_vs_static")) << run.dump();
+    EXPECT_EQ(run["static_frontier"], runs[0]["static_frontier"]);  // one frontier for all
+    const double gpu_hours = run["gpu_hours"].get<double>();
+    const double attainment = run["slo_attainment"].get<double>();
+    ASSERT_TRUE(run["static_fleet"]["meets_target"].get<bool>());
+    EXPECT_NEAR(run["cost_vs_static"].get<double>(),
+                gpu_hours / run["static_fleet"]["gpu_hours"].get<double>(), 1e-12);
+    // dominated_by is the first fleet of the frontier at most as costly and at least as good.
+    nlohmann::json beats;
+    for (const auto& p : run["static_frontier"]) {
+      const double cost = p["gpu_hours"].get<double>(), got = p["attainment"].get<double>();
+      if (cost <= gpu_hours && got >= attainment && (cost < gpu_hours || got > attainment)) {
+        beats = p;
+        break;
+      }
+    }
+    EXPECT_EQ(run["dominated_by"], beats) << run["name"];
+  }
+  // Each size was replayed once for both runs, and every replay is on the frontier.
+  std::set<std::string> sizes;
+  size_t replays = 0;
+  for (size_t at = err.find("simulate: static fleet: "); at != std::string::npos;
+       at = err.find("simulate: static fleet: ", at + 1)) {
+    ++replays;
+    sizes.insert(err.substr(at, err.find(" replicas", at) - at));
+  }
+  EXPECT_EQ(replays, sizes.size()) << err;
+  EXPECT_EQ(replays, runs[0]["static_frontier"].size()) << err;
+
+  ASSERT_EQ(Run({"simulate", "--compare", Config("slo") + "," + Config("hpa"), "--trace",
+                 Path("trace.csv"), "--rate-scale", "4", "--no-oracle", "--svg",
+                 Path("chart.svg")},
+                &out, &err),
+            0)
+      << err;
+  EXPECT_NE(out.find(" peak  /static dominated_by\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nstatic frontier (replicas: attainment at GPU-hours): "), std::string::npos)
+      << out;
+  ASSERT_EQ(Run({"simulate", "--config", Config("hpa"), "--trace", Path("trace.csv"),
+                 "--rate-scale", "4", "--no-oracle"},
+                &out, &err),
+            0)
+      << err;
+  for (const char* line : {"\nstatic_frontier      ", "\ndominated_by         ",
+                           "\ncost_vs_static       "}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << " in " << out;
+  }
 }
 
 TEST_F(SimulateCommandTest, AnAutoWarmStartIsSizedFromTheTraceAndReported) {

@@ -76,6 +76,40 @@ std::string StaticFleetSummary(const StaticFleet& fleet) {
                                           "max_replicas and the cluster)");
 }
 
+// "7: 0.9870 at 6.817, 8: 0.9994 at 7.791": each replayed size's attainment and GPU-hours.
+std::string FrontierPoints(const StaticFrontier& frontier) {
+  std::string out;
+  for (const FleetPoint& p : frontier.points) {
+    out += fmt::format("{}{}: {:.4f} at {:.3f}", out.empty() ? "" : ", ", p.replicas, p.attainment,
+                       p.gpu_hours);
+  }
+  return out;
+}
+
+std::string DominatedBySummary(const FrontierVerdict& verdict, const SimReport& r) {
+  if (const auto& p = verdict.dominated_by) {
+    return fmt::format("{}: attainment {:.4f} at {:.3f} GPU-hours, against this run's {:.4f} at "
+                       "{:.3f}",
+                       Replicas(p->replicas), p->attainment, p->gpu_hours, r.attainment,
+                       r.gpu_hours);
+  }
+  return fmt::format("none: no static fleet attains {:.4f} at {:.3f} GPU-hours or less, with one "
+                     "of them better",
+                     r.attainment, r.gpu_hours);
+}
+
+std::string CostVsStaticSummary(const FrontierVerdict& verdict, const SimReport& r,
+                                const StaticFleet& smallest) {
+  if (!verdict.cost_vs_static) {
+    return fmt::format("- (no static fleet within the ceiling meets the target; {} attain "
+                       "{:.4f})",
+                       Replicas(smallest.replicas), smallest.attainment);
+  }
+  return fmt::format("{:.3f} ({:.3f} / {:.3f} GPU-hours of the static fleet of {})",
+                     *verdict.cost_vs_static, r.gpu_hours, smallest.gpu_hours,
+                     Replicas(smallest.replicas));
+}
+
 // "reactive (+3, hold 2)": the spare replicas and the hold, in buckets.
 std::string ReactiveName(const ReactivePlan& plan) {
   return fmt::format("reactive (+{}, hold {})", plan.spare_replicas, plan.hold_buckets);
@@ -93,6 +127,16 @@ std::string ReactiveSummary(const ReactivePlan& plan) {
                      plan.gpu_hours, plan.attainment,
                      plan.meets_target ? "" : " (no such schedule meets the target)", bucket_s,
                      followed, (plan.lag_buckets - 1) * bucket_s, plan.spare_replicas);
+}
+
+// The compare table's last two columns: GPU-hours over the smallest static fleet meeting the
+// target ("-" where none does) and the size of the static fleet that dominates the run ("-"
+// where none does).
+std::string FrontierColumns(const StaticFrontier& frontier, const SimReport& r) {
+  const FrontierVerdict v = JudgeAgainstFrontier(frontier, {r.attainment, r.gpu_hours});
+  return fmt::format(" {:>8} {:>12}",
+                     v.cost_vs_static ? fmt::format("{:.3f}", *v.cost_vs_static) : "-",
+                     v.dominated_by ? Replicas(v.dominated_by->replicas) : "-");
 }
 
 }  // namespace
@@ -210,6 +254,12 @@ std::string FormatReportTable(const SimReport& r, const References& references,
   if (const auto& fleet = references.static_fleet) {
     line("static_fleet", StaticFleetSummary(*fleet));
   }
+  if (const auto& frontier = references.static_frontier) {
+    const FrontierVerdict verdict = JudgeAgainstFrontier(*frontier, {r.attainment, r.gpu_hours});
+    line("static_frontier", FrontierPoints(*frontier) + " (replicas: attainment at GPU-hours)");
+    line("dominated_by", DominatedBySummary(verdict, r));
+    line("cost_vs_static", CostVsStaticSummary(verdict, r, frontier->smallest));
+  }
   line("scale_ups", fmt::format("{} ({} replicas started)", r.scale_ups, r.replicas_started));
   line("scale_downs", fmt::format("{} ({} replicas stopped)", r.scale_downs, r.replicas_stopped));
   line("peak_replicas", fmt::format("{}", r.peak_replicas));
@@ -235,9 +285,12 @@ std::string FormatTimelineCsv(const std::vector<TimelineRow>& rows) {
 std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
                                const References& references) {
   const double oracle_gpu_hours = references.oracle_gpu_hours;
-  std::string out = fmt::format("{:<22} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>5} {:>5} {:>5}\n",
+  const auto& frontier = references.static_frontier;
+  std::string out = fmt::format("{:<22} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>5} {:>5} {:>5}{}\n",
                                 "policy", "attain", "gpu_h", "/oracle", "ttft_p99", "tpot_p99",
-                                "e2e_p99", "ups", "downs", "peak");
+                                "e2e_p99", "ups", "downs", "peak",
+                                frontier ? fmt::format(" {:>8} {:>12}", "/static", "dominated_by")
+                                         : "");
   // "-" without an oracle (--no-oracle), rather than a ratio of 0 that reads as a result.
   auto over_oracle = [&](double gpu_hours) {
     return oracle_gpu_hours > 0 ? fmt::format("{:.3f}", gpu_hours / oracle_gpu_hours)
@@ -246,9 +299,10 @@ std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
   for (const auto& e : entries) {
     const auto& r = e.report;
     out += fmt::format("{:<22} {:>10.4f} {:>10.3f} {:>8} {:>9.3f} {:>9.4f} {:>9.2f} {:>5} "
-                       "{:>5} {:>5}\n",
+                       "{:>5} {:>5}{}\n",
                        e.name, r.attainment, r.gpu_hours, over_oracle(r.gpu_hours), r.ttft_s.p99,
-                       r.tpot_s.p99, r.e2e_s.p99, r.scale_ups, r.scale_downs, r.peak_replicas);
+                       r.tpot_s.p99, r.e2e_s.p99, r.scale_ups, r.scale_downs, r.peak_replicas,
+                       frontier ? FrontierColumns(*frontier, r) : "");
   }
   // A reference row: no latencies or scaling counts, only what it attains and costs.
   auto reference_row = [&](const std::string& name, double attainment, double gpu_hours,
@@ -267,6 +321,10 @@ std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
   if (oracle_gpu_hours >= 0) {
     out += fmt::format("{:<22} {:>10} {:>10.3f} {:>8.3f}\n", "oracle (lower bound)", "-",
                        oracle_gpu_hours, 1.0);
+  }
+  if (frontier) {
+    out += fmt::format("\nstatic frontier (replicas: attainment at GPU-hours): {}\n",
+                       FrontierPoints(*frontier));
   }
   if (references.slo_target >= 0 && !entries.empty()) {
     out += "\n" + CompareVerdict(entries, references) + "\n";

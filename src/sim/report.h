@@ -54,10 +54,13 @@ PlanComparison CompareWithPlan(const OraclePlan& plan, const std::vector<Timelin
 
 // What runs are measured against: the oracle lower bound (sim/oracle.h), the reactive
 // reference computed with it (sim/reactive_plan.h) and the smallest static fleet meeting the
-// target (sim/static_fleet.h). Any may be left out.
+// target (sim/static_fleet.h) with the static frontier it was found on. Any may be left out.
 struct References {
   double oracle_gpu_hours = -1;  // < 0: not computed
   std::optional<StaticFleet> static_fleet;
+  // The static fleets each run is judged against (JudgeAgainstFrontier): a dominated_by and
+  // a cost_vs_static line per run, two columns of the compare table.
+  std::optional<StaticFrontier> static_frontier = std::nullopt;
   double slo_target = -1;        // slo.target_ratio; < 0: no verdict line, no target in the SVG
   std::optional<OraclePlan> oracle_plan = std::nullopt;  // computed with the bound
   // From the bound's fleet curves (sim/reactive_plan.h).
@@ -91,7 +94,9 @@ struct CompareEntry {
 };
 
 // A table with one row per policy: attainment, GPU-hours, GPU-hours / oracle, p99s, scale
-// events; then a row per computed reference and, given the SLO target, the verdict line.
+// events and, given the static frontier, GPU-hours over the static fleet's and the fleet
+// that dominates it; then a row per computed reference, the frontier and, given the SLO
+// target, the verdict line.
 std::string FormatCompareTable(const std::vector<CompareEntry>& entries,
                                const References& references);
 

@@ -124,6 +124,56 @@ TEST(CompareTableTest, RatiosToTheOracleAreADashWithoutIt) {
   }
 }
 
+// 2 GPU-hours per replica; 3 replicas are the smallest fleet meeting 0.99.
+References WithReportFrontier() {
+  References refs = WithStaticFleet(3, 6.0, true);
+  StaticFrontier f;
+  f.points = {{2, 0.95, 4, false}, {3, 0.995, 6, true}, {4, 1.0, 8, true}};
+  f.smallest = {3, 0.995, 6, true};
+  refs.static_frontier = f;
+  return refs;
+}
+
+TEST(FrontierReportTest, ARunSaysWhichStaticFleetDominatesItAndItsCostOverTheStaticFleet) {
+  SimReport beaten;
+  beaten.attainment = 0.99;
+  beaten.gpu_hours = 7.5;
+  const std::string table = FormatReportTable(beaten, WithReportFrontier());
+  EXPECT_NE(table.find("static_frontier      2: 0.9500 at 4.000, 3: 0.9950 at 6.000, 4: 1.0000 at "
+                       "8.000 (replicas: attainment at GPU-hours)\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("dominated_by         3 replicas: attainment 0.9950 at 6.000 GPU-hours, "
+                       "against this run's 0.9900 at 7.500\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("cost_vs_static       1.250 (7.500 / 6.000 GPU-hours of the static fleet "
+                       "of 3 replicas)\n"),
+            std::string::npos)
+      << table;
+  SimReport lean = beaten;
+  lean.gpu_hours = 4.5;
+  const std::string lean_table = FormatReportTable(lean, WithReportFrontier());
+  EXPECT_NE(lean_table.find("dominated_by         none: "), std::string::npos) << lean_table;
+  EXPECT_NE(lean_table.find("cost_vs_static       0.750 "), std::string::npos) << lean_table;
+  // Without the frontier (--no-static-fleet), none of it.
+  EXPECT_EQ(FormatReportTable(beaten, References{}).find("dominated_by"), std::string::npos);
+}
+
+TEST(FrontierReportTest, TheCompareTableHasTheCostOverTheStaticFleetAndTheDominatingFleet) {
+  const std::vector<CompareEntry> entries = {Entry("hpa", 0.99, 7.5), Entry("slo", 0.99, 4.5)};
+  const std::string table = FormatCompareTable(entries, WithReportFrontier());
+  EXPECT_NE(table.find(" peak  /static dominated_by\n"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 0    1.250   3 replicas\n"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 0    0.750            -\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("\nstatic frontier (replicas: attainment at GPU-hours): 2: 0.9500 at 4.000, "
+                       "3: 0.9950 at 6.000, 4: 1.0000 at 8.000\n"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(FormatCompareTable(entries, WithStaticFleet(3, 6.0, true)).find("/static"),
+            std::string::npos);
+}
+
 std::vector<TimelineRow> Ticks(const std::vector<std::pair<double, int>>& time_and_ready) {
   std::vector<TimelineRow> rows;
   for (const auto& [t, ready] : time_and_ready) {

@@ -2,8 +2,10 @@
 // object for --config, an array of them for --compare; docs/simulation.md "Outputs") ->
 // checked runs, or a message naming what is wrong (where the text stops being JSON, or the
 // path of the field, such as `[1].timeline.time_s`); then the comparison table with the
-// references (static fleet, reactive reference, oracle bound), the verdict, the points of
-// the attainment vs GPU-hours scatter and the replicas-over-time lines. No DOM, no fetch.
+// references (static fleet, reactive reference, oracle bound), each run against the static
+// frontier (dominated by which fleet, GPU-hours over the static fleet's), the verdict, the
+// points of the attainment vs GPU-hours scatter and the replicas-over-time lines. No DOM, no
+// fetch.
 //
 // The file is a CLI output, not an API answer, so its shape is checked here field by field
 // rather than trusted: a user may drop any file on the page.
@@ -49,6 +51,14 @@ export interface StaticFleet {
   meets_target: boolean;
 }
 
+// The run against the static frontier (docs/simulation.md, "The static frontier"): the
+// cheapest static fleet at most as costly and at least as good (one of them strictly), and
+// the run's GPU-hours over the smallest static fleet meeting the target.
+export interface RunFrontier {
+  dominated_by: StaticFleet | null; // null: no static fleet beats the run
+  cost_vs_static: number | null; // null: no static fleet within the cluster meets the target
+}
+
 export interface SimTrace {
   format: string | null;
   requests: number | null;
@@ -72,6 +82,7 @@ export interface SimRun {
   oracle_plan: OraclePlan | null;
   reactive_plan: ReactivePlan | null;
   static_fleet: StaticFleet | null;
+  frontier: RunFrontier | null; // null: run with --no-static-fleet, or an older gpuscale
   trace: SimTrace | null;
   timeline: SimTimeline | null; // null: written by a gpuscale before timelines
 }
@@ -216,6 +227,15 @@ function timeline(o: Json, path: string): SimTimeline {
   return t;
 }
 
+function staticFleet(p: Json, at: string): StaticFleet {
+  return {
+    replicas: number(p, at, 'replicas'),
+    gpu_hours: number(p, at, 'gpu_hours'),
+    attainment: number(p, at, 'attainment', 'a share 0..1'),
+    meets_target: boolean(p, at, 'meets_target'),
+  };
+}
+
 function run(o: Json, path: string): SimRun {
   return {
     name: string(o, path, 'name'),
@@ -242,12 +262,11 @@ function run(o: Json, path: string): SimRun {
       attainment: number(p, at, 'attainment', 'a share 0..1'),
       meets_target: boolean(p, at, 'meets_target'),
     })),
-    static_fleet: optional(o, path, 'static_fleet', (p, at) => ({
-      replicas: number(p, at, 'replicas'),
-      gpu_hours: number(p, at, 'gpu_hours'),
-      attainment: number(p, at, 'attainment', 'a share 0..1'),
-      meets_target: boolean(p, at, 'meets_target'),
-    })),
+    static_fleet: optional(o, path, 'static_fleet', staticFleet),
+    frontier: o.dominated_by === undefined ? null : {
+      dominated_by: optional(o, path, 'dominated_by', staticFleet),
+      cost_vs_static: optionalNumber(o, path, 'cost_vs_static'),
+    },
     // Shown in the header only: tolerated in any shape.
     trace: typeof o.trace === 'object' && o.trace !== null && !Array.isArray(o.trace) ? {
       format: typeof (o.trace as Json).format === 'string' ? (o.trace as Json).format as string : null,
@@ -313,6 +332,7 @@ export interface SimRow {
   peak: number | null;
   ups: number | null;
   downs: number | null;
+  vsStatic: string | null; // frontierText; null for references and runs without a frontier
   run: number | null; // index of the run (its colour in the charts)
 }
 
@@ -348,13 +368,13 @@ function overOracle(r: SimRun): number | null {
 }
 
 export function simRows(c: SimComparison): SimRow[] {
-  const empty = { ttftP99: null, tpotP99: null, peak: null, ups: null, downs: null, run: null };
+  const empty = { ttftP99: null, tpotP99: null, peak: null, ups: null, downs: null, vsStatic: null, run: null };
   const rows: SimRow[] = c.runs.map((r, i) => ({
     kind: 'run', key: `run:${i}`, name: r.name, policy: r.policy, attainment: r.slo_attainment, target: r.slo_target,
     met: r.slo_attainment >= r.slo_target, gpuHours: r.gpu_hours,
     overOracle: overOracle(r),
     ttftP99: r.ttft_seconds.p99, tpotP99: r.tpot_seconds.p99, peak: r.peak_replicas, ups: r.scale_ups,
-    downs: r.scale_downs, run: i,
+    downs: r.scale_downs, vsStatic: frontierText(r), run: i,
   }));
   const n = c.runs.length;
   const target = (names: readonly string[]) => c.runs.find((r) => r.name === names[0])?.slo_target ?? null;
@@ -373,6 +393,16 @@ export function simRows(c: SimComparison): SimRow[] {
     name: forRuns('oracle (lower bound)', runs, n, oracles.length > 1), policy: 'reference', attainment: null,
     target: target(runs), met: null, gpuHours: value, overOracle: value > 0 ? 1 : null }));
   return rows;
+}
+
+// "dominated by 7 replicas · 1.10× static" or "not dominated · 0.83× static": the CLI's
+// dominated_by and cost_vs_static, one cell. Null when the file has no frontier.
+export function frontierText(r: SimRun): string | null {
+  if (!r.frontier) return null;
+  const d = r.frontier.dominated_by;
+  const head = d ? `dominated by ${d.replicas} replica${d.replicas === 1 ? '' : 's'}` : 'not dominated';
+  const cost = r.frontier.cost_vs_static;
+  return cost === null ? head : `${head} · ${cost.toFixed(2)}× static`;
 }
 
 // "reactive (+1 spare, hold 60 s)", as the CLI's "reactive (+1, hold 1)" in seconds.

@@ -72,6 +72,7 @@ function simRow(row: SimRow, live: ReadonlyMap<string, string[]> | null): HTMLEl
     num(formatP99(row.tpotP99)),
     num(row.peak === null ? MISSING : String(row.peak)),
     num(row.ups === null && row.downs === null ? MISSING : `${row.ups ?? MISSING} / ${row.downs ?? MISSING}`),
+    h('td', { class: row.vsStatic === null ? 'muted sim-frontier' : 'sim-frontier' }, row.vsStatic ?? MISSING),
     liveCell(row, live));
 }
 
@@ -81,7 +82,7 @@ function simTable(c: SimComparison, live: ReadonlyMap<string, string[]> | null):
   return h('div', { class: 'table-wrap' }, h('table', { id: 'sim-table' },
     h('thead', null, h('tr', null,
       h('th', null, 'Run'), h('th', null, 'Policy'), h('th', null, 'SLO attainment', target),
-      ['GPU-hours', '× oracle', 'TTFT p99', 'TPOT p99', 'Peak replicas', 'Ups / downs', 'Live services']
+      ['GPU-hours', '× oracle', 'TTFT p99', 'TPOT p99', 'Peak replicas', 'Ups / downs', 'vs static fleets', 'Live services']
         .map((t) => h('th', null, t)))),
     h('tbody', null, simRows(c).map((row) => simRow(row, live)))));
 }

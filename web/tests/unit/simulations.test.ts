@@ -8,6 +8,7 @@ import {
   formatGpuHours,
   formatOverOracle,
   formatTarget,
+  frontierText,
   parseSimulation,
   readStored,
   scatterData,
@@ -146,6 +147,28 @@ describe('the comparison table', () => {
     const rows = simRows(parsed([simRunJson('idle', { oracle_gpu_hours: 0, gpu_hours_over_oracle: 0 })]));
     expect(rows.map((r) => [r.kind, r.overOracle])).toEqual([['run', null], ['reactive', null], ['static_fleet', null],
       ['oracle', null]]);
+  });
+
+  it('says per run which static fleet dominates it and its cost over the static fleet', () => {
+    const fleet = (replicas: number, gpu_hours: number, attainment: number) =>
+      ({ replicas, gpu_hours, attainment, meets_target: attainment >= 0.99 });
+    const frontier = [fleet(1, 0.3, 0.9), fleet(2, 0.6, 0.993), fleet(3, 0.9, 1)];
+    const c = parsed([
+      simRunJson('slo', { static_frontier: frontier, dominated_by: null, cost_vs_static: 0.6 }),
+      simRunJson('hpa', { static_frontier: frontier, dominated_by: fleet(3, 0.9, 1), cost_vs_static: 1.5 }),
+      simRunJson('keda', { static_frontier: frontier, dominated_by: fleet(1, 0.3, 0.9), cost_vs_static: null }),
+      simRunJson('old'), // before the frontier, or --no-static-fleet
+    ]);
+    expect(c.runs[1]?.frontier).toEqual({ dominated_by: fleet(3, 0.9, 1), cost_vs_static: 1.5 });
+    expect(c.runs[3]?.frontier).toBeNull();
+    expect(simRows(c).map((r) => [r.name, r.vsStatic])).toEqual([
+      ['slo', 'not dominated · 0.60× static'], ['hpa', 'dominated by 3 replicas · 1.50× static'],
+      ['keda', 'dominated by 1 replica'], ['old', null],
+      ['reactive (+1 spare, hold 60 s)', null], ['static fleet (2)', null], ['oracle (lower bound)', null],
+    ]);
+    expect(frontierText(c.runs[0]!)).toBe('not dominated · 0.60× static');
+    expect(problem(JSON.stringify([simRunJson('slo', { dominated_by: { replicas: 3 }, cost_vs_static: 1 })])))
+      .toContain('[0].dominated_by.gpu_hours is missing');
   });
 
   it('has no oracle or reactive rows without the oracle', () => {
