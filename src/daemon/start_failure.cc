@@ -23,15 +23,17 @@ std::optional<std::string> StartFailure::Observe(std::string_view service,
   if (!failure_.empty()) {
     if (failure_ == logged_) return std::nullopt;
     logged_ = failure_;
-    return fmt::format("service '{}' cannot start replicas: {} (retried with backoff; requests "
-                       "to it through the gateway get 503 until one starts)",
-                       service, failure_);
+    return fmt::format(
+        "service '{}' cannot start replicas: {} (retried with backoff; requests "
+        "to it through the gateway get 503 until one starts)",
+        service, failure_);
   }
   // Recovered only when a process runs: a service that merely has no replica now (held at
   // zero) may fail the same way on its next one, which is not worth a second line.
-  const bool running = std::any_of(replicas.begin(), replicas.end(), [](const orch::ReplicaInfo& r) {
-    return r.pid > 0 || r.phase == scale::ReplicaPhase::kReady;
-  });
+  const bool running =
+      std::any_of(replicas.begin(), replicas.end(), [](const orch::ReplicaInfo& r) {
+        return r.pid > 0 || r.phase == scale::ReplicaPhase::kReady;
+      });
   if (logged_.empty() || !running) return std::nullopt;
   logged_.clear();
   return fmt::format("service '{}' starts replicas again", service);

@@ -41,8 +41,7 @@ TEST(StartFailureTest, LogsOncePerDistinctErrorAndOnRecovery) {
       Replica("chat-0", ReplicaPhase::kStarting, "restarting", kNotInstalled)};
   std::optional<std::string> line = failure.Observe("chat", failing);
   ASSERT_TRUE(line.has_value());
-  EXPECT_NE(line->find("service 'chat' cannot start replicas: " + kNotInstalled),
-            std::string::npos)
+  EXPECT_NE(line->find("service 'chat' cannot start replicas: " + kNotInstalled), std::string::npos)
       << *line;
   EXPECT_EQ(failure.failure(), kNotInstalled);
   EXPECT_FALSE(failure.Observe("chat", failing).has_value());
@@ -50,15 +49,16 @@ TEST(StartFailureTest, LogsOncePerDistinctErrorAndOnRecovery) {
   EXPECT_EQ(failure.failure(), "");
   EXPECT_FALSE(failure.Observe("chat", failing).has_value()) << "the same error again";
   const std::string denied = "cannot start 'vllm': Permission denied";
-  line = failure.Observe("chat", {Replica("chat-1", ReplicaPhase::kStarting, "restarting", denied)});
+  line =
+      failure.Observe("chat", {Replica("chat-1", ReplicaPhase::kStarting, "restarting", denied)});
   ASSERT_TRUE(line.has_value());
   EXPECT_NE(line->find(denied), std::string::npos) << *line;
   line = failure.Observe("chat", {Replica("chat-1", ReplicaPhase::kStarting, "starting", "", 7)});
   ASSERT_TRUE(line.has_value());
   EXPECT_EQ(*line, "service 'chat' starts replicas again");
   EXPECT_EQ(failure.failure(), "");
-  EXPECT_FALSE(
-      failure.Observe("chat", {Replica("chat-1", ReplicaPhase::kReady, "ready", "", 7)}).has_value());
+  EXPECT_FALSE(failure.Observe("chat", {Replica("chat-1", ReplicaPhase::kReady, "ready", "", 7)})
+                   .has_value());
 }
 
 }  // namespace

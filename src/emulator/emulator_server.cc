@@ -505,18 +505,16 @@ StringResponse EmbeddingsResponse(Impl& impl, std::string_view body) {
   }
   Result<EmbeddingRequest> request = ParseEmbeddingRequest(body);
   if (!request) {
-    return ErrorResponse(400, request.error().ToString(), "BadRequestError",
-                         request.error().field);
+    return ErrorResponse(400, request.error().ToString(), "BadRequestError", request.error().field);
   }
   if (!request->model.empty() && request->model != impl.options.model_name) {
     return ErrorResponse(404, fmt::format("The model `{}` does not exist.", request->model),
                          "NotFoundError", "model");
   }
   const std::string id = fmt::format("embd-{}", impl.next_response_id++);
-  return TextResponse(200,
-                      EmbeddingResponseBody(*request, id, impl.created_unix_seconds,
-                                            impl.options.model_name),
-                      "application/json");
+  return TextResponse(
+      200, EmbeddingResponseBody(*request, id, impl.created_unix_seconds, impl.options.model_name),
+      "application/json");
 }
 
 StringResponse MetricsResponse(Impl& impl) {

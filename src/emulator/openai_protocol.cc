@@ -404,9 +404,9 @@ Result<std::vector<EmbeddingInput>> EmbeddingInputs(const ojson& body) {
   if (!it->is_array()) return InvalidArgument("expected a string or an array", "input");
   if (it->empty()) return InvalidArgument("expected at least one input", "input");
   if (it->size() > kMaxEmbeddingInputs) {
-    return InvalidArgument(fmt::format("expected at most {} inputs, got {}", kMaxEmbeddingInputs,
-                                       it->size()),
-                           "input");
+    return InvalidArgument(
+        fmt::format("expected at most {} inputs, got {}", kMaxEmbeddingInputs, it->size()),
+        "input");
   }
   if ((*it)[0].is_number_integer()) {  // one input of token ids: [1, 2, 3]
     std::optional<EmbeddingInput> ids = EmbeddingEntry(*it);
@@ -464,8 +464,7 @@ Result<EmbeddingRequest> ParseEmbeddingRequest(std::string_view body) {
   GS_ASSIGN_OR_RETURN(std::optional<int64_t> dimensions,
                       ReadPositiveInt(parsed, "dimensions", kEmbeddingDimensions));
   request.dimensions = static_cast<int32_t>(dimensions.value_or(kEmbeddingDimensions));
-  GS_ASSIGN_OR_RETURN(std::string format,
-                      ReadString(parsed, "encoding_format", "encoding_format"));
+  GS_ASSIGN_OR_RETURN(std::string format, ReadString(parsed, "encoding_format", "encoding_format"));
   if (!format.empty() && format != "float" && format != "base64") {
     return InvalidArgument(fmt::format("expected \"float\" or \"base64\", got \"{}\"", format),
                            "encoding_format");
@@ -500,10 +499,11 @@ std::string EmbeddingResponseBody(const EmbeddingRequest& request, std::string_v
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     const EmbeddingInput& input = request.inputs[i];
     tokens += input.prompt_tokens;
-    data.push_back(ojson{{"object", "embedding"},
-                         {"index", i},
-                         {"embedding", EmbeddingJson(EmulatedEmbedding(input.key, request.dimensions),
-                                                     request.base64)}});
+    data.push_back(
+        ojson{{"object", "embedding"},
+              {"index", i},
+              {"embedding",
+               EmbeddingJson(EmulatedEmbedding(input.key, request.dimensions), request.base64)}});
   }
   return Dump(ojson{{"id", id},
                     {"object", "list"},

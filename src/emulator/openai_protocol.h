@@ -147,7 +147,7 @@ inline constexpr int32_t kEmbeddingDimensions = 384;
 inline constexpr size_t kMaxEmbeddingInputs = 2048;
 
 struct EmbeddingInput {
-  std::string key;         // what the vector is drawn from: the text, or "tokens:1,2,3"
+  std::string key;            // what the vector is drawn from: the text, or "tokens:1,2,3"
   int64_t prompt_tokens = 1;  // whitespace words of a text (at least 1), or token ids
 };
 

@@ -170,8 +170,10 @@ TEST(OpenAiProtocolTest, ParsesEveryFormOfEmbeddingsInput) {
       {R"({"input": [5, 6, 7, 8]})", {4}, kEmbeddingDimensions, false},
       {R"({"input": [[1, 2], [3]], "dimensions": 8})", {2, 1}, 8, false},
       {R"({"input": "a", "encoding_format": "base64"})", {1}, kEmbeddingDimensions, true},
-      {R"({"input": "a", "encoding_format": "float", "dimensions": null})", {1},
-       kEmbeddingDimensions, false},
+      {R"({"input": "a", "encoding_format": "float", "dimensions": null})",
+       {1},
+       kEmbeddingDimensions,
+       false},
   };
   for (const EmbeddingCase& c : cases) {
     Result<EmbeddingRequest> request = ParseEmbeddingRequest(c.body);
@@ -241,7 +243,8 @@ TEST(OpenAiProtocolTest, EmbeddingsResponseIsOpenAisShape) {
   EXPECT_EQ(body["data"][0]["embedding"][0].get<float>(), EmulatedEmbedding("one two", 4)[0]);
   EXPECT_EQ(body["usage"], json({{"prompt_tokens", 5}, {"total_tokens", 5}}));
   // base64: little-endian float32s; a one-dimensional unit vector is 1.0f or -1.0f.
-  request = ParseEmbeddingRequest(R"({"input": "a", "dimensions": 1, "encoding_format": "base64"})");
+  request =
+      ParseEmbeddingRequest(R"({"input": "a", "dimensions": 1, "encoding_format": "base64"})");
   ASSERT_TRUE(request.has_value());
   const json encoded = json::parse(EmbeddingResponseBody(*request, "embd-2", 0, "m"));
   const std::string expected = EmulatedEmbedding("a", 1)[0] > 0 ? "AACAPw==" : "AACAvw==";

@@ -358,19 +358,18 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(beast::tcp_stream& c
   co_return std::nullopt;
 }
 
-awaitable<bool> GatewayServer::Impl::SendCannotStart(beast::tcp_stream& client,
-                                                     const Request& req,
+awaitable<bool> GatewayServer::Impl::SendCannotStart(beast::tcp_stream& client, const Request& req,
                                                      const std::string& service,
-                                                     const std::string& reason,
-                                                     SteadyTime arrival, RequestMeasurement& m) {
+                                                     const std::string& reason, SteadyTime arrival,
+                                                     RequestMeasurement& m) {
   m.status = 503;
   m.error = "cannot_start";
   m.e2e_seconds = SecondsSince(arrival);
   state->Record(service, m);
-  const Canned unavailable = ErrorReply(
-      http::status::service_unavailable,
-      fmt::format("service '{}' cannot start replicas: {}", service, reason), "server_error", "",
-      "service_unavailable", 10);
+  const Canned unavailable =
+      ErrorReply(http::status::service_unavailable,
+                 fmt::format("service '{}' cannot start replicas: {}", service, reason),
+                 "server_error", "", "service_unavailable", 10);
   const bool sent = co_await Send(client, req, unavailable);
   co_return sent;
 }

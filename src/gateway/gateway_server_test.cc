@@ -376,8 +376,7 @@ TEST_F(GatewayServerTest, AServiceThatCannotStartIsAnswered503NamingTheCauseAtOn
                              "such file or directory"),
             std::string::npos)
       << woken->body;
-  EXPECT_NE(woken->body.find("\"code\":\"service_unavailable\""), std::string::npos)
-      << woken->body;
+  EXPECT_NE(woken->body.find("\"code\":\"service_unavailable\""), std::string::npos) << woken->body;
   EXPECT_TRUE(woken->has_header("Retry-After"));
   const auto asked = std::chrono::steady_clock::now();
   auto refused = Chat("llama");
