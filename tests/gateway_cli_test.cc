@@ -2,7 +2,7 @@
 // usage errors naming the flag; with real processes, two `gpuscale emulate` replicas behind
 // it both take requests, and after one is SIGKILLed every request still succeeds (retry on
 // a refused connection, then passive health takes it out of rotation); a disaggregated route
-// sends every request through a prefill and a decode replica.
+// sends every request through a prefill and a decode replica; embeddings reach an emulator.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -173,6 +173,26 @@ TEST_F(GatewayProcessTest, SpreadsRequestsAndSurvivesAReplicaKilledByRouting) {
   ASSERT_EQ(waitpid(gateway.pid, &status, 0), gateway.pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   children_.back().pid = -1;
+}
+
+// Issue 44: /v1/embeddings, which the gateway routes, is served by the emulator behind it
+// (it answered 404): OpenAI's shape back through the gateway.
+TEST_F(GatewayProcessTest, RelaysEmbeddingsToAnEmulatedReplica) {
+  const Child e0 = Emulator(0);
+  ASSERT_GT(e0.port, 0);
+  children_.push_back(StartChild({cli_test::kBinary, "gateway", "--listen", "127.0.0.1:0",
+                                  "--route", "m=127.0.0.1:" + std::to_string(e0.port)},
+                                 "gateway http://127.0.0.1:", dir_ + "/gateway.err"));
+  const Child gateway = children_.back();
+  ASSERT_GT(gateway.port, 0);
+  const HttpReply r = Http(gateway.port, "POST", "/v1/embeddings", "",
+                           R"({"model": "m", "input": ["one two", "three"]})");
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["object"], "list");
+  ASSERT_EQ(r.body["data"].size(), 2u) << r.body.dump();
+  EXPECT_EQ(r.body["data"][1]["index"], 1);
+  EXPECT_EQ(r.body["data"][0]["embedding"].size(), 384u);
+  EXPECT_EQ(r.body["usage"]["prompt_tokens"], 3);
 }
 
 // Prefill/decode disaggregation with real processes: `gpuscale gateway` with a role route in

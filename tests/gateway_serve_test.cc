@@ -5,11 +5,14 @@
 // replicas with streams in flight and no request fails; kill -9 of a replica under load
 // fails at most the requests in flight on it and none after; a full activator queue answers
 // 503 with Retry-After at once, and a wait past the queue timeout 503 too.
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -273,6 +276,55 @@ TEST_F(DaemonServeTest, GatewayFullActivatorQueueAnswers503WithRetryAfter) {
   ASSERT_TRUE(timed_out) << "no answer from the gateway";
   EXPECT_EQ(timed_out->status, 503) << timed_out->body;
   EXPECT_TRUE(timed_out->has_header("Retry-After"));
+}
+
+// Issue 44: a service whose command is not installed. After the README's PUT of 3 replicas
+// none holds a GPU lease; GET /v1/services/x names the cause in `failure`; the gateway answers
+// 503 with it at once (not after queue_timeout, 300 s by default); the daemon's stderr says it
+// once, not every tick.
+TEST_F(DaemonServeTest, GatewayAnswersAServiceThatCannotStart503NamingTheCause) {
+  const std::string service = std::string("  - name: x\n    models: [m]\n") +
+                              "    command: [gpuscale-test-no-such-command, \"{port}\"]\n"
+                              "    gpus_per_replica: 1\n    min_replicas: 1\n"
+                              "    max_replicas: 3\n    policy:\n" +
+                              kFastQueuePolicyYaml;
+  StartDaemon(Config(service));
+  ASSERT_GT(daemon_.gateway_port(), 0) << daemon_.stdout_seen();
+  ASSERT_EQ(Http(Port(), "PUT", "/v1/services/x/replicas", "", R"({"replicas": 3})").status, 200);
+  json view;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        view = Http(Port(), "GET", "/v1/services/x").body;
+        return view["failure"].is_string() && Count() == 3;
+      },
+      std::chrono::seconds(15)))
+      << view.dump() << Replicas().dump();
+  EXPECT_THAT(view["failure"].get<std::string>(),
+              HasSubstr("cannot start 'gpuscale-test-no-such-command'"));
+  const json leases = Http(Port(), "GET", "/v1/leases").body;
+  EXPECT_EQ(leases["leases"].size(), 0u) << leases.dump();
+  httplib::Client client("127.0.0.1", daemon_.gateway_port());
+  client.set_read_timeout(30, 0);
+  const auto asked = std::chrono::steady_clock::now();
+  auto res = client.Post("/v1/completions", R"({"model": "m", "prompt": "hi", "max_tokens": 2})",
+                         "application/json");
+  const auto waited = std::chrono::steady_clock::now() - asked;
+  ASSERT_TRUE(res) << "no answer from the gateway";
+  EXPECT_EQ(res->status, 503) << res->body;
+  EXPECT_LT(waited, std::chrono::seconds(2));
+  EXPECT_THAT(res->body, HasSubstr("service 'x' cannot start replicas: cannot start "
+                                   "'gpuscale-test-no-such-command'"));
+  EXPECT_THAT(res->body, HasSubstr("service_unavailable"));
+  EXPECT_TRUE(res->has_header("Retry-After"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // real ticks of the daemon's 1 s loop
+  std::ifstream err(dir_ + "/daemon.err");
+  const std::string log((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  size_t said = 0;
+  for (size_t at = log.find("service 'x' cannot start replicas"); at != std::string::npos;
+       at = log.find("service 'x' cannot start replicas", at + 1)) {
+    ++said;
+  }
+  EXPECT_EQ(said, 1u) << log;
 }
 
 }  // namespace

@@ -227,6 +227,7 @@ Json ServiceStatusJson(const daemon::ServiceView& service) {
             {"draining_replicas", service.draining_replicas},
             {"last_decision", std::move(last_decision)},
             {"metric_errors", service.metric_errors},
+            {"failure", service.failure.empty() ? Json(nullptr) : Json(service.failure)},
             {"gateway", GatewayJson(service.gateway)},
             {"created_at", Time(service.created_at)}};
   if (!service.pools.empty()) {  // a disaggregated service: its pools and their GPU budget

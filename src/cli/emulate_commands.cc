@@ -181,8 +181,8 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "emulate",
       "Serve an OpenAI-compatible API that emulates an LLM engine's timing (no GPU needed): "
-      "/v1/completions, /v1/chat/completions (stream: true = SSE), /v1/models[/{id}], /health, "
-      "/ping, /version, /tokenize, and "
+      "/v1/completions, /v1/chat/completions (stream: true = SSE), /v1/embeddings, "
+      "/v1/models[/{id}], /health, /ping, /version, /tokenize, and "
       "vLLM's /metrics. Runs until SIGTERM/SIGINT, then drains and exits 0.");
   cmd->allow_extras();  // -tp/-pp and unknown engine flags: ResolveOptions decides
   cmd->add_option("--port", options->port, "TCP port; 0 picks a free one (printed on stdout)")

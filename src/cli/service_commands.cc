@@ -1,6 +1,7 @@
 // `gpuscale services [-w]`: a running daemon's services at a glance, `kubectl get hpa`-style:
 // replicas ready/desired against the bounds, the gateway's traffic and TTFT, and the last
-// decision's reason (which names the metric and its target); a disaggregated service's pools
+// decision's reason (which names the metric and its target), or why its replicas cannot
+// start (the API's `failure`); a disaggregated service's pools
 // each get a line below it (their replicas and GPUs of the shared budget). `-w` prints the table
 // again whenever it changes; `-o json` is the API's body (GET /v1/services).
 #include <fmt/format.h>
@@ -69,6 +70,10 @@ std::string Table(const Json& body) {
     const Json errors = s.value("metric_errors", Json::array());
     if (errors.is_array() && !errors.empty() && errors[0].is_string()) {
       reason = "metric error: " + errors[0].get<std::string>();
+    }
+    // Replicas that cannot start matter more than the policy's reading of no metrics.
+    if (const Json failure = s.value("failure", Json()); failure.is_string()) {
+      reason = "CANNOT START: " + failure.get<std::string>();
     }
     const Json manual = s.value("manual_replicas", Json());
     out += fmt::format(

@@ -116,6 +116,21 @@ TEST_F(ServiceCommandsTest, ADisaggregatedServiceShowsItsPoolsAndBudget) {
   EXPECT_EQ(service["gpu_budget"], json({{"gpus", 4}, {"held", 3}}));
 }
 
+// A service whose replicas cannot start says so in the table (not the policy's reading of no
+// metrics) and in JSON's `failure` (null while they can).
+TEST_F(ServiceCommandsTest, AServiceThatCannotStartSaysWhy) {
+  ASSERT_EQ(Run({"services", "--api", url_, "-o", "json"}), 0) << err_;
+  EXPECT_TRUE(json::parse(out_)["services"][0]["failure"].is_null()) << out_;
+  daemon_.SetFailure("chat", "cannot start 'vllm': No such file or directory");
+  ASSERT_EQ(Run({"services", "--api", url_}), 0) << err_;
+  EXPECT_NE(out_.find("CANNOT START: cannot start 'vllm': No such file or directory"),
+            std::string::npos)
+      << out_;
+  ASSERT_EQ(Run({"services", "--api", url_, "-o", "json"}), 0) << err_;
+  EXPECT_EQ(json::parse(out_)["services"][0]["failure"],
+            "cannot start 'vllm': No such file or directory");
+}
+
 TEST_F(ServiceCommandsTest, NoDaemonIsAnErrorThatSaysWhere) {
   server_->Stop();
   EXPECT_EQ(Run({"services", "--api", url_}), kExitFailure);

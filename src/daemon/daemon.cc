@@ -484,6 +484,8 @@ void Daemon::PublishViews(Seconds now) {
   for (auto& [name, slot] : services_) {
     views[name] = ViewOf(*slot, now);
     replicas[name] = slot->orch->Replicas(now);
+    if (auto line = slot->start_failure.Observe(name, replicas[name])) Log(*line);
+    views[name].failure = slot->start_failure.failure();
     for (const orch::ReplicaInfo& r : replicas[name]) {
       settling = settling || r.state == "starting" || r.state == "restarting" ||
                  r.state == "draining" || r.state == "stopping";

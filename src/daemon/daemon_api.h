@@ -56,6 +56,9 @@ struct ServiceView {
   std::vector<std::string> last_details;
   std::optional<Seconds> last_decision_at;
   std::vector<std::string> metric_errors;  // from the last tick's collection
+  // Why the service's replicas cannot start, while none is ready (e.g. "cannot start 'vllm':
+  // No such file or directory ..."); "" otherwise (daemon/start_failure.h).
+  std::string failure;
   // What the gateway measured for this service at the last tick (nullopt: no gateway, or no
   // request of the service reached it yet).
   std::optional<GatewayFigures> gateway;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -743,6 +744,47 @@ TEST(DaemonConfigTest, ExampleFileParses) {
   EXPECT_EQ(config->services[1].policy_family, "rules");
   EXPECT_EQ(config->services[1].min_replicas, 0);
   EXPECT_EQ(config->prometheus.url, "http://127.0.0.1:9090");
+}
+
+// The model names a service's command serves, read from its argv: `gpuscale emulate`'s
+// --model (or --served-model-name; default the emulator's), `vllm serve`'s
+// --served-model-name values, else its model argument. Empty for other commands.
+std::vector<std::string> CommandServes(const std::vector<std::string>& argv) {
+  const auto named = [&](const std::string& flag) {  // the values after `flag`
+    std::vector<std::string> names;
+    auto it = std::find(argv.begin(), argv.end(), flag);
+    if (it == argv.end()) return names;
+    for (++it; it != argv.end() && !it->starts_with("--"); ++it) names.push_back(*it);
+    return names;
+  };
+  if (argv.size() >= 2 && argv[0].ends_with("gpuscale") && argv[1] == "emulate") {
+    for (const char* flag : {"--model", "--served-model-name"}) {
+      if (std::vector<std::string> names = named(flag); !names.empty()) return {names[0]};
+    }
+    return {"gpuscale/emulated-llama-3.1-8b"};  // EmulatorOptions::model_name
+  }
+  if (argv.size() >= 3 && argv[0] == "vllm" && argv[1] == "serve") {
+    std::vector<std::string> names = named("--served-model-name");
+    return names.empty() ? std::vector<std::string>{argv[2]} : names;
+  }
+  return {};
+}
+
+// Issue 44: the example's `batch` routed "batch" to an emulator serving "batch-model" (and
+// `chat` routed "chat" to a vLLM serving Qwen/Qwen2.5-7B-Instruct): every request through the
+// gateway was a 404. Each service's gateway models must be names its command serves.
+TEST(DaemonConfigTest, ExampleServicesRouteTheModelsTheirCommandsServe) {
+  auto config = LoadDaemonConfig(std::string(GPUSCALE_SOURCE_DIR) + "/examples/gpuscale.yaml");
+  ASSERT_TRUE(config) << ErrorText(config);
+  ASSERT_FALSE(config->services.empty());
+  for (const ServiceConfig& service : config->services) {
+    const std::vector<std::string> serves = CommandServes(service.command);
+    ASSERT_FALSE(serves.empty()) << service.name << ": which model does its command serve?";
+    for (const std::string& model : service.ServedModels()) {
+      EXPECT_THAT(serves, ::testing::Contains(model))
+          << service.name << " routes model '" << model << "', which its command does not serve";
+    }
+  }
 }
 
 }  // namespace

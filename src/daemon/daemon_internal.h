@@ -12,6 +12,7 @@
 #include "daemon/daemon.h"
 #include "daemon/metric_collector.h"
 #include "daemon/metric_error_events.h"
+#include "daemon/start_failure.h"
 #include "orch/pooled_orchestrator.h"
 
 namespace gpuscale::daemon {
@@ -49,6 +50,9 @@ struct Daemon::Slot {
   bool deleting = false;
   Seconds created_at{0};
   MetricErrorEvents metric_events;  // which metric-error events the log gets
+  // Whether its replicas cannot start (the view's `failure`, the gateway's fast 503), and
+  // which of that the log was told (PublishViews).
+  StartFailure start_failure;
   // When the ready replicas are scraped next, while no policy of the service reads them
   // (scrape.view_only_interval_seconds; Daemon::Collect).
   Seconds next_view_scrape{0};

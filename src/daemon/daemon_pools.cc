@@ -87,6 +87,7 @@ void Daemon::PublishRoutes(Seconds now) {
   for (auto& [name, slot] : services_) {
     gateway::ServiceRoute route{name, slot->config.ServedModels(), {}};
     route.disaggregated = slot->pooled != nullptr;
+    route.unavailable_reason = slot->start_failure.failure();
     for (const orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
       if (r.phase != scale::ReplicaPhase::kReady || !r.serving || r.port <= 0 || r.host.empty()) {
         continue;

@@ -12,6 +12,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <set>
 
 namespace gpuscale::daemon {
@@ -176,6 +178,37 @@ TEST_F(DaemonTest, ReplicaWithoutGpusIsPendingWithTheAllocatorsReason) {
   }
   EXPECT_EQ(pending, 1);
   EXPECT_EQ(daemon_->GetService("svc")->pending_replicas, 1);
+}
+
+// Issue 44: a service whose command is not installed holds no GPU (the README's PUT of 3
+// replicas held 3 of 4 GPUs for replicas that never ran), and says why: on its view, to the
+// gateway (which then answers at once) and in one log line, not one per tick.
+TEST_F(DaemonTest, ReplicasThatCannotStartHoldNoGpuAndTheServiceSaysWhyOnce) {
+  DaemonConfig config = Config(1, 4, /*gpus=*/4);
+  config.services[0].command = {"gpuscale-test-no-such-command", "{port}"};
+  DaemonOptions options = QuietOptions();
+  auto lines = std::make_shared<std::vector<std::string>>();
+  auto lines_mu = std::make_shared<std::mutex>();
+  options.log = [lines, lines_mu](std::string_view line) {
+    std::lock_guard lock(*lines_mu);
+    lines->emplace_back(line);
+  };
+  options.gateway = std::make_shared<gateway::GatewayState>(gateway::GatewayConfig{});
+  Open(config, options);
+  ASSERT_TRUE(daemon_->SetDesiredReplicas("svc", 3));
+  Tick(6);
+  ASSERT_EQ(Replicas().size(), 3u);
+  EXPECT_TRUE(daemon_->Leases().empty()) << daemon_->Leases().size() << " GPUs held";
+  const Result<ServiceView> view = daemon_->GetService("svc");
+  ASSERT_TRUE(view);
+  EXPECT_THAT(view->failure, HasSubstr("cannot start 'gpuscale-test-no-such-command'"));
+  EXPECT_EQ(options.gateway->UnavailableReason("svc"), view->failure);
+  std::lock_guard lock(*lines_mu);
+  int said = 0;
+  for (const std::string& line : *lines) {
+    said += line.find("service 'svc' cannot start replicas: cannot start") != std::string::npos;
+  }
+  EXPECT_EQ(said, 1) << ::testing::PrintToString(*lines);
 }
 
 TEST_F(DaemonTest, RestartAdoptsRunningReplicasWithoutDuplicatesOrLeakedLeases) {

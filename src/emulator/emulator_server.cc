@@ -501,6 +501,26 @@ StringResponse TokenizeResponse(Impl& impl, std::string_view body) {
                       "application/json");
 }
 
+// POST /v1/embeddings: answered at once with the emulated vectors (openai_protocol.h); no
+// engine time and no vLLM metrics, which count generation.
+StringResponse EmbeddingsResponse(Impl& impl, std::string_view body) {
+  if (!impl.Loaded()) {
+    return ErrorResponse(503, "the model is still loading", "ServiceUnavailableError");
+  }
+  Result<EmbeddingRequest> request = ParseEmbeddingRequest(body);
+  if (!request) {
+    return ErrorResponse(400, request.error().ToString(), "BadRequestError", request.error().field);
+  }
+  if (!request->model.empty() && request->model != impl.options.model_name) {
+    return ErrorResponse(404, fmt::format("The model `{}` does not exist.", request->model),
+                         "NotFoundError", "model");
+  }
+  const std::string id = fmt::format("embd-{}", impl.next_response_id++);
+  return TextResponse(
+      200, EmbeddingResponseBody(*request, id, impl.created_unix_seconds, impl.options.model_name),
+      "application/json");
+}
+
 StringResponse MetricsResponse(Impl& impl) {
   EngineStats stats;
   {
@@ -538,6 +558,7 @@ awaitable<bool> Handle(Impl& impl, beast::tcp_stream& stream, Request& req) {
       : get && path.starts_with(kModelPrefix) ? ModelResponse(impl, path.substr(kModelPrefix.size()))
       : get && path == "/version"             ? VersionResponse()
       : post && path == "/tokenize"           ? TokenizeResponse(impl, req.body())
+      : post && path == "/v1/embeddings"      ? EmbeddingsResponse(impl, req.body())
       : get && path == "/metrics"             ? MetricsResponse(impl)
                                               : ErrorResponse(404, "Not Found", "NotFoundError");
   const bool sent = co_await net::WriteResponse(stream, req, res);

@@ -377,6 +377,31 @@ TEST_F(EmulatorServerTest, AnswersVllmsSideEndpoints) {
   EXPECT_EQ(client.Post("/tokenize", "{}", "application/json")->status, 400);
 }
 
+// Issue 44: /v1/embeddings in OpenAI's shape (it was a 404), the same vector for the same
+// input, 400 naming the field for a bad body, 404 for another model.
+TEST_F(EmulatorServerTest, AnswersEmbeddings) {
+  StartServer(FastOptions());
+  httplib::Result res =
+      Post("/v1/embeddings", {{"model", FastOptions().model_name}, {"input", {"one two", "x"}}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json body = json::parse(res->body);
+  EXPECT_EQ(body["object"], "list");
+  EXPECT_EQ(body["model"], FastOptions().model_name);
+  ASSERT_EQ(body["data"].size(), 2u);
+  EXPECT_EQ(body["data"][1]["index"], 1);
+  EXPECT_EQ(body["data"][0]["embedding"].size(), static_cast<size_t>(kEmbeddingDimensions));
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 3);
+  httplib::Result again = Post("/v1/embeddings", {{"input", "one two"}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(json::parse(again->body)["data"][0]["embedding"], body["data"][0]["embedding"]);
+  httplib::Result bad = Post("/v1/embeddings", {{"input", {"a", 1}}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["param"], "input[1]");
+  EXPECT_EQ(Post("/v1/embeddings", {{"model", "other"}, {"input", "a"}})->status, 404);
+}
+
 TEST_F(EmulatorServerTest, RejectsBadRequestsWithOpenAiErrors) {
   StartServer(FastOptions());
   httplib::Result bad = Post("/v1/completions", {{"prompt", "x"}, {"max_tokens", -3}});

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -376,6 +378,139 @@ std::string TokenizeBody(int64_t count, int64_t max_model_len) {
                     {"max_model_len", max_model_len},
                     {"tokens", std::move(tokens)},
                     {"token_strs", nullptr}});
+}
+
+namespace {
+
+// One entry of an embeddings `input` list: a string, or a list of token ids.
+std::optional<EmbeddingInput> EmbeddingEntry(const ojson& entry) {
+  if (entry.is_string()) {
+    const std::string& text = entry.get_ref<const std::string&>();
+    return EmbeddingInput{text, std::max<int64_t>(1, CountWords(text))};
+  }
+  if (!entry.is_array() || entry.empty()) return std::nullopt;
+  std::string key = "tokens:";
+  for (const ojson& id : entry) {
+    if (!id.is_number_integer()) return std::nullopt;
+    key += std::to_string(id.get<int64_t>()) + ",";
+  }
+  return EmbeddingInput{std::move(key), static_cast<int64_t>(entry.size())};
+}
+
+Result<std::vector<EmbeddingInput>> EmbeddingInputs(const ojson& body) {
+  auto it = body.find("input");
+  if (it == body.end()) return InvalidArgument("required: a string or an array", "input");
+  if (it->is_string()) return std::vector<EmbeddingInput>{*EmbeddingEntry(*it)};
+  if (!it->is_array()) return InvalidArgument("expected a string or an array", "input");
+  if (it->empty()) return InvalidArgument("expected at least one input", "input");
+  if (it->size() > kMaxEmbeddingInputs) {
+    return InvalidArgument(
+        fmt::format("expected at most {} inputs, got {}", kMaxEmbeddingInputs, it->size()),
+        "input");
+  }
+  if ((*it)[0].is_number_integer()) {  // one input of token ids: [1, 2, 3]
+    std::optional<EmbeddingInput> ids = EmbeddingEntry(*it);
+    if (!ids) return InvalidArgument("expected token ids (integers) only", "input");
+    return std::vector<EmbeddingInput>{std::move(*ids)};
+  }
+  std::vector<EmbeddingInput> inputs;
+  for (size_t i = 0; i < it->size(); ++i) {
+    std::optional<EmbeddingInput> input = EmbeddingEntry((*it)[i]);
+    if (!input) {
+      return InvalidArgument("expected a string or a non-empty list of token ids",
+                             fmt::format("input[{}]", i));
+    }
+    inputs.push_back(std::move(*input));
+  }
+  return inputs;
+}
+
+// RFC 4648 base64 of `bytes`.
+std::string Base64(std::string_view bytes) {
+  static constexpr char kDigits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t group = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      group = (group << 8) | (k < n ? static_cast<uint8_t>(bytes[i + k]) : 0u);
+    }
+    for (size_t k = 0; k < 4; ++k) out += k <= n ? kDigits[(group >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
+}
+
+// The vector as JSON: floats, or base64 of their little-endian float32 bytes (x86 order).
+ojson EmbeddingJson(const std::vector<float>& vector, bool base64) {
+  if (base64) {
+    return Base64(std::string_view(reinterpret_cast<const char*>(vector.data()),
+                                   vector.size() * sizeof(float)));
+  }
+  ojson values = ojson::array();
+  for (float v : vector) values.push_back(static_cast<double>(v));
+  return values;
+}
+
+}  // namespace
+
+Result<EmbeddingRequest> ParseEmbeddingRequest(std::string_view body) {
+  const ojson parsed = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return InvalidArgument("expected a JSON object", "body");
+  EmbeddingRequest request;
+  GS_ASSIGN_OR_RETURN(request.model, ReadString(parsed, "model", "model"));
+  GS_ASSIGN_OR_RETURN(request.inputs, EmbeddingInputs(parsed));
+  GS_ASSIGN_OR_RETURN(std::optional<int64_t> dimensions,
+                      ReadPositiveInt(parsed, "dimensions", kEmbeddingDimensions));
+  request.dimensions = static_cast<int32_t>(dimensions.value_or(kEmbeddingDimensions));
+  GS_ASSIGN_OR_RETURN(std::string format, ReadString(parsed, "encoding_format", "encoding_format"));
+  if (!format.empty() && format != "float" && format != "base64") {
+    return InvalidArgument(fmt::format("expected \"float\" or \"base64\", got \"{}\"", format),
+                           "encoding_format");
+  }
+  request.base64 = format == "base64";
+  return request;
+}
+
+std::vector<float> EmulatedEmbedding(std::string_view key, int32_t dimensions) {
+  uint64_t state = 14695981039346656037ull;  // FNV-1a of the key seeds a splitmix64 stream
+  for (char c : key) state = (state ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  std::vector<float> vector(static_cast<size_t>(std::max(dimensions, 1)));
+  double norm = 0;
+  for (float& v : vector) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    v = static_cast<float>(static_cast<double>(z >> 11) / 9007199254740992.0 * 2 - 1);
+    norm += static_cast<double>(v) * v;
+  }
+  const double scale = norm > 0 ? 1 / std::sqrt(norm) : 1;
+  // Rounded to 6 decimals: short JSON numbers, still of unit length to 1e-5.
+  for (float& v : vector) v = static_cast<float>(std::round(v * scale * 1e6) / 1e6);
+  return vector;
+}
+
+std::string EmbeddingResponseBody(const EmbeddingRequest& request, std::string_view id,
+                                  int64_t created_unix_seconds, std::string_view model) {
+  ojson data = ojson::array();
+  int64_t tokens = 0;
+  for (size_t i = 0; i < request.inputs.size(); ++i) {
+    const EmbeddingInput& input = request.inputs[i];
+    tokens += input.prompt_tokens;
+    data.push_back(
+        ojson{{"object", "embedding"},
+              {"index", i},
+              {"embedding",
+               EmbeddingJson(EmulatedEmbedding(input.key, request.dimensions), request.base64)}});
+  }
+  return Dump(ojson{{"id", id},
+                    {"object", "list"},
+                    {"created", created_unix_seconds},
+                    {"model", model},
+                    {"data", std::move(data)},
+                    {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
 }
 
 std::string ErrorBody(std::string_view message, std::string_view type, std::string_view param,

@@ -138,6 +138,42 @@ Result<int64_t> TokenizeCount(std::string_view body);
 // {"count": n, "max_model_len": L, "tokens": [n stand-in ids], "token_strs": null}.
 std::string TokenizeBody(int64_t count, int64_t max_model_len);
 
+// POST /v1/embeddings (OpenAI's API; vLLM serves it for embedding models). The emulated
+// model embeds into kEmbeddingDimensions floats: a unit vector drawn from a hash of the input
+// (its text, or its token ids), so the same input always gets the same vector and different
+// inputs almost surely different ones.
+inline constexpr int32_t kEmbeddingDimensions = 384;
+// Most inputs one request may hold (OpenAI's limit).
+inline constexpr size_t kMaxEmbeddingInputs = 2048;
+
+struct EmbeddingInput {
+  std::string key;            // what the vector is drawn from: the text, or "tokens:1,2,3"
+  int64_t prompt_tokens = 1;  // whitespace words of a text (at least 1), or token ids
+};
+
+struct EmbeddingRequest {
+  std::string model;  // empty when the body names none
+  std::vector<EmbeddingInput> inputs;
+  int32_t dimensions = kEmbeddingDimensions;  // OpenAI's `dimensions`: the first n, renormalized
+  bool base64 = false;  // encoding_format "base64": little-endian float32s, base64 (the openai
+                        // clients' default)
+};
+
+// Parses an embeddings body: `input` is a string, an array of strings, an array of token ids
+// (one input) or an array of token-id arrays; optional `model`, `dimensions` (1 ..
+// kEmbeddingDimensions) and `encoding_format` ("float" or "base64"). Errors: InvalidArgument
+// whose field names the key at fault ("input", "input[2]", "dimensions", "encoding_format") or
+// "body" when it is not a JSON object.
+Result<EmbeddingRequest> ParseEmbeddingRequest(std::string_view body);
+
+// The emulated embedding of `key`: `dimensions` floats of unit length (deterministic).
+std::vector<float> EmulatedEmbedding(std::string_view key, int32_t dimensions);
+
+// {"id","object":"list","created","model","data":[{"object":"embedding","index":i,
+// "embedding":[...] or "<base64>"}],"usage":{"prompt_tokens":n,"total_tokens":n}}.
+std::string EmbeddingResponseBody(const EmbeddingRequest& request, std::string_view id,
+                                  int64_t created_unix_seconds, std::string_view model);
+
 // OpenAI's error shape: {"error":{"message","type","param","code"}}; `param` null when empty.
 std::string ErrorBody(std::string_view message, std::string_view type, std::string_view param,
                       int http_status);

@@ -155,5 +155,101 @@ TEST(OpenAiProtocolTest, WholeResponseCarriesEveryChoiceAndUsage) {
   EXPECT_EQ(error["error"]["code"], 400);
 }
 
+struct EmbeddingCase {
+  std::string body;
+  std::vector<int64_t> tokens;  // prompt tokens per input
+  int32_t dimensions;
+  bool base64;
+};
+
+TEST(OpenAiProtocolTest, ParsesEveryFormOfEmbeddingsInput) {
+  const std::vector<EmbeddingCase> cases = {
+      {R"({"input": "one two three"})", {3}, kEmbeddingDimensions, false},
+      {R"({"input": ""})", {1}, kEmbeddingDimensions, false},
+      {R"({"input": ["a", "b c"], "model": "m"})", {1, 2}, kEmbeddingDimensions, false},
+      {R"({"input": [5, 6, 7, 8]})", {4}, kEmbeddingDimensions, false},
+      {R"({"input": [[1, 2], [3]], "dimensions": 8})", {2, 1}, 8, false},
+      {R"({"input": "a", "encoding_format": "base64"})", {1}, kEmbeddingDimensions, true},
+      {R"({"input": "a", "encoding_format": "float", "dimensions": null})",
+       {1},
+       kEmbeddingDimensions,
+       false},
+  };
+  for (const EmbeddingCase& c : cases) {
+    Result<EmbeddingRequest> request = ParseEmbeddingRequest(c.body);
+    ASSERT_TRUE(request.has_value()) << c.body << ": " << request.error().ToString();
+    std::vector<int64_t> tokens;
+    for (const EmbeddingInput& input : request->inputs) tokens.push_back(input.prompt_tokens);
+    EXPECT_EQ(tokens, c.tokens) << c.body;
+    EXPECT_EQ(request->dimensions, c.dimensions) << c.body;
+    EXPECT_EQ(request->base64, c.base64) << c.body;
+  }
+  EXPECT_EQ(ParseEmbeddingRequest(R"({"input": "a", "model": "m"})")->model, "m");
+}
+
+TEST(OpenAiProtocolTest, RejectsBadEmbeddingsBodiesNamingTheKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json", "body"},
+      {R"(["a"])", "body"},
+      {R"({})", "input"},
+      {R"({"input": 3})", "input"},
+      {R"({"input": null})", "input"},
+      {R"({"input": []})", "input"},
+      {R"({"input": [1, "a"]})", "input"},
+      {R"({"input": ["a", 1]})", "input[1]"},
+      {R"({"input": ["a", []]})", "input[1]"},
+      {R"({"input": ["a", [1, "b"]]})", "input[1]"},
+      {R"({"input": "a", "model": 1})", "model"},
+      {R"({"input": "a", "dimensions": 0})", "dimensions"},
+      {R"({"input": "a", "dimensions": 385})", "dimensions"},
+      {R"({"input": "a", "encoding_format": "binary"})", "encoding_format"},
+  };
+  for (const auto& [body, field] : cases) {
+    Result<EmbeddingRequest> request = ParseEmbeddingRequest(body);
+    ASSERT_FALSE(request.has_value()) << body;
+    EXPECT_EQ(request.error().field, field) << body;
+  }
+  std::string many = R"({"input": [)";
+  for (size_t i = 0; i <= kMaxEmbeddingInputs; ++i) many += i == 0 ? R"("a")" : R"(, "a")";
+  EXPECT_EQ(ParseEmbeddingRequest(many + "]}").error().field, "input");
+}
+
+TEST(OpenAiProtocolTest, EmbeddingsAreDeterministicUnitVectors) {
+  const std::vector<float> a = EmulatedEmbedding("hello world", kEmbeddingDimensions);
+  ASSERT_EQ(a.size(), static_cast<size_t>(kEmbeddingDimensions));
+  EXPECT_EQ(EmulatedEmbedding("hello world", kEmbeddingDimensions), a);
+  EXPECT_NE(EmulatedEmbedding("hello world!", kEmbeddingDimensions), a);
+  for (int32_t dimensions : {1, 8, kEmbeddingDimensions}) {
+    double norm = 0;
+    for (float v : EmulatedEmbedding("x", dimensions)) norm += static_cast<double>(v) * v;
+    EXPECT_NEAR(norm, 1.0, 1e-4) << dimensions;
+  }
+}
+
+TEST(OpenAiProtocolTest, EmbeddingsResponseIsOpenAisShape) {
+  Result<EmbeddingRequest> request =
+      ParseEmbeddingRequest(R"({"input": ["one two", [7, 8, 9]], "dimensions": 4})");
+  ASSERT_TRUE(request.has_value());
+  const json body = json::parse(EmbeddingResponseBody(*request, "embd-1", 1700000000, "m"));
+  EXPECT_EQ(body["object"], "list");
+  EXPECT_EQ(body["model"], "m");
+  EXPECT_EQ(body["id"], "embd-1");
+  ASSERT_EQ(body["data"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(body["data"][i]["object"], "embedding");
+    EXPECT_EQ(body["data"][i]["index"], i);
+    ASSERT_EQ(body["data"][i]["embedding"].size(), 4u);
+  }
+  EXPECT_EQ(body["data"][0]["embedding"][0].get<float>(), EmulatedEmbedding("one two", 4)[0]);
+  EXPECT_EQ(body["usage"], json({{"prompt_tokens", 5}, {"total_tokens", 5}}));
+  // base64: little-endian float32s; a one-dimensional unit vector is 1.0f or -1.0f.
+  request =
+      ParseEmbeddingRequest(R"({"input": "a", "dimensions": 1, "encoding_format": "base64"})");
+  ASSERT_TRUE(request.has_value());
+  const json encoded = json::parse(EmbeddingResponseBody(*request, "embd-2", 0, "m"));
+  const std::string expected = EmulatedEmbedding("a", 1)[0] > 0 ? "AACAPw==" : "AACAvw==";
+  EXPECT_EQ(encoded["data"][0]["embedding"], expected);
+}
+
 }  // namespace
 }  // namespace gpuscale::emulator

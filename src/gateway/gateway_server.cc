@@ -144,6 +144,11 @@ struct GatewayServer::Impl {
   awaitable<void> EndCut(beast::tcp_stream& client, const Request& req, bool head_sent,
                          const ResponseFraming& framing, bool event_stream, http::status status,
                          const std::string& why, std::string_view code);
+  // 503 for a service whose replicas cannot start (`reason`, ServiceRoute::unavailable_reason),
+  // recorded as error `cannot_start`; whether the connection stays open.
+  awaitable<bool> SendCannotStart(beast::tcp_stream& client, const Request& req,
+                                  const std::string& service, const std::string& reason,
+                                  SteadyTime arrival, RequestMeasurement& m);
 
   // Declared before server: sessions still pending when it is destroyed touch them.
   std::shared_ptr<GatewayState> state;
@@ -273,6 +278,7 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
     }
     if (auto ticket = state->Acquire(service, key, {}, pool)) co_return ticket;
     if (std::chrono::steady_clock::now() >= deadline) co_return std::nullopt;
+    if (!state->UnavailableReason(service).empty()) co_return std::nullopt;  // Place says why
     // Also re-check every second, in case a replica became healthy again without a publish
     // (and to notice a client that hung up).
     timer->expires_at(std::min(deadline, std::chrono::steady_clock::now() +
@@ -358,11 +364,22 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(beast::tcp_stream& c
   if (ticket) co_return ticket;
   bool full = false;
   bool gone = false;
-  const SteadyTime deadline = arrival + Ticks(config.queue_timeout);
-  const int client_fd = client.socket().native_handle();
-  ticket = co_await WaitForReplica(service, key, pool, deadline, client_fd, full, gone);
-  m.queue_seconds = SecondsSince(arrival);
-  if (ticket) co_return ticket;
+  // A service whose replicas cannot start is answered at once (and its waiters when it
+  // turns so): waiting would end only at queue_timeout.
+  std::string cannot_start = state->UnavailableReason(service);
+  if (cannot_start.empty()) {
+    const SteadyTime deadline = arrival + Ticks(config.queue_timeout);
+    const int client_fd = client.socket().native_handle();
+    ticket = co_await WaitForReplica(service, key, pool, deadline, client_fd, full, gone);
+    m.queue_seconds = SecondsSince(arrival);
+    if (ticket) co_return ticket;
+    if (!gone && !full) cannot_start = state->UnavailableReason(service);
+  }
+  if (!cannot_start.empty()) {
+    const bool sent = co_await SendCannotStart(client, req, service, cannot_start, arrival, m);
+    kept = sent;
+    co_return std::nullopt;
+  }
   m.status = gone ? 0 : 503;
   m.error = gone ? "client_gone" : full ? "queue_full" : "queue_timeout";
   m.e2e_seconds = SecondsSince(arrival);
@@ -379,6 +396,22 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(beast::tcp_stream& c
                                         "", "no_ready_replica", 5);
   kept = co_await Send(client, req, unavailable);
   co_return std::nullopt;
+}
+
+awaitable<bool> GatewayServer::Impl::SendCannotStart(beast::tcp_stream& client, const Request& req,
+                                                     const std::string& service,
+                                                     const std::string& reason, SteadyTime arrival,
+                                                     RequestMeasurement& m) {
+  m.status = 503;
+  m.error = "cannot_start";
+  m.e2e_seconds = SecondsSince(arrival);
+  state->Record(service, m);
+  const Canned unavailable =
+      ErrorReply(http::status::service_unavailable,
+                 fmt::format("service '{}' cannot start replicas: {}", service, reason),
+                 "server_error", "", "service_unavailable", 10);
+  const bool sent = co_await Send(client, req, unavailable);
+  co_return sent;
 }
 
 awaitable<std::optional<Request>> GatewayServer::Impl::Prefill(

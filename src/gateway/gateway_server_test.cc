@@ -374,6 +374,41 @@ TEST_F(GatewayServerTest, AFullQueueAndAnExpiredWaitAnswer503WithRetryAfter) {
   EXPECT_NE(expired->body.find("within 1 s"), std::string::npos) << expired->body;
 }
 
+// A service whose replicas cannot start (the daemon sets unavailable_reason) is answered 503
+// naming the cause: its queued requests when it turns so, new ones at once, none after the
+// default 300 s queue timeout. A ready replica serves again.
+TEST_F(GatewayServerTest, AServiceThatCannotStartIsAnswered503NamingTheCauseAtOnce) {
+  Start();
+  state_->Publish({{"chat", {"llama"}, {}}});
+  auto waiting = std::async(std::launch::async, [&] { return Chat("llama"); });
+  for (int i = 0; i < 200 && state_->Queued("chat") == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(state_->Queued("chat"), 1);
+  ServiceRoute failing{"chat", {"llama"}, {}};
+  failing.unavailable_reason = "cannot start 'vllm': No such file or directory";
+  state_->Publish({failing});
+  auto woken = waiting.get();  // the client's read timeout is 10 s
+  ASSERT_TRUE(woken);
+  EXPECT_EQ(woken->status, 503);
+  EXPECT_NE(woken->body.find("service 'chat' cannot start replicas: cannot start 'vllm': No "
+                             "such file or directory"),
+            std::string::npos)
+      << woken->body;
+  EXPECT_NE(woken->body.find("\"code\":\"service_unavailable\""), std::string::npos) << woken->body;
+  EXPECT_TRUE(woken->has_header("Retry-After"));
+  const auto asked = std::chrono::steady_clock::now();
+  auto refused = Chat("llama");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_NE(refused->body.find("cannot start 'vllm'"), std::string::npos) << refused->body;
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s) << "the request waited in the queue";
+  EXPECT_EQ(state_->Queued("chat"), 0);
+  FakeReplica a("a");
+  state_->Publish({{"chat", {"llama"}, {a.Route()}}});
+  auto served = Chat("llama");
+  ASSERT_TRUE(served);
+  EXPECT_EQ(served->status, 200) << served->body;
+}
+
 TEST_F(GatewayServerTest, AClientThatLeavesCancelsTheReplicasStream) {
   Start();
   FakeReplica a("a", /*events=*/-1, 10ms);  // streams until the connection breaks

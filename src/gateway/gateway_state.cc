@@ -51,8 +51,10 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
       s.replicas = Replicas(route.replicas, now);
       s.disaggregated = route.disaggregated;
       if (route.disaggregated) s.prefill = Replicas(route.prefill_replicas, now);
+      s.unavailable_reason = route.unavailable_reason;
       // A disaggregated request waits for its prefill replica first, then for a decode one.
-      if (!s.replicas.empty() || !s.prefill.empty()) {
+      // Waiters of a service that cannot start are woken to be told so.
+      if (!s.replicas.empty() || !s.prefill.empty() || !s.unavailable_reason.empty()) {
         for (auto& [id, wake] : s.waiters) to_wake.push_back(wake);
       }
     }
@@ -147,6 +149,12 @@ bool GatewayState::Disaggregated(const std::string& service) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = services_.find(service);
   return it != services_.end() && it->second.disaggregated;
+}
+
+std::string GatewayState::UnavailableReason(const std::string& service) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = services_.find(service);
+  return it != services_.end() ? it->second.unavailable_reason : std::string();
 }
 
 std::optional<Ticket> GatewayState::Acquire(const std::string& service,

@@ -7,6 +7,7 @@
 //   - passive health: replicas ejected after repeated transport failures;
 //   - the activator: per-service queues of requests waiting for a first ready replica; a
 //     request entering an empty service's queue tells the daemon at once (demand listener);
+//     a service whose replicas cannot start (unavailable_reason) wakes its waiters to fail;
 //   - measurements at the door (gateway_stats.h), exposed as gpuscale_gateway_* families.
 // It does no network I/O; the time comes from the steady clock (replica ages from the daemon
 // are converted on Publish).
@@ -49,6 +50,11 @@ struct ServiceRoute {
   // `prefill_replicas` (its prompt, one token, a KV handle), then to one of `replicas`.
   bool disaggregated = false;
   std::vector<ReplicaRoute> prefill_replicas = {};  // ready ones, oldest first
+  // Set by the daemon while the service has no ready replica because its replicas cannot
+  // start (e.g. "cannot start 'vllm': No such file or directory ..."): a request that finds
+  // no replica is answered 503 naming it at once, instead of waiting out queue_timeout for a
+  // replica that will not come. "" = none.
+  std::string unavailable_reason = {};
 };
 
 // Which of a service's replica sets a request step goes to: kServe, the aggregated replicas
@@ -110,6 +116,8 @@ class GatewayState {
   std::vector<std::pair<std::string, std::string>> Models() const;
   // Whether `service` is published as disaggregated (false when unknown).
   bool Disaggregated(const std::string& service) const;
+  // The service's published unavailable_reason ("" when none or unknown).
+  std::string UnavailableReason(const std::string& service) const;
   // Picks a ready, healthy replica of `service`'s `pool` not in `exclude` and counts the
   // request in flight on it; nullopt when there is none. Each pool has a picker of its own.
   std::optional<Ticket> Acquire(const std::string& service, std::optional<uint64_t> prefix_key,
@@ -153,6 +161,7 @@ class GatewayState {
     std::vector<Replica> replicas;
     std::vector<Replica> prefill;  // a disaggregated service's prefill replicas
     bool disaggregated = false;
+    std::string unavailable_reason;
     std::map<uint64_t, std::function<void()>> waiters;
   };
   struct Health {

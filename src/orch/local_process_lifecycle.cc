@@ -29,14 +29,14 @@ std::set<int> LocalProcessOrchestrator::PortsInUse() const {
 
 // Picks a port, expands the command and spawns it; a failure becomes a scheduled restart, so
 // a transient problem (port race, full disk) heals and a permanent one stays visible in
-// last_error and the events without blocking the control loop.
+// last_error, start_error and the events without blocking the control loop.
 void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
   Result<int> port = PickFreePort(config_.port_range_start, config_.port_range_end, PortsInUse());
-  if (!port) return ScheduleRestart(r, now, port.error().message);
+  if (!port) return LaunchFailed(r, now, port.error().message);
   const std::string gpus = JoinInts(r.gpus);
   Result<std::vector<std::string>> argv =
       ExpandArgv(config_.command, ArgvVars{std::to_string(*port), gpus, r.id});
-  if (!argv) return ScheduleRestart(r, now, argv.error().ToString());
+  if (!argv) return LaunchFailed(r, now, argv.error().ToString());
   std::vector<std::pair<std::string, std::string>> env = config_.env;
   env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);
   env.emplace_back(kReplicaMarkerEnv, ReplicaMarkerValue(config_.state_dir));
@@ -50,8 +50,9 @@ void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
                                    FormatRfc3339(now), r.id, r.restarts, *port, gpus,
                                    fmt::join(*argv, " "))};
   Result<int> pid = SpawnDetached(request);
-  if (!pid) return ScheduleRestart(r, now, pid.error().message);
+  if (!pid) return LaunchFailed(r, now, pid.error().message);
   WatchExit(*pid);
+  r.start_error.clear();
   r.proc = Proc::kRunning;
   r.pid = *pid;
   r.port = *port;
@@ -64,6 +65,27 @@ void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
   book_.SetPhase(r, scale::ReplicaPhase::kStarting, now);
   book_.Emit(now, r.id, "replica_started",
              fmt::format("pid {} on port {} with GPUs [{}]", r.pid, r.port, gpus));
+}
+
+// No process runs on the replica's GPUs, so they go back to the ledger at once (another
+// service's replica or a task may take them) and are leased again when the backoff ends
+// (Relaunch): a replica whose command cannot start never holds GPUs while it waits.
+void LocalProcessOrchestrator::LaunchFailed(Replica& r, Seconds now, const std::string& why) {
+  r.start_error = why;
+  ReleaseGpus(r);
+  ScheduleRestart(r, now, why);
+}
+
+void LocalProcessOrchestrator::Relaunch(Replica& r, Seconds now) {
+  // A crashed replica kept its GPUs; one whose launch failed gave them back.
+  const bool needs_gpus = config_.gpus_per_replica > 0 && r.gpus.empty();
+  if (Status leased = needs_gpus ? LeaseGpus(r, now) : OkStatus(); !leased) {
+    r.proc = Proc::kNone;
+    book_.SetPhase(r, scale::ReplicaPhase::kPending, now);
+    book_.Emit(now, r.id, "replica_pending", "no GPUs to start it again: " + r.last_error);
+    return;
+  }
+  Launch(r, now);
 }
 
 void LocalProcessOrchestrator::ScheduleRestart(Replica& r, Seconds now, const std::string& why) {
@@ -243,7 +265,7 @@ bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now, const ProbeResul
       }
       break;
     case Proc::kBackoff:
-      if (now >= r.restart_at) Launch(r, now);
+      if (now >= r.restart_at) Relaunch(r, now);
       break;
     case Proc::kNone:
       break;

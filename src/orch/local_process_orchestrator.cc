@@ -106,33 +106,38 @@ LocalProcessOrchestrator::LocalProcessOrchestrator(LocalProcessConfig config,
       book_(ReplicaBookConfig{config_.service, config_.drain_grace,
                               config_.restart_backoff_initial, config_.restart_backoff_max}) {}
 
-Status LocalProcessOrchestrator::TryPlace(Replica& r, Seconds now) {
-  if (config_.gpus_per_replica > 0) {
-    Result<gpu::GpuSnapshot> snapshot = gpu_source_(now);
-    if (!snapshot) {
-      r.last_error = "cannot read GPUs: " + snapshot.error().ToString();
-      return Unavailable(r.last_error);
-    }
-    // The budget first: GPUs it refuses must not be leased meanwhile.
-    GS_RETURN_IF_ERROR(AcquireBudget(r));
-    alloc::SelectionRequest request;
-    request.gpu_count = config_.gpus_per_replica;
-    request.min_memory_free_mb = config_.min_memory_free_mb;
-    Result<alloc::Selection> selection = ledger_.Allocate(*snapshot, request, r.owner, now);
-    if (!selection) {
-      ReleaseBudget(r);
-      r.last_error = selection.error().message;
-      return Unexpected<Error>(selection.error());
-    }
-    r.gpus.clear();
-    r.gpu_keys.clear();
-    for (const alloc::SelectedGpu& g : selection->gpus) {
-      r.gpus.push_back(g.index);
-      r.gpu_keys.push_back(alloc::LeaseKeyOf(snapshot->gpus[g.position]));
-    }
+Status LocalProcessOrchestrator::LeaseGpus(Replica& r, Seconds now) {
+  if (config_.gpus_per_replica <= 0) return OkStatus();
+  Result<gpu::GpuSnapshot> snapshot = gpu_source_(now);
+  if (!snapshot) {
+    r.last_error = "cannot read GPUs: " + snapshot.error().ToString();
+    return Unavailable(r.last_error);
   }
+  // The budget first: GPUs it refuses must not be leased meanwhile.
+  GS_RETURN_IF_ERROR(AcquireBudget(r));
+  alloc::SelectionRequest request;
+  request.gpu_count = config_.gpus_per_replica;
+  request.min_memory_free_mb = config_.min_memory_free_mb;
+  Result<alloc::Selection> selection = ledger_.Allocate(*snapshot, request, r.owner, now);
+  if (!selection) {
+    ReleaseBudget(r);
+    r.last_error = selection.error().message;
+    return Unexpected<Error>(selection.error());
+  }
+  r.gpus.clear();
+  r.gpu_keys.clear();
+  for (const alloc::SelectedGpu& g : selection->gpus) {
+    r.gpus.push_back(g.index);
+    r.gpu_keys.push_back(alloc::LeaseKeyOf(snapshot->gpus[g.position]));
+  }
+  return OkStatus();
+}
+
+Status LocalProcessOrchestrator::TryPlace(Replica& r, Seconds now) {
+  GS_RETURN_IF_ERROR(LeaseGpus(r, now));
   r.last_error.clear();
-  r.crash_streak = 0;
+  // A replica pending again after failed launches keeps its streak: the backoff goes on.
+  if (r.start_error.empty()) r.crash_streak = 0;
   book_.SetPhase(r, scale::ReplicaPhase::kStarting, now);
   Launch(r, now);
   return OkStatus();
@@ -228,6 +233,7 @@ std::vector<ReplicaInfo> LocalProcessOrchestrator::Replicas(Seconds now) const {
   for (const Replica& r : book_.records()) {
     ReplicaInfo info = book_.InfoOf(r, now, /*running=*/r.pid > 0,
                                     /*backoff=*/r.proc == Proc::kBackoff);
+    info.start_error = r.start_error;
     out.push_back(WithProcess(std::move(info), r));
   }
   return out;

@@ -18,7 +18,9 @@
 //     refused or non-200 probes in a row, or no answer for liveness_timeout, restart it;
 //     restarts crashed ones after the backoff (its doubling resets once a
 //     replica has run for stable_after), and escalates SIGTERM to SIGKILL after stop_grace.
-//     A restarting replica keeps its GPUs.
+//     A restarting replica keeps its GPUs, but one whose command could not be started at all
+//     (spawn failed: no such file, not executable) releases them at once and leases again
+//     when its backoff ends (ReplicaInfo::start_error says why; no GPUs then: `pending`).
 //   Drain: see replica_book.h; a process that exits while draining counts as stopped.
 //   Stop: SIGTERM to the process group, SIGKILL after stop_grace. Its GPUs are released when
 //     its process has exited (the memory is only free then), so a new replica is never
@@ -173,11 +175,16 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
     int budget_gpus = 0;  // GPUs counted in the pool budget (SetPoolBudget) for this replica
     Seconds term_sent_at{0};
     int health_failures = 0;
+    // Why its last launch failed (no process could be started); "" once one runs.
+    std::string start_error;
   };
 
   LocalProcessOrchestrator(LocalProcessConfig config, alloc::LeaseLedger& ledger, GpuSource gpus,
                            ReadinessProbe probe);
 
+  // Leases the replica's GPUs (after its pool budget's share): kResourceExhausted or
+  // kUnavailable with the reason in r.last_error.
+  Status LeaseGpus(Replica& r, Seconds now);
   Status TryPlace(Replica& r, Seconds now);
   // The pool budget's share for `r` (no-op without a budget or GPUs): kResourceExhausted
   // with the budget's reason in r.last_error.
@@ -186,6 +193,11 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   void ReleaseGpus(Replica& r);
   // lifecycle (local_process_lifecycle.cc)
   void Launch(Replica& r, Seconds now);
+  // A launch that started no process: GPUs released, restart scheduled (start_error = why).
+  void LaunchFailed(Replica& r, Seconds now, const std::string& why);
+  // The end of a backoff: leases GPUs again when a failed launch gave them back (none free:
+  // `pending`, for Place), then launches.
+  void Relaunch(Replica& r, Seconds now);
   void ScheduleRestart(Replica& r, Seconds now, const std::string& why);
   void Terminate(Replica& r, Seconds now, bool restart_after);
   void OnExit(Replica& r, int code, Seconds now);  // sets r.proc; may mark r removable

@@ -212,6 +212,41 @@ TEST_F(LocalProcessTest, NoFreeGpusLeavesReplicaPendingWithTheAllocatorsReason) 
   EXPECT_EQ(orch.Place("nope", now_).error().code, ErrorCode::kNotFound);
 }
 
+// A command that cannot be started (not installed) holds no GPU: the lease goes back at once,
+// so another owner may take it; at the end of the backoff the replica leases again (pending
+// while none is free), and its start_error names the cause throughout.
+TEST_F(LocalProcessTest, ACommandThatCannotStartHoldsNoGpuWhileItWaitsToRetry) {
+  gpus_ = FakeGpus(1);
+  auto& orch = Make(Config({"gpuscale-test-no-such-command", "{port}"}));
+  auto status = orch.Start(now_);
+  ASSERT_TRUE(status);
+  ReplicaInfo info = InfoOf(orch, "svc-0", now_);
+  EXPECT_EQ(info.state, "restarting");
+  EXPECT_NE(info.start_error.find("cannot start 'gpuscale-test-no-such-command'"),
+            std::string::npos)
+      << info.start_error;
+  EXPECT_TRUE(info.gpus.empty());
+  EXPECT_EQ(ledger_.size(), 0u) << "a replica that never ran holds a GPU";
+  alloc::SelectionRequest one;
+  ASSERT_TRUE(ledger_.Allocate(gpus_, one, "job-7", now_));
+
+  now_ += Seconds{1};  // restart_backoff_initial: the GPU is job-7's now
+  orch.Poll(now_);
+  EXPECT_EQ(orch.ListReplicas()[0].phase, ReplicaPhase::kPending);
+  EXPECT_NE(InfoOf(orch, "svc-0", now_).last_error.find("leased to job-7"), std::string::npos);
+  EXPECT_FALSE(InfoOf(orch, "svc-0", now_).start_error.empty());
+
+  ledger_.ReleaseOwner("job-7");
+  ASSERT_TRUE(orch.Place("svc-0", now_));  // leased, launched, failed again, released
+  EXPECT_EQ(ledger_.size(), 0u);
+  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, "restarting");
+  std::vector<OrchestratorEvent> events = orch.TakeEvents();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().kind, "replica_restart_scheduled");
+  EXPECT_NE(events.back().message.find("failure 2 in a row"), std::string::npos)
+      << events.back().message;
+}
+
 TEST_F(LocalProcessTest, UnreadableGpusLeavePendingAndStopOfPendingNeedsNoProcess) {
   auto orch = LocalProcessOrchestrator::Create(
       Config({"sleep", "60"}), ledger_,

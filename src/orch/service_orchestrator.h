@@ -44,6 +44,9 @@ struct ReplicaInfo {
   // new to it although it stays `ready` until liveness gives up on it.
   bool serving = true;
   std::string last_error;  // pending reason, last crash, ...
+  // Why the replica's last attempt to start a process failed (e.g. "cannot start 'vllm': No
+  // such file or directory ..."); "" once a process runs, and for engines that do not say.
+  std::string start_error;
 };
 
 // What the daemon persists per replica and hands back to Adopt() after a restart.

@@ -62,6 +62,12 @@ class FakeDaemonApi : public daemon::DaemonApi {
     it->second.last_reason = std::move(reason);
     it->second.last_details = {"detail one"};
   }
+  // Why `service`'s replicas cannot start (ServiceView::failure; "" = they can).
+  void SetFailure(const std::string& service, std::string failure) {
+    std::lock_guard lock(mu_);
+    auto it = services_.find(service);
+    if (it != services_.end()) it->second.failure = std::move(failure);
+  }
   // Makes `service`'s view a disaggregated one's: its pools and GPU budget.
   void SetPools(const std::string& service, std::vector<daemon::PoolView> pools, int budget,
                 int held) {

@@ -67,6 +67,7 @@ export interface Service {
   draining_replicas: number;
   last_decision: LastDecision | null;
   metric_errors: string[];
+  failure: string | null; // why its replicas cannot start (none ready); null otherwise
   created_at: string;
   spec: JsonValue;
   gateway: GatewayStats | null; // null: no gateway, or no request for this service reached it yet

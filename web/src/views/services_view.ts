@@ -29,7 +29,8 @@ function serviceRow(service: Service, now: number): HTMLElement {
         : h('span', { class: 'muted' }, 'no decision yet'),
       service.metric_errors.length > 0
         ? h('div', { class: 'warn' }, `${service.metric_errors.length} metric error(s): ${service.metric_errors[0]}`)
-        : null));
+        : null,
+      service.failure ? h('div', { class: 'warn' }, `cannot start replicas: ${service.failure}`) : null));
 }
 
 function servicesTable(services: readonly Service[], now: number): HTMLElement {

@@ -31,6 +31,7 @@ export function service(overrides: Partial<Service> = {}): Service {
     draining_replicas: 0,
     last_decision: null,
     metric_errors: [],
+    failure: null,
     created_at: '2025-01-01T00:00:00Z',
     spec: { name: 'chat' },
     gateway: null,
