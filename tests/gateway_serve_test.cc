@@ -213,9 +213,10 @@ TEST_F(DaemonServeTest, GatewayKillNineFailsOnlyTheRequestsInFlightOnTheReplica)
 // Each proxied request holds two descriptors and the gateway's default max_connections
 // (20,000) ignored the descriptor limit: a flood of clients took every descriptor, the
 // daemon's own health probes failed with EMFILE and every healthy replica was marked not
-// serving. Under a lowered limit (512, so that CI can run it), 1,000 idle clients at the
-// gateway now leave the control plane its share: /healthz answers, the replica stays ready,
-// and a new client is still served (it displaces an idle one).
+// serving; and half-open connections up to api.max_connections locked out /healthz. Under a
+// lowered limit (512, so that CI can run it), 1,000 idle clients at the gateway and 300
+// half-open ones at the API now leave the control plane its share: /healthz answers, the
+// replica stays ready, and a new client is still served (it displaces an idle one).
 TEST_F(DaemonServeTest, AGatewayFloodAtTheDescriptorLimitLeavesProbesAndHealthAnswering) {
   std::string service = Service(1, 1, kFastQueuePolicyYaml);
   service.replace(service.find("    gpus_per_replica"), 0, "    models: [m]\n");
@@ -224,9 +225,13 @@ TEST_F(DaemonServeTest, AGatewayFloodAtTheDescriptorLimitLeavesProbesAndHealthAn
       << Replicas().dump();
   const int gateway = daemon_.gateway_port();
   ASSERT_GT(gateway, 0);
-  ASSERT_GE(testing::RaiseOpenFiles(1300), 1300u) << "this test needs 1,300 descriptors";
+  ASSERT_GE(testing::RaiseOpenFiles(1600), 1600u) << "this test needs 1,600 descriptors";
   std::vector<std::unique_ptr<testing::RawClient>> flood;
   for (int i = 0; i < 1000; ++i) flood.push_back(std::make_unique<testing::RawClient>(gateway));
+  for (int i = 0; i < 300; ++i) {
+    flood.push_back(std::make_unique<testing::RawClient>(Port()));
+    flood.back()->Send("GET /v1/services HTTP/1.1\r\nHo");  // half a header, then silence
+  }
   // Over several of the daemon's probe rounds (1 s loop), the control plane keeps working.
   // Real time: the probes are the daemon's own.
   for (int round = 0; round < 6; ++round) {
