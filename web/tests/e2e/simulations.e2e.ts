@@ -191,7 +191,7 @@ describe('simulations view', () => {
   it.each<[string, string, (text: string) => string, RegExp]>([
     ['a cut-off file', 'cut.json', (text) => text.slice(0, 200), /^cut\.json: Not JSON: line \d+, column \d+ \(character \d+\): /],
     ['the CLI\'s table', 'table.txt', () => 'policy   attain   gpu_h\nslo      1.0000   0.233\n',
-      /^table\.txt: Not JSON: line 1, column 1 \(character 1\): .*prints a table unless given `-o json`/],
+      /^table\.txt: Not JSON: line 1, column 1 \(character 1\): .*prints a table unless given -o json/],
     ['a run without its timeline\'s times', 'missing.json', (text) => {
       const runs = JSON.parse(text) as { timeline: Partial<CliRun['timeline']> }[];
       delete runs[1]?.timeline.time_s;
