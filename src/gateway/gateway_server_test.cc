@@ -532,6 +532,10 @@ class RawReplica {
       for (;;) {
         const int conn = listener_.Accept();
         if (conn < 0) return;
+        if (stop_) {  // the destructor's wake-up connection
+          close(conn);
+          return;
+        }
         std::lock_guard lock(mu_);
         connections_.emplace_back([this, conn] { Serve(conn); });
       }
@@ -539,8 +543,11 @@ class RawReplica {
   }
   ~RawReplica() {
     stop_ = true;
-    listener_.Close();
+    // A connection wakes the blocked Accept (closing the listener under it would race on
+    // its descriptor); the acceptor then sees stop_ and ends.
+    { gpuscale::testing::RawClient wake(port); }
     acceptor_.join();
+    listener_.Close();
     std::lock_guard lock(mu_);
     for (std::thread& t : connections_) t.join();
   }
