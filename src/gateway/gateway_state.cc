@@ -72,8 +72,15 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
     }
     std::erase_if(health_, [&](const auto& entry) { return !live.contains(entry.first); });
     // Probe state: the flag a relay in flight holds is shared, so dropping the entry of a
-    // replica that left does not touch those relays.
-    std::erase_if(probes_, [&](const auto& entry) { return !live.contains(entry.first); });
+    // replica that left does not touch those relays. One the checks gave up stays down while
+    // unpublished (the daemon unpublishes a replica its own probe fails): published again,
+    // it takes requests once a check passes, and the terminal hears it is back. At most
+    // kRememberedDown such entries are kept for replicas that never return.
+    constexpr size_t kRememberedDown = 1024;
+    std::erase_if(probes_, [&](const auto& entry) {
+      return !live.contains(entry.first) &&
+             (!entry.second.down->load() || probes_.size() > live.size() + kRememberedDown);
+    });
     for (std::string_view id : live) probes_.try_emplace(std::string(id));
   }
   for (auto& wake : to_wake) wake();

@@ -134,6 +134,26 @@ TEST(GatewayStateTest, FailedProbesInARowTakeAReplicaOutAndAPassBringsItBack) {
   EXPECT_EQ(state.Acquire("chat", std::nullopt)->replica, "r1");
 }
 
+// The daemon unpublishes a replica its own probe fails and publishes it again once it
+// answers: the gateway's record of it stays down meanwhile, so it takes requests only after
+// a check of the gateway's own passes, and the listener hears it is back.
+TEST(GatewayStateTest, AReplicaGivenUpStaysDownWhileUnpublishedUntilACheckPasses) {
+  GatewayConfig config = Config();
+  config.health_check_failures = 1;
+  GatewayState state(config);
+  std::vector<std::pair<std::string, bool>> said;
+  state.SetProbeListener([&said](const std::string& r, bool down) { said.emplace_back(r, down); });
+  state.Publish({Chat({"r1", "r2"})});
+  state.ReportProbe("r1", false);
+  state.Publish({Chat({"r2"})});
+  state.Publish({Chat({"r1", "r2"})});
+  EXPECT_TRUE(state.Down("r1"));
+  EXPECT_FALSE(state.Acquire("chat", std::nullopt, {"r2"}).has_value());
+  state.ReportProbe("r1", true);
+  EXPECT_EQ(said, (std::vector<std::pair<std::string, bool>>{{"r1", true}, {"r1", false}}));
+  EXPECT_EQ(state.Acquire("chat", std::nullopt, {"r2"})->replica, "r1");
+}
+
 // A replica that left the route table (a hung one the daemon stopped publishing) still
 // shows the requests stuck on it.
 TEST(GatewayStateTest, InFlightRequestsStayVisibleAfterTheirReplicaLeavesTheTable) {
