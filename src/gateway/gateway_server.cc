@@ -579,10 +579,7 @@ awaitable<Attempt> GatewayServer::Impl::Relay(beast::tcp_stream& client, const R
           status = http::status::gateway_timeout;
           why =
               fmt::format("replica {} sent nothing for {} s; the response was cut", ticket.replica,
-                          (relay.body_started && config.stream_idle_timeout.count() > 0
-                               ? std::min(config.stream_idle_timeout, config.upstream_timeout)
-                               : config.upstream_timeout)
-                              .count());
+                          std::chrono::duration<double>(relay.SilenceLimit()).count());
         } else {
           m.error = "upstream_broken";
           why = fmt::format("replica {} closed the response before its end", ticket.replica);

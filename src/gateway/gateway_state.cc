@@ -244,19 +244,19 @@ void GatewayState::ReportProbe(const std::string& replica, bool passed) {
     Probe& probe = p->second;
     if (!passed) {
       if (++probe.failures < config_.health_check_failures || probe.down->exchange(true)) return;
-      listener = probe_listener_;
     } else {
       probe.failures = 0;
       if (!probe.down->exchange(false)) return;
-      listener = probe_listener_;
-    }
-    // Back in rotation: its service's waiting requests may go now.
-    for (auto& [name, s] : services_) {
-      for (const Replica* r : passed ? AllReplicas(s) : std::vector<const Replica*>{}) {
-        if (r->route.id != replica) continue;
-        for (auto& [id, wake] : s.waiters) to_wake.push_back(wake);
+      // Back in rotation: its service's waiting requests may go now.
+      for (auto& [name, s] : services_) {
+        for (const Replica* r : AllReplicas(s)) {
+          if (r->route.id == replica) {
+            for (auto& [id, wake] : s.waiters) to_wake.push_back(wake);
+          }
+        }
       }
     }
+    listener = probe_listener_;
   }
   if (listener) listener(replica, !passed);
   for (auto& wake : to_wake) wake();

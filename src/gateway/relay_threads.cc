@@ -94,17 +94,13 @@ void RelayWatch::CheckOnce(Clock::time_point now) {
     const bool waiting_upstream = r->upstream_since != Clock::time_point{};
     const bool writing_client = r->client_since != Clock::time_point{};
     // Bytes of a next pipelined request (kData) mean the client is still there.
-    Clock::duration silence_limit = r->upstream_timeout;
-    if (r->body_started && r->stream_idle_timeout > Clock::duration::zero()) {
-      silence_limit = std::min(silence_limit, r->stream_idle_timeout);
-    }
     if (r->awaiting_first_byte &&
         Peek(r->client->socket().native_handle()) == PeekResult::kClosed) {
       r->ended = Ended::kClientGone;
     } else if (waiting_upstream && r->replica_down != nullptr &&
                r->replica_down->load(std::memory_order_relaxed)) {
       r->ended = Ended::kReplicaDown;
-    } else if (waiting_upstream && now - r->upstream_since > silence_limit) {
+    } else if (waiting_upstream && now - r->upstream_since > r->SilenceLimit()) {
       r->ended = Ended::kUpstreamTimeout;
     } else if (writing_client && now - r->client_since > net::kClientWriteTimeout) {
       r->ended = Ended::kClientTimeout;

@@ -10,6 +10,7 @@
 // I/O threads are joined and before the io_contexts are destroyed.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -140,6 +141,14 @@ class RelayWatch {
     Clock::time_point client_since{};    // writing to the client since ({}: not writing)
     Ended ended = Ended::kNo;            // set by the check, which then cancelled the waiting side
     size_t index = 0;                    // position in relays_
+
+    // How long the replica may stay silent now (upstream_timeout, or the stream idle
+    // timeout once the body flows and when it is shorter).
+    Clock::duration SilenceLimit() const {
+      return body_started && stream_idle_timeout > Clock::duration::zero()
+                 ? std::min(upstream_timeout, stream_idle_timeout)
+                 : upstream_timeout;
+    }
   };
 
   // Registers `r` until Remove; starts the periodic check on `executor` when none runs.

@@ -184,7 +184,6 @@ asio::awaitable<void> HttpServer::AcceptLoop() {
         table_.Admit(peer_ec ? std::string("?") : peer.address().to_string());
     if (admission.evict) admission.evict();
     if (!admission.admitted) {
-      ++refused_;
       boost::system::error_code ignored;
       socket.close(ignored);
       continue;

@@ -112,10 +112,6 @@ class HttpServer {
   int port() const { return port_; }
   std::string url() const;  // "http://host:port", IPv6 in brackets
   int connections() const { return connections_.load(); }
-  // Connections closed to make room for a newcomer (connection_table.h), and newcomers
-  // refused because every slot was busy with a request; since start.
-  int displaced() const { return table_.displaced(); }
-  int refused() const { return refused_.load(); }
   // The I/O threads' contexts in turn, for an owner's own sockets (each I/O object is used
   // only from the thread of the context it was made on).
   asio::io_context& NextContext();
@@ -135,7 +131,6 @@ class HttpServer {
   const Handler handler_;
   const RejectReply reject_;
   std::atomic<int> connections_{0};
-  std::atomic<int> refused_{0};
   ConnectionTable table_;  // before contexts_: coroutine frames destroyed with them use it
   std::atomic<size_t> next_context_{0};
   std::vector<std::unique_ptr<asio::io_context>> contexts_;  // one per I/O thread
