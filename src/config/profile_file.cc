@@ -125,6 +125,11 @@ Result<sim::ReplicaModelConfig> ParseReplicaModel(const YAML::Node& n, const std
   GS_ASSIGN_OR_RETURN(m.max_batched_tokens,
                       ReadCount(n, "max_batched_tokens", p, 1, m.max_batched_tokens));
   GS_ASSIGN_OR_RETURN(double kv, ReadNumber(n, "kv_cache_tokens", p, 0, false, 0.0));
+  if (kv > sim::kMaxKvCacheTokens) {
+    return FieldError(
+        n["kv_cache_tokens"], Join(p, "kv_cache_tokens"),
+        fmt::format("expected at most {} tokens, got {}", sim::kMaxKvCacheTokens, kv));
+  }
   m.kv_cache_tokens = static_cast<int64_t>(kv);
   return m;
 }

@@ -138,6 +138,11 @@ INSTANTIATE_TEST_SUITE_P(
                          "replica_model.tp: unknown field; accepted fields: gpu, tensor_parallel"},
         ProfileErrorCase{"source: simulator\n", "source: simulator\nnotes: x\n",
                          "notes: unknown field; accepted fields: version, model"},
+        // Found by profile_file_fuzz: a count past int64's range was cast unchecked (UB).
+        ProfileErrorCase{
+            "max_batch_size: 256}", "max_batch_size: 256, kv_cache_tokens: 2e113}",
+            "replica_model.kv_cache_tokens: expected at most 1000000000000 tokens, got "
+            "2e+113 (line 15)"},
         ProfileErrorCase{
             "ttft_p50_seconds: 0.1", "ttft_p50_seconds: soon",
             "mixes[1].curve[0].ttft_p50_seconds: expected a number, got 'soon' (line 13)"}));

@@ -104,11 +104,15 @@ Status ParseModel(const YAML::Node& n, sim::ReplicaModelConfig& m) {
   GS_ASSIGN_OR_RETURN(m.gpu, ReadString(n, "gpu", p, m.gpu));
   GS_ASSIGN_OR_RETURN(m.max_batch_size, ReadInt(n, "max_batch_size", p, m.max_batch_size));
   GS_ASSIGN_OR_RETURN(double kv, ReadDouble(n, "kv_cache_tokens", p, 0.0));
-  m.kv_cache_tokens = static_cast<int64_t>(kv);
   GS_ASSIGN_OR_RETURN(m.max_batched_tokens,
                       ReadInt(n, "max_batched_tokens", p, m.max_batched_tokens));
   if (m.max_batch_size < 1) return FieldError(n["max_batch_size"], Join(p, "max_batch_size"), "must be >= 1");
-  if (kv < 0) return FieldError(n["kv_cache_tokens"], Join(p, "kv_cache_tokens"), "must be >= 0");
+  // Checked before the cast: a double past int64's range (or NaN) converts to nothing defined.
+  if (!(kv >= 0 && kv <= sim::kMaxKvCacheTokens)) {
+    return FieldError(n["kv_cache_tokens"], Join(p, "kv_cache_tokens"),
+                      fmt::format("must be a number in [0, {}]", sim::kMaxKvCacheTokens));
+  }
+  m.kv_cache_tokens = static_cast<int64_t>(kv);
   if (m.max_batched_tokens < 1) {
     return FieldError(n["max_batched_tokens"], Join(p, "max_batched_tokens"), "must be >= 1");
   }

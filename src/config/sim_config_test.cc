@@ -118,6 +118,11 @@ INSTANTIATE_TEST_SUITE_P(
                          "router: expected least_outstanding, round_robin or a mapping (line 1)"},
         SimConfigBadCase{"slo:\n  target_ratio: 1.5\npolicy: {family: slo}\n",
                          "slo.target_ratio: must be in (0, 1] (line 2)"},
+        SimConfigBadCase{
+            "replica_model:\n  kv_cache_tokens: 2e113\npolicy: {family: slo}\n",
+            "replica_model.kv_cache_tokens: must be a number in [0, 1000000000000] (line 2)"},
+        SimConfigBadCase{"replica_model: {kv_cache_tokens: .nan}\npolicy: {family: slo}\n",
+                         "replica_model.kv_cache_tokens: expected a number, got '.nan' (line 1)"},
         SimConfigBadCase{"cluster: {nodes: 1}\n", "policy: required field is missing"},
         SimConfigBadCase{
             "service: {max_replicas: 4}\npolicy:\n  family: slo\n  max_replicas: 8\n",

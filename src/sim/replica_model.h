@@ -13,6 +13,10 @@
 
 namespace gpuscale::sim {
 
+// A bound far past any GPU's KV cache (an H200 holds a few million tokens), so that a configured
+// count always converts to int64 and stays finite in per-token arithmetic.
+inline constexpr double kMaxKvCacheTokens = 1e12;
+
 struct ReplicaModelConfig {
   std::string model = "llama-3-8b";  // known models: llama-3-8b, llama-2-7b, llama-2-70b
   std::string gpu = "h100";          // h100 or a100
