@@ -9,6 +9,9 @@
 namespace gpuscale::scale {
 namespace {
 
+// The stretch before a burst's first tick whose mean rate may stand for the level it rose from.
+constexpr Seconds kOnsetWindow{60};
+
 // Reorders values.
 double Median(std::vector<double>& values) {
   auto mid = values.begin() + values.size() / 2;
@@ -33,6 +36,20 @@ void BurstMemory::Observe(Seconds now, double short_rate, double noise) {
     spread = 1.4826 * Median(values);
   } else {
     level_ = short_rate;
+  }
+  // What a burst starting now rose from: the level, or the last minute's rates when they stand
+  // higher. Under a rising load (a diurnal ramp) the ten-minute median lags the rate a burst
+  // takes off from, and a peak measured against it read as a larger burst than it was; the
+  // memory then bought that ratio of each later, higher level.
+  double onset_level = level_;
+  {
+    double sum = 0;
+    int n = 0;
+    for (auto it = rates_.rbegin(); it != rates_.rend() && now - it->first <= kOnsetWindow; ++it) {
+      sum += it->second;
+      ++n;
+    }
+    if (n > 0) onset_level = std::max(onset_level, sum / n);
   }
   rates_.emplace_back(now, short_rate);
   while (now - rates_.front().first > config_.level_window) rates_.pop_front();
@@ -67,7 +84,7 @@ void BurstMemory::Observe(Seconds now, double short_rate, double noise) {
       bursts_.back().end = now;
       ++bursts_.back().ticks;
     } else {
-      bursts_.push_back({now, now, short_rate / level_, level_, 1, true});
+      bursts_.push_back({now, now, short_rate / onset_level, onset_level, 1, true});
     }
   }
 

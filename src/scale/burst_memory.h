@@ -25,8 +25,10 @@
 //    burst that does not come by then breaks the period (it must be seen again);
 //  - two or more bursts at no steady period: the peak, for as long as the longest gap seen
 //    between them lasts since the last one (irregular bursts may come back at any time).
-// A burst's peak is kept as its ratio to the level before it, and expected as that ratio of
-// today's level: under a diurnal rise the next burst is as much larger as the load is.
+// A burst's peak is kept as its ratio to the level before it (the level, or the last
+// minute's mean rate where that is higher, as under a rise the median lags), and expected as
+// that ratio of today's level: under a diurnal rise the next burst is as much larger as the
+// load is.
 //
 // Pure: time is a parameter. Not thread-safe (owned by one policy).
 #pragma once

@@ -123,5 +123,27 @@ TEST(BurstMemoryTest, ABurstScalesWithTheLevel) {
   EXPECT_NEAR(expected->rate, 500, 1e-6);
 }
 
+// Under a rising load the ten-minute median lags the rate a burst takes off from; measured
+// against it, a burst of x1.5 read as x2 and more, and the memory bought that ratio of each
+// later level (issue 43: a diurnal fleet held at twice the static fleet's size). The ratio is
+// taken against the last minute's rate when that stands higher.
+TEST(BurstMemoryTest, ABurstOnARisingLoadIsMeasuredFromTheRateItRoseFrom) {
+  BurstMemory memory;
+  // 50 req/s rising 0.1 req/s every second; a one-minute burst of x1.5 at 1200 s.
+  auto ramp = [](double t) {
+    const double base = 50 + 0.1 * t;
+    return t >= 1200 && t < 1260 ? 1.5 * base : base;
+  };
+  Feed(memory, 0, 1320, ramp);
+  ASSERT_EQ(memory.bursts(), 1);
+  auto expected = memory.Expect(Seconds{1320});
+  ASSERT_TRUE(expected);
+  // The level (median of 10 min) stands ~30 req/s below the rate at 1320 s (182): the burst's
+  // ratio, x1.5 within the ramp's own rise, applies to that level.
+  const double ratio = expected->rate / memory.level();
+  EXPECT_GT(ratio, 1.4) << expected->reason;
+  EXPECT_LT(ratio, 1.6) << expected->reason;
+}
+
 }  // namespace
 }  // namespace gpuscale::scale

@@ -20,6 +20,8 @@ constexpr double kBurstWindowSeconds = 30;
 // A violation ratio this many times the allowed share means overload, not noise.
 constexpr double kOverloadFactor = 3;
 constexpr Seconds kCutCooldown{120};
+// A learned mu below the load-test figure regains half its gap to it in this much clean time.
+constexpr Seconds kRecoveryHalfLife{300};
 
 std::optional<double> ServiceValue(const ScalingInput& input, std::string_view name) {
   auto it = input.metrics.find(std::string(name));
@@ -140,14 +142,25 @@ void SloPolicy::LearnCapacity(const Observation& obs, int ready, Seconds now, bo
   bool cooled = !last_cut_ || now - *last_cut_ >= kCutCooldown;
   if (*obs.violation > kOverloadFactor * allowed) {
     if (in_grace) return;
-    // Only load near capacity explains a violation; at light load it is a transient
-    // (cold-start backlog) and must not teach a low capacity. One cut per cooldown: the
-    // violation window lags the cut by a minute.
-    if (cooled && per_replica >= 0.6 * capacity_) {
+    // A violation teaches a lower mu only at a load mu says the replicas carry: between 60 %
+    // of mu (below that it is a transient, e.g. a cold-start backlog draining) and mu. At a
+    // load above mu the fleet was short, which mu already said: the fleet grows for it, and
+    // cutting mu too (as a cold-start queue or a mix shift's first minutes did) sized every
+    // later fleet for a slowness the replicas never had. One cut per cooldown: the violation
+    // window lags the cut by a minute.
+    if (cooled && per_replica >= 0.6 * capacity_ && per_replica < capacity_) {
       capacity_ = std::max(0.9 * capacity_, config_.min_capacity_ratio * initial_capacity_);
       last_cut_ = now;
     }
   } else if (*obs.violation <= allowed / 4 && cooled) {
+    // Below the load-test figure, a clean tick moves mu back toward it (half the gap in
+    // kRecoveryHalfLife): a cut is evidence from one stretch of load, and a fleet sized by a
+    // low mu runs its replicas too lightly ever to probe mu up again, so without this a cut
+    // would size every later fleet for good.
+    if (capacity_ < initial_capacity_ && last_tick_ && now > *last_tick_) {
+      const double kept = std::exp2(-(now - *last_tick_).count() / kRecoveryHalfLife.count());
+      capacity_ = initial_capacity_ - (initial_capacity_ - capacity_) * kept;
+    }
     // The SLO held at this load: the capacity is at least that, and probably a bit more.
     // Probing only close to the load the plan runs replicas at (target_utilization x mu: else
     // a fleet sized below mu never probes): at a lighter load a clean minute says nothing about
@@ -188,18 +201,28 @@ double SloPolicy::Trend(const Observation& obs, Seconds now) {
   return std::clamp(slope, 0.0, window_trend);
 }
 
-int SloPolicy::Need(const Observation& obs, double trend, double expected,
+int SloPolicy::Need(const Observation& obs, double trend, double expected, int ordered,
                     double* forecast) const {
   double short_rate = *obs.rate_short;
   double long_rate = obs.rate_long.value_or(short_rate);
   double base = config_.follow_short_rate ? std::max(short_rate, long_rate) : long_rate;
   base = std::max(base, expected);
-  double f = base + trend * config_.forecast_horizon.count() +
-             config_.burst_z * std::sqrt(base * obs.unit / kBurstWindowSeconds) +
-             obs.waiting / kBacklogDrainSeconds;
-  *forecast = f;
-  double per_replica = capacity_ * config_.target_utilization;
-  return static_cast<int>(std::ceil(f / per_replica - 1e-9)) + config_.spare_replicas;
+  const double f = base + trend * config_.forecast_horizon.count() +
+                   config_.burst_z * std::sqrt(base * obs.unit / kBurstWindowSeconds);
+  const double backlog = obs.waiting / kBacklogDrainSeconds;
+  *forecast = f + backlog;
+  const double per_replica = capacity_ * config_.target_utilization;
+  auto replicas = [&](double load) {
+    return static_cast<int>(std::ceil(load / per_replica - 1e-9)) + config_.spare_replicas;
+  };
+  // While replicas ordered earlier are still starting, the queue grows because they are not
+  // ready yet, not because more are needed: buying for it each tick of a cold start (a burst's
+  // queue, drained over 30 s, asks for several times the load) ordered two to three times the
+  // fleet the load needed. The queue keeps the replicas ordered for it; the rates (arrivals
+  // include the queue's growth) still order more when the load itself is higher.
+  const int need = replicas(f + backlog);
+  if (ordered <= 0) return need;
+  return std::max(replicas(f), std::min(need, ordered));
 }
 
 Decision SloPolicy::Evaluate(const ScalingInput& input) {
@@ -228,6 +251,7 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
   last_ready_ = input.ready_replicas;
   const bool in_grace = ready_rise_ && input.now - *ready_rise_ < config_.ready_grace;
   LearnCapacity(*obs, input.ready_replicas, input.now, in_grace);
+  last_tick_ = input.now;
   inputs_.push_back({"SLO violation ratio", obs->violation, 1 - config_.target_attainment});
   inputs_.push_back({config_.output_token_weight > 0 ? "load per ready replica (tokens/s)"
                                                      : "load per ready replica (req/s)",
@@ -242,7 +266,9 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
     burst_memory_.Observe(input.now, *obs->rate_short, noise);
     expected = burst_memory_.Expect(input.now);
   }
-  int need = Need(*obs, trend, expected ? expected->rate : 0, &forecast);
+  // Replicas ordered and not ready yet: the fleet the queue has already bought.
+  const int ordered = current > input.ready_replicas ? current : 0;
+  int need = Need(*obs, trend, expected ? expected->rate : 0, ordered, &forecast);
   const double waiting_requests = obs->waiting / obs->unit;
   double allowed = 1 - config_.target_attainment;
   bool violating = !in_grace && obs->violation && *obs->violation > allowed;

@@ -13,9 +13,11 @@
 //     Starts at initial_capacity_rps / _tokens_per_second (a load-test figure) and is
 //     learned from what the replicas show: when the SLO violation ratio (TTFT or TPOT over
 //     target in the last minute) exceeds 3x the allowed share while the load per replica is
-//     above 60 % of mu, mu drops by 10 % (at most once per 2 min; never below
+//     between 60 % of mu and mu (above mu the fleet was short, which says nothing new about
+//     a replica), mu drops by 10 % (at most once per 2 min; never below
 //     min_capacity_ratio x the initial capacity);
-//     when the SLO holds (violations under a quarter of the allowed share) a load per replica
+//     when the SLO holds (violations under a quarter of the allowed share) a mu below the
+//     initial capacity regains half its gap to it every 5 minutes, a load per replica
 //     above mu raises mu to it, and a load above probe_load_ratio x target_utilization x mu
 //     (near the load the plan runs replicas at) probes mu up by 0.5 %
 //     per tick.
@@ -30,7 +32,8 @@
 //     With recurring_bursts, the forecast is at least the load a remembered burst asks to be
 //     ready for (scale/burst_memory.h: ahead of a burst that recurs on a period, throughout
 //     bursts that recur irregularly, briefly after a one-off).
-//  4. Need = ceil(forecast / (mu * target_utilization)) + spare_replicas. Scale up at once
+//  4. Need = ceil(forecast / (mu * target_utilization)) + spare_replicas; while replicas
+//     are starting, the backlog term buys no more than the fleet already ordered. Scale up at once
 //     (and by at least one replica while the SLO is violated and requests queue). Scale down
 //     only to the largest need seen in the last scale_down_delay, by at most
 //     max_scale_down_step per tick, and never while requests wait in a queue. Missing
@@ -176,7 +179,10 @@ class SloPolicy final : public Policy {
   void LearnCapacity(const Observation& obs, int ready, Seconds now, bool in_grace);
   double Trend(const Observation& obs, Seconds now);
   // expected: the load a remembered burst asks to be ready for (BurstMemory), or 0.
-  int Need(const Observation& obs, double trend, double expected, double* forecast) const;
+  // ordered: the fleet while replicas are starting (0 when all are ready); the backlog does
+  // not buy beyond it.
+  int Need(const Observation& obs, double trend, double expected, int ordered,
+           double* forecast) const;
   Decision ScaleDown(const ScalingInput& input, int need, std::string why);
   // Evaluate without its inputs, which it records in inputs_ as it reads them.
   Decision Decide(const ScalingInput& input);
@@ -196,6 +202,7 @@ class SloPolicy final : public Policy {
   std::deque<PastNeed> recent_needs_;  // for scale-down hysteresis
   std::deque<std::pair<Seconds, double>> recent_rates_;       // short rate, for the trend
   std::optional<Seconds> last_cut_;                           // last capacity decrease
+  std::optional<Seconds> last_tick_;                          // last tick with metrics
   int last_ready_ = -1;                                       // ready replicas, last tick
   std::optional<Seconds> ready_rise_;                         // when they last rose
   std::vector<DecisionInput> inputs_;                         // of the tick being decided

@@ -194,6 +194,24 @@ TEST(SloPolicyTest, IsReadyAheadOfABurstThatRecursOnAPeriod) {
   EXPECT_EQ(replicas, 10);
 }
 
+// While replicas ordered for a queue are starting, the queue grows because they are not
+// ready, not because more are needed: it keeps what was ordered and buys no more (issue 43:
+// a burst that 8 replicas absorb sent the fleet from 4 to 23, a cold start's queue bought
+// again each tick). The rates still buy more when the load itself is higher.
+TEST(SloPolicyTest, AQueueDuringAColdStartBuysNoMoreThanWasOrdered) {
+  SloPolicy policy(Config());
+  // 3 ready, 6 ordered; 40 req/s arrive (4 replicas' worth) and 600 wait: drained over 30 s
+  // they would ask for 6 replicas more.
+  auto d = policy.Evaluate(SloInput(0, 6, {40, 200, 5, 0}, 3));
+  EXPECT_EQ(d.desired_replicas, 6) << d.reason;
+  // The load itself outgrows the order: 70 req/s needs 7 whatever the queue.
+  SloPolicy busier(Config());
+  EXPECT_EQ(busier.Evaluate(SloInput(0, 6, {70, 200, 5, 0}, 3)).desired_replicas, 7);
+  // Once the fleet is ready, a queue still buys its drain: 40 + 1800 / 30 = 100 req/s.
+  SloPolicy ready(Config());
+  EXPECT_EQ(ready.Evaluate(SloInput(0, 6, {40, 300, 5, 0})).desired_replicas, 10);
+}
+
 TEST(SloPolicyTest, ViolationWithQueueAddsAReplica) {
   SloPolicy policy(Config());
   // Load says 3 replicas, but the SLO is violated and requests queue.
@@ -267,9 +285,42 @@ TEST(SloPolicyTest, CutsNeverGoBelowTheCapacityFloor) {
   EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
   c.min_capacity_ratio = 0.25;  // the default: cuts go on down to a quarter
   SloPolicy learning(c);
-  for (int tick = 0; tick < 40; ++tick)
-    learning.Evaluate(SloInput(150.0 * tick, 4, {36, 0, 5, 0.2}));
+  // Violations at 80 % of mu each time: the replicas miss at a load mu says they carry.
+  for (int tick = 0; tick < 40; ++tick) {
+    learning.Evaluate(SloInput(150.0 * tick, 4, {4 * 0.8 * learning.capacity(), 0, 5, 0.2}));
+  }
   EXPECT_NEAR(learning.capacity(), 2.5, 1e-9);
+}
+
+// A violation at a load above mu says the fleet was short (a cold start's queue, the first
+// minutes of a heavier mix), which mu already said: it must not cut mu, or every later fleet
+// is sized for replicas slower than they are (issue 43: the fleet stayed at 2-3x the static
+// fleet's size for a quarter of an hour after a mix shift).
+TEST(SloPolicyTest, ViolationsAtALoadAboveMuDoNotCutIt) {
+  auto c = Config();
+  c.learn_capacity = true;
+  SloPolicy policy(c);
+  policy.Evaluate(SloInput(0, 4, {60, 30, 5, 0.6}));  // 15 req/s per replica, mu 10: short
+  EXPECT_NEAR(policy.capacity(), 10.0, 1e-9);
+  policy.Evaluate(SloInput(150, 4, {38, 0, 5, 0.2}));  // 9.5 req/s per replica: mu too high
+  EXPECT_NEAR(policy.capacity(), 9.0, 1e-9);
+}
+
+// A cut is evidence from one stretch of load: where the SLO holds afterwards, mu returns to
+// the load-test figure (half the gap per 5 minutes), even at loads too light to probe.
+TEST(SloPolicyTest, ACutCapacityRecoversTowardTheInitialFigureWhileTheSloHolds) {
+  auto c = Config();
+  c.learn_capacity = true;
+  SloPolicy policy(c);
+  policy.Evaluate(SloInput(0, 4, {36, 0, 5, 0.2}));  // cut to 9
+  ASSERT_NEAR(policy.capacity(), 9.0, 1e-9);
+  // Clean ticks at 5 req/s per replica from 150 s (past the cut's cooldown) to 450 s: 450 s
+  // since the cut's tick, a half-life and a half.
+  for (double t = 150; t <= 450; t += 15) policy.Evaluate(SloInput(t, 4, {20}));
+  EXPECT_NEAR(policy.capacity(), 10.0 - 1.0 * std::exp2(-450.0 / 300), 1e-6);
+  for (double t = 465; t <= 4000; t += 15) policy.Evaluate(SloInput(t, 4, {20}));
+  EXPECT_NEAR(policy.capacity(), 10.0, 1e-3);
+  EXPECT_LE(policy.capacity(), 10.0);  // recovery stops at the figure; only loads go past it
 }
 
 TEST(SloPolicyTest, LearnsHigherCapacityWhenSloHoldsAboveEstimate) {
