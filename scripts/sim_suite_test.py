@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
-"""Tests of scripts/sim-workloads and scripts/sim-suite, run as a user runs them (CTest:
-scripts.sim_workloads and scripts.sim_suite, tests/CMakeLists.txt). Tiny specs keep each
-class under ~15 s.
+"""Tests of scripts/sim-workloads and scripts/sim-suite, run as a user runs them or, for the
+rules underneath (ranges, verdicts, aggregates), through their functions (CTest:
+scripts.sim_workloads, scripts.sim_heldout, scripts.sim_suite_verdict and scripts.sim_suite,
+tests/CMakeLists.txt). Tiny specs keep each class under ~30 s.
 
-  python3 scripts/sim_suite_test.py [GeneratorTest | SuiteTest]
+  python3 scripts/sim_suite_test.py [GeneratorTest RangesTest | HeldoutSpecTest |
+                                     VerdictTest | SuiteTest]
   GPUSCALE_BIN  the gpuscale binary SuiteTest runs (default build/gpuscale)
 """
+import hashlib
+import importlib.machinery
+import importlib.util
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -37,6 +43,15 @@ TINY_SPEC = {"workloads": [
     {"name": "tail", "shape": "heavy_tail_outputs", "seed": 1,
      "params": {"duration_s": 300, "base_rps": 4, "period_s": 120}},
 ]}
+
+
+def load_script(path):
+    """A script of scripts/ (no .py in its name) as a module."""
+    name = "script_" + os.path.basename(path).replace("-", "_")
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+    loader.exec_module(module)
+    return module
 
 
 def run(args, **kwargs):
@@ -119,6 +134,211 @@ class GeneratorTest(unittest.TestCase):
         for name in ("diurnal_bursts", "flash_crowd", "mix_shift", "silence_then_load",
                      "heavy_tail_outputs", "conv_x20", "code_x40", "mooncake_x1"):
             self.assertIn(name, result.stdout)
+
+
+# Families: flash crowds and diurnal days whose parameters each seed draws.
+RANGED_SPEC = {"workloads": [
+    {"name": "flash", "shape": "flash_crowd", "seed": 1,
+     "params": {"duration_s": 400, "step_at_s": 100, "hold_s": 100},
+     "ranges": {"factor": [2, 4], "ramp_up_s": [0, 250]},
+     "log_ranges": {"base_rps": [2, 6], "ramp_down_s": [1, 10000]},
+     "jitter": {"hold_s": 0.3}},
+    {"name": "diurnal", "shape": "diurnal_bursts", "seed": 1,
+     "params": {"duration_s": 300, "burst_every_s": 60, "burst_s": 10, "burst_first_s": 20},
+     "ranges": {"peak_at": [0.2, 0.8]},
+     "log_ranges": {"peak_rps": [4, 12], "low_fraction": [0.05, 0.5],
+                    "prompt_mean": [300, 3000]}},
+]}
+
+
+class RangesTest(unittest.TestCase):
+    """"ranges" and "log_ranges": what a seed draws, and the spec's checks."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gen = load_script(GENERATOR)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="sim-workloads-ranges-")
+        self.spec = write_json(os.path.join(self.tmp, "spec.json"), RANGED_SPEC)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def entries(self, spec=None):
+        path = self.spec if spec is None else write_json(os.path.join(self.tmp, "s.json"), spec)
+        return {e["name"]: e for e in self.gen.load_spec(path)}
+
+    def test_draws_stay_in_their_ranges_uniform_or_log_uniform(self):
+        flash = self.entries()["flash"]
+        draws = [self.gen.effective_params(flash, seed) for seed in range(1, 401)]
+        for field in ("ranges", "log_ranges"):
+            for key, (lo, hi) in RANGED_SPEC["workloads"][0][field].items():
+                for seed, p in enumerate(draws, 1):
+                    self.assertTrue(lo <= p[key] <= hi, f"seed {seed}: {key} {p[key]}")
+                self.assertGreater(len({p[key] for p in draws}), 390, key)
+        # Uniform on [0, 250]: ~10 % below 25. Log-uniform on [1, 10000]: ~50 % below 100
+        # (uniform would put 1 % there), ~25 % below 10.
+        below = lambda key, x: sum(p[key] < x for p in draws) / len(draws)
+        self.assertAlmostEqual(below("ramp_up_s", 25), 0.10, delta=0.05)
+        self.assertAlmostEqual(below("ramp_down_s", 100), 0.50, delta=0.08)
+        self.assertAlmostEqual(below("ramp_down_s", 10), 0.25, delta=0.07)
+        # Parameters nobody draws keep their value; jitter still moves its own.
+        self.assertTrue(all(p["step_at_s"] == 100 for p in draws))
+        self.assertTrue(all(70 <= p["hold_s"] <= 130 for p in draws))
+        self.assertGreater(len({p["hold_s"] for p in draws}), 390)
+
+    def test_the_draw_does_not_depend_on_the_order_of_the_spec(self):
+        spec = json.loads(json.dumps(RANGED_SPEC))
+        for entry in spec["workloads"]:
+            for field in ("ranges", "log_ranges"):
+                entry[field] = dict(reversed(list(entry[field].items())))
+        ours, theirs = self.entries(), self.entries(spec)
+        for name in ours:
+            for seed in range(1, 21):
+                self.assertEqual(self.gen.effective_params(ours[name], seed),
+                                 self.gen.effective_params(theirs[name], seed))
+
+    def test_a_low_fraction_keeps_the_low_below_the_drawn_peak(self):
+        diurnal = self.entries()["diurnal"]
+        for seed in range(1, 201):
+            p = self.gen.effective_params(diurnal, seed)
+            self.assertTrue(0.05 <= p["low_fraction"] <= 0.5)
+            self.assertAlmostEqual(p["low_rps"], p["peak_rps"] * p["low_fraction"])
+            self.assertLess(p["low_rps"], p["peak_rps"])
+
+    def test_same_seed_gives_the_same_file_another_seed_other_parameters(self):
+        def generate(out, seed):
+            folder = os.path.join(self.tmp, out)
+            result = run([GENERATOR, "--spec", self.spec, "--out", folder, "--seed", str(seed)])
+            self.assertEqual(result.returncode, 0, result.stderr)
+            metas = {}
+            for name in ("flash", "diurnal"):
+                with open(os.path.join(folder, name + ".meta.json")) as f:
+                    metas[name] = json.load(f)["params"]
+            return read_bytes(folder), metas
+        (files_a, params_a), (files_b, params_b) = generate("a", 3), generate("b", 3)
+        files_c, params_c = generate("c", 4)
+        self.assertEqual(files_a, files_b)
+        self.assertEqual(params_a, params_b)
+        for entry in RANGED_SPEC["workloads"]:
+            name = entry["name"]
+            self.assertNotEqual(files_a[name + ".csv"], files_c[name + ".csv"], name)
+            for key in [*entry["ranges"], *entry["log_ranges"]]:
+                self.assertNotEqual(params_a[name][key], params_c[name][key], f"{name}.{key}")
+
+    def test_entries_without_ranges_make_the_files_they_made_before(self):
+        # sha256 of TINY_SPEC's files at --seed 5, as the script made them before ranges
+        # existed (main at a7a90e1): ranges must not move any other entry's draws.
+        before = {"diurnal.csv": "bc6c6ff5647c08ab", "flash.csv": "6163ca73e0e2eede",
+                  "mix.csv": "cf8d05f4d2409f20", "silence.csv": "70f29938b503e299",
+                  "tail.csv": "2801916110517040"}
+        spec = write_json(os.path.join(self.tmp, "tiny.json"), TINY_SPEC)
+        out = os.path.join(self.tmp, "tiny")
+        result = run([GENERATOR, "--spec", spec, "--out", out, "--seed", "5"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        digests = {name: hashlib.sha256(data).hexdigest()[:16]
+                   for name, data in read_bytes(out).items()}
+        self.assertEqual(digests, before)
+
+    def test_range_mistakes_name_the_file_the_entry_and_the_field(self):
+        def mistake(change, expected):
+            spec = json.loads(json.dumps(RANGED_SPEC))
+            change(spec["workloads"][0])
+            path = write_json(os.path.join(self.tmp, "bad.json"), spec)
+            with self.assertRaises(self.gen.SpecError) as caught:
+                self.gen.load_spec(path)
+            message = str(caught.exception)
+            self.assertIn("bad.json: workloads[0] (flash): ", message)
+            self.assertIn(expected, message)
+        mistake(lambda e: e["ranges"].update(factor=[4, 2]), "ranges.factor: lo 4 > hi 2")
+        mistake(lambda e: e["ranges"].update(factor=[2, "4"]),
+                "ranges.factor: expected [lo, hi], two numbers, got [2, '4']")
+        mistake(lambda e: e["log_ranges"].update(base_rps=5),
+                "log_ranges.base_rps: expected [lo, hi]")
+        mistake(lambda e: e["ranges"].update(facto=[2, 4]),
+                "ranges.facto: not a parameter of flash_crowd")
+        mistake(lambda e: e["ranges"].update(hold_s=[50, 200]) or e["params"].pop("hold_s"),
+                "jitter.hold_s: hold_s is also in ranges")
+        mistake(lambda e: e["ranges"].update(step_at_s=[50, 200]),
+                "ranges.step_at_s: step_at_s is also in params")
+        mistake(lambda e: e["log_ranges"].update(factor=[2, 4]),
+                "log_ranges.factor: factor is also in ranges")
+        mistake(lambda e: e["ranges"].update(factor=[0.5, 4]),
+                "ranges.factor: expected a number in [1, inf], got 0.5")
+        mistake(lambda e: e["ranges"].update(base_rps=[0, 4]) or e["log_ranges"].pop("base_rps"),
+                "ranges.base_rps: expected a number > 0, got 0")
+        mistake(lambda e: e["log_ranges"].update(ramp_down_s=[0, 60]),
+                "log_ranges.ramp_down_s: expected lo > 0 for a log-uniform draw")
+        # A relation the extremes break: the crowd could start after the trace ends.
+        mistake(lambda e: e["ranges"].update(ramp_up_s=[0, 400]),
+                "with its ranges and jitter: step_at_s + ramp_up_s can exceed duration_s "
+                "(500 > 400)")
+        diurnal = RANGED_SPEC["workloads"][1]
+        spec = {"workloads": [dict(diurnal, name="flash", params=dict(diurnal["params"],
+                                                                      low_rps=3))]}
+        path = write_json(os.path.join(self.tmp, "bad.json"), spec)
+        with self.assertRaises(self.gen.SpecError) as caught:
+            self.gen.load_spec(path)
+        self.assertIn("bad.json: workloads[0] (flash): params.low_rps: set by low_fraction",
+                      str(caught.exception))
+
+    def test_the_command_reports_a_range_mistake_without_a_traceback(self):
+        spec = json.loads(json.dumps(RANGED_SPEC))
+        spec["workloads"][1]["ranges"]["burst_s"] = [5, 90]
+        result = run([GENERATOR, "--spec", write_json(self.spec, spec), "--out", self.tmp])
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("spec.json: workloads[1] (diurnal): ranges.burst_s: burst_s is also in "
+                      "params", result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        del spec["workloads"][1]["params"]["burst_s"]
+        result = run([GENERATOR, "--spec", write_json(self.spec, spec), "--out", self.tmp])
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("spec.json: workloads[1] (diurnal): with its ranges and jitter: burst_s "
+                      "can exceed burst_every_s (90 > 60)", result.stderr)
+
+
+HELDOUT = os.path.join(ROOT, "examples", "sim", "workloads", "heldout.json")
+
+
+class HeldoutSpecTest(unittest.TestCase):
+    """examples/sim/workloads/heldout.json: every family, a few seeds, valid files."""
+
+    def test_every_entry_generates_a_valid_csv_for_a_few_seeds(self):
+        gen = load_script(GENERATOR)
+        entries = gen.load_spec(HELDOUT)
+        generated = [e for e in entries if e["kind"] == "generated"]
+        self.assertEqual(sorted(e["shape"] for e in generated), sorted(gen.SHAPES))
+        self.assertEqual({e["family"] for e in entries if e["kind"] == "trace"},
+                         {"conv", "code", "mooncake"})
+        for e in generated:
+            self.assertTrue(e["ranges"] or e["log_ranges"], e["name"])
+            self.assertTrue(e["about"], e["name"])
+        # The ramps of the crowd and of the load after silence straddle the cold start.
+        for e in generated:
+            key = {"flash_crowd": "ramp_up_s", "silence_then_load": "ramp_s"}.get(e["shape"])
+            if key:
+                lo, hi = e["log_ranges"][key]
+                self.assertTrue(lo < 60 < hi, e["name"])
+        with tempfile.TemporaryDirectory(prefix="sim-heldout-test-") as tmp:
+            for seed in (1, 2, 3):
+                out = os.path.join(tmp, str(seed))
+                result = run([GENERATOR, "--spec", HELDOUT, "--out", out, "--seed", str(seed)])
+                self.assertEqual(result.returncode, 0, result.stderr)
+                for e in generated:
+                    where = f"{e['name']} seed {seed}"
+                    with open(gen.csv_path(out, e["name"])) as f:
+                        self.assertEqual(f.readline().rstrip("\n"), gen.CSV_HEADER, where)
+                        previous, count = 0.0, 0
+                        for line in f:
+                            arrival, prompt, output = line.split(",")
+                            self.assertGreaterEqual(float(arrival), previous, where)
+                            previous = float(arrival)
+                            self.assertTrue(1 <= int(prompt) <= 8192, where)
+                            self.assertTrue(1 <= int(output) <= 4096, where)
+                            count += 1
+                    self.assertGreater(count, 10000, where)
+                    self.assertTrue(25 * 60 < previous <= 90 * 60, f"{where}: {previous} s")
 
 
 class SuiteTest(unittest.TestCase):
