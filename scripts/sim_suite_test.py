@@ -341,6 +341,156 @@ class HeldoutSpecTest(unittest.TestCase):
                     self.assertTrue(25 * 60 < previous <= 90 * 60, f"{where}: {previous} s")
 
 
+def hand_record(name="w", seed=1, family="fam", slo=None, static_meets=True, shape=None,
+                ramp=None, cold_start=60, others=None):
+    """A run's record as scripts/sim-suite's summarize makes it, by hand: slo (and others) are
+    (attainment, cost_vs_static, dominating fleet's replicas or None); the static fleet of 10
+    replicas costs 10 GPU-hours."""
+    def policy(attainment, cost, dominated):
+        return {"attainment": attainment, "gpu_hours": 10 * cost if cost else 5.0,
+                "meets_target": attainment >= 0.99,
+                "cost_vs_static": cost if static_meets else None,
+                "dominated_by": None if dominated is None else {
+                    "replicas": dominated, "gpu_hours": dominated, "attainment": 0.999}}
+    record = {"name": name, "seed": seed, "family": family, "kind": "generated",
+              "slo_target": 0.99, "cold_start_seconds": cold_start, "initial_replicas": 1,
+              "policies": {}, "reactive": None, "oracle_gpu_hours": None,
+              "static_fleet": {"replicas": 10, "gpu_hours": 10.0,
+                               "attainment": 0.995 if static_meets else 0.95,
+                               "meets_target": static_meets}}
+    if shape:
+        record["shape"], record["params"] = shape, {"ramp_s": ramp}
+    if slo:
+        record["policies"]["slo"] = policy(*slo)
+    for config, figures in (others or {}).items():
+        record["policies"][config] = policy(*figures)
+    return record
+
+
+class VerdictTest(unittest.TestCase):
+    """scripts/sim-suite's rules on hand-made records: issue 43's verdict, the aggregate
+    per family, the headline, and the seed sets."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.suite = load_script(SUITE)
+
+    def judge(self, **kwargs):
+        record = hand_record(**kwargs)
+        record["verdict"], record["reason"], record["rule"] = self.suite.verdict(record)
+        return record
+
+    def test_dominated_by_a_static_fleet_fails(self):
+        r = self.judge(slo=(0.98, 1.2, 9))
+        self.assertEqual(r["verdict"], "FAIL")
+        self.assertIn("dominated by a static fleet of 9 replicas", r["reason"])
+        # Even where the target is out of reach, or the step outruns the cold start.
+        self.assertEqual(self.judge(slo=(0.9, None, 9), static_meets=False)["verdict"], "FAIL")
+        r = self.judge(slo=(0.98, 1.2, 9), shape="silence_then_load", ramp=10)
+        self.assertEqual((r["verdict"], r["rule"]), ("FAIL", None))
+
+    def test_costing_more_than_the_static_fleet_fails(self):
+        r = self.judge(slo=(0.999, 1.05, None))
+        self.assertEqual(r["verdict"], "FAIL")
+        self.assertIn("costs 1.050x the static fleet of 10", r["reason"])
+        self.assertEqual(self.judge(slo=(0.999, 1.0, None))["verdict"], "PASS")
+        self.assertEqual(self.judge(slo=(0.999, 0.8, None))["verdict"], "PASS")
+
+    def test_missing_the_target_fails_where_the_static_fleet_meets_it(self):
+        r = self.judge(slo=(0.985, 0.7, None))
+        self.assertEqual(r["verdict"], "FAIL")
+        self.assertIn("attains 98.500 % < 99.00 %", r["reason"])
+
+    def test_a_step_faster_than_the_cold_start_needs_only_not_dominated(self):
+        r = self.judge(slo=(0.95, 1.4, None), shape="silence_then_load", ramp=30)
+        self.assertEqual((r["verdict"], r["rule"]), ("PASS", self.suite.STEP_RULE))
+        self.assertEqual(self.suite.verdict_text(r),
+                         "PASS (step faster than cold start: not dominated)")
+        self.assertIn("ramp 30 s < cold start 60 s", r["reason"])
+        # A ramp as long as the cold start, or another shape: the plain rule.
+        for kwargs in ({"shape": "silence_then_load", "ramp": 60},
+                       {"shape": "silence_then_load", "ramp": 30, "cold_start": 20},
+                       {"shape": "flash_crowd", "ramp": 30}):
+            r = self.judge(slo=(0.95, 1.4, None), **kwargs)
+            self.assertEqual((r["verdict"], r["rule"]), ("FAIL", None), kwargs)
+
+    def test_a_target_out_of_reach_is_not_scored(self):
+        r = self.judge(slo=(0.9, None, None), static_meets=False)
+        self.assertEqual(r["verdict"], "n/a")
+        self.assertIn("target out of reach: 10 replicas attain 95.00 %", r["reason"])
+        self.assertEqual(self.judge(others={"hpa": (0.9, 1.0, None)})["verdict"], "-")
+
+    def test_the_aggregate_per_family_and_the_headline(self):
+        records = [
+            self.judge(name="a", seed=1, slo=(0.995, 0.5, None), others={"hpa": (0.9, 3, 10)}),
+            self.judge(name="a", seed=2, slo=(0.999, 2.0, None), others={"hpa": (0.995, 4, 12)}),
+            self.judge(name="a", seed=3, slo=(0.98, 0.6, None), others={"hpa": (0.8, 2, 10)}),
+            self.judge(name="a", seed=4, slo=(0.9, None, 10), static_meets=False,
+                       others={"hpa": (0.9, None, None)}),
+            self.judge(name="b", seed=1, family="other", slo=(0.999, 0.8, None),
+                       others={"hpa": (0.999, 1.5, None)}),
+        ]
+        rows = {(r["family"], r["config"]): r for r in self.suite.aggregate(records)}
+        self.assertEqual(list(rows), [("fam", "slo"), ("fam", "hpa"), ("other", "slo"),
+                                      ("other", "hpa"), ("all", "slo"), ("all", "hpa")])
+        slo = rows["fam", "slo"]
+        self.assertEqual((slo["runs"], slo["dominated"], slo["static_meets"],
+                          slo["static_only"], slo["both_meet"]), (4, 1, 3, 1, 2))
+        self.assertAlmostEqual(slo["geomean_cost_vs_static"], 1.0)  # sqrt(0.5 x 2.0)
+        self.assertEqual(slo["worst_cost_vs_static"], 2.0)
+        self.assertEqual(slo["verdicts"], {"PASS": 1, "FAIL": 3, "n/a": 0})
+        hpa = rows["fam", "hpa"]
+        self.assertEqual((hpa["dominated"], hpa["static_only"], hpa["both_meet"]), (3, 2, 1))
+        self.assertAlmostEqual(hpa["geomean_cost_vs_static"], 4.0)
+        self.assertNotIn("verdicts", hpa)
+        every = rows["all", "slo"]
+        self.assertEqual((every["runs"], every["both_meet"]), (5, 3))
+        self.assertAlmostEqual(every["geomean_cost_vs_static"], 0.8 ** (1 / 3))
+        line, figures = self.suite.summary_line(records)
+        self.assertEqual((figures["runs"], figures["not_dominated"], figures["static_meets"],
+                          figures["meets_at_most_static"], figures["both_meet"]),
+                         (5, 4, 4, 2, 3))
+        self.assertEqual(figures["failed"], ["a seed 2", "a seed 3", "a seed 4"])
+        self.assertTrue(line.startswith(
+            "slo: not dominated on 4 of 5 runs; meets the target at <= 1.0x static on 2 of 4 "
+            "runs where static meets it; geomean cost_vs_static 0.928 over the 3 runs where "
+            "both meet it (stretch goal 0.85); PASS on 2 of 5 scored runs"), line)
+
+    def test_train_and_test_seeds_are_disjoint_and_seeds_select_within_them(self):
+        suite = self.suite
+        self.assertEqual(list(suite.TRAIN_SEEDS), list(range(1, 101)))
+        self.assertEqual(list(suite.TEST_SEEDS), list(range(1001, 1101)))
+        self.assertFalse(set(suite.TRAIN_SEEDS) & set(suite.TEST_SEEDS))
+        args = suite.parse_args(["--train"])
+        self.assertEqual((args.seed_list, args.spec, args.split),
+                         (list(range(1, 101)), suite.HELDOUT_SPEC, "train"))
+        args = suite.parse_args(["--test", "--seeds", "1001-1003,1010"])
+        self.assertEqual(args.seed_list, [1001, 1002, 1003, 1010])
+        self.assertEqual(suite.parse_args(["--seeds", "5,1-2"]).seed_list, [1, 2, 5])
+        self.assertEqual(suite.parse_args(["--seed", "7"]).seed_list, [7])
+        self.assertIsNone(suite.parse_args([]).seed_list)
+        self.assertEqual(suite.parse_args(["--train", "--spec", "x.json"]).spec, "x.json")
+        for bad in (["--train", "--seeds", "100-101"], ["--test", "--seeds", "5"],
+                    ["--train", "--test"], ["--train", "--seed", "3"], ["--seeds", "3-1"],
+                    ["--seeds", "a"]):
+            with self.assertRaises(SystemExit, msg=bad), open(os.devnull, "w") as null:
+                stderr, sys.stderr = sys.stderr, null
+                try:
+                    suite.parse_args(bad)
+                finally:
+                    sys.stderr = stderr
+
+    def test_the_cold_start_comes_from_the_config(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "slo.yaml")
+            with open(path, "w") as f:
+                f.write("service:\n  name: x\n  cold_start_seconds: 45\npolicy: {family: slo}\n")
+            self.assertEqual(self.suite.cold_start_seconds(path), 45)
+            with open(path, "w") as f:
+                f.write("service:\n  name: x\npolicy: {family: slo}\n")
+            self.assertEqual(self.suite.cold_start_seconds(path), 60)
+
+
 class SuiteTest(unittest.TestCase):
     """Two runs on one tiny generated workload with two of the general configs."""
 
@@ -373,15 +523,48 @@ class SuiteTest(unittest.TestCase):
         first, second = self.suite(), self.suite()
         self.assertEqual(first, second)
         row = next(line for line in first.splitlines() if line.startswith("flash "))
-        self.assertRegex(row, r"(PASS|FAIL|n/a)$")
-        self.assertIn("slo: PASS on ", first)
+        self.assertRegex(row, r"^flash +1 .*(PASS|FAIL|n/a)$")
+        self.assertIn("slo: not dominated on ", first)
+        self.assertNotIn("per family and config", first)  # one seed: no aggregate
 
-    def test_json_carries_the_verdict(self):
+    def test_json_carries_the_frontier_of_every_config_and_the_verdict(self):
         report = json.loads(self.suite("-o", "json"))
         workload = report["workloads"][0]
-        self.assertEqual(workload["name"], "flash")
+        self.assertEqual((workload["name"], workload["seed"], workload["family"]),
+                         ("flash", 1, "flash_crowd"))
         self.assertEqual(sorted(workload["policies"]), ["hpa", "slo"])
+        for name, policy in workload["policies"].items():
+            self.assertIn("cost_vs_static", policy, name)
+            self.assertIn("dominated_by", policy, name)
         self.assertIn(workload["verdict"], ("PASS", "FAIL", "n/a"))
+        self.assertIn(workload["issue23_verdict"], ("PASS", "FAIL", "n/a"))
+        self.assertEqual(workload["params"]["base_rps"], 3)
+
+    def test_several_seeds_run_each_workload_once_per_seed_and_aggregate(self):
+        report = json.loads(self.suite("--seeds", "1-2", "-o", "json"))
+        self.assertEqual([(w["name"], w["seed"]) for w in report["workloads"]],
+                         [("flash", 1), ("flash", 2)])
+        first, second = (w["params"] for w in report["workloads"])
+        self.assertNotEqual(first["factor"], second["factor"])  # the jitter of each seed
+        for seed in (1, 2):
+            folder = os.path.join(self.tmp, "workloads", f"seed-{seed}")
+            self.assertTrue(os.path.isfile(os.path.join(folder, "flash.csv")), folder)
+            self.assertTrue(os.path.isfile(os.path.join(self.tmp, "out", f"seed-{seed}",
+                                                        "flash.json")))
+        rows = {(r["family"], r["config"]): r for r in report["aggregate"]}
+        self.assertEqual(sorted(rows), [("all", "hpa"), ("all", "slo"),
+                                        ("flash_crowd", "hpa"), ("flash_crowd", "slo")])
+        self.assertEqual(rows["flash_crowd", "slo"]["runs"], 2)
+        text = self.suite("--seeds", "1-2")
+        self.assertIn("per family and config", text)
+        self.assertRegex(text, r"\nflash_crowd +slo +2 ")
+
+    def test_check_exits_3_exactly_when_a_run_fails(self):
+        result = run([SUITE, "--spec", self.spec, "--configs", self.configs, "--workloads-dir",
+                      os.path.join(self.tmp, "workloads"), "--out",
+                      os.path.join(self.tmp, "out"), "-j", "1", "-o", "json", "--check"])
+        failed = json.loads(result.stdout)["summary"]["failed"]
+        self.assertEqual(result.returncode, 3 if failed else 0, result.stderr)
 
     def test_a_missing_binary_is_named(self):
         result = subprocess.run(
