@@ -21,6 +21,16 @@ double Median(std::vector<double>& values) {
 
 }  // namespace
 
+void BurstMemory::Burst::Read(double reading) {
+  if (reading > highest) {
+    second = highest;
+    highest = reading;
+  } else {
+    second = std::max(second, reading);
+  }
+  ratio = second > 0 ? second : highest;
+}
+
 void BurstMemory::Observe(Seconds now, double short_rate, double noise) {
   // The level and spread before this tick: a burst's own first tick must not raise the bar
   // it clears. The spread (1.4826 x the median absolute deviation: one standard deviation
@@ -76,7 +86,7 @@ void BurstMemory::Observe(Seconds now, double short_rate, double noise) {
     } else {
       b.end = now;
       ++b.ticks;
-      b.ratio = std::max(b.ratio, short_rate / b.onset_level);
+      b.Read(short_rate / b.onset_level);
     }
   } else if (above) {
     if (!bursts_.empty() && now - bursts_.back().end <= config_.rejoin) {
@@ -84,7 +94,11 @@ void BurstMemory::Observe(Seconds now, double short_rate, double noise) {
       bursts_.back().end = now;
       ++bursts_.back().ticks;
     } else {
-      bursts_.push_back({now, now, short_rate / onset_level, onset_level, 1, true});
+      Burst b;
+      b.onset = b.end = now;
+      b.onset_level = onset_level;
+      b.Read(short_rate / onset_level);
+      bursts_.push_back(b);
     }
   }
 

@@ -80,11 +80,18 @@ class BurstMemory {
  private:
   struct Burst {
     Seconds onset{0};
-    Seconds end{0};      // last tick in the burst (== onset while it lasts one tick)
-    double ratio = 1;    // peak short rate / onset_level
+    Seconds end{0};  // last tick in the burst (== onset while it lasts one tick)
+    // Peak short rate / onset_level: the second-highest reading once there are two. The
+    // arrival estimate jumps for a tick as replicas turn ready in a queue's drain (their
+    // completions land in the 30 s window at once), and one such reading, a third above the
+    // load, set the fleet for the whole burst and for every expected recurrence.
+    double ratio = 1;
+    double highest = 0, second = 0;  // the two highest readings of rate / onset_level
     double onset_level = 0;
     int ticks = 1;  // observed above the level
     bool open = true;
+
+    void Read(double reading);  // one tick's rate / onset_level
   };
   std::optional<Seconds> Period() const;
   // Within the expected window of the next burst of a period, or just after the last one.

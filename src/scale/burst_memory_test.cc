@@ -145,5 +145,23 @@ TEST(BurstMemoryTest, ABurstOnARisingLoadIsMeasuredFromTheRateItRoseFrom) {
   EXPECT_LT(ratio, 1.6) << expected->reason;
 }
 
+// One reading of a burst far above the others (the arrival estimate's jump as replicas turn
+// ready mid-drain) does not set the burst's size: it is the second-highest reading.
+TEST(BurstMemoryTest, OneOutlyingReadingDoesNotSetABurstsPeak) {
+  BurstMemory memory;
+  auto spiky = [](double t) {
+    if (t == 1230) return 320.0;
+    return t >= 1200 && t < 1275 ? 200.0 : 100.0;
+  };
+  Feed(memory, 0, 1260, spiky);
+  auto during = memory.Expect(Seconds{1245});
+  ASSERT_TRUE(during);
+  EXPECT_NEAR(during->rate, 200, 1e-6) << during->reason;
+  Feed(memory, 1260, 1320, spiky);
+  auto after = memory.Expect(Seconds{1320});
+  ASSERT_TRUE(after);
+  EXPECT_NEAR(after->rate / memory.level(), 2.0, 1e-6) << after->reason;
+}
+
 }  // namespace
 }  // namespace gpuscale::scale

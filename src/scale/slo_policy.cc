@@ -115,16 +115,26 @@ std::optional<SloPolicy::Observation> SloPolicy::Observe(const ScalingInput& inp
   if (!waiting || !running) return std::nullopt;
   Observation obs;
   obs.waiting = *waiting;
-  obs.in_system = *waiting + *running;
-  if (last_in_system_ && input.now > last_in_system_->first) {
-    double growth =
-        (obs.in_system - last_in_system_->second) / (input.now - last_in_system_->first).count();
-    growth_rps_ = 0.5 * growth_rps_ + 0.5 * growth;
+  if (auto it = input.metrics.find(std::string(names::kWaiting)); it != input.metrics.end()) {
+    for (double w : it->second.per_replica) {
+      if (IsUsableSample(w)) obs.waiting_per_replica.push_back(w);
+    }
   }
-  last_in_system_ = {input.now, obs.in_system};
-  // What arrives either finishes or piles up in the system.
+  obs.in_system = *waiting + *running;
+  // What arrives either finishes or piles up in the system: arrivals over the completion
+  // rate's 30 s window are its completions plus what the system gained over the same window.
+  // (A growth smoothed over ticks instead lagged the completions: while a queue drained, the
+  // completions ran at the fleet's full capacity and the smoothed growth still showed half the
+  // queue's rise, so arrivals read a third above the load and bought replicas for it.)
+  in_system_history_.emplace_back(input.now, obs.in_system);
+  while (in_system_history_.size() > 1 &&
+         input.now - in_system_history_[1].first >= Seconds{kBurstWindowSeconds}) {
+    in_system_history_.pop_front();
+  }
+  const auto& [then, was] = in_system_history_.front();
+  const double growth = input.now > then ? (obs.in_system - was) / (input.now - then).count() : 0;
   if (auto done = ServiceValue(input, names::kSuccessRate30s)) {
-    obs.rate_short = std::max(0.0, *done + growth_rps_);
+    obs.rate_short = std::max(0.0, *done + growth);
   }
   if (auto done = ServiceValue(input, names::kSuccessRate2m)) obs.rate_long = *done;
   obs.ttft_violation = ServiceValue(input, names::kTtftViolationRatio);
@@ -209,7 +219,18 @@ int SloPolicy::Need(const Observation& obs, double trend, double expected, int o
   base = std::max(base, expected);
   const double f = base + trend * config_.forecast_horizon.count() +
                    config_.burst_z * std::sqrt(base * obs.unit / kBurstWindowSeconds);
-  const double backlog = obs.waiting / kBacklogDrainSeconds;
+  // A replica's queue is served by that replica alone (the router sends new arrivals to the
+  // least loaded, never a queued request to a new replica): however long it is, it asks for at
+  // most one replica's capacity. Summed whole, a cold start's queue piled on the one or two
+  // replicas ready during a step asked for dozens of replicas that could never take any of it.
+  double backlog = 0;
+  if (obs.waiting_per_replica.empty()) {
+    backlog = obs.waiting / kBacklogDrainSeconds;
+  } else {
+    for (double w : obs.waiting_per_replica) {
+      backlog += std::min(w * obs.unit / kBacklogDrainSeconds, capacity_);
+    }
+  }
   *forecast = f + backlog;
   const double per_replica = capacity_ * config_.target_utilization;
   auto replicas = [&](double load) {
@@ -223,6 +244,13 @@ int SloPolicy::Need(const Observation& obs, double trend, double expected, int o
   const int need = replicas(f + backlog);
   if (ordered <= 0) return need;
   return std::max(replicas(f), std::min(need, ordered));
+}
+
+bool SloPolicy::QueueIsSpread(const Observation& obs) {
+  if (obs.waiting_per_replica.empty()) return true;  // a service-level count only: assume so
+  const auto queued = std::count_if(obs.waiting_per_replica.begin(), obs.waiting_per_replica.end(),
+                                    [](double w) { return w >= 1; });
+  return 2 * queued >= static_cast<std::ptrdiff_t>(obs.waiting_per_replica.size());
 }
 
 Decision SloPolicy::Evaluate(const ScalingInput& input) {
@@ -297,8 +325,12 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
   if (expected) why += fmt::format(", ready for {} {}: {}", FormatNumber(expected->rate), unit,
                                    expected->reason);
   // A queue (more than a request waiting per ready replica: a stray one is a batch filling
-  // up) says the fleet is short now, whatever the forecast.
-  if (need < current && waiting_requests > std::max(1, input.ready_replicas)) {
+  // up) on most replicas says the fleet is short now, whatever the forecast. One piled on a
+  // few replicas does not: only they can serve it, and holding the rest of the fleet for it
+  // held 50 replicas where 16 served the load, for the ten minutes two of them took to drain
+  // a step's queue.
+  if (need < current && waiting_requests > std::max(1, input.ready_replicas) &&
+      QueueIsSpread(*obs)) {
     return {clamp(current),
             fmt::format("hold at {}: {} requests wait in a queue ({}), need {}", current,
                         FormatNumber(waiting_requests), why, need),

@@ -4,7 +4,7 @@
 // Each tick:
 //  1. Arrival rate. Requests finishing per second (sum(rate(vllm:request_success_total)))
 //     plus the growth of the requests in the system (sum of waiting + running over the
-//     replicas, differenced between ticks): what arrives either finishes or piles up. Two
+//     replicas, differenced over the same 30 s): what arrives either finishes or piles up. Two
 //     horizons: short (30 s) and long (2 min). In token mode (output_token_weight > 0) every
 //     rate, the backlog and the capacity below are multiplied into work units: the finished
 //     requests' prompt + weight x generated tokens per request, from vLLM's token counters
@@ -24,7 +24,8 @@
 //  3. Forecast over the cold-start horizon: the larger of both rates, plus the upward trend
 //     times horizon (with follow_short_rate off: the long rate alone, no trend), plus burst
 //     headroom (z standard deviations of a Poisson count over 30 s) and the backlog
-//     (waiting requests) drained over 30 s. The trend is the smaller of the
+//     (waiting requests) drained over 30 s, each replica's queue at most one replica's
+//     capacity (only that replica serves it). The trend is the smaller of the
 //     window difference (short minus long, per second) and the least-squares slope of the
 //     short rate over the last trend_window: a rise must show in both before it buys
 //     replicas a cold start ahead, so one noisy 30 s window does not (a 30 s window of a
@@ -33,11 +34,11 @@
 //     ready for (scale/burst_memory.h: ahead of a burst that recurs on a period, throughout
 //     bursts that recur irregularly, briefly after a one-off).
 //  4. Need = ceil(forecast / (mu * target_utilization)) + spare_replicas; while replicas
-//     are starting, the backlog term buys no more than the fleet already ordered. Scale up at once
-//     (and by at least one replica while the SLO is violated and requests queue). Scale down
-//     only to the largest need seen in the last scale_down_delay, by at most
-//     max_scale_down_step per tick, and never while requests wait in a queue. Missing
-//     metrics never scale down.
+//     are starting, the backlog term buys no more than the fleet already ordered. Scale up
+//     at once (and by at least one replica while the SLO is violated and requests queue).
+//     Scale down only to the largest need seen in the last scale_down_delay, by at most
+//     max_scale_down_step per tick, and never while requests wait in a queue on at least
+//     half the ready replicas. Missing metrics never scale down.
 //
 //  A violation ratio absent from the input means no observation in its window (no request
 //  finished with two tokens or more, or non-streaming requests through the gateway: no
@@ -166,6 +167,7 @@ class SloPolicy final : public Policy {
     std::optional<double> rate_short, rate_long;  // arrival estimates, requests/s
     double in_system = 0;
     double waiting = 0;               // requests (work units in token mode)
+    std::vector<double> waiting_per_replica;  // requests, per ready replica (when exported)
     double unit = 1;                  // work units per request (1 counting requests)
     double mix_factor = 1;            // initial capacity / the capacity at this mix
     std::optional<double> violation;  // max of the TTFT/TPOT violation ratios present
@@ -184,6 +186,8 @@ class SloPolicy final : public Policy {
   int Need(const Observation& obs, double trend, double expected, int ordered,
            double* forecast) const;
   Decision ScaleDown(const ScalingInput& input, int need, std::string why);
+  // True when at least half the ready replicas hold a queue (or only a total is known).
+  static bool QueueIsSpread(const Observation& obs);
   // Evaluate without its inputs, which it records in inputs_ as it reads them.
   Decision Decide(const ScalingInput& input);
 
@@ -192,8 +196,8 @@ class SloPolicy final : public Policy {
   double capacity_;
   std::optional<double> work_per_request_;  // token mode: last measured, work units
   double mix_factor_ = 1;                   // token mode with mix_capacities: last measured
-  std::optional<std::pair<Seconds, double>> last_in_system_;  // (time, requests)
-  double growth_rps_ = 0;                                     // d(in_system)/dt, smoothed
+  // (time, waiting + running) back to the newest sample at least 30 s old.
+  std::deque<std::pair<Seconds, double>> in_system_history_;
   struct PastNeed {
     Seconds at{0};
     int replicas = 0;

@@ -107,10 +107,25 @@ TEST(SloPolicyTest, HoldsWithoutDataAndOnMetricErrors) {
 TEST(SloPolicyTest, CountsQueueGrowthAsArrivals) {
   SloPolicy policy(Config());
   policy.Evaluate(SloInput(0, 5, {50, 0, 5}));
-  // In-system grows by 5 replicas * 10 = 50 requests in 10 s: arrivals 50 + 0.5 * 5 = 52.5
-  // (smoothed), plus the backlog 50 / 30 s.
+  // In-system grows by 5 replicas * 10 = 50 requests in 10 s: arrivals 50 + 5 = 55, a rise of
+  // 5 over the 2-minute rate (x 75 / 45 s: 8.3), plus the backlog 50 / 30 s: 65.
   auto d = policy.Evaluate(SloInput(10, 5, {50, 10, 5}));
-  EXPECT_EQ(d.desired_replicas, 6);
+  EXPECT_EQ(d.desired_replicas, 7) << d.reason;
+}
+
+// Arrivals over the completion rate's 30 s window are its completions plus the system's growth
+// over that same window. A queue that rose and then held still adds nothing once the rise has
+// left the window; a growth smoothed tick to tick still counted it (here 5/s at the last tick:
+// arrivals read 55 for 50, and the trend term bought on top of that).
+TEST(SloPolicyTest, QueueGrowthIsMeasuredOverTheCompletionWindow) {
+  SloPolicy policy(Config());
+  policy.Evaluate(SloInput(0, 5, {50, 0, 5}));
+  policy.Evaluate(SloInput(15, 5, {50, 120, 5}));  // 600 more in the system
+  policy.Evaluate(SloInput(30, 5, {50, 120, 5}));
+  auto d = policy.Evaluate(SloInput(45, 5, {50, 120, 5}));
+  // 50 arrive, no trend; the backlog 600 / 30 s: 70.
+  EXPECT_EQ(d.desired_replicas, 7) << d.reason;
+  EXPECT_NE(d.reason.find("(now 50)"), std::string::npos) << d.reason;
 }
 
 TEST(SloPolicyTest, ExtrapolatesRisingTrendOverHorizon) {
@@ -210,6 +225,29 @@ TEST(SloPolicyTest, AQueueDuringAColdStartBuysNoMoreThanWasOrdered) {
   // Once the fleet is ready, a queue still buys its drain: 40 + 1800 / 30 = 100 req/s.
   SloPolicy ready(Config());
   EXPECT_EQ(ready.Evaluate(SloInput(0, 6, {40, 300, 5, 0})).desired_replicas, 10);
+}
+
+// A replica's queue is served by that replica alone (new arrivals go to the least loaded), so
+// a queue piled on two replicas during a step asks for at most two replicas' capacity, and
+// does not hold the rest of the fleet: 10 ready at 50 req/s (mu 10), 600 waiting on each of
+// two. Summed whole (1,200 / 30 s = 40 req/s) the queue asked for 9 and held all 10.
+TEST(SloPolicyTest, AQueuePiledOnAFewReplicasAsksForAtMostOneReplicaEach) {
+  auto pinned = [](double now) {
+    ScalingInput in = SloInput(now, 10, {50, 0, 5});
+    auto& waiting = in.metrics[std::string(names::kWaiting)].per_replica;
+    waiting[0] = waiting[1] = 600;
+    return in;
+  };
+  SloPolicy policy(Config());
+  Decision d = policy.Evaluate(pinned(0));
+  // 50 + min(600 / 30, 10) x 2 = 70: need 7, down one step.
+  EXPECT_EQ(d.desired_replicas, 9) << d.reason;
+  EXPECT_EQ(d.reason.find("wait in a queue"), std::string::npos) << d.reason;
+  // The same 1,200 spread over every replica is a fleet short now: hold.
+  SloPolicy spread(Config());
+  d = spread.Evaluate(SloInput(0, 10, {50, 120, 5}));
+  EXPECT_EQ(d.desired_replicas, 10) << d.reason;
+  EXPECT_NE(d.reason.find("wait in a queue"), std::string::npos) << d.reason;
 }
 
 TEST(SloPolicyTest, ViolationWithQueueAddsAReplica) {
