@@ -25,20 +25,9 @@
 #include <span>
 #include <string_view>
 
+#include "route/picker_spec.h"
+
 namespace gpuscale::route {
-
-enum class PickerKind { kLeastOutstanding, kRoundRobin };
-
-struct PickerSpec {
-  PickerKind kind = PickerKind::kLeastOutstanding;
-  double slow_start_seconds = 0;  // 0: off
-  bool prefix_affinity = false;
-  // A replica keeps its keys while its outstanding count is at most this factor times the
-  // mean over candidates (plus one request). > 1; 1.25 is the paper's sweet spot.
-  double affinity_load_factor = 1.25;
-
-  friend bool operator==(const PickerSpec&, const PickerSpec&) = default;
-};
 
 // One replica that may receive the request.
 struct Candidate {
