@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "config/policy_profile.h"
+#include "config/router_config.h"
 #include "sim/disagg.h"
 #include "sim/role_capacity.h"
 #include "yaml/yaml_util.h"
@@ -161,42 +162,17 @@ Status ParseFaults(const YAML::Node& n, sim::FaultSpec& f) {
   return OkStatus();
 }
 
-// `router: least_outstanding` or `router: {kind: least_outstanding, slow_start_seconds: 20}`.
-Status ParseRouter(const YAML::Node& n, sim::RouterSpec& r) {
-  if (!n) return OkStatus();
-  const bool mapping = n.IsMap();
-  if (mapping) {
-    GS_RETURN_IF_ERROR(CheckKnownKeys(n, "router", {"kind", "slow_start_seconds"}));
-    GS_ASSIGN_OR_RETURN(r.slow_start_seconds,
-                        ReadDouble(n, "slow_start_seconds", "router", r.slow_start_seconds));
-    if (!(r.slow_start_seconds >= 0) || std::isinf(r.slow_start_seconds)) {
-      return FieldError(n["slow_start_seconds"], "router.slow_start_seconds",
-                        "must be a number of seconds >= 0");
-    }
-  }
-  // Not assigned to a Node variable: yaml-cpp's Node::operator= writes through to the
-  // node it refers to.
-  const YAML::Node kind = mapping ? n["kind"] : n;
-  const std::string path = mapping ? "router.kind" : "router";
-  std::string name = "least_outstanding";
-  if (kind) {
-    if (!kind.IsScalar()) {
-      return FieldError(kind, path,
-                        mapping ? "expected one of least_outstanding, round_robin"
-                                : "expected least_outstanding, round_robin or a mapping");
-    }
-    name = kind.Scalar();
-  }
-  if (name == "least_outstanding") {
-    r.kind = sim::RouterKind::kLeastOutstanding;
-  } else if (name == "round_robin") {
-    r.kind = sim::RouterKind::kRoundRobin;
-    if (r.slow_start_seconds > 0) {
-      return FieldError(n["slow_start_seconds"], "router.slow_start_seconds",
-                        "applies to least_outstanding only");
-    }
-  } else {
-    return FieldError(kind, path, "expected one of least_outstanding, round_robin");
+// The shared `router:` block (config/router_config.h), defaulting to no slow start.
+// Prefix affinity is refused rather than dropped: the simulator routes without a prefix key
+// (trace rows carry token counts, not prompts, and the replica model has no prefix cache),
+// so `prefix_affinity: true` could not change a simulated run, for a disaggregated pool or
+// any other.
+Status ParseRouter(const YAML::Node& n, route::PickerSpec& router) {
+  GS_ASSIGN_OR_RETURN(router, ParseRouterConfig(n, "router", router));
+  if (router.prefix_affinity) {
+    return FieldError(n[std::string(route::kPrefixAffinityField)],
+                      Join("router", route::kPrefixAffinityField),
+                      "not simulated: trace requests carry no prompt to key on");
   }
   return OkStatus();
 }

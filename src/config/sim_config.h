@@ -10,7 +10,7 @@
 //   replica_model: {gpu: h100, max_batch_size: 256, kv_cache_tokens: 0,
 //                   max_batched_tokens: 8192}       # tensor_parallel = gpus_per_replica
 //   router: least_outstanding                       # or round_robin, or a mapping:
-//   router: {kind: least_outstanding, slow_start_seconds: 20}   # sim::RouterSpec
+//   router: {kind: least_outstanding, slow_start_seconds: 20}   # config/router_config.h
 //   control_interval_seconds: 15
 //   scrape_interval_seconds: 5
 //   slo: {ttft_seconds: 1, tpot_seconds: 0.05, target_ratio: 0.99}

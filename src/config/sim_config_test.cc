@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <optional>
 
 #include "sim/disagg.h"
@@ -44,7 +45,7 @@ TEST(SimConfigTest, ParsesEverySection) {
   EXPECT_EQ(c.model.tensor_parallel, 2);
   EXPECT_EQ(c.model.max_batch_size, 128);
   EXPECT_EQ(c.service.cold_start, Seconds{45});
-  EXPECT_EQ(c.router.kind, sim::RouterKind::kRoundRobin);
+  EXPECT_EQ(c.router.kind, route::PickerKind::kRoundRobin);
   EXPECT_EQ(c.scrape_interval, Seconds{2});
   EXPECT_DOUBLE_EQ(c.slo.ttft_seconds, 2.5);
   EXPECT_EQ(c.faults.crash_at_seconds.size(), 2u);
@@ -56,17 +57,20 @@ TEST(SimConfigTest, ParsesEverySection) {
 TEST(SimConfigTest, RouterTakesANameOrAMappingWithSlowStart) {
   auto named = ParseSimYaml("router: least_outstanding\npolicy: {family: slo}\n");
   ASSERT_TRUE(named) << named.error().ToString();
-  EXPECT_EQ(named->sim.router.kind, sim::RouterKind::kLeastOutstanding);
+  EXPECT_EQ(named->sim.router.kind, route::PickerKind::kLeastOutstanding);
   EXPECT_EQ(named->sim.router.slow_start_seconds, 0);
   auto mapped = ParseSimYaml(
       "router: {kind: least_outstanding, slow_start_seconds: 20}\n"
       "policy: {family: slo}\n");
   ASSERT_TRUE(mapped) << mapped.error().ToString();
-  EXPECT_EQ(mapped->sim.router.kind, sim::RouterKind::kLeastOutstanding);
+  EXPECT_EQ(mapped->sim.router.kind, route::PickerKind::kLeastOutstanding);
   EXPECT_EQ(mapped->sim.router.slow_start_seconds, 20);
   auto kind_only = ParseSimYaml("router: {kind: round_robin}\npolicy: {family: slo}\n");
   ASSERT_TRUE(kind_only) << kind_only.error().ToString();
-  EXPECT_EQ(kind_only->sim.router.kind, sim::RouterKind::kRoundRobin);
+  EXPECT_EQ(kind_only->sim.router.kind, route::PickerKind::kRoundRobin);
+  auto empty = ParseSimYaml("router:\npolicy: {family: slo}\n");
+  ASSERT_TRUE(empty) << empty.error().ToString();
+  EXPECT_EQ(empty->sim.router, route::PickerSpec{});
   auto unknown =
       ParseSimYaml("router: {kind: least_outstanding, slowstart: 20}\npolicy: {family: slo}\n");
   ASSERT_FALSE(unknown);
@@ -103,19 +107,33 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         SimConfigBadCase{"service:\n  cold_start_seconds: soon\npolicy: {family: slo}\n",
                          "service.cold_start_seconds: expected a number, got 'soon' (line 2)"},
-        SimConfigBadCase{"router: random\npolicy: {family: slo}\n",
-                         "router: expected one of least_outstanding, round_robin (line 1)"},
-        SimConfigBadCase{"router: {kind: random}\npolicy: {family: slo}\n",
-                         "router.kind: expected one of least_outstanding, round_robin (line 1)"},
-        SimConfigBadCase{"router:\n  slow_start_seconds: -5\npolicy: {family: slo}\n",
-                         "router.slow_start_seconds: must be a number of seconds >= 0 (line 2)"},
-        SimConfigBadCase{"router: {slow_start_seconds: .inf}\npolicy: {family: slo}\n",
-                         "router.slow_start_seconds: must be a number of seconds >= 0 (line 1)"},
+        SimConfigBadCase{
+            "router: random\npolicy: {family: slo}\n",
+            "router: expected one of least_outstanding, round_robin, got 'random' (line 1)"},
+        SimConfigBadCase{
+            "router: {kind: random}\npolicy: {family: slo}\n",
+            "router.kind: expected one of least_outstanding, round_robin, got 'random' (line 1)"},
+        SimConfigBadCase{
+            "router:\n  slow_start_seconds: -5\npolicy: {family: slo}\n",
+            "router.slow_start_seconds: expected a finite number of seconds >= 0, got -5 "
+            "(line 2)"},
+        SimConfigBadCase{
+            "router: {slow_start_seconds: .inf}\npolicy: {family: slo}\n",
+            "router.slow_start_seconds: expected a finite number of seconds >= 0, got inf "
+            "(line 1)"},
         SimConfigBadCase{
             "router:\n  kind: round_robin\n  slow_start_seconds: 20\npolicy: {family: slo}\n",
             "router.slow_start_seconds: applies to least_outstanding only (line 3)"},
-        SimConfigBadCase{"router: [least_outstanding]\npolicy: {family: slo}\n",
-                         "router: expected least_outstanding, round_robin or a mapping (line 1)"},
+        SimConfigBadCase{"router:\n  prefix_affinity: true\npolicy: {family: slo}\n",
+                         "router.prefix_affinity: not simulated: trace requests carry no "
+                         "prompt to key on (line 2)"},
+        SimConfigBadCase{"router: {affinity_load_factor: 1}\npolicy: {family: slo}\n",
+                         "router.affinity_load_factor: expected a factor in (1, 100], got 1 "
+                         "(line 1)"},
+        SimConfigBadCase{
+            "router: [least_outstanding]\npolicy: {family: slo}\n",
+            "router: expected one of least_outstanding, round_robin, or a mapping {kind: ...} "
+            "(line 1)"},
         SimConfigBadCase{"slo:\n  target_ratio: 1.5\npolicy: {family: slo}\n",
                          "slo.target_ratio: must be in (0, 1] (line 2)"},
         SimConfigBadCase{
@@ -162,7 +180,7 @@ TEST(SimConfigTest, PolicyErrorsArePrefixed) {
 
 TEST(SimConfigTest, ExampleConfigsParse) {
   for (const char* workload : {"conv", "code", "general"}) {
-    std::optional<sim::RouterSpec> router;
+    std::optional<route::PickerSpec> router;
     for (const char* name : {"slo", "hpa", "keda", "rules", "ratio", "kpa"}) {
       std::string path = std::string(GPUSCALE_SOURCE_DIR) + "/examples/sim/" + workload + "/" +
                          name + ".yaml";
@@ -172,10 +190,25 @@ TEST(SimConfigTest, ExampleConfigsParse) {
       EXPECT_TRUE(policy) << path << ": " << policy.error().ToString();
       // The results table compares policies behind one gateway.
       if (!router) router = file->sim.router;
-      EXPECT_EQ(file->sim.router.kind, router->kind) << path;
-      EXPECT_EQ(file->sim.router.slow_start_seconds, router->slow_start_seconds) << path;
+      EXPECT_EQ(file->sim.router, *router) << path;
     }
   }
+}
+
+// Every example names `router: least_outstanding`, which the picker got before the router
+// block had one reader: least outstanding, no slow start, no prefix affinity.
+TEST(SimConfigTest, EveryExampleRoutesLeastOutstandingWithoutSlowStart) {
+  namespace fs = std::filesystem;
+  int examples = 0;
+  for (const auto& entry :
+       fs::recursive_directory_iterator(fs::path(GPUSCALE_SOURCE_DIR) / "examples" / "sim")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++examples;
+    auto file = LoadSimConfigFile(entry.path().string());
+    ASSERT_TRUE(file) << entry.path() << ": " << file.error().ToString();
+    EXPECT_EQ(file->sim.router, route::PickerSpec{}) << entry.path();
+  }
+  EXPECT_GE(examples, 24);
 }
 
 // A prefill/decode disaggregated service (sim/disagg.h).

@@ -14,7 +14,8 @@
 //              queue_timeout_seconds: 300, upstream_timeout_seconds: 600,
 //              router: {kind: least_outstanding, slow_start_seconds: 30,
 //                       prefix_affinity: false, affinity_load_factor: 1.25}}
-//             (the OpenAI-compatible front door; docs/gateway.md)
+//             (the OpenAI-compatible front door; docs/gateway.md; `router` is read by
+//             config/router_config.h, as the simulator's is, and may be a kind alone)
 //   state_dir: ~/.local/state/gpuscale        (SQLite database, replica logs; a leading
 //             "~/" is $HOME; default $XDG_STATE_HOME/gpuscale, else that)
 //   loop_interval_seconds: 15

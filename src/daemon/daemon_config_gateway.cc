@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "config/router_config.h"
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_config_internal.h"
 #include "yaml/yaml_util.h"
@@ -22,38 +23,6 @@ Result<int> ReadBoundedInt(const YAML::Node& n, std::string_view key, int fallba
                       fmt::format("expected an integer in [{}, {}], got {}", min, max, value));
   }
   return value;
-}
-
-// `router: {kind, slow_start_seconds, prefix_affinity, affinity_load_factor}`.
-Status ParseRouter(const YAML::Node& n, route::PickerSpec& spec) {
-  if (!n.IsDefined()) return OkStatus();
-  const std::string path = "gateway.router";
-  if (!n.IsMap()) return FieldError(n, path, "expected a mapping {kind: least_outstanding, ...}");
-  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
-      n, path, {"kind", "slow_start_seconds", "prefix_affinity", "affinity_load_factor"}));
-  GS_ASSIGN_OR_RETURN(std::string kind, yaml::ReadString(n, "kind", path, "least_outstanding"));
-  if (kind == "least_outstanding") {
-    spec.kind = route::PickerKind::kLeastOutstanding;
-  } else if (kind == "round_robin") {
-    spec.kind = route::PickerKind::kRoundRobin;
-  } else {
-    return FieldError(Child(n, "kind"), path + ".kind",
-                      fmt::format("expected least_outstanding or round_robin, got '{}'", kind));
-  }
-  GS_ASSIGN_OR_RETURN(Seconds slow_start, ReadDuration(n, "slow_start_seconds", path,
-                                                       Seconds{spec.slow_start_seconds}, false));
-  spec.slow_start_seconds = slow_start.count();
-  GS_ASSIGN_OR_RETURN(spec.prefix_affinity,
-                      yaml::ReadBool(n, "prefix_affinity", path, spec.prefix_affinity));
-  GS_ASSIGN_OR_RETURN(spec.affinity_load_factor,
-                      yaml::ReadDouble(n, "affinity_load_factor", path,
-                                       spec.affinity_load_factor));
-  if (!(spec.affinity_load_factor > 1 && spec.affinity_load_factor <= 100)) {
-    return FieldError(Child(n, "affinity_load_factor"), path + ".affinity_load_factor",
-                      fmt::format("expected a factor in (1, 100], got {}",
-                                  spec.affinity_load_factor));
-  }
-  return OkStatus();
 }
 
 }  // namespace
@@ -129,7 +98,8 @@ Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
         DurationKey{"health_check_interval_seconds", &g.health_check_interval}}) {
     GS_ASSIGN_OR_RETURN(*d.value, ReadDuration(n, d.key, "gateway", *d.value, false));
   }
-  return ParseRouter(Child(n, "router"), g.picker);
+  GS_ASSIGN_OR_RETURN(g.picker, config::ParseRouterConfig(n["router"], "gateway.router", g.picker));
+  return OkStatus();
 }
 
 Status CheckModelsUnique(const YAML::Node& services_node,

@@ -137,6 +137,26 @@ TEST(DaemonConfigTest, ReadsTheGatewaysHealthChecksAndStreamIdleTimeout) {
   EXPECT_EQ(defaults->api.max_connections_per_client, 1024);
 }
 
+// `gateway.router` goes through the reader the simulator's `router` uses
+// (config/router_config.h): the mapping and the bare kind both work, and the daemon's 30 s
+// slow start is the default only for least outstanding.
+TEST(DaemonConfigTest, ReadsTheGatewayRouterInEitherForm) {
+  auto defaults = ParseDaemonConfigText("", "test");
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->gateway.picker, route::PickerSpec{.slow_start_seconds = 30});
+  auto mapped = ParseDaemonConfigText(
+      "gateway:\n  router: {kind: least_outstanding, slow_start_seconds: 10,\n"
+      "           prefix_affinity: true, affinity_load_factor: 1.5}\n",
+      "test");
+  ASSERT_TRUE(mapped.has_value()) << mapped.error().ToString();
+  EXPECT_EQ(mapped->gateway.picker,
+            (route::PickerSpec{
+                .slow_start_seconds = 10, .prefix_affinity = true, .affinity_load_factor = 1.5}));
+  auto bare = ParseDaemonConfigText("gateway: {router: round_robin}\n", "test");
+  ASSERT_TRUE(bare.has_value()) << bare.error().ToString();
+  EXPECT_EQ(bare->gateway.picker, route::PickerSpec{.kind = route::PickerKind::kRoundRobin});
+}
+
 TEST(DaemonConfigTest, RetentionKeepsAWeekAndAGibibyteWhenAbsentAndZeroMeansNoSizeCap) {
   for (const char* yaml : {"", "retention:", "retention: {}"}) {
     auto config = ParseDaemonConfigText(yaml, "test");
@@ -340,6 +360,26 @@ const BadConfigCase kBadConfigs[] = {
      "gateway.health_check_interval_seconds: expected a finite number of seconds >= 0"},
     {"GatewayHealthFailuresZero", "gateway: {health_check_failures: 0}",
      "gateway.health_check_failures"},
+    // The router's messages are config/router_config.h's and route::CheckPickerSpec's.
+    {"GatewayRouterUnknownKind", "gateway:\n  router: {kind: random}",
+     "gateway.router.kind: expected one of least_outstanding, round_robin, got 'random' "
+     "(line 2)"},
+    {"GatewayRouterUnknownKey", "gateway:\n  router:\n    slowstart: 3",
+     "gateway.router.slowstart: unknown field; accepted fields: kind, slow_start_seconds, "
+     "prefix_affinity, affinity_load_factor (line 3)"},
+    {"GatewayRouterList", "gateway: {router: [round_robin]}",
+     "gateway.router: expected one of least_outstanding, round_robin, or a mapping"},
+    {"GatewayRouterSlowStartNegative", "gateway:\n  router: {slow_start_seconds: -1}",
+     "gateway.router.slow_start_seconds: expected a finite number of seconds >= 0, got -1 "
+     "(line 2)"},
+    {"GatewayRouterRoundRobinSlowStart",
+     "gateway:\n  router:\n    kind: round_robin\n    slow_start_seconds: 30",
+     "gateway.router.slow_start_seconds: applies to least_outstanding only (line 4)"},
+    {"GatewayRouterRoundRobinAffinity",
+     "gateway:\n  router:\n    kind: round_robin\n    prefix_affinity: true",
+     "gateway.router.prefix_affinity: applies to least_outstanding only (line 4)"},
+    {"GatewayRouterLoadFactorOne", "gateway:\n  router: {affinity_load_factor: 1}",
+     "gateway.router.affinity_load_factor: expected a factor in (1, 100], got 1 (line 2)"},
     {"ApiPerClientNegative", "api: {max_connections_per_client: -1}",
      "api.max_connections_per_client"},
     {"MinNegative", "services:\n  - {name: chat, command: [x], min_replicas: -1}",

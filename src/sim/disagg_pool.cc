@@ -8,14 +8,6 @@
 
 namespace gpuscale::sim {
 
-route::PickerSpec PickerSpecOf(const RouterSpec& router) {
-  route::PickerSpec spec;
-  spec.kind = router.kind == RouterKind::kRoundRobin ? route::PickerKind::kRoundRobin
-                                                     : route::PickerKind::kLeastOutstanding;
-  spec.slow_start_seconds = router.slow_start_seconds;
-  return spec;
-}
-
 DisaggPool::DisaggPool(std::string role, SimulationConfig config, const ReplicaModel& model,
                        std::unique_ptr<scale::Policy> policy, SharedGpus& shared, int index,
                        size_t requests)
@@ -27,7 +19,7 @@ DisaggPool::DisaggPool(std::string role, SimulationConfig config, const ReplicaM
       family_(policy->Family()),
       controller_(std::move(policy), orchestrator_,
                   scale::ControllerConfig{{config_.service.drain_timeout}}),
-      picker_(PickerSpecOf(config_.router)) {}
+      picker_(config_.router) {}
 
 void DisaggPool::StartWarm() {
   for (int i = 0; i < config_.service.ReadyAtStart(); ++i) {

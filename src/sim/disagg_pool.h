@@ -27,9 +27,6 @@
 
 namespace gpuscale::sim {
 
-// The picker settings of the configured router (the aggregated engine's too).
-route::PickerSpec PickerSpecOf(const RouterSpec& router);
-
 class DisaggPool {
  public:
   // `config` is the pool's view of the run: its `service` is the pool's spec, `slo` what its

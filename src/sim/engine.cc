@@ -35,7 +35,7 @@ class Engine {
         family_(policy->Family()),
         controller_(std::move(policy), orchestrator_,
                     scale::ControllerConfig{{config.service.drain_timeout}}),
-        picker_(PickerSpecOf(config.router)) {}
+        picker_(config.router) {}
 
   SimResult Run();
 

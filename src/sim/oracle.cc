@@ -59,7 +59,7 @@ WorkWeights ComputeWorkWeights(const ReplicaModel& model, const Trace& trace) {
 }
 
 double FleetAttainment(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
-                       int replicas, RouterKind router, const SloSpec& slo) {
+                       int replicas, route::PickerKind router, const SloSpec& slo) {
   if (requests.empty()) return 0;
   const int violations = FleetViolations(model, requests, 0, replicas, router, slo);
   return 1 - static_cast<double>(violations) / static_cast<double>(requests.size());
@@ -67,7 +67,7 @@ double FleetAttainment(const ReplicaModel& model, const std::vector<TraceRequest
 
 double SingleReplicaAttainment(const ReplicaModel& model,
                                const std::vector<TraceRequest>& requests, const SloSpec& slo) {
-  return FleetAttainment(model, requests, 1, RouterKind::kLeastOutstanding, slo);
+  return FleetAttainment(model, requests, 1, route::PickerKind::kLeastOutstanding, slo);
 }
 
 Result<OracleBound> ComputeOracleBound(const SimulationConfig& config, const ReplicaModel& model,

@@ -80,7 +80,7 @@ WorkWeights ComputeWorkWeights(const ReplicaModel& model, const Trace& trace);
 // all (sorted by arrival): 1 - FleetViolations / requests; 0 for no requests. The static
 // fleet's sizing (sim/static_fleet.h) and the capacity bisection below use it.
 double FleetAttainment(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
-                       int replicas, RouterKind router, const SloSpec& slo);
+                       int replicas, route::PickerKind router, const SloSpec& slo);
 
 // Attainment of one replica fed `requests` (arrival times as given). Exposed for tests.
 double SingleReplicaAttainment(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
@@ -98,7 +98,8 @@ double StartReplicaSeconds(const std::vector<double>& need, const std::vector<do
 // SLO violations among requests[first_scored..] when `replicas` warm replicas behind
 // `router` serve all of `requests` (sorted by arrival). Exposed for tests.
 int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
-                    size_t first_scored, int replicas, RouterKind router, const SloSpec& slo);
+                    size_t first_scored, int replicas, route::PickerKind router,
+                    const SloSpec& slo);
 
 // Called with the share of buckets replayed (0..1], about every 10 %; from the threads
 // OracleParallelFor runs the buckets on, so possibly from two at once.

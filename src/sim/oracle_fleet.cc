@@ -19,7 +19,8 @@ constexpr double kWarmupSeconds = 30;
 }  // namespace
 
 int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
-                    size_t first_scored, int replicas, RouterKind router, const SloSpec& slo) {
+                    size_t first_scored, int replicas, route::PickerKind router,
+                    const SloSpec& slo) {
   std::vector<RequestRecord> records(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     records[i].arrival_s = requests[i].arrival_s;
@@ -44,7 +45,7 @@ int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& 
       continue;
     }
     size_t target = 0;  // the same routers as the engine's
-    if (router == RouterKind::kRoundRobin) {
+    if (router == route::PickerKind::kRoundRobin) {
       target = cursor++ % fleet.size();
     } else {
       for (size_t i = 1; i < fleet.size(); ++i) {

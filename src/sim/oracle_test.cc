@@ -137,19 +137,20 @@ TEST(OracleTest, OneReplicaFleetMatchesTheSingleReplicaReplay) {
   SloSpec slo;
   const double attainment = SingleReplicaAttainment(model, trace.requests, slo);
   const int violations =
-      FleetViolations(model, trace.requests, 0, 1, RouterKind::kLeastOutstanding, slo);
+      FleetViolations(model, trace.requests, 0, 1, route::PickerKind::kLeastOutstanding, slo);
   EXPECT_NEAR(1.0 - static_cast<double>(violations) / trace.requests.size(), attainment, 1e-12);
   EXPECT_GT(violations, 0);  // one replica is overloaded at 60 req/s
   // Larger fleets leave fewer violations, down to none; warm-up requests are not scored.
   int last = violations;
   for (int n = 2; n <= 8; ++n) {
-    const int v = FleetViolations(model, trace.requests, 0, n, RouterKind::kLeastOutstanding, slo);
+    const int v =
+        FleetViolations(model, trace.requests, 0, n, route::PickerKind::kLeastOutstanding, slo);
     EXPECT_LE(v, last) << n << " replicas";
     last = v;
   }
   EXPECT_EQ(last, 0);
   EXPECT_EQ(FleetViolations(model, trace.requests, trace.requests.size(), 1,
-                            RouterKind::kRoundRobin, slo),
+                            route::PickerKind::kRoundRobin, slo),
             0);
 }
 

@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "route/picker_spec.h"
 #include "scale/policy.h"
 #include "sim/replica_model.h"
 #include "sim/trace.h"
@@ -48,20 +49,6 @@ struct ServiceSpec {
   // Replicas ready at t = 0: initial_replicas, or min_replicas when unset. The run, the
   // oracle and the reactive reference all start from it.
   int ReadyAtStart() const { return initial_replicas >= 0 ? initial_replicas : min_replicas; }
-};
-
-enum class RouterKind { kLeastOutstanding, kRoundRobin };
-
-// The gateway in front of the replicas.
-struct RouterSpec {
-  RouterKind kind = RouterKind::kLeastOutstanding;
-  // Least outstanding only (0: off): for this long after its cold start a replica takes a
-  // share of arrivals growing from a tenth to a full one (route/picker.h), as gateways' slow
-  // start does. Without it, least-outstanding routing sends a fresh replica every arrival
-  // until it holds as many requests as the others: ~100 prompts at once on conv x20, whose
-  // prefill queue misses the TTFT target for most of them (docs/simulation.md, "Router slow
-  // start").
-  double slow_start_seconds = 0;
 };
 
 // Per-request SLO: met when TTFT <= ttft_seconds and mean time per output token (after the
@@ -101,7 +88,15 @@ struct SimulationConfig {
   ClusterSpec cluster;
   ServiceSpec service;
   ReplicaModelConfig model;
-  RouterSpec router;
+  // The gateway in front of the replicas (of each pool, when disaggregated): the live
+  // gateway's picker, with no slow start by default. Slow start (least outstanding only)
+  // gives a replica, for that long after its cold start, a share of arrivals growing from a
+  // tenth to a full one. Without it, least-outstanding routing sends a fresh replica every
+  // arrival until it holds as many requests as the others: ~100 prompts at once on conv
+  // x20, whose prefill queue misses the TTFT target for most of them (docs/simulation.md,
+  // "Router slow start"). prefix_affinity has no effect here: requests carry no prompt to
+  // key on (config/sim_config.cc rejects it).
+  route::PickerSpec router;
   Seconds control_interval{15};
   Seconds scrape_interval{5};
   SloSpec slo;
