@@ -26,6 +26,7 @@
 
 #include "cli/command.h"
 #include "cli/descriptor_plan.h"
+#include "cli/router_flags.h"
 #include "gateway/gateway_server.h"
 #include "gateway/gateway_state.h"
 
@@ -37,8 +38,7 @@ struct GatewayFlags {
   std::vector<std::string> routes;
   std::string token;
   int threads = 2;
-  std::string router = "least_outstanding";
-  bool prefix_affinity = false;
+  RouterFlags router;
   double health_check_interval = 2;  // seconds; 0 = off
 };
 
@@ -157,23 +157,14 @@ Result<gateway::GatewayConfig> BuildConfig(const GatewayFlags& flags) {
                            "--threads");
   }
   config.threads = flags.threads;
-  if (flags.router == "least_outstanding") {
-    config.picker.kind = route::PickerKind::kLeastOutstanding;
-  } else if (flags.router == "round_robin") {
-    config.picker.kind = route::PickerKind::kRoundRobin;
-  } else {
-    return InvalidArgument(
-        fmt::format("expected least_outstanding or round_robin, got '{}'", flags.router),
-        "--router");
-  }
-  config.picker.prefix_affinity = flags.prefix_affinity;
+  // Fixed replicas count as warm: no slow start.
+  GS_ASSIGN_OR_RETURN(config.picker, PickerSpecFromFlags(flags.router, {.slow_start_seconds = 0}));
   if (!(flags.health_check_interval >= 0 && flags.health_check_interval <= 3600)) {
     return InvalidArgument(fmt::format("expected 0..3600 seconds (0 = no health checks), got {}",
                                        flags.health_check_interval),
                            "--health-check-interval");
   }
   config.health_check_interval = Seconds(flags.health_check_interval);
-  config.picker.slow_start_seconds = 0;  // fixed replicas are warm
   return config;
 }
 
@@ -284,15 +275,11 @@ void AddGatewayCommands(CLI::App& app, CommandContext& ctx) {
       ->required();
   cmd->add_option("--token", flags->token, "Bearer token clients must send");
   cmd->add_option("--threads", flags->threads, "I/O threads")->capture_default_str();
-  cmd->add_option("--router", flags->router, "least_outstanding | round_robin")
-      ->capture_default_str();
   cmd->add_option("--health-check-interval", flags->health_check_interval,
                   "Seconds between the gateway's GET /health to each replica (0 = none); two "
                   "unanswered in a row take the replica out of rotation")
       ->capture_default_str();
-  cmd->add_flag("--prefix-affinity", flags->prefix_affinity,
-                "Send requests whose prompts start alike to the same replica (prefix cache "
-                "hits) while it is not overloaded");
+  AddRouterFlags(cmd, flags->router);
   cmd->callback([flags, &ctx] { RunGateway(*flags, ctx); });
 }
 
