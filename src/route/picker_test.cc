@@ -52,12 +52,26 @@ TEST(PickerTest, NoCandidateNoPick) {
   EXPECT_FALSE(picker.Pick({}, 0).has_value());
 }
 
-TEST(PickerTest, LeastOutstandingTiesGoToTheEarliestCandidate) {
-  Picker picker;
-  std::vector<Candidate> c = {{3, kWarm, 1}, {1, kWarm, 2}, {1, kWarm, 3}};
-  EXPECT_EQ(picker.Pick(c, 0), 1u);
-  c[1].outstanding = 5;
-  EXPECT_EQ(picker.Pick(c, 0), 2u);
+struct LeastOutstandingCase {
+  std::vector<int> outstanding;  // per candidate, oldest first
+  size_t expected;
+};
+
+TEST(PickerTest, LeastOutstandingPicksTheMinimumTiesToTheEarliest) {
+  // The minimum sits first, in the middle and last, so neither "always the first" nor
+  // "always the last" passes; the ties check that the earliest of equals wins.
+  for (const LeastOutstandingCase& c : {
+           LeastOutstandingCase{{0, 0, 0}, 0},
+           LeastOutstandingCase{{1, 4, 2}, 0},
+           LeastOutstandingCase{{3, 1, 1}, 1},
+           LeastOutstandingCase{{3, 5, 1}, 2},
+           LeastOutstandingCase{{6, 2, 9, 2}, 1},
+       }) {
+    std::vector<Candidate> candidates;
+    for (int n : c.outstanding) candidates.push_back({n, kWarm, 0});
+    Picker picker;
+    EXPECT_EQ(picker.Pick(candidates, 0), c.expected) << ::testing::PrintToString(c.outstanding);
+  }
 }
 
 TEST(PickerTest, SlowStartKeepsAFreshReplicaFromTakingEveryArrival) {
@@ -74,6 +88,18 @@ TEST(PickerTest, SlowStartKeepsAFreshReplicaFromTakingEveryArrival) {
   EXPECT_EQ(to_fresh, 7);
 }
 
+TEST(PickerTest, SlowStartWeighsAHalfWarmReplicaAtHalf) {
+  // Half-way through a 30 s window the fresh replica (listed first) counts (n + 1) / 0.5
+  // against the warm one's (10 + 1) / 1 = 11: with 4 in flight it is worth 10 and wins; with
+  // 5 it is worth 12 and loses. Without slow start it would win both times.
+  Picker picker({.slow_start_seconds = 30});
+  std::vector<Candidate> c = {{4, 85, 1}, {10, kWarm, 2}};
+  EXPECT_EQ(picker.Pick(c, 100), 0u);
+  c[0].outstanding = 5;
+  EXPECT_EQ(picker.Pick(c, 100), 1u);
+  EXPECT_EQ(Picker().Pick(c, 100), 0u);
+}
+
 TEST(PickerTest, RoundRobinCycles) {
   Picker picker({.kind = PickerKind::kRoundRobin});
   std::vector<Candidate> c(3);
@@ -83,33 +109,41 @@ TEST(PickerTest, RoundRobinCycles) {
   EXPECT_EQ(picker.Pick(c, 0), 0u);
 }
 
-TEST(PickerTest, PrefixAffinitySendsAKeyToOneReplicaWhileItIsNotOverloaded) {
+TEST(PickerTest, PrefixAffinityKeepsAKeyOnItsReplicaUnderTheBoundAndMovesItPast) {
   Picker picker({.prefix_affinity = true});
-  std::vector<Candidate> c = {{2, kWarm, HashText("a")}, {2, kWarm, HashText("b")},
-                              {2, kWarm, HashText("c")}};
-  const uint64_t key = HashText("You are a helpful assistant.");
-  const size_t home = *picker.Pick(c, 0, key);
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(picker.Pick(c, 0, key), home);
-  // Loaded past 1.25x the mean (plus the new request), the key spills to another replica.
-  c[home].outstanding = 10;
-  const size_t spill = *picker.Pick(c, 0, key);
-  EXPECT_NE(spill, home);
-  // Without a key: least outstanding.
-  EXPECT_NE(picker.Pick(c, 0), home);
+  std::vector<Candidate> c = {
+      {2, kWarm, HashText("a")}, {2, kWarm, HashText("b")}, {3, kWarm, HashText("c")}};
+  // This key's rendezvous order over a, b, c is c, b, a (read off the picker once and pinned
+  // here), so its home is neither the least loaded replica nor the earliest.
+  const uint64_t key = HashText("prompt 8");
+  // Bound: ceil(1.25 * (7 + 1) / 3) = 4; c holds 3, with this request 4: still its home,
+  // though least outstanding would pick a.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(picker.Pick(c, 0, key), 2u);
+  // One more in flight on c: ceil(1.25 * (8 + 1) / 3) = 4 < 5, so the key moves to the next
+  // replica in its order, b, not to the least loaded a.
+  c[2].outstanding = 4;
+  EXPECT_EQ(picker.Pick(c, 0, key), 1u);
+  // Without a key: least outstanding, ties to the earliest.
+  EXPECT_EQ(picker.Pick(c, 0), 0u);
 }
 
 TEST(PickerTest, PrefixAffinitySpreadsKeysAndMovesFewWhenAReplicaLeaves) {
   Picker picker({.prefix_affinity = true, .affinity_load_factor = 100});
   std::vector<Candidate> four;
   for (const char* id : {"r1", "r2", "r3", "r4"}) four.push_back({0, kWarm, HashText(id)});
-  std::map<size_t, int> share;
+  // Indexed by replica, so one that never gets a key shows up as a 0 share.
+  std::vector<int> share(four.size());
   std::map<int, uint64_t> home_of;
   for (int k = 0; k < 400; ++k) {
     const size_t home = *picker.Pick(four, 0, HashText("prefix " + std::to_string(k)));
+    ASSERT_LT(home, four.size());
     ++share[home];
     home_of[k] = four[home].identity;
   }
-  for (const auto& [replica, n] : share) EXPECT_GT(n, 60) << "replica " << replica;
+  // An even split is 100 each; rendezvous hashing gives 102, 100, 92 and 106.
+  for (size_t replica = 0; replica < share.size(); ++replica) {
+    EXPECT_GT(share[replica], 60) << "replica " << replica;
+  }
   // r4 leaves: only its keys move.
   std::vector<Candidate> three(four.begin(), four.begin() + 3);
   int moved = 0;
