@@ -346,13 +346,28 @@ TEST_F(GatewayServerTest, AQueuedClientThatHangsUpLeavesTheQueueAndIsNeverForwar
     c.set_read_timeout(0, 300000);  // the client gives up after 0.3 s, while queued
     EXPECT_FALSE(c.Post("/v1/chat/completions", "{\"model\": \"llama\"}", "application/json"));
   }
-  // The gateway notices within its one-second re-check and gives the place up.
-  for (int i = 0; i < 300 && state_->Queued("chat") != 0; ++i) std::this_thread::sleep_for(10ms);
+  // The gateway notices within its one-second re-check (real time: a socket and a timer) and
+  // records the request as ended by the client: from then on it can no longer be forwarded,
+  // which makes the record, not a pause, the point after which to publish a replica.
+  const std::string gone =
+      "gpuscale_gateway_errors_total{service=\"chat\",reason=\"client_gone\"} 1";
+  for (int i = 0; i < 300 && state_->MetricsText().find(gone) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_NE(state_->MetricsText().find(gone), std::string::npos)
+      << "the abandoned request did not end\n"
+      << state_->MetricsText();
   EXPECT_EQ(state_->Queued("chat"), 0) << "a request nobody awaits still holds a queue place";
   FakeReplica a("a");
   state_->Publish({{"chat", {"llama"}, {a.Route()}}});
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(a.requests.load(), 0) << "the woken replica got the abandoned request";
+  // A second request reaches the replica, so its count below is not 0 for want of a route;
+  // it is the only one the replica ever saw.
+  auto second = Client().Post("/v1/chat/completions",
+                              "{\"model\": \"llama\", \"user\": \"second\"}", "application/json");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 200);
+  EXPECT_EQ(a.requests.load(), 1) << "the woken replica got the abandoned request";
+  EXPECT_NE(a.last_body.find("\"user\": \"second\""), std::string::npos) << a.last_body;
 }
 
 TEST_F(GatewayServerTest, AFullQueueAndAnExpiredWaitAnswer503WithRetryAfter) {
