@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string_view>
+#include <vector>
+
+#include "metrics/metric_lookup.h"
 #include "metrics/prometheus_text_parser.h"
 
 namespace gpuscale::gateway {
@@ -168,7 +172,18 @@ TEST(GatewayStateTest, InFlightRequestsStayVisibleAfterTheirReplicaLeavesTheTabl
       std::string::npos)
       << text;
   state.Release(*stuck, AttemptOutcome::kAbandoned);
-  EXPECT_EQ(state.MetricsText().find("replica=\"r1\"} 1"), std::string::npos);
+  // Released, r1 leaves no series behind (else every replica ever routed to would stay in
+  // /metrics); r2, still in the table, shows 0.
+  auto parsed = metrics::ParsePrometheusText(state.MetricsText());
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  constexpr std::string_view kInFlight = "gpuscale_gateway_replica_in_flight_requests";
+  const std::vector<metrics::LabelMatcher> r1 = {{"replica", "r1"}}, r2 = {{"replica", "r2"}};
+  Result<double> gone = metrics::FindValue(*parsed, kInFlight, r1);
+  ASSERT_FALSE(gone.has_value()) << "r1 still shows " << *gone;
+  EXPECT_EQ(gone.error().code, ErrorCode::kNotFound);
+  Result<double> idle = metrics::FindValue(*parsed, kInFlight, r2);
+  ASSERT_TRUE(idle.has_value()) << idle.error().ToString();
+  EXPECT_EQ(*idle, 0);
 }
 
 TEST(GatewayStateTest, TheActivatorQueueIsBoundedAndWokenByAReadyReplica) {
