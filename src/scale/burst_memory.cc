@@ -28,7 +28,20 @@ void BurstMemory::Burst::Read(double reading) {
   } else {
     second = std::max(second, reading);
   }
-  ratio = second > 0 ? second : highest;
+}
+
+double BurstMemory::OnsetLevel(Seconds now) const {
+  // Under a rising load (a diurnal ramp) the ten-minute median lags the rate a burst takes
+  // off from, and a peak measured against it read as a larger burst than it was; the memory
+  // then bought that ratio of each later, higher level.
+  double sum = 0;
+  int n = 0;
+  for (auto it = rates_.rbegin(); it != rates_.rend() && now - it->first <= kOnsetWindow; ++it) {
+    if (it->first == now) continue;  // this tick's own rate is the burst's, not its onset's
+    sum += it->second;
+    ++n;
+  }
+  return n > 0 ? std::max(level_, sum / n) : level_;
 }
 
 void BurstMemory::Observe(Seconds now, double short_rate, double noise) {
@@ -47,20 +60,6 @@ void BurstMemory::Observe(Seconds now, double short_rate, double noise) {
   } else {
     level_ = short_rate;
   }
-  // What a burst starting now rose from: the level, or the last minute's rates when they stand
-  // higher. Under a rising load (a diurnal ramp) the ten-minute median lags the rate a burst
-  // takes off from, and a peak measured against it read as a larger burst than it was; the
-  // memory then bought that ratio of each later, higher level.
-  double onset_level = level_;
-  {
-    double sum = 0;
-    int n = 0;
-    for (auto it = rates_.rbegin(); it != rates_.rend() && now - it->first <= kOnsetWindow; ++it) {
-      sum += it->second;
-      ++n;
-    }
-    if (n > 0) onset_level = std::max(onset_level, sum / n);
-  }
   rates_.emplace_back(now, short_rate);
   while (now - rates_.front().first > config_.level_window) rates_.pop_front();
   while (!bursts_.empty() && !bursts_.front().open && now - bursts_.front().end > config_.memory) {
@@ -75,7 +74,7 @@ void BurstMemory::Observe(Seconds now, double short_rate, double noise) {
     Burst& b = bursts_.back();
     // Ended once the rate is back halfway from its peak to the level it rose from: under a
     // rising level (a diurnal ramp) the rate after a burst may stay above the level before it.
-    const double peak = b.onset_level * b.ratio;
+    const double peak = b.onset_level * b.Ratio();
     if (short_rate < (b.onset_level + peak) / 2) {
       b.open = false;
       // One tick above is a blip (e.g. completions catching up as replicas turn ready), not
@@ -96,8 +95,8 @@ void BurstMemory::Observe(Seconds now, double short_rate, double noise) {
     } else {
       Burst b;
       b.onset = b.end = now;
-      b.onset_level = onset_level;
-      b.Read(short_rate / onset_level);
+      b.onset_level = OnsetLevel(now);
+      b.Read(short_rate / b.onset_level);
       bursts_.push_back(b);
     }
   }
@@ -151,9 +150,9 @@ double BurstMemory::PeakRatio() const {
   // reading would otherwise set the fleet for every burst of the hour.
   std::vector<double> ratios;
   for (const Burst& b : bursts_) {
-    if (!b.open) ratios.push_back(b.ratio);
+    if (!b.open) ratios.push_back(b.Ratio());
   }
-  if (ratios.empty()) return bursts_.empty() ? 1 : bursts_.back().ratio;
+  if (ratios.empty()) return bursts_.empty() ? 1 : bursts_.back().Ratio();
   return std::max(1.0, Median(ratios));
 }
 
@@ -171,8 +170,8 @@ std::optional<BurstMemory::Expectation> BurstMemory::Expect(Seconds now) const {
     return Expectation{level_ * ratio, fmt::format("{} (x{:.2f} the level)", why, ratio)};
   };
   if (last.open) {  // its peak so far, while it lasts (the level is rising under it)
-    return Expectation{last.onset_level * last.ratio,
-                       fmt::format("in a burst (x{:.2f} the level before it)", last.ratio)};
+    return Expectation{last.onset_level * last.Ratio(),
+                       fmt::format("in a burst (x{:.2f} the level before it)", last.Ratio())};
   }
   const double since_end = (now - last.end).count();
   if (bursts_.size() == 1) {

@@ -81,18 +81,21 @@ class BurstMemory {
   struct Burst {
     Seconds onset{0};
     Seconds end{0};  // last tick in the burst (== onset while it lasts one tick)
-    // Peak short rate / onset_level: the second-highest reading once there are two. The
-    // arrival estimate jumps for a tick as replicas turn ready in a queue's drain (their
-    // completions land in the 30 s window at once), and one such reading, a third above the
-    // load, set the fleet for the whole burst and for every expected recurrence.
-    double ratio = 1;
     double highest = 0, second = 0;  // the two highest readings of rate / onset_level
     double onset_level = 0;
     int ticks = 1;  // observed above the level
     bool open = true;
 
     void Read(double reading);  // one tick's rate / onset_level
+    // Peak short rate / onset_level: the second-highest reading once there are two. The
+    // arrival estimate jumps for a tick as replicas turn ready in a queue's drain (their
+    // completions land in the 30 s window at once), and one such reading, a third above the
+    // load, set the fleet for the whole burst and for every expected recurrence.
+    double Ratio() const { return second > 0 ? second : highest; }
   };
+  // What a burst starting at `now` rose from: the level, or the mean rate of the minute
+  // before `now` where that stands higher. REQUIRES: level_ updated for this tick.
+  double OnsetLevel(Seconds now) const;
   std::optional<Seconds> Period() const;
   // Within the expected window of the next burst of a period, or just after the last one.
   // REQUIRES: bursts_ not empty.
