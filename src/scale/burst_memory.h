@@ -80,7 +80,7 @@ class BurstMemory {
  private:
   struct Burst {
     Seconds onset{0};
-    Seconds end{0};  // last tick in the burst (== onset while it lasts one tick)
+    Seconds end{0};                  // last tick in the burst (== onset while it lasts one tick)
     double highest = 0, second = 0;  // the two highest readings of rate / onset_level
     double onset_level = 0;
     int ticks = 1;  // observed above the level
