@@ -7,8 +7,9 @@
 #include <string>
 #include <thread>
 
-#include "testing/api_test_util.h"
 #include "api/event_stream.h"
+#include "testing/api_test_util.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::api {
 namespace {
@@ -67,11 +68,7 @@ struct SseReader {
   }
   // Waits (bounded, so that a bug fails instead of hanging) until `needle` arrived.
   bool WaitFor(const std::string& needle) {
-    for (int i = 0; i < 1000; ++i) {
-      if (Text().find(needle) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
+    return gpuscale::testing::WaitUntil([&] { return Text().find(needle) != std::string::npos; });
   }
   // Opens the stream on a thread and returns once its response headers arrived (the
   // server has then chosen its starting point).
@@ -90,9 +87,7 @@ struct SseReader {
           [this](const char* data, size_t size) { return Append(data, size); });
       returned = true;
     });
-    for (int i = 0; i < 1000 && !connected && !returned; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    gpuscale::testing::WaitUntil([this] { return connected || returned; });
     return thread;
   }
 

@@ -134,7 +134,8 @@ TEST_F(ApiServerSlowClientTest, SlowHeadersNeitherBlockOthersNorOutliveTheDeadli
   EXPECT_EQ(health->status, 200);
   ASSERT_TRUE(client_->Get("/v1/services"));
   // Each has one deadline for its whole request: trickling a byte now and then does not
-  // extend it, and the server closes them.
+  // extend it, and the server closes them. (Real time: the deadline is the server's
+  // steady_clock, and the trickle must outlast it.)
   for (int i = 0; i < 3; ++i) {
     std::this_thread::sleep_for(milliseconds(400));
     for (auto& c : slow) c->Send("s");

@@ -20,6 +20,7 @@
 #include "orch/process_util.h"
 #include "store/store.h"
 #include "testing/daemon_test_fixture.h"
+#include "testing/wait_until.h"
 
 extern char** environ;
 
@@ -153,7 +154,7 @@ class DaemonStateSafetyTest : public DaemonFixture {
     ASSERT_EQ(posix_spawnp(&stranger_, "sleep", nullptr, &attr, argv, env.data()), 0);
     posix_spawnattr_destroy(&attr);
     // posix_spawn returns once exec has begun, slightly before /proc shows the new image.
-    for (int i = 0; i < 1000 && MarkedPids().count(stranger_) == 0; ++i) usleep(1000);
+    gpuscale::testing::WaitUntil([&] { return MarkedPids().count(stranger_) != 0; });
     ASSERT_EQ(MarkedPids().count(stranger_), 1u);
   }
 

@@ -15,6 +15,7 @@
 
 #include "daemon/daemon.h"
 #include "testing/daemon_test_fixture.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::daemon {
 namespace {
@@ -60,15 +61,16 @@ class DaemonTasksTest : public DaemonFixture {
 
   // Polls (real time) until the experiment's server process runs; its record then.
   task::ExperimentRecord WaitForServer(int64_t task_id) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto experiments = daemon_->ListExperiments(task_id);
-      if (experiments && !experiments->empty() && (*experiments)[0].pid > 0) {
-        return (*experiments)[0];
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return {};
+    task::ExperimentRecord found;
+    gpuscale::testing::WaitUntil(
+        [&] {
+          auto experiments = daemon_->ListExperiments(task_id);
+          if (!experiments || experiments->empty() || (*experiments)[0].pid <= 0) return false;
+          found = (*experiments)[0];
+          return true;
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(10));
+    return found;
   }
 
   // The lease owners in the state store, read through a connection of its own.

@@ -20,6 +20,7 @@
 #include "metrics/metric_lookup.h"
 #include "metrics/prometheus_text_parser.h"
 #include "testing/daemon_test_fixture.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::daemon {
 namespace {
@@ -264,7 +265,8 @@ TEST_F(DaemonTest, DeadReplicasAreCleanedUpAtRestart) {
   daemon_->Shutdown(false);
   daemon_.reset();
   ASSERT_EQ(kill(pid, SIGKILL), 0);
-  for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) usleep(10000);  // our child: a zombie
+  gpuscale::testing::WaitUntil([&] { return kill(pid, 0) != 0; },
+                               std::chrono::seconds(1));  // our child: a zombie
   Open(Config(1, 1));
   Tick(2);
   const auto replicas = Replicas();
@@ -287,10 +289,12 @@ TEST_F(DaemonTest, ServicesCreatedThroughTheApiRunAndDeleteStopsThem) {
   EXPECT_EQ(daemon_->Leases().size(), 2u);
   ASSERT_TRUE(daemon_->DeleteService("extra"));
   EXPECT_FALSE(daemon_->GetService("extra"));
-  for (int i = 0; i < 50 && daemon_->Leases().size() != 1u; ++i) {
-    Tick();
-    usleep(20000);
-  }
+  gpuscale::testing::WaitUntil(  // the stopped replica's exit, reaped by a tick
+      [&] {
+        Tick();
+        return daemon_->Leases().size() == 1u;
+      },
+      std::chrono::seconds(1), std::chrono::milliseconds(20));
   EXPECT_EQ(daemon_->Leases().size(), 1u);
   EXPECT_EQ(daemon_->ListServices().size(), 1u);
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -40,15 +42,20 @@ TEST(EventLogTest, AnAppendFromAnotherThreadWakesAWaiter) {
   StoreHealth health{{}};
   EventLog log((*store)->events(), health);
   ASSERT_TRUE(log.Open());
-  std::thread appender([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    store::EventRow e;
-    e.kind = "service_created";
-    std::vector<store::EventRow> events = {e};
-    log.Append(events);
-  });
-  EXPECT_EQ(log.WaitAfter(0, Seconds{30}), 1);
-  appender.join();
+  // An hour's timeout: a waiter that only the timeout returns fails the check below.
+  std::future<int64_t> woken =
+      std::async(std::launch::async, [&] { return log.WaitAfter(0, Seconds{3600}); });
+  // Real time for the waiter to block (nothing tells that it waits in WaitAfter); an append
+  // that lands first still passes, as WaitAfter then returns at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  store::EventRow e;
+  e.kind = "service_created";
+  std::vector<store::EventRow> events = {e};
+  log.Append(events);
+  const bool returned = woken.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  log.Stop();  // frees a waiter the append did not wake
+  ASSERT_TRUE(returned) << "the append did not wake the waiter";
+  EXPECT_EQ(woken.get(), 1);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::daemon {
 namespace {
@@ -134,11 +135,8 @@ class PromQueriesTest : public ::testing::Test {
 
   // Polls until no query is in flight (a landed answer is bookkept after the fake returns).
   bool AwaitSettled() {
-    for (int i = 0; i < 10000; ++i) {
-      if (queries_->in_flight() == 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return false;
+    return gpuscale::testing::WaitUntil([this] { return queries_->in_flight() == 0; },
+                                        std::chrono::seconds(10), std::chrono::milliseconds(1));
   }
 
   BlockingPromQuery fake_;
@@ -288,6 +286,8 @@ TEST_F(PromQueriesTest, DestructionWaitsForTheRunningQueryAndDropsTheQueued) {
   Tick({"a", "b"}, false);
   fake_.AwaitBlocked(1);
   std::thread releaser([this] {
+    // Real time for the destructor below to begin waiting on the running query: nothing
+    // signals that it waits.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     fake_.Release();
   });

@@ -7,8 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+
+#include "testing/wait_until.h"
 
 namespace gpuscale::daemon {
 namespace {
@@ -48,13 +51,13 @@ TEST_F(StateDirLockTest, TheLockDiesWithItsProcessAndIsNotInherited) {
   ASSERT_GT(child, 0);
   // The child took the lock and exec'd: sleep holds no lock descriptor, so it is free.
   Result<StateDirLock> mine = Result<StateDirLock>(Unavailable("not tried"));
-  for (int i = 0; i < 100; ++i) {
-    usleep(20000);
-    if (std::filesystem::exists(dir_ + "/gpuscale.lock")) {
-      mine = StateDirLock::Acquire(dir_);
-      if (mine) break;
-    }
-  }
+  gpuscale::testing::WaitUntil(
+      [&] {
+        if (!std::filesystem::exists(dir_ + "/gpuscale.lock")) return false;
+        mine = StateDirLock::Acquire(dir_);
+        return mine.has_value();
+      },
+      std::chrono::seconds(2), std::chrono::milliseconds(20));
   EXPECT_TRUE(mine.has_value()) << "the exec'd child still holds the lock";
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);

@@ -13,6 +13,7 @@
 
 #include "emulator/emulator_server.h"
 #include "emulator/engine_flags.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::emulator {
 namespace {
@@ -212,7 +213,7 @@ TEST_F(DisaggReplicasTest, DrainingDecodeReplicaFinishesATransferInFlight) {
     return Post(*decode,
                 {{"prompt_tokens", 200}, {"max_tokens", 3}, {"kv_transfer_params", handle}});
   });
-  while (decode->OpenRequests() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_TRUE(gpuscale::testing::WaitUntil([&] { return decode->OpenRequests() != 0; }));
   decode->Shutdown();  // starts while the transfer is in flight; returns once it is answered
   httplib::Result res = answer.get();
   ASSERT_TRUE(res);

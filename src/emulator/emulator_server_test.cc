@@ -20,10 +20,12 @@
 #include "metrics/prometheus_text_parser.h"
 #include "testing/open_files.h"
 #include "testing/raw_socket.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::emulator {
 namespace {
 
+using gpuscale::testing::WaitUntil;
 using nlohmann::json;
 
 // Fast steps so a 16-token request takes about 20 ms.
@@ -89,10 +91,12 @@ TEST_F(EmulatorServerTest, HealthIsUnavailableUntilTheModelIsLoaded) {
   EXPECT_EQ(Post("/v1/completions", {{"prompt", "hi"}})->status, 503);
 
   int status = 0;
-  for (int i = 0; i < 200 && status != 200; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    status = client_->Get("/health")->status;
-  }
+  WaitUntil(
+      [&] {
+        status = client_->Get("/health")->status;
+        return status == 200;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(50));
   EXPECT_EQ(status, 200);
 }
 
@@ -447,9 +451,7 @@ TEST_F(EmulatorServerTest, ShutdownLetsInFlightStreamsFinish) {
     httplib::Result res = client.Post("/v1/completions", request_body.dump(), "application/json");
     if (res) body = res->body;
   });
-  for (int i = 0; i < 1000 && server_->Stats().running == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  WaitUntil([&] { return server_->Stats().running != 0; });
   server_->Shutdown();
   request.join();
   std::vector<std::string> events = SseData(body);
@@ -470,9 +472,7 @@ TEST_F(EmulatorServerTest, ShutdownEndsStreamsThatOutliveTheDrainTime) {
     httplib::Result res = client.Post("/v1/completions", request_body.dump(), "application/json");
     if (res) body = res->body;
   });
-  for (int i = 0; i < 1000 && server_->Stats().generation_tokens_total == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  WaitUntil([&] { return server_->Stats().generation_tokens_total != 0; });
   server_->Shutdown();  // returns after ~50 ms instead of ~10 minutes
   request.join();
   EXPECT_EQ(body.find("[DONE]"), std::string::npos);
@@ -493,14 +493,10 @@ TEST_F(EmulatorServerTest, ANonStreamingRequestWhoseClientLeftIsCancelled) {
         fmt::format("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                     "Content-Length: {}\r\n\r\n{}",
                     body.size(), body)));
-    for (int i = 0; i < 1000 && server_->Stats().generation_tokens_total == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    WaitUntil([&] { return server_->Stats().generation_tokens_total != 0; });
     ASSERT_EQ(server_->Stats().running, 1);
   }  // the client hangs up (20,000 tokens take 20 s or more)
-  for (int i = 0; i < 500 && server_->Stats().running != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitUntil([&] { return server_->Stats().running == 0; }, std::chrono::seconds(5));
   EXPECT_EQ(server_->Stats().running, 0) << "the engine generated on for a client that left";
   EXPECT_EQ(server_->Stats().requests_finished_total, 0);
 }

@@ -19,10 +19,12 @@
 #include "metrics/metric_lookup.h"
 #include "metrics/prometheus_text_parser.h"
 #include "testing/raw_socket.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::emulator {
 namespace {
 
+using gpuscale::testing::WaitUntil;
 using nlohmann::json;
 
 class FleetServerTest : public ::testing::Test {
@@ -207,10 +209,8 @@ TEST(FleetAcceptTest, AcceptsAgainOnceDescriptorsFreeUp) {
   testing::RawClient client(*port);  // completes in the kernel's backlog
   ASSERT_TRUE(client.connected());
   ASSERT_TRUE(client.Send("GET /health HTTP/1.1\r\nHost: fleet\r\n\r\n"));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while ((*fleet)->accept_failures() < 3 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitUntil([&] { return (*fleet)->accept_failures() >= 3; }, std::chrono::seconds(20),
+            std::chrono::milliseconds(20));
   ASSERT_GE((*fleet)->accept_failures(), 3) << "the fleet never tried to accept";
 
   for (int fd : fillers) close(fd);

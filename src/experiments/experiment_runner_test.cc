@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "orch/process_util.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::experiments {
 namespace {
@@ -71,14 +72,12 @@ class StopLeftoverServerTest : public ::testing::Test {
     ASSERT_TRUE(pid.has_value()) << pid.error().ToString();
     pid_ = *pid;
     // posix_spawn returns before the exec: wait until /proc shows the sleep's argv.
-    for (int i = 0; i < 200 && orch::ReadCmdline(pid_) != argv_; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    gpuscale::testing::WaitUntil([&] { return orch::ReadCmdline(pid_) == argv_; });
   }
   void TearDown() override {
     if (pid_ > 0) {
       orch::SignalGroup(pid_, SIGKILL);
-      while (!orch::CheckExited(pid_)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      gpuscale::testing::WaitUntil([&] { return orch::CheckExited(pid_); }, std::chrono::hours(1));
     }
     std::filesystem::remove_all(dir_);
   }

@@ -16,11 +16,13 @@
 #include <vector>
 
 #include "testing/raw_socket.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::gateway {
 namespace {
 
 using namespace std::chrono_literals;
+using gpuscale::testing::WaitUntil;
 
 // An upstream replica on loopback: answers completions with its name and streams SSE when
 // asked, one event per `gap`.
@@ -32,6 +34,7 @@ class FakeReplica {
                                                              httplib::Response& res) {
       ++requests;
       last_body = req.body;
+      // A slow replica in real time: the gateway's timeouts under test run on the real clock.
       std::this_thread::sleep_for(std::chrono::milliseconds(answer_delay_ms.load()));
       if (req.body.find("\"stream\": true") == std::string::npos) {
         res.set_content("{\"served_by\": \"" + name_ + "\"}", "application/json");
@@ -47,10 +50,11 @@ class FakeReplica {
               }
               if (i == 0) first_event_sent = true;
               // Holds the stream until the client saw the first event (or 5 s pass).
-              for (int w = 0; i == 0 && hold_after_first && !release && w < 500; ++w) {
-                std::this_thread::sleep_for(10ms);
+              if (i == 0 && hold_after_first &&
+                  !WaitUntil([&] { return release.load(); }, 5000ms, 10ms)) {
+                hold_timed_out = true;
               }
-              if (i == 0 && hold_after_first && !release) hold_timed_out = true;
+              // The gap between events is real time: the gateway relays a live stream.
               std::this_thread::sleep_for(gap);
             }
             const std::string done = "data: [DONE]\n\n";
@@ -65,7 +69,7 @@ class FakeReplica {
     server_.set_keep_alive_timeout(1);
     port = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(1ms);
+    WaitUntil([this] { return server_.is_running(); }, 10000ms, 1ms);
   }
   ~FakeReplica() {
     release = true;
@@ -254,11 +258,11 @@ TEST_F(GatewayServerTest, StreamsEachEventAsItArrives) {
   EXPECT_FALSE(a.hold_timed_out) << "the first event reached the client only after the rest";
   EXPECT_NE(received.find("data: [DONE]"), std::string::npos);
   // The gateway records the request after its last byte went out: the client may be first.
-  std::optional<ServiceStatsView> stats = state_->StatsOf("chat");
-  for (int i = 0; i < 200 && stats && stats->requests == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::optional<ServiceStatsView> stats;
+  WaitUntil([&] {
     stats = state_->StatsOf("chat");
-  }
+    return !stats || stats->requests != 0;
+  });
   ASSERT_TRUE(stats.has_value());
   EXPECT_EQ(stats->requests, 1);
   EXPECT_EQ(state_->InFlight("a"), 0);
@@ -279,11 +283,11 @@ TEST_F(GatewayServerTest, AddedLatencyLeavesOutTheReplicasTimeAndIsScrapedAtTheG
   auto res = Chat("llama");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200);
-  std::optional<ServiceStatsView> stats = state_->StatsOf("chat");
-  for (int i = 0; i < 200 && stats && stats->requests == 0; ++i) {
-    std::this_thread::sleep_for(10ms);
+  std::optional<ServiceStatsView> stats;
+  WaitUntil([&] {
     stats = state_->StatsOf("chat");
-  }
+    return !stats || stats->requests != 0;
+  });
   auto metrics = Client().Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
@@ -327,7 +331,7 @@ TEST_F(GatewayServerTest, TheActivatorHoldsARequestUntilAReplicaIsReady) {
   state_->SetDemandListener([&](const std::string&) { ++demand; });
   state_->Publish({{"chat", {"llama"}, {}}});
   auto pending = std::async(std::launch::async, [&] { return Chat("llama"); });
-  for (int i = 0; i < 200 && state_->Queued("chat") == 0; ++i) std::this_thread::sleep_for(10ms);
+  WaitUntil([&] { return state_->Queued("chat") != 0; }, 2000ms);
   ASSERT_EQ(state_->Queued("chat"), 1);
   EXPECT_EQ(demand, 1);
   FakeReplica a("a");
@@ -351,9 +355,7 @@ TEST_F(GatewayServerTest, AQueuedClientThatHangsUpLeavesTheQueueAndIsNeverForwar
   // which makes the record, not a pause, the point after which to publish a replica.
   const std::string gone =
       "gpuscale_gateway_errors_total{service=\"chat\",reason=\"client_gone\"} 1";
-  for (int i = 0; i < 300 && state_->MetricsText().find(gone) == std::string::npos; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  WaitUntil([&] { return state_->MetricsText().find(gone) != std::string::npos; });
   ASSERT_NE(state_->MetricsText().find(gone), std::string::npos)
       << "the abandoned request did not end\n"
       << state_->MetricsText();
@@ -377,7 +379,7 @@ TEST_F(GatewayServerTest, AFullQueueAndAnExpiredWaitAnswer503WithRetryAfter) {
   Start(config);
   state_->Publish({{"chat", {"llama"}, {}}});
   auto waiting = std::async(std::launch::async, [&] { return Chat("llama"); });
-  for (int i = 0; i < 200 && state_->Queued("chat") == 0; ++i) std::this_thread::sleep_for(10ms);
+  WaitUntil([&] { return state_->Queued("chat") != 0; }, 2000ms);
   auto full = Chat("llama");
   ASSERT_TRUE(full);
   EXPECT_EQ(full->status, 503);
@@ -396,7 +398,7 @@ TEST_F(GatewayServerTest, AServiceThatCannotStartIsAnswered503NamingTheCauseAtOn
   Start();
   state_->Publish({{"chat", {"llama"}, {}}});
   auto waiting = std::async(std::launch::async, [&] { return Chat("llama"); });
-  for (int i = 0; i < 200 && state_->Queued("chat") == 0; ++i) std::this_thread::sleep_for(10ms);
+  WaitUntil([&] { return state_->Queued("chat") != 0; }, 2000ms);
   ASSERT_EQ(state_->Queued("chat"), 1);
   ServiceRoute failing{"chat", {"llama"}, {}};
   failing.unavailable_reason = "cannot start 'vllm': No such file or directory";
@@ -433,9 +435,9 @@ TEST_F(GatewayServerTest, AClientThatLeavesCancelsTheReplicasStream) {
                            "{\"model\": \"llama\", \"stream\": true}",
                            [&](const char*, size_t) { return false; });  // leave at once
   EXPECT_FALSE(res);
-  for (int i = 0; i < 500 && !a.client_went_away; ++i) std::this_thread::sleep_for(10ms);
+  WaitUntil([&] { return a.client_went_away.load(); }, 5000ms);
   EXPECT_TRUE(a.client_went_away) << "the replica kept streaming to nobody";
-  for (int i = 0; i < 200 && state_->InFlight("a") != 0; ++i) std::this_thread::sleep_for(10ms);
+  WaitUntil([&] { return state_->InFlight("a") == 0; }, 2000ms);
   EXPECT_EQ(state_->InFlight("a"), 0);
 }
 
@@ -485,12 +487,10 @@ TEST_F(GatewayServerTest, AClientThatLeavesBeforeTheFirstByteCancelsTheReplicasR
   c.set_read_timeout(0, 300000);  // the client gives up after 0.3 s
   auto gave_up = c.Post("/v1/chat/completions", "{\"model\": \"llama\"}", "application/json");
   EXPECT_FALSE(gave_up);
-  for (int i = 0; i < 500 && !replica.closed_by_gateway; ++i) std::this_thread::sleep_for(10ms);
+  WaitUntil([&] { return replica.closed_by_gateway.load(); }, 5000ms);
   EXPECT_TRUE(replica.got_request);
   EXPECT_TRUE(replica.closed_by_gateway) << "the replica kept working for a client that left";
-  for (int i = 0; i < 200 && state_->InFlight("silent") != 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  WaitUntil([&] { return state_->InFlight("silent") == 0; });
   EXPECT_EQ(state_->InFlight("silent"), 0);
 }
 
@@ -506,7 +506,7 @@ TEST_F(GatewayServerTest, AReplicaSilentPastTheUpstreamTimeoutIsGivenUp) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 502) << res->body;
   EXPECT_TRUE(replica.got_request);
-  for (int i = 0; i < 300 && !replica.closed_by_gateway; ++i) std::this_thread::sleep_for(10ms);
+  WaitUntil([&] { return replica.closed_by_gateway.load(); }, 3000ms);
   EXPECT_TRUE(replica.closed_by_gateway) << "the gateway waited for the replica to give up";
 }
 
@@ -725,11 +725,9 @@ TEST_F(GatewayServerTest, AStreamSilentPastTheIdleTimeoutEndsWithAnErrorEvent) {
   EXPECT_NE(received.find("\"code\":\"upstream_timeout\""), std::string::npos) << received;
   EXPECT_NE(received.find("data: [DONE]"), std::string::npos) << received;
   // Recorded once the relay returns, which may be just after the client read the end.
-  for (int i = 0;
-       i < 200 && state_->MetricsText().find("reason=\"upstream_timeout\"} 1") == std::string::npos;
-       ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  WaitUntil([&] {
+    return state_->MetricsText().find("reason=\"upstream_timeout\"} 1") != std::string::npos;
+  });
   EXPECT_NE(state_->MetricsText().find("reason=\"upstream_timeout\"} 1"), std::string::npos)
       << state_->MetricsText();
 }
@@ -746,7 +744,7 @@ TEST_F(GatewayServerTest, HealthChecksTakeAHungReplicaOutOfRotation) {
   FakeReplica good("good");
   gpuscale::testing::RawListener hung;  // never accepts: a stopped process
   state_->Publish({{"chat", {"llama"}, {good.Route(), {"hung", "127.0.0.1", hung.port()}}}});
-  for (int i = 0; i < 300 && !state_->Down("hung"); ++i) std::this_thread::sleep_for(10ms);
+  WaitUntil([&] { return state_->Down("hung"); }, 3000ms);
   ASSERT_TRUE(state_->Down("hung")) << "the health checks never gave the hung replica up";
   EXPECT_FALSE(state_->Down("good")) << "a replica without /health answers 404: alive";
   for (int i = 0; i < 10; ++i) {
@@ -779,7 +777,7 @@ TEST_F(GatewayServerTest, AStreamOnAReplicaTheHealthChecksGiveUpEndsWithAnErrorE
   });
   self = &replica;
   state_->Publish({{"chat", {"llama"}, {replica.Route("r")}}});
-  for (int i = 0; i < 100 && state_->Down("r"); ++i) std::this_thread::sleep_for(10ms);
+  WaitUntil([&] { return !state_->Down("r"); }, 1000ms);
   ASSERT_FALSE(state_->Down("r"));
   std::string received;
   std::chrono::steady_clock::duration took{};

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "testing/wait_until.h"
+
 namespace gpuscale::gpu {
 namespace {
 
@@ -163,12 +165,10 @@ TEST(MonitorTest, FailedSamplesAreCountedNotAggregated) {
   EXPECT_FALSE(monitor.last_error());
 }
 
-// Waits (a few ms at a time, bounded) until the sampler has taken `n` samples.
+// Waits (bounded) until the sampler thread has taken `n` samples.
 bool WaitForSamples(const Monitor& monitor, int64_t n) {
-  for (int i = 0; i < 2000 && monitor.sample_count() < n; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return monitor.sample_count() >= n;
+  return gpuscale::testing::WaitUntil([&] { return monitor.sample_count() >= n; },
+                                      std::chrono::seconds(2), std::chrono::milliseconds(1));
 }
 
 TEST(MonitorTest, SamplerThreadSamplesUntilStopped) {
@@ -181,6 +181,8 @@ TEST(MonitorTest, SamplerThreadSamplesUntilStopped) {
   monitor.Stop();
   EXPECT_FALSE(monitor.running());
   const int64_t after_stop = monitor.sample_count();
+  // Real time: a sampler thread still running (its period is 1 ms of the real clock; the
+  // ManualClock only stamps samples) would take several samples in 5 ms.
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(monitor.sample_count(), after_stop);
 }

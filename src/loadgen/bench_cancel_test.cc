@@ -22,6 +22,7 @@ class SlowServer : public testing::LoopbackServer {
       const int tokens = nlohmann::json::parse(req.body)["max_tokens"].get<int>();
       res.set_chunked_content_provider(
           "text/event-stream", [tokens, sent = 0](size_t, httplib::DataSink& sink) mutable {
+            // One token per 20 ms of real time: the bench under test streams over a socket.
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
             if (sent == tokens) {
               const std::string done = "data: [DONE]\n\n";
@@ -55,6 +56,7 @@ BenchOptions LongBench(const std::string& url, const std::atomic<bool>& cancel) 
 Result<BenchReport> RunAndCancelAfter(const BenchOptions& options, std::atomic<bool>& cancel,
                                       std::chrono::milliseconds delay) {
   std::thread canceller([&] {
+    // Cancels mid-run: the bench's requests are in flight on real sockets by then.
     std::this_thread::sleep_for(delay);
     cancel = true;
   });

@@ -106,6 +106,7 @@ TEST(HttpGetPoolTest, RetriesOnAFreshConnectionWhenTheServerClosedAKeptOne) {
   CountingServer server(Seconds{0.2});
   HttpGetPool pool;
   ASSERT_TRUE(pool.GetAll({server.Get("/a")})[0].has_value());
+  // Past the server's 0.2 s keep-alive, which runs on the real clock in its own thread.
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   Result<HttpGetResponse> again = std::move(pool.GetAll({server.Get("/b")})[0]);
   ASSERT_TRUE(again.has_value()) << again.error().ToString();
@@ -119,6 +120,8 @@ TEST(HttpGetPoolTest, DropsConnectionsIdleLongerThanItsTimeout) {
   options.idle_timeout = Seconds{0.1};
   HttpGetPool pool(options);
   ASSERT_TRUE(pool.GetAll({server.Get("/a")})[0].has_value());
+  // Past the pool's idle timeout: the pool times its connections with steady_clock, as the
+  // deadlines of the sockets it polls are.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_TRUE(pool.GetAll({server.Get("/b")})[0].has_value());
   EXPECT_EQ(pool.connections_opened(), 2);
@@ -167,6 +170,7 @@ TEST(HttpGetPoolTest, RequestsLeftByARunEndInALaterOne) {
   EXPECT_EQ(pool.pending(), 2u);
 
   // Nothing progresses between runs, but the 1 s deadline was kept: the next Run ends it.
+  // (Real time: the request deadlines are steady_clock instants, as the sockets' are.)
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   pool.Run(far, [&] { return slow.has_value(); });
   ASSERT_TRUE(slow.has_value());

@@ -9,6 +9,7 @@
 #include "orch/marked_replicas.h"
 #include "orch/process_util.h"
 #include "testing/orch_test_util.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::orch {
 namespace {
@@ -33,7 +34,8 @@ std::vector<ReplicaRecord> RunPreviousDaemon(LocalProcessConfig config, int coun
   // posix_spawn returns once the child's exec has begun, slightly before the kernel shows
   // the new command line; a real daemon restart happens long after that.
   for (const ReplicaRecord& r : records) {
-    for (int i = 0; i < 1000 && ReadCmdline(r.pid) != r.argv; ++i) usleep(1000);
+    gpuscale::testing::WaitUntil([&] { return ReadCmdline(r.pid) == r.argv; },
+                                 std::chrono::seconds(1));
   }
   return records;
 }

@@ -311,7 +311,9 @@ TEST_F(LocalProcessTest, ProbesOfOnePollRunConcurrently) {
          now_running > seen && !most.compare_exchange_weak(seen, now_running);) {
     }
     ++calls;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a slow answer
+    // A slow answer, in real time: the probes run on threads of their own, and their overlap
+    // is what the test measures.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     --running;
     return ProbeResult::kNoAnswer;
   });

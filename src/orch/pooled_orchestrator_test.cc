@@ -14,6 +14,7 @@
 #include "orch/local_process_orchestrator.h"
 #include "orch/process_util.h"
 #include "testing/orch_test_util.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::orch {
 namespace {
@@ -114,7 +115,9 @@ TEST_F(PooledOrchestratorTest, AdoptionSplitsRecordsByPoolAndRebuildsTheBudget) 
   PooledOrchestrator pooled(budget, std::move(pools));
   // Adoption compares command lines: wait until each forked child runs its own.
   for (const ReplicaRecord& r : records) {
-    for (int i = 0; r.pid > 0 && i < 1000 && ReadCmdline(r.pid) != r.argv; ++i) usleep(1000);
+    if (r.pid > 0)
+      gpuscale::testing::WaitUntil([&] { return ReadCmdline(r.pid) == r.argv; },
+                                   std::chrono::seconds(1));
   }
   const AdoptionReport report = pooled.Adopt(records, now_);
   EXPECT_EQ(report.adopted.size(), 3u) << (report.errors.empty() ? "" : report.errors[0]);
@@ -128,11 +131,12 @@ TEST_F(PooledOrchestratorTest, AdoptionSplitsRecordsByPoolAndRebuildsTheBudget) 
   EXPECT_FALSE(pooled.Start(now_));  // a pool starts replicas, not the service
   ASSERT_TRUE(pooled.Stop("x.prefill-0", now_));
   pooled.StopAll(now_);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (pooled.HasProcesses() && std::chrono::steady_clock::now() < deadline) {
-    pooled.Poll(now_);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  gpuscale::testing::WaitUntil(
+      [&] {
+        pooled.Poll(now_);
+        return !pooled.HasProcesses();
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(10));
   EXPECT_FALSE(pooled.HasProcesses());
   EXPECT_EQ(budget->total_held(), 0);
 }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "gpumon/process_runner.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::orch {
 namespace {
@@ -24,7 +25,7 @@ TEST(ChildWatchTest, OnlyAWatchedChildsExitCountsUntilItIsReaped) {
   ASSERT_TRUE(replica.has_value()) << replica.error().ToString();
   WatchExit(*replica);
   EXPECT_FALSE(AnyWatchedExited()) << "still running";
-  for (int i = 0; i < 100 && !AnyWatchedExited(); ++i) std::this_thread::sleep_for(20ms);
+  gpuscale::testing::WaitUntil([] { return AnyWatchedExited(); }, 2000ms, 20ms);
   EXPECT_TRUE(AnyWatchedExited()) << "exited, not reaped yet";
   EXPECT_TRUE(AnyWatchedExited()) << "asking does not reap it";
   EXPECT_EQ(CheckExited(*replica), 0);

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "testing/wait_until.h"
+
 namespace gpuscale::orch {
 namespace {
 
@@ -67,7 +69,7 @@ TEST(SlurmListingHubTest, CallersDuringAFetchShareTheNextOneAndNeverGetAnOlderLi
   std::vector<std::string> later(5);
   std::vector<std::thread> waiting;
   for (std::string& id : later) waiting.emplace_back([&] { id = FirstId(hub.ListJobs()); });
-  while (hub.callers() < 6) std::this_thread::sleep_for(1ms);  // all five wait now
+  ASSERT_TRUE(gpuscale::testing::WaitUntil([&] { return hub.callers() >= 6; }));  // all five wait
   lister->Open(1);
   lister->WaitStarted(2);
   lister->Open(2);

@@ -15,10 +15,12 @@
 
 #include "orch/process_util.h"
 #include "testing/loopback_server.h"
+#include "testing/wait_until.h"
 
 namespace gpuscale::metrics {
 namespace {
 
+using gpuscale::testing::WaitUntil;
 using ::testing::HasSubstr;
 
 // ---- QueryPrometheus against an in-process server ----
@@ -30,6 +32,7 @@ class FakePrometheus : public testing::LoopbackServer {
     server().Get("/api/v1/query", [this](const httplib::Request& req, httplib::Response& res) {
       last_query_ = req.get_param_value("query");
       last_auth_ = req.get_header_value("Authorization");
+      // Slower than the client's timeout, which runs on the real clock.
       if (last_query_ == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(800));
       if (last_query_ == "bad(") {
         res.status = 400;
@@ -187,13 +190,10 @@ class RealPrometheus {
   // SIGTERM, then SIGKILL if it has not exited within 10 s; reaped either way.
   void Stop() {
     orch::SignalGroup(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!orch::CheckExited(pid_) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (!orch::CheckExited(pid_)) {
+    if (!WaitUntil([this] { return orch::CheckExited(pid_); }, std::chrono::seconds(10),
+                   std::chrono::milliseconds(20))) {
       orch::SignalGroup(pid_, SIGKILL);
-      while (!orch::CheckExited(pid_)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      WaitUntil([this] { return orch::CheckExited(pid_); }, std::chrono::hours(1));
     }
     pid_ = 0;
   }
@@ -219,13 +219,15 @@ TEST(QueryPrometheusTest, ReadsAGaugeThroughARealPrometheus) {
   auto started = prometheus.Start();
   ASSERT_TRUE(started) << started.error().ToString();
   Result<double> value = NotFound("not queried yet");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline && !prometheus.Exited()) {
-    value = QueryPrometheus(prometheus.Url(), "sum(demo_queue_depth)",
-                            {.timeout = Seconds{2}, .bearer_token = ""});
-    if (value && *value == 7) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  // Until the real Prometheus has scraped the target (its own scrape interval, real time).
+  WaitUntil(
+      [&] {
+        if (prometheus.Exited()) return true;
+        value = QueryPrometheus(prometheus.Url(), "sum(demo_queue_depth)",
+                                {.timeout = Seconds{2}, .bearer_token = ""});
+        return value && *value == 7;
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(200));
   ASSERT_TRUE(value && *value == 7)
       << "last result: " << (value ? std::to_string(*value) : value.error().ToString())
       << "\nprometheus log (" << prometheus.log_path() << "):\n"

@@ -30,6 +30,7 @@ class LocalServer : public testing::LoopbackServer {
       res.set_content("good 1\nbad{ 2\n", "text/plain");
     });
     server().Get("/slow", [](const httplib::Request&, httplib::Response& res) {
+      // Slower than the scrape's timeout, which runs on the real clock.
       std::this_thread::sleep_for(std::chrono::milliseconds(600));
       res.set_content("late 1\n", "text/plain");
     });
