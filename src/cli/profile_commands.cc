@@ -7,7 +7,9 @@
 // a YAML file; progress to stderr.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -301,7 +303,10 @@ Status WriteProfile(const profile::CapacityProfile& p, const std::string& path) 
   std::ofstream file(path, std::ios::binary);
   file << config::ProfileToYaml(p);
   file.close();
-  if (!file) return InvalidArgument(fmt::format("cannot write '{}'", path), "--out");
+  // A full disk or a missing folder is no usage error (exit 1, not 2): the flag was right.
+  if (!file) {
+    return Unavailable(fmt::format("cannot write '{}': {}", path, std::strerror(errno)), "--out");
+  }
   return OkStatus();
 }
 

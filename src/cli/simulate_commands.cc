@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -18,6 +20,7 @@
 #include "cli/trace_file.h"
 #include "config/sim_config.h"
 #include "orch/parallel.h"
+#include "scale/policy.h"
 #include "sim/oracle.h"
 #include "sim/reactive_plan.h"
 #include "sim/report.h"
@@ -42,7 +45,12 @@ Result<std::unique_ptr<sim::ReplicaModel>> BuildModel(const sim::ReplicaModelCon
 Status WriteFile(const std::string& path, const std::string& text, std::string_view flag) {
   std::ofstream out(path, std::ios::binary);
   out << text;
-  if (!out) return InvalidArgument(fmt::format("cannot write '{}'", path), std::string(flag));
+  out.close();
+  // A full disk or a missing folder is no usage error (exit 1, not 2): the flag was right.
+  if (!out) {
+    return Unavailable(fmt::format("cannot write '{}': {}", path, std::strerror(errno)),
+                       std::string(flag));
+  }
   return OkStatus();
 }
 
@@ -140,17 +148,27 @@ struct Run {
   std::string name;
   config::SimConfigFile file;
   std::unique_ptr<sim::ReplicaModel> model;
+  std::unique_ptr<scale::Policy> policy;  // parsed by PrepareRun, consumed by Execute
   Result<sim::SimResult> result = InvalidArgument("not run");
 };
 
-// Loads a config and sizes an `initial_replicas: auto` warm start from the trace.
-Result<Run> PrepareRun(const std::string& path, const sim::Trace& trace, std::ostream& err) {
+// Reads a simulation config; errors are prefixed with its path.
+Result<config::SimConfigFile> LoadRunFile(const std::string& path) {
   auto file = config::LoadSimConfigFile(path);
   if (!file) {
     Error e = file.error();
     e.message = fmt::format("{}: {}", path, e.message);
     return Unexpected<Error>(e);
   }
+  return file;
+}
+
+// Builds a run of the config read from `path` and sizes an `initial_replicas: auto` warm
+// start from the trace. The policy is parsed here, once, so that its errors surface before
+// any thread starts.
+Result<Run> PrepareRun(const std::string& path, Result<config::SimConfigFile> file,
+                       const sim::Trace& trace, std::ostream& err) {
+  if (!file) return Unexpected<Error>(file.error());
   if (file->sim.disaggregated) {
     return InvalidArgument(fmt::format("{}: a disaggregated config runs alone (--config), not in "
                                        "--compare yet",
@@ -174,29 +192,24 @@ Result<Run> PrepareRun(const std::string& path, const sim::Trace& trace, std::os
                        "trace's first {:.0f} s)\n",
                        run.name, initial, sim::kWarmStartSeconds);
   }
-  // Parse the policy once up front so that errors surface before any thread starts.
   auto policy = config::MakeSimPolicy(run.file);
   if (!policy) {
     Error e = policy.error();
     e.message = fmt::format("{}: {}", path, e.message);
     return Unexpected<Error>(e);
   }
+  run.policy = std::move(policy->policy);
   return run;
 }
 
+// REQUIRES: `run` came from PrepareRun and was not executed before.
 void Execute(Run& run, const sim::Trace& trace, std::ostream& err, std::mutex& err_mu) {
-  auto policy = config::MakeSimPolicy(run.file);
-  if (!policy) {
-    run.result = Unexpected<Error>(policy.error());
-    return;
-  }
   sim::SimOptions options;
   options.progress = [&](double share) {
     std::lock_guard lock(err_mu);
     err << fmt::format("simulate: {} {:.0f}%\n", run.name, share * 100);
   };
-  run.result = sim::RunSimulation(run.file.sim, *run.model, std::move(policy->policy), trace,
-                                  options);
+  run.result = sim::RunSimulation(run.file.sim, *run.model, std::move(run.policy), trace, options);
 }
 
 Result<std::optional<sim::OracleBound>> Oracle(const Run& run, const sim::Trace& trace, bool skip,
@@ -350,10 +363,9 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
 int RunSingle(const SimulateFlags& flags, CommandContext& ctx) {
   auto trace = LoadTrace(flags, ctx.err);
   if (!trace) return ctx.Fail(trace.error());
-  if (auto file = config::LoadSimConfigFile(flags.config); file && file->sim.disaggregated) {
-    return RunDisaggregated(flags, *file, *trace, ctx);
-  }
-  auto run = PrepareRun(flags.config, *trace, ctx.err);
+  auto file = LoadRunFile(flags.config);
+  if (file && file->sim.disaggregated) return RunDisaggregated(flags, *file, *trace, ctx);
+  auto run = PrepareRun(flags.config, std::move(file), *trace, ctx.err);
   if (!run) return ctx.Fail(run.error());
   std::mutex err_mu;
   Execute(*run, *trace, ctx.err, err_mu);
@@ -404,7 +416,7 @@ int RunCompare(const SimulateFlags& flags, CommandContext& ctx) {
   if (!trace) return ctx.Fail(trace.error());
   std::vector<Run> runs;
   for (const auto& path : flags.compare) {
-    auto run = PrepareRun(path, *trace, ctx.err);
+    auto run = PrepareRun(path, LoadRunFile(path), *trace, ctx.err);
     if (!run) return ctx.Fail(run.error());
     runs.push_back(std::move(*run));
   }

@@ -116,6 +116,18 @@ TEST_F(SimulateCommandTest, CompareWritesTableAndSvg) {
   EXPECT_NE(chart.str().find(">reactive</text>"), std::string::npos);
 }
 
+// A file that cannot be written is a failure (exit 1) naming the flag and the cause, not a
+// usage error: the command line was right.
+TEST_F(SimulateCommandTest, AnOutputFileThatCannotBeWrittenFailsWithExitOneNamingTheCause) {
+  std::string out, err;
+  const int code = Run({"simulate", "--compare", Config("slo") + "," + Config("ratio"), "--trace",
+                        Path("trace.csv"), "--svg", Path("no-such-dir/chart.svg")},
+                       &out, &err);
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_NE(err.find("--svg: cannot write"), std::string::npos) << err;
+  EXPECT_NE(err.find("No such file or directory"), std::string::npos) << err;
+}
+
 TEST_F(SimulateCommandTest, CompareNamesConfigsOfTheSameStemApart) {
   const std::string code_slo = std::string(GPUSCALE_SOURCE_DIR) + "/examples/sim/code/slo.yaml";
   std::string out, err;

@@ -1,9 +1,11 @@
 // Policy files -> scale::Policy. A policy file is YAML (or JSON) with a common envelope:
 //
-//   family: target            # rules | ratio | capability | fixed_elastic | target | kpa | slo |
-//   disagg min_replicas: 1 max_replicas: 8 node_plan: {gpus_per_replica: 2, gpus_per_node: 8,
-//   min_nodes: 0, max_nodes: 4}  # optional <family>: {...}           # the family's own block,
-//   named after the family
+//   family: target    # rules | ratio | capability | fixed_elastic | target | kpa | slo | disagg
+//   min_replicas: 1
+//   max_replicas: 8
+//   node_plan:        # optional
+//     {gpus_per_replica: 2, gpus_per_node: 8, min_nodes: 0, max_nodes: 4}
+//   target: {...}     # the family's own block, named after the family
 //
 // A Corrino recipe JSON (recipe_pod_autoscaling_params / recipe_node_autoscaling_params)
 // becomes a target policy plus a node plan. Full schema with one example per family:

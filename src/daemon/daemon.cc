@@ -367,6 +367,8 @@ void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu:
   const OutstandingSink sink = [&orch, gw](const std::string& id, int outstanding) {
     if (outstanding == kNotScraped && gw == nullptr) return;  // the last scraped count stands
     if (gw != nullptr) outstanding = std::max(outstanding, gw->InFlight(id));
+    // Its only error is an id the orchestrator no longer holds (the replica left since it was
+    // observed): then there is no drain to finish.
     (void)orch.ReportOutstanding(id, outstanding);
   };
   std::vector<PoolTick> pools;
@@ -447,8 +449,7 @@ void Daemon::Tick() {
   first_tick_done_ = true;
 }
 
-ServiceView Daemon::ViewOf(const Slot& slot, Seconds now) const {
-  (void)now;
+ServiceView Daemon::ViewOf(const Slot& slot, Seconds /*now*/) const {
   ServiceView v;
   v.config = slot.config;
   // Rendered again only when the spec changed: every service's view is rebuilt every tick.

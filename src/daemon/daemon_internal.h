@@ -61,7 +61,7 @@ struct Daemon::Slot {
     for (const auto& runtime : runtimes) {
       if (runtime->PolicyReadsReplicas()) return true;
     }
-    return runtimes.empty();  // an orphan being stopped: as before, every tick
+    return runtimes.empty();  // an orphan being stopped: every tick, for its drains' counts
   }
   // The spec last rendered for the API view and its YAML (ViewOf; the loop thread only).
   mutable std::optional<std::pair<ServiceConfig, std::string>> spec_yaml;

@@ -412,7 +412,13 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
     slot->name = service;
     slot->orch = std::move(*orch);
     slot->deleting = true;
-    (void)slot->orch->Adopt(records, now);
+    // What cannot be adopted (a lease held by someone else) is said; the rest is stopped below.
+    for (const std::string& error : slot->orch->Adopt(records, now).errors) {
+      const std::string message =
+          fmt::format("service '{}' (deleted, stopping its replicas): {}", service, error);
+      Log(message);
+      events.push_back(MakeEvent(now, service, "orphan_error", "", message));
+    }
     for (orch::OrchestratorEvent& e : slot->orch->TakeEvents()) {
       events.push_back(MakeEvent(e.at, service, e.kind, e.replica, e.message));
     }

@@ -76,7 +76,7 @@ struct EmulatorOptions {
   // Bytes each of the replica's GPUs holds (GpuMemoryBytes); > 0 adds the emulated-GPU
   // gauges to /metrics (vllm_metrics.h), so a simulated GPU leased to it shows load.
   int64_t gpu_memory_bytes = 0;
-  // Prefill/decode disaggregation (disagg_role.h): --role; aggregated serves as before.
+  // Prefill/decode disaggregation (disagg_role.h): --role; kAggregated prefills and decodes.
   ReplicaRole role = ReplicaRole::kAggregated;
   KvLink kv_link = {};  // --kv-link: what a decode replica's emulated KV transfer crosses
 };

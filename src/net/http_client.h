@@ -1,8 +1,8 @@
 // net::HttpGet: one HTTP/1.1 GET whose timeout bounds the whole exchange (resolve aside):
 // connect, send, and reading the status, headers and body together. What the daemon's
-// scrapes need: a replica that trickles its answer a byte at a time used to hold a scrape
-// thread (and so the control tick) for as long as it kept trickling, because cpp-httplib's
-// timeouts apply per read. A one-request HttpGetPool (http_get_pool.h) in the calling thread.
+// scrapes need: under per-read timeouts (cpp-httplib's), a replica that trickles its answer a
+// byte at a time holds a scrape thread (and so the control tick) for as long as it trickles. A
+// one-request HttpGetPool (http_get_pool.h) in the calling thread.
 //
 // Thread-safety: stateless; calls may run concurrently.
 #pragma once

@@ -16,7 +16,7 @@ enum class Owner { kGone, kOurs, kOtherStateDir };
 // are reused, so a live pid alone proves nothing), and marked for our state directory. A
 // process marked for another one belongs to the daemon of that directory (this database was
 // copied from it); `marked_for` then names that directory. A process with no marker (started
-// by a gpuscale before markers) or whose environment cannot be read counts as ours, as before.
+// by a gpuscale older than the markers) or whose environment cannot be read counts as ours.
 Owner OwnerOf(const ReplicaRecord& record, const std::string& state_dir,
               std::string& marked_for) {
   if (record.pid <= 0 || record.argv.empty() || !ProcessAlive(record.pid)) return Owner::kGone;

@@ -139,6 +139,8 @@ Result<int> SpawnDetached(const SpawnRequest& request) {
                                    std::strerror(errno)));
   }
   if (!request.log_header.empty()) {
+    // The header only helps a reader of the log; a disk too full for it fails the replica's
+    // own output instead, which its log's reader sees.
     (void)!write(log_fd, request.log_header.data(), request.log_header.size());
   }
   SpawnAttrs spawn;

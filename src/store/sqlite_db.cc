@@ -249,6 +249,8 @@ Result<std::string> Database::JournalMode() {
 Status Database::InTransaction(const std::function<Status()>& body) {
   GS_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   Status status = body();
+  // A ROLLBACK that fails (SQLite already rolled back after an I/O error) adds nothing to
+  // the error that caused it, which is the one reported.
   if (!status) {
     (void)Exec("ROLLBACK");
     return status;
