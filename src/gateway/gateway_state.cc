@@ -38,7 +38,7 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
   const double now = SteadyNow();
   std::vector<std::function<void()>> to_wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::map<std::string, Service> next;
     model_to_service_.clear();
     for (ServiceRoute& route : services) {
@@ -77,7 +77,7 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
     // it takes requests once a check passes, and the terminal hears it is back. At most
     // kRememberedDown such entries are kept for replicas that never return.
     constexpr size_t kRememberedDown = 1024;
-    std::erase_if(probes_, [&](const auto& entry) {
+    std::erase_if(probes_, [&](const auto& entry) GS_REQUIRES(mu_) {
       return !live.contains(entry.first) &&
              (!entry.second.down->load() || probes_.size() > live.size() + kRememberedDown);
     });
@@ -87,31 +87,31 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
 }
 
 int GatewayState::InFlight(const std::string& replica) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = in_flight_.find(replica);
   return it == in_flight_.end() ? 0 : it->second.count;
 }
 
 int GatewayState::Queued(const std::string& service) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = services_.find(service);
   return it == services_.end() ? 0 : static_cast<int>(it->second.waiters.size());
 }
 
 int GatewayState::TotalQueued() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   int total = 0;
   for (const auto& [name, s] : services_) total += static_cast<int>(s.waiters.size());
   return total;
 }
 
 void GatewayState::SetDemandListener(std::function<void(const std::string&)> listener) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   demand_listener_ = std::move(listener);
 }
 
 std::string GatewayState::MetricsText() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::pair<std::string, std::string>, int> in_flight;
   std::map<std::string, int> queued;
   for (const auto& [name, s] : services_) {
@@ -123,14 +123,19 @@ std::string GatewayState::MetricsText() const {
   for (const auto& [replica, flight] : in_flight_) {
     in_flight[{flight.service, replica}] = flight.count;
   }
+  MutexLock stats_lock(stats_mu_);
   return stats_.Text(in_flight, queued);
 }
 
 std::optional<ServiceStatsView> GatewayState::StatsOf(const std::string& service) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = services_.find(service);
   if (it == services_.end()) return std::nullopt;
-  std::optional<ServiceStatsView> view = stats_.View(service);
+  std::optional<ServiceStatsView> view;
+  {
+    MutexLock stats_lock(stats_mu_);
+    view = stats_.View(service);
+  }
   view->queued = static_cast<int>(it->second.waiters.size());
   for (const Replica* r : AllReplicas(it->second)) {
     if (auto f = in_flight_.find(r->route.id); f != in_flight_.end()) {
@@ -141,25 +146,25 @@ std::optional<ServiceStatsView> GatewayState::StatsOf(const std::string& service
 }
 
 std::optional<std::string> GatewayState::ServiceOf(const std::string& model) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = model_to_service_.find(model);
   if (it == model_to_service_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<std::pair<std::string, std::string>> GatewayState::Models() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return {model_to_service_.begin(), model_to_service_.end()};
 }
 
 bool GatewayState::Disaggregated(const std::string& service) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = services_.find(service);
   return it != services_.end() && it->second.disaggregated;
 }
 
 std::string GatewayState::UnavailableReason(const std::string& service) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = services_.find(service);
   return it != services_.end() ? it->second.unavailable_reason : std::string();
 }
@@ -168,7 +173,7 @@ std::optional<Ticket> GatewayState::Acquire(const std::string& service,
                                             std::optional<uint64_t> prefix_key,
                                             const std::set<std::string>& exclude, RoutePool pool) {
   const double now = SteadyNow();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = services_.find(service);
   if (it == services_.end()) return std::nullopt;
   std::vector<route::Candidate> candidates;
@@ -198,7 +203,7 @@ std::optional<Ticket> GatewayState::Acquire(const std::string& service,
 }
 
 void GatewayState::Release(const Ticket& ticket, AttemptOutcome outcome) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = in_flight_.find(ticket.replica); it != in_flight_.end()) {
     if (--it->second.count <= 0) in_flight_.erase(it);
   }
@@ -218,7 +223,7 @@ void GatewayState::Release(const Ticket& ticket, AttemptOutcome outcome) {
 }
 
 std::vector<ProbeTarget> GatewayState::ProbeTargets() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ProbeTarget> targets;
   for (const auto& [name, s] : services_) {
     for (const Replica* r : AllReplicas(s)) {
@@ -230,7 +235,7 @@ std::vector<ProbeTarget> GatewayState::ProbeTargets() const {
 
 void GatewayState::SetProbeListener(
     std::function<void(const std::string& replica, bool down)> listener) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   probe_listener_ = std::move(listener);
 }
 
@@ -238,7 +243,7 @@ void GatewayState::ReportProbe(const std::string& replica, bool passed) {
   std::vector<std::function<void()>> to_wake;
   std::function<void(const std::string&, bool)> listener;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto p = probes_.find(replica);
     if (p == probes_.end()) return;  // left the route table meanwhile
     Probe& probe = p->second;
@@ -263,7 +268,7 @@ void GatewayState::ReportProbe(const std::string& replica, bool passed) {
 }
 
 bool GatewayState::Down(const std::string& replica) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto p = probes_.find(replica);
   return p != probes_.end() && p->second.down->load();
 }
@@ -272,7 +277,7 @@ bool GatewayState::EnterQueue(const std::string& service, uint64_t waiter,
                               std::function<void()> wake) {
   std::function<void(const std::string&)> listener;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Service& s = services_[service];
     if (static_cast<int>(s.waiters.size()) >= config_.queue_size) return false;
     // The first waiter starts a tick; while any waits the loop ticks every second anyway
@@ -286,32 +291,29 @@ bool GatewayState::EnterQueue(const std::string& service, uint64_t waiter,
 }
 
 void GatewayState::LeaveQueue(const std::string& service, uint64_t waiter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = services_.find(service); it != services_.end()) it->second.waiters.erase(waiter);
 }
 
-uint64_t GatewayState::NextWaiterId() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return next_waiter_++;
-}
+uint64_t GatewayState::NextWaiterId() { return next_waiter_++; }
 
 void GatewayState::Record(const std::string& service, const RequestMeasurement& m) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(stats_mu_);
   stats_.Record(service, m);
 }
 
 void GatewayState::UpstreamConnected() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(stats_mu_);
   stats_.UpstreamConnected();
 }
 
 void GatewayState::ConnectionOpened() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(stats_mu_);
   stats_.ConnectionOpened();
 }
 
 void GatewayState::ConnectionClosed() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(stats_mu_);
   stats_.ConnectionClosed();
 }
 

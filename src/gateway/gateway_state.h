@@ -21,12 +21,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "gateway/gateway_config.h"
 #include "gateway/gateway_stats.h"
 #include "route/picker.h"
@@ -187,17 +187,22 @@ class GatewayState {
   static std::vector<const Replica*> AllReplicas(const Service& s);
 
   const GatewayConfig config_;
-  mutable std::mutex mu_;
-  std::map<std::string, Service> services_;       // guarded by mu_
-  std::map<std::string, std::string> model_to_service_;  // guarded by mu_
-  std::map<std::string, Flight> in_flight_;              // by replica id; guarded by mu_
-  std::map<std::string, Health> health_;          // by replica id; guarded by mu_
-  std::map<std::string, Probe> probes_;           // by published replica id; guarded by mu_
-  std::map<std::pair<std::string, RoutePool>, route::Picker> pickers_;  // guarded by mu_
-  GatewayStats stats_;                            // guarded by mu_
-  std::function<void(const std::string&)> demand_listener_;  // guarded by mu_
-  std::function<void(const std::string&, bool)> probe_listener_;  // guarded by mu_
-  uint64_t next_waiter_ = 1;                      // guarded by mu_
+  // Two locks, so that recording a finished request or a connection (every request, after
+  // its last byte) never waits on routing (every request, before its first): mu_ guards the
+  // route table and what routing reads and writes; stats_mu_ the measurements. Taken
+  // together, mu_ first.
+  mutable Mutex mu_;
+  std::map<std::string, Service> services_ GS_GUARDED_BY(mu_);
+  std::map<std::string, std::string> model_to_service_ GS_GUARDED_BY(mu_);
+  std::map<std::string, Flight> in_flight_ GS_GUARDED_BY(mu_);  // by replica id
+  std::map<std::string, Health> health_ GS_GUARDED_BY(mu_);     // by replica id
+  std::map<std::string, Probe> probes_ GS_GUARDED_BY(mu_);      // by published replica id
+  std::map<std::pair<std::string, RoutePool>, route::Picker> pickers_ GS_GUARDED_BY(mu_);
+  std::function<void(const std::string&)> demand_listener_ GS_GUARDED_BY(mu_);
+  std::function<void(const std::string&, bool)> probe_listener_ GS_GUARDED_BY(mu_);
+  mutable Mutex stats_mu_;
+  GatewayStats stats_ GS_GUARDED_BY(stats_mu_);
+  std::atomic<uint64_t> next_waiter_{1};
 };
 
 // A ticket kept past its own step: a disaggregated request's prefill replica stays counted in

@@ -114,7 +114,7 @@ void RelayWatch::CheckOnce(Clock::time_point now) {
 
 RelayThread& RelayThreads::For(const asio::any_io_executor& executor) {
   const void* context = &asio::query(executor, asio::execution::context);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [owner, thread] : threads_) {
     if (owner == context) return *thread;
   }
@@ -124,7 +124,7 @@ RelayThread& RelayThreads::For(const asio::any_io_executor& executor) {
 }
 
 void RelayThreads::CloseIdle() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [owner, thread] : threads_) thread->pool.CloseIdle();
 }
 

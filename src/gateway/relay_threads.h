@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "net/http_server.h"
 
 namespace gpuscale::gateway {
@@ -181,8 +182,8 @@ class RelayThreads {
 
  private:
   const size_t max_idle_per_thread_;
-  std::mutex mu_;
-  std::vector<std::pair<const void*, std::unique_ptr<RelayThread>>> threads_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<std::pair<const void*, std::unique_ptr<RelayThread>>> threads_ GS_GUARDED_BY(mu_);
 };
 
 }  // namespace gpuscale::gateway
