@@ -13,6 +13,7 @@
 
 #include "metrics/metric_lookup.h"
 #include "metrics/metric_window.h"
+#include "metrics/replica_aggregation.h"
 #include "metrics/vllm_metric_names.h"
 #include "scale/metric_names.h"
 
@@ -401,33 +402,6 @@ void ServiceMetricView::CompactSlotsIfDue() {
 
 namespace {
 
-// sum(rate(counter[window])) over every replica with a rate (PromQL drops series with fewer
-// than two samples in the range).
-std::optional<double> SumRate(const std::vector<const metrics::SeriesWindow*>& series, Seconds now,
-                              Seconds window) {
-  std::optional<double> total;
-  for (const metrics::SeriesWindow* s : series) {
-    if (auto r = s->Rate(now, window)) total = total.value_or(0) + *r;
-  }
-  return total;
-}
-
-// 1 - sum(rate(bucket{le=T})) / sum(rate(count)): each replica's fraction weighted by its
-// observation rate, as in sim::MetricView.
-std::optional<double> FractionAbove(const std::vector<const metrics::HistogramWindow*>& windows,
-                                    Seconds now, Seconds window, double threshold) {
-  double above = 0, all = 0;
-  for (const metrics::HistogramWindow* h : windows) {
-    auto rate = h->ObservationRate(now, window);
-    auto fraction = h->FractionAbove(now, window, threshold);
-    if (!rate || !fraction) continue;
-    above += *fraction * *rate;
-    all += *rate;
-  }
-  if (all <= 0) return std::nullopt;
-  return above / all;
-}
-
 void SetServiceValue(scale::ScalingInput& input, std::string_view name,
                      std::optional<double> value,
                      scale::MetricSource source = scale::MetricSource::kPrometheus) {
@@ -527,17 +501,19 @@ void ServiceMetricView::FillServiceValues(Seconds now, scale::ScalingInput& inpu
     add(tpot, w->tpot);
     add(e2e, w->e2e);
   }
-  SetServiceValue(input, names::kSuccessRate30s, SumRate(success, now, Seconds{30}));
-  SetServiceValue(input, names::kSuccessRate2m, SumRate(success, now, Seconds{120}));
-  SetServiceValue(input, names::kPromptTokensRate30s, SumRate(prompt_tokens, now, Seconds{30}));
+  SetServiceValue(input, names::kSuccessRate30s, metrics::SumOfRates(success, now, Seconds{30}));
+  SetServiceValue(input, names::kSuccessRate2m, metrics::SumOfRates(success, now, Seconds{120}));
+  SetServiceValue(input, names::kPromptTokensRate30s,
+                  metrics::SumOfRates(prompt_tokens, now, Seconds{30}));
   SetServiceValue(input, names::kGenerationTokensRate30s,
-                  SumRate(generation_tokens, now, Seconds{30}));
+                  metrics::SumOfRates(generation_tokens, now, Seconds{30}));
   SetServiceValue(input, names::kTtftViolationRatio,
-                  FractionAbove(ttft, now, Seconds{60}, slo_.ttft_seconds));
+                  metrics::FractionAboveAcrossReplicas(ttft, now, Seconds{60}, slo_.ttft_seconds));
   SetServiceValue(input, names::kTpotViolationRatio,
-                  FractionAbove(tpot, now, Seconds{60}, slo_.tpot_seconds));
-  SetServiceValue(input, names::kE2eOver5sRatio,
-                  FractionAbove(e2e, now, Seconds{300}, kE2eThresholdSeconds));
+                  metrics::FractionAboveAcrossReplicas(tpot, now, Seconds{60}, slo_.tpot_seconds));
+  SetServiceValue(
+      input, names::kE2eOver5sRatio,
+      metrics::FractionAboveAcrossReplicas(e2e, now, Seconds{300}, kE2eThresholdSeconds));
 }
 
 void ServiceMetricView::Fill(Seconds now, const std::vector<ReadyReplicaRef>& ready,

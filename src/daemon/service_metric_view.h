@@ -1,7 +1,8 @@
 // ServiceMetricView: the live counterpart of sim::MetricView. Every control tick the daemon
 // scrapes each ready replica's /metrics and Records the exposition here; Fill turns the
 // windows into the ScalingInput metrics policies read (names in scale/metric_names.h), with
-// the same aggregation as the simulator so policies behave alike live and simulated:
+// the same aggregation as the simulator (over replicas: metrics/replica_aggregation.h) so
+// policies behave alike live and simulated:
 //  - per replica (source kInferenceFramework, latest scrape): every gauge, counter and
 //    untyped family seen in the exposition, keyed by family name, value = sum over its label
 //    sets (so `vllm:num_requests_waiting` with a model_name label is one number per replica).

@@ -11,64 +11,10 @@
 
 namespace gpuscale::daemon {
 
-// The service's policy with a manual override on top. The inner policy is still evaluated
-// under an override so its windows and cooldowns keep up with the live metrics, and handing
-// control back does not start from stale state.
-class ServiceRuntime::OverridablePolicy final : public scale::Policy {
- public:
-  explicit OverridablePolicy(std::unique_ptr<scale::Policy> inner) : inner_(std::move(inner)) {}
-
-  std::string_view Family() const override { return inner_->Family(); }
-  int MinReplicas() const override { return inner_->MinReplicas(); }
-  int MaxReplicas() const override { return inner_->MaxReplicas(); }
-  scale::Decision Evaluate(const scale::ScalingInput& input) override {
-    scale::Decision decision = inner_->Evaluate(input);
-    if (!manual_) return Activated(std::move(decision));
-    scale::Decision manual;
-    manual.desired_replicas = *manual_;
-    manual.reason = fmt::format(
-        "manual override: {} replicas (set with PUT /replicas; the {} "
-        "policy would choose {})",
-        *manual_, inner_->Family(), decision.desired_replicas);
-    manual.details.push_back("policy: " + decision.reason);
-    // What the policy read and its targets stay recorded (history, dashboard) under the
-    // override: the policy still runs, only its count is set aside.
-    manual.inputs = std::move(decision.inputs);
-    return manual;
-  }
-
-  // Knative's activator rule: requests waiting at the gateway for a service the policy
-  // holds at zero are demand the policy cannot see yet (no replica reports it), so the
-  // service gets one replica. The policy takes over once that replica reports.
-  scale::Decision Activated(scale::Decision decision) const {
-    if (waiting_ <= 0 || decision.desired_replicas > 0) return decision;
-    scale::Decision woken;
-    woken.desired_replicas = 1;
-    woken.reason = fmt::format(
-        "activator: {} request{} wait at the gateway for a ready replica (the {} policy "
-        "chose 0)",
-        waiting_, waiting_ == 1 ? "" : "s", inner_->Family());
-    woken.details.push_back("policy: " + decision.reason);
-    woken.inputs = std::move(decision.inputs);
-    return woken;
-  }
-
-  const scale::Policy& inner() const { return *inner_; }
-  void set_waiting(int waiting) { waiting_ = waiting; }
-  void set_inner(std::unique_ptr<scale::Policy> inner) { inner_ = std::move(inner); }
-  std::optional<int> manual() const { return manual_; }
-  void set_manual(std::optional<int> manual) { manual_ = manual; }
-
- private:
-  std::unique_ptr<scale::Policy> inner_;
-  std::optional<int> manual_;
-  int waiting_ = 0;  // requests in the gateway's activator queue this tick
-};
-
 ServiceRuntime::ServiceRuntime(ServiceConfig config, std::unique_ptr<scale::Policy> policy,
                                scale::ReplicaOrchestrator& orchestrator)
     : config_(std::move(config)), orchestrator_(orchestrator), view_(config_.slo) {
-  auto wrapped = std::make_unique<OverridablePolicy>(std::move(policy));
+  auto wrapped = std::make_unique<scale::OverridablePolicy>(std::move(policy));
   policy_ = wrapped.get();
   scale::ControllerConfig controller_config;
   controller_config.reconciler.drain_timeout = config_.drain_timeout;
@@ -168,6 +114,7 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
     }
   }
   ReportUnexported(ready, input, result);
+  input.requests_waiting_without_replica = observation.gateway_waiting;
   input.metrics_error = !result.metric_errors.empty();
   input.metric_errors = result.metric_errors;
   return input;
@@ -207,7 +154,6 @@ const ServiceTickResult& ServiceRuntime::Tick(Seconds now, const ServiceObservat
                                               const OutstandingSink& report_outstanding) {
   ServiceTickResult result;
   scale::ScalingInput input = Observe(now, observation, gpus, report_outstanding, result);
-  policy_->set_waiting(observation.gateway_waiting);
   result.tick = controller_->Tick(now, std::move(input));
   result.desired_changed = !last_ || last_->tick.desired_replicas != result.tick.desired_replicas;
   last_ = std::move(result);

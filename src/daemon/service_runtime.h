@@ -1,7 +1,8 @@
 // ServiceRuntime: one service's control step in the daemon, independent of how replicas run.
-// It owns the service's policy (behind a manual-override wrapper), the scale::Controller and
-// the ServiceMetricView, and borrows a scale::ReplicaOrchestrator (local processes live,
-// testing::FakeOrchestrator in tests and bench/control_loop_bench.cc).
+// It owns the service's policy (behind scale::OverridablePolicy: the manual override and the
+// activator rule), the scale::Controller and the ServiceMetricView, and borrows a
+// scale::ReplicaOrchestrator (local processes live, testing::FakeOrchestrator in tests and
+// bench/control_loop_bench.cc).
 //
 // One Tick(now, observation):
 //   1. every new exposition is Recorded into the metric view; the replica's in-flight
@@ -14,7 +15,8 @@
 //      errors, so the policy never scales in on them); a metric the policy reads
 //      (Policy::MetricNames) that no ready replica exports is a metric error too, by name;
 //   3. scale::Controller::Tick evaluates the policy -- or the manual override, whose decision
-//      says "manual override" -- and applies the reconciler's actions.
+//      says "manual override", or the activator rule, fed the gateway's activator queue --
+//      and applies the reconciler's actions.
 // I/O (scraping, queries, orchestrator polling) is the caller's: the daemon does it in
 // parallel for all services before ticking them.
 //
@@ -38,6 +40,7 @@
 #include "gpu/gpu_info.h"
 #include "metrics/prometheus_text_parser.h"
 #include "scale/controller.h"
+#include "scale/overridable_policy.h"
 #include "scale/policy.h"
 #include "scale/replica_orchestrator.h"
 
@@ -65,8 +68,9 @@ struct QueryObservation {
 struct ServiceObservation {
   std::vector<ReplicaObservation> replicas;
   std::vector<QueryObservation> queries;
-  // Requests waiting in the gateway's activator queue: a policy that chose 0 replicas gets
-  // one while any wait (the decision's reason says so).
+  // Requests waiting in the gateway's activator queue (no replica ready): the input's
+  // requests_waiting_without_replica, so a policy that chose 0 replicas gets one while any
+  // wait (scale::OverridablePolicy's activator rule; the decision's reason says so).
   int gateway_waiting = 0;
   // The gateway's cumulative measurements of the service (nullopt: no gateway, or it has not
   // seen a request of the service yet).
@@ -129,8 +133,6 @@ class ServiceRuntime {
   scale::ReplicaOrchestrator& orchestrator() { return orchestrator_; }
 
  private:
-  class OverridablePolicy;
-
   scale::ScalingInput Observe(Seconds now, const ServiceObservation& observation,
                               const gpu::GpuSnapshot* gpus, const OutstandingSink& sink,
                               ServiceTickResult& result);
@@ -142,7 +144,7 @@ class ServiceRuntime {
 
   ServiceConfig config_;
   scale::ReplicaOrchestrator& orchestrator_;
-  OverridablePolicy* policy_;  // owned by controller_
+  scale::OverridablePolicy* policy_;  // owned by controller_
   std::unique_ptr<scale::Controller> controller_;
   ServiceMetricView view_;
   std::vector<std::string> metric_names_;     // policy_->inner().MetricNames()

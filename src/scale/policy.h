@@ -80,6 +80,10 @@ struct ScalingInput {
   std::vector<TaskDemand> tasks;
   std::vector<WorkerGroup> groups;
   std::vector<AdapterCapacity> adapters;
+  // Requests waiting at the service's door because no replica is ready to take them: the
+  // gateway's activator queue live, the simulator's router queue simulated. Policies do not
+  // read it (no replica reports these requests); OverridablePolicy's activator rule does.
+  int requests_waiting_without_replica = 0;
   // True when reading metrics failed this tick (scrape or query error); details in
   // metric_errors. Policies never scale down on missing data.
   bool metrics_error = false;

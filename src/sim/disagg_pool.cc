@@ -6,6 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "scale/overridable_policy.h"
+
 namespace gpuscale::sim {
 
 DisaggPool::DisaggPool(std::string role, SimulationConfig config, const ReplicaModel& model,
@@ -17,7 +19,7 @@ DisaggPool::DisaggPool(std::string role, SimulationConfig config, const ReplicaM
       orchestrator_(config_, model, records_, &shared, index),
       view_(config_.slo),
       family_(policy->Family()),
-      controller_(std::move(policy), orchestrator_,
+      controller_(std::make_unique<scale::OverridablePolicy>(std::move(policy)), orchestrator_,
                   scale::ControllerConfig{{config_.service.drain_timeout}}),
       picker_(config_.router) {}
 
@@ -74,6 +76,7 @@ void DisaggPool::Scrape(double now) { ScrapeReplicas(now, orchestrator_, view_);
 void DisaggPool::Tick(double now, bool record_timeline, std::vector<std::string>& errors) {
   scale::ScalingInput input;
   view_.Fill(Seconds{now}, orchestrator_.ready_slots(), input);
+  input.requests_waiting_without_replica = static_cast<int>(router_queue_.size());
   const scale::ControllerTick tick = controller_.Tick(Seconds{now}, std::move(input));
   for (const auto& e : tick.errors)
     errors.push_back(fmt::format("t={:.1f}: {}: {}", now, role_, e));

@@ -12,6 +12,7 @@
 #include "core/numbers.h"
 #include "route/picker.h"
 #include "scale/controller.h"
+#include "scale/overridable_policy.h"
 #include "sim/disagg_pool.h"
 #include "sim/metric_view.h"
 #include "sim/replica_events.h"
@@ -33,7 +34,7 @@ class Engine {
         orchestrator_(config, model, requests_),
         view_(config.slo),
         family_(policy->Family()),
-        controller_(std::move(policy), orchestrator_,
+        controller_(std::make_unique<scale::OverridablePolicy>(std::move(policy)), orchestrator_,
                     scale::ControllerConfig{{config.service.drain_timeout}}),
         picker_(config.router) {}
 
@@ -65,7 +66,7 @@ class Engine {
   std::string family_;
   scale::Controller controller_;
   ReplicaEvents replica_events_;
-  std::deque<uint32_t> router_queue_;
+  std::deque<uint32_t> router_queue_;  // arrived while no replica was ready
   size_t next_arrival_ = 0;
   size_t next_crash_ = 0;
   route::Picker picker_;  // the gateway's picker: simulated and live routing are one code
@@ -157,6 +158,8 @@ void Engine::OnTick(double now) {
   } else {
     view_.Fill(Seconds{now}, orchestrator_.ready_slots(), input);
   }
+  // The gateway's activator queue, simulated: what arrived while no replica was ready.
+  input.requests_waiting_without_replica = static_cast<int>(router_queue_.size());
   scale::ControllerTick tick = controller_.Tick(Seconds{now}, std::move(input));
   for (const auto& e : tick.errors) result_.errors.push_back(fmt::format("t={:.1f}: {}", now, e));
   result_.report.controller_errors += static_cast<int>(tick.errors.size());

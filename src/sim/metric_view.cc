@@ -1,5 +1,6 @@
 #include "sim/metric_view.h"
 
+#include "metrics/replica_aggregation.h"
 #include "scale/metric_names.h"
 
 namespace gpuscale::sim {
@@ -56,27 +57,19 @@ void MetricView::Forget(int slot) { series_.erase(slot); }
 
 std::optional<double> MetricView::SumRate(Seconds now, Seconds window,
                                           metrics::SeriesWindow Series::*counter) const {
-  std::optional<double> total;
-  for (const auto& [slot, s] : series_) {
-    if (auto r = ((*s).*counter).Rate(now, window)) total = total.value_or(0) + *r;
-  }
-  return total;
+  std::vector<const metrics::SeriesWindow*> windows;
+  windows.reserve(series_.size());
+  for (const auto& [slot, s] : series_) windows.push_back(&((*s).*counter));
+  return metrics::SumOfRates(windows, now, window);
 }
 
 std::optional<double> MetricView::FractionAbove(
     Seconds now, Seconds window, double threshold,
     metrics::HistogramWindow Series::*histogram) const {
-  double above = 0, all = 0;
-  for (const auto& [slot, s] : series_) {
-    const auto& h = (*s).*histogram;
-    auto rate = h.ObservationRate(now, window);
-    auto fraction = h.FractionAbove(now, window, threshold);
-    if (!rate || !fraction) continue;
-    above += *fraction * *rate;
-    all += *rate;
-  }
-  if (all <= 0) return std::nullopt;
-  return above / all;
+  std::vector<const metrics::HistogramWindow*> windows;
+  windows.reserve(series_.size());
+  for (const auto& [slot, s] : series_) windows.push_back(&((*s).*histogram));
+  return metrics::FractionAboveAcrossReplicas(windows, now, window, threshold);
 }
 
 void MetricView::Fill(Seconds now, const std::vector<int>& ready_slots,

@@ -5,7 +5,8 @@
 // sees is therefore as old as the last scrape (scrape lag).
 //
 // Aggregation across replicas follows PromQL: per-replica rates/fractions, then weighted sums
-// (sum(rate(x)) and 1 - sum(rate(bucket{le})) / sum(rate(count))).
+// (sum(rate(x)) and 1 - sum(rate(bucket{le})) / sum(rate(count))), computed by
+// metrics/replica_aggregation.h, as the daemon's ServiceMetricView does.
 //
 // Ownership: owns the windows, keyed by replica slot. Thread-safety: none (one simulation).
 #pragma once
