@@ -15,7 +15,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "daemon/daemon_api.h"
-#include "daemon/daemon_config.h"
+#include "serve_config/daemon_config.h"
 #include "store/records.h"
 #include "task/task_types.h"
 

@@ -55,7 +55,6 @@
 #include "core/mutex.h"
 #include "core/result.h"
 #include "daemon/daemon_api.h"
-#include "daemon/daemon_config.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/event_log.h"
 #include "daemon/history_retention.h"
@@ -74,6 +73,7 @@
 #include "orch/local_process_orchestrator.h"
 #include "orch/serial_calls.h"
 #include "orch/slurm_shared_listing.h"
+#include "serve_config/daemon_config.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {

@@ -19,12 +19,12 @@
 #include "alloc/lease_ledger.h"
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/daemon_config.h"
 #include "daemon/gateway_figures.h"
 #include "daemon/service_history.h"
 #include "gpu/gpu_info.h"
 #include "gpumon/monitor.h"
 #include "orch/local_process_orchestrator.h"
+#include "serve_config/daemon_config.h"
 #include "store/records.h"
 #include "task/task_types.h"
 

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/result.h"
-#include "daemon/daemon_config.h"
 #include "scale/policy.h"
 #include "scale/rules_policy.h"
+#include "serve_config/daemon_config.h"
 #include "store/records.h"
 
 namespace gpuscale::daemon {

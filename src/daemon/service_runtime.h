@@ -31,7 +31,6 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/daemon_config.h"
 #include "daemon/sample_kind.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_policy.h"
@@ -40,6 +39,7 @@
 #include "scale/controller.h"
 #include "scale/policy.h"
 #include "scale/replica_orchestrator.h"
+#include "serve_config/daemon_config.h"
 
 namespace gpuscale::daemon {
 

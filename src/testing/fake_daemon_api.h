@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "daemon/daemon_api.h"
-#include "daemon/daemon_config.h"
+#include "serve_config/daemon_config.h"
 #include "task/task_types.h"
 
 namespace gpuscale::api {
