@@ -16,7 +16,7 @@
 
 #include "api/json_views.h"
 #include "api/services_list_json.h"
-#include "daemon/daemon_api.h"
+#include "daemon_api/daemon_api.h"
 #include "serve_config/daemon_config.h"
 
 namespace gpuscale::api {
