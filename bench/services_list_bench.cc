@@ -16,8 +16,8 @@
 
 #include "api/json_views.h"
 #include "api/services_list_json.h"
-#include "daemon/daemon_api.h"
-#include "daemon/daemon_config.h"
+#include "daemon_api/daemon_api.h"
+#include "serve_config/daemon_config.h"
 
 namespace gpuscale::api {
 namespace {

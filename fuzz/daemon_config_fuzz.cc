@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "daemon/daemon_config.h"
+#include "serve_config/daemon_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpuscale::daemon;

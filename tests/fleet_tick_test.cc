@@ -65,22 +65,22 @@ class FleetTickTest : public DaemonFixture {
   // Each replica's outstanding requests as the daemon last scraped them.
   std::map<std::string, int> Outstanding() {
     std::map<std::string, int> out;
-    Result<std::vector<orch::ReplicaInfo>> replicas = daemon_->ListReplicas("svc");
+    Result<std::vector<daemon::ReplicaView>> replicas = daemon_->ListReplicas("svc");
     EXPECT_TRUE(replicas.has_value());
     if (replicas) {
-      for (const orch::ReplicaInfo& r : *replicas) out[r.id] = r.outstanding_requests;
+      for (const daemon::ReplicaView& r : *replicas) out[r.id] = r.outstanding_requests;
     }
     return out;
   }
 
   std::vector<std::string> MetricEvents() {
-    store::EventQuery query;
+    daemon::EventQuery query;
     query.service = "svc";
-    Result<std::vector<store::EventRow>> rows = daemon_->Events(query);
+    Result<std::vector<daemon::EventView>> rows = daemon_->Events(query);
     EXPECT_TRUE(rows.has_value());
     std::vector<std::string> out;
     if (!rows) return out;
-    for (const store::EventRow& e : *rows) {
+    for (const daemon::EventView& e : *rows) {
       if (e.kind.starts_with("metrics_")) out.push_back(e.kind + ": " + e.message);
     }
     return out;

@@ -166,7 +166,7 @@ TEST_F(ApiServerKeepaliveTest, IdleStreamSendsKeepaliveComments) {
 }
 
 TEST(EventStreamTest, FormatsOneEventPerSseBlock) {
-  store::EventRow event;
+  daemon::EventView event;
   event.id = 7;
   event.at = Seconds{1700000000.0};
   event.kind = "decision";
@@ -181,7 +181,7 @@ TEST(EventStreamTest, FormatsOneEventPerSseBlock) {
 TEST(EventStreamTest, SkipsFilteredOutIdsWithoutSpinning) {
   FakeDaemonApi daemon;
   daemon.AddEvent("other", "decision", "filtered out");
-  store::EventQuery filter;
+  daemon::EventQuery filter;
   filter.service = "chat";
   EventStreamOptions options;
   options.poll = Seconds{0};

@@ -185,10 +185,10 @@ Status HandleServiceHistory(HandlerContext& ctx) {
 }
 
 Status HandleGetReplicas(HandlerContext& ctx) {
-  GS_ASSIGN_OR_RETURN(std::vector<orch::ReplicaInfo> replicas,
+  GS_ASSIGN_OR_RETURN(std::vector<daemon::ReplicaView> replicas,
                       ctx.daemon.ListReplicas(Param(ctx, 0)));
   Json array = Json::array();
-  for (const orch::ReplicaInfo& replica : replicas) array.push_back(ReplicaJson(replica));
+  for (const daemon::ReplicaView& replica : replicas) array.push_back(ReplicaJson(replica));
   SendJson(ctx.response, 200, Json{{"service", Param(ctx, 0)}, {"replicas", std::move(array)}});
   return OkStatus();
 }
@@ -206,11 +206,11 @@ Status HandleLeases(HandlerContext& ctx) {
 }
 
 Status HandleEvents(HandlerContext& ctx) {
-  GS_ASSIGN_OR_RETURN(store::EventQuery query, ParseEventQuery(ctx.request.params));
-  GS_ASSIGN_OR_RETURN(std::vector<store::EventRow> events, ctx.daemon.Events(query));
+  GS_ASSIGN_OR_RETURN(daemon::EventQuery query, ParseEventQuery(ctx.request.params));
+  GS_ASSIGN_OR_RETURN(std::vector<daemon::EventView> events, ctx.daemon.Events(query));
   Json array = Json::array();
   int64_t last_id = query.since_id;
-  for (const store::EventRow& event : events) {
+  for (const daemon::EventView& event : events) {
     array.push_back(EventJson(event));
     last_id = std::max(last_id, event.id);
   }
@@ -221,7 +221,7 @@ Status HandleEvents(HandlerContext& ctx) {
 // Validates the query and chooses the starting point; the server then sends the stream's
 // events until the client leaves or the server stops.
 Status HandleEventStream(HandlerContext& ctx) {
-  GS_ASSIGN_OR_RETURN(store::EventQuery query, ParseEventQuery(ctx.request.params));
+  GS_ASSIGN_OR_RETURN(daemon::EventQuery query, ParseEventQuery(ctx.request.params));
   bool resume = ctx.request.HasParam("since_id");
   if (ctx.request.HasHeader("Last-Event-ID")) {  // a reconnecting EventSource wins
     GS_ASSIGN_OR_RETURN(query.since_id,

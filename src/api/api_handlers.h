@@ -20,7 +20,7 @@
 #include "api/http_message.h"
 #include "api/json_views.h"
 #include "core/result.h"
-#include "daemon/daemon_api.h"
+#include "daemon_api/daemon_api.h"
 
 namespace gpuscale::api {
 

@@ -25,7 +25,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/daemon_api.h"
+#include "daemon_api/daemon_api.h"
 
 namespace gpuscale::api {
 

@@ -260,7 +260,7 @@ TEST_F(ApiServerTest, SetsAndClearsManualReplicas) {
 
 TEST_F(ApiServerTest, ListsReplicas) {
   ASSERT_EQ(Post("/v1/services", kChatService)->status, 201);
-  orch::ReplicaInfo replica;
+  daemon::ReplicaView replica;
   replica.id = "chat-1";
   replica.phase = scale::ReplicaPhase::kReady;
   replica.state = "ready";
@@ -291,10 +291,10 @@ TEST_F(ApiServerTest, ListsReplicas) {
 
 TEST_F(ApiServerTest, ReplicaWithoutANodeHasANullHost) {
   ASSERT_EQ(Post("/v1/services", kChatService)->status, 201);
-  orch::ReplicaInfo queued;  // a Slurm job still in the queue: the daemon clears its host
+  daemon::ReplicaView queued;  // a Slurm job still in the queue: the daemon clears its host
   queued.id = "chat-1";
   queued.host = "";
-  orch::ReplicaInfo placed;
+  daemon::ReplicaView placed;
   placed.id = "chat-2";
   placed.host = "10.0.0.7";
   placed.port = 20001;

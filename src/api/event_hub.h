@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/clock.h"
-#include "daemon/daemon_api.h"
+#include "daemon_api/daemon_api.h"
 
 namespace gpuscale::api {
 

@@ -10,7 +10,7 @@
 
 namespace gpuscale::api {
 
-std::string FormatSseEvent(const store::EventRow& event) {
+std::string FormatSseEvent(const daemon::EventView& event) {
   // SSE fields end at a newline; JSON dump() without indent escapes every newline inside
   // strings, and the kind is our own identifier, but strip line breaks defensively.
   std::string kind = event.kind;
@@ -33,7 +33,7 @@ std::string FormatGatewayStats(const std::vector<daemon::ServiceView>& services,
                      data.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
-EventStream::EventStream(daemon::DaemonApi& daemon, store::EventQuery filter,
+EventStream::EventStream(daemon::DaemonApi& daemon, daemon::EventQuery filter,
                          EventStreamOptions options)
     : daemon_(daemon),
       filter_(std::move(filter)),
@@ -50,8 +50,8 @@ Result<std::string> EventStream::Poll() {
   const int64_t newest = daemon_.WaitForEvents(filter_.since_id, options_.poll);
   std::string text;
   if (newest > filter_.since_id) {
-    GS_ASSIGN_OR_RETURN(std::vector<store::EventRow> events, daemon_.Events(filter_));
-    for (const store::EventRow& event : events) {
+    GS_ASSIGN_OR_RETURN(std::vector<daemon::EventView> events, daemon_.Events(filter_));
+    for (const daemon::EventView& event : events) {
       text += FormatSseEvent(event);
       filter_.since_id = std::max(filter_.since_id, event.id);
     }

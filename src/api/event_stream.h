@@ -26,8 +26,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/daemon_api.h"
-#include "store/records.h"
+#include "daemon_api/daemon_api.h"
 
 namespace gpuscale::api {
 
@@ -45,12 +44,12 @@ struct EventStreamOptions {
 };
 
 // One event as SSE text ("id: ...\nevent: ...\ndata: ...\n\n").
-std::string FormatSseEvent(const store::EventRow& event);
+std::string FormatSseEvent(const daemon::EventView& event);
 
 class EventStream {
  public:
   // `filter`: since_id = resume point; service/kind filter the stream ("" = all).
-  EventStream(daemon::DaemonApi& daemon, store::EventQuery filter, EventStreamOptions options);
+  EventStream(daemon::DaemonApi& daemon, daemon::EventQuery filter, EventStreamOptions options);
 
   // Moves the resume point to the newest stored event (a stream without Last-Event-ID shows
   // only what happens from now on).
@@ -65,7 +64,7 @@ class EventStream {
 
  private:
   daemon::DaemonApi& daemon_;
-  store::EventQuery filter_;
+  daemon::EventQuery filter_;
   EventStreamOptions options_;
   std::chrono::steady_clock::time_point last_write_;
   std::optional<std::chrono::steady_clock::time_point> last_stats_;

@@ -166,7 +166,7 @@ Json ServiceHistoryJson(const std::string& service, const daemon::HistorySeries&
               {"gateway", std::move(gateway)}};
 }
 
-// The gateway's figures (daemon/gateway_figures.h); durations in seconds, null when the
+// The gateway's figures (daemon_api/gateway_figures.h); durations in seconds, null when the
 // window holds no observation.
 Json GatewayJson(const std::optional<daemon::GatewayFigures>& g) {
   if (!g) return nullptr;
@@ -269,7 +269,7 @@ Json RuleJson(const daemon::RuleView& rule) {
               {"created_at", Time(rule.created_at)}};
 }
 
-Json ReplicaJson(const orch::ReplicaInfo& replica) {
+Json ReplicaJson(const daemon::ReplicaView& replica) {
   return Json{{"id", replica.id},
               {"phase", scale::ReplicaPhaseName(replica.phase)},
               {"state", replica.state},
@@ -296,7 +296,7 @@ Json LeaseJson(const alloc::Lease& lease) {
               {"acquired_at", Time(lease.acquired_at)}};
 }
 
-Json EventJson(const store::EventRow& event) {
+Json EventJson(const daemon::EventView& event) {
   Json data = event.data.empty() ? Json(nullptr) : Json(event.data);
   if (!event.data.empty()) {
     Json parsed = Json::parse(event.data, nullptr, /*allow_exceptions=*/false);

@@ -14,12 +14,10 @@
 #include <vector>
 
 #include "core/result.h"
-#include "daemon/daemon_api.h"
+#include "daemon_api/daemon_api.h"
 #include "gpu/availability_score.h"
 #include "gpu/gpu_info.h"
-#include "gpumon/monitor.h"
-#include "orch/local_process_orchestrator.h"
-#include "store/records.h"
+#include "gpu/gpu_stats.h"
 
 namespace gpuscale::api {
 
@@ -43,10 +41,10 @@ Json ServiceStatusJson(const daemon::ServiceView& service);
 // A service's `gateway` figures (null when there are none).
 Json GatewayJson(const std::optional<daemon::GatewayFigures>& gateway);
 Json RuleJson(const daemon::RuleView& rule);
-Json ReplicaJson(const orch::ReplicaInfo& replica);
+Json ReplicaJson(const daemon::ReplicaView& replica);
 Json LeaseJson(const alloc::Lease& lease);
 // `data` is embedded as JSON when it parses as JSON, else as a string.
-Json EventJson(const store::EventRow& event);
+Json EventJson(const daemon::EventView& event);
 
 // {"error": {"code", "message", "field"}}; field is null when the error names none.
 Json ErrorJson(const Error& error);

@@ -262,8 +262,8 @@ Result<HistoryRange> ParseHistoryRange(const QueryParams& params) {
   return range;
 }
 
-Result<store::EventQuery> ParseEventQuery(const QueryParams& params) {
-  store::EventQuery query;
+Result<daemon::EventQuery> ParseEventQuery(const QueryParams& params) {
+  daemon::EventQuery query;
   GS_ASSIGN_OR_RETURN(query.since_id,
                       ParseIntParam(params, "since_id", 0, 0, std::numeric_limits<int64_t>::max()));
   GS_ASSIGN_OR_RETURN(int64_t limit, ParseIntParam(params, "limit", 100, 1, kMaxEventLimit));

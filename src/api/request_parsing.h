@@ -14,9 +14,8 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/daemon_api.h"
-#include "daemon/daemon_config.h"
-#include "store/records.h"
+#include "daemon_api/daemon_api.h"
+#include "serve_config/daemon_config.h"
 #include "task/task_types.h"
 
 namespace gpuscale::api {
@@ -72,7 +71,7 @@ Result<HistoryRange> ParseHistoryRange(const QueryParams& params);
 
 // ?since_id, ?service, ?kind, ?limit of /v1/events (limit default 100, 1..10000; since_id
 // >= 0). Errors: kInvalidArgument naming the parameter.
-Result<store::EventQuery> ParseEventQuery(const QueryParams& params);
+Result<daemon::EventQuery> ParseEventQuery(const QueryParams& params);
 
 // The body of POST /v1/tasks: a task definition (docs/tasks.md) as YAML when `content_type`
 // is application/yaml, text/yaml or application/x-yaml (parameters such as

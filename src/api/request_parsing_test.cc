@@ -149,11 +149,11 @@ TEST(ParseReplicasBodyTest, AcceptsCountOrNull) {
 }
 
 TEST(ParseEventQueryTest, DefaultsAndValues) {
-  Result<store::EventQuery> defaults = ParseEventQuery({});
+  Result<daemon::EventQuery> defaults = ParseEventQuery({});
   ASSERT_TRUE(defaults.has_value());
   EXPECT_EQ(defaults->since_id, 0);
   EXPECT_EQ(defaults->limit, 100);
-  Result<store::EventQuery> q = ParseEventQuery(
+  Result<daemon::EventQuery> q = ParseEventQuery(
       {{"since_id", "41"}, {"limit", "10000"}, {"service", "chat"}, {"kind", "decision"}});
   ASSERT_TRUE(q.has_value());
   EXPECT_EQ(q->since_id, 41);

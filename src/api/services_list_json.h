@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/daemon_api.h"
+#include "daemon_api/daemon_api.h"
 
 namespace gpuscale::api {
 

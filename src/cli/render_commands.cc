@@ -11,10 +11,10 @@
 #include <string>
 
 #include "cli/command.h"
-#include "daemon/daemon_config.h"
 #include "k8s/document.h"
 #include "k8s/manifest_sources.h"
 #include "k8s/manifests.h"
+#include "serve_config/daemon_config.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::cli {

@@ -18,9 +18,9 @@
 #include "cli/descriptor_plan.h"
 #include "core/clock.h"
 #include "daemon/daemon.h"
-#include "daemon/daemon_config.h"
 #include "gateway/gateway_server.h"
 #include "k8s/external_scaler_server.h"
+#include "serve_config/daemon_config.h"
 
 namespace gpuscale::cli {
 namespace {

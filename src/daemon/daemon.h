@@ -54,19 +54,19 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "core/result.h"
-#include "daemon/daemon_api.h"
-#include "daemon/daemon_config.h"
 #include "daemon/daemon_metrics.h"
 #include "daemon/event_log.h"
 #include "daemon/history_retention.h"
 #include "daemon/memory_trim.h"
 #include "daemon/prom_queries.h"
 #include "daemon/replica_scrapes.h"
+#include "daemon/service_history.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
 #include "daemon/state_dir_lock.h"
 #include "daemon/state_writer.h"
 #include "daemon/store_health.h"
+#include "daemon_api/daemon_api.h"
 #include "experiments/task_manager.h"
 #include "gateway/gateway_state.h"
 #include "gpumon/monitor.h"
@@ -74,6 +74,7 @@
 #include "orch/local_process_orchestrator.h"
 #include "orch/serial_calls.h"
 #include "orch/slurm_shared_listing.h"
+#include "serve_config/daemon_config.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {
@@ -160,7 +161,7 @@ class Daemon final : public DaemonApi {
   // like API changes; a new loop interval from the wait after the current one.
   ReloadReport Reload(const Result<DaemonConfig>& reread);
 
-  // DaemonApi (daemon_api.h).
+  // DaemonApi (daemon_api/daemon_api.h).
   Result<gpu::GpuSnapshot> Gpus() override;
   gpu::ScoreWeights ScoreWeights() const override;
   std::vector<gpu::HistoryPoint> GpuHistory(Seconds window) override;
@@ -175,11 +176,11 @@ class Daemon final : public DaemonApi {
   Status DeleteRule(const std::string& service, int64_t rule_id) override;
   Result<ServiceView> SetDesiredReplicas(const std::string& service,
                                          std::optional<int> replicas) override;
-  Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string& service) override;
+  Result<std::vector<ReplicaView>> ListReplicas(const std::string& service) override;
   Result<HistorySeries> History(const std::string& service, std::optional<Seconds> from,
                                 std::optional<Seconds> to, Seconds step) override;
   std::vector<alloc::Lease> Leases() override;
-  Result<std::vector<store::EventRow>> Events(const store::EventQuery& query) override;
+  Result<std::vector<EventView>> Events(const EventQuery& query) override;
   int64_t WaitForEvents(int64_t after_id, Seconds timeout) override;
   Result<task::TaskRecord> SubmitTask(task::TaskDefinition definition,
                                       std::string source_text) override;

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <string>
 
-#include "daemon/daemon_config.h"
 #include "daemon/service_policy.h"
 #include "scale/disagg_policy.h"
 #include "scale/slo_policy.h"
+#include "serve_config/daemon_config.h"
 #include "testing/profile_test_data.h"
 
 namespace gpuscale::daemon {

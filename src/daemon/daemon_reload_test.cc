@@ -41,7 +41,7 @@ class DaemonReloadTest : public DaemonFixture {
 
   // Messages of the events of `kind`, oldest first.
   std::vector<std::string> EventMessages(const std::string& kind) {
-    store::EventQuery query;
+    EventQuery query;
     query.kind = kind;
     auto events = daemon_->Events(query);
     EXPECT_TRUE(events) << events.error().ToString();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "daemon/api_views.h"
 #include "daemon/daemon.h"
 #include "daemon/daemon_internal.h"
 #include "daemon/service_policy.h"
@@ -253,7 +254,11 @@ Result<std::vector<RuleView>> Daemon::ListRules(const std::string& service) {
     MutexLock lock(mu_);
     if (views_.count(service) == 0) return NoService(service);
   }
-  return store_->rules().ListForService(service);
+  GS_ASSIGN_OR_RETURN(std::vector<store::RuleRow> rows, store_->rules().ListForService(service));
+  std::vector<RuleView> rules;
+  rules.reserve(rows.size());
+  for (const store::RuleRow& row : rows) rules.push_back(ToRuleView(row));
+  return rules;
 }
 
 Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rule) {
@@ -268,8 +273,8 @@ Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rul
                     service, config.policy_family),
         "policy");
   }
-  GS_RETURN_IF_ERROR(RuleFromRow(rule, config));
-  store::RuleRow row = rule;
+  store::RuleRow row = ToRuleRow(rule);
+  GS_RETURN_IF_ERROR(RuleFromRow(row, config));
   row.service = service;
   row.created_at = clock_.Now();
   Result<int64_t> id = store_->rules().Add(row);
@@ -279,7 +284,8 @@ Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rul
   c.kind = Command::Kind::kRules;
   c.service = service;
   commands_.push_back(std::move(c));
-  return store_->rules().Get(*id);
+  GS_ASSIGN_OR_RETURN(store::RuleRow added, store_->rules().Get(*id));
+  return ToRuleView(added);
 }
 
 Status Daemon::DeleteRule(const std::string& service, int64_t rule_id) {
@@ -328,12 +334,15 @@ Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
   return it->second;
 }
 
-Result<std::vector<orch::ReplicaInfo>> Daemon::ListReplicas(const std::string& service) {
+Result<std::vector<ReplicaView>> Daemon::ListReplicas(const std::string& service) {
   MutexLock lock(mu_);
   if (views_.count(service) == 0) return NoService(service);
+  std::vector<ReplicaView> views;
   auto it = replicas_.find(service);
-  if (it == replicas_.end()) return std::vector<orch::ReplicaInfo>{};
-  return it->second;
+  if (it == replicas_.end()) return views;
+  views.reserve(it->second.size());
+  for (const orch::ReplicaInfo& replica : it->second) views.push_back(ToReplicaView(replica));
+  return views;
 }
 
 Result<HistorySeries> Daemon::History(const std::string& service, std::optional<Seconds> from_at,
@@ -349,8 +358,12 @@ Result<HistorySeries> Daemon::History(const std::string& service, std::optional<
 
 std::vector<alloc::Lease> Daemon::Leases() { return ledger_.Leases(); }
 
-Result<std::vector<store::EventRow>> Daemon::Events(const store::EventQuery& query) {
-  return events_->Query(query);
+Result<std::vector<EventView>> Daemon::Events(const EventQuery& query) {
+  GS_ASSIGN_OR_RETURN(std::vector<store::EventRow> rows, events_->Query(ToStoreQuery(query)));
+  std::vector<EventView> events;
+  events.reserve(rows.size());
+  for (const store::EventRow& row : rows) events.push_back(ToEventView(row));
+  return events;
 }
 
 int64_t Daemon::WaitForEvents(int64_t after_id, Seconds timeout) {

@@ -97,12 +97,12 @@ class DaemonRestartTest : public DaemonFixture {
     return store ? std::move(*store) : nullptr;
   }
 
-  std::vector<store::EventRow> EventsOfKind(const std::string& kind) {
-    store::EventQuery query;
+  std::vector<EventView> EventsOfKind(const std::string& kind) {
+    EventQuery query;
     query.kind = kind;
     auto events = daemon_->Events(query);
     EXPECT_TRUE(events) << events.error().ToString();
-    return events ? *events : std::vector<store::EventRow>{};
+    return events ? *events : std::vector<EventView>{};
   }
 
   std::unique_ptr<FakeSlurmCli> slurm_;
@@ -251,7 +251,7 @@ TEST_F(DaemonRestartTest, QueuedSlurmReplicasShowNoHost) {
   auto queued = daemon_->ListReplicas("gpu");
   ASSERT_TRUE(queued);
   ASSERT_EQ(queued->size(), 2u);
-  for (const orch::ReplicaInfo& r : *queued) {
+  for (const ReplicaView& r : *queued) {
     EXPECT_EQ(r.phase, scale::ReplicaPhase::kPending) << r.id;
     EXPECT_EQ(r.host, "") << r.id;
   }

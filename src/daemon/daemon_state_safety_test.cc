@@ -70,10 +70,10 @@ class DaemonStateSafetyTest : public DaemonFixture {
     return n;
   }
 
-  std::vector<orch::ReplicaInfo> Replicas() {
+  std::vector<ReplicaView> Replicas() {
     auto r = daemon_->ListReplicas("svc");
     EXPECT_TRUE(r) << r.error().ToString();
-    return r ? *r : std::vector<orch::ReplicaInfo>{};
+    return r ? *r : std::vector<ReplicaView>{};
   }
 
   // The daemon dies: its replicas keep running.
@@ -130,9 +130,9 @@ class DaemonStateSafetyTest : public DaemonFixture {
     return pids;
   }
 
-  static std::set<int> PidsOf(const std::vector<orch::ReplicaInfo>& replicas) {
+  static std::set<int> PidsOf(const std::vector<ReplicaView>& replicas) {
     std::set<int> pids;
-    for (const orch::ReplicaInfo& r : replicas) pids.insert(r.pid);
+    for (const ReplicaView& r : replicas) pids.insert(r.pid);
     return pids;
   }
 
@@ -168,7 +168,7 @@ class DaemonStateSafetyTest : public DaemonFixture {
 TEST_F(DaemonStateSafetyTest, UnreadableReplicasTableIsRebuiltFromTheMarkedProcesses) {
   Open(Config(2, 2, /*gpus=*/2));
   Tick(2);
-  const std::vector<orch::ReplicaInfo> before = Replicas();
+  const std::vector<ReplicaView> before = Replicas();
   ASSERT_EQ(before.size(), 2u);
   Crash();
   ExecSql("UPDATE replicas SET gpus = 'not json'");
@@ -182,12 +182,12 @@ TEST_F(DaemonStateSafetyTest, UnreadableReplicasTableIsRebuiltFromTheMarkedProce
   EXPECT_EQ(LoggedLinesWith("cannot be read"), 1);
   EXPECT_EQ(daemon_->Leases().size(), 2u);
   Tick(2);
-  const std::vector<orch::ReplicaInfo> after = Replicas();
+  const std::vector<ReplicaView> after = Replicas();
   ASSERT_EQ(after.size(), 2u);
-  for (const orch::ReplicaInfo& r : after) {
+  for (const ReplicaView& r : after) {
     EXPECT_TRUE(r.adopted) << r.id;
     const auto was = std::find_if(before.begin(), before.end(),
-                                  [&](const orch::ReplicaInfo& b) { return b.id == r.id; });
+                                  [&](const ReplicaView& b) { return b.id == r.id; });
     ASSERT_NE(was, before.end()) << r.id;
     EXPECT_EQ(r.pid, was->pid);
     EXPECT_EQ(r.gpus, was->gpus);

@@ -55,10 +55,10 @@ class DaemonTest : public DaemonFixture {
     return c;
   }
 
-  std::vector<orch::ReplicaInfo> Replicas(const std::string& service = "svc") {
+  std::vector<ReplicaView> Replicas(const std::string& service = "svc") {
     auto r = daemon_->ListReplicas(service);
     EXPECT_TRUE(r) << r.error().ToString();
-    return r ? *r : std::vector<orch::ReplicaInfo>{};
+    return r ? *r : std::vector<ReplicaView>{};
   }
 
   // One sample of the daemon's /metrics, parsed: NotFound when the series is absent, so that
@@ -360,7 +360,7 @@ TEST_F(DaemonTest, ServicesThatCouldNeverBePlacedAreRefusedAs409) {
 
 TEST_F(DaemonTest, RulesAreValidatedAndOnlyForServicesWithoutSpecPolicy) {
   Open(Config(1, 3));
-  store::RuleRow rule;
+  RuleView rule;
   rule.name = "queue";
   rule.metric = "vllm:num_requests_waiting";
   rule.comparator = "BIGGER";

@@ -21,7 +21,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/daemon_config.h"
+#include "serve_config/daemon_config.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {

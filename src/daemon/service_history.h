@@ -22,7 +22,8 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "core/result.h"
-#include "daemon/gateway_figures.h"
+#include "daemon_api/gateway_figures.h"
+#include "daemon_api/history_series.h"
 #include "scale/policy.h"
 
 namespace gpuscale::daemon {
@@ -33,26 +34,6 @@ struct HistorySample {
   int desired = 0, ready = 0, current = 0;
   std::vector<scale::DecisionInput> inputs;  // what the policy read, against what
   std::optional<GatewayFigures> gateway;     // nullopt: no traffic through the gateway
-};
-
-// The gateway figures a history keeps, in this order (HistorySeries::gateway's names).
-inline constexpr std::array<const char*, 7> kHistoryGatewayFields = {
-    "requests_per_second", "error_ratio",      "ttft_p50_seconds", "ttft_p90_seconds",
-    "tpot_p50_seconds",    "e2e_p90_seconds", "in_flight"};
-
-// A time range at one step, column by column (one entry per step; nullopt = nothing
-// recorded in that step).
-struct HistorySeries {
-  using Column = std::vector<std::optional<double>>;
-  struct Metric {
-    std::string name;
-    Column value, target;
-  };
-  Seconds from{0}, to{0}, step{0};
-  std::vector<double> t;  // each step's start, seconds since the epoch
-  Column desired, ready, current;
-  std::vector<Metric> metrics;                       // in first-seen order
-  std::array<Column, kHistoryGatewayFields.size()> gateway;  // by kHistoryGatewayFields
 };
 
 struct HistoryOptions {

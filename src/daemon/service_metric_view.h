@@ -56,12 +56,12 @@
 
 #include "core/clock.h"
 #include "daemon/family_values.h"
-#include "daemon/gateway_figures.h"
-#include "daemon/slo_thresholds.h"
+#include "daemon_api/gateway_figures.h"
 #include "gateway/gateway_stats.h"
 #include "gpu/gpu_info.h"
 #include "metrics/prometheus_text_parser.h"
 #include "scale/policy.h"
+#include "serve_config/slo_thresholds.h"
 
 namespace gpuscale::daemon {
 

@@ -2,18 +2,16 @@
 #include "daemon/service_policy.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <array>
 #include <cmath>
 #include <string_view>
 #include <utility>
 
-#include "config/policy_config.h"
 #include "scale/enum_names.h"
 #include "scale/metric_names.h"
 #include "scale/policy_util.h"
-#include "yaml/yaml_util.h"
+#include "serve_config/spec_policy.h"
 
 namespace gpuscale::daemon {
 
@@ -80,35 +78,21 @@ Result<scale::ScalingRule> RuleFromRow(const store::RuleRow& row, const ServiceC
 
 Result<std::unique_ptr<scale::Policy>> BuildServicePolicy(
     const ServiceConfig& service, const std::vector<store::RuleRow>& rules) {
-  if (service.policy_yaml.empty()) {
-    scale::RulesPolicyConfig config;
-    config.min_replicas = service.min_replicas;
-    config.max_replicas = service.max_replicas;
-    for (const store::RuleRow& row : rules) {
-      if (!row.enabled) continue;
-      Result<scale::ScalingRule> rule = RuleFromRow(row, service);
-      if (!rule) {
-        Error e = rule.error();
-        e.field = fmt::format("rules[{}].{}", row.id, e.field);
-        return Unexpected<Error>(std::move(e));
-      }
-      config.rules.push_back(std::move(*rule));
+  if (!service.policy_yaml.empty()) return SpecPolicy(service);
+  scale::RulesPolicyConfig config;
+  config.min_replicas = service.min_replicas;
+  config.max_replicas = service.max_replicas;
+  for (const store::RuleRow& row : rules) {
+    if (!row.enabled) continue;
+    Result<scale::ScalingRule> rule = RuleFromRow(row, service);
+    if (!rule) {
+      Error e = rule.error();
+      e.field = fmt::format("rules[{}].{}", row.id, e.field);
+      return Unexpected<Error>(std::move(e));
     }
-    return std::unique_ptr<scale::Policy>(std::make_unique<scale::RulesPolicy>(std::move(config)));
+    config.rules.push_back(std::move(*rule));
   }
-  GS_ASSIGN_OR_RETURN(YAML::Node root,
-                      yaml::ParseYaml(service.policy_yaml, service.name + " policy"));
-  if (!root.IsMap()) return InvalidArgument("expected a mapping with `family`", "policy");
-  // The service's bounds are the policy's bounds (daemon_config.h).
-  root["min_replicas"] = service.min_replicas;
-  root["max_replicas"] = service.max_replicas;
-  Result<config::PolicySpec> spec = config::ParsePolicy(root);
-  if (!spec) {
-    Error e = spec.error();
-    e.field = yaml::Join("policy", e.field);
-    return Unexpected<Error>(std::move(e));
-  }
-  return std::move(spec->policy);
+  return std::unique_ptr<scale::Policy>(std::make_unique<scale::RulesPolicy>(std::move(config)));
 }
 
 std::vector<PromQuery> PromQueriesOf(const scale::Policy& policy) {

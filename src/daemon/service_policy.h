@@ -1,7 +1,7 @@
-// Building a service's scaling policy: from its spec's `policy:` block (config/policy_config.h
-// envelope, with the service's min/max replicas merged in), or, when the spec has no policy,
-// a `rules` policy from the service's enabled rules in the store (the rule API of
-// Backend.AI's model-service autoscaling rules).
+// Building a service's scaling policy: from its spec's `policy:` block (SpecPolicy,
+// serve_config/spec_policy.h), or, when the spec has no policy, a `rules` policy from the
+// service's enabled rules in the store (the rule API of Backend.AI's model-service
+// autoscaling rules).
 // Also the conversion of stored rule rows (strings, as the API and SQLite spell them) into
 // scale::ScalingRule with field-named errors, and the list of PromQL queries a policy needs
 // the daemon to run against a Prometheus server.
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/result.h"
-#include "daemon/daemon_config.h"
 #include "scale/policy.h"
 #include "scale/rules_policy.h"
+#include "serve_config/daemon_config.h"
 #include "store/records.h"
 
 namespace gpuscale::daemon {

@@ -33,7 +33,6 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/daemon_config.h"
 #include "daemon/sample_kind.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_policy.h"
@@ -43,6 +42,7 @@
 #include "scale/overridable_policy.h"
 #include "scale/policy.h"
 #include "scale/replica_orchestrator.h"
+#include "serve_config/daemon_config.h"
 
 namespace gpuscale::daemon {
 

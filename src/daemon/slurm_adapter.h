@@ -10,9 +10,9 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/daemon_config.h"
 #include "orch/slurm_orchestrator.h"
 #include "orch/slurm_shared_listing.h"
+#include "serve_config/daemon_config.h"
 
 namespace gpuscale::daemon {
 

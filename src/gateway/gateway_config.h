@@ -1,4 +1,4 @@
-// GatewayConfig: the daemon config's `gateway:` section (daemon/daemon_config.h parses it;
+// GatewayConfig: the daemon config's `gateway:` section (serve_config/daemon_config.h parses it;
 // docs/gateway.md documents every field). A plain value.
 #pragma once
 

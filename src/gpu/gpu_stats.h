@@ -11,7 +11,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "core/clock.h"
 #include "gpu/gpu_info.h"
 
 namespace gpuscale::gpu {
@@ -49,5 +51,12 @@ struct GpuStats {
 
 // Keyed by GPU index.
 using GpuStatsMap = std::map<int, GpuStats>;
+
+// One point of a monitor's history ring (gpumon/monitor.h): the readings of every GPU at one
+// instant.
+struct HistoryPoint {
+  Seconds taken_at{0};
+  std::vector<GpuInfo> gpus;  // processes dropped to keep the ring small
+};
 
 }  // namespace gpuscale::gpu

@@ -33,12 +33,6 @@ struct MonitorOptions {
   size_t history_capacity = 3600;  // samples kept for charts (1 h at the default interval)
 };
 
-// One point of the history ring: the readings of every GPU at one instant.
-struct HistoryPoint {
-  Seconds taken_at{0};
-  std::vector<GpuInfo> gpus;  // processes dropped to keep the ring small
-};
-
 class Monitor {
  public:
   // REQUIRES: options.sample_interval > 0, options.history_capacity > 0.

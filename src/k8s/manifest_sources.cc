@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "config/policy_config.h"
-#include "daemon/service_policy.h"
+#include "serve_config/spec_policy.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::k8s {
@@ -136,7 +136,7 @@ Result<ManifestSpec> ManifestFromService(const daemon::DaemonConfig& config,
   if (!config.prometheus.url.empty()) s.prometheus_url = config.prometheus.url;
   if (!options.prometheus_url.empty()) s.prometheus_url = options.prometheus_url;
   if (s.kind == TriggerKind::kPrometheus) {
-    GS_ASSIGN_OR_RETURN(auto policy, daemon::BuildServicePolicy(*found, {}));
+    GS_ASSIGN_OR_RETURN(auto policy, daemon::SpecPolicy(*found));
     GS_ASSIGN_OR_RETURN(const scale::TargetPolicy* target, AsTarget(*policy, found->name));
     s.target = target->config();
   }

@@ -1,6 +1,6 @@
 // Where `gpuscale render` gets a ManifestSpec from: one of the Corrino (OCI AI Blueprints)
 // autoscaling recipes (parsed by config::ParseCorrinoRecipe into a target policy and node
-// plan) or one service of a daemon config (daemon/daemon_config.h).
+// plan) or one service of a daemon config (serve_config/daemon_config.h).
 //
 // Recipe fields used besides the autoscaling blocks (all optional; Corrino's examples leave
 // them out): deployment_name, recipe_image_uri, recipe_container_port,
@@ -14,8 +14,8 @@
 #include <string>
 
 #include "core/result.h"
-#include "daemon/daemon_config.h"
 #include "k8s/manifests.h"
+#include "serve_config/daemon_config.h"
 
 namespace YAML {
 class Node;

@@ -25,8 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/daemon_api.h"
-#include "daemon/daemon_config.h"
+#include "daemon/service_history.h"
+#include "daemon_api/daemon_api.h"
+#include "serve_config/daemon_config.h"
 #include "task/task_types.h"
 
 namespace gpuscale::api {
@@ -42,7 +43,7 @@ class FakeDaemonApi : public daemon::DaemonApi {
     std::lock_guard lock(mu_);
     history_ = std::move(history);
   }
-  void SetReplicas(const std::string& service, std::vector<orch::ReplicaInfo> replicas) {
+  void SetReplicas(const std::string& service, std::vector<daemon::ReplicaView> replicas) {
     std::lock_guard lock(mu_);
     replicas_[service] = std::move(replicas);
   }
@@ -82,7 +83,7 @@ class FakeDaemonApi : public daemon::DaemonApi {
   int64_t AddEvent(std::string service, std::string kind, std::string message,
                    std::string data = {}) {
     std::lock_guard lock(mu_);
-    store::EventRow event;
+    daemon::EventView event;
     event.id = static_cast<int64_t>(events_.size()) + 1;
     event.at = Seconds{1700000000.0 + static_cast<double>(event.id)};
     event.service = std::move(service);
@@ -126,7 +127,7 @@ class FakeDaemonApi : public daemon::DaemonApi {
     std::lock_guard lock(mu_);
     return last_history_window_;
   }
-  store::EventQuery last_event_query() const {
+  daemon::EventQuery last_event_query() const {
     std::lock_guard lock(mu_);
     return last_event_query_;
   }
@@ -229,12 +230,13 @@ class FakeDaemonApi : public daemon::DaemonApi {
     if (replicas) it->second.desired_replicas = *replicas;
     return it->second;
   }
-  Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string& service) override {
+  Result<std::vector<daemon::ReplicaView>> ListReplicas(const std::string& service) override {
     std::lock_guard lock(mu_);
     if (services_.count(service) == 0) return NotFound(fmt_no_service(service), "name");
     return replicas_[service];
   }
-  // Tests record ticks into `history` (a real HistoryBook); services without any get empty
+  // Tests record ticks into `history` (the daemon's own HistoryBook, so its range checks
+  // are the daemon's: the one daemon piece api_test links); services without any get empty
   // steps, as from the daemon.
   // Defaults: to = 3600 (the fakes' clocks start at 0), from = to - 3600.
   Result<daemon::HistorySeries> History(const std::string& service,
@@ -255,11 +257,11 @@ class FakeDaemonApi : public daemon::DaemonApi {
     return leases_;
   }
 
-  Result<std::vector<store::EventRow>> Events(const store::EventQuery& query) override {
+  Result<std::vector<daemon::EventView>> Events(const daemon::EventQuery& query) override {
     std::lock_guard lock(mu_);
     last_event_query_ = query;
-    std::vector<store::EventRow> out;
-    for (const store::EventRow& event : events_) {
+    std::vector<daemon::EventView> out;
+    for (const daemon::EventView& event : events_) {
       if (event.id <= query.since_id) continue;
       if (!query.service.empty() && event.service != query.service) continue;
       if (!query.kind.empty() && event.kind != query.kind) continue;
@@ -403,12 +405,12 @@ class FakeDaemonApi : public daemon::DaemonApi {
   std::map<std::string, daemon::ServiceView> services_;
   std::vector<daemon::RuleView> rules_;
   int64_t next_rule_id_ = 1;
-  std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_;
+  std::map<std::string, std::vector<daemon::ReplicaView>> replicas_;
   std::vector<alloc::Lease> leases_;
-  std::vector<store::EventRow> events_;
+  std::vector<daemon::EventView> events_;
   Status ready_;
   Seconds last_history_window_{0};
-  store::EventQuery last_event_query_;
+  daemon::EventQuery last_event_query_;
   std::map<int64_t, task::TaskRecord> tasks_;
   std::map<int64_t, task::ExperimentRecord> experiments_;
   int64_t next_experiment_id_ = 1;

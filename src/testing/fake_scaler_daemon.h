@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/daemon_api.h"
+#include "daemon_api/daemon_api.h"
 
 namespace gpuscale::k8s {
 
@@ -64,7 +64,7 @@ class FakeScalerDaemon : public daemon::DaemonApi {
   Result<daemon::ServiceView> SetDesiredReplicas(const std::string&, std::optional<int>) override {
     return Unavailable("fake");
   }
-  Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string&) override {
+  Result<std::vector<daemon::ReplicaView>> ListReplicas(const std::string&) override {
     return Unavailable("fake");
   }
   Result<daemon::HistorySeries> History(const std::string&, std::optional<Seconds>,
@@ -72,7 +72,7 @@ class FakeScalerDaemon : public daemon::DaemonApi {
     return Unavailable("fake");
   }
   std::vector<alloc::Lease> Leases() override { return {}; }
-  Result<std::vector<store::EventRow>> Events(const store::EventQuery&) override {
+  Result<std::vector<daemon::EventView>> Events(const daemon::EventQuery&) override {
     return Unavailable("fake");
   }
   int64_t WaitForEvents(int64_t after_id, Seconds) override { return after_id; }

@@ -5,8 +5,8 @@
 #include <map>
 
 #include "config/router_config.h"
-#include "daemon/daemon_config.h"
-#include "daemon/daemon_config_internal.h"
+#include "serve_config/daemon_config.h"
+#include "serve_config/daemon_config_internal.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {

@@ -74,9 +74,9 @@
 #include "alloc/pool_budget.h"
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/slo_thresholds.h"
 #include "gateway/gateway_config.h"
 #include "gpumon/backend_factory.h"
+#include "serve_config/slo_thresholds.h"
 
 namespace YAML {
 class Node;

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "daemon/daemon_config.h"
+#include "serve_config/daemon_config.h"
 
 namespace gpuscale::daemon {
 namespace {

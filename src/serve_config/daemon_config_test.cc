@@ -1,4 +1,4 @@
-#include "daemon/daemon_config.h"
+#include "serve_config/daemon_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

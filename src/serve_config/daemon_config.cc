@@ -1,7 +1,7 @@
 // The daemon config file: top-level sections (gpu, api, state_dir, loop, prometheus, scrape,
 // tasks), the service list with its uniqueness check, and the embedded default. Services
 // themselves are read in daemon_config_service.cc.
-#include "daemon/daemon_config.h"
+#include "serve_config/daemon_config.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -17,7 +17,7 @@
 #include <map>
 
 #include "config/policy_profile.h"
-#include "daemon/daemon_config_internal.h"
+#include "serve_config/daemon_config_internal.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {

@@ -1,6 +1,7 @@
 // DaemonApi: everything the REST API (api/) may ask of the running daemon, as one narrow
 // interface, so the HTTP layer holds no business logic and can be tested with a fake.
-// Implemented by daemon::Daemon.
+// Implemented by daemon::Daemon. An interface-only module: api/ and k8s/ link this, not the
+// daemon, and the views are plain values of their own (daemon_api/record_views.h).
 //
 // Error codes map to HTTP statuses in api/ (one each): kInvalidArgument -> 400 (Error::field
 // names the offending field), kNotFound -> 404, kFailedPrecondition -> 409 (e.g. a service
@@ -19,13 +20,13 @@
 #include "alloc/lease_ledger.h"
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/daemon_config.h"
-#include "daemon/gateway_figures.h"
-#include "daemon/service_history.h"
+#include "daemon_api/gateway_figures.h"
+#include "daemon_api/history_series.h"
+#include "daemon_api/record_views.h"
+#include "gpu/availability_score.h"
 #include "gpu/gpu_info.h"
-#include "gpumon/monitor.h"
-#include "orch/local_process_orchestrator.h"
-#include "store/records.h"
+#include "gpu/gpu_stats.h"
+#include "serve_config/daemon_config.h"
 #include "task/task_types.h"
 
 namespace gpuscale::daemon {
@@ -70,10 +71,6 @@ struct ServiceView {
   int gpus_held = 0;
 };
 
-// A rule with its fields spelled as in Backend.AI's model-service autoscaling rules
-// (store::RuleRow holds them).
-using RuleView = store::RuleRow;
-
 class DaemonApi {
  public:
   virtual ~DaemonApi() = default;
@@ -114,7 +111,7 @@ class DaemonApi {
   // outside gets kInvalidArgument naming "replicas"); nullopt returns control to the policy.
   virtual Result<ServiceView> SetDesiredReplicas(const std::string& service,
                                                  std::optional<int> replicas) = 0;
-  virtual Result<std::vector<orch::ReplicaInfo>> ListReplicas(const std::string& service) = 0;
+  virtual Result<std::vector<ReplicaView>> ListReplicas(const std::string& service) = 0;
   // The service's ticks over [from, to) at `step` (daemon/service_history.h; defaults: to =
   // now, from = to - 1 h, step 0 = the daemon picks). Errors: kNotFound for an unknown service; kInvalidArgument naming "from"
   // or "step".
@@ -125,7 +122,7 @@ class DaemonApi {
   virtual std::vector<alloc::Lease> Leases() = 0;
 
   // Stored events (decisions, replica lifecycle, adoption...). Errors: store's.
-  virtual Result<std::vector<store::EventRow>> Events(const store::EventQuery& query) = 0;
+  virtual Result<std::vector<EventView>> Events(const EventQuery& query) = 0;
   // Blocks until an event with id > after_id exists or `timeout` passes (SSE). Returns the
   // newest event id (== after_id on timeout).
   virtual int64_t WaitForEvents(int64_t after_id, Seconds timeout) = 0;

@@ -33,7 +33,7 @@ bool IsValidUtf8(std::string_view text);
 
 }  // namespace gpuscale::daemon
 
-#include "daemon/daemon_config.h"
+#include "serve_config/daemon_config.h"
 
 namespace gpuscale::daemon {
 

@@ -9,9 +9,9 @@
 
 #include "config/policy_config.h"
 #include "config/policy_profile.h"
-#include "daemon/daemon_config.h"
-#include "daemon/daemon_config_internal.h"
 #include "orch/argv_template.h"
+#include "serve_config/daemon_config.h"
+#include "serve_config/daemon_config_internal.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {

@@ -8,9 +8,9 @@
 
 #include "alloc/pool_budget.h"
 #include "config/policy_config.h"
-#include "daemon/daemon_config.h"
-#include "daemon/daemon_config_internal.h"
 #include "scale/disagg_policy.h"
+#include "serve_config/daemon_config.h"
+#include "serve_config/daemon_config_internal.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {

@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "daemon/daemon_config.h"
-#include "daemon/daemon_config_internal.h"
+#include "serve_config/daemon_config.h"
+#include "serve_config/daemon_config_internal.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {
