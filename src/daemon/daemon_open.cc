@@ -98,6 +98,15 @@ Status Daemon::OpenState() {
       return Unexpected<Error>(std::move(e));
     }
     RestoreManual(**slot, now, events);
+    Slot& made = **slot;
+    {
+      MutexLock lock(mu_);  // what the loop converges on: what runs now
+      const uint64_t generation = ++generation_;
+      const std::optional<int> manual =
+          made.pooled != nullptr ? std::nullopt : made.runtimes.front()->manual_replicas();
+      desired_[made.name] = Desired{made.config, manual, generation, generation, generation};
+      made.incarnation = made.spec_generation = made.rules_generation = generation;
+    }
     services_[services[i].name] = std::move(*slot);
   }
   events_->Append(events);
