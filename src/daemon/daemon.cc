@@ -250,7 +250,7 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
     for (orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
       const bool serving =
           r.phase == scale::ReplicaPhase::kReady || r.phase == scale::ReplicaPhase::kDraining;
-      if (!serving || r.port <= 0 || r.state == "stopping") continue;
+      if (!serving || r.port <= 0 || r.state == orch::ReplicaState::kStopping) continue;
       ScrapeJob job;
       job.replica = r.id;
       job.url = fmt::format("http://{}:{}{}", r.host, r.port, slot->config.metrics_path);
@@ -487,8 +487,7 @@ void Daemon::PublishViews(Seconds now) {
     if (auto line = slot->start_failure.Observe(name, replicas[name])) Log(*line);
     views[name].failure = slot->start_failure.failure();
     for (const orch::ReplicaInfo& r : replicas[name]) {
-      settling = settling || r.state == "starting" || r.state == "restarting" ||
-                 r.state == "draining" || r.state == "stopping";
+      settling = settling || orch::IsSettling(r.state);
     }
   }
   settling_ = settling;

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "gpu/gpu_info.h"
+#include "orch/replica_state.h"
 #include "scale/policy.h"
 #include "scale/replica_orchestrator.h"
 
@@ -24,9 +25,9 @@ namespace gpuscale::orch {
 struct ReplicaInfo {
   std::string id;
   scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
-  // Finer than phase: "pending", "starting", "ready", "draining", "restarting" (waiting out
-  // a backoff), "stopping" (SIGTERM sent; no longer in ListReplicas).
-  std::string state;
+  // Finer than phase (orch/replica_state.h): restarting while it waits out a backoff,
+  // stopping once SIGTERM was sent (no longer in ListReplicas).
+  ReplicaState state = ReplicaState::kPending;
   Seconds phase_since{0};
   std::string host = "127.0.0.1";
   int port = 0;                       // 0 while no process runs
