@@ -113,8 +113,15 @@ class ServiceOrchestrator : public scale::ReplicaOrchestrator {
   // In-flight requests (running + waiting) of a replica, from the daemon's scrape.
   // Errors: kNotFound.
   virtual Status ReportOutstanding(const std::string& id, int outstanding) = 0;
-  // Stops every replica (shutdown); Poll until !HasProcesses() to finish.
-  virtual void StopAll(Seconds now) = 0;
+  // Stops every replica (shutdown, a deleted service); Poll until !HasProcesses() to finish.
+  // Default: Stop each listed replica, which every engine's book does the same way; a
+  // composite (PooledOrchestrator) forwards to its parts.
+  virtual void StopAll(Seconds now) {
+    for (const scale::ReplicaStatus& status : ListReplicas()) {
+      // Stop refuses only a replica unknown by now: nothing is left to stop of it.
+      (void)Stop(status.id, now);
+    }
+  }
   virtual bool HasProcesses() const = 0;
   // Every replica including stopping ones, creation order.
   virtual std::vector<ReplicaInfo> Replicas(Seconds now) const = 0;
