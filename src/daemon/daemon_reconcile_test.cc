@@ -46,14 +46,6 @@ class DaemonReconcileTest : public DaemonFixture {
     return s;
   }
 
-  std::vector<store::EventRow> EventsOfKind(const std::string& kind) {
-    store::EventQuery query;
-    query.kind = kind;
-    auto events = daemon_->Events(query);
-    EXPECT_TRUE(events) << events.error().ToString();
-    return events ? *events : std::vector<store::EventRow>{};
-  }
-
   // The service's apply failure now (fails the test when the service is not shown).
   std::optional<ApplyFailure> FailureOf(const std::string& name) {
     Result<ServiceView> view = daemon_->GetService(name);
