@@ -208,6 +208,17 @@ Json ServiceJson(const daemon::ServiceView& service) {
   return json;
 }
 
+namespace {
+
+Json ApplyFailureJson(const std::optional<daemon::ApplyFailure>& failure) {
+  if (!failure) return nullptr;
+  return Json{{"message", failure->message},
+              {"attempts", failure->attempts},
+              {"next_retry_at", Time(failure->next_retry_at)}};
+}
+
+}  // namespace
+
 Json ServiceStatusJson(const daemon::ServiceView& service) {
   Json last_decision = nullptr;
   if (service.last_decision_at) {
@@ -228,6 +239,7 @@ Json ServiceStatusJson(const daemon::ServiceView& service) {
             {"last_decision", std::move(last_decision)},
             {"metric_errors", service.metric_errors},
             {"failure", service.failure.empty() ? Json(nullptr) : Json(service.failure)},
+            {"apply_failure", ApplyFailureJson(service.apply_failure)},
             {"gateway", GatewayJson(service.gateway)},
             {"created_at", Time(service.created_at)}};
   if (!service.pools.empty()) {  // a disaggregated service: its pools and their GPU budget
@@ -272,7 +284,7 @@ Json RuleJson(const daemon::RuleView& rule) {
 Json ReplicaJson(const daemon::ReplicaView& replica) {
   return Json{{"id", replica.id},
               {"phase", scale::ReplicaPhaseName(replica.phase)},
-              {"state", replica.state},
+              {"state", orch::ReplicaStateName(replica.state)},
               {"phase_since", Time(replica.phase_since)},
               // "" = not placed yet (a Slurm job still queued): null, not an address.
               {"host", replica.host.empty() ? Json(nullptr) : Json(replica.host)},

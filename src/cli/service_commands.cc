@@ -1,9 +1,10 @@
 // `gpuscale services [-w]`: a running daemon's services at a glance, `kubectl get hpa`-style:
 // replicas ready/desired against the bounds, the gateway's traffic and TTFT, and the last
 // decision's reason (which names the metric and its target), or why its replicas cannot
-// start (the API's `failure`); a disaggregated service's pools
-// each get a line below it (their replicas and GPUs of the shared budget). `-w` prints the table
-// again whenever it changes; `-o json` is the API's body (GET /v1/services).
+// start (the API's `failure`), or why its spec is not applied yet (`apply_failure`); a
+// disaggregated service's pools each get a line below it (their replicas and GPUs of the shared
+// budget). `-w` prints the table again whenever it changes; `-o json` is the API's body (GET
+// /v1/services).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -74,6 +75,11 @@ std::string Table(const Json& body) {
     // Replicas that cannot start matter more than the policy's reading of no metrics.
     if (const Json failure = s.value("failure", Json()); failure.is_string()) {
       reason = "CANNOT START: " + failure.get<std::string>();
+    }
+    // A spec the daemon could not apply yet explains everything else on the line.
+    if (const Json unapplied = s.value("apply_failure", Json()); unapplied.is_object()) {
+      reason = fmt::format("NOT APPLIED ({} tries): {}", unapplied.value("attempts", 0),
+                           unapplied.value("message", ""));
     }
     const Json manual = s.value("manual_replicas", Json());
     out += fmt::format(

@@ -131,6 +131,23 @@ TEST_F(ServiceCommandsTest, AServiceThatCannotStartSaysWhy) {
             "cannot start 'vllm': No such file or directory");
 }
 
+// A spec the daemon could not apply yet says so, with its tries, in the table and in JSON's
+// `apply_failure` (null once applied).
+TEST_F(ServiceCommandsTest, AServiceWhoseSpecIsNotAppliedSaysWhyAndHowOftenItWasTried) {
+  ASSERT_EQ(Run({"services", "--api", url_, "-o", "json"}), 0) << err_;
+  EXPECT_TRUE(json::parse(out_)["services"][0]["apply_failure"].is_null()) << out_;
+  daemon_.SetApplyFailure(
+      "chat", {"spec not applied: slurm.token_file: cannot read", 3, Seconds{1'700'000'000}});
+  ASSERT_EQ(Run({"services", "--api", url_}), 0) << err_;
+  EXPECT_NE(out_.find("NOT APPLIED (3 tries): spec not applied: slurm.token_file"),
+            std::string::npos)
+      << out_;
+  ASSERT_EQ(Run({"services", "--api", url_, "-o", "json"}), 0) << err_;
+  const json failure = json::parse(out_)["services"][0]["apply_failure"];
+  EXPECT_EQ(failure["attempts"], 3);
+  EXPECT_EQ(failure["next_retry_at"], "2023-11-14T22:13:20.000Z");
+}
+
 TEST_F(ServiceCommandsTest, NoDaemonIsAnErrorThatSaysWhere) {
   server_->Stop();
   EXPECT_EQ(Run({"services", "--api", url_}), kExitFailure);

@@ -166,7 +166,7 @@ void Daemon::PollRetiring(Seconds now, std::vector<store::EventRow>& events) {
     }
     // Retiring rows stay persisted until the processes are gone, so a crash meanwhile still
     // lets the next daemon finish the stop; a live service of the same name owns the rows
-    // again once it exists (creation waits for the retirement: ApplyCommand).
+    // again once it exists (creation waits for the retirement: ApplySpec).
     PersistReplicas(slot.name, *slot.orch);
     if (slot.orch->HasProcesses()) {
       ++it;
@@ -250,7 +250,7 @@ Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) 
     for (orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
       const bool serving =
           r.phase == scale::ReplicaPhase::kReady || r.phase == scale::ReplicaPhase::kDraining;
-      if (!serving || r.port <= 0 || r.state == "stopping") continue;
+      if (!serving || r.port <= 0 || r.state == orch::ReplicaState::kStopping) continue;
       ScrapeJob job;
       job.replica = r.id;
       job.url = fmt::format("http://{}:{}{}", r.host, r.port, slot->config.metrics_path);
@@ -416,7 +416,7 @@ void Daemon::Tick() {
   };
   const Seconds now = clock_.Now();
   std::vector<store::EventRow> events;
-  ApplyCommands(now);
+  Reconcile(now, events);
   PrepareProbes(now);
   for (auto& [name, slot] : services_) slot->orch->Poll(now);
   PollRetiring(now, events);
@@ -476,8 +476,8 @@ ServiceView Daemon::ViewOf(const Slot& slot, Seconds /*now*/) const {
   return v;
 }
 
-// Copies what the API shows into mu_-guarded snapshots. Services with queued commands keep
-// the view the API request set (their change is applied on the next tick).
+// Copies what the API shows into mu_-guarded snapshots. A desired service whose spec is not
+// applied yet keeps the view the API request set (ShowUnapplied).
 void Daemon::PublishViews(Seconds now) {
   std::map<std::string, ServiceView> views;
   std::map<std::string, std::vector<orch::ReplicaInfo>> replicas;
@@ -488,19 +488,12 @@ void Daemon::PublishViews(Seconds now) {
     if (auto line = slot->start_failure.Observe(name, replicas[name])) Log(*line);
     views[name].failure = slot->start_failure.failure();
     for (const orch::ReplicaInfo& r : replicas[name]) {
-      settling = settling || r.state == "starting" || r.state == "restarting" ||
-                 r.state == "draining" || r.state == "stopping";
+      settling = settling || orch::IsSettling(r.state);
     }
   }
   settling_ = settling;
   MutexLock lock(mu_);
-  for (const Command& c : commands_) {
-    if (c.kind == Command::Kind::kDelete) {
-      views.erase(c.service);
-    } else if (auto it = views_.find(c.service); it != views_.end()) {
-      views[c.service] = it->second;
-    }
-  }
+  ShowUnapplied(views);
   // Swapped, not assigned: the old views are freed with these locals, after `lock` (declared
   // after them) is released, not while API threads wait for it.
   std::swap(views_, views);

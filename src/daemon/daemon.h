@@ -12,10 +12,10 @@
 // ends up holding exactly the re-acquired leases, and the store's lease table is rewritten
 // to match (stale leases dropped). Adoption outcomes become events.
 //
-// One Tick(): apply queued API changes; per service, orchestrator Poll; scrape every ready or
-// draining replica and run the policies' PromQL queries (all services in parallel,
-// metric_collector.h; a scrape or query left at the `scrape:` cutoff goes on into the next
-// tick, replica_scrapes.h); ServiceRuntime::Tick (metrics -> policy or manual override ->
+// One Tick(): converge the running services on the desired ones (below); per service, orchestrator
+// Poll; scrape every ready or draining replica and run the policies' PromQL queries (all services
+// in parallel, metric_collector.h; a scrape or query left at the `scrape:` cutoff goes on into the
+// next tick, replica_scrapes.h); ServiceRuntime::Tick (metrics -> policy or manual override ->
 // reconcile); persist replicas and leases when they changed, the decision when the desired,
 // current or ready count or the actions changed, or DaemonOptions::decision_heartbeat after
 // the last one (state grows with events, not with time: an idle service writes 288 rows a
@@ -23,9 +23,17 @@
 // orchestrator events, desired-count changes, failed actions, metric errors when they change.
 // A failing store write is logged and counted (gpuscale_store_errors_total); the loop goes on.
 //
-// API changes (create/update/delete service, rules, manual override) are validated and
-// persisted at once, shown by the API at once, and take effect on the next tick. A deleted
-// service's row stays (marked deleting) until its replicas are gone.
+// API changes (create/update/delete service, rules, manual override) and reloads are
+// validated and persisted at once, shown by the API at once, and recorded as the service's
+// desired state. Every tick compares the desired services with the running ones and
+// converges (level-triggered, as a Kubernetes controller): a service wanted but not running
+// is created, one with an older spec rebuilt (its replicas adopted), one no longer wanted
+// deleted; changed rules and manual overrides are applied. What cannot be applied (the
+// engine cannot be set up: an unreadable Slurm token file, say) is tried again on a later
+// tick with backoff -- one loop interval, doubling to DaemonOptions::apply_retry_max -- and
+// shown meanwhile in the service's view (`apply_failure`) and as a service_error event when
+// the error first shows or changes. A deleted service's row stays (marked deleting) until its
+// replicas are gone; a re-created one starts once they are.
 //
 // Replica views: a cluster engine's replica whose job has no node yet (port 0) shows an
 // empty host, not the loopback default the orchestrator reports.
@@ -34,7 +42,7 @@
 // Shutdown(true) stopped them (so that a restarted daemon adopts them).
 // Thread-safety: DaemonApi methods may be called from any thread, concurrently with the loop.
 // loop_mu_ serializes ticks and shutdown and guards services_/retiring_ (orchestrators are
-// single-threaded); mu_ guards the API-visible snapshots, queued commands and counters.
+// single-threaded); mu_ guards the API-visible snapshots, the desired services and counters.
 // Lock order: loop_mu_ before mu_.
 #pragma once
 
@@ -88,6 +96,9 @@ struct DaemonOptions {
   Seconds health_interval{10};    // health probes of ready replicas; 0 = none
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};
+  // The longest wait before the loop tries again to apply a service's spec or rules that it
+  // could not apply (the first wait is one loop interval, doubling up to this).
+  Seconds apply_retry_max{60};
   // The state database's size cap in bytes (store::OpenOptions::max_bytes): a write past it
   // fails as on a full disk. 0 = none (the disk's own); tests fill a "disk" with it.
   int64_t store_max_bytes = 0;
@@ -194,7 +205,9 @@ class Daemon final : public DaemonApi {
 
  private:
   struct Slot;      // one service: orchestrator + runtime + persistence bookkeeping
-  struct Command;   // a queued API change
+  struct Desired;   // what the API asked one service to be
+  struct Unapplied;  // a desired state the loop could not apply yet, and its retry
+  struct Want;       // one service's desired state as one tick reconciles it
   struct Observed;  // one tick's collected metrics
 
   Daemon(DaemonConfig config, Clock& clock, DaemonOptions options);
@@ -241,18 +254,24 @@ class Daemon final : public DaemonApi {
   // names where they changed. REQUIRES: neither loop_mu_ nor mu_ held.
   std::vector<std::string> ApplyLiveSections(const DaemonConfig& reread) GS_EXCLUDES(loop_mu_, mu_);
 
-  // Tick (daemon.cc; commands in daemon_commands.cc)
-  void ApplyCommands(Seconds now) GS_REQUIRES(loop_mu_);
-  void ApplyCommand(Command& command, Seconds now, std::vector<store::EventRow>& events)
+  // Tick (daemon.cc; reconcile in daemon_reconcile.cc)
+  void Reconcile(Seconds now, std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  std::vector<Want> Wanted(Seconds& retry_initial) GS_REQUIRES(loop_mu_) GS_EXCLUDES(mu_);
+  void Converge(Want& want, Seconds now, Seconds retry_initial,
+                std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  // Each returns false when it could not apply (the failure is recorded in unapplied_).
+  bool ApplySpec(Want& want, Seconds now, Seconds retry_initial,
+                 std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  bool ApplyRules(Want& want, Slot& slot, Seconds now, Seconds retry_initial,
+                  std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  void ApplyManual(const Want& want, Slot& slot, Seconds now, Seconds retry_initial,
+                   std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  void ApplyDelete(const std::string& service, Seconds now, std::vector<store::EventRow>& events)
       GS_REQUIRES(loop_mu_);
-  void ApplySpec(Command& command, Seconds now, std::vector<store::EventRow>& events)
-      GS_REQUIRES(loop_mu_);
-  void ApplyDelete(Command& command, Seconds now, std::vector<store::EventRow>& events)
-      GS_REQUIRES(loop_mu_);
-  void ApplyRules(Command& command, Seconds now, std::vector<store::EventRow>& events)
-      GS_REQUIRES(loop_mu_);
-  void ApplyManual(Command& command, Seconds now, std::vector<store::EventRow>& events)
-      GS_REQUIRES(loop_mu_);
+  void ApplyFailed(const Want& want, std::string message, Seconds now, Seconds retry_initial,
+                   std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  // A view for a desired service its slot does not show yet: the API's, with the failure.
+  void ShowUnapplied(std::map<std::string, ServiceView>& views) GS_REQUIRES(loop_mu_, mu_);
   Observed Collect(Seconds now, const gpu::GpuSnapshot* gpus) GS_REQUIRES(loop_mu_);
   void PostGpuLoad(const Observed& observed);
   void TickService(Slot& slot, Seconds now, Observed& observed, const gpu::GpuSnapshot* gpus,
@@ -299,7 +318,6 @@ class Daemon final : public DaemonApi {
                                         const std::vector<store::RuleRow>& rules);
   // ValidateService of a disaggregated service: each pool's command and policy, the budget.
   Result<ServiceConfig> ValidatePools(const ServiceConfig& config);
-  Status Enqueue(Command command);
 
   DaemonConfig config_;
   Clock& clock_;
@@ -346,6 +364,8 @@ class Daemon final : public DaemonApi {
   // Deleted services and orphans whose replicas are still stopping.
   std::vector<std::unique_ptr<Slot>> retiring_ GS_GUARDED_BY(loop_mu_);
   int64_t tick_count_ GS_GUARDED_BY(loop_mu_) = 0;
+  // Desired services not applied yet, by name (the loop retries them with backoff).
+  std::map<std::string, Unapplied> unapplied_ GS_GUARDED_BY(loop_mu_);
   // Trims decisions and events by the config's `retention:` (over store_; set by Open).
   std::unique_ptr<HistoryRetention> retention_ GS_GUARDED_BY(loop_mu_);
   MemoryTrim memory_trim_ GS_GUARDED_BY(loop_mu_);
@@ -358,7 +378,9 @@ class Daemon final : public DaemonApi {
   std::shared_ptr<const std::vector<ServiceView>> views_list_ GS_GUARDED_BY(mu_);
   // Last tick's replicas.
   std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_ GS_GUARDED_BY(mu_);
-  std::vector<Command> commands_ GS_GUARDED_BY(mu_);  // queued API changes
+  // What the API and reloads asked for, by name (Reconcile converges on it every tick).
+  std::map<std::string, Desired> desired_ GS_GUARDED_BY(mu_);
+  uint64_t generation_ GS_GUARDED_BY(mu_) = 0;  // the last Desired generation given out
   // Removed services whose replicas this daemon could not stop (AdoptOrphans: their engine
   // could not be set up), by name -> why. Their names stay taken until a restart stops them:
   // a new service of that name would overwrite the rows that still track the old replicas.

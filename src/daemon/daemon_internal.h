@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/apply_retry.h"
 #include "daemon/daemon.h"
 #include "daemon/metric_collector.h"
 #include "daemon/metric_error_events.h"
@@ -49,6 +50,8 @@ struct Daemon::Slot {
   // replicas are gone (PollRetiring). False for services retired by Shutdown.
   bool deleting = false;
   Seconds created_at{0};
+  // Which Desired this slot was built from and has applied (Daemon::Reconcile).
+  uint64_t incarnation = 0, spec_generation = 0, rules_generation = 0;
   MetricErrorEvents metric_events;  // which metric-error events the log gets
   // Whether its replicas cannot start (the view's `failure`, the gateway's fast 503), and
   // which of that the log was told (PublishViews).
@@ -67,13 +70,31 @@ struct Daemon::Slot {
   mutable std::optional<std::pair<ServiceConfig, std::string>> spec_yaml;
 };
 
-struct Daemon::Command {
-  enum class Kind { kCreate, kUpdate, kDelete, kRules, kManual };
-  Kind kind = Kind::kCreate;
-  std::string service;
-  ServiceConfig config;       // kCreate, kUpdate
-  std::optional<int> manual;  // kManual
-  Seconds created_at{0};      // kCreate
+// What the API and reloads asked one service to be (Daemon::desired_). The loop compares it
+// with the service's slot on every tick and converges (Daemon::Reconcile). Generations come
+// from one counter (Daemon::generation_), so each write is told apart from every other.
+struct Daemon::Desired {
+  ServiceConfig config;       // validated
+  std::optional<int> manual;  // PUT /replicas; nullopt = the policy decides
+  uint64_t incarnation = 0;   // the create's generation: a deleted and re-created service differs
+  uint64_t spec_generation = 0;   // the last create or update
+  uint64_t rules_generation = 0;  // the last rule added or deleted
+};
+
+// A service whose desired state could not be applied yet: what was tried, and when the loop
+// tries again (shown in the service's view; an event when the error first shows or changes).
+struct Daemon::Unapplied {
+  uint64_t incarnation = 0, spec_generation = 0, rules_generation = 0;
+  ApplyRetry retry;
+};
+
+// One service's desired state as one tick reconciles it: copied from desired_ under mu_
+// (Daemon::Wanted), applied without it.
+struct Daemon::Want {
+  std::string name;
+  uint64_t incarnation = 0, spec_generation = 0, rules_generation = 0;
+  std::optional<int> manual;
+  std::optional<ServiceConfig> config;  // only when the running slot's spec is older
 };
 
 // Jobs of one tick, with the slices that belong to each service.

@@ -98,6 +98,15 @@ Status Daemon::OpenState() {
       return Unexpected<Error>(std::move(e));
     }
     RestoreManual(**slot, now, events);
+    Slot& made = **slot;
+    {
+      MutexLock lock(mu_);  // what the loop converges on: what runs now
+      const uint64_t generation = ++generation_;
+      const std::optional<int> manual =
+          made.pooled != nullptr ? std::nullopt : made.runtimes.front()->manual_replicas();
+      desired_[made.name] = Desired{made.config, manual, generation, generation, generation};
+      made.incarnation = made.spec_generation = made.rules_generation = generation;
+    }
     services_[services[i].name] = std::move(*slot);
   }
   events_->Append(events);
@@ -268,8 +277,9 @@ Status Daemon::AdoptAll(Seconds now) {
   std::map<std::string, std::vector<orch::ReplicaRecord>> records;
   std::vector<store::ReplicaRow> orphans;
   for (const store::ReplicaRow& row : *rows) {
+    GS_ASSIGN_OR_RETURN(orch::ReplicaRecord record, ToReplicaRecord(row));
     if (services_.count(row.service) != 0) {
-      records[row.service].push_back(ToReplicaRecord(row));
+      records[row.service].push_back(std::move(record));
     } else {
       orphans.push_back(row);
     }
@@ -391,7 +401,12 @@ ServiceConfig Daemon::OrphanConfig(const std::string& service) {
 // built (e.g. Slurm's token file is unreadable), the rows stay for the next start.
 void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now) {
   std::map<std::string, std::vector<orch::ReplicaRecord>> by_service;
-  for (const store::ReplicaRow& row : rows) by_service[row.service].push_back(ToReplicaRecord(row));
+  for (const store::ReplicaRow& row : rows) {
+    // AdoptAll read every row first and refused to start on a phase it does not know.
+    if (Result<orch::ReplicaRecord> record = ToReplicaRecord(row)) {
+      by_service[row.service].push_back(std::move(*record));
+    }
+  }
   std::vector<store::EventRow> events;
   for (auto& [service, records] : by_service) {
     const ServiceConfig config = OrphanConfig(service);

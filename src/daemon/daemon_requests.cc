@@ -1,6 +1,6 @@
-// Daemon: the DaemonApi requests and the queued changes they make (daemon.h). Requests
-// validate and persist at once and update the API's view; the control loop applies the
-// queued Command on its next tick (orchestrators are driven by the loop thread only).
+// Daemon: the DaemonApi requests and the desired state they write (daemon.h). Requests
+// validate and persist at once, update the API's view and the service's Desired; the control
+// loop converges on it from its next tick (orchestrators are driven by the loop thread only).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -180,12 +180,8 @@ Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
   view.created_at = now;
   views_[valid.name] = view;
   views_list_.reset();
-  Command c;
-  c.kind = Command::Kind::kCreate;
-  c.service = valid.name;
-  c.config = std::move(valid);
-  c.created_at = now;
-  commands_.push_back(std::move(c));
+  const uint64_t generation = ++generation_;
+  desired_[view.config.name] = Desired{std::move(valid), std::nullopt, generation, generation, 0};
   return view;
 }
 
@@ -225,12 +221,10 @@ Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
   view.policy_family = valid.policy_family;
   view.manual_replicas = manual;
   views_list_.reset();
-  Command c;
-  c.kind = Command::Kind::kUpdate;
-  c.service = valid.name;
-  c.config = std::move(valid);
-  c.manual = view.manual_replicas;
-  commands_.push_back(std::move(c));
+  Desired& desired = desired_[valid.name];
+  desired.config = std::move(valid);
+  desired.manual = manual;
+  desired.spec_generation = ++generation_;
   return view;
 }
 
@@ -242,10 +236,7 @@ Status Daemon::DeleteService(const std::string& name) {
   GS_RETURN_IF_ERROR(ApiWrite("deleting service " + name, store_->services().MarkDeleting(name)));
   views_.erase(name);
   views_list_.reset();
-  Command c;
-  c.kind = Command::Kind::kDelete;
-  c.service = name;
-  commands_.push_back(std::move(c));
+  desired_.erase(name);
   return OkStatus();
 }
 
@@ -280,10 +271,7 @@ Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rul
   Result<int64_t> id = store_->rules().Add(row);
   GS_RETURN_IF_ERROR(ApiWrite("adding a rule to " + service,
                               id ? OkStatus() : Status(Unexpected<Error>(id.error()))));
-  Command c;
-  c.kind = Command::Kind::kRules;
-  c.service = service;
-  commands_.push_back(std::move(c));
+  desired_[service].rules_generation = ++generation_;
   GS_ASSIGN_OR_RETURN(store::RuleRow added, store_->rules().Get(*id));
   return ToRuleView(added);
 }
@@ -296,10 +284,7 @@ Status Daemon::DeleteRule(const std::string& service, int64_t rule_id) {
     return NotFound(fmt::format("service '{}' has no rule {}", service, rule_id), "id");
   }
   GS_RETURN_IF_ERROR(ApiWrite("deleting a rule of " + service, store_->rules().Delete(rule_id)));
-  Command c;
-  c.kind = Command::Kind::kRules;
-  c.service = service;
-  commands_.push_back(std::move(c));
+  desired_[service].rules_generation = ++generation_;
   return OkStatus();
 }
 
@@ -326,11 +311,7 @@ Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
                               store_->services().SetManualReplicas(service, replicas)));
   it->second.manual_replicas = replicas;
   views_list_.reset();
-  Command c;
-  c.kind = Command::Kind::kManual;
-  c.service = service;
-  c.manual = replicas;
-  commands_.push_back(std::move(c));
+  desired_[service].manual = replicas;
   return it->second;
 }
 

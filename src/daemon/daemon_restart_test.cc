@@ -97,14 +97,6 @@ class DaemonRestartTest : public DaemonFixture {
     return store ? std::move(*store) : nullptr;
   }
 
-  std::vector<EventView> EventsOfKind(const std::string& kind) {
-    EventQuery query;
-    query.kind = kind;
-    auto events = daemon_->Events(query);
-    EXPECT_TRUE(events) << events.error().ToString();
-    return events ? *events : std::vector<EventView>{};
-  }
-
   std::unique_ptr<FakeSlurmCli> slurm_;
 };
 

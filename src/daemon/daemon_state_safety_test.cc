@@ -226,6 +226,29 @@ TEST_F(DaemonStateSafetyTest, UnreadableReplicasTableWithAnUnidentifiedProcessRe
   EXPECT_TRUE(Replicas()[0].adopted);
 }
 
+// A replica row whose phase this version does not know (written by a newer one) is not
+// adopted as a guess: the start is refused, naming the row; with the phase restored, the next
+// start adopts the replica.
+TEST_F(DaemonStateSafetyTest, AStoredReplicaPhaseThisVersionDoesNotKnowRefusesToStart) {
+  Open(Config(1, 1));
+  Tick(2);
+  ASSERT_EQ(Replicas().size(), 1u);
+  Crash();
+  ExecSql("UPDATE replicas SET phase = 'hibernating'");
+
+  auto refused = Daemon::Open(Config(1, 1), clock_, QuietOptions());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(refused.error().field, "replicas.phase");
+  EXPECT_THAT(refused.error().message, HasSubstr("replica 'svc-0' of service 'svc'"));
+  EXPECT_THAT(refused.error().message, HasSubstr("'hibernating'"));
+
+  ExecSql("UPDATE replicas SET phase = 'ready'");
+  Open(Config(1, 1));
+  ASSERT_EQ(Replicas().size(), 1u);
+  EXPECT_TRUE(Replicas()[0].adopted);
+}
+
 // Item 10: a daemon on a copy of a state directory (sqlite3 .backup) finds rows whose live
 // processes are marked for the original directory: it drops them (logged once), releases
 // their leases in its own ledger, starts its own replicas, and its shutdown leaves the

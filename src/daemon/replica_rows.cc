@@ -1,19 +1,16 @@
 // Orchestrator records <-> store rows (replica_rows.h).
 #include "daemon/replica_rows.h"
 
+#include <fmt/format.h>
+
 namespace gpuscale::daemon {
-namespace {
-
-constexpr std::string_view kStopping = "stopping";
-
-}  // namespace
 
 store::ReplicaRow ToReplicaRow(const orch::ReplicaRecord& record, const std::string& service) {
   store::ReplicaRow row;
   row.id = record.id;
   row.service = service;
-  row.phase =
-      record.stopping ? std::string(kStopping) : std::string(scale::ReplicaPhaseName(record.phase));
+  row.phase = std::string(orch::ReplicaStateName(
+      record.stopping ? orch::ReplicaState::kStopping : orch::StateOfPhase(record.phase)));
   row.pid = record.pid;
   row.port = record.port;
   row.gpus = record.gpus;
@@ -29,15 +26,19 @@ store::ReplicaRow ToReplicaRow(const orch::ReplicaRecord& record, const std::str
   return row;
 }
 
-orch::ReplicaRecord ToReplicaRecord(const store::ReplicaRow& row) {
+Result<orch::ReplicaRecord> ToReplicaRecord(const store::ReplicaRow& row) {
+  Result<orch::ReplicaState> state = orch::ParseReplicaState(row.phase, "phase");
+  if (!state) {
+    return FailedPrecondition(
+        fmt::format("replica '{}' of service '{}' is stored with phase '{}', which this gpuscale "
+                    "does not know ({}); was the state directory written by a newer version?",
+                    row.id, row.service, row.phase, state.error().message),
+        "replicas.phase");
+  }
   orch::ReplicaRecord record;
   record.id = row.id;
-  record.stopping = row.phase == kStopping;
-  record.phase = scale::ReplicaPhase::kPending;
-  for (scale::ReplicaPhase p : {scale::ReplicaPhase::kStarting, scale::ReplicaPhase::kReady,
-                                scale::ReplicaPhase::kDraining}) {
-    if (row.phase == scale::ReplicaPhaseName(p)) record.phase = p;
-  }
+  record.stopping = *state == orch::ReplicaState::kStopping;
+  record.phase = orch::PhaseOfState(*state);
   record.phase_since = row.phase_since;
   record.pid = static_cast<int>(row.pid);
   record.port = row.port;

@@ -8,11 +8,11 @@ namespace gpuscale::daemon {
 
 std::string StartFailureOf(const std::vector<orch::ReplicaInfo>& replicas) {
   const auto ready = [](const orch::ReplicaInfo& r) {
-    return r.phase == scale::ReplicaPhase::kReady && r.state != "stopping";
+    return r.phase == scale::ReplicaPhase::kReady && r.state != orch::ReplicaState::kStopping;
   };
   if (std::any_of(replicas.begin(), replicas.end(), ready)) return "";
   for (const orch::ReplicaInfo& r : replicas) {
-    if (!r.start_error.empty() && r.state != "stopping") return r.start_error;
+    if (!r.start_error.empty() && r.state != orch::ReplicaState::kStopping) return r.start_error;
   }
   return "";
 }

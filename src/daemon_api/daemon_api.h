@@ -43,6 +43,15 @@ struct PoolView {
   std::string last_reason;  // the pool policy's last decision
 };
 
+// Why the daemon has not applied a service's spec (or rules, or manual override) yet; the
+// control loop tries again at next_retry_at (daemon.h: one loop interval after the first
+// failure, doubling up to a minute).
+struct ApplyFailure {
+  std::string message;  // e.g. "spec not applied: slurm.token_file: cannot read token file ..."
+  int attempts = 0;     // failed so far
+  Seconds next_retry_at{0};
+};
+
 struct ServiceView {
   ServiceConfig config;
   std::string spec_yaml;                // ServiceConfigToYaml(config)
@@ -60,6 +69,8 @@ struct ServiceView {
   // Why the service's replicas cannot start, while none is ready (e.g. "cannot start 'vllm':
   // No such file or directory ..."); "" otherwise (daemon/start_failure.h).
   std::string failure;
+  // The spec shown is not applied yet (nullopt: it is).
+  std::optional<ApplyFailure> apply_failure;
   // What the gateway measured for this service at the last tick (nullopt: no gateway, or no
   // request of the service reached it yet).
   std::optional<GatewayFigures> gateway;

@@ -240,10 +240,6 @@ Status FleetOrchestrator::ReportOutstanding(const std::string& id, int outstandi
   return book_.ReportOutstanding(id, outstanding);
 }
 
-void FleetOrchestrator::StopAll(Seconds now) {
-  for (const scale::ReplicaStatus& status : ListReplicas()) (void)Stop(status.id, now);
-}
-
 bool FleetOrchestrator::HasProcesses() const { return calls_.pending() > 0; }
 
 std::vector<ReplicaInfo> FleetOrchestrator::Replicas(Seconds now) const {

@@ -68,7 +68,6 @@ class FleetOrchestrator final : public ServiceOrchestrator {
   // Its own records and one GET to its fleet.
   bool AdoptsConcurrently() const override { return true; }
   Status ReportOutstanding(const std::string& id, int outstanding) override;
-  void StopAll(Seconds now) override;
   bool HasProcesses() const override;  // calls to the fleet not answered yet
   std::vector<ReplicaInfo> Replicas(Seconds now) const override;
   std::vector<ReplicaRecord> Records() const override;

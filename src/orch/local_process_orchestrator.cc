@@ -220,10 +220,6 @@ Status LocalProcessOrchestrator::ReportOutstanding(const std::string& id, int ou
   return book_.ReportOutstanding(id, outstanding);
 }
 
-void LocalProcessOrchestrator::StopAll(Seconds now) {
-  for (const scale::ReplicaStatus& status : ListReplicas()) (void)Stop(status.id, now);
-}
-
 bool LocalProcessOrchestrator::HasProcesses() const {
   return book_.Any([](const Replica& r) { return r.pid > 0; });
 }

@@ -131,9 +131,6 @@ class LocalProcessOrchestrator final : public ServiceOrchestrator {
   // In-flight requests (running + waiting) of a replica, from the daemon's scrape.
   // Errors: kNotFound.
   Status ReportOutstanding(const std::string& id, int outstanding) override;
-
-  // Stops every replica (shutdown); Poll until !HasProcesses() to finish.
-  void StopAll(Seconds now) override;
   bool HasProcesses() const override;
 
   // Every replica including stopping ones, creation order.

@@ -37,7 +37,7 @@ TEST_F(LocalProcessTest, StartsHttpServerThatBecomesReadyThenStopsWithSigterm) {
 
   ASSERT_TRUE(orch.Stop("svc-0", now_));
   EXPECT_TRUE(orch.ListReplicas().empty());
-  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, "stopping");
+  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, ReplicaState::kStopping);
   // GPUs stay leased until the process has exited.
   EXPECT_EQ(ledger_.LeasesOf("replica/svc-0").size(), 1u);
   ASSERT_TRUE(PumpUntil(orch, [&] { return !orch.HasProcesses(); }));
@@ -93,7 +93,7 @@ TEST_F(LocalProcessTest, CrashedReplicaRestartsWithExponentialBackoffThatResetsW
     events_.clear();
     ASSERT_TRUE(PumpUntil(orch, [&] { return HasEvent("replica_crashed"); })) << delay;
     EXPECT_NE(LastEvent("replica_crashed")->message.find("SIGKILL"), std::string::npos);
-    EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, "restarting");
+    EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, ReplicaState::kRestarting);
     EXPECT_EQ(orch.ListReplicas()[0].phase, ReplicaPhase::kStarting);
     const Seconds crashed_at = now_;
     now_ = crashed_at + Seconds{delay - 0.1};
@@ -132,7 +132,7 @@ TEST_F(LocalProcessTest, StopSendsSigkillAfterGraceToAChildIgnoringSigterm) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   orch.Poll(now_);
   EXPECT_TRUE(ProcessAlive(pid));
-  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, "stopping");
+  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, ReplicaState::kStopping);
   EXPECT_EQ(ledger_.size(), 1u);
 
   now_ += Seconds{0.1};
@@ -221,7 +221,7 @@ TEST_F(LocalProcessTest, ACommandThatCannotStartHoldsNoGpuWhileItWaitsToRetry) {
   auto status = orch.Start(now_);
   ASSERT_TRUE(status);
   ReplicaInfo info = InfoOf(orch, "svc-0", now_);
-  EXPECT_EQ(info.state, "restarting");
+  EXPECT_EQ(info.state, ReplicaState::kRestarting);
   EXPECT_NE(info.start_error.find("cannot start 'gpuscale-test-no-such-command'"),
             std::string::npos)
       << info.start_error;
@@ -239,7 +239,7 @@ TEST_F(LocalProcessTest, ACommandThatCannotStartHoldsNoGpuWhileItWaitsToRetry) {
   ledger_.ReleaseOwner("job-7");
   ASSERT_TRUE(orch.Place("svc-0", now_));  // leased, launched, failed again, released
   EXPECT_EQ(ledger_.size(), 0u);
-  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, "restarting");
+  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, ReplicaState::kRestarting);
   std::vector<OrchestratorEvent> events = orch.TakeEvents();
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().kind, "replica_restart_scheduled");
@@ -277,7 +277,8 @@ TEST_F(LocalProcessTest, StartupTimeoutAndFailedHealthChecksRestartTheReplica) {
   orch.Poll(now_);
   EXPECT_EQ(orch.ListReplicas()[0].phase, ReplicaPhase::kStarting);
   now_ += Seconds{30};
-  ASSERT_TRUE(PumpUntil(orch, [&] { return InfoOf(orch, "svc-0", now_).state == "restarting"; }));
+  ASSERT_TRUE(PumpUntil(
+      orch, [&] { return InfoOf(orch, "svc-0", now_).state == ReplicaState::kRestarting; }));
   EXPECT_TRUE(HasEvent("replica_startup_timeout"));
   EXPECT_EQ(InfoOf(orch, "svc-0", now_).restarts, 1);
 
@@ -293,7 +294,8 @@ TEST_F(LocalProcessTest, StartupTimeoutAndFailedHealthChecksRestartTheReplica) {
   orch.Poll(now_);  // first failure: still ready
   EXPECT_EQ(orch.ListReplicas()[0].phase, ReplicaPhase::kReady);
   now_ += Seconds{10};
-  ASSERT_TRUE(PumpUntil(orch, [&] { return InfoOf(orch, "svc-0", now_).state == "restarting"; }));
+  ASSERT_TRUE(PumpUntil(
+      orch, [&] { return InfoOf(orch, "svc-0", now_).state == ReplicaState::kRestarting; }));
   for (const auto& e : orch.TakeEvents()) events_.push_back(e);
   EXPECT_TRUE(HasEvent("replica_unhealthy"));
   EXPECT_EQ(InfoOf(orch, "svc-0", now_).restarts, 2);
@@ -365,7 +367,7 @@ TEST_F(LocalProcessTest, UnansweredHealthProbesTakeAReplicaOutOfRotationBeforeRe
     now_ += Seconds{10};
     orch.Poll(now_);
   }
-  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, "ready");
+  EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, ReplicaState::kReady);
   EXPECT_FALSE(InfoOf(orch, "svc-0", now_).serving);
   EXPECT_EQ(InfoOf(orch, "svc-0", now_).restarts, 0);
 
@@ -381,7 +383,8 @@ TEST_F(LocalProcessTest, UnansweredHealthProbesTakeAReplicaOutOfRotationBeforeRe
     EXPECT_EQ(InfoOf(orch, "svc-0", now_).restarts, 0) << "restarted after " << (i + 1) * 10;
   }
   now_ += Seconds{10};
-  ASSERT_TRUE(PumpUntil(orch, [&] { return InfoOf(orch, "svc-0", now_).state == "restarting"; }));
+  ASSERT_TRUE(PumpUntil(
+      orch, [&] { return InfoOf(orch, "svc-0", now_).state == ReplicaState::kRestarting; }));
   for (const auto& e : orch.TakeEvents()) events_.push_back(e);
   EXPECT_TRUE(HasEvent("replica_not_serving"));
   EXPECT_TRUE(HasEvent("replica_serving"));

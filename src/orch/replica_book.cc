@@ -79,9 +79,9 @@ ReplicaInfo ReplicaBookBase::InfoOf(const ReplicaEntry& r, Seconds now, bool run
   ReplicaInfo info;
   info.id = r.id;
   info.phase = r.phase;
-  info.state = r.stopping ? "stopping"
-               : backoff  ? "restarting"
-                          : std::string(scale::ReplicaPhaseName(r.phase));
+  info.state = r.stopping ? ReplicaState::kStopping
+               : backoff  ? ReplicaState::kRestarting
+                          : StateOfPhase(r.phase);
   info.phase_since = r.phase_since;
   info.port = running ? r.port : 0;
   info.log_path = r.log_path;

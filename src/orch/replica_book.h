@@ -21,7 +21,7 @@
 //     (Replicas(), Records()) until its adapter has seen it go.
 //   Restarts: a replica that failed is retried after an exponential backoff, as Kubernetes'
 //     CrashLoopBackOff: restart_backoff_initial * 2^(failures in a row - 1), capped at
-//     restart_backoff_max; it reports `starting` (state "restarting") meanwhile.
+//     restart_backoff_max; it reports `starting` (state restarting) meanwhile.
 //
 // Time: every call that takes `now` gets it from the orchestrator's caller; the book
 // remembers the latest it saw, because ListReplicas (which takes no time) still has to end
@@ -111,7 +111,7 @@ class ReplicaBookBase {
                           std::string_view retry);
 
   // The API's view of `r` with the fields every adapter shares; port and uptime only while
-  // `running`, state "restarting" while `backoff`. The adapter adds where it runs.
+  // `running`, state restarting while `backoff`. The adapter adds where it runs.
   ReplicaInfo InfoOf(const ReplicaEntry& r, Seconds now, bool running, bool backoff) const;
   // What the store persists of `r`; the adapter adds how it runs (pid, job id, ...).
   static ReplicaRecord RecordOf(const ReplicaEntry& r);

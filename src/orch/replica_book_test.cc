@@ -261,17 +261,17 @@ TEST_F(ReplicaBookTest, InfoShowsStateAndRunTimeOnlyWhileRunning) {
   r.restarts = 2;
   r.last_error = "boom";
   ReplicaInfo running = book_.InfoOf(r, Seconds{25}, /*running=*/true, /*backoff=*/false);
-  EXPECT_EQ(running.state, "starting");
+  EXPECT_EQ(running.state, ReplicaState::kStarting);
   EXPECT_EQ(running.port, 8001);
   EXPECT_EQ(running.uptime, Seconds{15});
   EXPECT_EQ(running.restarts, 2);
   EXPECT_EQ(running.last_error, "boom");
   ReplicaInfo waiting = book_.InfoOf(r, Seconds{25}, /*running=*/false, /*backoff=*/true);
-  EXPECT_EQ(waiting.state, "restarting");
+  EXPECT_EQ(waiting.state, ReplicaState::kRestarting);
   EXPECT_EQ(waiting.port, 0);
   EXPECT_EQ(waiting.uptime, Seconds{0});
   r.stopping = true;
-  EXPECT_EQ(book_.InfoOf(r, Seconds{25}, true, true).state, "stopping");
+  EXPECT_EQ(book_.InfoOf(r, Seconds{25}, true, true).state, ReplicaState::kStopping);
 }
 
 TEST(ReplicaReadyTest, AnAdoptedReplicaIsTimedFromItsAdoptionNotItsProcessStart) {

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "gpu/gpu_info.h"
+#include "orch/replica_state.h"
 #include "scale/policy.h"
 #include "scale/replica_orchestrator.h"
 
@@ -24,9 +25,9 @@ namespace gpuscale::orch {
 struct ReplicaInfo {
   std::string id;
   scale::ReplicaPhase phase = scale::ReplicaPhase::kPending;
-  // Finer than phase: "pending", "starting", "ready", "draining", "restarting" (waiting out
-  // a backoff), "stopping" (SIGTERM sent; no longer in ListReplicas).
-  std::string state;
+  // Finer than phase (orch/replica_state.h): restarting while it waits out a backoff,
+  // stopping once SIGTERM was sent (no longer in ListReplicas).
+  ReplicaState state = ReplicaState::kPending;
   Seconds phase_since{0};
   std::string host = "127.0.0.1";
   int port = 0;                       // 0 while no process runs
@@ -112,8 +113,15 @@ class ServiceOrchestrator : public scale::ReplicaOrchestrator {
   // In-flight requests (running + waiting) of a replica, from the daemon's scrape.
   // Errors: kNotFound.
   virtual Status ReportOutstanding(const std::string& id, int outstanding) = 0;
-  // Stops every replica (shutdown); Poll until !HasProcesses() to finish.
-  virtual void StopAll(Seconds now) = 0;
+  // Stops every replica (shutdown, a deleted service); Poll until !HasProcesses() to finish.
+  // Default: Stop each listed replica, which every engine's book does the same way; a
+  // composite (PooledOrchestrator) forwards to its parts.
+  virtual void StopAll(Seconds now) {
+    for (const scale::ReplicaStatus& status : ListReplicas()) {
+      // Stop refuses only a replica unknown by now: nothing is left to stop of it.
+      (void)Stop(status.id, now);
+    }
+  }
   virtual bool HasProcesses() const = 0;
   // Every replica including stopping ones, creation order.
   virtual std::vector<ReplicaInfo> Replicas(Seconds now) const = 0;

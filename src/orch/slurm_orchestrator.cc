@@ -277,10 +277,6 @@ Status SlurmOrchestrator::ReportOutstanding(const std::string& id, int outstandi
   return book_.ReportOutstanding(id, outstanding);
 }
 
-void SlurmOrchestrator::StopAll(Seconds now) {
-  for (const scale::ReplicaStatus& status : ListReplicas()) (void)Stop(status.id, now);
-}
-
 bool SlurmOrchestrator::HasProcesses() const {
   return book_.Any([](const Replica& r) { return !r.job_id.empty() || r.submitting; });
 }

@@ -131,7 +131,6 @@ class SlurmOrchestrator final : public ServiceOrchestrator {
   void PrepareProbes(Seconds now) override;
   AdoptionReport Adopt(const std::vector<ReplicaRecord>& records, Seconds now) override;
   Status ReportOutstanding(const std::string& id, int outstanding) override;
-  void StopAll(Seconds now) override;
   bool HasProcesses() const override;  // any replica with a job Slurm may still run
   std::vector<ReplicaInfo> Replicas(Seconds now) const override;
   std::vector<ReplicaRecord> Records() const override;

@@ -173,7 +173,7 @@ TEST_F(SlurmOrchestratorTest, EndedJobIsResubmittedAfterBackoff) {
   orch->Poll(Seconds{1});
   cluster_.jobs["100"].state = "FAILED";
   orch->Poll(Seconds{10});
-  EXPECT_EQ(orch->Replicas(Seconds{10})[0].state, "restarting");
+  EXPECT_EQ(orch->Replicas(Seconds{10})[0].state, ReplicaState::kRestarting);
   EXPECT_EQ(cluster_.submitted.size(), 1u);
   orch->Poll(Seconds{11});  // backoff (2 s) not over
   EXPECT_EQ(cluster_.submitted.size(), 1u);
@@ -453,7 +453,7 @@ TEST_F(SlurmOrchestratorCallsTest, AHungListingHoldsNeitherPollNorStartAndNeverD
   const std::vector<std::string> kinds = Kinds(orch->TakeEvents());
   EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "replica_crashed"), 0);
   EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "replica_started"), 1);
-  EXPECT_EQ(orch->Replicas(Seconds{5})[0].state, "pending");
+  EXPECT_EQ(orch->Replicas(Seconds{5})[0].state, ReplicaState::kPending);
 }
 
 TEST_F(SlurmOrchestratorCallsTest, AReplicaStoppedWhileSubmittingHasItsJobCancelled) {

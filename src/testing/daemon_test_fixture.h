@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/clock.h"
 #include "daemon/daemon.h"
@@ -61,6 +62,15 @@ class DaemonFixture : public ::testing::Test {
       clock_.Advance(Seconds{1});
       daemon_->Tick();
     }
+  }
+
+  // daemon_'s stored events of `kind` (fails the test when they cannot be read).
+  std::vector<EventView> EventsOfKind(const std::string& kind) {
+    EventQuery query;
+    query.kind = kind;
+    auto events = daemon_->Events(query);
+    EXPECT_TRUE(events) << events.error().ToString();
+    return events ? *events : std::vector<EventView>{};
   }
 
   std::string prefix_;

@@ -69,6 +69,11 @@ class FakeDaemonApi : public daemon::DaemonApi {
     auto it = services_.find(service);
     if (it != services_.end()) it->second.failure = std::move(failure);
   }
+  void SetApplyFailure(const std::string& service, daemon::ApplyFailure failure) {
+    std::lock_guard lock(mu_);
+    auto it = services_.find(service);
+    if (it != services_.end()) it->second.apply_failure = std::move(failure);
+  }
   // Makes `service`'s view a disaggregated one's: its pools and GPU budget.
   void SetPools(const std::string& service, std::vector<daemon::PoolView> pools, int budget,
                 int held) {
