@@ -130,7 +130,8 @@ std::optional<std::string> ParseHashIdArray(std::string_view text, std::vector<u
     auto [ptr, ec] = std::from_chars(text.data() + i, end, id);
     if (ec != std::errc() || ptr == text.data() + i) {
       return fail(fmt::format("element {}: expected a non-negative integer below 2^64, got '{}'",
-                              out->size() - kept, EchoValue(text.substr(i, 20))));
+                              out->size() - kept,
+                              EchoValue(text.substr(i, text.find_first_of(",]", i) - i))));
     }
     out->push_back(id);
     i = space(static_cast<size_t>(ptr - text.data()));
