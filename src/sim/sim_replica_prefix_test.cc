@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "scale/metric_names.h"
+#include "sim/metric_view.h"
 #include "sim/prefix_cache.h"
 #include "sim/sim_replica.h"
 #include "testing/affine_model.h"
@@ -127,6 +129,33 @@ TEST(SimReplicaPrefixTest, AdmissionsEvictFreeBlocks) {
   replica.Enqueue(again, 20);
   Drain(replica);
   EXPECT_EQ(f.records[again].cached_tokens, 0);
+}
+
+// The scrape exports the counters as vLLM's, and a tick reads their rates.
+TEST(SimReplicaPrefixTest, ScrapeExportsQueryAndHitRates) {
+  Fixture f;
+  const uint32_t a = f.Add(0, 4 * kBlock + 4, {1, 2, 3, 4, 5});
+  const uint32_t b = f.Add(10, 4 * kBlock + 4, {1, 2, 3, 9, 10});
+  f.Bind();
+  SimReplica replica(f.model, f.records, kBlock);
+  MetricView view(SloSpec{});
+  view.Scrape(Seconds{0}, 0, replica);
+  replica.Enqueue(a, 0);
+  Drain(replica);
+  replica.Enqueue(b, 10);
+  Drain(replica);
+  view.Scrape(Seconds{20}, 0, replica);
+  scale::ScalingInput input;
+  view.Fill(Seconds{20}, {0}, input);
+  namespace names = scale::metric_names;
+  const auto queries = input.metrics.find(std::string(names::kPrefixCacheQueriesRate30s));
+  const auto hits = input.metrics.find(std::string(names::kPrefixCacheHitsRate30s));
+  ASSERT_NE(queries, input.metrics.end());
+  ASSERT_NE(hits, input.metrics.end());
+  ASSERT_TRUE(queries->second.service_value.has_value());
+  ASSERT_TRUE(hits->second.service_value.has_value());
+  EXPECT_NEAR(*queries->second.service_value, 2.0 * (4 * kBlock + 4) / 20, 1e-9);
+  EXPECT_NEAR(*hits->second.service_value, 3.0 * kBlock / 20, 1e-9);
 }
 
 }  // namespace
