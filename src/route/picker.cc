@@ -20,15 +20,17 @@ uint64_t HashText(std::string_view text) {
   return h;
 }
 
-namespace {
-
-// Rendezvous score of (key, replica): a well-mixed 64-bit value (splitmix64's finalizer).
-uint64_t Score(uint64_t key, uint64_t identity) {
-  uint64_t z = key ^ (identity + 0x9e3779b97f4a7c15ull + (key << 6) + (key >> 2));
+uint64_t MixHash(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
+
+namespace {
+
+// Rendezvous score of (key, replica).
+uint64_t Score(uint64_t key, uint64_t identity) { return MixHash(key, identity); }
 
 }  // namespace
 

@@ -62,6 +62,11 @@ double RouterLoad(int outstanding, double ready_since, double now, double slow_s
 // 64-bit FNV-1a of `text`: replica identities and prefix keys.
 uint64_t HashText(std::string_view text);
 
+// A well-mixed 64-bit combination of two values (splitmix64's finalizer over a boost-style
+// combine): rendezvous scores of (key, replica), and prefix blocks' chain keys of (parent,
+// block) in sim/prefix_cache.h.
+uint64_t MixHash(uint64_t a, uint64_t b);
+
 class Picker {
  public:
   explicit Picker(PickerSpec spec = {}) : spec_(spec) {}

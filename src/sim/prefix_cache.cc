@@ -2,27 +2,18 @@
 
 #include <algorithm>
 
+#include "route/picker.h"
+
 namespace gpuscale::sim {
-namespace {
-
-// splitmix64's finalizer over parent and block: a well-mixed key, so that the hash map's
-// buckets stay even for the small consecutive integers Mooncake uses as block hashes.
-uint64_t Mix(uint64_t parent, uint64_t block) {
-  uint64_t z = parent ^ (block + 0x9e3779b97f4a7c15ull + (parent << 6) + (parent >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
 PrefixCache::PrefixCache(int64_t capacity_blocks)
     : capacity_(std::max<int64_t>(capacity_blocks, 0)) {}
 
 void PrefixCache::ChainKeys(std::span<const uint64_t> hash_ids, std::vector<uint64_t>* keys) {
   uint64_t parent = 0x6a09e667f3bcc909ull;  // any fixed seed: the root has no parent
   for (uint64_t id : hash_ids) {
-    parent = Mix(parent, id);
+    // Well mixed, so that the hash map's buckets stay even for the small consecutive
+    // integers Mooncake uses as block hashes.
+    parent = route::MixHash(parent, id);
     keys->push_back(parent);
   }
 }
