@@ -98,6 +98,9 @@ void AddRequestFields(nlohmann::ordered_json& j, const sim::SimReport& r, double
   j["ttft_seconds"] = Percentiles(r.ttft_s);
   j["tpot_seconds"] = Percentiles(r.tpot_s);
   j["e2e_seconds"] = Percentiles(r.e2e_s);
+  j["prompt_tokens"] = r.prompt_tokens;
+  j["prefix_cache_hit_tokens"] = r.prefix_cache_hit_tokens;
+  j["prefix_hit_ratio"] = r.prefix_hit_ratio;
   j["gpu_hours"] = r.gpu_hours;
 }
 

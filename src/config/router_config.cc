@@ -34,7 +34,7 @@ Result<route::PickerSpec> ParseMapping(const YAML::Node& n, std::string_view pat
   GS_RETURN_IF_ERROR(
       yaml::CheckKnownKeys(n, path,
                            {route::kKindField, route::kSlowStartField, route::kPrefixAffinityField,
-                            route::kAffinityLoadFactorField}));
+                            route::kAffinityLoadFactorField, route::kPrefixIndexField}));
   GS_ASSIGN_OR_RETURN(const std::string name,
                       yaml::ReadString(n, route::kKindField, path,
                                        std::string(route::PickerKindName(defaults.kind))));
@@ -48,6 +48,12 @@ Result<route::PickerSpec> ParseMapping(const YAML::Node& n, std::string_view pat
   GS_ASSIGN_OR_RETURN(
       spec.affinity_load_factor,
       yaml::ReadDouble(n, route::kAffinityLoadFactorField, path, spec.affinity_load_factor));
+  GS_ASSIGN_OR_RETURN(const std::string index,
+                      yaml::ReadString(n, route::kPrefixIndexField, path,
+                                       std::string(route::PrefixIndexModeName(spec.prefix_index))));
+  Result<route::PrefixIndexMode> mode = route::ParsePrefixIndexMode(index);
+  if (!mode) return AtKey(n, path, mode.error());
+  spec.prefix_index = *mode;
   return spec;
 }
 

@@ -6,9 +6,10 @@
 //
 // Accepted forms (every key optional; the kinds are route::PickerKindNames()):
 //
-//   router: least_outstanding            # a kind alone (or round_robin)
+//   router: least_outstanding            # a kind alone (or round_robin, prefix_cache)
 //   router: {kind: least_outstanding, slow_start_seconds: 30, prefix_affinity: false,
 //            affinity_load_factor: 1.25}
+//   router: {kind: prefix_cache, prefix_index: precise}   # or approximate (the default)
 //
 // An absent or empty block gives `defaults`. A key that is absent keeps its value in
 // `defaults`, except that round_robin starts with no slow start and no prefix affinity

@@ -76,19 +76,23 @@ TEST_P(RouterConfigRejectsTest, NamesFieldAndLine) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, RouterConfigRejectsTest,
     ::testing::Values(
-        RejectedCase{"router: random",
-                     "router: expected one of least_outstanding, round_robin, got 'random' "
-                     "(line 1)"},
-        RejectedCase{"router: [least_outstanding]",
-                     "router: expected one of least_outstanding, round_robin, or a mapping "
-                     "{kind: ...} (line 1)"},
-        RejectedCase{"router:\n  kind: random",
-                     "router.kind: expected one of least_outstanding, round_robin, got "
-                     "'random' (line 2)"},
+        RejectedCase{
+            "router: random",
+            "router: expected one of least_outstanding, round_robin, prefix_cache, got 'random' "
+            "(line 1)"},
+        RejectedCase{
+            "router: [least_outstanding]",
+            "router: expected one of least_outstanding, round_robin, prefix_cache, or a mapping "
+            "{kind: ...} (line 1)"},
+        RejectedCase{
+            "router:\n  kind: random",
+            "router.kind: expected one of least_outstanding, round_robin, prefix_cache, got "
+            "'random' (line 2)"},
         RejectedCase{"router:\n  kind: [round_robin]", "router.kind: expected a string (line 2)"},
-        RejectedCase{"router:\n  kind: least_outstanding\n  slowstart: 20",
-                     "router.slowstart: unknown field; accepted fields: kind, "
-                     "slow_start_seconds, prefix_affinity, affinity_load_factor (line 3)"},
+        RejectedCase{
+            "router:\n  kind: least_outstanding\n  slowstart: 20",
+            "router.slowstart: unknown field; accepted fields: kind, "
+            "slow_start_seconds, prefix_affinity, affinity_load_factor, prefix_index (line 3)"},
         RejectedCase{"router:\n  slow_start_seconds: soon",
                      "router.slow_start_seconds: expected a number, got 'soon' (line 2)"},
         RejectedCase{"router:\n  slow_start_seconds: .nan",

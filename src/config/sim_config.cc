@@ -162,18 +162,11 @@ Status ParseFaults(const YAML::Node& n, sim::FaultSpec& f) {
   return OkStatus();
 }
 
-// The shared `router:` block (config/router_config.h), defaulting to no slow start.
-// Prefix affinity is refused rather than dropped: the simulator routes without a prefix key
-// (trace rows carry token counts, not prompts, and the replica model has no prefix cache),
-// so `prefix_affinity: true` could not change a simulated run, for a disaggregated pool or
-// any other.
+// The shared `router:` block (config/router_config.h), defaulting to no slow start. Prefix
+// affinity and prefix_cache routing key on the trace's block hashes (Mooncake's hash_ids);
+// on a trace without them they route as least outstanding does.
 Status ParseRouter(const YAML::Node& n, route::PickerSpec& router) {
   GS_ASSIGN_OR_RETURN(router, ParseRouterConfig(n, "router", router));
-  if (router.prefix_affinity) {
-    return FieldError(n[std::string(route::kPrefixAffinityField)],
-                      Join("router", route::kPrefixAffinityField),
-                      "not simulated: trace requests carry no prompt to key on");
-  }
   return OkStatus();
 }
 

@@ -68,6 +68,14 @@ TEST(SimConfigTest, RouterTakesANameOrAMappingWithSlowStart) {
   auto kind_only = ParseSimYaml("router: {kind: round_robin}\npolicy: {family: slo}\n");
   ASSERT_TRUE(kind_only) << kind_only.error().ToString();
   EXPECT_EQ(kind_only->sim.router.kind, route::PickerKind::kRoundRobin);
+  auto cache =
+      ParseSimYaml("router: {kind: prefix_cache, prefix_index: precise}\npolicy: {family: slo}\n");
+  ASSERT_TRUE(cache) << cache.error().ToString();
+  EXPECT_EQ(cache->sim.router.kind, route::PickerKind::kPrefixCache);
+  EXPECT_EQ(cache->sim.router.prefix_index, route::PrefixIndexMode::kPrecise);
+  auto affinity = ParseSimYaml("router: {prefix_affinity: true}\npolicy: {family: slo}\n");
+  ASSERT_TRUE(affinity) << affinity.error().ToString();
+  EXPECT_TRUE(affinity->sim.router.prefix_affinity);
   auto empty = ParseSimYaml("router:\npolicy: {family: slo}\n");
   ASSERT_TRUE(empty) << empty.error().ToString();
   EXPECT_EQ(empty->sim.router, route::PickerSpec{});
@@ -107,12 +115,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         SimConfigBadCase{"service:\n  cold_start_seconds: soon\npolicy: {family: slo}\n",
                          "service.cold_start_seconds: expected a number, got 'soon' (line 2)"},
-        SimConfigBadCase{
-            "router: random\npolicy: {family: slo}\n",
-            "router: expected one of least_outstanding, round_robin, got 'random' (line 1)"},
-        SimConfigBadCase{
-            "router: {kind: random}\npolicy: {family: slo}\n",
-            "router.kind: expected one of least_outstanding, round_robin, got 'random' (line 1)"},
+        SimConfigBadCase{"router: random\npolicy: {family: slo}\n",
+                         "router: expected one of least_outstanding, round_robin, prefix_cache, "
+                         "got 'random' (line 1)"},
+        SimConfigBadCase{"router: {kind: random}\npolicy: {family: slo}\n",
+                         "router.kind: expected one of least_outstanding, round_robin, "
+                         "prefix_cache, got 'random' (line 1)"},
         SimConfigBadCase{
             "router:\n  slow_start_seconds: -5\npolicy: {family: slo}\n",
             "router.slow_start_seconds: expected a finite number of seconds >= 0, got -5 "
@@ -124,16 +132,16 @@ INSTANTIATE_TEST_SUITE_P(
         SimConfigBadCase{
             "router:\n  kind: round_robin\n  slow_start_seconds: 20\npolicy: {family: slo}\n",
             "router.slow_start_seconds: applies to least_outstanding only (line 3)"},
-        SimConfigBadCase{"router:\n  prefix_affinity: true\npolicy: {family: slo}\n",
-                         "router.prefix_affinity: not simulated: trace requests carry no "
-                         "prompt to key on (line 2)"},
+        SimConfigBadCase{
+            "router: {kind: round_robin, prefix_index: precise}\npolicy: {family: slo}\n",
+            "router.prefix_index: applies to prefix_cache only (line 1)"},
         SimConfigBadCase{"router: {affinity_load_factor: 1}\npolicy: {family: slo}\n",
                          "router.affinity_load_factor: expected a factor in (1, 100], got 1 "
                          "(line 1)"},
-        SimConfigBadCase{
-            "router: [least_outstanding]\npolicy: {family: slo}\n",
-            "router: expected one of least_outstanding, round_robin, or a mapping {kind: ...} "
-            "(line 1)"},
+        SimConfigBadCase{"router: [least_outstanding]\npolicy: {family: slo}\n",
+                         "router: expected one of least_outstanding, round_robin, prefix_cache, or "
+                         "a mapping {kind: ...} "
+                         "(line 1)"},
         SimConfigBadCase{"slo:\n  target_ratio: 1.5\npolicy: {family: slo}\n",
                          "slo.target_ratio: must be in (0, 1] (line 2)"},
         SimConfigBadCase{

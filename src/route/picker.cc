@@ -20,15 +20,17 @@ uint64_t HashText(std::string_view text) {
   return h;
 }
 
-namespace {
-
-// Rendezvous score of (key, replica): a well-mixed 64-bit value (splitmix64's finalizer).
-uint64_t Score(uint64_t key, uint64_t identity) {
-  uint64_t z = key ^ (identity + 0x9e3779b97f4a7c15ull + (key << 6) + (key >> 2));
+uint64_t MixHash(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
+
+namespace {
+
+// Rendezvous score of (key, replica).
+uint64_t Score(uint64_t key, uint64_t identity) { return MixHash(key, identity); }
 
 }  // namespace
 
@@ -49,11 +51,16 @@ size_t Picker::LeastLoaded(std::span<const Candidate> candidates, double now) co
 
 // The highest-scoring replica for `key` whose load is within the bound; nullopt when every
 // replica is over it (cannot happen: the least loaded is always under the mean bound).
-std::optional<size_t> Picker::ByAffinity(std::span<const Candidate> candidates,
-                                         uint64_t key) const {
+// The most requests a replica may hold after taking this one (Mirrokni et al.'s bound).
+double Picker::LoadBound(std::span<const Candidate> candidates) const {
   double total = 1;  // counting the request being placed
   for (const Candidate& c : candidates) total += c.outstanding;
-  const double bound = std::ceil(spec_.affinity_load_factor * total / candidates.size());
+  return std::ceil(spec_.affinity_load_factor * total / static_cast<double>(candidates.size()));
+}
+
+std::optional<size_t> Picker::ByAffinity(std::span<const Candidate> candidates,
+                                         uint64_t key) const {
+  const double bound = LoadBound(candidates);
   std::optional<size_t> best;
   uint64_t best_score = 0;
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -67,10 +74,34 @@ std::optional<size_t> Picker::ByAffinity(std::span<const Candidate> candidates,
   return best;
 }
 
+// The cheapest replica within the load bound (header comment); nullopt when none is, which
+// cannot happen: the least loaded is always under it.
+std::optional<size_t> Picker::ByPrefixCache(std::span<const Candidate> candidates,
+                                            int64_t prompt_tokens) const {
+  const double bound = LoadBound(candidates);
+  std::optional<size_t> best;
+  int64_t best_cost = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (c.outstanding + 1 > bound) continue;
+    const int64_t uncached = std::max<int64_t>(prompt_tokens - c.cached_tokens, 0);
+    const int64_t cost = uncached + std::max<int64_t>(c.pending_prefill_tokens, 0);
+    if (!best || cost < best_cost ||
+        (cost == best_cost && c.outstanding < candidates[*best].outstanding)) {
+      best = i;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 std::optional<size_t> Picker::Pick(std::span<const Candidate> candidates, double now,
-                                   std::optional<uint64_t> prefix_key) {
+                                   std::optional<uint64_t> prefix_key, int64_t prompt_tokens) {
   if (candidates.empty()) return std::nullopt;
   if (spec_.kind == PickerKind::kRoundRobin) return rr_cursor_++ % candidates.size();
+  if (spec_.kind == PickerKind::kPrefixCache) {
+    if (auto chosen = ByPrefixCache(candidates, prompt_tokens)) return chosen;
+  }
   if (spec_.prefix_affinity && prefix_key) {
     if (auto chosen = ByAffinity(candidates, *prefix_key)) return chosen;
   }

@@ -15,7 +15,18 @@
 //     that replica holds at most `affinity_load_factor` times the mean load (consistent
 //     hashing with bounded loads, Mirrokni et al. 2018, over rendezvous hashing so that a
 //     replica joining or leaving moves only its own share of keys); past the bound the next
-//     replica in the key's rendezvous order takes it.
+//     replica in the key's rendezvous order takes it;
+//   - prefix cache: among the replicas within the same load bound as prefix affinity, the one
+//     whose first token the request would see soonest, estimated in prefill tokens (NVIDIA
+//     Dynamo's KV router and llm-d's precise prefix-cache scorer weigh the same two terms):
+//         cost = (prompt_tokens - cached_tokens) + pending_prefill_tokens
+//     the prompt tokens the replica would still compute (its cached prefix skipped), plus the
+//     prompt tokens already queued there ahead of it. Ties go to fewer outstanding, then to the
+//     earliest candidate. The bound (outstanding + 1 <= factor x mean + 1) is the guard that a
+//     hot prefix cannot pile onto one replica: the cost alone would send every request of a
+//     shared system prompt to its one holder until that replica's queue outweighs the prompt.
+//     The caller fills cached_tokens from a prefix index (route/prefix_index.h, or the
+//     replicas' own caches) and pending_prefill_tokens from what it knows of each queue.
 //
 // Thread-safety: a Picker holds only the round-robin cursor; callers serialize Pick.
 #pragma once
@@ -34,6 +45,10 @@ struct Candidate {
   int outstanding = 0;
   double ready_since = 0;  // seconds (the caller's clock); -inf: warm before time 0
   uint64_t identity = 0;   // stable hash of the replica's id (prefix affinity)
+  // prefix_cache only: prompt tokens of this request the replica holds in its prefix cache,
+  // and prompt tokens queued there and not yet prefilled.
+  int64_t cached_tokens = 0;
+  int64_t pending_prefill_tokens = 0;
 };
 
 // Envoy's default minimum weight during slow start: a fresh replica takes a tenth of a warm
@@ -47,20 +62,30 @@ double RouterLoad(int outstanding, double ready_since, double now, double slow_s
 // 64-bit FNV-1a of `text`: replica identities and prefix keys.
 uint64_t HashText(std::string_view text);
 
+// A well-mixed 64-bit combination of two values (splitmix64's finalizer over a boost-style
+// combine): rendezvous scores of (key, replica), and prefix blocks' chain keys of (parent,
+// block) in sim/prefix_cache.h.
+uint64_t MixHash(uint64_t a, uint64_t b);
+
 class Picker {
  public:
   explicit Picker(PickerSpec spec = {}) : spec_(spec) {}
 
   // Index into `candidates` of the chosen replica; nullopt when there is none.
-  // `prefix_key` is used only with prefix_affinity.
+  // `prefix_key` is used only with prefix_affinity, `prompt_tokens` (the request's) only with
+  // prefix_cache.
   std::optional<size_t> Pick(std::span<const Candidate> candidates, double now,
-                             std::optional<uint64_t> prefix_key = std::nullopt);
+                             std::optional<uint64_t> prefix_key = std::nullopt,
+                             int64_t prompt_tokens = 0);
 
   const PickerSpec& spec() const { return spec_; }
 
  private:
   size_t LeastLoaded(std::span<const Candidate> candidates, double now) const;
   std::optional<size_t> ByAffinity(std::span<const Candidate> candidates, uint64_t key) const;
+  std::optional<size_t> ByPrefixCache(std::span<const Candidate> candidates,
+                                      int64_t prompt_tokens) const;
+  double LoadBound(std::span<const Candidate> candidates) const;
 
   PickerSpec spec_;
   uint64_t rr_cursor_ = 0;

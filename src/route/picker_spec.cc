@@ -11,9 +11,10 @@ namespace gpuscale::route {
 namespace {
 
 // The one spelling table of the router kinds.
-constexpr std::array<std::pair<PickerKind, std::string_view>, 2> kKindNames = {{
+constexpr std::array<std::pair<PickerKind, std::string_view>, 3> kKindNames = {{
     {PickerKind::kLeastOutstanding, "least_outstanding"},
     {PickerKind::kRoundRobin, "round_robin"},
+    {PickerKind::kPrefixCache, "prefix_cache"},
 }};
 
 Unexpected<Error> FieldError(std::string_view field, std::string message) {
@@ -47,6 +48,27 @@ Result<PickerKind> ParsePickerKind(std::string_view name) {
                     fmt::format("expected one of {}, got '{}'", PickerKindNames(), name));
 }
 
+Status CheckGatewayPickerSpec(const PickerSpec& spec) {
+  if (spec.kind != PickerKind::kPrefixCache) return OkStatus();
+  return FieldError(
+      kKindField, fmt::format("{} is simulated only: the gateway keeps no prefix index (use {} "
+                              "with {})",
+                              PickerKindName(PickerKind::kPrefixCache),
+                              PickerKindName(PickerKind::kLeastOutstanding), kPrefixAffinityField));
+}
+
+std::string_view PrefixIndexModeName(PrefixIndexMode mode) {
+  return mode == PrefixIndexMode::kPrecise ? "precise" : "approximate";
+}
+
+Result<PrefixIndexMode> ParsePrefixIndexMode(std::string_view name) {
+  for (PrefixIndexMode mode : {PrefixIndexMode::kApproximate, PrefixIndexMode::kPrecise}) {
+    if (PrefixIndexModeName(mode) == name) return mode;
+  }
+  return FieldError(kPrefixIndexField,
+                    fmt::format("expected approximate or precise, got '{}'", name));
+}
+
 Status CheckPickerSpec(const PickerSpec& spec) {
   const double slow_start = spec.slow_start_seconds;
   if (!(slow_start >= 0) || !std::isfinite(slow_start)) {
@@ -63,6 +85,10 @@ Status CheckPickerSpec(const PickerSpec& spec) {
   if (!(factor > 1 && factor <= 100)) {
     return FieldError(kAffinityLoadFactorField,
                       fmt::format("expected a factor in (1, 100], got {}", factor));
+  }
+  if (spec.prefix_index == PrefixIndexMode::kPrecise && spec.kind != PickerKind::kPrefixCache) {
+    return FieldError(kPrefixIndexField,
+                      fmt::format("applies to {} only", PickerKindName(PickerKind::kPrefixCache)));
   }
   return OkStatus();
 }

@@ -13,7 +13,12 @@
 
 namespace gpuscale::route {
 
-enum class PickerKind { kLeastOutstanding, kRoundRobin };
+enum class PickerKind { kLeastOutstanding, kRoundRobin, kPrefixCache };
+
+// Where prefix_cache routing learns what each replica has cached (route/prefix_index.h):
+// approximate: what this router itself sent where (with expiry and a capacity per replica);
+// precise: the replicas' own caches (the simulator reads them; live, KV events would).
+enum class PrefixIndexMode { kApproximate, kPrecise };
 
 struct PickerSpec {
   PickerKind kind = PickerKind::kLeastOutstanding;
@@ -23,7 +28,10 @@ struct PickerSpec {
   bool prefix_affinity = false;
   // A replica keeps its keys while its outstanding count is at most this factor times the
   // mean over candidates (plus one request). In (1, 100]; 1.25 is the paper's sweet spot.
+  // With prefix_cache, the same bound keeps a hot prefix from piling onto one replica.
   double affinity_load_factor = 1.25;
+  // prefix_cache only: which index supplies each candidate's cached prefix.
+  PrefixIndexMode prefix_index = PrefixIndexMode::kApproximate;
 
   friend bool operator==(const PickerSpec&, const PickerSpec&) = default;
 };
@@ -34,12 +42,18 @@ inline constexpr std::string_view kKindField = "kind";
 inline constexpr std::string_view kSlowStartField = "slow_start_seconds";
 inline constexpr std::string_view kPrefixAffinityField = "prefix_affinity";
 inline constexpr std::string_view kAffinityLoadFactorField = "affinity_load_factor";
+inline constexpr std::string_view kPrefixIndexField = "prefix_index";
 
-// "least_outstanding, round_robin": the accepted kind names, for messages and help text.
+// "least_outstanding, round_robin, prefix_cache": the accepted kind names, for messages and
+// help text.
 std::string_view PickerKindNames();
 std::string_view PickerKindName(PickerKind kind);
+// "approximate" / "precise"; the inverse errors with invalid_argument, field "prefix_index".
+std::string_view PrefixIndexModeName(PrefixIndexMode mode);
+Result<PrefixIndexMode> ParsePrefixIndexMode(std::string_view name);
 
-// Errors: invalid_argument "expected one of least_outstanding, round_robin, got '<name>'",
+// Errors: invalid_argument "expected one of least_outstanding, round_robin, prefix_cache, got
+// '<name>'",
 // field "kind".
 Result<PickerKind> ParsePickerKind(std::string_view name);
 
@@ -47,7 +61,14 @@ Result<PickerKind> ParsePickerKind(std::string_view name);
 //   slow_start_seconds not finite or < 0; slow_start_seconds > 0 or prefix_affinity with
 //   round_robin ("applies to least_outstanding only": round robin ignores both, and a
 //   setting that does nothing is a mistake worth saying); affinity_load_factor outside
-//   (1, 100] (at 1 or below every replica is over its bound).
+//   (1, 100] (at 1 or below every replica is over its bound); prefix_index precise with a
+//   kind other than prefix_cache ("applies to prefix_cache only").
 Status CheckPickerSpec(const PickerSpec& spec);
+
+// The kinds the live gateway routes with. prefix_cache needs the prompts' block hashes and
+// an index of the replicas' caches, which only the simulator has so far. Errors:
+// invalid_argument, field "kind": "prefix_cache is simulated only: the gateway keeps no
+// prefix index (use least_outstanding with prefix_affinity)".
+Status CheckGatewayPickerSpec(const PickerSpec& spec);
 
 }  // namespace gpuscale::route

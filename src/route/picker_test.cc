@@ -159,3 +159,50 @@ TEST(PickerTest, PrefixAffinitySpreadsKeysAndMovesFewWhenAReplicaLeaves) {
 
 }  // namespace
 }  // namespace gpuscale::route
+
+namespace gpuscale::route {
+namespace {
+
+struct PrefixCacheCase {
+  const char* name;
+  std::vector<Candidate> candidates;  // outstanding, ready_since, identity, cached, pending
+  int64_t prompt_tokens;
+  size_t expected;
+};
+
+TEST(PickerTest, PrefixCacheMinimizesUncachedPlusPendingPrefillWithinTheBound) {
+  Picker picker(PickerSpec{.kind = PickerKind::kPrefixCache});
+  for (const PrefixCacheCase& c : {
+           PrefixCacheCase{"the longest cached prefix wins at equal queues",
+                           {{2, kWarm, 1, 0, 0}, {2, kWarm, 2, 4096, 0}, {2, kWarm, 3, 1024, 0}},
+                           8000,
+                           1},
+           PrefixCacheCase{"a queue worth more than the hit sends it elsewhere",
+                           {{2, kWarm, 1, 0, 0}, {2, kWarm, 2, 4096, 5000}},
+                           8000,
+                           0},
+           PrefixCacheCase{"a queue worth less than the hit does not",
+                           {{2, kWarm, 1, 0, 0}, {2, kWarm, 2, 4096, 3000}},
+                           8000,
+                           1},
+           PrefixCacheCase{"no cache anywhere: least pending prefill",
+                           {{1, kWarm, 1, 0, 900}, {3, kWarm, 2, 0, 100}},
+                           500,
+                           1},
+           PrefixCacheCase{"equal costs: fewer outstanding",
+                           {{3, kWarm, 1, 0, 0}, {1, kWarm, 2, 0, 0}},
+                           500,
+                           1},
+           // Mean load (0 + 9 + 1) / 3 + 1: bound ceil(1.25 x 11 / 3) = 5; the holder of the
+           // whole prefix has 9 and is skipped.
+           PrefixCacheCase{"a hot prefix's holder over the load bound is skipped",
+                           {{0, kWarm, 1, 0, 0}, {9, kWarm, 2, 8000, 0}, {1, kWarm, 3, 0, 0}},
+                           8001,
+                           0},
+       }) {
+    EXPECT_EQ(picker.Pick(c.candidates, 0, std::nullopt, c.prompt_tokens), c.expected) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace gpuscale::route

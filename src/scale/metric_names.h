@@ -27,6 +27,13 @@ inline constexpr std::string_view kPromptTokensRate30s =
 inline constexpr std::string_view kGenerationTokensRate30s =
     "sum(rate(vllm:generation_tokens_total[30s]))";
 
+// Service values: prompt tokens looked up in / found in the replicas' prefix caches per
+// second over the last 30 s (vLLM counters; their ratio is the prefix cache hit ratio).
+inline constexpr std::string_view kPrefixCacheQueriesRate30s =
+    "sum(rate(vllm:prefix_cache_queries_total[30s]))";
+inline constexpr std::string_view kPrefixCacheHitsRate30s =
+    "sum(rate(vllm:prefix_cache_hits_total[30s]))";
+
 // Service values: share of the requests finished in the last minute whose time to first
 // token (resp. mean time per output token) exceeded the service's SLO, from the histograms'
 // bucket increases (bucket resolution: put SLO thresholds on vLLM bucket bounds). TPOT comes

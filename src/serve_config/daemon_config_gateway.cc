@@ -99,6 +99,9 @@ Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
     GS_ASSIGN_OR_RETURN(*d.value, ReadDuration(n, d.key, "gateway", *d.value, false));
   }
   GS_ASSIGN_OR_RETURN(g.picker, config::ParseRouterConfig(n["router"], "gateway.router", g.picker));
+  if (Status live = route::CheckGatewayPickerSpec(g.picker); !live) {
+    return FieldError(n["router"], "gateway.router", live.error().message);
+  }
   return OkStatus();
 }
 

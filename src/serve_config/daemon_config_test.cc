@@ -362,13 +362,17 @@ const BadConfigCase kBadConfigs[] = {
      "gateway.health_check_failures"},
     // The router's messages are config/router_config.h's and route::CheckPickerSpec's.
     {"GatewayRouterUnknownKind", "gateway:\n  router: {kind: random}",
-     "gateway.router.kind: expected one of least_outstanding, round_robin, got 'random' "
+     "gateway.router.kind: expected one of least_outstanding, round_robin, prefix_cache, got "
+     "'random' "
      "(line 2)"},
     {"GatewayRouterUnknownKey", "gateway:\n  router:\n    slowstart: 3",
      "gateway.router.slowstart: unknown field; accepted fields: kind, slow_start_seconds, "
-     "prefix_affinity, affinity_load_factor (line 3)"},
+     "prefix_affinity, affinity_load_factor, prefix_index (line 3)"},
+    {"GatewayRouterPrefixCache", "gateway:\n  router: prefix_cache",
+     "gateway.router: prefix_cache is simulated only: the gateway keeps no prefix index (use "
+     "least_outstanding with prefix_affinity) (line 2)"},
     {"GatewayRouterList", "gateway: {router: [round_robin]}",
-     "gateway.router: expected one of least_outstanding, round_robin, or a mapping"},
+     "gateway.router: expected one of least_outstanding, round_robin, prefix_cache, or a mapping"},
     {"GatewayRouterSlowStartNegative", "gateway:\n  router: {slow_start_seconds: -1}",
      "gateway.router.slow_start_seconds: expected a finite number of seconds >= 0, got -1 "
      "(line 2)"},

@@ -341,7 +341,7 @@ TEST(PublicFigureTest, Llama3_8bOnH100TpotAt32RequestsPerSecond) {
 double SimReplicaMeanTpotSeconds(const ReplicaModel& model, const std::vector<double>& arrivals) {
   std::vector<RequestRecord> records(arrivals.size());
   for (size_t i = 0; i < arrivals.size(); ++i) {
-    records[i] = {arrivals[i], -1, -1, 202, 179, 0, false};
+    records[i] = RequestRecord{.arrival_s = arrivals[i], .input_tokens = 202, .output_tokens = 179};
   }
   SimReplica replica(model, records);
   size_t next = 0;

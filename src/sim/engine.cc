@@ -15,6 +15,7 @@
 #include "scale/overridable_policy.h"
 #include "sim/disagg_pool.h"
 #include "sim/metric_view.h"
+#include "sim/prefix_cache.h"
 #include "sim/replica_events.h"
 #include "sim/report.h"
 #include "sim/sim_orchestrator.h"
@@ -23,6 +24,11 @@
 namespace gpuscale::sim {
 namespace {
 
+// How long the approximate prefix index trusts that a replica still holds what it was sent.
+// Its capacity (a replica's KV cache in blocks) bounds it under load; the ttl forgets prompts
+// that a lightly loaded replica may keep but a busier one would long have evicted.
+constexpr double kApproximateIndexTtlSeconds = 300;
+
 class Engine {
  public:
   Engine(const SimulationConfig& config, const ReplicaModel& model,
@@ -30,18 +36,30 @@ class Engine {
       : config_(config),
         trace_(trace),
         options_(options),
-        requests_(MakeRecords(trace)),
+        block_keys_(ChainAll(trace)),
+        requests_(MakeRecords(trace, block_keys_)),
         orchestrator_(config, model, requests_),
         view_(config.slo),
         family_(policy->Family()),
         controller_(std::make_unique<scale::OverridablePolicy>(std::move(policy)), orchestrator_,
                     scale::ControllerConfig{{config.service.drain_timeout}}),
-        picker_(config.router) {}
+        picker_(config.router) {
+    orchestrator_.set_prefix_block_tokens(trace.hash_block_tokens);
+    if (config.router.kind == route::PickerKind::kPrefixCache &&
+        config.router.prefix_index == route::PrefixIndexMode::kApproximate &&
+        trace.hash_block_tokens > 0) {
+      approximate_.emplace(model.KvCacheTokens() / trace.hash_block_tokens,
+                           kApproximateIndexTtlSeconds);
+    }
+  }
 
   SimResult Run();
 
  private:
-  static std::vector<RequestRecord> MakeRecords(const Trace& trace);
+  static std::vector<uint64_t> ChainAll(const Trace& trace);
+  static std::vector<RequestRecord> MakeRecords(const Trace& trace,
+                                                const std::vector<uint64_t>& block_keys);
+  void ForgetRemoved();
   void Route(uint32_t id, double now);
   void Schedule(int slot);
   bool PopReplicaEvent(double t);
@@ -60,6 +78,7 @@ class Engine {
   const SimulationConfig& config_;
   const Trace& trace_;
   const SimOptions& options_;
+  std::vector<uint64_t> block_keys_;  // chain keys of every request's blocks, in trace order
   std::vector<RequestRecord> requests_;
   SimOrchestrator orchestrator_;
   MetricView view_;
@@ -71,6 +90,8 @@ class Engine {
   size_t next_crash_ = 0;
   route::Picker picker_;  // the gateway's picker: simulated and live routing are one code
   std::vector<route::Candidate> candidates_;  // reused per arrival
+  // prefix_cache routing's approximate index (absent in precise mode or without hashes).
+  std::optional<route::PrefixIndex> approximate_;
   int64_t completed_ = 0;
   int64_t events_ = 0;
   size_t arrivals_at_last_tick_ = 0;
@@ -79,9 +100,22 @@ class Engine {
   SimResult result_;
 };
 
-std::vector<RequestRecord> Engine::MakeRecords(const Trace& trace) {
+std::vector<uint64_t> Engine::ChainAll(const Trace& trace) {
+  std::vector<uint64_t> keys;
+  keys.reserve(trace.hash_ids.size());
+  for (const TraceRequest& r : trace.requests) PrefixCache::ChainKeys(trace.HashIds(r), &keys);
+  return keys;
+}
+
+// Requests point into `block_keys` (ChainAll's layout: trace order, hash_count each).
+std::vector<RequestRecord> Engine::MakeRecords(const Trace& trace,
+                                               const std::vector<uint64_t>& block_keys) {
   std::vector<RequestRecord> records(trace.requests.size());
+  size_t offset = 0;
   for (size_t i = 0; i < records.size(); ++i) {
+    records[i].block_keys =
+        std::span<const uint64_t>(block_keys).subspan(offset, trace.requests[i].hash_count);
+    offset += trace.requests[i].hash_count;
     records[i].arrival_s = trace.requests[i].arrival_s;
     records[i].input_tokens = std::max(trace.requests[i].input_tokens, 0);
     records[i].output_tokens = std::max(trace.requests[i].output_tokens, 1);
@@ -92,7 +126,8 @@ std::vector<RequestRecord> Engine::MakeRecords(const Trace& trace) {
 void Engine::Schedule(int slot) { replica_events_.Schedule(orchestrator_, slot); }
 
 void Engine::Route(uint32_t id, double now) {
-  const int best = PickReady(picker_, orchestrator_, candidates_, now);
+  const int best = PickReady(picker_, orchestrator_, candidates_, now, &requests_[id],
+                             approximate_ ? &*approximate_ : nullptr);
   if (best < 0) {
     router_queue_.push_back(id);
     return;
@@ -107,6 +142,13 @@ void Engine::FlushRouterQueue(double now) {
     uint32_t id = router_queue_.front();
     router_queue_.pop_front();
     Route(id, now);
+  }
+}
+
+void Engine::ForgetRemoved() {
+  for (int slot : orchestrator_.TakeRemoved()) {
+    view_.Forget(slot);
+    if (approximate_) approximate_->Forget(static_cast<uint64_t>(slot));
   }
 }
 
@@ -145,7 +187,7 @@ void Engine::OnCrash(double now) {
   if (ready.empty()) return;
   int slot = ready.front();  // the oldest ready replica
   orchestrator_.Crash(slot, now);
-  for (int s : orchestrator_.TakeRemoved()) view_.Forget(s);
+  ForgetRemoved();
   result_.errors.push_back(fmt::format("t={:.1f}: fault: replica {} crashed", now,
                                        orchestrator_.slots()[slot].id));
 }
@@ -169,7 +211,7 @@ void Engine::OnTick(double now) {
   for (int slot : orchestrator_.TakePlaced()) {
     replica_events_.ColdStart(now + config_.service.cold_start.count(), slot);
   }
-  for (int slot : orchestrator_.TakeRemoved()) view_.Forget(slot);
+  ForgetRemoved();
   orchestrator_.TakeResumed();
   FlushRouterQueue(now);
   peak_ = std::max(peak_, orchestrator_.PlacedReplicas());

@@ -32,12 +32,13 @@ MetricView::MetricView(const SloSpec& slo) : slo_(slo) {}
 void MetricView::Scrape(Seconds now, int slot, const SimReplica& replica) {
   auto& s = series_[slot];
   if (!s) {
-    s = std::make_unique<Series>(Series{
-        metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
-        metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
-        metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
-        metrics::HistogramWindow(kRetention), metrics::HistogramWindow(kRetention),
-        metrics::HistogramWindow(kRetention)});
+    s = std::make_unique<Series>(
+        Series{metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
+               metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
+               metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
+               metrics::SeriesWindow(kRetention), metrics::SeriesWindow(kRetention),
+               metrics::HistogramWindow(kRetention), metrics::HistogramWindow(kRetention),
+               metrics::HistogramWindow(kRetention)});
   }
   static const std::vector<double> kE2e = WithInf(E2eBuckets());
   static const std::vector<double> kTtft = WithInf(TtftBuckets());
@@ -48,6 +49,9 @@ void MetricView::Scrape(Seconds now, int slot, const SimReplica& replica) {
   s->success.Add(now, static_cast<double>(replica.completed()));
   s->prompt_tokens.Add(now, static_cast<double>(replica.prompt_tokens()));
   s->generation_tokens.Add(now, static_cast<double>(replica.generation_tokens()));
+  // vllm:prefix_cache_queries_total / _hits_total (tokens), exported as vLLM does.
+  s->prefix_queries.Add(now, static_cast<double>(replica.prefix_cache_queries()));
+  s->prefix_hits.Add(now, static_cast<double>(replica.prefix_cache_hits()));
   AddHistogram(s->e2e, now, kE2e, replica.e2e());
   AddHistogram(s->ttft, now, kTtft, replica.ttft());
   AddHistogram(s->tpot, now, kTpot, replica.tpot());
@@ -101,6 +105,8 @@ void MetricView::Fill(Seconds now, const std::vector<int>& ready_slots,
   service(names::kPromptTokensRate30s, SumRate(now, Seconds{30}, &Series::prompt_tokens));
   service(names::kGenerationTokensRate30s,
           SumRate(now, Seconds{30}, &Series::generation_tokens));
+  service(names::kPrefixCacheQueriesRate30s, SumRate(now, Seconds{30}, &Series::prefix_queries));
+  service(names::kPrefixCacheHitsRate30s, SumRate(now, Seconds{30}, &Series::prefix_hits));
   service(names::kTtftViolationRatio,
           FractionAbove(now, Seconds{60}, slo_.ttft_seconds, &Series::ttft));
   service(names::kTpotViolationRatio,

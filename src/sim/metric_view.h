@@ -40,7 +40,8 @@ class MetricView {
 
  private:
   struct Series {
-    metrics::SeriesWindow waiting, running, kv_usage, success, prompt_tokens, generation_tokens;
+    metrics::SeriesWindow waiting, running, kv_usage, success, prompt_tokens, generation_tokens,
+        prefix_queries, prefix_hits;
     metrics::HistogramWindow e2e, ttft, tpot;
   };
   // Weighted fraction above `threshold` over all replicas (PromQL sum-of-rates ratio).

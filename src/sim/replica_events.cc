@@ -28,17 +28,56 @@ ReplicaEvent ReplicaEvents::Pop() {
   return e;
 }
 
+namespace {
+
+// The leading `keys` a prompt of `input_tokens` may hit (vLLM computes at least its last
+// token), or fill (every full block), in blocks of `block_tokens`.
+std::span<const uint64_t> Blocks(std::span<const uint64_t> keys, int64_t input_tokens,
+                                 int32_t block_tokens, bool for_lookup) {
+  if (block_tokens <= 0 || input_tokens <= 0) return {};
+  const int64_t n = (for_lookup ? input_tokens - 1 : input_tokens) / block_tokens;
+  return keys.first(std::min<size_t>(keys.size(), static_cast<size_t>(n)));
+}
+
+// Candidate::cached_tokens and pending_prefill_tokens of one replica for `r`.
+void FillPrefix(route::Candidate& c, const SimReplica& engine, const RequestRecord& r,
+                const route::PrefixIndex* index, double now) {
+  c.pending_prefill_tokens = engine.PendingPrefillTokens();
+  if (index == nullptr) {
+    c.cached_tokens = engine.CachedPrefixTokens(r.block_keys, r.input_tokens);
+    return;
+  }
+  const int32_t block = engine.block_tokens();
+  c.cached_tokens =
+      index->Match(c.identity, Blocks(r.block_keys, r.input_tokens, block, true), now) * block;
+}
+
+}  // namespace
+
 int PickReady(route::Picker& picker, SimOrchestrator& orchestrator,
-              std::vector<route::Candidate>& candidates, double now) {
+              std::vector<route::Candidate>& candidates, double now, const RequestRecord* request,
+              route::PrefixIndex* index) {
   const auto& ready = orchestrator.ready_slots();
   if (ready.empty()) return -1;
   const auto& slots = orchestrator.slots();
+  const bool by_cache = request != nullptr && picker.spec().kind == route::PickerKind::kPrefixCache;
   candidates.clear();
   for (int slot : ready) {
     candidates.push_back(
         {slots[slot].engine->Outstanding(), slots[slot].warm_since, static_cast<uint64_t>(slot)});
+    if (by_cache) FillPrefix(candidates.back(), *slots[slot].engine, *request, index, now);
   }
-  return ready[*picker.Pick(candidates, now)];
+  std::optional<uint64_t> prefix_key;
+  if (request != nullptr && !request->block_keys.empty()) prefix_key = request->block_keys[0];
+  const int slot =
+      ready[*picker.Pick(candidates, now, prefix_key, request ? request->input_tokens : 0)];
+  if (by_cache && index != nullptr) {
+    const auto& engine = *slots[slot].engine;
+    index->Record(static_cast<uint64_t>(slot),
+                  Blocks(request->block_keys, request->input_tokens, engine.block_tokens(), false),
+                  now);
+  }
+  return slot;
 }
 
 void ScrapeReplicas(double now, SimOrchestrator& orchestrator, MetricView& view) {

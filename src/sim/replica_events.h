@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "route/picker.h"
+#include "route/prefix_index.h"
 #include "scale/controller.h"
 #include "sim/metric_view.h"
 #include "sim/sim_orchestrator.h"
@@ -52,9 +53,13 @@ class ReplicaEvents {
 
 // The ready replica (slot) `picker` routes a request to at `now`, or -1 when none is ready.
 // Candidates go in creation order (ready_slots'), so ties go to the oldest replica;
-// `candidates` is scratch space reused between calls.
+// `candidates` is scratch space reused between calls. With `request` (null: a request
+// without a prompt), prefix affinity keys on its first block and prefix_cache routing sees
+// each replica's cached prefix: from `index` (the approximate mode, which then records where
+// the request went) or, when `index` is null, from the replica's own cache (precise).
 int PickReady(route::Picker& picker, SimOrchestrator& orchestrator,
-              std::vector<route::Candidate>& candidates, double now);
+              std::vector<route::Candidate>& candidates, double now,
+              const RequestRecord* request = nullptr, route::PrefixIndex* index = nullptr);
 
 // Adds every ready or draining replica's metrics to `view` at `now`.
 void ScrapeReplicas(double now, SimOrchestrator& orchestrator, MetricView& view);

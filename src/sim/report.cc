@@ -40,7 +40,11 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
   report.completed = 0;
   report.slo_met = 0;
   report.fresh_replica_misses = 0;
+  report.prompt_tokens = 0;
+  report.prefix_cache_hit_tokens = 0;
   for (const auto& r : requests) {
+    report.prompt_tokens += r.input_tokens;
+    report.prefix_cache_hit_tokens += r.cached_tokens;
     const bool met = MeetsSlo(r, slo);  // false for aborted and unfinished requests too
     if (r.on_fresh_replica && !met) ++report.fresh_replica_misses;
     if (r.aborted || r.finish_s < 0) continue;
@@ -57,6 +61,10 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
                           ? static_cast<double>(report.slo_met) /
                                 static_cast<double>(report.requests)
                           : 0;
+  report.prefix_hit_ratio = report.prompt_tokens > 0
+                                ? static_cast<double>(report.prefix_cache_hit_tokens) /
+                                      static_cast<double>(report.prompt_tokens)
+                                : 0;
   report.ttft_s = ComputePercentiles(ttft);
   report.tpot_s = ComputePercentiles(tpot);
   report.e2e_s = ComputePercentiles(e2e);
@@ -231,6 +239,11 @@ std::string FormatReportTable(const SimReport& r, const References& references,
     return fmt::format("p50 {:.4f}  p90 {:.4f}  p99 {:.4f}", p.p50, p.p90, p.p99);
   };
   line("ttft_s", pct(r.ttft_s));
+  if (r.prefix_cache_hit_tokens > 0) {
+    line("prefix_hit_ratio",
+         fmt::format("{:.4f} ({} of {} prompt tokens cached)", r.prefix_hit_ratio,
+                     r.prefix_cache_hit_tokens, r.prompt_tokens));
+  }
   line("tpot_s", pct(r.tpot_s));
   line("e2e_s", pct(r.e2e_s));
   line("gpu_hours", fmt::format("{:.3f}", r.gpu_hours));

@@ -79,7 +79,7 @@ bool SimOrchestrator::TryPlace(int slot, double now) {
   s.phase = ReplicaPhase::kStarting;
   s.phase_since = now;
   s.placed_at = now;
-  s.engine = std::make_unique<SimReplica>(model_, requests_);
+  s.engine = std::make_unique<SimReplica>(model_, requests_, prefix_block_tokens_);
   ++placed_;
   placed_new_.push_back(slot);
   return true;

@@ -80,6 +80,9 @@ class SimOrchestrator final : public scale::ReplicaOrchestrator {
   void Crash(int slot, double now);
   // Creates an already-ready replica at `now` (initial replicas). False when no GPUs.
   bool StartWarm(double now);
+  // Tokens per prefix-cache block of the replicas placed from now on (SimReplica); 0, the
+  // default, turns their prefix cache off.
+  void set_prefix_block_tokens(int32_t tokens) { prefix_block_tokens_ = tokens; }
 
   double GpuSeconds(double now) const;  // accounted so far, live replicas up to `now`
   int PlacedReplicas() const { return placed_; }
@@ -98,6 +101,7 @@ class SimOrchestrator final : public scale::ReplicaOrchestrator {
   const SimulationConfig& config_;
   const ReplicaModel& model_;
   std::vector<RequestRecord>& requests_;
+  int32_t prefix_block_tokens_ = 0;
   int gpus_per_replica_;
   gpu::GpuSnapshot inventory_;  // empty with shared_
   alloc::LeaseLedger ledger_;

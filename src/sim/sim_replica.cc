@@ -42,12 +42,54 @@ std::vector<double> HistogramCounts::Cumulative() const {
   return out;
 }
 
-SimReplica::SimReplica(const ReplicaModel& model, std::vector<RequestRecord>& requests)
+SimReplica::SimReplica(const ReplicaModel& model, std::vector<RequestRecord>& requests,
+                       int32_t block_tokens)
     : model_(model),
       requests_(requests),
       max_batch_(std::max(model.MaxBatchSize(), 1)),
       kv_capacity_(model.KvCacheTokens()),
-      max_batched_tokens_(std::max(model.MaxBatchedTokens(), 1)) {}
+      max_batched_tokens_(std::max(model.MaxBatchedTokens(), 1)),
+      block_tokens_(std::max(block_tokens, 0)),
+      cache_(block_tokens_ > 0 ? kv_capacity_ / block_tokens_ : 0) {}
+
+std::span<const uint64_t> SimReplica::FullBlocks(const RequestRecord& r) const {
+  if (block_tokens_ <= 0) return {};
+  return r.block_keys.first(
+      std::min<size_t>(r.block_keys.size(), static_cast<size_t>(r.input_tokens / block_tokens_)));
+}
+
+int64_t SimReplica::CachedPrefixTokens(std::span<const uint64_t> keys, int32_t input_tokens) const {
+  if (block_tokens_ <= 0 || input_tokens <= 0) return 0;
+  const int64_t most = (int64_t{input_tokens} - 1) / block_tokens_;
+  const auto full = keys.first(std::min<size_t>(keys.size(), static_cast<size_t>(most)));
+  return cache_.Match(full) * block_tokens_;
+}
+
+// Looks the prompt up when the scheduler admits it (vLLM's get_computed_blocks): the hit is
+// referenced at once and never prefilled.
+void SimReplica::Admit(uint32_t id) {
+  RequestRecord& r = requests_[id];
+  kv_reserved_ += Footprint(id);
+  if (block_tokens_ <= 0) return;
+  const int64_t most = std::max<int64_t>((int64_t{r.input_tokens} - 1) / block_tokens_, 0);
+  r.held_blocks = static_cast<int32_t>(cache_.Acquire(FullBlocks(r), most));
+  r.cached_tokens = r.held_blocks * block_tokens_;
+  r.prefilled_tokens = r.cached_tokens;
+  pending_prefill_tokens_ -= r.cached_tokens;
+  prefix_queries_ += r.input_tokens;
+  prefix_hits_ += r.cached_tokens;
+  TrimFreeBlocks();
+}
+
+// Free cached blocks may only use the KV memory that admitted requests leave.
+void SimReplica::TrimFreeBlocks() {
+  cache_.TrimFree(std::max<int64_t>(kv_capacity_ - kv_reserved_, 0) / block_tokens_);
+}
+
+void SimReplica::ReleaseBlocks(RequestRecord& r) {
+  if (r.held_blocks > 0) cache_.Release(r.block_keys.first(static_cast<size_t>(r.held_blocks)));
+  r.held_blocks = 0;
+}
 
 int64_t SimReplica::Footprint(uint32_t id) const {
   return int64_t{requests_[id].input_tokens} + requests_[id].output_tokens;
@@ -68,6 +110,9 @@ double SimReplica::KvUsageRatio() const {
 
 bool SimReplica::Enqueue(uint32_t id, double now) {
   waiting_.push_back(id);
+  // A decode replica of a disaggregated pool gets requests already prefilled.
+  pending_prefill_tokens_ +=
+      std::max(requests_[id].input_tokens, 1) - requests_[id].prefilled_tokens;
   if (segment_ == Segment::kIdle) {
     StartNext(now);
     return true;
@@ -143,7 +188,7 @@ void SimReplica::StartPrefill(double now) {
   while (total < budget && CanAdmitHead()) {
     uint32_t id = waiting_.front();
     waiting_.pop_front();
-    kv_reserved_ += Footprint(id);
+    Admit(id);
     prefilling_.push_back(id);
     take(id);
   }
@@ -162,13 +207,19 @@ void SimReplica::StartDecode(double now) {
 }
 
 void SimReplica::CompletePrefill(double now) {
-  for (const Chunk& c : chunks_) requests_[c.id].prefilled_tokens += c.tokens;
+  for (const Chunk& c : chunks_) {
+    requests_[c.id].prefilled_tokens += c.tokens;
+    pending_prefill_tokens_ -= c.tokens;
+  }
   chunks_.clear();
   while (!prefilling_.empty()) {
     uint32_t id = prefilling_.front();
     auto& r = requests_[id];
     if (r.prefilled_tokens < std::max(r.input_tokens, 1)) break;  // FIFO: the rest wait too
     prefilling_.pop_front();
+    if (block_tokens_ > 0) {
+      r.held_blocks = static_cast<int32_t>(cache_.Store(FullBlocks(r), r.held_blocks));
+    }
     r.first_token_s = now;
     ttft_.Observe(TtftBuckets(), now - r.arrival_s);
     if (r.output_tokens <= 1) {
@@ -195,6 +246,7 @@ void SimReplica::Complete(uint32_t id, double now) {
   auto& r = requests_[id];
   r.finish_s = now;
   kv_reserved_ -= Footprint(id);
+  ReleaseBlocks(r);
   ++completed_;
   if (completion_log_ != nullptr) completion_log_->push_back(id);
   prompt_tokens_ += r.input_tokens;
@@ -209,6 +261,7 @@ int SimReplica::AbortAll() {
   int n = 0;
   auto abort = [&](uint32_t id) {
     requests_[id].aborted = true;
+    requests_[id].held_blocks = 0;
     ++n;
   };
   for (uint32_t id : waiting_) abort(id);
@@ -220,6 +273,8 @@ int SimReplica::AbortAll() {
   chunks_.clear();
   kv_reserved_ = 0;
   context_tokens_ = 0;
+  pending_prefill_tokens_ = 0;
+  cache_.Clear();  // the engine restarts cold
   segment_ = Segment::kIdle;
   segment_end_ = kNever;
   return n;

@@ -14,6 +14,14 @@
 // and no preemption is ever needed (a conservative stand-in for vLLM's block manager, which
 // preempts instead). Metrics mirror vLLM's (see MetricsSnapshot).
 //
+// Prefix cache (block_tokens > 0): a PrefixCache over the KV capacity in blocks. Admission
+// looks the prompt's full blocks up (at most all but its last token, as vLLM recomputes the
+// last token of a fully cached prompt), references the hit and prefills only the rest; the
+// blocks it computes are stored when its prefill completes and released when it finishes.
+// Free cached blocks live in the KV memory no admitted request reserves, and are evicted as
+// admissions take it. A request's footprint stays reserved whole even when it shares blocks
+// (conservative, like the admission rule above).
+//
 // Ownership: borrows the model and the shared request table, which must outlive it.
 // Thread-safety: none; one simulation thread owns it.
 #pragma once
@@ -21,8 +29,10 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <span>
 #include <vector>
 
+#include "sim/prefix_cache.h"
 #include "sim/replica_model.h"
 
 namespace gpuscale::sim {
@@ -38,6 +48,11 @@ struct RequestRecord {
   bool aborted = false;  // replica stopped/crashed with the request in flight
   // Routed to a replica within kFreshReplicaSeconds of the end of its cold start.
   bool on_fresh_replica = false;
+  // Chain keys of the prompt's blocks (PrefixCache::ChainKeys over the trace's hash_ids;
+  // empty without them), owned by the engine. Only the blocks the prompt fills are cached.
+  std::span<const uint64_t> block_keys = {};
+  int32_t cached_tokens = 0;  // prompt tokens the replica's prefix cache supplied
+  int32_t held_blocks = 0;    // leading block_keys referenced in the replica's cache
 };
 
 // How long after its cold start a replica counts as fresh in SimReport::fresh_replica_misses.
@@ -60,7 +75,9 @@ class SimReplica {
  public:
   static constexpr double kNever = std::numeric_limits<double>::infinity();
 
-  SimReplica(const ReplicaModel& model, std::vector<RequestRecord>& requests);
+  // block_tokens: tokens per prefix-cache block; 0 turns the prefix cache off.
+  SimReplica(const ReplicaModel& model, std::vector<RequestRecord>& requests,
+             int32_t block_tokens = 0);
 
   // Queues request `id` at `now`. Returns true when this changed the end of the current
   // segment (the caller re-schedules NextEventTime()).
@@ -81,6 +98,15 @@ class SimReplica {
   int Running() const { return static_cast<int>(running_.size() + prefilling_.size()); }
   int Outstanding() const { return Waiting() + Running(); }
   double KvUsageRatio() const;
+  // Prompt tokens queued or admitted but not yet prefilled (cache hits excluded once known).
+  int64_t PendingPrefillTokens() const { return pending_prefill_tokens_; }
+  int32_t block_tokens() const { return block_tokens_; }
+  // Prompt tokens a request with `keys` and `input_tokens` would find in the cache now.
+  int64_t CachedPrefixTokens(std::span<const uint64_t> keys, int32_t input_tokens) const;
+  // vLLM's vllm:prefix_cache_queries_total / _hits_total: prompt tokens looked up, and found,
+  // at admission (0 with the cache off).
+  int64_t prefix_cache_queries() const { return prefix_queries_; }
+  int64_t prefix_cache_hits() const { return prefix_hits_; }
   int64_t completed() const { return completed_; }
   // vLLM's vllm:prompt_tokens_total / vllm:generation_tokens_total, counted per finished
   // request (so their rates line up with request_success_total's).
@@ -103,6 +129,10 @@ class SimReplica {
   };
 
   bool CanAdmitHead() const;
+  std::span<const uint64_t> FullBlocks(const RequestRecord& r) const;
+  void Admit(uint32_t id);
+  void ReleaseBlocks(RequestRecord& r);
+  void TrimFreeBlocks();
   int64_t Footprint(uint32_t id) const;
   void StartNext(double now);
   void StartPrefill(double now);
@@ -131,6 +161,12 @@ class SimReplica {
   int64_t segment_steps_ = 0;  // decode steps in this segment
   int segment_batch_ = 0;      // running sequences during this segment
   std::vector<Chunk> chunks_;  // prompt tokens prefilled by this segment
+
+  const int32_t block_tokens_;
+  PrefixCache cache_;
+  int64_t pending_prefill_tokens_ = 0;
+  int64_t prefix_queries_ = 0;
+  int64_t prefix_hits_ = 0;
 
   std::vector<uint32_t>* completion_log_ = nullptr;
   int64_t completed_ = 0;

@@ -94,8 +94,10 @@ struct SimulationConfig {
   // tenth to a full one. Without it, least-outstanding routing sends a fresh replica every
   // arrival until it holds as many requests as the others: ~100 prompts at once on conv
   // x20, whose prefill queue misses the TTFT target for most of them (docs/simulation.md,
-  // "Router slow start"). prefix_affinity has no effect here: requests carry no prompt to
-  // key on (config/sim_config.cc rejects it).
+  // "Router slow start"). Prefix affinity keys on a request's first block hash and
+  // prefix_cache routing reads the replicas' prefix caches (precise) or its own record of
+  // where it sent which blocks (approximate); both need a trace with block hashes (Mooncake's
+  // hash_ids) and act as least outstanding without. Disaggregated pools route without them.
   route::PickerSpec router;
   Seconds control_interval{15};
   Seconds scrape_interval{5};
@@ -136,6 +138,11 @@ struct SimReport {
   // most of a run's misses land here (docs/simulation.md, "Router slow start").
   int64_t fresh_replica_misses = 0;
   Percentiles ttft_s, tpot_s, e2e_s;
+  // Prompt tokens of all requests, and those a replica's prefix cache supplied (vLLM's
+  // prefix_cache_hits_total summed over replicas); the ratio is 0 without a prompt token.
+  int64_t prompt_tokens = 0;
+  int64_t prefix_cache_hit_tokens = 0;
+  double prefix_hit_ratio = 0;
   double duration_s = 0;  // simulated time: until the last request finished
   double gpu_hours = 0;   // GPU time held by placed replicas (cold start and drain included)
   int scale_ups = 0;      // ticks that raised the desired count

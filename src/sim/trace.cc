@@ -14,20 +14,13 @@
 #include <optional>
 #include <utility>
 
+#include "sim/trace_json.h"
+
 namespace gpuscale::sim {
 namespace {
 
-// Bad values are echoed in messages, shortened and made printable so that a binary file
-// does not flood the terminal.
-std::string Echo(std::string_view value) {
-  constexpr size_t kMaxEcho = 40;
-  std::string out;
-  for (char c : value.substr(0, kMaxEcho)) {
-    out.push_back(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f ? c : '?');
-  }
-  if (value.size() > kMaxEcho) out += "...";
-  return out;
-}
+// Bad values are echoed in messages shortened and printable (trace_json.h).
+std::string Echo(std::string_view value) { return EchoValue(value); }
 
 Unexpected<Error> LineError(int64_t line, std::string message) {
   return InvalidArgument(std::move(message), fmt::format("line {}", line));
@@ -157,6 +150,11 @@ constexpr Schema kMooncakeSchema{
 constexpr Schema kPlainJsonlSchema{
     TraceFormat::kPlainJsonl, {"arrival_s", "input_tokens", "output_tokens"}, false, 1.0};
 
+// Mooncake's per-request block hashes, and the block size they were taken over (its README:
+// "hash_ids ... each block 512 tokens").
+constexpr std::string_view kHashIdsKey = "hash_ids";
+constexpr int32_t kMooncakeBlockTokens = 512;
+
 const Schema& SchemaFor(TraceFormat format) {
   switch (format) {
     case TraceFormat::kAzureCsv:
@@ -280,111 +278,48 @@ Status ReadCsv(LineReader& reader, std::string_view header, RowSink& sink) {
 
 // ---- JSONL ----
 
-// Scans one flat JSON object and returns the raw text of the scalar values of the wanted
-// keys. Nested arrays/objects (Mooncake's hash_ids) are skipped without being parsed.
-class JsonObjectScanner {
- public:
-  explicit JsonObjectScanner(std::string_view text) : s_(text) {}
-
-  // On failure returns a message (no line number); on success fills values (empty = absent).
-  std::optional<std::string> Scan(const std::array<std::string_view, 3>& keys,
-                                  std::array<std::string_view, 3>* values) {
-    SkipSpace();
-    if (!Eat('{')) return "expected a JSON object starting with '{'";
-    SkipSpace();
-    if (Eat('}')) return Finish();
-    while (true) {
-      std::string_view key;
-      SkipSpace();
-      if (!ReadString(&key)) return "expected a quoted key";
-      SkipSpace();
-      if (!Eat(':')) return fmt::format("expected ':' after key \"{}\"", Echo(key));
-      SkipSpace();
-      std::string_view value;
-      if (!SkipValue(&value)) return fmt::format("bad value for key \"{}\"", Echo(key));
-      for (size_t k = 0; k < 3; ++k) {
-        if (key == keys[k]) (*values)[k] = value;
-      }
-      SkipSpace();
-      if (Eat('}')) return Finish();
-      if (!Eat(',')) return "expected ',' or '}' after a value";
-    }
+// Mooncake's block hashes (kept for the simulator's prefix cache): at most as many blocks
+// as the prompt fills, counting a partial last block. Appends to the trace's flat list.
+Status AddHashIds(int64_t line, std::string_view text, int32_t block_tokens, Trace* trace) {
+  TraceRequest& request = trace->requests.back();
+  const size_t begin = trace->hash_ids.size();
+  if (auto error = ParseHashIdArray(text, &trace->hash_ids)) {
+    return LineError(line, fmt::format("{}: {}", kHashIdsKey, *error));
   }
-
- private:
-  std::optional<std::string> Finish() {
-    SkipSpace();
-    if (pos_ != s_.size()) return "unexpected text after the JSON object";
-    return std::nullopt;
+  const size_t count = trace->hash_ids.size() - begin;
+  const int64_t blocks = (int64_t{request.input_tokens} + block_tokens - 1) / block_tokens;
+  if (static_cast<int64_t>(count) > blocks || trace->hash_ids.size() > UINT32_MAX) {
+    trace->hash_ids.resize(begin);
+    return LineError(line, fmt::format("{}: {} block hashes, but {} = {} fills at most {} "
+                                       "blocks of {} tokens",
+                                       kHashIdsKey, count, kMooncakeSchema.names[1],
+                                       request.input_tokens, blocks, block_tokens));
   }
-  void SkipSpace() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
-  }
-  bool Eat(char c) {
-    if (pos_ < s_.size() && s_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  // A string's raw contents (escapes left as written).
-  bool ReadString(std::string_view* out) {
-    if (!Eat('"')) return false;
-    const size_t start = pos_;
-    for (; pos_ < s_.size(); ++pos_) {
-      if (s_[pos_] == '\\') {
-        ++pos_;
-      } else if (s_[pos_] == '"') {
-        *out = s_.substr(start, pos_++ - start);
-        return true;
-      }
-    }
-    return false;
-  }
-  // Skips any value; scalars (numbers, literals, strings' raw text) are returned in *out.
-  bool SkipValue(std::string_view* out) {
-    if (pos_ < s_.size() && s_[pos_] == '"') return ReadString(out);
-    if (pos_ < s_.size() && (s_[pos_] == '[' || s_[pos_] == '{')) return SkipNested();
-    const size_t start = pos_;
-    while (pos_ < s_.size() &&
-           std::string_view(",}] \t\r").find(s_[pos_]) == std::string_view::npos) {
-      ++pos_;
-    }
-    *out = s_.substr(start, pos_ - start);
-    return pos_ > start;
-  }
-  // Skips a balanced array/object iteratively (brackets inside strings do not count).
-  bool SkipNested() {
-    int64_t depth = 0;
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_];
-      std::string_view ignored;
-      if (c == '"') {
-        if (!ReadString(&ignored)) return false;
-        continue;
-      }
-      ++pos_;
-      if (c == '[' || c == '{') ++depth;
-      if ((c == ']' || c == '}') && --depth == 0) return true;
-    }
-    return false;
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
-};
+  request.hash_begin = static_cast<uint32_t>(begin);
+  request.hash_count = static_cast<uint32_t>(count);
+  return OkStatus();
+}
 
 Status ReadJsonRow(std::string_view row, int64_t line, RowSink& sink) {
-  std::array<std::string_view, 3> values;
-  if (auto error = JsonObjectScanner(row).Scan(sink.schema.names, &values)) {
+  const bool mooncake = sink.schema.format == TraceFormat::kMooncakeJsonl;
+  const std::array<std::string_view, 4> keys = {sink.schema.names[0], sink.schema.names[1],
+                                                sink.schema.names[2],
+                                                mooncake ? kHashIdsKey : std::string_view()};
+  std::array<std::string_view, 4> found;
+  if (auto error = JsonObjectScanner(row).Scan(keys, found)) {
     return LineError(line, fmt::format("malformed JSON: {}", *error));
   }
+  std::array<std::string_view, 3> values = {found[0], found[1], found[2]};
   for (size_t k = 0; k < 3; ++k) {
     if (values[k].data() == nullptr) {
       return LineError(line, fmt::format("missing key \"{}\"", sink.schema.names[k]));
     }
   }
-  return sink.Add(line, values);
+  GS_RETURN_IF_ERROR(sink.Add(line, values));
+  if (!mooncake || found[3].data() == nullptr) return OkStatus();
+  Status hashes = AddHashIds(line, found[3], sink.trace->hash_block_tokens, sink.trace);
+  if (!hashes) sink.trace->requests.pop_back();
+  return hashes;
 }
 
 Status ReadJsonl(LineReader& reader, std::string_view first, RowSink& sink) {
@@ -473,6 +408,10 @@ Result<Trace> ParseTrace(std::string_view text, const TraceReadOptions& options)
   }
   Trace trace;
   trace.format = std::string(TraceFormatName(format));
+  if (format == TraceFormat::kMooncakeJsonl) {
+    trace.hash_block_tokens =
+        options.hash_block_tokens > 0 ? options.hash_block_tokens : kMooncakeBlockTokens;
+  }
   RowSink sink{SchemaFor(format), options.skip_bad_rows, &trace, std::nullopt};
   GS_RETURN_IF_ERROR(IsCsv(format) ? ReadCsv(reader, first, sink) : ReadJsonl(reader, first, sink));
   SortAndRebase(&trace.requests);

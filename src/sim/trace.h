@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,10 @@ struct TraceRequest {
   double arrival_s = 0;  // seconds since the first request of the trace
   int32_t input_tokens = 0;
   int32_t output_tokens = 0;
+  // The request's prompt block hashes: Trace::hash_ids[hash_begin, hash_begin + hash_count)
+  // (none when hash_count is 0). One flat list for the trace keeps a request at 24 bytes.
+  uint32_t hash_begin = 0;
+  uint32_t hash_count = 0;
 };
 
 enum class TraceFormat { kAuto, kAzureCsv, kMooncakeJsonl, kPlainCsv, kPlainJsonl };
@@ -26,6 +31,9 @@ struct TraceReadOptions {
   // false: the first bad row is an error naming its line. true: bad rows are skipped and
   // counted in Trace::skipped_rows.
   bool skip_bad_rows = false;
+  // Tokens per block of the trace's block hashes (Mooncake's hash_ids); 0: the format's own
+  // (512 for Mooncake). Only traces with block hashes use it.
+  int32_t hash_block_tokens = 0;
 };
 
 struct Trace {
@@ -35,6 +43,15 @@ struct Trace {
   // the skip count alone would hide a wrong --trace-format that skips every row.
   std::string first_skipped_row;
   std::string format;  // detected format name
+  // Prompt block hashes of every request, in file order (TraceRequest::hash_begin): Mooncake's
+  // hash_ids, one per block of hash_block_tokens tokens, the last block possibly partial. A
+  // hash stands for its block given the blocks before it. Empty for formats without them.
+  std::vector<uint64_t> hash_ids;
+  int32_t hash_block_tokens = 0;  // 0 when the format carries no block hashes
+
+  std::span<const uint64_t> HashIds(const TraceRequest& request) const {
+    return std::span<const uint64_t>(hash_ids).subspan(request.hash_begin, request.hash_count);
+  }
 };
 
 // Parses a whole trace file's text. The format is detected from the header / first line when

@@ -143,6 +143,64 @@ TEST(TraceParseTest, MooncakeTimestampsAreMilliseconds) {
   EXPECT_DOUBLE_EQ(trace.requests[1].arrival_s, 2.5);
 }
 
+TEST(TraceParseTest, MooncakeKeepsBlockHashesPerRequest) {
+  const Trace trace = MustParse(
+      "{\"timestamp\": 2000, \"input_length\": 1025, \"output_length\": 1, "
+      "\"hash_ids\": [0, 7, 18446744073709551615]}\n"
+      "{\"timestamp\": 1000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [0]}\n"
+      "{\"timestamp\": 3000, \"input_length\": 10, \"output_length\": 1}");
+  EXPECT_EQ(trace.hash_block_tokens, 512);
+  ASSERT_EQ(trace.requests.size(), 3u);
+  // Sorting by arrival moves the rows; each keeps its own hashes.
+  EXPECT_EQ(std::vector<uint64_t>(trace.HashIds(trace.requests[0]).begin(),
+                                  trace.HashIds(trace.requests[0]).end()),
+            std::vector<uint64_t>{0});
+  EXPECT_EQ(std::vector<uint64_t>(trace.HashIds(trace.requests[1]).begin(),
+                                  trace.HashIds(trace.requests[1]).end()),
+            (std::vector<uint64_t>{0, 7, 18446744073709551615ull}));
+  EXPECT_TRUE(trace.HashIds(trace.requests[2]).empty());
+  EXPECT_EQ(trace.hash_ids.size(), 4u);
+  // A copy made by rate scaling keeps them.
+  const Trace doubled = TransformTrace(trace, TraceTransform{.rate_scale = 2});
+  ASSERT_EQ(doubled.requests.size(), 6u);
+  size_t hashes = 0;
+  for (const TraceRequest& r : doubled.requests) hashes += doubled.HashIds(r).size();
+  EXPECT_EQ(hashes, 8u);
+}
+
+TEST(TraceParseTest, OtherFormatsHaveNoBlockHashes) {
+  const Trace trace = MustParse(
+      "{\"arrival_s\": 0, \"input_tokens\": 5, \"output_tokens\": 1, "
+      "\"hash_ids\": [1, 2]}");
+  EXPECT_EQ(trace.hash_block_tokens, 0);
+  EXPECT_TRUE(trace.hash_ids.empty());
+  EXPECT_TRUE(trace.HashIds(trace.requests.at(0)).empty());
+}
+
+TEST(TraceParseTest, HashBlockTokensOptionSetsTheBlockSize) {
+  TraceReadOptions options;
+  options.hash_block_tokens = 16;
+  const Trace trace = MustParse(
+      "{\"timestamp\": 0, \"input_length\": 32, \"output_length\": 1, \"hash_ids\": [1, 2]}",
+      options);
+  EXPECT_EQ(trace.hash_block_tokens, 16);
+  options.hash_block_tokens = 32;  // 32 tokens fill one block of 32: two hashes are one too many
+  EXPECT_FALSE(ParseTrace("{\"timestamp\": 0, \"input_length\": 32, \"output_length\": 1, "
+                          "\"hash_ids\": [1, 2]}",
+                          options)
+                   .has_value());
+}
+
+// The shipped trace: every request carries one hash per 512-token block, partial last
+// block included.
+TEST(TraceParseTest, MooncakeTraceHasAHashPerBlock) {
+  const Trace trace = MustParse(ReadDataFile("traces/mooncake_conversation_trace.jsonl"));
+  ASSERT_EQ(trace.requests.size(), 12031u);
+  for (const TraceRequest& r : trace.requests) {
+    ASSERT_EQ(r.hash_count, static_cast<uint32_t>((r.input_tokens + 511) / 512));
+  }
+}
+
 TEST(TraceParseTest, HeaderOnlyGivesAnEmptyTrace) {
   const Trace trace = MustParse("TIMESTAMP,ContextTokens,GeneratedTokens\n");
   EXPECT_TRUE(trace.requests.empty());
@@ -203,6 +261,25 @@ INSTANTIATE_TEST_SUITE_P(
                       "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1}\n"
                       "{\"timestamp\": 1, \"input_length\": 5, \"hash_ids\": [1, 2\n",
                       TraceFormat::kAuto, "line 2: malformed JSON: bad value for key \"hash_ids\""},
+        MalformedCase{"HashIdsNotIntegers",
+                      "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, "
+                      "\"hash_ids\": [0, -1]}",
+                      TraceFormat::kAuto,
+                      "line 1: hash_ids: element 1: expected a non-negative integer below 2^64, "
+                      "got '-1'"},
+        MalformedCase{"HashIdsNotAnArray",
+                      "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, "
+                      "\"hash_ids\": 3}",
+                      TraceFormat::kAuto,
+                      "line 1: hash_ids: expected an array of block hashes, got '3'"},
+        MalformedCase{"HashIdsMoreThanBlocks",
+                      "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, "
+                      "\"hash_ids\": []}\n"
+                      "{\"timestamp\": 0, \"input_length\": 513, \"output_length\": 1, "
+                      "\"hash_ids\": [0, 1, 2]}",
+                      TraceFormat::kAuto,
+                      "line 2: hash_ids: 3 block hashes, but input_length = 513 fills at most 2 "
+                      "blocks of 512 tokens"},
         MalformedCase{
             "JsonBadCount", "{\"arrival_s\": 0, \"input_tokens\": 1.5, \"output_tokens\": 1}",
             TraceFormat::kAuto, "line 1: input_tokens: expected a non-negative integer, got '1.5'"},

@@ -135,6 +135,10 @@ Trace TransformTrace(const Trace& trace, const TraceTransform& transform) {
   out.format = trace.format;
   out.skipped_rows = trace.skipped_rows;
   out.first_skipped_row = trace.first_skipped_row;
+  // Copies point at the same block hashes: a copy of the user population sends the same
+  // prompts (shared system prompts and documents stay shared), at other moments.
+  out.hash_ids = trace.hash_ids;
+  out.hash_block_tokens = trace.hash_block_tokens;
   const double shift =
       ValidShift(transform.stream_shift_seconds) ? transform.stream_shift_seconds : 300.0;
   if (rate == 1.0) {
