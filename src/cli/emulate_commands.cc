@@ -13,8 +13,9 @@
 
 #include "cli/command.h"
 #include "emulator/emulator_server.h"
-#include "emulator/fleet_server.h"
 #include "emulator/engine_flags.h"
+#include "emulator/fleet_server.h"
+#include "emulator/step_timer.h"
 
 namespace gpuscale::cli {
 namespace {
@@ -53,7 +54,18 @@ struct EmulateFlags {
   bool accept_unknown_flags = false;
   std::string role = "aggregated";    // --role
   std::string kv_link = "rdma-400g";  // --kv-link
+  std::string timing = "linear";      // --timing
 };
+
+// The flags whose mere presence matters (calibrated_timing.h): the linear knobs, the batch
+// limit that overrides the model's, and the calibrated model's own.
+constexpr const char* kPresenceFlags[] = {"--prefill-ms-per-1k-tokens",
+                                          "--decode-ms-base",
+                                          "--decode-ms-per-seq",
+                                          "--kv-cache-tokens",
+                                          "--max-batch-size",
+                                          "--gpu",
+                                          "--model-preset"};
 
 // Applies the engine flags (and -tp/-pp or ignored flags among `extras`) to the options;
 // prints a warning per ignored flag. Errors as ApplyExtraArgs / ApplyEngineFlags.
@@ -66,6 +78,7 @@ Result<emulator::EmulatorOptions> ResolveOptions(EmulateFlags flags,
     ctx.err << fmt::format("warning: ignoring engine flag the emulator does not model: {}\n",
                            flag);
   }
+  GS_ASSIGN_OR_RETURN(flags.engine.timing, emulator::ParseStepTiming(flags.timing));
   GS_ASSIGN_OR_RETURN(flags.options.engine,
                       emulator::ApplyEngineFlags(flags.options.engine, flags.engine));
   GS_ASSIGN_OR_RETURN(flags.options.role, emulator::ParseReplicaRole(flags.role));
@@ -75,6 +88,29 @@ Result<emulator::EmulatorOptions> ResolveOptions(EmulateFlags flags,
   return flags.options;
 }
 
+// The startup line saying how steps are timed and what the engine holds.
+void PrintTiming(const emulator::EmulatorOptions& options, CommandContext& ctx) {
+  const emulator::EngineConfig& engine = options.engine;
+  if (engine.step_timer) {
+    ctx.err << fmt::format(
+        "emulating model '{}': {}, step {:.3g} ms (1 seq, no prefill), batch <= {}, KV cache {} "
+        "tokens, chunked prefill {} tokens/step, ready in {} s\n",
+        options.model_name, engine.step_timer->Describe(),
+        engine.step_timer->StepSeconds({.batch_size = 1, .decoding = 1}) * 1000,
+        engine.max_batch_size, engine.kv_cache_tokens, engine.max_num_batched_tokens,
+        options.startup_seconds);
+    return;
+  }
+  ctx.err << fmt::format(
+      "emulating model '{}': prefill {} ms/1k tokens, decode {} ms + {} ms/seq, batch <= {}, "
+      "KV cache {} tokens, tp {}, pp {}, step x{:.3g} (1 seq, no prefill), ready in {} s\n",
+      options.model_name, engine.prefill_ms_per_1k_tokens, engine.decode_ms_base,
+      engine.decode_ms_per_seq, engine.max_batch_size, engine.kv_cache_tokens,
+      engine.tensor_parallel_size, engine.pipeline_parallel_size,
+      emulator::StepMilliseconds(engine, 1, 0) / (engine.decode_ms_base + engine.decode_ms_per_seq),
+      options.startup_seconds);
+}
+
 int RunEmulate(const emulator::EmulatorOptions& options, CommandContext& ctx) {
   // Before binding: a SIGTERM sent as soon as the port is printed must not kill us.
   StopSignalScope signals;
@@ -82,16 +118,7 @@ int RunEmulate(const emulator::EmulatorOptions& options, CommandContext& ctx) {
       emulator::EmulatorServer::Start(options);
   if (!server) return ctx.Fail(server.error());
   ctx.out << fmt::format("listening on {}:{}\n", options.host, (*server)->port()) << std::flush;
-  ctx.err << fmt::format(
-      "emulating model '{}': prefill {} ms/1k tokens, decode {} ms + {} ms/seq, batch <= {}, "
-      "KV cache {} tokens, tp {}, pp {}, step x{:.3g} (1 seq, no prefill), ready in {} s\n",
-      options.model_name, options.engine.prefill_ms_per_1k_tokens, options.engine.decode_ms_base,
-      options.engine.decode_ms_per_seq, options.engine.max_batch_size,
-      options.engine.kv_cache_tokens, options.engine.tensor_parallel_size,
-      options.engine.pipeline_parallel_size,
-      emulator::StepMilliseconds(options.engine, 1, 0) /
-          (options.engine.decode_ms_base + options.engine.decode_ms_per_seq),
-      options.startup_seconds);
+  PrintTiming(options, ctx);
   if (options.role != emulator::ReplicaRole::kAggregated) {
     ctx.err << fmt::format(
         "role {}: KV link {} ({:g} Gb/s), {:.3g} ms per 1k prompt tokens moved\n",
@@ -169,6 +196,18 @@ void AddEngineFlagOptions(CLI::App* cmd, EmulateFlags& flags) {
       ->capture_default_str();
   cmd->add_option("--quantization,-q", engine.quantization,
                   "fp8 (decode 0.7x) | awq, gptq, awq_marlin, gptq_marlin (decode 0.6x) | none");
+  cmd->add_option("--timing", flags.timing,
+                  "linear: the step-time knobs (--decode-ms-base ...; fast, for tests) | "
+                  "calibrated: the simulator's model of --model-preset on --gpu at -tp (step "
+                  "time, KV cache, batch <= 256, chunked prefill of 8192 tokens/step; the "
+                  "linear knobs are then errors)")
+      ->capture_default_str();
+  cmd->add_option("--gpu", engine.gpu, "h100 | a100 (calibrated timing; a100: llama-2-70b only)")
+      ->capture_default_str();
+  cmd->add_option("--model-preset", engine.model_preset,
+                  "llama-3-8b | llama-2-7b | llama-2-70b: the model calibrated timing times "
+                  "(--model only names the served model)")
+      ->capture_default_str();
   cmd->add_flag("--accept-unknown-flags", flags.accept_unknown_flags,
                 "Ignore (with a warning) engine flags the emulator does not model, instead of "
                 "failing like vLLM's argument parser");
@@ -204,9 +243,10 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--max-batch-size,--max-num-seqs", options->engine.max_batch_size,
                   "Most requests running at once (vLLM max_num_seqs); others wait")
       ->capture_default_str();
-  cmd->add_option("--kv-cache-tokens", options->engine.kv_cache_tokens,
-                  "KV-cache capacity at --gpu-memory-utilization 0.9 and tp = pp = 1; a "
-                  "request reserves prompt + its output, others wait")
+  cmd->add_option(
+         "--kv-cache-tokens", options->engine.kv_cache_tokens,
+         "KV-cache capacity at --gpu-memory-utilization 0.9 and tp = pp = 1 (linear timing); a "
+         "request reserves prompt + its output, others wait")
       ->capture_default_str();
   cmd->add_option("--output-tokens", options->output_tokens,
                   "The emulated model's answer length: outputs end there (finish_reason "
@@ -236,6 +276,9 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   AddEngineFlagOptions(cmd, *flags);
   cmd->callback([flags, cmd, &ctx] {
+    for (const char* flag : kPresenceFlags) {
+      if (cmd->count(flag) > 0) flags->engine.given.push_back(flag);
+    }
     Result<emulator::EmulatorOptions> resolved = ResolveOptions(*flags, cmd->remaining(), ctx);
     if (!resolved) {
       ctx.Fail(resolved.error());

@@ -233,9 +233,27 @@ void BatchEngine::StartStep(Seconds at) {
   stats_.waiting = static_cast<int32_t>(waiting_.size());
   // Empty only if nothing runs and the head cannot fit an empty cache, which Submit rules out.
   if (running_.empty()) return;
-  const double step_ms =
-      StepMilliseconds(config_, static_cast<int32_t>(running_.size()), prefill_tokens);
-  step_end_ = at + Seconds{step_ms / 1000.0};
+  step_end_ = at + Seconds{StepSeconds(ShapeOfStep(prefill_tokens))};
+}
+
+// The planned step: every running request whose prompt is already in KV (including one
+// admitted with its prompt prefilled elsewhere) decodes one token over its context.
+StepShape BatchEngine::ShapeOfStep(int64_t prefill_tokens) const {
+  StepShape step;
+  step.batch_size = static_cast<int32_t>(running_.size());
+  step.prefill_tokens = prefill_tokens;
+  for (RequestId id : running_) {
+    const RequestProgress& request = requests_.at(id);
+    if (request.prefilled_tokens < request.prompt_tokens) continue;
+    ++step.decoding;
+    step.context_tokens += int64_t{request.prompt_tokens} + request.tokens_generated;
+  }
+  return step;
+}
+
+double BatchEngine::StepSeconds(const StepShape& step) const {
+  if (config_.step_timer) return config_.step_timer->StepSeconds(step);
+  return StepMilliseconds(config_, step.batch_size, step.prefill_tokens) / 1000.0;
 }
 
 void BatchEngine::FinishStep(Seconds at) {

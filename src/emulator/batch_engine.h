@@ -8,7 +8,8 @@
 //     prompt_tokens + max_tokens. The reservation is made up front, so running requests are
 //     never preempted; a head that does not fit blocks the queue (first-come-first-served, as
 //     vLLM's default scheduler).
-//   - Step duration (StepMilliseconds) =
+//   - Step duration: EngineConfig::step_timer when set (step_timer.h; `--timing calibrated`
+//     plugs in the simulator's sim::ReplicaModel), else the linear model StepMilliseconds =
 //       [ (decode_ms_base + decode_ms_per_seq * batch size) * decode_time_factor
 //         + prefill_ms_per_1k_tokens * (prompt tokens prefilled this step) / 1000
 //           * prefill_time_factor ]
@@ -37,12 +38,14 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "emulator/step_timer.h"
 #include "metrics/bucket_histogram.h"
 
 namespace gpuscale::emulator {
@@ -64,6 +67,9 @@ struct EngineConfig {
   int64_t max_num_batched_tokens = 0;      // token budget per step; 0 = unlimited
   bool chunked_prefill = false;            // split prompts over steps within the budget
   int32_t max_model_len = 0;               // most prompt + output tokens; 0 = unlimited
+  // Times each step instead of the linear knobs above (which it then ignores); null = linear.
+  // Shared so that configs stay cheap to copy; the timer is immutable.
+  std::shared_ptr<const StepTimer> step_timer;
 };
 
 // How long one step takes with `batch_size` sequences of which `prefill_tokens` prompt
@@ -175,6 +181,8 @@ class BatchEngine {
   void StartStep(Seconds at);
   void FinishStep(Seconds at);
   bool CanAdmit(const RequestProgress& request) const;
+  StepShape ShapeOfStep(int64_t prefill_tokens) const;
+  double StepSeconds(const StepShape& step) const;
   int64_t PlanPrefill(int64_t budget);
   int64_t AdmitWaiting(int64_t budget, Seconds at);
   void ObserveToken(RequestProgress& request, Seconds at);

@@ -4,9 +4,12 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "core/clock.h"
+#include "emulator/engine_flags.h"
+#include "sim/replica_model.h"
 
 namespace gpuscale::emulator {
 namespace {
@@ -301,6 +304,72 @@ TEST(BatchEngineTest, ValidationNamesTheFlag) {
     ASSERT_FALSE(status.has_value()) << flag;
     EXPECT_EQ(status.error().field, flag);
   }
+}
+
+// --timing calibrated (calibrated_timing.h): the simulator's model of llama-3-8b on one H100.
+EngineConfig CalibratedConfig(int32_t tensor_parallel = 1) {
+  EngineFlags flags;
+  flags.timing = StepTiming::kCalibrated;
+  flags.tensor_parallel_size = tensor_parallel;
+  Result<EngineConfig> config = ApplyEngineFlags(EngineConfig{}, flags);
+  EXPECT_TRUE(config.has_value()) << config.error().ToString();
+  return *config;
+}
+
+std::unique_ptr<sim::ReplicaModel> SimModel(int tensor_parallel = 1) {
+  Result<std::unique_ptr<sim::ReplicaModel>> model = sim::MakeReplicaModel(
+      {.model = "llama-3-8b", .gpu = "h100", .tensor_parallel = tensor_parallel});
+  EXPECT_TRUE(model.has_value()) << model.error().ToString();
+  return std::move(*model);
+}
+
+// A prefill alone, a prompt prefilled while another request decodes, then two decodes: each
+// step lasts what the simulator's model gives for the same batch, not the linear formula.
+TEST(BatchEngineTest, CalibratedStepTakesTheSimulatorsModelTime) {
+  const EngineConfig config = CalibratedConfig();
+  const std::unique_ptr<sim::ReplicaModel> model = SimModel();
+  BatchEngine engine(config);
+  ASSERT_TRUE(engine.Submit(100, 5, Seconds{0}).has_value());
+  const double prefill_s = model->PrefillSeconds(100);
+  ASSERT_TRUE(engine.NextStepEnd().has_value());
+  EXPECT_NEAR(engine.NextStepEnd()->count(), prefill_s, 1e-12);
+  EXPECT_GT(std::abs(prefill_s - StepMilliseconds(config, 1, 100) / 1000), 1e-4);
+
+  ASSERT_TRUE(engine.Submit(500, 5, Seconds{prefill_s / 2}).has_value());
+  engine.Advance(Seconds{prefill_s});  // A has its first token: 101 tokens in KV
+  const double mixed_s = model->MixedStepSeconds(500, 1, 101);
+  EXPECT_NEAR(engine.NextStepEnd()->count(), prefill_s + mixed_s, 1e-12);
+  EXPECT_GT(std::abs(mixed_s - StepMilliseconds(config, 2, 500) / 1000), 1e-4);
+
+  engine.Advance(*engine.NextStepEnd());  // A: 102 tokens, B: 501
+  const double decode_s = model->DecodeStepSeconds(2, 102 + 501);
+  EXPECT_NEAR(engine.NextStepEnd()->count(), prefill_s + mixed_s + decode_s, 1e-12);
+  EXPECT_GT(std::abs(decode_s - StepMilliseconds(config, 2, 0) / 1000), 1e-4);
+}
+
+TEST(BatchEngineTest, CalibratedCapacitiesComeFromTheModel) {
+  for (int tp : {1, 2}) {
+    const EngineConfig config = CalibratedConfig(tp);
+    const std::unique_ptr<sim::ReplicaModel> model = SimModel(tp);
+    EXPECT_EQ(config.kv_cache_tokens, model->KvCacheTokens()) << tp;
+    EXPECT_EQ(config.max_batch_size, model->MaxBatchSize()) << tp;
+    EXPECT_EQ(config.max_num_batched_tokens, model->MaxBatchedTokens()) << tp;
+    EXPECT_TRUE(config.chunked_prefill);
+    EXPECT_EQ(BatchEngine(config).stats().kv_capacity_tokens, model->KvCacheTokens()) << tp;
+  }
+  // More memory per replica at tp 2: the engine admits what the model's cache holds.
+  EXPECT_GT(CalibratedConfig(2).kv_cache_tokens, CalibratedConfig(1).kv_cache_tokens);
+}
+
+TEST(BatchEngineTest, CalibratedBatchLimitIsTheModels) {
+  const EngineConfig config = CalibratedConfig();
+  ASSERT_EQ(config.max_batch_size, 256);
+  BatchEngine engine(config);
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(engine.Submit(10, 50, Seconds{0}).has_value());
+  Recorder recorder(engine);
+  recorder.RunUntil();
+  EXPECT_EQ(recorder.max_running(), 256);
+  EXPECT_EQ(engine.stats().requests_finished_total, 300);
 }
 
 }  // namespace

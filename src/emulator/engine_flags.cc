@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "alloc/model_size.h"
+#include "emulator/calibrated_timing.h"
 
 namespace gpuscale::emulator {
 namespace {
@@ -71,6 +72,28 @@ Result<int32_t> ParseCount(const std::string& text, std::string_view flag) {
   return value;
 }
 
+// The flags the chosen timing cannot use. The calibrated model is of 16-bit weights: it has
+// no factor to scale for --dtype or --quantization.
+Status CheckTimingFlags(const EngineFlags& flags, TimeFactors dtype, TimeFactors quant) {
+  if (flags.timing == StepTiming::kCalibrated) {
+    if (dtype.decode != 1.0 || dtype.prefill != 1.0) {
+      return InvalidArgument("calibrated timing models 16-bit weights; use --timing linear",
+                             "--dtype");
+    }
+    if (quant.decode != 1.0 || quant.prefill != 1.0) {
+      return InvalidArgument("calibrated timing models unquantized weights; use --timing linear",
+                             "--quantization");
+    }
+    return OkStatus();
+  }
+  for (const char* flag : {"--gpu", "--model-preset"}) {
+    if (std::ranges::find(flags.given, flag) != flags.given.end()) {
+      return InvalidArgument("only calibrated timing uses it; add --timing calibrated", flag);
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<EngineConfig> ApplyEngineFlags(const EngineConfig& base, const EngineFlags& flags) {
@@ -83,6 +106,8 @@ Result<EngineConfig> ApplyEngineFlags(const EngineConfig& base, const EngineFlag
   GS_ASSIGN_OR_RETURN(TimeFactors dtype, Lookup(DtypeFactors(), flags.dtype, "--dtype"));
   GS_ASSIGN_OR_RETURN(TimeFactors quant,
                       Lookup(QuantizationFactors(), flags.quantization, "--quantization"));
+  GS_RETURN_IF_ERROR(CheckTimingFlags(flags, dtype, quant));
+  if (flags.timing == StepTiming::kCalibrated) return ApplyCalibratedTiming(base, flags);
   config.decode_time_factor = base.decode_time_factor * dtype.decode * quant.decode;
   config.prefill_time_factor = base.prefill_time_factor * dtype.prefill * quant.prefill;
   config.tensor_parallel_size = flags.tensor_parallel_size;

@@ -48,11 +48,21 @@ struct EngineFlags {
   int64_t max_num_batched_tokens = 0;  // 0 = unlimited (or the chunked default)
   std::string dtype = "auto";
   std::string quantization;  // "" or "none" = unquantized
+  // --timing: linear (EngineConfig's knobs) or calibrated (calibrated_timing.h: the
+  // simulator's model of `model_preset` on `gpu` at tensor_parallel_size).
+  StepTiming timing = StepTiming::kLinear;
+  std::string gpu = "h100";                 // --gpu, calibrated timing only
+  std::string model_preset = "llama-3-8b";  // --model-preset, calibrated timing only
+  // The flags given on the command line (their first long name, e.g. "--decode-ms-base"),
+  // so that a flag the chosen timing does not use is an error rather than ignored.
+  std::vector<std::string> given;
 };
 
-// The engine configuration `base` becomes under `flags`. Errors: kInvalidArgument naming the
-// flag (e.g. "--gpu-memory-utilization", "--quantization" with the values it knows) for a
-// value out of range or unknown, or when the result fails ValidateEngineConfig.
+// The engine configuration `base` becomes under `flags`; with calibrated timing that of
+// ApplyCalibratedTiming (calibrated_timing.h, with its errors). Errors: kInvalidArgument
+// naming the flag (e.g. "--gpu-memory-utilization", "--quantization" with the values it
+// knows) for a value out of range or unknown, for --gpu or --model-preset given with linear
+// timing, or when the result fails ValidateEngineConfig.
 Result<EngineConfig> ApplyEngineFlags(const EngineConfig& base, const EngineFlags& flags);
 
 // Arguments the command-line parser did not know (in order): takes vLLM's short spellings
