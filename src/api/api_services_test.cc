@@ -263,7 +263,7 @@ TEST_F(ApiServerTest, ListsReplicas) {
   daemon::ReplicaView replica;
   replica.id = "chat-1";
   replica.phase = scale::ReplicaPhase::kReady;
-  replica.state = orch::ReplicaState::kReady;
+  replica.state = "ready";
   replica.phase_since = Seconds{1700000000.5};
   replica.port = 8001;
   replica.gpus = {0, 1};

@@ -284,7 +284,7 @@ Json RuleJson(const daemon::RuleView& rule) {
 Json ReplicaJson(const daemon::ReplicaView& replica) {
   return Json{{"id", replica.id},
               {"phase", scale::ReplicaPhaseName(replica.phase)},
-              {"state", orch::ReplicaStateName(replica.state)},
+              {"state", replica.state},
               {"phase_since", Time(replica.phase_since)},
               // "" = not placed yet (a Slurm job still queued): null, not an address.
               {"host", replica.host.empty() ? Json(nullptr) : Json(replica.host)},

@@ -1,12 +1,14 @@
 // Daemon records -> API views (api_views.h).
 #include "daemon/api_views.h"
 
+#include "orch/replica_state.h"
+
 namespace gpuscale::daemon {
 
 ReplicaView ToReplicaView(const orch::ReplicaInfo& r) {
   return ReplicaView{.id = r.id,
                      .phase = r.phase,
-                     .state = r.state,
+                     .state = std::string(orch::ReplicaStateName(r.state)),
                      .phase_since = r.phase_since,
                      .host = r.host,
                      .port = r.port,

@@ -10,7 +10,7 @@ TEST(ApiViewsTest, ReplicaViewCarriesEveryField) {
   orch::ReplicaInfo r;
   r.id = "chat-2";
   r.phase = scale::ReplicaPhase::kDraining;
-  r.state = "draining";
+  r.state = orch::ReplicaState::kDraining;
   r.phase_since = Seconds{11};
   r.host = "10.0.0.7";
   r.port = 20001;
