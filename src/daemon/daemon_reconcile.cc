@@ -203,7 +203,8 @@ void Daemon::ApplyManual(const Want& w, Slot& slot, Seconds now, Seconds retry_i
 }
 
 void Daemon::ShowUnapplied(std::map<std::string, ServiceView>& views) {
-  std::erase_if(views, [&](const auto& v) { return desired_.count(v.first) == 0; });
+  std::erase_if(views,
+                [&](const auto& v) GS_REQUIRES(mu_) { return desired_.count(v.first) == 0; });
   for (const auto& [name, d] : desired_) {
     auto api = views_.find(name);  // what the API request that wrote `d` showed
     auto slot = services_.find(name);
