@@ -54,15 +54,15 @@ struct ApplyFailure {
 
 struct ServiceView {
   ServiceConfig config;
-  std::string spec_yaml;                // ServiceConfigToYaml(config)
-  std::string policy_family;            // "target", "rules", ...
-  int desired_replicas = 0;             // what the last tick aimed at (after override/clamp)
-  std::optional<int> manual_replicas;   // PUT /replicas override; nullopt = policy decides
-  int replicas = 0;                     // pending + starting + ready (not draining)
+  std::string spec_yaml;               // ServiceConfigToYaml(config)
+  std::string policy_family;           // "target", "rules", ...
+  int desired_replicas = 0;            // what the last tick aimed at (after override/clamp)
+  std::optional<int> manual_replicas;  // PUT /replicas override; nullopt = policy decides
+  int replicas = 0;                    // pending + starting + ready (not draining)
   int ready_replicas = 0;
   int pending_replicas = 0;
   int draining_replicas = 0;
-  std::string last_reason;              // the last Decision's reason ("" before the first tick)
+  std::string last_reason;  // the last Decision's reason ("" before the first tick)
   std::vector<std::string> last_details;
   std::optional<Seconds> last_decision_at;
   std::vector<std::string> metric_errors;  // from the last tick's collection
@@ -124,11 +124,10 @@ class DaemonApi {
                                                  std::optional<int> replicas) = 0;
   virtual Result<std::vector<ReplicaView>> ListReplicas(const std::string& service) = 0;
   // The service's ticks over [from, to) at `step` (daemon/service_history.h; defaults: to =
-  // now, from = to - 1 h, step 0 = the daemon picks). Errors: kNotFound for an unknown service; kInvalidArgument naming "from"
-  // or "step".
-  virtual Result<HistorySeries> History(const std::string& service,
-                                        std::optional<Seconds> from, std::optional<Seconds> to,
-                                        Seconds step) = 0;
+  // now, from = to - 1 h, step 0 = the daemon picks). Errors: kNotFound for an unknown service;
+  // kInvalidArgument naming "from" or "step".
+  virtual Result<HistorySeries> History(const std::string& service, std::optional<Seconds> from,
+                                        std::optional<Seconds> to, Seconds step) = 0;
 
   virtual std::vector<alloc::Lease> Leases() = 0;
 

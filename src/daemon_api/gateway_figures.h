@@ -14,8 +14,8 @@ struct GatewayFigures {
   int64_t errors_total = 0;
   int in_flight = 0;
   int queued = 0;
-  std::optional<double> request_rate;  // per second, last 30 s
-  std::optional<double> error_ratio;   // last minute
+  std::optional<double> request_rate;                           // per second, last 30 s
+  std::optional<double> error_ratio;                            // last minute
   std::optional<double> ttft_p50, ttft_p90, tpot_p50, e2e_p90;  // seconds, last minute
   // The gateway's own part of the wait for the first byte (gateway_stats.h), last minute.
   std::optional<double> added_p99;

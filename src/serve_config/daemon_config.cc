@@ -135,9 +135,9 @@ Status ReadListen(const YAML::Node& n, const std::string& section, std::string& 
   if (host.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 ||
       port > 65535) {
     return yaml::FieldError(Child(n, "listen"), section + ".listen",
-                      fmt::format("expected host:port with port 0..65535 (e.g. "
-                                  "127.0.0.1:8080), got '{}'",
-                                  listen));
+                            fmt::format("expected host:port with port 0..65535 (e.g. "
+                                        "127.0.0.1:8080), got '{}'",
+                                        listen));
   }
   host_out = host;
   port_out = port;
@@ -151,12 +151,13 @@ Status ReadToken(const YAML::Node& n, const std::string& section, std::string& t
   const std::string field = section + ".token_file";
   if (Child(n, "token").IsDefined()) {
     return yaml::FieldError(Child(n, "token_file"), field,
-                      fmt::format("set either {}.token or {}, not both", section, field));
+                            fmt::format("set either {}.token or {}, not both", section, field));
   }
   std::ifstream in(file);
   if (!in) {
-    return yaml::FieldError(Child(n, "token_file"), field,
-                      fmt::format("cannot read token file '{}': {}", file, std::strerror(errno)));
+    return yaml::FieldError(
+        Child(n, "token_file"), field,
+        fmt::format("cannot read token file '{}': {}", file, std::strerror(errno)));
   }
   std::string line;
   std::getline(in, line);
@@ -165,7 +166,7 @@ Status ReadToken(const YAML::Node& n, const std::string& section, std::string& t
   if (begin == std::string::npos) {
     // An empty token would silently turn authentication off.
     return yaml::FieldError(Child(n, "token_file"), field,
-                      fmt::format("token file '{}' has an empty first line", file));
+                            fmt::format("token file '{}' has an empty first line", file));
   }
   token = line.substr(begin, end - begin + 1);
   return OkStatus();
@@ -393,9 +394,10 @@ DaemonConfig EmbeddedDefaultConfig(const std::string& self_exe) {
   // Short emulated model load and drain so that scaling is visible within seconds; 16
   // sequences per batch (a small GPU), so that the README's 32-client bench queues on one
   // replica and the policy has something to scale on.
-  demo.command = {self_exe,          "emulate",        "--port", "{port}",
-                  "--model",         "demo-model",     "--startup-seconds", "2",
-                  "--drain-seconds", "5",              "--max-batch-size",  "16"};
+  // clang-format off
+  demo.command = {self_exe, "emulate", "--port", "{port}", "--model", "demo-model",
+                  "--startup-seconds", "2", "--drain-seconds", "5", "--max-batch-size", "16"};
+  // clang-format on
   demo.models = {"demo-model"};  // what the emulator calls itself, and bench's default
   demo.gpus_per_replica = 1;
   demo.startup_timeout = Seconds{60};

@@ -85,20 +85,20 @@ class Node;
 namespace gpuscale::daemon {
 
 struct GpuConfig {
-  gpu::BackendOptions backend;    // kind defaults to "auto"
-  Seconds cache_ttl{1};           // gpu::Monitor snapshot cache
-  Seconds sample_interval{5};     // gpu::Monitor sampler (history, /v1/gpus/history)
+  gpu::BackendOptions backend;  // kind defaults to "auto"
+  Seconds cache_ttl{1};         // gpu::Monitor snapshot cache
+  Seconds sample_interval{5};   // gpu::Monitor sampler (history, /v1/gpus/history)
 
   friend bool operator==(const GpuConfig&, const GpuConfig&) = default;
 };
 
 struct ApiConfig {
-  std::string host = "127.0.0.1";  // `listen: host:port`; loopback unless asked otherwise
-  int port = 8080;                 // 0 = the kernel picks one (tests); printed at start-up
-  std::string token;               // bearer token; empty = no auth. token_file is read
-                                   // into this at parse time (first line, trimmed).
-  int max_connections = 4096;      // open API connections; past it new ones are closed
-  int max_event_streams = 1024;    // open /v1/events/stream; past it 503
+  std::string host = "127.0.0.1";         // `listen: host:port`; loopback unless asked otherwise
+  int port = 8080;                        // 0 = the kernel picks one (tests); printed at start-up
+  std::string token;                      // bearer token; empty = no auth. token_file is read
+                                          // into this at parse time (first line, trimmed).
+  int max_connections = 4096;             // open API connections; past it new ones are closed
+  int max_event_streams = 1024;           // open /v1/events/stream; past it 503
   int max_connections_per_client = 1024;  // per client address (0 = no cap)
 
   friend bool operator==(const ApiConfig&, const ApiConfig&) = default;
@@ -149,9 +149,9 @@ struct SlurmServiceConfig {
   std::string account;            // "" = the user's default
   int time_limit_minutes = 0;     // --time; 0 = the partition's default
   std::vector<std::string> extra_sbatch_args;  // cli only, e.g. ["--qos=inference"]
-  int port_range_start = 20000;   // `port_range: [start, end]`, inclusive; replica ports
+  int port_range_start = 20000;  // `port_range: [start, end]`, inclusive; replica ports
   int port_range_end = 20999;
-  Seconds timeout{15};            // `timeout_seconds`: per Slurm command / request
+  Seconds timeout{15};  // `timeout_seconds`: per Slurm command / request
 
   friend bool operator==(const SlurmServiceConfig&, const SlurmServiceConfig&) = default;
 };
@@ -194,10 +194,10 @@ struct ServiceConfig {
   // "local" (processes on this machine), "slurm", or "fleet" (replicas emulated by a
   // `gpuscale fleet` process, for tests at fleet scale: orch/fleet_orchestrator.h)
   std::string engine = "local";
-  SlurmServiceConfig slurm;      // read only with engine: slurm
-  std::string fleet_url;         // engine: fleet: `fleet: {url: http://host:port}`
-  std::vector<std::string> command;                          // argv template, required
-  std::vector<std::pair<std::string, std::string>> env;      // in file order
+  SlurmServiceConfig slurm;          // read only with engine: slurm
+  std::string fleet_url;             // engine: fleet: `fleet: {url: http://host:port}`
+  std::vector<std::string> command;  // argv template, required
+  std::vector<std::pair<std::string, std::string>> env;  // in file order
   // `models: [...]`: the model names the gateway routes to this service (the request's
   // `model` field). Empty = the service's name. Use ServedModels() to read it.
   std::vector<std::string> models;

@@ -72,11 +72,11 @@ Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
         Child(n, "health_check_path"), "gateway.health_check_path",
         fmt::format("expected a path such as /health, got '{}'", g.health_check_path));
   }
-  GS_ASSIGN_OR_RETURN(g.prefix_chars, ReadBoundedInt(n, "prefix_chars", g.prefix_chars, 1,
-                                                     1 << 20));
-  GS_ASSIGN_OR_RETURN(int max_body, ReadBoundedInt(n, "max_body_bytes",
-                                                   static_cast<int>(g.max_body_bytes), 1024,
-                                                   1 << 30));
+  GS_ASSIGN_OR_RETURN(g.prefix_chars,
+                      ReadBoundedInt(n, "prefix_chars", g.prefix_chars, 1, 1 << 20));
+  GS_ASSIGN_OR_RETURN(
+      int max_body,
+      ReadBoundedInt(n, "max_body_bytes", static_cast<int>(g.max_body_bytes), 1024, 1 << 30));
   g.max_body_bytes = max_body;
   struct DurationKey {
     const char* key;

@@ -43,8 +43,7 @@ Status ReadEngine(const YAML::Node& n, const std::string& path, ServiceConfig& s
 
 // `listen: host:port` of `section` ("api", "gateway") into host/port, which hold the
 // defaults on entry. "[::1]:8080" for an IPv6 address. Errors name "<section>.listen".
-Status ReadListen(const YAML::Node& n, const std::string& section, std::string& host,
-                  int& port);
+Status ReadListen(const YAML::Node& n, const std::string& section, std::string& host, int& port);
 // `token` or `token_file` (first line, trimmed; not both) of `section` into `token`.
 Status ReadToken(const YAML::Node& n, const std::string& section, std::string& token);
 

@@ -182,8 +182,7 @@ Status ReadSlo(const YAML::Node& n, const std::string& path, ServiceConfig& s) {
   }
   GS_RETURN_IF_ERROR(
       yaml::CheckKnownKeys(node, slo_path, {"ttft_seconds", "tpot_seconds", "source"}));
-  GS_ASSIGN_OR_RETURN(const std::string source,
-                      yaml::ReadString(node, "source", slo_path, "auto"));
+  GS_ASSIGN_OR_RETURN(const std::string source, yaml::ReadString(node, "source", slo_path, "auto"));
   bool known = false;
   for (const auto& [name, value] : kSloSources) {
     if (name == source) s.slo.source = value, known = true;
@@ -235,8 +234,7 @@ Status ReadReplicaBounds(const YAML::Node& n, const YAML::Node& policy, const st
   }
   if (s.max_replicas > kMaxReplicasPerService) {
     return FieldError(Child(n, "max_replicas"), Join(path, "max_replicas"),
-                      fmt::format("must be <= {}, got {}", kMaxReplicasPerService,
-                                  s.max_replicas));
+                      fmt::format("must be <= {}, got {}", kMaxReplicasPerService, s.max_replicas));
   }
   return OkStatus();
 }

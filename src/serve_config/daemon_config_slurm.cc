@@ -87,18 +87,23 @@ Result<SlurmServiceConfig> ReadSlurm(const YAML::Node& n, const std::string& pat
   GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
       n, path,
       {"transport", "url", "socket", "user", "token", "token_file", "slurm_conf", "bin_dir",
-       "partition", "gres_type", "account", "time_limit_minutes", "extra_sbatch_args",
-       "port_range", "timeout_seconds"}));
+       "partition", "gres_type", "account", "time_limit_minutes", "extra_sbatch_args", "port_range",
+       "timeout_seconds"}));
   SlurmServiceConfig c;
   GS_ASSIGN_OR_RETURN(c.transport, yaml::ReadString(n, "transport", path, "cli"));
   if (c.transport != "cli" && c.transport != "rest") {
     return FieldError(Child(n, "transport"), Join(path, "transport"),
                       fmt::format("expected cli or rest, got '{}'", c.transport));
   }
-  std::pair<const char*, std::string*> strings[] = {
-      {"url", &c.url},          {"user", &c.user},           {"token", &c.token},
-      {"token_file", &c.token_file}, {"slurm_conf", &c.slurm_conf}, {"bin_dir", &c.bin_dir},
-      {"partition", &c.partition}, {"gres_type", &c.gres_type}, {"account", &c.account}};
+  std::pair<const char*, std::string*> strings[] = {{"url", &c.url},
+                                                    {"user", &c.user},
+                                                    {"token", &c.token},
+                                                    {"token_file", &c.token_file},
+                                                    {"slurm_conf", &c.slurm_conf},
+                                                    {"bin_dir", &c.bin_dir},
+                                                    {"partition", &c.partition},
+                                                    {"gres_type", &c.gres_type},
+                                                    {"account", &c.account}};
   for (auto& [key, value] : strings) {
     GS_ASSIGN_OR_RETURN(*value, yaml::ReadString(n, key, path, ""));
   }
@@ -141,9 +146,9 @@ Status ReadEngine(const YAML::Node& n, const std::string& path, ServiceConfig& s
   GS_ASSIGN_OR_RETURN(s.engine, yaml::ReadString(n, "engine", path, "local"));
   const YAML::Node slurm = Child(n, "slurm");
   if (s.engine != "fleet" && Child(n, "fleet").IsDefined()) {
-    return FieldError(Child(n, "fleet"), Join(path, "fleet"),
-                      fmt::format("a fleet block needs `engine: fleet` (the engine is {})",
-                                  s.engine));
+    return FieldError(
+        Child(n, "fleet"), Join(path, "fleet"),
+        fmt::format("a fleet block needs `engine: fleet` (the engine is {})", s.engine));
   }
   if (s.engine == "fleet") {
     if (slurm.IsDefined()) {
@@ -183,10 +188,15 @@ void EmitEngine(YAML::Emitter& out, const ServiceConfig& s) {
   out << YAML::Key << "engine" << YAML::Value << s.engine;
   out << YAML::Key << "slurm" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "transport" << YAML::Value << c.transport;
-  const std::pair<const char*, const std::string*> strings[] = {
-      {"url", &c.url},          {"user", &c.user},           {"token", &c.token},
-      {"token_file", &c.token_file}, {"slurm_conf", &c.slurm_conf}, {"bin_dir", &c.bin_dir},
-      {"partition", &c.partition}, {"gres_type", &c.gres_type}, {"account", &c.account}};
+  const std::pair<const char*, const std::string*> strings[] = {{"url", &c.url},
+                                                                {"user", &c.user},
+                                                                {"token", &c.token},
+                                                                {"token_file", &c.token_file},
+                                                                {"slurm_conf", &c.slurm_conf},
+                                                                {"bin_dir", &c.bin_dir},
+                                                                {"partition", &c.partition},
+                                                                {"gres_type", &c.gres_type},
+                                                                {"account", &c.account}};
   for (const auto& [key, value] : strings) {
     if (!value->empty()) out << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << *value;
   }

@@ -61,19 +61,19 @@ TEST(DaemonConfigTest, ServiceDefaultsWithoutPolicyAreStoreRules) {
 }
 
 TEST(DaemonConfigTest, SloKeepsTheDefaultOfAKeyItLeavesOut) {
-  auto s = ParseServiceConfigText(std::string(kMinimalService) + "slo: {ttft_seconds: 0.5}\n",
-                                  "test");
+  auto s =
+      ParseServiceConfigText(std::string(kMinimalService) + "slo: {ttft_seconds: 0.5}\n", "test");
   ASSERT_TRUE(s) << ErrorText(s);
   EXPECT_EQ(s->slo, (SloThresholds{.ttft_seconds = 0.5, .tpot_seconds = 0.05}));
 }
 
 TEST(DaemonConfigTest, SloSourceIsReadAndRoundTrips) {
-  for (const auto& [text, source] : std::vector<std::pair<std::string, SloSource>>{
-           {"auto", SloSource::kAuto},
-           {"gateway", SloSource::kGateway},
-           {"replicas", SloSource::kReplicas}}) {
-    auto s = ParseServiceConfigText(
-        std::string(kMinimalService) + "slo: {source: " + text + "}\n", "test");
+  for (const auto& [text, source] :
+       std::vector<std::pair<std::string, SloSource>>{{"auto", SloSource::kAuto},
+                                                      {"gateway", SloSource::kGateway},
+                                                      {"replicas", SloSource::kReplicas}}) {
+    auto s = ParseServiceConfigText(std::string(kMinimalService) + "slo: {source: " + text + "}\n",
+                                    "test");
     ASSERT_TRUE(s) << ErrorText(s);
     EXPECT_EQ(s->slo.source, source) << text;
     auto again = ParseServiceConfigText(ServiceConfigToYaml(*s), "canonical");
@@ -641,10 +641,11 @@ TEST(DaemonConfigTest, EmptyReadinessPathMeansReadyOnceRunning) {
   struct Case {
     std::string yaml, want;
   };
-  for (const Case& c : {Case{"name: chat\ncommand: [x]\nreadiness_path: \"\"\n", ""},
-                        Case{"{\"name\": \"chat\", \"command\": [\"x\"], \"readiness_path\": \"\"}", ""},
-                        Case{"name: chat\ncommand: [x]\nreadiness_path:\n", "/health"},
-                        Case{"name: chat\ncommand: [x]\n", "/health"}}) {
+  for (const Case& c :
+       {Case{"name: chat\ncommand: [x]\nreadiness_path: \"\"\n", ""},
+        Case{"{\"name\": \"chat\", \"command\": [\"x\"], \"readiness_path\": \"\"}", ""},
+        Case{"name: chat\ncommand: [x]\nreadiness_path:\n", "/health"},
+        Case{"name: chat\ncommand: [x]\n", "/health"}}) {
     auto first = ParseServiceConfigText(c.yaml, "test");
     ASSERT_TRUE(first) << ErrorText(first) << "\n" << c.yaml;
     EXPECT_EQ(first->readiness_path, c.want) << c.yaml;
@@ -769,13 +770,11 @@ TEST(DaemonConfigTest, EmbeddedDefaultPassesItsOwnValidation) {
 }
 
 TEST(DaemonConfigTest, SlurmExampleFileParses) {
-  auto config =
-      LoadDaemonConfig(std::string(GPUSCALE_SOURCE_DIR) + "/examples/slurm-service.yaml");
+  auto config = LoadDaemonConfig(std::string(GPUSCALE_SOURCE_DIR) + "/examples/slurm-service.yaml");
   ASSERT_TRUE(config) << ErrorText(config);
   ASSERT_EQ(config->services.size(), 1u);
   EXPECT_EQ(config->services[0].engine, "slurm");
-  EXPECT_EQ(config->services[0].slurm.extra_sbatch_args,
-            std::vector<std::string>{"--qos=serving"});
+  EXPECT_EQ(config->services[0].slurm.extra_sbatch_args, std::vector<std::string>{"--qos=serving"});
   EXPECT_EQ(config->services[0].slurm.port_range_end, 20099);
 }
 

@@ -13,8 +13,8 @@ namespace gpuscale::daemon {
 enum class SloSource { kAuto, kGateway, kReplicas };
 
 struct SloThresholds {
-  double ttft_seconds = 1.0;   // time to first token
-  double tpot_seconds = 0.05;  // time per output token after the first
+  double ttft_seconds = 1.0;            // time to first token
+  double tpot_seconds = 0.05;           // time per output token after the first
   SloSource source = SloSource::kAuto;  // `slo: {source: auto | gateway | replicas}`
 
   friend bool operator==(const SloThresholds&, const SloThresholds&) = default;
