@@ -54,6 +54,14 @@ export interface LastDecision {
   details: string[];
 }
 
+// Why the daemon could not apply a service's spec (or rules, or manual override) yet; it
+// retries with backoff without another request.
+export interface ApplyFailure {
+  message: string;
+  attempts: number;
+  next_retry_at: string;
+}
+
 export interface Service {
   name: string;
   policy_family: string;
@@ -68,6 +76,7 @@ export interface Service {
   last_decision: LastDecision | null;
   metric_errors: string[];
   failure: string | null; // why its replicas cannot start (none ready); null otherwise
+  apply_failure: ApplyFailure | null; // null once what the API asked for is applied
   created_at: string;
   spec: JsonValue;
   gateway: GatewayStats | null; // null: no gateway, or no request for this service reached it yet

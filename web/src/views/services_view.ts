@@ -10,6 +10,7 @@ import { setCodeText } from '../ui/code_text';
 import { h, mount } from '../ui/dom';
 import { Poller } from '../ui/poller';
 import { emptyState, errorHint, errorState, loadingState } from '../ui/states';
+import { serviceWarnings } from './services_model';
 import type { Dispose, ViewContext } from './view';
 
 const POLL_MS = 3000;
@@ -27,10 +28,7 @@ function serviceRow(service: Service, now: number): HTMLElement {
     h('td', { class: 'reason' },
       decision ? [decision.reason, h('span', { class: 'muted' }, ` (${formatAgo(decision.at, now)})`)]
         : h('span', { class: 'muted' }, 'no decision yet'),
-      service.metric_errors.length > 0
-        ? h('div', { class: 'warn' }, `${service.metric_errors.length} metric error(s): ${service.metric_errors[0]}`)
-        : null,
-      service.failure ? h('div', { class: 'warn' }, `cannot start replicas: ${service.failure}`) : null));
+      serviceWarnings(service, now).map((w) => h('div', { class: 'warn' }, w))));
 }
 
 function servicesTable(services: readonly Service[], now: number): HTMLElement {

@@ -32,6 +32,7 @@ export function service(overrides: Partial<Service> = {}): Service {
     last_decision: null,
     metric_errors: [],
     failure: null,
+    apply_failure: null,
     created_at: '2025-01-01T00:00:00Z',
     spec: { name: 'chat' },
     gateway: null,

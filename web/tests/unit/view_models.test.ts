@@ -3,6 +3,7 @@ import { eventSubject, kindOptions, matchesFilter, mergeEvents } from '../../src
 import { leaseHolders, ownerLabel } from '../../src/views/gpu_model';
 import { metricUnit, policyTargets, readsStoredRules, storedRulesNote } from '../../src/views/policy_model';
 import { comparatorSymbol, numberOrText, ruleInputFromForm } from '../../src/views/rule_form_model';
+import { serviceWarnings } from '../../src/views/services_model';
 import type { JsonValue } from '../../src/api/types';
 import { event, gpu, rule, service } from './fixtures';
 
@@ -113,5 +114,37 @@ describe('policy targets', () => {
     expect(metricUnit('vllm:kv_cache_usage_perc')).toBe('ratio 0–1');
     expect(metricUnit('vllm:num_requests_waiting')).toBe('requests');
     expect(metricUnit('custom')).toBe('value');
+  });
+});
+
+describe('service warnings', () => {
+  const now = Date.parse('2025-01-01T00:01:00Z') / 1000;
+
+  it('says nothing for a healthy service', () => {
+    expect(serviceWarnings(service(), now)).toEqual([]);
+  });
+
+  it('names metric errors, replicas that cannot start and a spec not applied yet, in that order', () => {
+    const warnings = serviceWarnings(service({
+      metric_errors: ['scrape failed', 'another'],
+      failure: "cannot start 'vllm': No such file or directory",
+      apply_failure: {
+        message: "spec not applied: slurm.token_file: cannot read token file '/etc/slurm.jwt'",
+        attempts: 3,
+        next_retry_at: '2025-01-01T00:01:04Z',
+      },
+    }), now);
+    expect(warnings).toEqual([
+      '2 metric error(s): scrape failed',
+      "cannot start replicas: cannot start 'vllm': No such file or directory",
+      "not applied (3 attempts, next try in 4 s): spec not applied: slurm.token_file: cannot read token file '/etc/slurm.jwt'",
+    ]);
+  });
+
+  it('says one attempt, and leaves the retry out when its time cannot be read', () => {
+    const [warning] = serviceWarnings(service({
+      apply_failure: { message: 'spec not applied: x', attempts: 1, next_retry_at: 'soon' },
+    }), now);
+    expect(warning).toBe('not applied (1 attempt): spec not applied: x');
   });
 });
