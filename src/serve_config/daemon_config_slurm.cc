@@ -2,12 +2,27 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <string>
+#include <utility>
+
 #include "serve_config/daemon_config.h"
 #include "serve_config/daemon_config_internal.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {
 namespace {
+
+// The `slurm:` block's plain string keys: one table for reading and writing the block.
+constexpr std::pair<const char*, std::string SlurmServiceConfig::*> kSlurmStrings[] = {
+    {"url", &SlurmServiceConfig::url},
+    {"user", &SlurmServiceConfig::user},
+    {"token", &SlurmServiceConfig::token},
+    {"token_file", &SlurmServiceConfig::token_file},
+    {"slurm_conf", &SlurmServiceConfig::slurm_conf},
+    {"bin_dir", &SlurmServiceConfig::bin_dir},
+    {"partition", &SlurmServiceConfig::partition},
+    {"gres_type", &SlurmServiceConfig::gres_type},
+    {"account", &SlurmServiceConfig::account}};
 
 using yaml::FieldError;
 using yaml::Join;
@@ -95,17 +110,8 @@ Result<SlurmServiceConfig> ReadSlurm(const YAML::Node& n, const std::string& pat
     return FieldError(Child(n, "transport"), Join(path, "transport"),
                       fmt::format("expected cli or rest, got '{}'", c.transport));
   }
-  std::pair<const char*, std::string*> strings[] = {{"url", &c.url},
-                                                    {"user", &c.user},
-                                                    {"token", &c.token},
-                                                    {"token_file", &c.token_file},
-                                                    {"slurm_conf", &c.slurm_conf},
-                                                    {"bin_dir", &c.bin_dir},
-                                                    {"partition", &c.partition},
-                                                    {"gres_type", &c.gres_type},
-                                                    {"account", &c.account}};
-  for (auto& [key, value] : strings) {
-    GS_ASSIGN_OR_RETURN(*value, yaml::ReadString(n, key, path, ""));
+  for (const auto& [key, member] : kSlurmStrings) {
+    GS_ASSIGN_OR_RETURN(c.*member, yaml::ReadString(n, key, path, ""));
   }
   GS_ASSIGN_OR_RETURN(c.time_limit_minutes, ReadIntAtLeast(n, "time_limit_minutes", path, 0, 0));
   GS_ASSIGN_OR_RETURN(c.extra_sbatch_args, ReadStringList(n, "extra_sbatch_args", path));
@@ -188,17 +194,9 @@ void EmitEngine(YAML::Emitter& out, const ServiceConfig& s) {
   out << YAML::Key << "engine" << YAML::Value << s.engine;
   out << YAML::Key << "slurm" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "transport" << YAML::Value << c.transport;
-  const std::pair<const char*, const std::string*> strings[] = {{"url", &c.url},
-                                                                {"user", &c.user},
-                                                                {"token", &c.token},
-                                                                {"token_file", &c.token_file},
-                                                                {"slurm_conf", &c.slurm_conf},
-                                                                {"bin_dir", &c.bin_dir},
-                                                                {"partition", &c.partition},
-                                                                {"gres_type", &c.gres_type},
-                                                                {"account", &c.account}};
-  for (const auto& [key, value] : strings) {
-    if (!value->empty()) out << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << *value;
+  for (const auto& [key, member] : kSlurmStrings) {
+    const std::string& value = c.*member;
+    if (!value.empty()) out << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << value;
   }
   out << YAML::Key << "time_limit_minutes" << YAML::Value << c.time_limit_minutes;
   if (!c.extra_sbatch_args.empty()) {
