@@ -67,5 +67,13 @@ function(gpuscale_test name)
   # twice -O0 per file (requirements_test.cc: 6.4 s vs 2.8 s), and test code is not what we
   # time. The code under test keeps the tree's flags (it lives in the module libraries).
   target_compile_options(${name} PRIVATE -O0)
+  if(CMAKE_CXX_FLAGS MATCHES "sanitize=thread")
+    # Orders cpp-httplib's lazily built statics before the tests' threads (see the file).
+    set(warmup ${PROJECT_SOURCE_DIR}/src/testing/httplib_tsan_warmup.cc)
+    target_sources(${name} PRIVATE ${warmup})
+    set_source_files_properties(${warmup} TARGET_DIRECTORY ${name}
+                                PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    target_link_libraries(${name} PRIVATE PkgConfig::HTTPLIB)
+  endif()
   gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 endfunction()
