@@ -32,13 +32,16 @@ Result<uint64_t> BlockHash(const MsgValue& v, const Where& at) {
   return WrongType(at, "a block hash (integer or bytes)", v);
 }
 
-Result<std::vector<uint64_t>> BlockHashes(const MsgValue& v, const Where& at) {
+// An array whose every element `read` accepts (BlockHash, Integer).
+template <typename T>
+Result<std::vector<T>> ArrayOf(const MsgValue& v, const Where& at,
+                               Result<T> (*read)(const MsgValue&, const Where&)) {
   if (v.type != Type::kArray) return WrongType(at, "an array", v);
-  std::vector<uint64_t> out;
+  std::vector<T> out;
   out.reserve(v.items.size());
   for (const MsgValue& item : v.items) {
-    GS_ASSIGN_OR_RETURN(uint64_t h, BlockHash(item, at));
-    out.push_back(h);
+    GS_ASSIGN_OR_RETURN(T value, read(item, at));
+    out.push_back(value);
   }
   return out;
 }
@@ -53,17 +56,6 @@ Result<std::optional<int64_t>> OptionalInteger(const MsgValue* v, const Where& a
   if (v == nullptr || v->type == Type::kNil) return std::optional<int64_t>();
   GS_ASSIGN_OR_RETURN(int64_t i, Integer(*v, at));
   return std::optional<int64_t>(i);
-}
-
-Result<std::vector<int64_t>> Integers(const MsgValue& v, const Where& at) {
-  if (v.type != Type::kArray) return WrongType(at, "an array", v);
-  std::vector<int64_t> out;
-  out.reserve(v.items.size());
-  for (const MsgValue& item : v.items) {
-    GS_ASSIGN_OR_RETURN(int64_t i, Integer(item, at));
-    out.push_back(i);
-  }
-  return out;
 }
 
 Result<std::string> OptionalString(const MsgValue* v, const Where& at) {
@@ -102,14 +94,14 @@ Result<KvEvent> StoredEvent(const Fields& f, Where at) {
     }
   }
   at.field = "block_hashes";
-  GS_ASSIGN_OR_RETURN(e.block_hashes, BlockHashes(*f.Get("block_hashes"), at));
+  GS_ASSIGN_OR_RETURN(e.block_hashes, ArrayOf<uint64_t>(*f.Get("block_hashes"), at, BlockHash));
   at.field = "parent_block_hash";
   if (const MsgValue* p = f.Get("parent_block_hash"); p != nullptr && p->type != Type::kNil) {
     GS_ASSIGN_OR_RETURN(uint64_t parent, BlockHash(*p, at));
     e.parent_block_hash = parent;
   }
   at.field = "token_ids";
-  GS_ASSIGN_OR_RETURN(e.token_ids, Integers(*f.Get("token_ids"), at));
+  GS_ASSIGN_OR_RETURN(e.token_ids, ArrayOf<int64_t>(*f.Get("token_ids"), at, Integer));
   at.field = "block_size";
   GS_ASSIGN_OR_RETURN(e.block_size, Integer(*f.Get("block_size"), at));
   if (e.block_size < 0) return InvalidArgument("must be >= 0", at.Name());
@@ -126,7 +118,7 @@ Result<KvEvent> RemovedEvent(const Fields& f, Where at) {
   at.field = "block_hashes";
   const MsgValue* hashes = f.Get("block_hashes");
   if (hashes == nullptr) return InvalidArgument("missing", at.Name());
-  GS_ASSIGN_OR_RETURN(e.block_hashes, BlockHashes(*hashes, at));
+  GS_ASSIGN_OR_RETURN(e.block_hashes, ArrayOf<uint64_t>(*hashes, at, BlockHash));
   at.field = "medium";
   GS_ASSIGN_OR_RETURN(e.medium, OptionalString(f.Get("medium"), at));
   return e;
