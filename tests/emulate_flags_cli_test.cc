@@ -26,6 +26,10 @@ TEST(EmulateFlagsCliTest, BadEngineFlagsAreUsageErrorsNamingTheFlag) {
       {{"emulate", "--quantization", "int2"}, "--quantization"},
       {{"emulate", "--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"},
       {{"emulate", "--max-num-seqs", "0"}, "--max-batch-size"},
+      {{"emulate", "--enable-prefix-caching", "--block-size", "0"}, "--block-size"},
+      {{"emulate", "--kv-events-endpoint", "tcp://127.0.0.1:*"}, "--enable-prefix-caching"},
+      {{"emulate", "--enable-prefix-caching", "--kv-events-endpoint", "nonsense"},
+       "--kv-events-endpoint"},
   };
   for (const CliCase& c : cases) {
     const cli_test::RunResult r = cli_test::RunInProcess(c.args);

@@ -55,6 +55,8 @@ struct EmulateFlags {
   std::string role = "aggregated";    // --role
   std::string kv_link = "rdma-400g";  // --kv-link
   std::string timing = "linear";      // --timing
+  bool enable_prefix_caching = false;  // --enable-prefix-caching
+  int32_t block_size = 16;             // --block-size: tokens per KV block (vLLM's default)
 };
 
 // The flags whose mere presence matters (calibrated_timing.h): the linear knobs, the batch
@@ -81,6 +83,13 @@ Result<emulator::EmulatorOptions> ResolveOptions(EmulateFlags flags,
   GS_ASSIGN_OR_RETURN(flags.engine.timing, emulator::ParseStepTiming(flags.timing));
   GS_ASSIGN_OR_RETURN(flags.options.engine,
                       emulator::ApplyEngineFlags(flags.options.engine, flags.engine));
+  if (flags.block_size < 1) {
+    return InvalidArgument(fmt::format("expected >= 1, got {}", flags.block_size), "--block-size");
+  }
+  if (flags.enable_prefix_caching) flags.options.engine.prefix_block_tokens = flags.block_size;
+  if (!flags.options.kv_events_endpoint.empty() && !flags.enable_prefix_caching) {
+    return InvalidArgument("KV events need --enable-prefix-caching", "--kv-events-endpoint");
+  }
   GS_ASSIGN_OR_RETURN(flags.options.role, emulator::ParseReplicaRole(flags.role));
   GS_ASSIGN_OR_RETURN(flags.options.kv_link, emulator::ParseKvLink(flags.kv_link));
   flags.options.gpu_memory_bytes =
@@ -273,6 +282,18 @@ void AddEmulateCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--kv-link", flags->kv_link,
                   "Link a decode replica's KV transfer crosses: nvlink (H100, 3600 Gb/s), "
                   "rdma-100g, rdma-400g, or Gb/s; transfer = prompt tokens x 128 KiB / link")
+      ->capture_default_str();
+  cmd->add_flag("--enable-prefix-caching", flags->enable_prefix_caching,
+                "vLLM's automatic prefix caching: prompts' cached leading blocks skip prefill "
+                "(a token is a whitespace word; docs/gateway.md, KV events)");
+  cmd->add_option("--block-size", flags->block_size, "Tokens per KV block (prefix caching)")
+      ->capture_default_str();
+  cmd->add_option("--kv-events-endpoint", options->kv_events_endpoint,
+                  "Publish the prefix cache's KV events as vLLM does (ZeroMQ PUB, msgpack), "
+                  "bound here, e.g. tcp://127.0.0.1:5557")
+      ->capture_default_str();
+  cmd->add_option("--kv-events-topic", options->kv_events_topic,
+                  "The KV-event messages' topic frame")
       ->capture_default_str();
   AddEngineFlagOptions(cmd, *flags);
   cmd->callback([flags, cmd, &ctx] {

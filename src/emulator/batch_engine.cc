@@ -7,6 +7,8 @@
 #include <limits>
 #include <string>
 
+#include "sim/prefix_cache.h"
+
 namespace gpuscale::emulator {
 namespace {
 
@@ -105,6 +107,10 @@ Status ValidateEngineConfig(const EngineConfig& config) {
                     config.kv_cache_tokens),
         "--kv-cache-tokens");
   }
+  if (config.prefix_block_tokens < 0) {
+    return InvalidArgument(fmt::format("expected >= 0, got {}", config.prefix_block_tokens),
+                           "--block-size");
+  }
   return ValidateEngineLimits(config);
 }
 
@@ -118,10 +124,20 @@ BatchEngine::BatchEngine(const EngineConfig& config) : config_(config) {
   const int64_t longest = config.max_model_len > 0 ? config.max_model_len : config.kv_cache_tokens;
   stats_.prompt_tokens = metrics::BucketHistogram(metrics::VllmTokenCountBuckets(longest));
   stats_.generation_tokens = metrics::BucketHistogram(metrics::VllmTokenCountBuckets(longest));
+  if (config.prefix_block_tokens > 0) {
+    cache_ =
+        std::make_unique<sim::PrefixCache>(config.kv_cache_tokens / config.prefix_block_tokens);
+    cache_->RecordChanges();
+  }
 }
 
+BatchEngine::~BatchEngine() = default;
+BatchEngine::BatchEngine(BatchEngine&&) noexcept = default;
+BatchEngine& BatchEngine::operator=(BatchEngine&&) noexcept = default;
+
 Result<RequestId> BatchEngine::Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now,
-                                      bool stops, bool prefilled) {
+                                      bool stops, bool prefilled,
+                                      std::vector<uint64_t> block_keys) {
   if (prompt_tokens < 1) {
     return InvalidArgument(fmt::format("expected at least 1 token, got {}", prompt_tokens),
                            "prompt_tokens");
@@ -151,6 +167,7 @@ Result<RequestId> BatchEngine::Submit(int32_t prompt_tokens, int32_t max_tokens,
   request.max_tokens = max_tokens;
   request.stops = stops;
   request.prefilled_tokens = prefilled ? prompt_tokens : 0;
+  request.block_keys = std::move(block_keys);
   request.arrived_at = now;
   waiting_.push_back(id);
   ++stats_.waiting;
@@ -198,8 +215,11 @@ int64_t BatchEngine::AdmitWaiting(int64_t budget, Seconds at) {
     RequestProgress& head = requests_.at(waiting_.front());
     if (!CanAdmit(head)) break;  // FCFS: a head that does not fit blocks those behind it
     // Without chunking a prompt is prefilled whole: it must fit the budget left, unless it
-    // is alone in the step (else it could never run). A prompt already in KV has none left.
-    const int32_t to_prefill = head.prompt_tokens - head.prefilled_tokens;
+    // is alone in the step (else it could never run). A prompt already in KV has none left,
+    // and its cached prefix is not prefilled either.
+    const int32_t prompt_left = head.prompt_tokens - head.prefilled_tokens;
+    const int32_t cached = prompt_left == head.prompt_tokens ? CachedTokens(head) : 0;
+    const int32_t to_prefill = prompt_left - cached;
     if (!config_.chunked_prefill && to_prefill > budget && planned > 0) break;
     const int32_t chunk = config_.chunked_prefill
                               ? static_cast<int32_t>(std::min<int64_t>(to_prefill, budget))
@@ -207,8 +227,15 @@ int64_t BatchEngine::AdmitWaiting(int64_t budget, Seconds at) {
     head.state = RequestState::kRunning;
     head.scheduled_at = at;
     stats_.kv_used_tokens += head.prompt_tokens + head.max_tokens;
-    stats_.prompt_tokens_total += to_prefill;
-    stats_.prefix_cache_queries_total += to_prefill;
+    stats_.prompt_tokens_total += prompt_left;
+    stats_.prefix_cache_queries_total += prompt_left;
+    if (cached > 0) {
+      head.held_blocks = static_cast<int32_t>(
+          cache_->Acquire(head.block_keys, cached / config_.prefix_block_tokens));
+      head.cached_tokens = cached;
+      head.prefilled_tokens += cached;
+      stats_.prefix_cache_hits_total += cached;
+    }
     if (chunk > 0) step_prefill_[waiting_.front()] = chunk;
     planned += chunk;
     budget -= chunk;
@@ -229,6 +256,11 @@ void BatchEngine::StartStep(Seconds at) {
   }
   int64_t prefill_tokens = PlanPrefill(budget);
   prefill_tokens += AdmitWaiting(budget - prefill_tokens, at);
+  if (cache_) {
+    // Free cached blocks live in the KV memory that admitted requests leave.
+    cache_->TrimFree((config_.kv_cache_tokens - stats_.kv_used_tokens) /
+                     config_.prefix_block_tokens);
+  }
   stats_.running = static_cast<int32_t>(running_.size());
   stats_.waiting = static_cast<int32_t>(waiting_.size());
   // Empty only if nothing runs and the head cannot fit an empty cache, which Submit rules out.
@@ -263,6 +295,10 @@ void BatchEngine::FinishStep(Seconds at) {
     RequestProgress& request = requests_.at(id);
     if (auto chunk = step_prefill_.find(id); chunk != step_prefill_.end()) {
       request.prefilled_tokens += chunk->second;
+      if (cache_ && request.prefilled_tokens >= request.prompt_tokens) {
+        request.held_blocks =
+            static_cast<int32_t>(cache_->Store(FullBlocks(request), request.held_blocks));
+      }
     }
     if (request.prefilled_tokens < request.prompt_tokens) {  // more chunks to go
       still_running.push_back(id);
@@ -275,6 +311,7 @@ void BatchEngine::FinishStep(Seconds at) {
     }
     request.state = RequestState::kFinished;
     request.finished_at = at;
+    ReleaseBlocks(request);
     stats_.kv_used_tokens -= request.prompt_tokens + request.max_tokens;
     ++stats_.requests_finished_total;
     if (request.stops) ++stats_.requests_stopped_total;
@@ -330,6 +367,7 @@ void BatchEngine::Cancel(RequestId id, Seconds now) {
   } else if (request.state == RequestState::kRunning) {
     running_.erase(std::find(running_.begin(), running_.end(), id));
     stats_.kv_used_tokens -= request.prompt_tokens + request.max_tokens;
+    ReleaseBlocks(request);
   } else {
     return;
   }
@@ -344,6 +382,62 @@ void BatchEngine::Cancel(RequestId id, Seconds now) {
 void BatchEngine::Forget(RequestId id, Seconds now) {
   Cancel(id, now);
   requests_.erase(id);
+}
+
+// The prompt's full blocks: a trailing partial block is never cached.
+std::span<const uint64_t> BatchEngine::FullBlocks(const RequestProgress& request) const {
+  const auto full = static_cast<size_t>(request.prompt_tokens / config_.prefix_block_tokens);
+  return std::span<const uint64_t>(request.block_keys)
+      .first(std::min(full, request.block_keys.size()));
+}
+
+// Tokens of the prompt's cached leading blocks, at most all but its last token: vLLM computes
+// the last token of a fully cached prompt again, to have its logits.
+int32_t BatchEngine::CachedTokens(const RequestProgress& request) const {
+  if (!cache_) return 0;
+  const int32_t block = config_.prefix_block_tokens;
+  const auto most = static_cast<size_t>((request.prompt_tokens - 1) / block);
+  const std::span<const uint64_t> full = FullBlocks(request);
+  return static_cast<int32_t>(cache_->Match(full.first(std::min(most, full.size())))) * block;
+}
+
+void BatchEngine::ReleaseBlocks(RequestProgress& request) {
+  if (!cache_ || request.held_blocks == 0) return;
+  cache_->Release(std::span<const uint64_t>(request.block_keys)
+                      .first(static_cast<size_t>(request.held_blocks)));
+  request.held_blocks = 0;
+}
+
+// Consecutive stores that extend one chain become one BlockStored, as vLLM reports the blocks
+// a request computed; evictions in a row become one BlockRemoved.
+std::vector<kvevents::KvEvent> BatchEngine::TakeKvEvents() {
+  using Kind = sim::PrefixCache::ChangeKind;
+  std::vector<kvevents::KvEvent> events;
+  if (!cache_) return events;
+  for (const sim::PrefixCache::Change& c : cache_->TakeChanges()) {
+    kvevents::KvEvent* last = events.empty() ? nullptr : &events.back();
+    if (c.kind == Kind::kCleared) {
+      events.push_back(kvevents::KvEvent{});
+    } else if (c.kind == Kind::kRemoved) {
+      if (last == nullptr || last->kind != kvevents::KvEventKind::kBlockRemoved) {
+        last = &events.emplace_back();
+        last->kind = kvevents::KvEventKind::kBlockRemoved;
+        last->medium = "GPU";
+      }
+      last->block_hashes.push_back(c.key);
+    } else {
+      if (last == nullptr || last->kind != kvevents::KvEventKind::kBlockStored ||
+          c.parent != last->block_hashes.back()) {
+        last = &events.emplace_back();
+        last->kind = kvevents::KvEventKind::kBlockStored;
+        last->parent_block_hash = c.parent;
+        last->block_size = config_.prefix_block_tokens;
+        last->medium = "GPU";
+      }
+      last->block_hashes.push_back(c.key);
+    }
+  }
+  return events;
 }
 
 int32_t BatchEngine::ActiveRequests() const {

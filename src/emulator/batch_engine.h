@@ -31,6 +31,12 @@
 //     max_tokens finishes and frees its KV reservation; the next step starts at once when
 //     work is left, else the engine idles until the next Submit.
 //   - max_model_len > 0: a request with prompt + max_tokens above it is rejected (as vLLM).
+//   - prefix_block_tokens > 0: vLLM's automatic prefix caching, as the simulator models it
+//     (sim/prefix_cache.h over the KV capacity in blocks): on admission the request's leading
+//     cached full blocks (at most all but its last token) are referenced and skip prefill;
+//     the blocks it computes are stored when its prefill completes and released when it ends;
+//     free cached blocks only use KV memory no running request reserves. The cache's changes
+//     come out as vLLM's KV events (TakeKvEvents).
 //
 // Ownership and thread-safety: owns its request table; not synchronised (EmulatorServer calls
 // it under one mutex). Pure: never reads a clock, sleeps or starts threads.
@@ -40,13 +46,19 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/result.h"
 #include "emulator/step_timer.h"
+#include "kvevents/kv_event.h"
 #include "metrics/bucket_histogram.h"
+
+namespace gpuscale::sim {
+class PrefixCache;
+}
 
 namespace gpuscale::emulator {
 
@@ -67,6 +79,9 @@ struct EngineConfig {
   int64_t max_num_batched_tokens = 0;      // token budget per step; 0 = unlimited
   bool chunked_prefill = false;            // split prompts over steps within the budget
   int32_t max_model_len = 0;               // most prompt + output tokens; 0 = unlimited
+  // Tokens per KV block with prefix caching on (vLLM's --block-size under
+  // --enable-prefix-caching); 0 = no prefix cache.
+  int32_t prefix_block_tokens = 0;
   // Times each step instead of the linear knobs above (which it then ignores); null = linear.
   // Shared so that configs stay cheap to copy; the timer is immutable.
   std::shared_ptr<const StepTimer> step_timer;
@@ -91,6 +106,9 @@ struct RequestProgress {
   int32_t tokens_generated = 0;
   int32_t prefilled_tokens = 0;  // of prompt_tokens; the first token follows the last chunk
   bool stops = false;            // ends at the model's end, not the client's limit
+  std::vector<uint64_t> block_keys;  // the prompt's full blocks' chain keys (prefix cache)
+  int32_t cached_tokens = 0;         // prompt tokens found in the prefix cache on admission
+  int32_t held_blocks = 0;           // leading block_keys this request references
   Seconds arrived_at{0};
   std::optional<Seconds> scheduled_at;  // admitted to the batch (vLLM: SCHEDULED)
   std::optional<Seconds> first_token_at;
@@ -111,10 +129,10 @@ struct EngineStats {
   int64_t requests_finished_total = 0;  // produced their output tokens
   int64_t requests_stopped_total = 0;   // of those, ended at the model's end (finish "stop")
   int64_t requests_cancelled_total = 0;
-  // Prompt tokens looked up in the prefix cache on admission. The model keeps no prefix
-  // cache, so nothing hits; and it reserves KV up front, so nothing is preempted.
+  // Prompt tokens looked up in the prefix cache on admission, and found there (0 without a
+  // prefix cache). The model reserves KV up front, so nothing is preempted.
   int64_t prefix_cache_queries_total = 0;
-  int64_t prefix_cache_hits_total = 0;  // always 0
+  int64_t prefix_cache_hits_total = 0;
   int64_t preemptions_total = 0;        // always 0
 
   using Histogram = metrics::BucketHistogram;
@@ -141,6 +159,9 @@ class BatchEngine {
  public:
   // REQUIRES: ValidateEngineConfig(config) is ok.
   explicit BatchEngine(const EngineConfig& config);
+  ~BatchEngine();
+  BatchEngine(BatchEngine&&) noexcept;
+  BatchEngine& operator=(BatchEngine&&) noexcept;
 
   // Advances to `now`, then queues a request arriving at `now` that produces `max_tokens`
   // output tokens; starts a step at `now` when the engine was idle. `stops`: the output ends
@@ -151,8 +172,11 @@ class BatchEngine {
   // "prompt_tokens" or "max_tokens") when either is < 1, or when prompt_tokens + max_tokens exceeds
   // max_model_len or the KV cache, which could never admit it. REQUIRES: `now` is not before the
   // last time passed in.
+  // `block_keys`: the prompt's full blocks' chain keys (route/prompt_blocks.h), looked up in
+  // the prefix cache when there is one.
   Result<RequestId> Submit(int32_t prompt_tokens, int32_t max_tokens, Seconds now,
-                           bool stops = false, bool prefilled = false);
+                           bool stops = false, bool prefilled = false,
+                           std::vector<uint64_t> block_keys = {});
 
   // Completes every step that ends at or before `now`, starting each next step where the
   // previous one ended. REQUIRES: `now` is not before the last time passed in.
@@ -172,6 +196,11 @@ class BatchEngine {
   // and forgets an active one.
   void Forget(RequestId id, Seconds now);
 
+  // The prefix cache's changes since the last call, as vLLM reports them (BlockStored with
+  // the chain parent, BlockRemoved, AllBlocksCleared; no token ids, which the emulator does
+  // not have); empty without a prefix cache.
+  std::vector<kvevents::KvEvent> TakeKvEvents();
+
   // Waiting + running requests.
   int32_t ActiveRequests() const;
   const EngineStats& stats() const { return stats_; }
@@ -187,6 +216,9 @@ class BatchEngine {
   int64_t AdmitWaiting(int64_t budget, Seconds at);
   void ObserveToken(RequestProgress& request, Seconds at);
   void ObserveFinished(const RequestProgress& request, Seconds at);
+  int32_t CachedTokens(const RequestProgress& request) const;
+  std::span<const uint64_t> FullBlocks(const RequestProgress& request) const;
+  void ReleaseBlocks(RequestProgress& request);
 
   EngineConfig config_;
   RequestId next_id_ = 1;
@@ -196,6 +228,7 @@ class BatchEngine {
   std::unordered_map<RequestId, int32_t> step_prefill_;  // prompt tokens prefilled this step
   std::optional<Seconds> step_end_;
   EngineStats stats_;
+  std::unique_ptr<sim::PrefixCache> cache_;  // null without prefix caching
 };
 
 }  // namespace gpuscale::emulator

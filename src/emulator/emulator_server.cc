@@ -12,9 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "emulator/kv_event_publisher.h"
 #include "emulator/openai_protocol.h"
 #include "emulator/vllm_metrics.h"
 #include "net/http_server.h"
+#include "route/prompt_blocks.h"
 
 namespace gpuscale::emulator {
 
@@ -41,6 +43,14 @@ struct EmulatorServer::Impl {
   Seconds Now() const { return SteadyClock::now() - epoch; }
   bool Loaded() const { return Now().count() >= options.startup_seconds; }
 
+  // Drains the engine's KV events (so they never pile up) and publishes them when asked to.
+  // Caller holds mu.
+  void PublishKvEvents() {
+    std::vector<kvevents::KvEvent> events = engine.TakeKvEvents();
+    if (events.empty() || !kv_publisher) return;
+    kv_publisher->Publish({SystemClock::Instance().Now().count(), std::move(events), {}});
+  }
+
   // Runs every registered waker once (they re-register when they wait again). Caller holds mu.
   void WakeWaiters() {
     std::vector<std::function<void()>> wake;
@@ -59,6 +69,7 @@ struct EmulatorServer::Impl {
   std::condition_variable progress_cv;   // Shutdown(): open_requests reached 0
   std::condition_variable scheduler_cv;  // scheduler: a new step may have started, stop
   BatchEngine engine;                    // guarded by mu
+  std::unique_ptr<KvEventPublisher> kv_publisher;  // guarded by mu; null when not publishing
   // Handlers waiting for engine progress: each posts a wake-up to its connection's I/O thread.
   std::vector<std::function<void()>> waiters;  // guarded by mu
   int open_requests = 0;                 // guarded by mu: submitted, response not yet released
@@ -103,6 +114,7 @@ void RunScheduler(Impl& impl) {
   std::unique_lock lock(impl.mu);
   while (!impl.stop_scheduler) {
     impl.engine.Advance(impl.Now());
+    impl.PublishKvEvents();
     impl.WakeWaiters();
     if (std::optional<Seconds> end = impl.engine.NextStepEnd()) {
       impl.scheduler_cv.wait_until(lock,
@@ -117,6 +129,7 @@ void RunScheduler(Impl& impl) {
 // the emulated model's answer when that is shorter) and how it ends.
 struct ChoicePlan {
   int32_t prompt_tokens = 1;
+  std::vector<uint64_t> block_keys;  // with a prefix cache: the prompt's (prompt_blocks.h)
   int32_t tokens = 1;
   Finish finish = Finish::kLength;
 };
@@ -276,11 +289,14 @@ std::optional<StringResponse> CheckContext(const CompletionRequest& request,
 // Each choice's output: up to the limit (max_tokens, else the context left), ending earlier
 // ("stop") at the emulated answer length unless the request ignores the end of sequence.
 std::vector<ChoicePlan> PlanChoices(const CompletionRequest& request, int32_t max_model_len,
-                                    int32_t answer_tokens) {
+                                    int32_t answer_tokens, int32_t block_tokens) {
   std::vector<ChoicePlan> plans;
   for (int32_t c = 0; c < request.Choices(); ++c) {
     ChoicePlan plan;
     plan.prompt_tokens = request.PromptOfChoice(c);
+    if (block_tokens > 0) {
+      route::PromptBlockKeys(request.PromptTextOfChoice(c), block_tokens, &plan.block_keys);
+    }
     const int32_t limit = request.max_tokens.value_or(max_model_len - plan.prompt_tokens);
     const bool stops = !request.ignore_eos && answer_tokens > 0 && answer_tokens < limit;
     plan.tokens = stops ? answer_tokens : limit;
@@ -309,7 +325,8 @@ std::optional<StringResponse> Admit(Impl& impl, const Request& req, Endpoint end
   const int32_t max_model_len = impl.engine.config().max_model_len;
   if (auto refused = CheckContext(*parsed, max_model_len)) return refused;
   request = std::move(*parsed);
-  plans = PlanChoices(request, max_model_len, impl.options.output_tokens);
+  plans = PlanChoices(request, max_model_len, impl.options.output_tokens,
+                      impl.engine.config().prefix_block_tokens);
   return std::nullopt;
 }
 
@@ -324,8 +341,9 @@ std::optional<StringResponse> Submit(Impl& impl, const std::vector<ChoicePlan>& 
     return ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
   }
   for (const ChoicePlan& plan : plans) {
-    Result<RequestId> submitted = impl.engine.Submit(plan.prompt_tokens, plan.tokens, impl.Now(),
-                                                     plan.finish == Finish::kStop, transferred);
+    Result<RequestId> submitted =
+        impl.engine.Submit(plan.prompt_tokens, plan.tokens, impl.Now(),
+                           plan.finish == Finish::kStop, transferred, plan.block_keys);
     if (!submitted) {
       for (RequestId id : ids) impl.engine.Forget(id, impl.Now());
       ids.clear();
@@ -335,6 +353,7 @@ std::optional<StringResponse> Submit(Impl& impl, const std::vector<ChoicePlan>& 
     ids.push_back(*submitted);
   }
   if (!transferred) ++impl.open_requests;
+  impl.PublishKvEvents();
   impl.scheduler_cv.notify_one();
   return std::nullopt;
 }
@@ -598,6 +617,10 @@ Status ValidateEmulatorOptions(const EmulatorOptions& options) {
 Result<std::unique_ptr<EmulatorServer>> EmulatorServer::Start(const EmulatorOptions& options) {
   GS_RETURN_IF_ERROR(ValidateEmulatorOptions(options));
   auto impl = std::make_unique<Impl>(options);
+  if (!options.kv_events_endpoint.empty()) {
+    GS_ASSIGN_OR_RETURN(impl->kv_publisher, KvEventPublisher::Bind(options.kv_events_endpoint,
+                                                                   options.kv_events_topic));
+  }
   net::HttpServerOptions http_options;
   http_options.host = options.host;
   http_options.port = options.port;
@@ -633,6 +656,11 @@ EmulatorServer::~EmulatorServer() { Shutdown(); }
 int EmulatorServer::port() const { return impl_->http->port(); }
 
 int EmulatorServer::connections() const { return impl_->http->connections(); }
+
+std::string EmulatorServer::KvEventsEndpoint() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->kv_publisher ? impl_->kv_publisher->endpoint() : std::string();
+}
 
 int EmulatorServer::OpenRequests() const {
   std::lock_guard lock(impl_->mu);

@@ -79,6 +79,10 @@ struct EmulatorOptions {
   // Prefill/decode disaggregation (disagg_role.h): --role; kAggregated prefills and decodes.
   ReplicaRole role = ReplicaRole::kAggregated;
   KvLink kv_link = {};  // --kv-link: what a decode replica's emulated KV transfer crosses
+  // --kv-events-endpoint: where to publish the prefix cache's KV events as vLLM does
+  // (kv_event_publisher.h; "tcp://127.0.0.1:*" picks a port); empty: not published.
+  std::string kv_events_endpoint;
+  std::string kv_events_topic;  // --kv-events-topic: the first frame (vLLM's default: empty)
 };
 
 // Errors: InvalidArgument naming the flag (e.g. "--startup-seconds") for a bad option.
@@ -98,6 +102,8 @@ class EmulatorServer {
   int port() const;
   // Open client connections right now.
   int connections() const;
+  // The bound KV-event endpoint (with the chosen port); empty when not publishing.
+  std::string KvEventsEndpoint() const;
   // Requests admitted and not yet answered, a decode replica's KV transfers included.
   int OpenRequests() const;
 

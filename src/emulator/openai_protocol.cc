@@ -54,34 +54,41 @@ Result<std::string> ReadString(const ojson& object, const char* key, const std::
 }
 
 // Prompt tokens of one entry of a completions `prompt` list: a string's words, or a list of
-// token ids (one token each). nullopt when the entry is neither.
-std::optional<int64_t> PromptEntryTokens(const ojson& entry) {
-  if (entry.is_string()) return CountWords(entry.get_ref<const std::string&>());
+// token ids (one token each); its text goes to `texts`. nullopt when the entry is neither.
+std::optional<int64_t> PromptEntryTokens(const ojson& entry, std::vector<std::string>* texts) {
+  if (entry.is_string()) {
+    texts->push_back(entry.get<std::string>());
+    return CountWords(texts->back());
+  }
   if (!entry.is_array()) return std::nullopt;
+  std::string text;
   for (const ojson& id : entry) {
     if (!id.is_number_integer()) return std::nullopt;
+    text += fmt::format("{} ", id.get<int64_t>());
   }
+  texts->push_back(std::move(text));
   return static_cast<int64_t>(entry.size());
 }
 
 // The prompts of a completions body, as OpenAI and vLLM read `prompt`: a string, a list of
 // token ids (one prompt), or a list of strings or token-id lists (one prompt each).
-Result<std::vector<int64_t>> Prompts(const ojson& body) {
+Result<std::vector<int64_t>> Prompts(const ojson& body, std::vector<std::string>* texts) {
   auto it = body.find("prompt");
   if (it == body.end()) return InvalidArgument("required: a string or an array", "prompt");
   if (it->is_string()) {
-    return std::vector<int64_t>{CountWords(it->get_ref<const std::string&>())};
+    texts->push_back(it->get<std::string>());
+    return std::vector<int64_t>{CountWords(texts->back())};
   }
   if (!it->is_array()) return InvalidArgument("expected a string or an array", "prompt");
   if (it->empty()) return InvalidArgument("expected at least one prompt", "prompt");
   if ((*it)[0].is_number_integer()) {  // one prompt of token ids: [1, 2, 3]
-    std::optional<int64_t> ids = PromptEntryTokens(*it);
+    std::optional<int64_t> ids = PromptEntryTokens(*it, texts);
     if (!ids) return InvalidArgument("expected token ids (integers) only", "prompt");
     return std::vector<int64_t>{*ids};
   }
   std::vector<int64_t> prompts;
   for (size_t i = 0; i < it->size(); ++i) {
-    std::optional<int64_t> tokens = PromptEntryTokens((*it)[i]);
+    std::optional<int64_t> tokens = PromptEntryTokens((*it)[i], texts);
     if (!tokens) {
       return InvalidArgument("expected a string or a list of token ids",
                              fmt::format("prompt[{}]", i));
@@ -91,8 +98,9 @@ Result<std::vector<int64_t>> Prompts(const ojson& body) {
   return prompts;
 }
 
-// Words of the chat messages' contents (strings or arrays of text parts).
-Result<int64_t> MessageTokens(const ojson& body) {
+// Words of the chat messages' contents (strings or arrays of text parts), whose text goes
+// to `text`.
+Result<int64_t> MessageTokens(const ojson& body, std::string* text) {
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array()) {
     return InvalidArgument("required: an array of {role, content} objects", "messages");
@@ -105,14 +113,16 @@ Result<int64_t> MessageTokens(const ojson& body) {
     auto content = message.find("content");
     if (content == message.end() || content->is_null()) continue;
     if (content->is_string()) {
+      (*text += content->get_ref<const std::string&>()) += '\n';
       tokens += CountWords(content->get_ref<const std::string&>());
       continue;
     }
     if (!content->is_array()) return InvalidArgument("expected a string or an array", field);
     for (const ojson& part : *content) {
-      auto text = part.is_object() ? part.find("text") : part.end();
-      if (text != part.end() && text->is_string()) {
-        tokens += CountWords(text->get_ref<const std::string&>());
+      auto text_part = part.is_object() ? part.find("text") : part.end();
+      if (text_part != part.end() && text_part->is_string()) {
+        (*text += text_part->get_ref<const std::string&>()) += '\n';
+        tokens += CountWords(text_part->get_ref<const std::string&>());
       }
     }
   }
@@ -235,12 +245,14 @@ Result<CompletionRequest> ParseCompletionRequest(std::string_view body, Endpoint
   GS_ASSIGN_OR_RETURN(std::optional<int64_t> hint,
                       ReadPositiveInt(parsed, "prompt_tokens", kMaxPrompt));
   std::vector<int64_t> prompts;
+  std::vector<std::string> texts;
   if (hint && !parsed.contains("prompt") && !parsed.contains("messages")) {
     prompts.push_back(*hint);  // the hint alone: one prompt of that length
+    texts.emplace_back();
   } else if (endpoint == Endpoint::kCompletions) {
-    GS_ASSIGN_OR_RETURN(prompts, Prompts(parsed));
+    GS_ASSIGN_OR_RETURN(prompts, Prompts(parsed, &texts));
   } else {
-    GS_ASSIGN_OR_RETURN(int64_t tokens, MessageTokens(parsed));
+    GS_ASSIGN_OR_RETURN(int64_t tokens, MessageTokens(parsed, &texts.emplace_back()));
     prompts.push_back(tokens);
   }
   if (static_cast<int64_t>(prompts.size()) * request.n > kMaxChoices) {
@@ -248,6 +260,7 @@ Result<CompletionRequest> ParseCompletionRequest(std::string_view body, Endpoint
                                        prompts.size(), request.n, kMaxChoices),
                            "n");
   }
+  request.prompt_texts = std::move(texts);
   request.prompts.clear();
   for (int64_t tokens : prompts) {
     // An empty prompt still costs one token (the BOS token a real tokenizer adds).
@@ -361,9 +374,11 @@ std::string ModelBody(std::string_view model, int64_t created_unix_seconds,
 Result<int64_t> TokenizeCount(std::string_view body) {
   const ojson parsed = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return InvalidArgument("expected a JSON object", "body");
-  if (parsed.contains("messages")) return MessageTokens(parsed);
+  std::string text;  // unused: only the count is asked for
+  if (parsed.contains("messages")) return MessageTokens(parsed, &text);
   if (parsed.contains("prompt")) {
-    GS_ASSIGN_OR_RETURN(std::vector<int64_t> prompts, Prompts(parsed));
+    std::vector<std::string> texts;
+    GS_ASSIGN_OR_RETURN(std::vector<int64_t> prompts, Prompts(parsed, &texts));
     int64_t total = 0;
     for (int64_t tokens : prompts) total += tokens;
     return total;

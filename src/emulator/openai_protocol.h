@@ -44,6 +44,10 @@ struct CompletionRequest {
   // completions `prompt` that is a string or a list of token ids; one per entry of a list of
   // strings or of token-id lists.
   std::vector<int32_t> prompts{1};
+  // The text of each prompt, parallel to `prompts`, for the prefix cache's block keys
+  // (route/prompt_blocks.h): a string as given, token ids as decimal words, the messages'
+  // contents one after another; empty when only the prompt_tokens hint gave the length.
+  std::vector<std::string> prompt_texts{std::string()};
   // The output limit; nullopt when the body names none (vLLM then allows up to the context
   // length, not OpenAI's 16).
   std::optional<int32_t> max_tokens;
@@ -60,6 +64,9 @@ struct CompletionRequest {
   int32_t Choices() const { return static_cast<int32_t>(prompts.size()) * n; }
   // The prompt tokens of choice `index` (choices run prompt by prompt, n per prompt).
   int32_t PromptOfChoice(int32_t index) const { return prompts[static_cast<size_t>(index / n)]; }
+  const std::string& PromptTextOfChoice(int32_t index) const {
+    return prompt_texts[static_cast<size_t>(index / n)];
+  }
   // Usage's prompt_tokens: every prompt once, however many choices each has (as vLLM counts).
   int64_t TotalPromptTokens() const;
 };

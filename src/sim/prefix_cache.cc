@@ -46,6 +46,10 @@ int64_t PrefixCache::Store(std::span<const uint64_t> keys, int64_t from) {
     if (blocks() >= capacity_ && !EvictOne()) break;
     const uint32_t slot = Allocate(keys[n]);
     entries_[slot].refs = 1;
+    if (record_) {
+      changes_.push_back({ChangeKind::kStored, keys[n],
+                          n > 0 ? std::optional<uint64_t>(keys[n - 1]) : std::nullopt});
+    }
   }
   return n;
 }
@@ -68,6 +72,7 @@ void PrefixCache::Clear() {
   index_.clear();
   free_head_ = free_tail_ = kNone;
   free_count_ = 0;
+  if (record_) changes_ = {{ChangeKind::kCleared, 0, std::nullopt}};  // earlier ones are moot
 }
 
 void PrefixCache::Reference(uint32_t slot) {
@@ -105,6 +110,7 @@ bool PrefixCache::EvictOne() {
   UnlinkFree(slot);
   index_.erase(entries_[slot].key);
   unused_.push_back(slot);
+  if (record_) changes_.push_back({ChangeKind::kRemoved, entries_[slot].key, std::nullopt});
   return true;
 }
 

@@ -18,8 +18,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace gpuscale::sim {
@@ -52,6 +54,21 @@ class PrefixCache {
   // Forgets every block (a restarted engine starts cold). References held are void.
   void Clear();
 
+  // A change to the set of cached blocks, for an engine that publishes them (vLLM's KV events,
+  // the emulator): kStored with the key before it in its prompt's chain (none for a prompt's
+  // first block), kRemoved when evicted, kCleared by Clear.
+  enum class ChangeKind { kStored, kRemoved, kCleared };
+  struct Change {
+    ChangeKind kind = ChangeKind::kStored;
+    uint64_t key = 0;
+    std::optional<uint64_t> parent;
+    friend bool operator==(const Change&, const Change&) = default;
+  };
+  // Records changes from now on (off by default: the simulator reads none).
+  void RecordChanges() { record_ = true; }
+  // The changes since the last call, oldest first.
+  std::vector<Change> TakeChanges() { return std::exchange(changes_, {}); }
+
   int64_t capacity_blocks() const { return capacity_; }
   int64_t blocks() const { return static_cast<int64_t>(index_.size()); }
   int64_t free_blocks() const { return free_count_; }
@@ -77,6 +94,8 @@ class PrefixCache {
   std::unordered_map<uint64_t, uint32_t> index_;
   uint32_t free_head_ = kNone, free_tail_ = kNone;  // head: evicted first
   int64_t free_count_ = 0;
+  bool record_ = false;
+  std::vector<Change> changes_;
 };
 
 }  // namespace gpuscale::sim

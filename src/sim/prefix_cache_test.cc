@@ -133,5 +133,27 @@ TEST(PrefixCacheTest, ZeroCapacityCachesNothing) {
   EXPECT_EQ(cache.blocks(), 0);
 }
 
+// The emulator publishes these as vLLM's BlockStored / BlockRemoved / AllBlocksCleared.
+TEST(PrefixCacheTest, RecordsStoresEvictionsAndClears) {
+  using Change = PrefixCache::Change;
+  using Kind = PrefixCache::ChangeKind;
+  PrefixCache cache(2);
+  const std::vector<uint64_t> a = Keys({1, 2});
+  const std::vector<uint64_t> b = Keys({3});
+  Admit(cache, a);
+  EXPECT_TRUE(cache.TakeChanges().empty());  // not recording yet
+  cache.RecordChanges();
+  cache.Release(a);
+  Admit(cache, b);  // evicts a's tail first
+  cache.Release(b);
+  Admit(cache, a);  // a's head is still cached: only its tail is stored, after an eviction
+  EXPECT_EQ(cache.TakeChanges(), (std::vector<Change>{{Kind::kRemoved, a[1], std::nullopt},
+                                                      {Kind::kStored, b[0], std::nullopt},
+                                                      {Kind::kRemoved, b[0], std::nullopt},
+                                                      {Kind::kStored, a[1], a[0]}}));
+  cache.Clear();
+  EXPECT_EQ(cache.TakeChanges(), (std::vector<Change>{{Kind::kCleared, 0, std::nullopt}}));
+}
+
 }  // namespace
 }  // namespace gpuscale::sim
