@@ -262,16 +262,8 @@ std::string FiltersText(const SelectionRequest& request) {
 // "; free by type: A100-80GB 2, H100-80GB 3" (not leased, whatever their readings), or
 // "; no GPU is free": what a request for another type could get.
 std::string FreeByType(const GpuSnapshot& snapshot, const TakenGpus& taken) {
-  std::map<std::string, int> free;
-  std::string scratch;
-  for (const GpuInfo& gpu : snapshot.gpus) {
-    if (taken.owner_of && taken.owner_of(KeyOf(gpu, scratch)) != nullptr) continue;
-    ++free[gpu.type.empty() ? "unknown" : gpu.type];
-  }
-  if (free.empty()) return "; no GPU is free";
-  std::vector<std::string> parts;
-  for (const auto& [type, count] : free) parts.push_back(fmt::format("{} {}", type, count));
-  return fmt::format("; free by type: {}", fmt::join(parts, ", "));
+  const std::string free = CountsByType(snapshot, taken);
+  return free.empty() ? "; no GPU is free" : "; free by type: " + free;
 }
 
 Unexpected<Error> NotEnoughGpus(const GpuSnapshot& snapshot, const SelectionRequest& request,
@@ -323,6 +315,18 @@ std::vector<int> Selection::Indices() const {
   indices.reserve(gpus.size());
   for (const SelectedGpu& g : gpus) indices.push_back(g.index);
   return indices;
+}
+
+std::string CountsByType(const GpuSnapshot& snapshot, const TakenGpus& taken) {
+  std::map<std::string, int> counts;
+  std::string scratch;
+  for (const GpuInfo& gpu : snapshot.gpus) {
+    if (taken.owner_of && taken.owner_of(KeyOf(gpu, scratch)) != nullptr) continue;
+    ++counts[gpu.type.empty() ? "unknown" : gpu.type];
+  }
+  std::vector<std::string> parts;
+  for (const auto& [type, count] : counts) parts.push_back(fmt::format("{} {}", type, count));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string LeaseKeyOf(const GpuInfo& gpu) {

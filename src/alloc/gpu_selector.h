@@ -87,6 +87,10 @@ struct TakenGpus {
   std::function<const std::string*(const std::string& key)> owner_of;
 };
 
+// How many GPUs of each type `snapshot` has that are not in `taken`, ordered by type:
+// "A100-80GB 2, H100-80GB 3" ("unknown" for GPUs without a type); "" when there are none.
+std::string CountsByType(const gpu::GpuSnapshot& snapshot, const TakenGpus& taken = {});
+
 // Every GPU of `snapshot` that fails a filter, with its reason (in snapshot order).
 std::vector<Exclusion> ExplainExclusions(const gpu::GpuSnapshot& snapshot,
                                          const SelectionRequest& request,

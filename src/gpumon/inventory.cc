@@ -93,9 +93,15 @@ Status ParseReadings(const YAML::Node& node, const std::string& path, GpuInfo& g
 // type (default: from the name), price_per_hour (default: unknown, or the file's `prices`
 // for the type; applied by ParseInventory) and spot.
 Status ParseTypeAndPrice(const YAML::Node& node, const std::string& path, GpuInfo& gpu) {
-  GS_ASSIGN_OR_RETURN(gpu.type, yaml::ReadString(node, "type", path, GpuTypeKey(gpu.name)));
+  // null: unknown, as `gpuscale gpus -o json` writes it; derived like an absent type.
+  const YAML::Node type = node["type"];
+  if (type.IsDefined() && type.IsNull()) {
+    gpu.type = GpuTypeKey(gpu.name);
+  } else {
+    GS_ASSIGN_OR_RETURN(gpu.type, yaml::ReadString(node, "type", path, GpuTypeKey(gpu.name)));
+  }
   if (gpu.type.empty()) {
-    return yaml::FieldError(node["type"].IsDefined() ? node["type"] : node,
+    return yaml::FieldError(type.IsDefined() ? type : node,
                             yaml::Join(path, "type"),
                             fmt::format("cannot tell the type from name '{}'; give one, e.g. "
                                         "type: H100-80GB",
