@@ -101,9 +101,8 @@ Status Daemon::CheckFitsInventory(const ServiceConfig& config) {
   const std::string of_type =
       config.gpu_type.empty() ? "" : fmt::format(" of type {}", config.gpu_type);
   const int64_t gpus = std::count_if(
-      snapshot->gpus.begin(), snapshot->gpus.end(), [&](const gpu::GpuInfo& g) {
-        return config.gpu_type.empty() || g.type == config.gpu_type;
-      });
+      snapshot->gpus.begin(), snapshot->gpus.end(),
+      [&](const gpu::GpuInfo& g) { return config.gpu_type.empty() || g.type == config.gpu_type; });
   if (gpus == 0) {
     return ResourceExhausted(fmt::format("this machine's inventory has no GPU{}; it has {}",
                                          of_type, alloc::CountsByType(*snapshot)),

@@ -101,8 +101,7 @@ Status ParseTypeAndPrice(const YAML::Node& node, const std::string& path, GpuInf
     GS_ASSIGN_OR_RETURN(gpu.type, yaml::ReadString(node, "type", path, GpuTypeKey(gpu.name)));
   }
   if (gpu.type.empty()) {
-    return yaml::FieldError(type.IsDefined() ? type : node,
-                            yaml::Join(path, "type"),
+    return yaml::FieldError(type.IsDefined() ? type : node, yaml::Join(path, "type"),
                             fmt::format("cannot tell the type from name '{}'; give one, e.g. "
                                         "type: H100-80GB",
                                         gpu.name));

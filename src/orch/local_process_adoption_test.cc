@@ -23,8 +23,7 @@ using AdoptionTest = OrchTest;
 std::vector<ReplicaRecord> RunPreviousDaemon(LocalProcessConfig config, int count, Seconds now,
                                              const gpu::GpuSnapshot& gpus = FakeGpus(2)) {
   alloc::LeaseLedger old_ledger;
-  auto old = LocalProcessOrchestrator::Create(config, old_ledger,
-                                              [gpus](Seconds) { return gpus; });
+  auto old = LocalProcessOrchestrator::Create(config, old_ledger, [gpus](Seconds) { return gpus; });
   EXPECT_TRUE(old);
   for (int i = 0; i < count; ++i) EXPECT_TRUE((*old)->Start(now));
   (*old)->Poll(now);
@@ -135,9 +134,10 @@ TEST_F(AdoptionTest, TypedServiceKeepsItsTypeAcrossARestart) {
   EXPECT_TRUE(ledger_.LeasesOf("replica/svc-2").empty());
   bool pending_says_why = false;
   for (const auto& e : orch.TakeEvents()) {
-    pending_says_why |= e.kind == "replica_pending" &&
-                        e.message.find("of type A100-80GB, 0 of 4 eligible; free by type: "
-                                       "H100-80GB 2") != std::string::npos;
+    pending_says_why |=
+        e.kind == "replica_pending" && e.message.find(
+                                           "of type A100-80GB, 0 of 4 eligible; free by type: "
+                                           "H100-80GB 2") != std::string::npos;
   }
   EXPECT_TRUE(pending_says_why);
 

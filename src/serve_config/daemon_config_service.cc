@@ -370,13 +370,12 @@ Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::stri
       return FieldError(node, path.empty() ? "<root>" : path,
                         "expected a mapping with name, command, ... (see examples/gpuscale.yaml)");
     }
-    GS_RETURN_IF_ERROR(
-        yaml::CheckKnownKeys(node, path,
-                             {"name", "engine", "slurm", "fleet", "command", "env", "models",
-                              "gpus_per_replica", "min_memory_free_mb", "readiness_path",
-                              "metrics_path", "startup_timeout_seconds", "drain_timeout_seconds",
-                              "min_replicas", "max_replicas", "slo", "policy", "disaggregated",
-                              "gpu_type"}));
+    GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
+        node, path,
+        {"name", "engine", "slurm", "fleet", "command", "env", "models", "gpus_per_replica",
+         "min_memory_free_mb", "readiness_path", "metrics_path", "startup_timeout_seconds",
+         "drain_timeout_seconds", "min_replicas", "max_replicas", "slo", "policy", "disaggregated",
+         "gpu_type"}));
     ServiceConfig s;
     GS_RETURN_IF_ERROR(ReadScalars(node, path, s));
     GS_RETURN_IF_ERROR(ReadSlo(node, path, s));

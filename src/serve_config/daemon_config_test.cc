@@ -312,7 +312,8 @@ const BadConfigCase kBadConfigs[] = {
      "services:\n  - {name: f, engine: fleet, fleet: {url: \"http://h:1\"}, command: [x],\n"
      "     gpus_per_replica: 0, gpu_type: A100-80GB}",
      "services[0].gpu_type: places the replicas of a local, non-disaggregated service only"},
-    {"GpuTypeNoGpus", "services:\n  - {name: chat, command: [x], gpus_per_replica: 0,\n"
+    {"GpuTypeNoGpus",
+     "services:\n  - {name: chat, command: [x], gpus_per_replica: 0,\n"
      "     gpu_type: A100-80GB}",
      "services[0].gpu_type: a service with gpus_per_replica: 0 holds no GPU (line 3)"},
     {"ServicesNotList", "services: {chat: {}}", "services: expected a list"},
