@@ -21,6 +21,9 @@ using ::testing::Not;
 
 using cli_test::RunResult;
 
+// 4 x H100 80GB (indices 0-3) at 2.49 and 4 x A100 80GB (4-7) at 1.29 per GPU-hour.
+constexpr char kMixedInventory[] = GPUSCALE_SOURCE_DIR "/examples/inventory-mixed.yaml";
+
 RunResult RunGpuscale(const std::vector<std::string>& args) { return cli_test::RunInProcess(args); }
 
 // A temporary directory removed with everything in it when the test ends.
@@ -66,13 +69,30 @@ TEST_F(AllocCliTest, AllocatePrintsJsonShapeBestFirst) {
   EXPECT_EQ(first["utilization_percent"], 0.0);
   EXPECT_FALSE(first["name"].get<std::string>().empty());
   EXPECT_GT(first["score"].get<double>(), doc["details"][1]["score"].get<double>());
-  EXPECT_EQ(first.size(), 5u);  // index, name, memory_free_mb, utilization_percent, score
+  // index, name, type, price_per_hour, spot, memory_free_mb, utilization_percent, score
+  EXPECT_EQ(first.size(), 8u);
+  EXPECT_EQ(first["type"], "H100-80GB");
+  EXPECT_TRUE(first["price_per_hour"].is_null()) << "no price listed: unknown, not 0";
+
+  // --gpu-type: only GPUs of that type, though the H100s rank higher; their price shown.
+  RunResult typed = RunGpuscale({"allocate", "--gpus", "2", "--gpu-type", "A100-80GB",
+                                 "--inventory", kMixedInventory, "-o", "json"});
+  ASSERT_EQ(typed.exit_code, 0) << typed.err;
+  const json by_type = json::parse(typed.out);
+  EXPECT_EQ(by_type["gpus"], json::array({4, 5}));
+  EXPECT_EQ(by_type["details"][0]["type"], "A100-80GB");
+  EXPECT_EQ(by_type["details"][0]["price_per_hour"], 1.29);
 }
 
 TEST_F(AllocCliTest, AllocateTableEndsWithCudaVisibleDevices) {
   RunResult r = RunGpuscale({"allocate", "--gpus", "1", "--inventory", Inventory()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("CUDA_VISIBLE_DEVICES=1\n"));
+  RunResult typed = RunGpuscale(
+      {"allocate", "--gpus", "1", "--gpu-type", "H100-80GB", "--inventory", kMixedInventory});
+  ASSERT_EQ(typed.exit_code, 0) << typed.err;
+  EXPECT_THAT(typed.out, HasSubstr("TYPE"));
+  EXPECT_THAT(typed.out, HasSubstr("H100-80GB          2.49"));
 }
 
 TEST_F(AllocCliTest, AllocateThatCannotBeMetExitsThreeWithReasons) {
@@ -85,6 +105,11 @@ TEST_F(AllocCliTest, AllocateThatCannotBeMetExitsThreeWithReasons) {
                                "40% max"));
   EXPECT_THAT(r.err, HasSubstr("GPU 2: 40000 MiB free < 50000 MiB required"));
   EXPECT_THAT(r.err, HasSubstr("GPU 3: utilization 50% > 40% max"));
+  RunResult typed = RunGpuscale(
+      {"allocate", "--gpus", "5", "--gpu-type", "A100-80GB", "--inventory", kMixedInventory});
+  EXPECT_EQ(typed.exit_code, 3);
+  EXPECT_THAT(typed.err, HasSubstr("need 5 GPUs of type A100-80GB, 4 of 8 eligible; free by "
+                                   "type: A100-80GB 4, H100-80GB 4"));
 }
 
 TEST_F(AllocCliTest, AllocateRejectsBadFlagsWithExitTwo) {

@@ -134,6 +134,18 @@ TEST_F(GpuCliTest, SimulatedInventoryJson) {
   EXPECT_EQ(doc["gpus"][0]["memory_free_mb"], 750);
   EXPECT_TRUE(doc["gpus"][0]["temperature_c"].is_null());
   EXPECT_NEAR(doc["gpus"][0]["score"].get<double>(), 0.6 * 0.75 + 0.4 * 0.5, 1e-4);
+  EXPECT_EQ(doc["gpus"][0]["type"], "H100-80GB");
+  EXPECT_TRUE(doc["gpus"][0]["price_per_hour"].is_null());
+  EXPECT_EQ(doc["gpus"][0]["spot"], false);
+
+  // --price fills the price of a type whose GPUs name none; a malformed one exits 2.
+  RunResult priced =
+      Run({"gpus", "--inventory", inventory.string(), "--price", "H100-80GB=2.5", "-o", "json"});
+  ASSERT_EQ(priced.exit_code, 0) << priced.err;
+  EXPECT_EQ(ParseJson(priced)["gpus"][0]["price_per_hour"], 2.5);
+  RunResult bad = Run({"gpus", "--inventory", inventory.string(), "--price", "H100-80GB=cheap"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("expected TYPE=PRICE"), std::string::npos) << bad.err;
 }
 
 // A snapshot (`gpus -o json`) loads back as an inventory: the same GPUs; its derived fields
@@ -169,6 +181,9 @@ TEST_F(GpuCliTest, DefaultSimulatedTableIsReadable) {
   EXPECT_NE(run.out.find("INDEX"), std::string::npos);
   EXPECT_NE(run.out.find("NVIDIA H100 80GB HBM3"), std::string::npos);
   EXPECT_NE(run.out.find("0 / 81559"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("H100-80GB             -"), std::string::npos)
+      << "type, and '-' for an unknown price:\n"
+      << run.out;
 }
 
 // Like nvidia-smi, the table lists each GPU's compute processes below the GPUs.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -35,7 +36,19 @@ const std::string& KeyOf(const GpuInfo& gpu, std::string& scratch) {
 }
 
 // Why a GPU fails a metrics filter; kNone when it passes.
-enum class Failure { kNone, kMemoryUnknown, kMemoryLow, kUtilizationUnknown, kUtilizationHigh };
+enum class Failure {
+  kNone,
+  kWrongType,
+  kMemoryUnknown,
+  kMemoryLow,
+  kUtilizationUnknown,
+  kUtilizationHigh
+};
+
+Failure TypeFailure(const GpuInfo& gpu, const SelectionRequest& request) {
+  if (request.gpu_type.empty()) return Failure::kNone;
+  return gpu.type == request.gpu_type ? Failure::kNone : Failure::kWrongType;
+}
 
 Failure MemoryFailure(const GpuInfo& gpu, const SelectionRequest& request) {
   if (request.min_memory_free_mb <= 0) return Failure::kNone;
@@ -53,6 +66,9 @@ Failure UtilizationFailure(const GpuInfo& gpu, const SelectionRequest& request) 
 
 std::string Describe(Failure failure, const GpuInfo& gpu, const SelectionRequest& request) {
   switch (failure) {
+    case Failure::kWrongType:
+      return fmt::format("type {}, not {}", gpu.type.empty() ? "unknown" : gpu.type,
+                         request.gpu_type);
     case Failure::kMemoryUnknown:
       return "free memory unknown";
     case Failure::kMemoryLow:
@@ -74,9 +90,10 @@ std::string Describe(Failure failure, const GpuInfo& gpu, const SelectionRequest
 // One function for both, so the explanation can never disagree with the selection.
 bool Passes(const GpuInfo& gpu, const SelectionRequest& request, const TakenGpus& taken,
             std::vector<std::string>* reasons) {
-  const std::array<Failure, 2> failures = {MemoryFailure(gpu, request),
+  const std::array<Failure, 3> failures = {TypeFailure(gpu, request), MemoryFailure(gpu, request),
                                            UtilizationFailure(gpu, request)};
-  const bool metrics_pass = failures[0] == Failure::kNone && failures[1] == Failure::kNone;
+  const bool metrics_pass =
+      std::all_of(failures.begin(), failures.end(), [](Failure f) { return f == Failure::kNone; });
   if (!reasons && !metrics_pass) return false;  // the cheap checks first on the hot path
   const std::string* owner = nullptr;
   std::string scratch;
@@ -242,11 +259,22 @@ std::string FiltersText(const SelectionRequest& request) {
   return filters.empty() ? "" : fmt::format(" ({})", fmt::join(filters, ", "));
 }
 
+// "; free by type: A100-80GB 2, H100-80GB 3" (not leased, whatever their readings), or
+// "; no GPU is free": what a request for another type could get.
+std::string FreeByType(const GpuSnapshot& snapshot, const TakenGpus& taken) {
+  const std::string free = CountsByType(snapshot, taken);
+  return free.empty() ? "; no GPU is free" : "; free by type: " + free;
+}
+
 Unexpected<Error> NotEnoughGpus(const GpuSnapshot& snapshot, const SelectionRequest& request,
-                                const std::vector<Exclusion>& excluded, size_t eligible) {
-  std::string message = fmt::format("need {} GPU{}, {} of {} eligible{}", request.gpu_count,
-                                    request.gpu_count == 1 ? "" : "s", eligible,
+                                const TakenGpus& taken, const std::vector<Exclusion>& excluded,
+                                size_t eligible) {
+  const std::string of_type =
+      request.gpu_type.empty() ? "" : fmt::format(" of type {}", request.gpu_type);
+  std::string message = fmt::format("need {} GPU{}{}, {} of {} eligible{}", request.gpu_count,
+                                    request.gpu_count == 1 ? "" : "s", of_type, eligible,
                                     snapshot.gpus.size(), FiltersText(request));
+  if (!request.gpu_type.empty()) message += FreeByType(snapshot, taken);
   if (excluded.empty()) {
     message += fmt::format("; the {} backend reports only {} GPU{}", snapshot.backend,
                            snapshot.gpus.size(), snapshot.gpus.size() == 1 ? "" : "s");
@@ -271,6 +299,9 @@ SelectedGpu ToSelected(const Candidate& c) {
   s.uuid = c.gpu->uuid;
   s.node = c.gpu->node;
   s.name = c.gpu->name;
+  s.type = c.gpu->type;
+  s.price_per_hour = c.gpu->price_per_hour;
+  s.spot = c.gpu->spot;
   s.memory_free_mb = FreeMemoryMb(*c.gpu).value_or(0);
   s.utilization_percent = c.gpu->utilization_percent;
   s.score = c.score;
@@ -284,6 +315,18 @@ std::vector<int> Selection::Indices() const {
   indices.reserve(gpus.size());
   for (const SelectedGpu& g : gpus) indices.push_back(g.index);
   return indices;
+}
+
+std::string CountsByType(const GpuSnapshot& snapshot, const TakenGpus& taken) {
+  std::map<std::string, int> counts;
+  std::string scratch;
+  for (const GpuInfo& gpu : snapshot.gpus) {
+    if (taken.owner_of && taken.owner_of(KeyOf(gpu, scratch)) != nullptr) continue;
+    ++counts[gpu.type.empty() ? "unknown" : gpu.type];
+  }
+  std::vector<std::string> parts;
+  for (const auto& [type, count] : counts) parts.push_back(fmt::format("{} {}", type, count));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string LeaseKeyOf(const GpuInfo& gpu) {
@@ -353,7 +396,7 @@ Result<Selection> SelectGpus(const GpuSnapshot& snapshot, const SelectionRequest
   const size_t node_count = CollectEligible(snapshot, request, taken, eligible);
   const auto n = static_cast<size_t>(request.gpu_count);
   if (eligible.size() < n) {
-    return NotEnoughGpus(snapshot, request, ExplainExclusions(snapshot, request, taken),
+    return NotEnoughGpus(snapshot, request, taken, ExplainExclusions(snapshot, request, taken),
                          eligible.size());
   }
   Selection selection;

@@ -1,7 +1,8 @@
 // GPU selection: pick N GPUs of one snapshot for a request, or explain why it cannot be met.
 //
-//   1. Filter: a GPU is eligible when its free memory >= min_memory_free_mb, its
-//      utilization <= max_utilization_percent, and it is not in `taken` (leased). A missing
+//   1. Filter: a GPU is eligible when it is of the requested type (gpu_type, when set), its
+//      free memory >= min_memory_free_mb, its utilization <= max_utilization_percent, and it
+//      is not in `taken` (leased). A missing
 //      reading fails a filter that needs it (we never hand out a GPU we cannot vouch for):
 //      free memory falls back to total - used, and unknown utilization passes only when
 //      max_utilization_percent >= 100.
@@ -44,6 +45,9 @@ struct SelectionRequest {
   int64_t min_memory_free_mb = 0;        // per GPU, MiB; 0 = no memory filter
   double max_utilization_percent = 100;  // 0..100; 100 = no utilization filter
   gpu::ScoreWeights weights;             // ranking weights (default 0.6 memory / 0.4 idle)
+  // Type key (gpu/gpu_type.h, e.g. "A100-80GB"): only GPUs of exactly this type are
+  // eligible. Empty (default) = any type.
+  std::string gpu_type;
 };
 
 struct SelectedGpu {
@@ -52,6 +56,9 @@ struct SelectedGpu {
   std::string uuid;
   std::string node;
   std::string name;
+  std::string type;                      // type key; empty = unknown
+  std::optional<double> price_per_hour;  // nullopt = unknown
+  bool spot = false;
   int64_t memory_free_mb = 0;  // as used by the filter (free, or total - used)
   std::optional<double> utilization_percent;
   double score = 0;
@@ -80,6 +87,10 @@ struct TakenGpus {
   std::function<const std::string*(const std::string& key)> owner_of;
 };
 
+// How many GPUs of each type `snapshot` has that are not in `taken`, ordered by type:
+// "A100-80GB 2, H100-80GB 3" ("unknown" for GPUs without a type); "" when there are none.
+std::string CountsByType(const gpu::GpuSnapshot& snapshot, const TakenGpus& taken = {});
+
 // Every GPU of `snapshot` that fails a filter, with its reason (in snapshot order).
 std::vector<Exclusion> ExplainExclusions(const gpu::GpuSnapshot& snapshot,
                                          const SelectionRequest& request,
@@ -89,7 +100,9 @@ std::vector<Exclusion> ExplainExclusions(const gpu::GpuSnapshot& snapshot,
 // negative memory, utilization outside 0..100; field names the request member);
 // kResourceExhausted when fewer GPUs are eligible, with a message such as
 // "need 4 GPUs, 2 of 5 eligible (min 8000 MiB free, max 50% utilization); excluded:
-//  GPU 1: 2048 MiB free < 8000 MiB required; GPU 3: leased to job-7; ...".
+//  GPU 1: 2048 MiB free < 8000 MiB required; GPU 3: leased to job-7; ...". With a gpu_type
+// it names the type and what is free by type: "need 2 GPUs of type A100-80GB, 0 of 8
+// eligible; free by type: H100-80GB 3; excluded: GPU 0: type H100-80GB, not A100-80GB; ...".
 Result<Selection> SelectGpus(const gpu::GpuSnapshot& snapshot, const SelectionRequest& request,
                              const TakenGpus& taken = {});
 

@@ -37,6 +37,40 @@ TEST(GpuSelectorTest, RanksByScoreBestFirst) {
   EXPECT_THAT(Select(s, Request(3)), ElementsAre(1, 2, 0));
 }
 
+SelectionRequest OfType(int count, std::string type) {
+  SelectionRequest r = Request(count);
+  r.gpu_type = std::move(type);
+  return r;
+}
+
+TEST(GpuSelectorTest, SelectsOnlyGpusOfTheRequestedTypeThoughOthersRankHigher) {
+  const gpu::GpuSnapshot s = testing::MixedSnapshot(2, 2);  // H100s 0-1 rank above A100s 2-3
+  EXPECT_THAT(Select(s, Request(2)), ElementsAre(0, 1)) << "no type: as before, best first";
+  EXPECT_THAT(Select(s, OfType(2, "A100-80GB")), ElementsAre(2, 3));
+  Result<Selection> one = SelectGpus(s, OfType(1, "A100-80GB"));
+  ASSERT_TRUE(one) << one.error().ToString();
+  ASSERT_EQ(one->gpus.size(), 1u);
+  EXPECT_EQ(one->gpus[0].type, "A100-80GB");
+  EXPECT_EQ(one->gpus[0].price_per_hour, 1.29);
+}
+
+TEST(GpuSelectorTest, TypeWithTooFewGpusNamesTheTypeAndWhatIsFreeByType) {
+  const gpu::GpuSnapshot s = testing::MixedSnapshot(3, 2);
+  TakenGpus taken;
+  const std::string holder = "job-a";
+  taken.owner_of = [&](const std::string& key) { return key == "GPU-0" ? &holder : nullptr; };
+  Result<Selection> l40s = SelectGpus(s, OfType(1, "L40S"), taken);
+  ASSERT_FALSE(l40s);
+  EXPECT_EQ(l40s.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_THAT(l40s.error().message,
+              HasSubstr("need 1 GPU of type L40S, 0 of 5 eligible; free by type: A100-80GB 2, "
+                        "H100-80GB 2;"));
+  EXPECT_THAT(l40s.error().message, HasSubstr("GPU 3: type A100-80GB, not L40S"));
+  Result<Selection> a100 = SelectGpus(s, OfType(3, "A100-80GB"), taken);
+  ASSERT_FALSE(a100);
+  EXPECT_THAT(a100.error().message, HasSubstr("need 3 GPUs of type A100-80GB, 2 of 5 eligible"));
+}
+
 TEST(GpuSelectorTest, BreaksScoreTiesByLowerIndex) {
   auto s = MakeSnapshot({MakeGpu(3, 40000, 20), MakeGpu(1, 40000, 20), MakeGpu(2, 40000, 20)});
   EXPECT_THAT(Select(s, Request(2)), ElementsAre(1, 2));

@@ -30,7 +30,7 @@ Result<Selection> LeaseLedger::Allocate(const gpu::GpuSnapshot& snapshot,
   GS_ASSIGN_OR_RETURN(Selection selection, SelectGpus(snapshot, request, taken));
   for (const SelectedGpu& gpu : selection.gpus) {
     const std::string key = LeaseKeyOf(snapshot.gpus[gpu.position]);
-    leases_.emplace(key, Lease{key, gpu.index, gpu.node, std::string(owner), now});
+    leases_.emplace(key, Lease{key, gpu.index, gpu.node, std::string(owner), now, gpu.type});
   }
   return selection;
 }

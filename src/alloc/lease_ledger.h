@@ -35,6 +35,7 @@ struct Lease {
   std::string node;
   std::string owner;
   Seconds acquired_at{0};
+  std::string gpu_type;  // type key of the GPU when leased; empty = unknown
 };
 
 // True while `owner` still exists (its process, job or replica).
@@ -49,8 +50,9 @@ class LeaseLedger {
   LeaseLedger& operator=(const LeaseLedger&) = delete;
 
   // Selects request.gpu_count GPUs of `snapshot` that no one holds and leases them to
-  // `owner`, as one atomic step. Errors: those of SelectGpus (the exhaustion message names
-  // leased GPUs and their owners); kInvalidArgument when `owner` is empty.
+  // `owner`, as one atomic step; with request.gpu_type, only GPUs of that type. Errors: those of
+  // SelectGpus (the exhaustion message names leased GPUs and their owners); kInvalidArgument when
+  // `owner` is empty.
   Result<Selection> Allocate(const gpu::GpuSnapshot& snapshot, const SelectionRequest& request,
                              std::string_view owner, Seconds now);
 

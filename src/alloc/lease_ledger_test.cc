@@ -37,6 +37,63 @@ TEST(LeaseLedgerTest, LeasedGpuIsNotHandedOutAgainThoughMetricsStillLookIdle) {
   EXPECT_THAT(third.error().message, HasSubstr("GPU 0: leased to job-a; GPU 1: leased to job-b"));
 }
 
+SelectionRequest GpusOf(int n, std::string type) {
+  SelectionRequest r = Gpus(n);
+  r.gpu_type = std::move(type);
+  return r;
+}
+
+TEST(LeaseLedgerTest, NeverLeasesAGpuOfAnotherTypeEvenWhenOnlyThoseAreFree) {
+  LeaseLedger ledger;
+  const gpu::GpuSnapshot fleet = testing::MixedSnapshot(2, 2);
+  Result<Selection> a = ledger.Allocate(fleet, GpusOf(1, "A100-80GB"), "job-a", Seconds{1});
+  Result<Selection> b = ledger.Allocate(fleet, GpusOf(1, "A100-80GB"), "job-b", Seconds{1});
+  ASSERT_TRUE(a && b);
+  EXPECT_THAT(a->Indices(), ElementsAre(2));
+  EXPECT_THAT(b->Indices(), ElementsAre(3));
+  Result<Selection> c = ledger.Allocate(fleet, GpusOf(1, "A100-80GB"), "job-c", Seconds{1});
+  ASSERT_FALSE(c);
+  EXPECT_THAT(c.error().message, HasSubstr("of type A100-80GB, 0 of 4 eligible; free by type: "
+                                           "H100-80GB 2; excluded: GPU 0: type H100-80GB"));
+  EXPECT_THAT(c.error().message, HasSubstr("GPU 2: leased to job-a"));
+  EXPECT_TRUE(ledger.LeasesOf("job-c").empty());
+  ASSERT_EQ(ledger.LeasesOf("job-a").size(), 1u);
+  EXPECT_EQ(ledger.LeasesOf("job-a")[0].gpu_type, "A100-80GB");
+}
+
+// After a restart the daemon's ledger is rebuilt from the store: each stored lease is taken
+// again for its owner on a snapshot of just its key, readings and type unknown
+// (orch/local_process_adoption.cc). Typed requests on the live fleet must still see them.
+TEST(LeaseLedgerTest, RestoredLeasesKeepTypedRequestsOffTheirGpusAndOffOtherTypes) {
+  const gpu::GpuSnapshot fleet = testing::MixedSnapshot(2, 3);
+  std::vector<Lease> stored;
+  {
+    LeaseLedger before;
+    ASSERT_TRUE(before.Allocate(fleet, GpusOf(2, "A100-80GB"), "replica/a-0", Seconds{1}));
+    stored = before.Leases();
+  }
+  ASSERT_EQ(stored.size(), 2u);
+  LeaseLedger restored;
+  gpu::GpuSnapshot keys_only;
+  for (const Lease& lease : stored) {
+    gpu::GpuInfo info;
+    info.index = lease.gpu_index;
+    info.uuid = lease.key;
+    keys_only.gpus.push_back(info);
+  }
+  ASSERT_TRUE(restored.Allocate(keys_only, Gpus(2), "replica/a-0", Seconds{2}));
+
+  Result<Selection> next =
+      restored.Allocate(fleet, GpusOf(1, "A100-80GB"), "replica/a-1", Seconds{3});
+  ASSERT_TRUE(next) << next.error().ToString();
+  EXPECT_THAT(next->Indices(), ElementsAre(4)) << "the one A100 no restored lease holds";
+  Result<Selection> none =
+      restored.Allocate(fleet, GpusOf(1, "A100-80GB"), "replica/a-2", Seconds{3});
+  ASSERT_FALSE(none);
+  EXPECT_THAT(none.error().message, HasSubstr("free by type: H100-80GB 2"));
+  EXPECT_EQ(restored.size(), 3u);
+}
+
 TEST(LeaseLedgerTest, RecordsLeaseDetails) {
   LeaseLedger ledger;
   ASSERT_TRUE(ledger.Allocate(IdleSnapshot(3), Gpus(2), "job-a", Seconds{42}).has_value());

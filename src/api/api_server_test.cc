@@ -47,6 +47,21 @@ TEST_F(ApiServerTest, GpusInCliJsonShape) {
   EXPECT_TRUE(g["power_draw_w"].is_null());
   // 0.6 * 80535/81559 + 0.4 * 0.75, rounded to 4 places.
   EXPECT_DOUBLE_EQ(g["score"].get<double>(), 0.8925);
+  EXPECT_TRUE(g["type"].is_null()) << "SampleGpu sets no type";
+  EXPECT_TRUE(g["price_per_hour"].is_null()) << "unknown price: null, never 0";
+  EXPECT_EQ(g["spot"], false);
+}
+
+TEST_F(ApiServerTest, GpusCarryTypeAndPrice) {
+  gpu::GpuInfo a100 = SampleGpu(4);
+  a100.type = "A100-80GB";
+  a100.price_per_hour = 0.52;
+  a100.spot = true;
+  daemon_.SetGpus(gpu::GpuSnapshot{"simulated", Seconds{1700000000.0}, {a100}, {}});
+  const json g = Body(client_->Get("/v1/gpus"))["gpus"][0];
+  EXPECT_EQ(g["type"], "A100-80GB");
+  EXPECT_EQ(g["price_per_hour"], 0.52);
+  EXPECT_EQ(g["spot"], true);
 }
 
 TEST_F(ApiServerTest, GpuBackendFailureIs503) {
@@ -74,14 +89,17 @@ TEST_F(ApiServerTest, GpuHistoryWindowDefaultsAndValidates) {
 }
 
 TEST_F(ApiServerTest, ListsLeases) {
-  daemon_.SetLeases({{"GPU-0", 0, "", "replica/chat-1", Seconds{1700000000.0}}});
+  daemon_.SetLeases({{"GPU-0", 0, "", "replica/chat-1", Seconds{1700000000.0}, "H100-80GB"},
+                     {"GPU-1", 1, "", "replica/chat-2", Seconds{1700000000.0}, ""}});
   httplib::Result res = client_->Get("/v1/leases");
   ASSERT_EQ(res->status, 200);
   EXPECT_EQ(Body(res)["leases"][0], json({{"key", "GPU-0"},
                                           {"gpu_index", 0},
                                           {"node", ""},
                                           {"owner", "replica/chat-1"},
+                                          {"gpu_type", "H100-80GB"},
                                           {"acquired_at", "2023-11-14T22:13:20.000Z"}}));
+  EXPECT_TRUE(Body(res)["leases"][1]["gpu_type"].is_null());
 }
 
 TEST_F(ApiServerTest, HealthAndReadiness) {

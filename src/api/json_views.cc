@@ -107,6 +107,9 @@ Json GpuJson(const gpu::GpuInfo& gpu, const gpu::ScoreWeights& weights) {
   return Json{{"index", gpu.index},
               {"uuid", gpu.uuid},
               {"name", gpu.name},
+              {"type", gpu.type.empty() ? Json(nullptr) : Json(gpu.type)},
+              {"price_per_hour", OrNull(gpu.price_per_hour)},
+              {"spot", gpu.spot},
               {"memory_total_mb", OrNull(gpu.memory_total_mb)},
               {"memory_used_mb", OrNull(gpu.memory_used_mb)},
               {"memory_free_mb", OrNull(gpu.memory_free_mb)},
@@ -305,6 +308,7 @@ Json LeaseJson(const alloc::Lease& lease) {
               {"gpu_index", lease.gpu_index},
               {"node", lease.node},
               {"owner", lease.owner},
+              {"gpu_type", lease.gpu_type.empty() ? Json(nullptr) : Json(lease.gpu_type)},
               {"acquired_at", Time(lease.acquired_at)}};
 }
 

@@ -63,7 +63,7 @@ CLI::Validator PositiveSeconds() {
   return NumberValidator("SECONDS>0", {0, true, 1e9, false}, "a number of seconds > 0");
 }
 
-// --gpus, --min-memory-mb, --max-utilization: shared by allocate and wait.
+// --gpus, --min-memory-mb, --max-utilization, --gpu-type: shared by allocate and wait.
 void AddRequestFlags(CLI::App* command, alloc::SelectionRequest& request) {
   command->add_option("--gpus", request.gpu_count, "Number of GPUs needed")
       ->required()
@@ -78,6 +78,9 @@ void AddRequestFlags(CLI::App* command, alloc::SelectionRequest& request) {
                    "Maximum GPU utilization, percent (100: no utilization filter)")
       ->check(Percentage())
       ->capture_default_str();
+  command->add_option("--gpu-type", request.gpu_type,
+                      "Only GPUs of this type key, e.g. A100-80GB (the TYPE `gpuscale gpus` "
+                      "shows); default: any type");
 }
 
 // --- output ---
@@ -85,12 +88,16 @@ void AddRequestFlags(CLI::App* command, alloc::SelectionRequest& request) {
 json SelectionJson(const alloc::Selection& selection) {
   json details = json::array();
   for (const alloc::SelectedGpu& gpu : selection.gpus) {
-    details.push_back({{"index", gpu.index},
-                       {"name", gpu.name},
-                       {"memory_free_mb", gpu.memory_free_mb},
-                       {"utilization_percent",
-                        gpu.utilization_percent ? json(*gpu.utilization_percent) : json(nullptr)},
-                       {"score", std::round(gpu.score * 10000.0) / 10000.0}});
+    details.push_back(
+        {{"index", gpu.index},
+         {"name", gpu.name},
+         {"type", gpu.type.empty() ? json(nullptr) : json(gpu.type)},
+         {"price_per_hour", gpu.price_per_hour ? json(*gpu.price_per_hour) : json(nullptr)},
+         {"spot", gpu.spot},
+         {"memory_free_mb", gpu.memory_free_mb},
+         {"utilization_percent",
+          gpu.utilization_percent ? json(*gpu.utilization_percent) : json(nullptr)},
+         {"score", std::round(gpu.score * 10000.0) / 10000.0}});
   }
   return json{{"gpus", selection.Indices()}, {"details", std::move(details)}};
 }
@@ -100,12 +107,16 @@ void PrintSelection(const alloc::Selection& selection, OutputFormat format, std:
     out << SelectionJson(selection).dump(2) << "\n";
     return;
   }
-  out << fmt::format("{:<5} {:<12} {:<26} {:>15} {:>6} {:>6}\n", "INDEX", "NODE", "NAME",
-                     "FREE MiB", "UTIL", "SCORE");
+  out << fmt::format("{:<5} {:<12} {:<26} {:<12} {:>10} {:>15} {:>6} {:>6}\n", "INDEX", "NODE",
+                     "NAME", "TYPE", "PRICE/H", "FREE MiB", "UTIL", "SCORE");
   for (const alloc::SelectedGpu& gpu : selection.gpus) {
+    const std::string price =
+        gpu.price_per_hour ? fmt::format("{:.2f}{}", *gpu.price_per_hour, gpu.spot ? " spot" : "")
+                           : "-";
     out << fmt::format(
-        "{:<5} {:<12} {:<26} {:>15} {:>6} {:>6.3f}\n", gpu.index, gpu.node.empty() ? "-" : gpu.node,
-        gpu.name, gpu.memory_free_mb,
+        "{:<5} {:<12} {:<26} {:<12} {:>10} {:>15} {:>6} {:>6.3f}\n", gpu.index,
+        gpu.node.empty() ? "-" : gpu.node, gpu.name, gpu.type.empty() ? "-" : gpu.type, price,
+        gpu.memory_free_mb,
         gpu.utilization_percent ? fmt::format("{:.0f}%", *gpu.utilization_percent) : "-",
         gpu.score);
   }

@@ -11,8 +11,9 @@
 
 namespace gpuscale::cli {
 
-// Adds --backend (default "auto", validated: CLI11 rejects other values with exit 2) and
-// --inventory (implies --backend simulated when --backend is not given).
+// Adds --backend (default "auto", validated: CLI11 rejects other values with exit 2),
+// --inventory (implies --backend simulated when --backend is not given) and --price
+// TYPE=PRICE (repeatable; fills options.prices, a malformed value exits 2).
 void AddBackendFlags(CLI::App* command, gpu::BackendOptions& options);
 
 }  // namespace gpuscale::cli

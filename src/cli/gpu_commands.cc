@@ -37,15 +37,22 @@ std::string Cell(const std::optional<int64_t>& value) {
   return value ? fmt::format("{}", *value) : "-";
 }
 
+// "2.49", "0.52 spot", or "-" when the price is unknown (never 0).
+std::string PriceCell(const gpu::GpuInfo& gpu) {
+  const std::string price = Cell(gpu.price_per_hour, "", 2);
+  return gpu.spot ? price + " spot" : price;
+}
+
 void PrintGpusTable(const gpu::GpuSnapshot& snapshot, const gpu::ScoreWeights& weights,
                     std::ostream& out) {
   out << fmt::format("backend: {}  time: {}  GPUs: {}\n", snapshot.backend,
                      FormatRfc3339(snapshot.taken_at), snapshot.gpus.size());
   if (snapshot.gpus.empty()) return;
-  out << fmt::format("{:<5} {:<26} {:>20} {:>6} {:>6} {:>8} {:>6}\n", "INDEX", "NAME",
-                     "MEMORY USED/TOTAL MiB", "UTIL", "TEMP", "POWER", "SCORE");
+  out << fmt::format("{:<5} {:<26} {:<12} {:>10} {:>20} {:>6} {:>6} {:>8} {:>6}\n", "INDEX", "NAME",
+                     "TYPE", "PRICE/H", "MEMORY USED/TOTAL MiB", "UTIL", "TEMP", "POWER", "SCORE");
   for (const gpu::GpuInfo& gpu : snapshot.gpus) {
-    out << fmt::format("{:<5} {:<26} {:>20} {:>6} {:>6} {:>8} {:>6.2f}\n", gpu.index, gpu.name,
+    out << fmt::format("{:<5} {:<26} {:<12} {:>10} {:>20} {:>6} {:>6} {:>8} {:>6.2f}\n", gpu.index,
+                       gpu.name, gpu.type.empty() ? "-" : gpu.type, PriceCell(gpu),
                        fmt::format("{} / {}", Cell(gpu.memory_used_mb), Cell(gpu.memory_total_mb)),
                        Cell(gpu.utilization_percent, "%"), Cell(gpu.temperature_c, " C"),
                        Cell(gpu.power_draw_w, " W", 1), gpu::AvailabilityScore(gpu, weights));

@@ -30,6 +30,23 @@ void WriteGpuFamily(metrics::ExpositionWriter& w, const gpu::GpuSnapshot& gpus,
   }
 }
 
+// The price carries the type (and whether the GPU is spot) as labels, so that a query can
+// sum the fleet's cost by type: sum by (type) (gpuscale_gpu_price_per_hour). A GPU whose
+// price is unknown has no series (absent, not 0).
+void WritePrices(metrics::ExpositionWriter& w, const gpu::GpuSnapshot& gpus) {
+  w.BeginFamily("gpuscale_gpu_price_per_hour", MetricType::kGauge,
+                "Price of one GPU-hour, in the currency of the configured prices.");
+  for (const gpu::GpuInfo& g : gpus.gpus) {
+    if (!g.price_per_hour) continue;
+    const std::vector<Label> labels = {{"gpu", std::to_string(g.index)},
+                                       {"uuid", g.uuid},
+                                       {"name", g.name},
+                                       {"type", g.type},
+                                       {"spot", g.spot ? "true" : "false"}};
+    w.AddValue(labels, *g.price_per_hour);
+  }
+}
+
 void WriteGpus(metrics::ExpositionWriter& w, const gpu::GpuSnapshot& gpus,
                const gpu::ScoreWeights& weights) {
   auto mib = [](const std::optional<int64_t>& v) -> std::optional<double> {
@@ -54,6 +71,7 @@ void WriteGpus(metrics::ExpositionWriter& w, const gpu::GpuSnapshot& gpus,
                  [&](const gpu::GpuInfo& g) -> std::optional<double> {
                    return gpu::AvailabilityScore(g, weights);
                  });
+  WritePrices(w, gpus);
 }
 
 void WriteServices(metrics::ExpositionWriter& w, const std::vector<ServiceGauges>& services) {

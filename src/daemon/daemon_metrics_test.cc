@@ -67,6 +67,29 @@ TEST(DaemonMetricsTest, RendersGpuServiceAndLoopFamiliesThatParseBack) {
   EXPECT_EQ(loop->type, metrics::MetricType::kHistogram);
 }
 
+TEST(DaemonMetricsTest, PricedGpusHaveAPriceSeriesWithTypeAndUnpricedOnesNone) {
+  gpu::GpuSnapshot snapshot;
+  gpu::GpuInfo a100;
+  a100.index = 4;
+  a100.uuid = "GPU-4";
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  a100.type = "A100-80GB";
+  a100.price_per_hour = 0.52;
+  a100.spot = true;
+  gpu::GpuInfo unpriced = a100;
+  unpriced.index = 5;
+  unpriced.uuid = "GPU-5";
+  unpriced.price_per_hour.reset();
+  snapshot.gpus = {a100, unpriced};
+  const std::string text = DaemonMetrics().Render(&snapshot, {}, {}, 0);
+  ASSERT_TRUE(metrics::ParsePrometheusText(text)) << text;
+  EXPECT_THAT(text, HasSubstr("# TYPE gpuscale_gpu_price_per_hour gauge"));
+  EXPECT_THAT(text, HasSubstr("gpuscale_gpu_price_per_hour{gpu=\"4\",uuid=\"GPU-4\",name=\""
+                              "NVIDIA A100-SXM4-80GB\",type=\"A100-80GB\",spot=\"true\"} 0.52"));
+  EXPECT_THAT(text, Not(HasSubstr("gpuscale_gpu_price_per_hour{gpu=\"5\"")))
+      << "unknown price: absent, not 0";
+}
+
 // Text format 0.0.4 as Prometheus reads it: every sample is named by a TYPE line (a
 // histogram's by its _bucket, _sum and _count) that has a HELP line; counters end in _total.
 TEST(DaemonMetricsTest, EverySampleHasATypedFamilyWithHelp) {

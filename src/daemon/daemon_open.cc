@@ -191,6 +191,7 @@ Result<std::unique_ptr<orch::LocalProcessOrchestrator>> Daemon::MakeLocalOrchest
   c.env = service.env;
   c.gpus_per_replica = service.gpus_per_replica;
   c.min_memory_free_mb = service.min_memory_free_mb;
+  c.gpu_type = service.gpu_type;
   c.state_dir = config_.state_dir;
   c.readiness_path = service.readiness_path;
   c.startup_timeout = service.startup_timeout;

@@ -97,20 +97,30 @@ Status Daemon::CheckFitsInventory(const ServiceConfig& config) {
   if (config.engine != "local" || config.gpus_per_replica <= 0) return OkStatus();
   Result<gpu::GpuSnapshot> snapshot = monitor_->Snapshot();
   if (!snapshot) return OkStatus();
-  const int64_t gpus = static_cast<int64_t>(snapshot->gpus.size());
+  // A typed service fits only on GPUs of its type; "this machine's inventory" means those.
+  const std::string of_type =
+      config.gpu_type.empty() ? "" : fmt::format(" of type {}", config.gpu_type);
+  const int64_t gpus = std::count_if(
+      snapshot->gpus.begin(), snapshot->gpus.end(),
+      [&](const gpu::GpuInfo& g) { return config.gpu_type.empty() || g.type == config.gpu_type; });
+  if (gpus == 0) {
+    return ResourceExhausted(fmt::format("this machine's inventory has no GPU{}; it has {}",
+                                         of_type, alloc::CountsByType(*snapshot)),
+                             "gpu_type");
+  }
   if (config.gpus_per_replica > gpus) {
     return ResourceExhausted(
-        fmt::format("a replica needs {} GPUs; this machine's inventory has {}, so it would "
+        fmt::format("a replica needs {} GPUs{}; this machine's inventory has {}, so it would "
                     "wait for ever",
-                    config.gpus_per_replica, gpus),
+                    config.gpus_per_replica, of_type, gpus),
         "gpus_per_replica");
   }
   const int64_t floor = static_cast<int64_t>(config.min_replicas) * config.gpus_per_replica;
   if (floor > gpus) {
     return ResourceExhausted(
-        fmt::format("min_replicas {} x gpus_per_replica {} = {} GPUs; this machine's inventory "
+        fmt::format("min_replicas {} x gpus_per_replica {} = {} GPUs{}; this machine's inventory "
                     "has {}",
-                    config.min_replicas, config.gpus_per_replica, floor, gpus),
+                    config.min_replicas, config.gpus_per_replica, floor, of_type, gpus),
         "min_replicas");
   }
   return OkStatus();

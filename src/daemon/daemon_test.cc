@@ -356,6 +356,21 @@ TEST_F(DaemonTest, ServicesThatCouldNeverBePlacedAreRefusedAs409) {
   s.max_replicas = 100;
   EXPECT_TRUE(daemon_->CreateService(s)) << "max_replicas 100 x 2 GPUs on 4 GPUs";
   EXPECT_TRUE(daemon_->GetService("huge"));
+  // A typed service fits only on GPUs of its type (the inventory: 4 x H100 80GB).
+  ServiceConfig typed = Config(1, 1).services[0];
+  typed.name = "typed";
+  typed.gpu_type = "A100-80GB";
+  auto none = daemon_->CreateService(typed);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(none.error().field, "gpu_type");
+  EXPECT_THAT(none.error().message,
+              ::testing::HasSubstr("no GPU of type A100-80GB; it has H100-80GB 4"));
+  typed.gpu_type = "H100-80GB";
+  typed.gpus_per_replica = 5;
+  EXPECT_THAT(daemon_->CreateService(typed).error().message,
+              ::testing::HasSubstr("needs 5 GPUs of type H100-80GB; this machine's inventory "
+                                   "has 4"));
 }
 
 TEST_F(DaemonTest, RulesAreValidatedAndOnlyForServicesWithoutSpecPolicy) {

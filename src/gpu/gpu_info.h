@@ -40,6 +40,14 @@ struct GpuInfo {
   std::optional<double> power_draw_w;
   std::vector<GpuProcess> processes;
   std::string node;  // host the GPU sits on; empty means this machine
+  // Type key (gpu/gpu_type.h: "H100-80GB"): what a request's gpu_type matches and prices are
+  // listed by. Empty means unknown; backends fill it from `name` (gpumon/priced_backend.h).
+  std::string type;
+  // Price of one GPU-hour in the operator's currency (the inventory or the config's price
+  // list by type); nullopt means unknown, shown as "-", never 0.
+  std::optional<double> price_per_hour;
+  // Preemptible capacity: the provider may reclaim it (priced lower). Inventory only.
+  bool spot = false;
 };
 
 // How close two GPUs are; lower is closer. Mirrors NVML's nvmlGpuTopologyLevel_t ordering

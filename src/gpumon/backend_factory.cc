@@ -65,9 +65,25 @@ BackendResult MakeAuto(const BackendOptions& options) {
                   nvml_why, probe.error().message));
 }
 
-}  // namespace
+// Every backend's GPUs get a type and, where the config lists one, a price: one place, so
+// NVML, nvidia-smi and simulated snapshots carry the same fields.
+class TypedBackend final : public GpuBackend {
+ public:
+  TypedBackend(std::unique_ptr<GpuBackend> inner, PriceTable prices)
+      : inner_(std::move(inner)), prices_(std::move(prices)) {}
+  std::string_view Name() const override { return inner_->Name(); }
+  Result<GpuSnapshot> Query(Seconds now) override {
+    GS_ASSIGN_OR_RETURN(GpuSnapshot snapshot, inner_->Query(now));
+    LabelTypesAndPrices(snapshot, prices_);
+    return snapshot;
+  }
 
-Result<std::unique_ptr<GpuBackend>> MakeBackend(const BackendOptions& options) {
+ private:
+  std::unique_ptr<GpuBackend> inner_;
+  const PriceTable prices_;
+};
+
+BackendResult MakeUntyped(const BackendOptions& options) {
   if (options.kind == "simulated") return MakeSimulated(options);
   if (options.kind == "nvml") return MakeNvml(options);
   if (options.kind == "nvidia-smi") return MakeNvidiaSmi(options);
@@ -76,6 +92,14 @@ Result<std::unique_ptr<GpuBackend>> MakeBackend(const BackendOptions& options) {
       fmt::format("unknown backend '{}'; expected auto, nvml, nvidia-smi or simulated",
                   options.kind),
       "--backend");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GpuBackend>> MakeBackend(const BackendOptions& options) {
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<GpuBackend> backend, MakeUntyped(options));
+  return std::unique_ptr<GpuBackend>(
+      std::make_unique<TypedBackend>(std::move(backend), options.prices));
 }
 
 }  // namespace gpuscale::gpu

@@ -25,6 +25,26 @@ TEST(BackendFactoryTest, SimulatedWithoutInventoryIsTheDefault) {
   EXPECT_EQ((*backend)->Query(Seconds{0})->gpus.size(), 4u);
 }
 
+TEST(BackendFactoryTest, NvidiaSmiGpusGetTypeFromNameAndPriceFromConfig) {
+  BackendOptions options = Options("nvidia-smi", kFakeNvidiaSmi);
+  auto unpriced = MakeBackend(options);
+  ASSERT_TRUE(unpriced) << unpriced.error().ToString();
+  Result<GpuSnapshot> plain = (*unpriced)->Query(Seconds{0});
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  ASSERT_FALSE(plain->gpus.empty());
+  const std::string type = plain->gpus[0].type;
+  EXPECT_EQ(type, GpuTypeKey(plain->gpus[0].name));
+  EXPECT_FALSE(type.empty()) << plain->gpus[0].name;
+  EXPECT_FALSE(plain->gpus[0].price_per_hour) << "no price configured: unknown";
+
+  options.prices = {{type, 3.25}};
+  auto priced = MakeBackend(options);
+  ASSERT_TRUE(priced) << priced.error().ToString();
+  Result<GpuSnapshot> snapshot = (*priced)->Query(Seconds{0});
+  ASSERT_TRUE(snapshot) << snapshot.error().ToString();
+  EXPECT_EQ(snapshot->gpus[0].price_per_hour, 3.25);
+}
+
 TEST(BackendFactoryTest, UnknownKindNamesTheFlag) {
   auto backend = MakeBackend(Options("cuda"));
   ASSERT_FALSE(backend);

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "gpu/gpu_type.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::gpu {
@@ -89,11 +90,33 @@ Status ParseReadings(const YAML::Node& node, const std::string& path, GpuInfo& g
   return OkStatus();
 }
 
+// type (default: from the name), price_per_hour (default: unknown, or the file's `prices`
+// for the type; applied by ParseInventory) and spot.
+Status ParseTypeAndPrice(const YAML::Node& node, const std::string& path, GpuInfo& gpu) {
+  // null: unknown, as `gpuscale gpus -o json` writes it; derived like an absent type.
+  const YAML::Node type = node["type"];
+  if (type.IsDefined() && type.IsNull()) {
+    gpu.type = GpuTypeKey(gpu.name);
+  } else {
+    GS_ASSIGN_OR_RETURN(gpu.type, yaml::ReadString(node, "type", path, GpuTypeKey(gpu.name)));
+  }
+  if (gpu.type.empty()) {
+    return yaml::FieldError(type.IsDefined() ? type : node, yaml::Join(path, "type"),
+                            fmt::format("cannot tell the type from name '{}'; give one, e.g. "
+                                        "type: H100-80GB",
+                                        gpu.name));
+  }
+  GS_ASSIGN_OR_RETURN(gpu.price_per_hour, ReadReading(node, "price_per_hour", path, {}, 0, 1e6));
+  GS_ASSIGN_OR_RETURN(gpu.spot, yaml::ReadBool(node, "spot", path, false));
+  return OkStatus();
+}
+
 Result<GpuInfo> ParseGpu(const YAML::Node& node, const std::string& path, size_t position) {
   GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
       node, path,
       {"index", "uuid", "name", "memory_total_mb", "memory_used_mb", "memory_free_mb",
-       "utilization_percent", "temperature_c", "power_draw_w", "score", "node", "processes"}));
+       "utilization_percent", "temperature_c", "power_draw_w", "score", "node", "processes", "type",
+       "price_per_hour", "spot"}));
   GpuInfo gpu;
   GS_ASSIGN_OR_RETURN(gpu.index, yaml::ReadInt(node, "index", path, static_cast<int>(position)));
   if (gpu.index < 0) return yaml::FieldError(node, yaml::Join(path, "index"), "must be >= 0");
@@ -101,6 +124,7 @@ Result<GpuInfo> ParseGpu(const YAML::Node& node, const std::string& path, size_t
       gpu.uuid, yaml::ReadString(node, "uuid", path, fmt::format("GPU-sim-{:04d}", gpu.index)));
   GS_ASSIGN_OR_RETURN(gpu.name, yaml::ReadString(node, "name", path, std::string(kH100Name)));
   GS_ASSIGN_OR_RETURN(gpu.node, yaml::ReadString(node, "node", path, ""));
+  GS_RETURN_IF_ERROR(ParseTypeAndPrice(node, path, gpu));
   GS_RETURN_IF_ERROR(ParseReadings(node, path, gpu));
   const YAML::Node processes = node["processes"];
   if (processes.IsDefined() && !processes.IsNull()) {
@@ -170,6 +194,23 @@ Result<std::vector<GpuInfo>> ParseGpus(const YAML::Node& gpus) {
 
 }  // namespace
 
+Result<PriceTable> ParsePriceTable(const YAML::Node& node, std::string_view path) {
+  PriceTable prices;
+  if (!node.IsDefined() || node.IsNull()) return prices;
+  if (!node.IsMap()) {
+    return yaml::FieldError(node, path,
+                            "expected a map of GPU type to price per GPU-hour, e.g. "
+                            "{H100-80GB: 2.49}");
+  }
+  for (const auto& entry : node) {
+    GS_ASSIGN_OR_RETURN(std::string type, yaml::KeyName(entry.first, path));
+    GS_ASSIGN_OR_RETURN(auto price, ReadReading(node, type, path, {}, 0, 1e6));
+    if (!price) return yaml::FieldError(entry.second, yaml::Join(path, type), "expected a price");
+    prices.emplace(std::move(type), *price);
+  }
+  return prices;
+}
+
 std::optional<LinkLevel> ParseLinkLevel(std::string_view name) {
   for (const auto& [text, level] : kLinkNames) {
     if (text == name) return level;
@@ -192,9 +233,14 @@ Result<Inventory> ParseInventory(std::string_view text, std::string_view source)
     }
     // backend and timestamp: what `gpuscale gpus -o json` adds around the GPUs (informative).
     GS_RETURN_IF_ERROR(
-        yaml::CheckKnownKeys(root, "", {"gpus", "topology", "backend", "timestamp"}));
+        yaml::CheckKnownKeys(root, "", {"gpus", "topology", "prices", "backend", "timestamp"}));
     Inventory inventory;
     GS_ASSIGN_OR_RETURN(inventory.gpus, ParseGpus(root["gpus"]));
+    GS_ASSIGN_OR_RETURN(PriceTable prices, ParsePriceTable(root["prices"], "prices"));
+    GpuSnapshot priced;
+    priced.gpus = std::move(inventory.gpus);
+    LabelTypesAndPrices(priced, prices);
+    inventory.gpus = std::move(priced.gpus);
     const YAML::Node topology = root["topology"];
     if (topology.IsDefined() && !topology.IsNull()) {
       GS_ASSIGN_OR_RETURN(inventory.topology, ParseTopology(topology, inventory.gpus.size()));
@@ -214,6 +260,7 @@ Inventory DefaultInventory() {
     gpu.index = i;
     gpu.uuid = fmt::format("GPU-sim-{:04d}", i);
     gpu.name = std::string(kH100Name);
+    gpu.type = GpuTypeKey(kH100Name);
     gpu.memory_total_mb = kH100MemoryMb;
     gpu.memory_used_mb = 0;
     gpu.memory_free_mb = kH100MemoryMb;

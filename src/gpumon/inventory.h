@@ -10,6 +10,11 @@
 
 #include "core/result.h"
 #include "gpu/gpu_info.h"
+#include "gpu/gpu_type.h"
+
+namespace YAML {
+class Node;
+}
 
 namespace gpuscale::gpu {
 
@@ -23,7 +28,13 @@ struct Inventory {
 // "gpus[2].memory_used_mb: expected a number, got 'lots' (line 9)".
 Result<Inventory> ParseInventory(std::string_view text, std::string_view source);
 
-// 4 x "NVIDIA H100 80GB HBM3", 81559 MiB each, idle, 32-35 C, ~70 W, NVLink between all.
+// A map of GPU type key to price per GPU-hour (an inventory's `prices`, the daemon config's
+// `gpu.prices`); an absent or null node is an empty table. Errors: kInvalidArgument naming
+// `path.<type>` and the line, e.g. "gpu.prices.H100-80GB: expected a number ... (line 4)".
+Result<PriceTable> ParsePriceTable(const YAML::Node& node, std::string_view path);
+
+// 4 x "NVIDIA H100 80GB HBM3" (type H100-80GB, price unknown), 81559 MiB each, idle, 32-35 C, ~70
+// W, NVLink between all.
 Inventory DefaultInventory();
 
 // "nvlink" -> kNvLink etc. (names in examples/inventory.yaml); nullopt for unknown names.

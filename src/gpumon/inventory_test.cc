@@ -94,6 +94,14 @@ INSTANTIATE_TEST_SUITE_P(
                      "topology", "2x2"},
         BadInventory{"TopologyUnknownLink", "gpus: [{index: 0}]\ntopology: [[warp]]\n",
                      "topology[0][0]", "unknown link 'warp'"},
+        BadInventory{"NegativePrice", "gpus:\n  - price_per_hour: -1\n", "gpus[0].price_per_hour",
+                     "[0, 1000000]"},
+        BadInventory{"PriceNotANumber", "gpus: [{}]\nprices:\n  H100-80GB: cheap\n",
+                     "prices.H100-80GB", "expected a number, got 'cheap' (line 3)"},
+        BadInventory{"PricesNotAMap", "gpus: [{}]\nprices: [1, 2]\n", "prices", "map of GPU type"},
+        BadInventory{"SpotNotBool", "gpus:\n  - spot: maybe\n", "gpus[0].spot", "line 2"},
+        BadInventory{"NoTypeFromName", "gpus:\n  - name: NVIDIA\n", "gpus[0].type",
+                     "cannot tell the type from name 'NVIDIA'"},
         BadInventory{"SyntaxError", "gpus: [\n", "inv.yaml", "cannot parse"}),
     [](const ::testing::TestParamInfo<BadInventory>& info) { return info.param.name; });
 
@@ -107,6 +115,8 @@ TEST(InventoryTest, DefaultIsFourIdleH100s) {
   ASSERT_EQ(inventory.gpus.size(), 4u);
   for (const GpuInfo& gpu : inventory.gpus) {
     EXPECT_EQ(gpu.name, "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(gpu.type, "H100-80GB");
+    EXPECT_FALSE(gpu.price_per_hour);
     EXPECT_EQ(gpu.memory_total_mb, 81559);
     EXPECT_EQ(gpu.memory_used_mb, 0);
     EXPECT_EQ(gpu.utilization_percent, 0.0);
@@ -130,6 +140,50 @@ TEST(InventoryTest, ExampleInventoryParses) {
   EXPECT_EQ(inventory->gpus[0].processes.size(), 1u);
   EXPECT_FALSE(inventory->gpus[3].power_draw_w);
   EXPECT_TRUE(inventory->topology.Known());
+}
+
+TEST(InventoryTest, TypesFromNamesOrGivenAndPricesPerGpuOrByType) {
+  const char* text = R"(
+prices: {H100-80GB: 2.49, A100-80GB: 1.29}
+gpus:
+  - {index: 0}
+  - {index: 1, name: NVIDIA A100-SXM4-80GB}
+  - {index: 2, name: NVIDIA A100-SXM4-80GB, price_per_hour: 0.52, spot: true}
+  - {index: 3, name: NVIDIA L40S}
+  - {index: 4, name: Some Card, type: X1}
+)";
+  Result<Inventory> inventory = ParseInventory(text, "inv.yaml");
+  ASSERT_TRUE(inventory) << inventory.error().ToString();
+  ASSERT_EQ(inventory->gpus.size(), 5u);
+  const auto& g = inventory->gpus;
+  EXPECT_EQ(g[0].type, "H100-80GB");
+  EXPECT_EQ(g[0].price_per_hour, 2.49);
+  EXPECT_FALSE(g[0].spot);
+  EXPECT_EQ(g[1].type, "A100-80GB");
+  EXPECT_EQ(g[1].price_per_hour, 1.29);
+  EXPECT_EQ(g[2].price_per_hour, 0.52);
+  EXPECT_TRUE(g[2].spot);
+  EXPECT_EQ(g[3].type, "L40S");
+  EXPECT_FALSE(g[3].price_per_hour) << "a type with no price is unknown, never 0";
+  EXPECT_EQ(g[4].type, "X1");
+}
+
+TEST(InventoryTest, MixedExampleHasTwoTypesAtTwoPrices) {
+  std::ifstream in(GPUSCALE_SOURCE_DIR "/examples/inventory-mixed.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<Inventory> inventory = ParseInventory(text.str(), "examples/inventory-mixed.yaml");
+  ASSERT_TRUE(inventory) << inventory.error().ToString();
+  ASSERT_EQ(inventory->gpus.size(), 8u);
+  int h100 = 0, a100 = 0;
+  for (const GpuInfo& gpu : inventory->gpus) {
+    ASSERT_TRUE(gpu.price_per_hour) << gpu.index;
+    h100 += gpu.type == "H100-80GB";
+    a100 += gpu.type == "A100-80GB";
+  }
+  EXPECT_EQ(h100, 4);
+  EXPECT_EQ(a100, 4);
+  EXPECT_TRUE(inventory->gpus[7].spot);
 }
 
 TEST(InventoryTest, LinkLevelNamesRoundTrip) {

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "orch/local_process_orchestrator.h"
 #include "orch/process_util.h"
@@ -50,12 +51,20 @@ std::string CleanUpMessage(Owner owner, const ReplicaRecord& record,
 
 // Leases the recorded GPUs again for the same owner. The ledger only hands out GPUs it
 // selects from a snapshot, so we give it a snapshot of exactly those GPUs (keys as uuids,
-// readings unknown, no filters): it either leases all of them or names who holds one.
+// readings unknown, no filters but the type): it either leases all of them or names who
+// holds one. Each GPU's type is the live snapshot's, so a typed service never re-leases a
+// GPU that is now of another type (the inventory changed while the daemon was down); when
+// the GPUs cannot be read, the types are unknown and not checked, as before types existed.
 Status LocalProcessOrchestrator::ReacquireLeases(const ReplicaRecord& record, Seconds now) {
   if (record.gpu_keys.empty()) return OkStatus();
   if (record.gpu_keys.size() != record.gpus.size()) {
     return InvalidArgument(fmt::format("record of '{}' has {} GPU keys but {} GPU indices",
                                        record.id, record.gpu_keys.size(), record.gpus.size()));
+  }
+  const Result<gpu::GpuSnapshot> live = gpu_source_(now);
+  std::unordered_map<std::string, std::string> live_types;
+  if (live) {
+    for (const gpu::GpuInfo& g : live->gpus) live_types.emplace(alloc::LeaseKeyOf(g), g.type);
   }
   gpu::GpuSnapshot snapshot;
   snapshot.backend = "adoption";
@@ -64,10 +73,12 @@ Status LocalProcessOrchestrator::ReacquireLeases(const ReplicaRecord& record, Se
     gpu::GpuInfo info;
     info.index = record.gpus[i];
     info.uuid = record.gpu_keys[i];
+    if (auto it = live_types.find(info.uuid); it != live_types.end()) info.type = it->second;
     snapshot.gpus.push_back(std::move(info));
   }
   alloc::SelectionRequest request;
   request.gpu_count = static_cast<int>(record.gpus.size());
+  if (live) request.gpu_type = config_.gpu_type;
   GS_RETURN_IF_ERROR(ledger_.Allocate(snapshot, request, record.lease_owner, now));
   return OkStatus();
 }

@@ -20,10 +20,10 @@ using AdoptionTest = OrchTest;
 // Runs `count` replicas of `sleep 60` under an orchestrator with its own ledger (the
 // "previous daemon"), waits until they are ready, and returns their records. The
 // orchestrator is then destroyed, which leaves the processes running.
-std::vector<ReplicaRecord> RunPreviousDaemon(LocalProcessConfig config, int count, Seconds now) {
+std::vector<ReplicaRecord> RunPreviousDaemon(LocalProcessConfig config, int count, Seconds now,
+                                             const gpu::GpuSnapshot& gpus = FakeGpus(2)) {
   alloc::LeaseLedger old_ledger;
-  auto old = LocalProcessOrchestrator::Create(config, old_ledger,
-                                              [](Seconds) { return FakeGpus(2); });
+  auto old = LocalProcessOrchestrator::Create(config, old_ledger, [gpus](Seconds) { return gpus; });
   EXPECT_TRUE(old);
   for (int i = 0; i < count; ++i) EXPECT_TRUE((*old)->Start(now));
   (*old)->Poll(now);
@@ -99,6 +99,61 @@ TEST_F(AdoptionTest, AdoptsLiveReplicaAndCleansUpDeadOneWithConsistentLeases) {
   ASSERT_TRUE(PumpUntil(orch, [&] { return orch.Replicas(now_).size() == 1; }));
   EXPECT_TRUE(ledger_.LeasesOf("replica/svc-0").empty());
   EXPECT_FALSE(ProcessAlive(records[0].pid));
+}
+
+// GPU-fake-0/1 are H100s, GPU-fake-2/3 A100s.
+gpu::GpuSnapshot MixedFakeGpus() {
+  gpu::GpuSnapshot snapshot = FakeGpus(4);
+  for (gpu::GpuInfo& g : snapshot.gpus) g.type = g.index < 2 ? "H100-80GB" : "A100-80GB";
+  return snapshot;
+}
+
+// After a restart the ledger is rebuilt from the stored records: a typed service's restored
+// lease keeps its type, new replicas land only on free GPUs of that type, and a recorded
+// GPU that is now of another type is not leased again.
+TEST_F(AdoptionTest, TypedServiceKeepsItsTypeAcrossARestart) {
+  LocalProcessConfig config = Config({"sleep", "60"});
+  config.gpu_type = "A100-80GB";
+  gpus_ = MixedFakeGpus();
+  std::vector<ReplicaRecord> records = RunPreviousDaemon(config, 1, now_, gpus_);
+  ASSERT_EQ(records.size(), 1u);
+  pids_.insert(records[0].pid);
+  ASSERT_EQ(records[0].gpu_keys, std::vector<std::string>{"GPU-fake-2"});
+
+  auto& orch = Make(config);
+  AdoptionReport report = orch.Adopt(records, now_);
+  ASSERT_EQ(report.adopted, std::vector<std::string>{"svc-0"});
+  ASSERT_EQ(ledger_.Leases().size(), 1u);
+  EXPECT_EQ(ledger_.Leases()[0].gpu_type, "A100-80GB");
+
+  ASSERT_TRUE(orch.Start(now_));
+  Track(orch);
+  ASSERT_EQ(ledger_.LeasesOf("replica/svc-1").size(), 1u);
+  EXPECT_EQ(ledger_.LeasesOf("replica/svc-1")[0].key, "GPU-fake-3");
+  ASSERT_TRUE(orch.Start(now_));  // no A100 left: pending, though two H100s are free
+  EXPECT_TRUE(ledger_.LeasesOf("replica/svc-2").empty());
+  bool pending_says_why = false;
+  for (const auto& e : orch.TakeEvents()) {
+    pending_says_why |=
+        e.kind == "replica_pending" && e.message.find(
+                                           "of type A100-80GB, 0 of 4 eligible; free by type: "
+                                           "H100-80GB 2") != std::string::npos;
+  }
+  EXPECT_TRUE(pending_says_why);
+
+  // The same record after the inventory turned GPU-fake-2 into an H100: not re-leased.
+  alloc::LeaseLedger other_ledger;
+  gpu::GpuSnapshot changed = MixedFakeGpus();
+  changed.gpus[2].type = "H100-80GB";
+  auto again = LocalProcessOrchestrator::Create(config, other_ledger,
+                                                [changed](Seconds) { return changed; });
+  ASSERT_TRUE(again);
+  AdoptionReport refused = (*again)->Adopt(records, now_);
+  EXPECT_TRUE(refused.adopted.empty());
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_NE(refused.errors[0].find("type H100-80GB, not A100-80GB"), std::string::npos)
+      << refused.errors[0];
+  EXPECT_EQ(other_ledger.size(), 0u);
 }
 
 TEST_F(AdoptionTest, StopsAdoptedProcessWhoseGpuIsNowLeasedElsewhereAndFinishesStopping) {

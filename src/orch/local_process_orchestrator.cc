@@ -118,6 +118,7 @@ Status LocalProcessOrchestrator::LeaseGpus(Replica& r, Seconds now) {
   alloc::SelectionRequest request;
   request.gpu_count = config_.gpus_per_replica;
   request.min_memory_free_mb = config_.min_memory_free_mb;
+  request.gpu_type = config_.gpu_type;
   Result<alloc::Selection> selection = ledger_.Allocate(*snapshot, request, r.owner, now);
   if (!selection) {
     ReleaseBudget(r);

@@ -70,6 +70,7 @@ struct LocalProcessConfig {
   std::vector<std::pair<std::string, std::string>> env;
   int gpus_per_replica = 1;          // 0 = CPU-only replica (CUDA_VISIBLE_DEVICES="")
   int64_t min_memory_free_mb = 0;    // per leased GPU, MiB; 0 = no memory filter
+  std::string gpu_type;              // lease only GPUs of this type key; "" = any type
   int max_replicas = 0;              // Start refuses beyond this many; 0 = as GPUs allow
   std::string state_dir;             // logs go to <state_dir>/logs/<replica>.log; required
   std::string readiness_path = "/health";  // "" = ready as soon as the process runs

@@ -17,6 +17,7 @@
 #include <map>
 
 #include "config/policy_profile.h"
+#include "gpumon/inventory.h"
 #include "serve_config/daemon_config_internal.h"
 #include "yaml/yaml_util.h"
 
@@ -95,7 +96,7 @@ Status ParseGpu(const YAML::Node& n, GpuConfig& gpu) {
   if (!n.IsDefined()) return OkStatus();
   GS_RETURN_IF_ERROR(CheckKnownKeys(n, "gpu",
                                     {"backend", "inventory", "nvidia_smi", "nvml_library",
-                                     "cache_ttl_seconds", "sample_interval_seconds"}));
+                                     "cache_ttl_seconds", "sample_interval_seconds", "prices"}));
   gpu::BackendOptions& b = gpu.backend;
   GS_ASSIGN_OR_RETURN(b.kind, yaml::ReadString(n, "backend", "gpu", b.kind));
   if (b.kind != "auto" && b.kind != "nvml" && b.kind != "nvidia-smi" && b.kind != "simulated") {
@@ -113,6 +114,7 @@ Status ParseGpu(const YAML::Node& n, GpuConfig& gpu) {
   // A zero sampling period would make the sampler thread spin.
   GS_ASSIGN_OR_RETURN(gpu.sample_interval,
                       ReadDuration(n, "sample_interval_seconds", "gpu", gpu.sample_interval, true));
+  GS_ASSIGN_OR_RETURN(b.prices, gpu::ParsePriceTable(Child(n, "prices"), "gpu.prices"));
   return OkStatus();
 }
 

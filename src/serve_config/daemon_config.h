@@ -4,7 +4,10 @@
 // since yaml-cpp reads JSON), and what the store keeps as a service's spec.
 //
 //   gpu:      {backend: auto|nvml|nvidia-smi|simulated, inventory: FILE, nvidia_smi: PATH,
-//              nvml_library: PATH, cache_ttl_seconds: 1, sample_interval_seconds: 5}
+//              nvml_library: PATH, cache_ttl_seconds: 1, sample_interval_seconds: 5,
+//              prices: {H100-80GB: 2.49, A100-80GB: 1.29}}
+//             (prices: per GPU-hour by type key, for GPUs whose inventory entry names
+//             none; unlisted types have an unknown price)
 //   api:      {listen: "127.0.0.1:8080", token: "...", token_file: FILE,
 //              max_connections: 4096, max_event_streams: 1024}
 //             (token and token_file exclude each other; relative paths are relative to
@@ -33,6 +36,9 @@
 //       models: [Qwen/Qwen2.5-7B, qwen]    # what clients send as `model`; default [name]
 //       gpus_per_replica: 1
 //       min_memory_free_mb: 20000
+//       gpu_type: H100-80GB                      # optional: only GPUs of this type (the
+//                                                  # key `gpuscale gpus` shows); local
+//                                                  # engine, not disaggregated
 //       readiness_path: /health
 //       metrics_path: /metrics
 //       startup_timeout_seconds: 900
@@ -203,6 +209,8 @@ struct ServiceConfig {
   std::vector<std::string> models;
   int gpus_per_replica = 1;
   int64_t min_memory_free_mb = 0;
+  // `gpu_type`: type key (gpu/gpu_type.h) every replica's GPUs must have; "" = any type.
+  std::string gpu_type;
   std::string readiness_path = "/health";
   std::string metrics_path = "/metrics";
   Seconds startup_timeout{900};

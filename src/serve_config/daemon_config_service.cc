@@ -340,29 +340,55 @@ void EmitPoolFields(YAML::Emitter& out, const PoolSpec& pool) {
   if (!pool.policy_yaml.empty()) EmitPolicy(out, pool.policy_yaml);
 }
 
+// `gpu_type: A100-80GB`: the type key (gpu/gpu_type.h) every replica's GPUs must have.
+// Read last: it is checked against the engine and the replica fields.
+Status ReadGpuType(const YAML::Node& n, const std::string& path, ServiceConfig& s) {
+  const YAML::Node node = Child(n, "gpu_type");
+  if (!node.IsDefined() || node.IsNull()) return OkStatus();
+  const std::string field = Join(path, "gpu_type");
+  GS_ASSIGN_OR_RETURN(s.gpu_type, yaml::ReadString(n, "gpu_type", path));
+  if (s.gpu_type.empty() || s.gpu_type.find_first_of(" \t") != std::string::npos) {
+    return FieldError(node, field,
+                      fmt::format("expected a GPU type key such as H100-80GB (`gpuscale gpus` "
+                                  "shows each GPU's type), got '{}'",
+                                  s.gpu_type));
+  }
+  if (s.engine != "local" || s.disaggregated) {
+    return FieldError(node, field,
+                      "places the replicas of a local, non-disaggregated service only (a Slurm "
+                      "service names its GPU type in slurm.gres_type)");
+  }
+  if (s.gpus_per_replica == 0) {
+    return FieldError(node, field, "a service with gpus_per_replica: 0 holds no GPU");
+  }
+  return OkStatus();
+}
+
 Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::string& path) {
   try {
     if (!node.IsMap()) {
       return FieldError(node, path.empty() ? "<root>" : path,
                         "expected a mapping with name, command, ... (see examples/gpuscale.yaml)");
     }
-    GS_RETURN_IF_ERROR(
-        yaml::CheckKnownKeys(node, path,
-                             {"name", "engine", "slurm", "fleet", "command", "env", "models",
-                              "gpus_per_replica", "min_memory_free_mb", "readiness_path",
-                              "metrics_path", "startup_timeout_seconds", "drain_timeout_seconds",
-                              "min_replicas", "max_replicas", "slo", "policy", "disaggregated"}));
+    GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
+        node, path,
+        {"name", "engine", "slurm", "fleet", "command", "env", "models", "gpus_per_replica",
+         "min_memory_free_mb", "readiness_path", "metrics_path", "startup_timeout_seconds",
+         "drain_timeout_seconds", "min_replicas", "max_replicas", "slo", "policy", "disaggregated",
+         "gpu_type"}));
     ServiceConfig s;
     GS_RETURN_IF_ERROR(ReadScalars(node, path, s));
     GS_RETURN_IF_ERROR(ReadSlo(node, path, s));
     if (Child(node, "disaggregated").IsDefined()) {
       GS_RETURN_IF_ERROR(ReadEngine(node, path, s));
       GS_RETURN_IF_ERROR(ReadDisaggregated(node, path, s));
+      GS_RETURN_IF_ERROR(ReadGpuType(node, path, s));
       return s;
     }
     GS_RETURN_IF_ERROR(ReadReplicaFields(node, Child(node, "policy"), Child(node, "slo"), path, s));
     // After the replica fields: an engine checks them (fleet replicas hold no GPUs).
     GS_RETURN_IF_ERROR(ReadEngine(node, path, s));
+    GS_RETURN_IF_ERROR(ReadGpuType(node, path, s));
     return s;
   } catch (const YAML::Exception& e) {
     // A malformed tree (e.g. a mapping used as a key) makes yaml-cpp throw on conversion.
@@ -396,6 +422,8 @@ std::string ServiceConfigToYaml(const ServiceConfig& s) {
     out << YAML::Key << "gpus_per_replica" << YAML::Value << s.gpus_per_replica;
     out << YAML::Key << "min_memory_free_mb" << YAML::Value << s.min_memory_free_mb;
   }
+  // Written only when set, so that specs stored before gpu_type existed read back equal.
+  if (!s.gpu_type.empty()) out << YAML::Key << "gpu_type" << YAML::Value << s.gpu_type;
   out << YAML::Key << "readiness_path" << YAML::Value << s.readiness_path;
   out << YAML::Key << "metrics_path" << YAML::Value << s.metrics_path;
   out << YAML::Key << "startup_timeout_seconds" << YAML::Value

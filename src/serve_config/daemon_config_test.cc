@@ -85,7 +85,8 @@ TEST(DaemonConfigTest, SloSourceIsReadAndRoundTrips) {
 TEST(DaemonConfigTest, ReadsEveryTopLevelField) {
   auto config = ParseDaemonConfigText(R"(
 gpu: {backend: nvidia-smi, nvidia_smi: /opt/smi, cache_ttl_seconds: 0.5,
-      sample_interval_seconds: 2, inventory: inv.yaml, nvml_library: /x/libnvml.so}
+      sample_interval_seconds: 2, inventory: inv.yaml, nvml_library: /x/libnvml.so,
+      prices: {H100-80GB: 2.49, A100-80GB: 1.29}}
 api: {listen: "0.0.0.0:0", token: sekret, max_connections: 100, max_event_streams: 7}
 state_dir: /var/lib/gpuscale
 loop_interval_seconds: 2.5
@@ -101,6 +102,8 @@ retention: {max_age_days: 1.5, max_megabytes: 200}
   EXPECT_EQ(config->gpu.backend.nvml_library_path, "/x/libnvml.so");
   EXPECT_EQ(config->gpu.cache_ttl, Seconds{0.5});
   EXPECT_EQ(config->gpu.sample_interval, Seconds{2});
+  EXPECT_EQ(config->gpu.backend.prices,
+            (gpu::PriceTable{{"A100-80GB", 1.29}, {"H100-80GB", 2.49}}));
   EXPECT_EQ(config->api.host, "0.0.0.0");
   EXPECT_EQ(config->api.port, 0);
   EXPECT_EQ(config->api.token, "sekret");
@@ -298,6 +301,21 @@ const BadConfigCase kBadConfigs[] = {
      "tasks.stop_grace_seconds: expected a finite number"},
     {"StopGraceTooLong", "tasks: {stop_grace_seconds: 3601}",
      "tasks.stop_grace_seconds: expected at most 3600 seconds, got 3601"},
+    {"PriceWord", "gpu:\n  prices:\n    H100-80GB: cheap",
+     "gpu.prices.H100-80GB: expected a number, got 'cheap' (line 3)"},
+    {"PriceNegative", "gpu:\n  prices: {A100-80GB: -1}",
+     "gpu.prices.A100-80GB: expected a value in [0, 1000000], got -1 (line 2)"},
+    {"GpuTypeBlank", "services:\n  - {name: chat, command: [x],\n     gpu_type: \"A100 80GB\"}",
+     "services[0].gpu_type: expected a GPU type key such as H100-80GB (`gpuscale gpus` shows "
+     "each GPU's type), got 'A100 80GB' (line 3)"},
+    {"GpuTypeFleet",
+     "services:\n  - {name: f, engine: fleet, fleet: {url: \"http://h:1\"}, command: [x],\n"
+     "     gpus_per_replica: 0, gpu_type: A100-80GB}",
+     "services[0].gpu_type: places the replicas of a local, non-disaggregated service only"},
+    {"GpuTypeNoGpus",
+     "services:\n  - {name: chat, command: [x], gpus_per_replica: 0,\n"
+     "     gpu_type: A100-80GB}",
+     "services[0].gpu_type: a service with gpus_per_replica: 0 holds no GPU (line 3)"},
     {"ServicesNotList", "services: {chat: {}}", "services: expected a list"},
     {"ServiceNameBad", "services:\n  - {name: Chat, command: [x]}",
      "services[0].name: expected 1-63 characters [a-z0-9-]"},
@@ -546,6 +564,19 @@ TEST(DaemonConfigTest, FleetEngineIsReadAndRoundTrips) {
   Result<ServiceConfig> again = ParseServiceConfigText(ServiceConfigToYaml(*s), "canonical");
   ASSERT_TRUE(again.has_value()) << again.error().ToString();
   EXPECT_EQ(*again, *s);
+}
+
+TEST(DaemonConfigTest, GpuTypeIsReadAndRoundTripsAndIsOmittedWhenUnset) {
+  Result<ServiceConfig> s =
+      ParseServiceConfigText("name: a\ncommand: [x]\ngpu_type: A100-80GB\n", "test");
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  EXPECT_EQ(s->gpu_type, "A100-80GB");
+  Result<ServiceConfig> again = ParseServiceConfigText(ServiceConfigToYaml(*s), "canonical");
+  ASSERT_TRUE(again.has_value()) << again.error().ToString();
+  EXPECT_EQ(again->gpu_type, "A100-80GB");
+  EXPECT_EQ(*again, *s);
+  s->gpu_type.clear();
+  EXPECT_EQ(ServiceConfigToYaml(*s).find("gpu_type"), std::string::npos);
 }
 
 TEST(DaemonConfigTest, ServiceRoundTripsThroughCanonicalYaml) {

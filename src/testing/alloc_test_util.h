@@ -41,4 +41,20 @@ inline gpu::GpuSnapshot IdleSnapshot(int count) {
   return MakeSnapshot(std::move(gpus));
 }
 
+// A mixed fleet on one node: `h100` idle "H100-80GB" GPUs at 2.49 per GPU-hour (indices 0..),
+// then `a100` "A100-80GB" GPUs at 1.29 whose readings rank them below every H100 (half
+// their memory used), so that a selection that ignored the type would pick an H100.
+inline gpu::GpuSnapshot MixedSnapshot(int h100, int a100) {
+  std::vector<gpu::GpuInfo> gpus;
+  for (int i = 0; i < h100 + a100; ++i) {
+    const bool is_h100 = i < h100;
+    gpu::GpuInfo g = MakeGpu(i, is_h100 ? 81559 : 40000, is_h100 ? 0 : 50);
+    g.name = is_h100 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-80GB";
+    g.type = is_h100 ? "H100-80GB" : "A100-80GB";
+    g.price_per_hour = is_h100 ? 2.49 : 1.29;
+    gpus.push_back(std::move(g));
+  }
+  return MakeSnapshot(std::move(gpus));
+}
+
 }  // namespace gpuscale::alloc::testing

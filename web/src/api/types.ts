@@ -14,6 +14,11 @@ export interface Gpu {
   index: number;
   uuid: string;
   name: string;
+  // Type key ("H100-80GB": what a service's gpu_type matches); null when unknown. The
+  // type, price and spot fields are absent from daemons that predate them.
+  type?: string | null;
+  price_per_hour?: number | null; // one GPU-hour in the operator's currency; null = unknown
+  spot?: boolean; // preemptible capacity
   memory_total_mb: number | null;
   memory_used_mb: number | null;
   memory_free_mb: number | null;
@@ -201,6 +206,7 @@ export interface Lease {
   gpu_index: number;
   node: string;
   owner: string;
+  gpu_type?: string | null; // the GPU's type key when leased; null = unknown
   acquired_at: string;
 }
 

@@ -1,5 +1,5 @@
-// Pure helpers of the GPUs view: who holds each GPU's lease, and who each process on a GPU
-// is (a service's replica, a task's experiment), for links.
+// Pure helpers of the GPUs view: each GPU's type and price, who holds its lease, and who
+// each process on a GPU is (a service's replica, a task's experiment), for links.
 
 import type { Gpu, GpuProcess, Lease, Replica } from '../api/types';
 import { MISSING, formatMib } from '../format';
@@ -16,6 +16,20 @@ export function leaseHolders(gpus: readonly Gpu[], leases: readonly Lease[]): Ma
     holders.set(gpu.index, [...new Set(owners)]);
   }
   return holders;
+}
+
+// The GPU's type key ("H100-80GB"); MISSING when unknown or from a daemon that predates types.
+export function gpuTypeLabel(gpu: Gpu): string {
+  return gpu.type ? gpu.type : MISSING;
+}
+
+// "2.49 / GPU-h", with " · spot" for preemptible capacity; MISSING when the price is unknown
+// (null, or a daemon that predates prices): an unknown price is never shown as 0.
+export function gpuPriceLabel(gpu: Gpu): string {
+  const price = gpu.price_per_hour;
+  const text = price === null || price === undefined || !Number.isFinite(price)
+    ? MISSING : `${price.toFixed(2)} / GPU-h`;
+  return gpu.spot === true ? `${text} · spot` : text;
 }
 
 const REPLICA_OWNER = 'replica/';

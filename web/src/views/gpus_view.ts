@@ -1,5 +1,5 @@
-// GPUs view: one card per GPU (name, utilization, memory, temperature, power, availability
-// score, lease holders, compute processes) refreshed every 2 s, and four charts
+// GPUs view: one card per GPU (name, type and price, utilization, memory, temperature,
+// power, availability score, lease holders, compute processes) refreshed every 2 s, and four charts
 // (utilization %, memory %, temperature °C, power W; one line per GPU) over a selectable
 // window of /v1/gpus/history, refreshed every 10 s. A process that is a service's replica
 // links to that service, as does a replica's lease.
@@ -26,6 +26,8 @@ import { Poller } from '../ui/poller';
 import { emptyState, errorHint, errorState, loadingState } from '../ui/states';
 import {
   EMPTY_REPLICA_INDEX,
+  gpuPriceLabel,
+  gpuTypeLabel,
   leaseHolders,
   leaseService,
   ownerLabel,
@@ -83,6 +85,9 @@ function gpuCard(gpu: Gpu, owners: readonly string[], index: ReplicaIndex): HTML
   const memPct = memoryPercent(gpu.memory_used_mb, gpu.memory_total_mb);
   return h('article', { class: 'card gpu-card', dataset: { gpuIndex: gpu.index } },
     h('header', null, h('h3', null, `GPU ${gpu.index}`), h('span', { class: 'muted gpu-name' }, gpu.name)),
+    h('div', { class: 'stat-row' },
+      stat('Type', gpuTypeLabel(gpu)),
+      stat('Price', gpuPriceLabel(gpu))),
     stat('Utilization', formatPercent(gpu.utilization_percent), gpu.utilization_percent),
     stat('Memory', `${formatMemory(gpu.memory_used_mb, gpu.memory_total_mb)} (${formatPercent(memPct)})`, memPct),
     h('div', { class: 'stat-row' },

@@ -104,6 +104,8 @@ describe('dashboard against gpuscale serve', () => {
       expect(card.text).toContain(`/ ${formatMib(api?.memory_total_mb)}`);
       expect(card.text).toMatch(/Temperature(\d+ °C|—)/);
       expect(card.text).toMatch(/Power(\d+ W|—)/);
+      expect(card.text).toContain(`Type${api?.type ?? '—'}`);
+      expect(card.text).toMatch(/Price(\d+\.\d\d \/ GPU-h|—)/);
     });
   });
 

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { GpuProcess, Lease } from '../../src/api/types';
+import type { Gpu, GpuProcess, Lease } from '../../src/api/types';
 import {
   EMPTY_REPLICA_INDEX,
+  gpuPriceLabel,
+  gpuTypeLabel,
   leaseService,
   processOwner,
   processRows,
@@ -18,6 +20,21 @@ const index = replicaIndex([
 ]);
 const proc = (pid: number, name: string, used: number | null = 1024): GpuProcess => ({ pid, name, used_memory_mb: used });
 const lease = (owner: string, index = 0): Lease => ({ key: `GPU-${index}`, gpu_index: index, node: '', owner, acquired_at: '' });
+
+describe('GPU type and price', () => {
+  it.each<[string, Partial<Gpu>, string, string]>([
+    ['a priced on-demand GPU', { type: 'H100-80GB', price_per_hour: 2.49, spot: false }, 'H100-80GB', '2.49 / GPU-h'],
+    ['a spot GPU', { type: 'A100-80GB', price_per_hour: 0.52, spot: true }, 'A100-80GB', '0.52 / GPU-h · spot'],
+    ['a free GPU (price 0 is a price)', { type: 'L4', price_per_hour: 0 }, 'L4', '0.00 / GPU-h'],
+    ['an unknown price, never 0', { type: 'L40S', price_per_hour: null }, 'L40S', '—'],
+    ['an unknown type', { type: null, price_per_hour: null }, '—', '—'],
+    ['a daemon that predates types and prices', {}, '—', '—'],
+  ])('shows %s', (_what, fields, type, price) => {
+    const g = gpu(0, fields);
+    expect(gpuTypeLabel(g)).toBe(type);
+    expect(gpuPriceLabel(g)).toBe(price);
+  });
+});
 
 describe('GPU processes', () => {
   it.each<[string, GpuProcess, ProcessOwner]>([
