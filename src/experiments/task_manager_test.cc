@@ -71,7 +71,7 @@ class TaskManagerTest : public ::testing::Test {
   // A replica holds three of the four GPUs; a task of one 2-GPU experiment, which cannot
   // start, waits up to 300 s. Starts the (opened) manager; returns the task and experiment ids.
   std::pair<int64_t, int64_t> QueueTwoGpuExperimentBehindAReplica() {
-    EXPECT_TRUE(ledger_.Allocate(*monitor_.Snapshot(), alloc::SelectionRequest{3, 0, 100, {}},
+    EXPECT_TRUE(ledger_.Allocate(*monitor_.Snapshot(), alloc::SelectionRequest{3, 0, 100, {}, {}},
                                  "replica/chat-0", clock_.Now()));
     task::TaskDefinition d = Definition({int64_t{2}});
     d.gpu_wait_timeout = Seconds{300};
