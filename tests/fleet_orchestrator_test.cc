@@ -149,7 +149,7 @@ TEST(FleetOrchestratorTest, UnreachableFleetLeavesReplicasPendingUntilItAnswers)
       << orch->Replicas(Seconds{0})[0].last_error;
   const std::vector<OrchestratorEvent> events = orch->TakeEvents();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "replica_pending");
+  EXPECT_EQ(events[0].kind, events::EventKind::kReplicaPending);
   auto fleet = StartFleet(port);
   ASSERT_NE(fleet, nullptr);
   double now = 0;

@@ -212,7 +212,7 @@ TEST_P(SlurmOrchestratorRealTest, ControllerOutageKeepsReplicasAndRecovers) {
   EXPECT_EQ(CountPhase(*orch, ReplicaPhase::kReady), 1);  // nothing stopped on missing data
   const std::vector<OrchestratorEvent> events = orch->TakeEvents();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "engine_unavailable");
+  EXPECT_EQ(events[0].kind, events::EventKind::kEngineUnavailable);
   Result<scale::ReplicaStatus> refused = orch->Start(Now());
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable) << refused.error().ToString();

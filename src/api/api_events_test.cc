@@ -1,4 +1,5 @@
 // GET /v1/events (query validation, data as JSON) and the live SSE stream.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@ namespace gpuscale::api {
 namespace {
 
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 TEST_F(ApiServerTest, ListsEventsWithFilters) {
   daemon_.AddEvent("chat", "decision", "scale to 2", R"({"desired": 2})");
@@ -44,11 +46,33 @@ TEST_F(ApiServerTest, BadEventQueryIs400NamingTheParameter) {
                                                         {"limit=10001", "limit"},
                                                         {"limit=x", "limit"},
                                                         {"since_id=-1", "since_id"},
-                                                        {"since_id=1e3", "since_id"}}) {
+                                                        {"since_id=1e3", "since_id"},
+                                                        {"kind=replica_exploded", "kind"}}) {
     httplib::Result res = client_->Get(("/v1/events?" + query).c_str());
     EXPECT_EQ(res->status, 400) << query;
     EXPECT_EQ(ErrorOf(res)["field"], field) << query;
   }
+}
+
+// ?kind= is read with the event kinds' name table: an unknown kind is refused on both the
+// list and the stream, naming the known kinds; an empty one still means every kind.
+TEST_F(ApiServerTest, UnknownEventKindIs400ListingTheKnownKinds) {
+  for (const char* path :
+       {"/v1/events?kind=replica_exploded", "/v1/events/stream?kind=replica_exploded"}) {
+    httplib::Result res = client_->Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 400) << path;
+    EXPECT_EQ(ErrorOf(res)["field"], "kind") << path;
+    const std::string message = ErrorOf(res)["message"];
+    EXPECT_THAT(message, HasSubstr("unknown event kind 'replica_exploded'")) << path;
+    EXPECT_THAT(message, HasSubstr("replica_started")) << path;
+  }
+  httplib::Result all = client_->Get("/v1/events?kind=");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->status, 200);
+  EXPECT_FALSE(daemon_.last_event_query().kind.has_value());
+  ASSERT_EQ(client_->Get("/v1/events?kind=replica_crashed")->status, 200);
+  EXPECT_EQ(daemon_.last_event_query().kind, events::EventKind::kReplicaCrashed);
 }
 
 // Reads an SSE response until `done` says stop; collects the raw text.

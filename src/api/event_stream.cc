@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/json_views.h"
+#include "events/event_kind.h"
 
 namespace gpuscale::api {
 
@@ -29,7 +30,8 @@ std::string FormatGatewayStats(const std::vector<daemon::ServiceView>& services,
   }
   if (by_service.empty()) return "";
   const Json data{{"services", std::move(by_service)}};
-  return fmt::format("event: gateway_stats\ndata: {}\n\n",
+  return fmt::format("event: {}\ndata: {}\n\n",
+                     events::EventKindName(events::EventKind::kGatewayStats),
                      data.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
@@ -62,7 +64,7 @@ Result<std::string> EventStream::Poll() {
     }
   }
   const auto now = std::chrono::steady_clock::now();
-  const bool wants_stats = filter_.kind.empty() || filter_.kind == "gateway_stats";
+  const bool wants_stats = !filter_.kind || *filter_.kind == events::EventKind::kGatewayStats;
   if (wants_stats && options_.stats_interval.count() > 0 &&
       (!last_stats_ || now - *last_stats_ >= options_.stats_interval)) {
     last_stats_ = now;

@@ -48,7 +48,7 @@ std::string FormatSseEvent(const daemon::EventView& event);
 
 class EventStream {
  public:
-  // `filter`: since_id = resume point; service/kind filter the stream ("" = all).
+  // `filter`: since_id = resume point; service and kind filter the stream ("" / none = all).
   EventStream(daemon::DaemonApi& daemon, daemon::EventQuery filter, EventStreamOptions options);
 
   // Moves the resume point to the newest stored event (a stream without Last-Event-ID shows

@@ -17,6 +17,7 @@
 
 #include "config/policy_config.h"
 #include "config/task_definition.h"
+#include "events/event_kind.h"
 #include "scale/enum_names.h"
 #include "scale/policy_util.h"
 #include "scale/rules_policy.h"
@@ -269,7 +270,10 @@ Result<daemon::EventQuery> ParseEventQuery(const QueryParams& params) {
   GS_ASSIGN_OR_RETURN(int64_t limit, ParseIntParam(params, "limit", 100, 1, kMaxEventLimit));
   query.limit = static_cast<int>(limit);
   if (auto it = params.find("service"); it != params.end()) query.service = it->second;
-  if (auto it = params.find("kind"); it != params.end()) query.kind = it->second;
+  // An empty ?kind= matches every kind, as it did when the filter was text.
+  if (auto it = params.find("kind"); it != params.end() && !it->second.empty()) {
+    GS_ASSIGN_OR_RETURN(query.kind, events::ParseEventKind(it->second, "kind"));
+  }
   return query;
 }
 

@@ -70,7 +70,8 @@ struct HistoryRange {
 Result<HistoryRange> ParseHistoryRange(const QueryParams& params);
 
 // ?since_id, ?service, ?kind, ?limit of /v1/events (limit default 100, 1..10000; since_id
-// >= 0). Errors: kInvalidArgument naming the parameter.
+// >= 0; kind an events::EventKind name, empty = all). Errors: kInvalidArgument naming the
+// parameter (an unknown kind's message lists the known ones).
 Result<daemon::EventQuery> ParseEventQuery(const QueryParams& params);
 
 // The body of POST /v1/tasks: a task definition (docs/tasks.md) as YAML when `content_type`

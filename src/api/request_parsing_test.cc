@@ -159,7 +159,7 @@ TEST(ParseEventQueryTest, DefaultsAndValues) {
   EXPECT_EQ(q->since_id, 41);
   EXPECT_EQ(q->limit, 10000);
   EXPECT_EQ(q->service, "chat");
-  EXPECT_EQ(q->kind, "decision");
+  EXPECT_EQ(q->kind, events::EventKind::kDecision);
   EXPECT_EQ(ParseEventQuery({{"since_id", "99999999999999999999"}}).error().field, "since_id");
 }
 

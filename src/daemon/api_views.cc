@@ -72,10 +72,11 @@ EventView ToEventView(const store::EventRow& row) {
 }
 
 store::EventQuery ToStoreQuery(const EventQuery& query) {
-  return store::EventQuery{.since_id = query.since_id,
-                           .service = query.service,
-                           .kind = query.kind,
-                           .limit = query.limit};
+  return store::EventQuery{
+      .since_id = query.since_id,
+      .service = query.service,
+      .kind = query.kind ? std::string(events::EventKindName(*query.kind)) : std::string(),
+      .limit = query.limit};
 }
 
 }  // namespace gpuscale::daemon

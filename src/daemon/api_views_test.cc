@@ -87,12 +87,22 @@ TEST(ApiViewsTest, EventAndQueryCarryEveryField) {
                                          .replica = "chat-1",
                                          .message = "exit 1",
                                          .data = "{}"}));
-  const store::EventQuery q =
-      ToStoreQuery(EventQuery{.since_id = 3, .service = "chat", .kind = "decision", .limit = 7});
+  const store::EventQuery q = ToStoreQuery(EventQuery{
+      .since_id = 3, .service = "chat", .kind = events::EventKind::kDecision, .limit = 7});
   EXPECT_EQ(q.since_id, 3);
   EXPECT_EQ(q.service, "chat");
   EXPECT_EQ(q.kind, "decision");
   EXPECT_EQ(q.limit, 7);
+  EXPECT_EQ(ToStoreQuery(EventQuery{}).kind, "");  // no kind: every kind
+}
+
+// A row written by another version may hold a kind this one does not know: it is shown as
+// stored, not dropped or guessed.
+TEST(ApiViewsTest, EventOfAnUnknownKindKeepsItsStoredText) {
+  ASSERT_FALSE(events::ParseEventKind("replica_hibernated"));
+  store::EventRow row;
+  row.kind = "replica_hibernated";
+  EXPECT_EQ(ToEventView(row).kind, "replica_hibernated");
 }
 
 }  // namespace

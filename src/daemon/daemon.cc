@@ -17,6 +17,9 @@
 #include "orch/process_util.h"
 
 namespace gpuscale::daemon {
+
+using events::EventKind;
+
 namespace {
 
 std::vector<store::ReplicaRow> RowsOf(const std::string& service,
@@ -324,12 +327,12 @@ void Daemon::TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now
                         std::vector<store::EventRow>& events) {
   const scale::ControllerTick& t = result.tick;
   if (result.desired_changed) {
-    events.push_back(MakeEvent(now, slot.name, "decision", "",
+    events.push_back(MakeEvent(now, slot.name, EventKind::kDecision, "",
                                fmt::format("desired {} -> {}: {}", t.current_replicas,
                                            t.desired_replicas, t.decision.reason)));
   }
   for (const std::string& error : t.errors) {
-    events.push_back(MakeEvent(now, slot.name, "action_failed", "", error));
+    events.push_back(MakeEvent(now, slot.name, EventKind::kActionFailed, "", error));
   }
   if (auto event = slot.metric_events.Observe(result.metric_errors, now)) {
     events.push_back(MakeEvent(now, slot.name, event->kind, "", std::move(event->message)));

@@ -14,6 +14,7 @@
 #include "daemon/metric_collector.h"
 #include "daemon/metric_error_events.h"
 #include "daemon/start_failure.h"
+#include "events/event_kind.h"
 #include "orch/pooled_orchestrator.h"
 
 namespace gpuscale::daemon {
@@ -123,8 +124,8 @@ void CountPhases(const std::vector<scale::ReplicaStatus>& replicas, View& v) {
   }
 }
 
-// An event row stamped `now` (store::EventRow has no constructor).
-store::EventRow MakeEvent(Seconds now, std::string service, std::string kind, std::string replica,
-                          std::string message);
+// An event row stamped `now`, its kind by the wire name (store::EventRow has no constructor).
+store::EventRow MakeEvent(Seconds now, std::string service, events::EventKind kind,
+                          std::string replica, std::string message);
 
 }  // namespace gpuscale::daemon

@@ -24,12 +24,14 @@
 
 namespace gpuscale::daemon {
 
-store::EventRow MakeEvent(Seconds now, std::string service, std::string kind, std::string replica,
+using events::EventKind;
+
+store::EventRow MakeEvent(Seconds now, std::string service, EventKind kind, std::string replica,
                           std::string message) {
   store::EventRow e;
   e.at = now;
   e.service = std::move(service);
-  e.kind = std::move(kind);
+  e.kind = events::EventKindName(kind);
   e.replica = std::move(replica);
   e.message = std::move(message);
   return e;
@@ -144,7 +146,8 @@ Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
     if (!parsed) {
       // A spec this binary cannot read (written by another version): leave it in the store.
       Log(fmt::format("service '{}' skipped: {}", row.name, parsed.error().ToString()));
-      events.push_back(MakeEvent(now, row.name, "service_skipped", "", parsed.error().ToString()));
+      events.push_back(
+          MakeEvent(now, row.name, EventKind::kServiceSkipped, "", parsed.error().ToString()));
       continue;
     }
     services.push_back(std::move(*parsed));
@@ -242,15 +245,15 @@ void Daemon::RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>
     if (Status cleared = store_->services().SetManualReplicas(slot.name, std::nullopt); !cleared) {
       store_health_.Failed("clearing the manual override of " + slot.name, cleared.error());
     }
-    events.push_back(MakeEvent(now, slot.name, "manual_override", "",
+    events.push_back(MakeEvent(now, slot.name, EventKind::kManualOverride, "",
                                fmt::format("stored override of {} replicas dropped ({}); control "
                                            "handed back to the policy",
                                            manual, s.error().ToString())));
     return;
   }
-  events.push_back(MakeEvent(now, slot.name, "manual_override", "",
-                             fmt::format("desired replicas kept at {} (set before the restart)",
-                                         manual)));
+  events.push_back(
+      MakeEvent(now, slot.name, EventKind::kManualOverride, "",
+                fmt::format("desired replicas kept at {} (set before the restart)", manual)));
 }
 
 // Stored leases the ledger no longer holds (adoption did not re-acquire them).
@@ -311,7 +314,7 @@ Status Daemon::AdoptAll(Seconds now) {
     other_state_dir.insert(other_state_dir.end(), report.other_state_dir.begin(),
                            report.other_state_dir.end());
     for (const std::string& error : report.errors) {
-      events.push_back(MakeEvent(now, name, "adoption_error", "", error));
+      events.push_back(MakeEvent(now, name, EventKind::kAdoptionError, "", error));
     }
     for (orch::OrchestratorEvent& e : slot.orch->TakeEvents()) {
       events.push_back(MakeEvent(e.at, name, e.kind, e.replica, e.message));
@@ -332,11 +335,11 @@ Status Daemon::AdoptAll(Seconds now) {
   FinishDeletedServices(orphan_services);
   const size_t dropped = StaleLeaseCount();
   PersistLeases();
-  events.push_back(MakeEvent(
-      now, "", "daemon_started", "",
-      fmt::format("{} services; adopted {} running replicas, cleaned up {}, stopped {} "
-                  "unrecorded replica processes; {} stale leases dropped",
-                  services_.size(), adopted, cleaned, unknown, dropped)));
+  events.push_back(
+      MakeEvent(now, "", EventKind::kDaemonStarted, "",
+                fmt::format("{} services; adopted {} running replicas, cleaned up {}, stopped {} "
+                            "unrecorded replica processes; {} stale leases dropped",
+                            services_.size(), adopted, cleaned, unknown, dropped)));
   events_->Append(events);
   return OkStatus();
 }
@@ -364,7 +367,7 @@ size_t Daemon::StopUnknownReplicaProcesses(const std::vector<store::ReplicaRow>&
   }
   for (int pgid : groups) {
     orch::SignalGroup(pgid, SIGKILL);
-    events.push_back(MakeEvent(now, "", "replica_process_stopped", "",
+    events.push_back(MakeEvent(now, "", EventKind::kReplicaProcessStopped, "",
                                fmt::format("killed process group {}: a replica process of this "
                                            "state directory that no record knows (a daemon "
                                            "died before saving it)",
@@ -419,7 +422,7 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
                       "start): {}",
                       service, orch.error().ToString());
       Log(message);
-      events.push_back(MakeEvent(now, service, "orphan_error", "", message));
+      events.push_back(MakeEvent(now, service, EventKind::kOrphanError, "", message));
       MutexLock lock(mu_);
       unstoppable_[service] = orch.error().ToString();
       continue;
@@ -433,7 +436,7 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
       const std::string message =
           fmt::format("service '{}' (deleted, stopping its replicas): {}", service, error);
       Log(message);
-      events.push_back(MakeEvent(now, service, "orphan_error", "", message));
+      events.push_back(MakeEvent(now, service, EventKind::kOrphanError, "", message));
     }
     for (orch::OrchestratorEvent& e : slot->orch->TakeEvents()) {
       events.push_back(MakeEvent(e.at, service, e.kind, e.replica, e.message));
@@ -462,7 +465,7 @@ void Daemon::DropEngineRecords(const std::string& service,
       "settings are gone; cancel them by hand (Slurm: scancel {})",
       service, fmt::join(jobs, ", "), fmt::join(jobs, " "));
   Log(message);
-  events.push_back(MakeEvent(now, service, "orphan_unmanaged", "", message));
+  events.push_back(MakeEvent(now, service, EventKind::kOrphanUnmanaged, "", message));
 }
 
 // Rows marked deleting whose replicas were all gone before the restart.

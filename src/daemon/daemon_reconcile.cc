@@ -14,6 +14,9 @@
 #include "daemon/service_policy.h"
 
 namespace gpuscale::daemon {
+
+using events::EventKind;
+
 namespace {
 
 std::string Attempts(int failures) {
@@ -91,7 +94,7 @@ void Daemon::ApplyFailed(const Want& w, std::string message, Seconds now, Second
   const std::string text = fmt::format("{} (tried again in {:.3g} s, then with backoff)", message,
                                        (u.retry.next_try() - now).count());
   Log(fmt::format("service '{}': {}", w.name, text));
-  events.push_back(MakeEvent(now, w.name, "service_error", "", text));
+  events.push_back(MakeEvent(now, w.name, EventKind::kServiceError, "", text));
 }
 
 // A new or changed spec: a fresh orchestrator and runtime. On update the new orchestrator
@@ -121,7 +124,7 @@ bool Daemon::ApplySpec(Want& w, Seconds now, Seconds retry_initial,
       events.push_back(MakeEvent(e.at, w.name, e.kind, e.replica, e.message));
     }
     for (const std::string& error : slot.orch->Adopt(records, now).errors) {
-      events.push_back(MakeEvent(now, w.name, "service_error", "",
+      events.push_back(MakeEvent(now, w.name, EventKind::kServiceError, "",
                                  "adopting a replica of the previous spec: " + error));
     }
     slot.created_at = it->second->created_at;
@@ -139,8 +142,8 @@ bool Daemon::ApplySpec(Want& w, Seconds now, Seconds retry_initial,
   }
   state_->ForgetDecision(w.name);  // a new spec's first decision is always recorded
   services_[w.name] = std::move(*made);
-  events.push_back(
-      MakeEvent(now, w.name, update ? "service_updated" : "service_created", "", message));
+  events.push_back(MakeEvent(
+      now, w.name, update ? EventKind::kServiceUpdated : EventKind::kServiceCreated, "", message));
   return true;
 }
 
@@ -155,7 +158,7 @@ void Daemon::ApplyDelete(const std::string& service, Seconds now,
     MutexLock lock(mu_);
     metrics_.ForgetService(service);
   }
-  events.push_back(MakeEvent(now, service, "service_deleted", "",
+  events.push_back(MakeEvent(now, service, EventKind::kServiceDeleted, "",
                              "replicas stopped; GPUs are released as they exit"));
 }
 
@@ -180,7 +183,7 @@ bool Daemon::ApplyRules(Want& w, Slot& slot, Seconds now, Seconds retry_initial,
     message += " after " + Attempts(u->second.retry.failures());
     unapplied_.erase(u);
   }
-  events.push_back(MakeEvent(now, w.name, "rules_changed", "", message));
+  events.push_back(MakeEvent(now, w.name, EventKind::kRulesChanged, "", message));
   return true;
 }
 
@@ -197,7 +200,7 @@ void Daemon::ApplyManual(const Want& w, Slot& slot, Seconds now, Seconds retry_i
     return;
   }
   unapplied_.erase(w.name);
-  events.push_back(MakeEvent(now, w.name, "manual_override", "",
+  events.push_back(MakeEvent(now, w.name, EventKind::kManualOverride, "",
                              w.manual ? fmt::format("desired replicas set to {}", *w.manual)
                                       : std::string("control handed back to the policy")));
 }

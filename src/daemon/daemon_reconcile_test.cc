@@ -66,7 +66,7 @@ TEST_F(DaemonReconcileTest, ACreateWhoseSlotFailsOnceConvergesOnALaterTickWithou
   EXPECT_THAT(failure->message, HasSubstr("spec not applied"));
   EXPECT_THAT(failure->message, HasSubstr("slurm.token_file"));
   EXPECT_EQ(failure->next_retry_at, Seconds{1003});  // one loop interval later
-  auto errors = EventsOfKind("service_error");
+  auto errors = EventsOfKind(events::EventKind::kServiceError);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].service, "gpu");
   EXPECT_THAT(errors[0].message, HasSubstr("slurm.jwt"));
@@ -80,15 +80,16 @@ TEST_F(DaemonReconcileTest, ACreateWhoseSlotFailsOnceConvergesOnALaterTickWithou
   ASSERT_TRUE(failure.has_value());
   EXPECT_EQ(failure->attempts, 2);
   EXPECT_EQ(failure->next_retry_at, Seconds{1007});
-  EXPECT_EQ(EventsOfKind("service_error").size(), 1u);  // the same error is not logged again
-  EXPECT_TRUE(EventsOfKind("service_created").empty());
+  EXPECT_EQ(EventsOfKind(events::EventKind::kServiceError).size(),
+            1u);  // the same error is not logged again
+  EXPECT_TRUE(EventsOfKind(events::EventKind::kServiceCreated).empty());
 
   std::ofstream(token) << "jwt-token\n";  // the operator provisions the token
   Tick(3);                                // t = 1006: still backing off
   ASSERT_TRUE(FailureOf("gpu").has_value());
   Tick();  // t = 1007: converges, no request in between
   EXPECT_FALSE(FailureOf("gpu").has_value());
-  const auto created = EventsOfKind("service_created");
+  const auto created = EventsOfKind(events::EventKind::kServiceCreated);
   ASSERT_EQ(created.size(), 1u);
   EXPECT_THAT(created[0].message, HasSubstr("after 2 failed attempts"));
   Result<ServiceView> view = daemon_->GetService("gpu");
@@ -114,26 +115,26 @@ TEST_F(DaemonReconcileTest, AFailedUpdateKeepsTheRunningSpecAndANewerOneIsTriedA
   ASSERT_TRUE(view->apply_failure.has_value());
   EXPECT_THAT(view->apply_failure->message, HasSubstr("missing.jwt"));
   EXPECT_EQ(view->config.max_replicas, 2);  // the spec asked for, not yet running
-  EXPECT_TRUE(EventsOfKind("service_updated").empty());
+  EXPECT_TRUE(EventsOfKind(events::EventKind::kServiceUpdated).empty());
 
   ServiceConfig fixed = SlurmRestService(token);
   fixed.max_replicas = 2;
   ASSERT_TRUE(daemon_->UpdateService(fixed));
   Tick();  // a newer spec does not wait out the old one's backoff
   EXPECT_FALSE(FailureOf("gpu").has_value());
-  ASSERT_EQ(EventsOfKind("service_updated").size(), 1u);
+  ASSERT_EQ(EventsOfKind(events::EventKind::kServiceUpdated).size(), 1u);
 }
 
 TEST_F(DaemonReconcileTest, ADeletedServiceIsNoLongerRetried) {
   Open(Config());
   ASSERT_TRUE(daemon_->CreateService(SlurmRestService(dir_ + "/missing.jwt")));
   Tick();
-  ASSERT_EQ(EventsOfKind("service_error").size(), 1u);
+  ASSERT_EQ(EventsOfKind(events::EventKind::kServiceError).size(), 1u);
   ASSERT_TRUE(daemon_->DeleteService("gpu"));
   Tick(10);
   EXPECT_FALSE(daemon_->GetService("gpu"));
   EXPECT_TRUE(daemon_->ListServices().empty());
-  EXPECT_EQ(EventsOfKind("service_error").size(), 1u);
+  EXPECT_EQ(EventsOfKind(events::EventKind::kServiceError).size(), 1u);
 }
 
 }  // namespace

@@ -9,6 +9,9 @@
 #include "daemon/daemon_internal.h"
 
 namespace gpuscale::daemon {
+
+using events::EventKind;
+
 namespace {
 
 // The top-level sections a running daemon cannot change: they are read once, at Open (the
@@ -89,7 +92,8 @@ ReloadReport Daemon::Reload(const Result<DaemonConfig>& reread) {
   if (!reread) {
     report.applied = false;
     report.errors.push_back(reread.error().ToString());
-    PublishEvents({MakeEvent(now, "", "config_reload_failed", "", FormatReloadReport(report))});
+    PublishEvents(
+        {MakeEvent(now, "", EventKind::kConfigReloadFailed, "", FormatReloadReport(report))});
     return report;
   }
   // First, so that the services created or updated below query the new server from the start.
@@ -117,7 +121,7 @@ ReloadReport Daemon::Reload(const Result<DaemonConfig>& reread) {
     if (named.count(view.config.name) == 0) report.kept.push_back(view.config.name);
   }
   report.needs_restart = SectionsNeedingRestart(config_, *reread);
-  PublishEvents({MakeEvent(now, "", "config_reloaded", "", FormatReloadReport(report))});
+  PublishEvents({MakeEvent(now, "", EventKind::kConfigReloaded, "", FormatReloadReport(report))});
   return report;
 }
 

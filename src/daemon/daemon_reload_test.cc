@@ -40,7 +40,7 @@ class DaemonReloadTest : public DaemonFixture {
   }
 
   // Messages of the events of `kind`, oldest first.
-  std::vector<std::string> EventMessages(const std::string& kind) {
+  std::vector<std::string> EventMessages(events::EventKind kind) {
     EventQuery query;
     query.kind = kind;
     auto events = daemon_->Events(query);
@@ -74,7 +74,7 @@ TEST_F(DaemonReloadTest, CreatesUpdatesAndLeavesAloneByTheFilesServices) {
   auto c = daemon_->ListReplicas("c");
   ASSERT_TRUE(c) << c.error().ToString();
   EXPECT_EQ(c->size(), 1u);  // the new service runs
-  EXPECT_THAT(EventMessages("config_reloaded"),
+  EXPECT_THAT(EventMessages(events::EventKind::kConfigReloaded),
               ElementsAre("created c; updated a; unchanged b; kept (no longer in the file; "
                           "DELETE /v1/services/NAME removes one) gone; changed but read only at "
                           "start (restart to apply) gpu"));
@@ -98,7 +98,8 @@ TEST_F(DaemonReloadTest, AnInvalidServiceIsLeftAsItWasAndTheRestApply) {
   EXPECT_THAT(report.errors[0], HasSubstr("services[0]."));
   EXPECT_EQ(daemon_->GetService("a")->config.command, Service("a", 1, 2).command);
   EXPECT_EQ(daemon_->GetService("b")->config.max_replicas, 2);
-  EXPECT_THAT(EventMessages("config_reloaded")[0], HasSubstr("errors: service 'a' left as it was"));
+  EXPECT_THAT(EventMessages(events::EventKind::kConfigReloaded)[0],
+              HasSubstr("errors: service 'a' left as it was"));
 }
 
 TEST_F(DaemonReloadTest, AFileThatCannotBeReadChangesNothing) {
@@ -111,7 +112,7 @@ TEST_F(DaemonReloadTest, AFileThatCannotBeReadChangesNothing) {
   EXPECT_FALSE(report.applied);
   EXPECT_THAT(report.created, IsEmpty());
   EXPECT_EQ(daemon_->GetService("a")->config.max_replicas, 2);
-  const std::vector<std::string> failed = EventMessages("config_reload_failed");
+  const std::vector<std::string> failed = EventMessages(events::EventKind::kConfigReloadFailed);
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_EQ(failed[0],
             "not applied, nothing changed: services[0].max_replicas: expected an integer, got "
@@ -168,7 +169,7 @@ policy:
               ElementsAre("prometheus", "scrape", "retention", "tasks", "loop_interval_seconds"));
   EXPECT_THAT(report.needs_restart, IsEmpty());
   EXPECT_THAT(report.unchanged, ElementsAre("q"));
-  EXPECT_THAT(EventMessages("config_reloaded"),
+  EXPECT_THAT(EventMessages(events::EventKind::kConfigReloaded),
               ElementsAre("created none; updated none; unchanged q; applied prometheus, scrape, "
                           "retention, tasks, loop_interval_seconds"));
   Tick(2);

@@ -171,7 +171,7 @@ TEST_F(DaemonRestartTest, OrphanJobsWithoutTheirServiceRowAreReportedForManualCa
   }
   Open(Config(/*local=*/false));
   Tick();
-  const auto events = EventsOfKind("orphan_unmanaged");
+  const auto events = EventsOfKind(events::EventKind::kOrphanUnmanaged);
   ASSERT_EQ(events.size(), 1u);
   for (const std::string& job : jobs) EXPECT_THAT(events[0].message, HasSubstr(job));
   EXPECT_THAT(events[0].message, HasSubstr("scancel"));
@@ -209,7 +209,7 @@ TEST_F(DaemonRestartTest, NameOfADeletedServiceWhoseJobsCannotBeStoppedStaysTake
   slurm_->SetDown(false);
   Open(Config(/*local=*/false));
   Tick(2);
-  const auto errors = EventsOfKind("orphan_error");
+  const auto errors = EventsOfKind(events::EventKind::kOrphanError);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_THAT(errors[0].message, HasSubstr("no-such-token"));
   auto refused = daemon_->CreateService(SlurmService(1));
@@ -306,7 +306,7 @@ TEST_F(DaemonRestartTest, StoredOverrideOutsideNewConfigBoundsIsDroppedWithAnEve
   Crash();
   Open(Config(/*local=*/true, 1, 2));  // max_replicas lowered in the config meanwhile
   EXPECT_FALSE(daemon_->GetService("svc")->manual_replicas.has_value());
-  const auto events = EventsOfKind("manual_override");
+  const auto events = EventsOfKind(events::EventKind::kManualOverride);
   ASSERT_FALSE(events.empty());
   EXPECT_THAT(events.back().message, HasSubstr("dropped"));
   Crash();

@@ -9,6 +9,8 @@
 
 namespace gpuscale::daemon {
 
+using events::EventKind;
+
 std::string SummarizeErrors(const std::vector<std::string>& errors, size_t named) {
   const size_t shown = std::min(named, errors.size());
   std::string out = fmt::format(
@@ -29,7 +31,7 @@ std::optional<MetricErrorEvents::Event> MetricErrorEvents::Observe(
     last_written_.clear();
     last_seen_.clear();
     last_event_at_ = now;
-    return Event{"metrics_recovered",
+    return Event{EventKind::kMetricsRecovered,
                  changes > 0 ? fmt::format("metrics read again ({} more change{} of the errors "
                                            "since the last event)",
                                            changes, changes == 1 ? "" : "s")
@@ -44,17 +46,17 @@ std::optional<MetricErrorEvents::Event> MetricErrorEvents::Observe(
     changes_ = 0;
     last_written_ = text;
     last_event_at_ = now;
-    return Event{"metrics_error", text};
+    return Event{EventKind::kMetricsError, text};
   }
   if (changed) ++changes_;
   if (text == last_written_ || now - last_event_at_ < kUpdateEvery) return std::nullopt;
   const int changes = std::exchange(changes_, 0) - 1;  // not counting this one
   last_written_ = text;
   last_event_at_ = now;
-  return Event{"metrics_error", changes > 0
-                                    ? fmt::format("{} ({} more change{} since the last event)",
-                                                  text, changes, changes == 1 ? "" : "s")
-                                    : text};
+  return Event{EventKind::kMetricsError,
+               changes > 0 ? fmt::format("{} ({} more change{} since the last event)", text,
+                                         changes, changes == 1 ? "" : "s")
+                           : text};
 }
 
 }  // namespace gpuscale::daemon

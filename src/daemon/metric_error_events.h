@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "events/event_kind.h"
 
 namespace gpuscale::daemon {
 
@@ -27,7 +28,7 @@ class MetricErrorEvents {
   static constexpr size_t kNamedErrors = 3;
 
   struct Event {
-    std::string kind;  // "metrics_error" or "metrics_recovered"
+    events::EventKind kind;  // kMetricsError or kMetricsRecovered
     std::string message;
   };
 

@@ -12,7 +12,7 @@ TEST(MetricErrorEventsTest, ASpellIsOneEventAtItsStartAndOneAtItsEnd) {
   EXPECT_FALSE(log.Observe({}, Seconds{0}));
   auto start = log.Observe({"r1: stale"}, Seconds{1});
   ASSERT_TRUE(start);
-  EXPECT_EQ(start->kind, "metrics_error");
+  EXPECT_EQ(start->kind, events::EventKind::kMetricsError);
   EXPECT_EQ(start->message, "r1: stale");
   // Flapping within the spell: stale, fresh, stale again, other replicas... no events.
   EXPECT_FALSE(log.Observe({"r1: stale"}, Seconds{2}));
@@ -23,7 +23,7 @@ TEST(MetricErrorEventsTest, ASpellIsOneEventAtItsStartAndOneAtItsEnd) {
   EXPECT_FALSE(log.Observe({}, Seconds{6} + MetricErrorEvents::kRecoveredAfter - Seconds{1}));
   auto end = log.Observe({}, Seconds{6} + MetricErrorEvents::kRecoveredAfter);
   ASSERT_TRUE(end);
-  EXPECT_EQ(end->kind, "metrics_recovered");
+  EXPECT_EQ(end->kind, events::EventKind::kMetricsRecovered);
   EXPECT_EQ(end->message, "metrics read again (2 more changes of the errors since the last event)");
   EXPECT_FALSE(log.Observe({}, Seconds{1000}));
   auto next = log.Observe({"r3: refused"}, Seconds{1001});
@@ -39,7 +39,7 @@ TEST(MetricErrorEventsTest, ChangingErrorsAreUpdatedAtMostOncePerPeriod) {
   EXPECT_FALSE(log.Observe({"c"}, MetricErrorEvents::kUpdateEvery - Seconds{1}));
   auto update = log.Observe({"c"}, MetricErrorEvents::kUpdateEvery);
   ASSERT_TRUE(update);
-  EXPECT_EQ(update->kind, "metrics_error");
+  EXPECT_EQ(update->kind, events::EventKind::kMetricsError);
   EXPECT_EQ(update->message, "c (1 more change since the last event)");
   // Unchanged errors never repeat.
   EXPECT_FALSE(log.Observe({"c"}, MetricErrorEvents::kUpdateEvery * 3));

@@ -16,6 +16,8 @@
 
 namespace gpuscale::daemon {
 
+using events::EventKind;
+
 std::string Daemon::ServiceOfMarked(const std::string& service) const {
   if (services_.count(service) != 0) return service;
   const size_t dot = service.rfind('.');  // a pool: PoolServiceConfig's "<service>.<role>"
@@ -52,7 +54,7 @@ Result<std::vector<store::ReplicaRow>> Daemon::ReplicaRowsFromProcesses(
       "marked {} from what they carry instead [{}], and rewriting the table from them",
       db, unreadable.message, rows.size(), marker, fmt::join(ids, ", "));
   Log(message);
-  events.push_back(MakeEvent(now, "", "replicas_table_rebuilt", "", message));
+  events.push_back(MakeEvent(now, "", EventKind::kReplicasTableRebuilt, "", message));
   if (Status cleared = store_->replicas().DeleteAll(); !cleared) {
     store_health_.Failed("clearing the unreadable replicas table", cleared.error());
   }

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/clock.h"
+#include "events/event_kind.h"
 #include "scale/replica_orchestrator.h"
 
 namespace gpuscale::daemon {
@@ -68,7 +70,9 @@ struct EventView {
   int64_t id = 0;  // strictly increasing
   Seconds at{0};
   std::string service;  // "" for daemon-wide events
-  std::string kind;     // e.g. "decision", "replica_started", "replica_crashed"
+  // The stored wire name (events::EventKindName), e.g. "decision", "replica_crashed"; kept as
+  // text, so that a kind written by another version of the daemon still shows.
+  std::string kind;
   std::string replica;  // "" when not about one replica
   std::string message;
   std::string data;  // optional opaque text (JSON for some kinds)
@@ -76,11 +80,11 @@ struct EventView {
   friend bool operator==(const EventView&, const EventView&) = default;
 };
 
-// Which events DaemonApi::Events returns; empty strings match everything.
+// Which events DaemonApi::Events returns; an empty service and no kind match everything.
 struct EventQuery {
   int64_t since_id = 0;  // only events with id > since_id
   std::string service;
-  std::string kind;
+  std::optional<events::EventKind> kind;
   int limit = 100;  // 1..10000
 };
 

@@ -6,12 +6,12 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "emulator/kv_event_publisher.h"
 #include "emulator/openai_protocol.h"
 #include "emulator/vllm_metrics.h"
@@ -38,45 +38,47 @@ int32_t ServedMaxModelLen(const EngineConfig& engine) {
 }
 
 struct EmulatorServer::Impl {
-  explicit Impl(const EmulatorOptions& opts) : options(opts), engine(ServedEngine(opts.engine)) {}
+  explicit Impl(const EmulatorOptions& opts)
+      : options(opts), config(ServedEngine(opts.engine)), engine(config) {}
 
   Seconds Now() const { return SteadyClock::now() - epoch; }
   bool Loaded() const { return Now().count() >= options.startup_seconds; }
 
   // Drains the engine's KV events (so they never pile up) and publishes them when asked to.
-  // Caller holds mu.
-  void PublishKvEvents() {
+  void PublishKvEvents() GS_REQUIRES(mu) {
     std::vector<kvevents::KvEvent> events = engine.TakeKvEvents();
     if (events.empty() || !kv_publisher) return;
     kv_publisher->Publish({SystemClock::Instance().Now().count(), std::move(events), {}});
   }
 
-  // Runs every registered waker once (they re-register when they wait again). Caller holds mu.
-  void WakeWaiters() {
+  // Runs every registered waker once (they re-register when they wait again).
+  void WakeWaiters() GS_REQUIRES(mu) {
     std::vector<std::function<void()>> wake;
     wake.swap(waiters);
     for (const auto& w : wake) w();
   }
 
   const EmulatorOptions options;
+  const EngineConfig config;  // the engine's (ServedEngine): read without mu
   const SteadyClock::time_point epoch = SteadyClock::now();
   const int64_t created_unix_seconds = static_cast<int64_t>(SystemClock::Instance().Now().count());
   std::thread scheduler;
   std::atomic<uint64_t> next_response_id{1};
   std::atomic<int64_t> next_kv_block{0};  // prefill role: the handles' block ids
 
-  mutable std::mutex mu;
-  std::condition_variable progress_cv;   // Shutdown(): open_requests reached 0
-  std::condition_variable scheduler_cv;  // scheduler: a new step may have started, stop
-  BatchEngine engine;                    // guarded by mu
-  std::unique_ptr<KvEventPublisher> kv_publisher;  // guarded by mu; null when not publishing
+  mutable Mutex mu;
+  CondVar progress_cv;   // Shutdown(): open_requests reached 0
+  CondVar scheduler_cv;  // scheduler: a new step may have started (submitted), stop
+  BatchEngine engine GS_GUARDED_BY(mu);
+  std::unique_ptr<KvEventPublisher> kv_publisher GS_GUARDED_BY(mu);  // null: not publishing
   // Handlers waiting for engine progress: each posts a wake-up to its connection's I/O thread.
-  std::vector<std::function<void()>> waiters;  // guarded by mu
-  int open_requests = 0;                 // guarded by mu: submitted, response not yet released
-  bool draining = false;                 // guarded by mu: Shutdown() began; new requests get 503
-  bool abort_streams = false;            // guarded by mu: drain time is over; handlers give up
-  bool stop_scheduler = false;           // guarded by mu
-  bool shut_down = false;                // guarded by mu
+  std::vector<std::function<void()>> waiters GS_GUARDED_BY(mu);
+  int open_requests GS_GUARDED_BY(mu) = 0;       // submitted, response not yet released
+  uint64_t submitted GS_GUARDED_BY(mu) = 0;      // Submit calls that added sequences
+  bool draining GS_GUARDED_BY(mu) = false;       // Shutdown() began; new requests get 503
+  bool abort_streams GS_GUARDED_BY(mu) = false;  // drain time is over; handlers give up
+  bool stop_scheduler GS_GUARDED_BY(mu) = false;
+  bool shut_down GS_GUARDED_BY(mu) = false;
   // Last: destroyed first, so coroutines it still holds release their requests while the
   // engine above is alive.
   std::unique_ptr<net::HttpServer> http;
@@ -111,16 +113,21 @@ StringResponse TextResponse(int status, std::string body, std::string_view conte
 // Sleeps until the step in progress ends, advances the engine and wakes the handlers. A
 // thread of its own: the engine's clock is real time, independent of the I/O load.
 void RunScheduler(Impl& impl) {
-  std::unique_lock lock(impl.mu);
+  MutexLock lock(impl.mu);
   while (!impl.stop_scheduler) {
     impl.engine.Advance(impl.Now());
     impl.PublishKvEvents();
     impl.WakeWaiters();
+    // A submission may start a step sooner than the one awaited (or the first one).
+    const uint64_t submitted = impl.submitted;
+    const auto woken = [&impl, submitted]() GS_REQUIRES(impl.mu) {
+      return impl.stop_scheduler || impl.submitted != submitted;
+    };
     if (std::optional<Seconds> end = impl.engine.NextStepEnd()) {
-      impl.scheduler_cv.wait_until(lock,
-                                   impl.epoch + std::chrono::ceil<SteadyClock::duration>(*end));
+      impl.scheduler_cv.WaitUntil(
+          impl.mu, impl.epoch + std::chrono::ceil<SteadyClock::duration>(*end), woken);
     } else {
-      impl.scheduler_cv.wait(lock);
+      impl.scheduler_cv.Wait(impl.mu, woken);
     }
   }
 }
@@ -136,10 +143,10 @@ struct ChoicePlan {
 
 // Ends a request's life in the engine once its response is done (or abandoned).
 void ReleaseRequest(Impl& impl, const std::vector<RequestId>& ids) {
-  std::lock_guard lock(impl.mu);
+  MutexLock lock(impl.mu);
   for (RequestId id : ids) impl.engine.Forget(id, impl.Now());
   --impl.open_requests;
-  impl.progress_cv.notify_all();  // Shutdown() waits for open_requests to reach 0
+  impl.progress_cv.NotifyAll();  // Shutdown() waits for open_requests to reach 0
 }
 
 // Releases a submitted request's sequences however its handler ends (finished, client gone,
@@ -173,7 +180,7 @@ awaitable<std::vector<Seen>> WaitForTokens(Impl& impl, const std::vector<Request
   for (;;) {
     bool ready = true;  // every choice over, unless one is not
     {
-      std::lock_guard lock(impl.mu);
+      MutexLock lock(impl.mu);
       for (size_t c = 0; c < ids.size(); ++c) {
         const RequestProgress* p = impl.engine.Find(ids[c]);
         seen[c].generated = p ? p->tokens_generated : sent[c];
@@ -322,11 +329,11 @@ std::optional<StringResponse> Admit(Impl& impl, const Request& req, Endpoint end
     return ErrorResponse(404, fmt::format("The model `{}` does not exist.", parsed->model),
                          "NotFoundError", "model");
   }
-  const int32_t max_model_len = impl.engine.config().max_model_len;
+  const int32_t max_model_len = impl.config.max_model_len;
   if (auto refused = CheckContext(*parsed, max_model_len)) return refused;
   request = std::move(*parsed);
   plans = PlanChoices(request, max_model_len, impl.options.output_tokens,
-                      impl.engine.config().prefix_block_tokens);
+                      impl.config.prefix_block_tokens);
   return std::nullopt;
 }
 
@@ -336,7 +343,7 @@ std::optional<StringResponse> Admit(Impl& impl, const Request& req, Endpoint end
 // lets it in (that is the transfer it waits for), unless the drain time is already over.
 std::optional<StringResponse> Submit(Impl& impl, const std::vector<ChoicePlan>& plans,
                                      std::vector<RequestId>& ids, bool transferred = false) {
-  std::lock_guard lock(impl.mu);
+  MutexLock lock(impl.mu);
   if (transferred ? impl.abort_streams : impl.draining) {
     return ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
   }
@@ -354,7 +361,8 @@ std::optional<StringResponse> Submit(Impl& impl, const std::vector<ChoicePlan>& 
   }
   if (!transferred) ++impl.open_requests;
   impl.PublishKvEvents();
-  impl.scheduler_cv.notify_one();
+  ++impl.submitted;
+  impl.scheduler_cv.NotifyOne();
   return std::nullopt;
 }
 
@@ -364,7 +372,7 @@ struct TransferHold {
   Impl& impl;
   bool held = false;
   std::optional<StringResponse> Reserve() {
-    std::lock_guard lock(impl.mu);
+    MutexLock lock(impl.mu);
     if (impl.draining) {
       return ErrorResponse(503, "the server is shutting down", "ServiceUnavailableError");
     }
@@ -477,7 +485,7 @@ awaitable<bool> HandleCompletion(Impl& impl, beast::tcp_stream& stream, const Re
 StringResponse HealthResponse(Impl& impl) {
   bool draining = false;
   {
-    std::lock_guard lock(impl.mu);
+    MutexLock lock(impl.mu);
     draining = impl.draining;
   }
   if (draining) return TextResponse(503, "draining\n", "text/plain");
@@ -543,13 +551,13 @@ StringResponse EmbeddingsResponse(Impl& impl, std::string_view body) {
 StringResponse MetricsResponse(Impl& impl) {
   EngineStats stats;
   {
-    std::lock_guard lock(impl.mu);
+    MutexLock lock(impl.mu);
     impl.engine.Advance(impl.Now());
     stats = impl.engine.stats();
   }
   std::optional<EmulatedGpu> gpu;
   if (impl.options.gpu_memory_bytes > 0) {
-    gpu = EmulatedGpu{static_cast<double>(stats.running) / impl.engine.config().max_batch_size,
+    gpu = EmulatedGpu{static_cast<double>(stats.running) / impl.config.max_batch_size,
                       impl.options.gpu_memory_bytes};
   }
   return TextResponse(200, RenderVllmMetrics(stats, impl.options.model_name, gpu),
@@ -618,8 +626,10 @@ Result<std::unique_ptr<EmulatorServer>> EmulatorServer::Start(const EmulatorOpti
   GS_RETURN_IF_ERROR(ValidateEmulatorOptions(options));
   auto impl = std::make_unique<Impl>(options);
   if (!options.kv_events_endpoint.empty()) {
-    GS_ASSIGN_OR_RETURN(impl->kv_publisher, KvEventPublisher::Bind(options.kv_events_endpoint,
-                                                                   options.kv_events_topic));
+    GS_ASSIGN_OR_RETURN(auto publisher, KvEventPublisher::Bind(options.kv_events_endpoint,
+                                                               options.kv_events_topic));
+    MutexLock lock(impl->mu);
+    impl->kv_publisher = std::move(publisher);
   }
   net::HttpServerOptions http_options;
   http_options.host = options.host;
@@ -658,17 +668,17 @@ int EmulatorServer::port() const { return impl_->http->port(); }
 int EmulatorServer::connections() const { return impl_->http->connections(); }
 
 std::string EmulatorServer::KvEventsEndpoint() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->kv_publisher ? impl_->kv_publisher->endpoint() : std::string();
 }
 
 int EmulatorServer::OpenRequests() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->open_requests;
 }
 
 EngineStats EmulatorServer::Stats() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   impl_->engine.Advance(impl_->Now());
   return impl_->engine.stats();
 }
@@ -676,7 +686,7 @@ EngineStats EmulatorServer::Stats() const {
 void EmulatorServer::Shutdown() {
   Impl& impl = *impl_;
   {
-    std::unique_lock lock(impl.mu);
+    MutexLock lock(impl.mu);
     if (impl.shut_down) return;
     impl.shut_down = true;
     impl.draining = true;
@@ -684,22 +694,23 @@ void EmulatorServer::Shutdown() {
     // new requests get 503 rather than a refused connection.
     const auto deadline = SteadyClock::now() + std::chrono::ceil<SteadyClock::duration>(
                                                    Seconds{impl.options.drain_seconds});
-    impl.progress_cv.wait_until(lock, deadline, [&] { return impl.open_requests == 0; });
+    impl.progress_cv.WaitUntil(impl.mu, deadline,
+                               [&impl]() GS_REQUIRES(impl.mu) { return impl.open_requests == 0; });
     impl.abort_streams = true;
     impl.WakeWaiters();
   }
   // Handlers woken above end their streams; the rest go when the I/O context stops.
   impl.http->StopAccepting();
   {
-    std::unique_lock lock(impl.mu);
-    impl.progress_cv.wait_for(lock, std::chrono::milliseconds(200),
-                              [&] { return impl.open_requests == 0; });
+    MutexLock lock(impl.mu);
+    impl.progress_cv.WaitFor(impl.mu, std::chrono::milliseconds(200),
+                             [&impl]() GS_REQUIRES(impl.mu) { return impl.open_requests == 0; });
   }
   impl.http->Stop();
   {
-    std::lock_guard lock(impl.mu);
+    MutexLock lock(impl.mu);
     impl.stop_scheduler = true;
-    impl.scheduler_cv.notify_all();
+    impl.scheduler_cv.NotifyAll();
   }
   if (impl.scheduler.joinable()) impl.scheduler.join();
 }

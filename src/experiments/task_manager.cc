@@ -14,6 +14,9 @@
 #include "task/objective.h"
 
 namespace gpuscale::experiments {
+
+using events::EventKind;
+
 namespace {
 
 constexpr std::string_view kRestartReason = "daemon restarted while the experiment was running";
@@ -154,10 +157,10 @@ Result<task::TaskRecord> TaskManager::Impl::Submit(task::TaskDefinition definiti
   if (shutting_down_) return Unavailable("the daemon is shutting down", "");
   GS_ASSIGN_OR_RETURN(store::AddedTask added, store_.tasks().AddTask(TaskRowOf(record), rows));
   record.id = added.task_id;
-  Publish("task_submitted",
-          fmt::format("task {} '{}': {} experiments", record.id, record.definition.name,
-                      plans.size()),
-          record.id, 0, {}, now);
+  Publish(
+      EventKind::kTaskSubmitted,
+      fmt::format("task {} '{}': {} experiments", record.id, record.definition.name, plans.size()),
+      record.id, 0, {}, now);
   ActiveTask& active = tasks_[record.id];
   active.record = record;
   active.plans = plans;
@@ -183,7 +186,7 @@ void TaskManager::Impl::QueueLocked(ActiveExperiment experiment) {
   q.queued_at = experiment.record.queued_at;
   q.deadline = experiment.record.queued_at + task.definition.gpu_wait_timeout;
   queue_.Push(q);
-  Publish("experiment_queued",
+  Publish(EventKind::kExperimentQueued,
           fmt::format("experiment {} of task {} queued: {} ({} GPUs)", q.experiment_id, task.id,
                       ParametersText(experiment.record.parameters), q.gpus),
           task.id, q.experiment_id, {}, clock_.Now());
@@ -246,8 +249,8 @@ Result<task::TaskRecord> TaskManager::Impl::CancelTask(int64_t id) {
   active->second.record.message = "cancelled by request";
   active->second.record.finished_at = now;
   PersistTaskLocked(active->second.record);
-  Publish("task_cancelled", fmt::format("task {} '{}' cancelled", id, task.definition.name), id,
-          0, {}, now);
+  Publish(EventKind::kTaskCancelled,
+          fmt::format("task {} '{}' cancelled", id, task.definition.name), id, 0, {}, now);
   std::vector<int64_t> queued;
   for (const task::QueuedExperiment& q : queue_.Snapshot()) {
     if (q.task_id == id) queued.push_back(q.experiment_id);
@@ -328,7 +331,7 @@ void TaskManager::Impl::ResumeQueued(const store::ExperimentRow& row, Seconds no
     e.message = "cannot resume after a daemon restart: the stored task no longer parses";
     e.finished_at = now;
     PersistExperimentLocked(e);
-    Publish("experiment_failed", e.message, e.task_id, e.id, {}, now);
+    Publish(EventKind::kExperimentFailed, e.message, e.task_id, e.id, {}, now);
     return;
   }
   QueueLocked(ActiveExperiment{std::move(*record), task->second.plans[row.index], "", nullptr});
@@ -355,8 +358,8 @@ void TaskManager::Impl::FailLeftover(const store::ExperimentRow& row, Seconds no
   e.finished_at = now;
   PersistExperimentLocked(e);
   ledger_.ReleaseOwner(LeaseOwnerOf(e.id));
-  Publish("experiment_failed", fmt::format("experiment {}: {}", e.id, message), e.task_id, e.id,
-          e.gpu_info ? e.gpu_info->indices : std::vector<int>{}, now);
+  Publish(EventKind::kExperimentFailed, fmt::format("experiment {}: {}", e.id, message), e.task_id,
+          e.id, e.gpu_info ? e.gpu_info->indices : std::vector<int>{}, now);
 }
 
 }  // namespace gpuscale::experiments

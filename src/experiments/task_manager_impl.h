@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "events/event_kind.h"
 #include "experiments/experiment_runner.h"
 #include "experiments/task_manager.h"
 #include "task/experiment_queue.h"
@@ -112,7 +113,7 @@ class TaskManager::Impl {
   // Recomputes done count, best experiment and status from the stored experiments;
   // persists; publishes task_finished when the task just ended. Drops ended tasks.
   void RefreshTaskLocked(int64_t task_id, Seconds now);
-  void Publish(std::string kind, std::string message, int64_t task_id, int64_t experiment_id,
+  void Publish(events::EventKind kind, std::string message, int64_t task_id, int64_t experiment_id,
                const std::vector<int>& gpus, Seconds now);
   void LogError(std::string_view what, const Error& error);
 

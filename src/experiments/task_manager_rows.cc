@@ -9,6 +9,8 @@
 
 namespace gpuscale::experiments {
 
+using events::EventKind;
+
 std::string LeaseOwnerOf(int64_t experiment_id) {
   return fmt::format("experiment/{}", experiment_id);
 }
@@ -131,7 +133,7 @@ void TaskManager::Impl::LogError(std::string_view what, const Error& error) {
   // The publisher is the only channel to the operator; a failed store write must be visible.
   store::EventRow e;
   e.at = clock_.Now();
-  e.kind = "task_store_error";
+  e.kind = events::EventKindName(EventKind::kTaskStoreError);
   e.message = fmt::format("{}: {}", what, error.ToString());
   if (options_.publish) options_.publish({std::move(e)});
 }
@@ -148,13 +150,12 @@ void TaskManager::Impl::PersistTaskLocked(const task::TaskRecord& record) {
   }
 }
 
-void TaskManager::Impl::Publish(std::string kind, std::string message, int64_t task_id,
-                                int64_t experiment_id, const std::vector<int>& gpus,
-                                Seconds now) {
+void TaskManager::Impl::Publish(EventKind kind, std::string message, int64_t task_id,
+                                int64_t experiment_id, const std::vector<int>& gpus, Seconds now) {
   if (!options_.publish) return;
   store::EventRow e;
   e.at = now;
-  e.kind = std::move(kind);
+  e.kind = events::EventKindName(kind);
   e.message = std::move(message);
   e.data = EventData(task_id, experiment_id, gpus);
   options_.publish({std::move(e)});
@@ -194,7 +195,7 @@ void TaskManager::Impl::RefreshTaskLocked(int64_t task_id, Seconds now) {
   PersistTaskLocked(task);
   if (!all_ended) return;
   if (!was_cancelled) {
-    Publish("task_finished",
+    Publish(EventKind::kTaskFinished,
             fmt::format("task {} '{}' {}: {}", task.id, task.definition.name,
                         task::TaskStatusName(task.status), task.message),
             task.id, 0, {}, now);

@@ -8,20 +8,23 @@
 #include "experiments/task_manager_impl.h"
 
 namespace gpuscale::experiments {
+
+using events::EventKind;
+
 namespace {
 
 std::chrono::steady_clock::duration Steady(Seconds s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(s);
 }
 
-std::string_view FinishKind(task::ExperimentStatus status) {
+EventKind FinishKind(task::ExperimentStatus status) {
   switch (status) {
     case task::ExperimentStatus::kSucceeded:
-      return "experiment_succeeded";
+      return EventKind::kExperimentSucceeded;
     case task::ExperimentStatus::kCancelled:
-      return "experiment_cancelled";
+      return EventKind::kExperimentCancelled;
     default:
-      return "experiment_failed";
+      return EventKind::kExperimentFailed;
   }
 }
 
@@ -172,7 +175,7 @@ bool TaskManager::Impl::TryStartLocked(int64_t experiment_id,
   e.record.log_path = fmt::format("{}/logs/experiment-{}.log", options_.state_dir, experiment_id);
   PersistExperimentLocked(e.record);
   ActiveTask& task = tasks_.at(e.record.task_id);
-  Publish("experiment_started",
+  Publish(EventKind::kExperimentStarted,
           fmt::format("experiment {} of task {} leased GPUs {}", experiment_id, task.record.id,
                       fmt::join(e.record.gpu_info->indices, ",")),
           task.record.id, experiment_id, e.record.gpu_info->indices, now);
@@ -231,11 +234,9 @@ void TaskManager::Impl::RunExperiment(int64_t experiment_id, ExperimentLaunch la
     task::ExperimentRecord& r = it->second.record;
     r.status = task::ExperimentStatus::kRunning;
     PersistExperimentLocked(r);
-    Publish("experiment_running",
-            fmt::format("experiment {}: server ready on port {}, benchmark running", r.id,
-                        r.port),
-            r.task_id, r.id, r.gpu_info ? r.gpu_info->indices : std::vector<int>{},
-            clock_.Now());
+    Publish(EventKind::kExperimentRunning,
+            fmt::format("experiment {}: server ready on port {}, benchmark running", r.id, r.port),
+            r.task_id, r.id, r.gpu_info ? r.gpu_info->indices : std::vector<int>{}, clock_.Now());
   };
   RunOutcome outcome = runner_.Run(launch, callbacks, run->cancel);
   {
@@ -271,11 +272,11 @@ void TaskManager::Impl::FinishLocked(int64_t experiment_id, RunOutcome outcome) 
   PersistExperimentLocked(r);
   ledger_.ReleaseOwner(r.lease_owner);
   const std::vector<int> gpus = r.gpu_info ? r.gpu_info->indices : std::vector<int>{};
-  Publish(std::string(FinishKind(r.status)),
-          r.message.empty() ? fmt::format("experiment {} {}", r.id,
-                                          task::ExperimentStatusName(r.status))
-                            : fmt::format("experiment {} {}: {}", r.id,
-                                          task::ExperimentStatusName(r.status), r.message),
+  Publish(FinishKind(r.status),
+          r.message.empty()
+              ? fmt::format("experiment {} {}", r.id, task::ExperimentStatusName(r.status))
+              : fmt::format("experiment {} {}: {}", r.id, task::ExperimentStatusName(r.status),
+                            r.message),
           r.task_id, r.id, gpus, now);
   const int64_t task_id = r.task_id;
   experiments_.erase(it);
@@ -323,8 +324,8 @@ void TaskManager::Impl::EndQueuedLocked(int64_t experiment_id, task::ExperimentS
   r.message = std::move(message);
   r.finished_at = now;
   PersistExperimentLocked(r);
-  Publish(std::string(FinishKind(status)), fmt::format("experiment {}: {}", r.id, r.message),
-          r.task_id, r.id, {}, now);
+  Publish(FinishKind(status), fmt::format("experiment {}: {}", r.id, r.message), r.task_id, r.id,
+          {}, now);
   const int64_t task_id = r.task_id;
   experiments_.erase(it);
   RefreshTaskLocked(task_id, now);

@@ -11,6 +11,9 @@
 #include "net/http_client.h"
 
 namespace gpuscale::orch {
+
+using events::EventKind;
+
 namespace {
 
 using json = nlohmann::json;
@@ -101,7 +104,7 @@ void FleetOrchestrator::ApplyOpen(const std::string& id, Result<int> port, Secon
   if (!port) {
     // Said once per reason, not every retry.
     if (r->last_error != port.error().message) {
-      book_.Emit(now, r->id, "replica_pending", port.error().message);
+      book_.Emit(now, r->id, EventKind::kReplicaPending, port.error().message);
     }
     r->last_error = port.error().message;
     return;
@@ -111,7 +114,8 @@ void FleetOrchestrator::ApplyOpen(const std::string& id, Result<int> port, Secon
   r->next_probe_at = now;
   r->last_error.clear();
   ReplicaBookBase::SetPhase(*r, scale::ReplicaPhase::kStarting, now);
-  book_.Emit(now, r->id, "replica_started", fmt::format("on the fleet at {}:{}", host_, r->port));
+  book_.Emit(now, r->id, EventKind::kReplicaStarted,
+             fmt::format("on the fleet at {}:{}", host_, r->port));
 }
 
 Result<scale::ReplicaStatus> FleetOrchestrator::Start(Seconds now) {
@@ -151,7 +155,7 @@ Status FleetOrchestrator::Stop(const std::string& id, Seconds now) {
                                 ? Failure(res, "the removal")
                                 : "removed from the fleet";
       return [this, id, message = std::move(message)](Seconds at) {
-        book_.Emit(at, id, "replica_stopped", message);
+        book_.Emit(at, id, EventKind::kReplicaStopped, message);
       };
     });
   }
@@ -178,7 +182,8 @@ void FleetOrchestrator::Probe(Record& r) {
       r->probing = false;
       if (!ready || r->port != port || r->phase != scale::ReplicaPhase::kStarting) return;
       ReplicaBookBase::SetPhase(*r, scale::ReplicaPhase::kReady, at);
-      book_.Emit(at, r->id, "replica_ready", ReadyMessage(*r, at, fmt::format("port {}", r->port)));
+      book_.Emit(at, r->id, EventKind::kReplicaReady,
+                 ReadyMessage(*r, at, fmt::format("port {}", r->port)));
     };
   });
 }
@@ -230,7 +235,8 @@ AdoptionReport FleetOrchestrator::Adopt(const std::vector<ReplicaRecord>& record
     ReplicaBookBase::Restore(r, record);
     ReplicaBookBase::SetPhase(r, scale::ReplicaPhase::kReady, now);
     book_.Add(std::move(r));
-    book_.Emit(now, record.id, "replica_adopted", fmt::format("still on the fleet at port {}", record.port));
+    book_.Emit(now, record.id, EventKind::kReplicaAdopted,
+               fmt::format("still on the fleet at port {}", record.port));
     report.adopted.push_back(record.id);
   }
   return report;

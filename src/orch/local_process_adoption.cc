@@ -9,6 +9,9 @@
 #include "orch/process_util.h"
 
 namespace gpuscale::orch {
+
+using events::EventKind;
+
 namespace {
 
 enum class Owner { kGone, kOurs, kOtherStateDir };
@@ -115,7 +118,8 @@ void LocalProcessOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now
       report.other_state_dir.push_back(
           fmt::format("{} (pid {}, {})", record.id, record.pid, marked_for));
     }
-    book_.Emit(now, record.id, "replica_cleaned_up", CleanUpMessage(whose, record, marked_for));
+    book_.Emit(now, record.id, EventKind::kReplicaCleanedUp,
+               CleanUpMessage(whose, record, marked_for));
     return;
   }
   Replica r = AdoptedReplica(record, owner, now);
@@ -129,14 +133,14 @@ void LocalProcessOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now
     r.gpus.clear();
     r.gpu_keys.clear();
     Terminate(r, now, /*restart_after=*/false);
-    book_.Emit(now, r.id, "replica_cleaned_up", r.last_error + "; stopping it");
+    book_.Emit(now, r.id, EventKind::kReplicaCleanedUp, r.last_error + "; stopping it");
   } else {
     if (budget_ != nullptr && !r.gpus.empty()) {  // it runs on them, whatever the budget says
       r.budget_gpus = static_cast<int>(r.gpus.size());
       budget_->Restore(budget_pool_, r.budget_gpus);
     }
     report.adopted.push_back(r.id);
-    book_.Emit(now, r.id, "replica_adopted",
+    book_.Emit(now, r.id, EventKind::kReplicaAdopted,
                fmt::format("pid {} on port {} adopted after a daemon restart", r.pid, r.port));
   }
   book_.Add(std::move(r));

@@ -171,7 +171,7 @@ TEST_F(AdoptionTest, StopsAdoptedProcessWhoseGpuIsNowLeasedElsewhereAndFinishesS
   EXPECT_TRUE(report.adopted.empty());
   EXPECT_EQ(report.cleaned_up, std::vector<std::string>{"svc-1"});
   for (const auto& e : orch.TakeEvents()) {
-    if (e.kind == "replica_cleaned_up" && e.replica == "svc-1") {
+    if (e.kind == events::EventKind::kReplicaCleanedUp && e.replica == "svc-1") {
       ASSERT_NE(e.message.find("killed"), std::string::npos) << e.message;
     }
   }

@@ -11,6 +11,9 @@
 #include "orch/process_util.h"
 
 namespace gpuscale::orch {
+
+using events::EventKind;
+
 namespace {
 
 std::string JoinInts(const std::vector<int>& values) {
@@ -63,7 +66,7 @@ void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
   r.kill_sent = false;
   r.restart_after = false;
   book_.SetPhase(r, scale::ReplicaPhase::kStarting, now);
-  book_.Emit(now, r.id, "replica_started",
+  book_.Emit(now, r.id, EventKind::kReplicaStarted,
              fmt::format("pid {} on port {} with GPUs [{}]", r.pid, r.port, gpus));
 }
 
@@ -82,7 +85,7 @@ void LocalProcessOrchestrator::Relaunch(Replica& r, Seconds now) {
   if (Status leased = needs_gpus ? LeaseGpus(r, now) : OkStatus(); !leased) {
     r.proc = Proc::kNone;
     book_.SetPhase(r, scale::ReplicaPhase::kPending, now);
-    book_.Emit(now, r.id, "replica_pending", "no GPUs to start it again: " + r.last_error);
+    book_.Emit(now, r.id, EventKind::kReplicaPending, "no GPUs to start it again: " + r.last_error);
     return;
   }
   Launch(r, now);
@@ -114,7 +117,7 @@ void LocalProcessOrchestrator::BeginReaping(Replica& r, int code, Seconds now) {
     r.kill_sent = config_.stop_grace <= Seconds{0};
     ::kill(-r.pid, r.kill_sent ? SIGKILL : SIGTERM);
   }
-  book_.Emit(now, r.id, "replica_group_lingers",
+  book_.Emit(now, r.id, EventKind::kReplicaGroupLingers,
              fmt::format("pid {} exited ({}) but processes of its group still run: its GPUs stay "
                          "leased until they are gone",
                          r.pid, DescribeExit(code)));
@@ -127,17 +130,17 @@ void LocalProcessOrchestrator::OnExit(Replica& r, int code, Seconds now) {
   r.proc = Proc::kNone;
   if (r.stopping) {
     ReleaseGpus(r);
-    book_.Emit(now, r.id, "replica_stopped", fmt::format("pid {} ended: {}", pid, how));
+    book_.Emit(now, r.id, EventKind::kReplicaStopped, fmt::format("pid {} ended: {}", pid, how));
   } else if (r.restart_after) {
     ScheduleRestart(r, now, r.last_error);
   } else if (r.phase == scale::ReplicaPhase::kDraining) {
     // It finished on its own while draining: as good as stopped.
     r.stopping = true;
     ReleaseGpus(r);
-    book_.Emit(now, r.id, "replica_stopped",
+    book_.Emit(now, r.id, EventKind::kReplicaStopped,
                fmt::format("pid {} exited while draining: {}", pid, how));
   } else {
-    book_.Emit(now, r.id, "replica_crashed", fmt::format("pid {} exited: {}", pid, how));
+    book_.Emit(now, r.id, EventKind::kReplicaCrashed, fmt::format("pid {} exited: {}", pid, how));
     ScheduleRestart(r, now, fmt::format("process exited: {}", how));
   }
 }
@@ -183,12 +186,12 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now, const ProbeR
       r.silent_since.reset();
       r.health_failures = 0;
       r.next_probe_at = now + config_.health_interval;
-      book_.Emit(now, r.id, "replica_ready",
+      book_.Emit(now, r.id, EventKind::kReplicaReady,
                  ReadyMessage(r, now, fmt::format("port {}", r.port)));
     } else if (now - StartingSince(r) >= config_.startup_timeout) {
       r.last_error = fmt::format("not ready within startup_timeout ({:.3g} s)",
                                  config_.startup_timeout.count());
-      book_.Emit(now, r.id, "replica_startup_timeout", r.last_error);
+      book_.Emit(now, r.id, EventKind::kReplicaStartupTimeout, r.last_error);
       Terminate(r, now, /*restart_after=*/true);
     }
     return;
@@ -197,14 +200,14 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now, const ProbeR
   r.next_probe_at = now + config_.health_interval;
   const ProbeResult probe = result();
   if (probe == ProbeResult::kOk) {
-    if (!r.serving) book_.Emit(now, r.id, "replica_serving", "health probe passes again");
+    if (!r.serving) book_.Emit(now, r.id, EventKind::kReplicaServing, "health probe passes again");
     r.serving = true;
     r.silent_since.reset();
     r.health_failures = 0;
     return;
   }
   if (r.serving) {
-    book_.Emit(now, r.id, "replica_not_serving",
+    book_.Emit(now, r.id, EventKind::kReplicaNotServing,
                fmt::format("health probe {}: out of the gateway's rotation until it passes",
                            probe == ProbeResult::kNoAnswer ? "unanswered" : "failed"));
   }
@@ -221,7 +224,7 @@ void LocalProcessOrchestrator::PollRunning(Replica& r, Seconds now, const ProbeR
     r.last_error = fmt::format("failed {} health probes in a row ({})", r.health_failures,
                                config_.readiness_path);
   }
-  book_.Emit(now, r.id, "replica_unhealthy", r.last_error);
+  book_.Emit(now, r.id, EventKind::kReplicaUnhealthy, r.last_error);
   Terminate(r, now, /*restart_after=*/true);
 }
 
@@ -245,7 +248,7 @@ bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now, const ProbeResul
       if (!r.kill_sent && now - r.term_sent_at >= config_.stop_grace) {
         r.kill_sent = true;
         SignalGroup(r.pid, SIGKILL);
-        book_.Emit(now, r.id, "replica_killed",
+        book_.Emit(now, r.id, EventKind::kReplicaKilled,
                    fmt::format("pid {} still running {:.3g} s after SIGTERM: sent SIGKILL", r.pid,
                                config_.stop_grace.count()));
       }
@@ -258,7 +261,7 @@ bool LocalProcessOrchestrator::PollOne(Replica& r, Seconds now, const ProbeResul
       if (!r.kill_sent && now - r.term_sent_at >= config_.stop_grace) {
         r.kill_sent = true;
         ::kill(-r.pid, SIGKILL);
-        book_.Emit(now, r.id, "replica_killed",
+        book_.Emit(now, r.id, EventKind::kReplicaKilled,
                    fmt::format("processes of pid {}'s group still running {:.3g} s after "
                                "SIGTERM: sent SIGKILL",
                                r.pid, config_.stop_grace.count()));

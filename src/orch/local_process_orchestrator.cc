@@ -9,6 +9,9 @@
 #include "orch/http_probe.h"
 
 namespace gpuscale::orch {
+
+using events::EventKind;
+
 namespace {
 
 // `view` (ReplicaInfo or ReplicaRecord) with the process part of replica `r`.
@@ -185,7 +188,8 @@ Result<scale::ReplicaStatus> LocalProcessOrchestrator::Start(Seconds now) {
   r.log_path = (std::filesystem::path(config_.state_dir) / "logs" / (r.id + ".log")).string();
   Replica& added = book_.Add(std::move(r));
   if (!TryPlace(added, now)) {
-    book_.Emit(now, added.id, "replica_pending", "no GPUs for a new replica: " + added.last_error);
+    book_.Emit(now, added.id, EventKind::kReplicaPending,
+               "no GPUs for a new replica: " + added.last_error);
   }
   return book_.StatusOf(added);
 }
@@ -211,7 +215,7 @@ Status LocalProcessOrchestrator::Stop(const std::string& id, Seconds now) {
     r->restart_after = false;  // already going down for a restart: just do not restart
   } else {                     // pending or waiting out a backoff: nothing runs
     ReleaseGpus(*r);
-    book_.Emit(now, r->id, "replica_stopped", "stopped (no process was running)");
+    book_.Emit(now, r->id, EventKind::kReplicaStopped, "stopped (no process was running)");
     book_.Remove(*r);
   }
   return OkStatus();

@@ -197,7 +197,7 @@ TEST_F(LocalProcessTest, NoFreeGpusLeavesReplicaPendingWithTheAllocatorsReason) 
   ReplicaInfo info = InfoOf(orch, "svc-0", now_);
   EXPECT_EQ(info.pid, 0);
   EXPECT_NE(info.last_error.find("leased to job-7"), std::string::npos) << info.last_error;
-  EXPECT_TRUE(orch.TakeEvents().front().kind == "replica_pending");
+  EXPECT_TRUE(orch.TakeEvents().front().kind == events::EventKind::kReplicaPending);
 
   Status place = orch.Place("svc-0", now_);
   ASSERT_FALSE(place);
@@ -242,7 +242,7 @@ TEST_F(LocalProcessTest, ACommandThatCannotStartHoldsNoGpuWhileItWaitsToRetry) {
   EXPECT_EQ(InfoOf(orch, "svc-0", now_).state, ReplicaState::kRestarting);
   std::vector<OrchestratorEvent> events = orch.TakeEvents();
   ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.back().kind, "replica_restart_scheduled");
+  EXPECT_EQ(events.back().kind, events::EventKind::kReplicaRestartScheduled);
   EXPECT_NE(events.back().message.find("failure 2 in a row"), std::string::npos)
       << events.back().message;
 }

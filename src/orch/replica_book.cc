@@ -8,6 +8,8 @@
 
 namespace gpuscale::orch {
 
+using events::EventKind;
+
 ReplicaBookBase::ReplicaBookBase(ReplicaBookConfig config) : config_(std::move(config)) {}
 
 std::string ReplicaBookBase::NextId() {
@@ -68,9 +70,9 @@ Seconds ReplicaBookBase::ScheduleRestart(ReplicaEntry& r, Seconds now, const std
       std::min(config_.restart_backoff_initial * factor, config_.restart_backoff_max);
   r.restart_at = now + delay;
   SetPhase(r, scale::ReplicaPhase::kStarting, now);
-  Emit(now, r.id, "replica_restart_scheduled",
-       fmt::format("{}; {} in {:.3g} s (failure {} in a row)", why, retry,
-                   delay.count(), r.crash_streak));
+  Emit(now, r.id, EventKind::kReplicaRestartScheduled,
+       fmt::format("{}; {} in {:.3g} s (failure {} in a row)", why, retry, delay.count(),
+                   r.crash_streak));
   return delay;
 }
 
@@ -125,9 +127,9 @@ void ReplicaBookBase::Restore(ReplicaEntry& r, const ReplicaRecord& record) {
   r.started_at = record.started_at;
 }
 
-void ReplicaBookBase::Emit(Seconds now, const std::string& replica, std::string kind,
+void ReplicaBookBase::Emit(Seconds now, const std::string& replica, EventKind kind,
                            std::string message) {
-  events_.push_back(OrchestratorEvent{now, replica, std::move(kind), std::move(message)});
+  events_.push_back(OrchestratorEvent{now, replica, kind, std::move(message)});
 }
 
 Unexpected<Error> ReplicaBookBase::UnknownReplica(const std::string& id) {

@@ -105,7 +105,7 @@ class ReplicaBookBase {
   // Moves `r` to `phase`; phase_since changes only when the phase does.
   static void SetPhase(ReplicaEntry& r, scale::ReplicaPhase phase, Seconds now);
   // Counts a failure of `r` (last_error = why) and sets restart_at after the backoff;
-  // `r` reports `starting` meanwhile. Emits "replica_restart_scheduled" with
+  // `r` reports `starting` meanwhile. Emits kReplicaRestartScheduled with
   // "<why>; <retry> in <delay> s (failure <n> in a row)" and returns the delay.
   Seconds ScheduleRestart(ReplicaEntry& r, Seconds now, const std::string& why,
                           std::string_view retry);
@@ -120,7 +120,7 @@ class ReplicaBookBase {
   static void Restore(ReplicaEntry& r, const ReplicaRecord& record);
 
   // Queues an event ("" replica for engine-wide ones); TakeEvents hands them out oldest first.
-  void Emit(Seconds now, const std::string& replica, std::string kind, std::string message);
+  void Emit(Seconds now, const std::string& replica, events::EventKind kind, std::string message);
   std::vector<OrchestratorEvent> TakeEvents() { return std::exchange(events_, {}); }
 
  protected:

@@ -202,7 +202,7 @@ TEST_F(ReplicaBookTest, RestartBackoffDoublesUpToTheCapAndEmitsEachRetry) {
   EXPECT_EQ(r.last_error, "exited 1");
   const std::vector<OrchestratorEvent> events = book_.TakeEvents();
   ASSERT_EQ(events.size(), 5u);
-  EXPECT_EQ(events[0].kind, "replica_restart_scheduled");
+  EXPECT_EQ(events[0].kind, events::EventKind::kReplicaRestartScheduled);
   EXPECT_EQ(events[0].replica, "svc-0");
   EXPECT_EQ(events[0].at, Seconds{100});
   EXPECT_EQ(events[0].message, "exited 1; restarting in 1 s (failure 1 in a row)");
@@ -214,12 +214,12 @@ TEST_F(ReplicaBookTest, RestartBackoffDoublesUpToTheCapAndEmitsEachRetry) {
 }
 
 TEST_F(ReplicaBookTest, EventsComeOutOldestFirstAndOnlyOnce) {
-  book_.Emit(Seconds{1}, "svc-0", "replica_started", "a");
-  book_.Emit(Seconds{2}, "", "engine_unavailable", "b");
+  book_.Emit(Seconds{1}, "svc-0", events::EventKind::kReplicaStarted, "a");
+  book_.Emit(Seconds{2}, "", events::EventKind::kEngineUnavailable, "b");
   const std::vector<OrchestratorEvent> events = book_.TakeEvents();
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].message, "a");
-  EXPECT_EQ(events[1].kind, "engine_unavailable");
+  EXPECT_EQ(events[1].kind, events::EventKind::kEngineUnavailable);
   EXPECT_EQ(events[1].replica, "");
   EXPECT_TRUE(book_.TakeEvents().empty());
 }

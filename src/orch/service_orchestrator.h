@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "events/event_kind.h"
 #include "gpu/gpu_info.h"
 #include "orch/replica_state.h"
 #include "scale/policy.h"
@@ -73,11 +74,9 @@ struct ReplicaRecord {
 struct OrchestratorEvent {
   Seconds at{0};
   std::string replica;
-  // "replica_started", "replica_pending", "replica_ready", "replica_crashed",
-  // "replica_restart_scheduled", "replica_start_failed", "replica_startup_timeout",
-  // "replica_unhealthy", "replica_killed", "replica_stopped", "replica_stop_failed" (an
-  // engine did not take the stop yet; retried), "replica_adopted", "replica_cleaned_up"
-  std::string kind;
+  // A replica_* kind, or engine_unavailable / engine_recovered (replica "") from an engine
+  // whose controller stopped or resumed answering.
+  events::EventKind kind = events::EventKind::kReplicaStarted;
   std::string message;
 };
 

@@ -15,6 +15,9 @@
 #include "orch/slurm_json.h"
 
 namespace gpuscale::orch {
+
+using events::EventKind;
+
 namespace {
 
 bool HttpGetOkAt(const std::string& host, int port, const std::string& path, Seconds timeout) {
@@ -172,11 +175,11 @@ void SlurmOrchestrator::ApplySubmit(const std::string& id, Result<std::string> j
   r->submitting = false;
   if (!job_id) {
     if (r->stopping) {
-      book_.Emit(now, r->id, "replica_stopped", "stopped (its Slurm submission failed)");
+      book_.Emit(now, r->id, EventKind::kReplicaStopped, "stopped (its Slurm submission failed)");
       book_.Remove(*r);
       return;
     }
-    book_.Emit(now, r->id, "replica_start_failed", job_id.error().message);
+    book_.Emit(now, r->id, EventKind::kReplicaStartFailed, job_id.error().message);
     ScheduleResubmit(*r, now, job_id.error().message);
     return;
   }
@@ -184,7 +187,7 @@ void SlurmOrchestrator::ApplySubmit(const std::string& id, Result<std::string> j
   r->argv = std::move(argv);
   r->submitted_at = now;
   r->last_error.clear();
-  book_.Emit(now, r->id, "replica_started",
+  book_.Emit(now, r->id, EventKind::kReplicaStarted,
              fmt::format("submitted as Slurm job {} (port {}, {} transport)", r->job_id, r->port,
                          transport_->Name()));
   if (r->stopping) PostStopCancel(*r);  // stopped while the sbatch was in flight
@@ -210,7 +213,7 @@ void SlurmOrchestrator::PostStopCancel(Replica& r) {
     Replica* r = book_.FindAny(id);
     if (r == nullptr || r->job_id != job_id) return;
     if (!delivered && !r->cancel_pending) {  // once per failing streak, not every retry
-      book_.Emit(at, r->id, "replica_stop_failed",
+      book_.Emit(at, r->id, EventKind::kReplicaStopFailed,
                  fmt::format("Slurm job {}: cancel not delivered ({}); retried until Slurm "
                              "takes it",
                              job_id, cancelled.error().message));
@@ -265,7 +268,7 @@ Status SlurmOrchestrator::Stop(const std::string& id, Seconds now) {
   GS_ASSIGN_OR_RETURN(Replica* r, book_.BeginStop(id, now));
   if (r->submitting) return OkStatus();  // ApplySubmit cancels the job the sbatch made
   if (r->job_id.empty()) {  // waiting out a backoff: nothing is queued or running
-    book_.Emit(now, r->id, "replica_stopped", "stopped (no Slurm job was queued)");
+    book_.Emit(now, r->id, EventKind::kReplicaStopped, "stopped (no Slurm job was queued)");
     book_.Remove(*r);
     return OkStatus();
   }

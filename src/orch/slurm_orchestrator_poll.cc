@@ -10,6 +10,8 @@
 
 namespace gpuscale::orch {
 
+using events::EventKind;
+
 const SlurmJob* SlurmOrchestrator::JobById(const std::string& job_id) const {
   if (job_id.empty()) return nullptr;
   for (const SlurmJob& job : jobs_) {
@@ -51,7 +53,7 @@ bool SlurmOrchestrator::Refresh(Listing listing, Seconds now) {
                                         : nullptr;
   if (error != nullptr) {
     if (engine_error_.empty()) {
-      book_.Emit(now, "", "engine_unavailable",
+      book_.Emit(now, "", EventKind::kEngineUnavailable,
                  fmt::format("slurm ({} transport) unreachable: {}; replicas are kept as they are "
                              "until it answers",
                              transport_->Name(), error->message));
@@ -60,7 +62,7 @@ bool SlurmOrchestrator::Refresh(Listing listing, Seconds now) {
     return false;
   }
   if (!engine_error_.empty()) {
-    book_.Emit(now, "", "engine_recovered",
+    book_.Emit(now, "", EventKind::kEngineRecovered,
                fmt::format("slurm ({} transport) answers again", transport_->Name()));
     engine_error_.clear();
   }
@@ -115,7 +117,7 @@ bool SlurmOrchestrator::ApplyJob(Replica& r, const SlurmJob* job, Seconds now) {
       if (r.cancel_pending && cancelling_.count(r.job_id) == 0) PostStopCancel(r);
       return true;
     }
-    book_.Emit(now, r.id, "replica_stopped",
+    book_.Emit(now, r.id, EventKind::kReplicaStopped,
                fmt::format("Slurm job {} ended{}", r.job_id,
                            job == nullptr ? "" : fmt::format(": {}", job->state)));
     return false;
@@ -145,7 +147,7 @@ void SlurmOrchestrator::Advance(Seconds now) {
       // Another port: the last job may have died because something on its node held this one.
       if (Result<int> port = PickPort(r.port)) r.port = *port;
       if (Status submitted = Submit(r, now); !submitted) {
-        book_.Emit(now, r.id, "replica_start_failed", submitted.error().message);
+        book_.Emit(now, r.id, EventKind::kReplicaStartFailed, submitted.error().message);
         ScheduleResubmit(r, now, submitted.error().message);
       }
       continue;
@@ -160,12 +162,12 @@ void SlurmOrchestrator::OnQueued(Replica& r, const SlurmJob& job, Seconds now) {
   if (r.running) {  // requeued (node failure, preemption): back in the queue
     r.running = false;
     r.host.clear();
-    book_.Emit(now, r.id, "replica_crashed",
+    book_.Emit(now, r.id, EventKind::kReplicaCrashed,
                fmt::format("Slurm job {} went back to the queue ({})", r.job_id, reason));
   }
   book_.SetPhase(r, scale::ReplicaPhase::kPending, now);
   if (r.last_error != reason) {
-    book_.Emit(now, r.id, "replica_pending",
+    book_.Emit(now, r.id, EventKind::kReplicaPending,
                fmt::format("Slurm job {} is {}: {}", r.job_id, job.state, reason));
     r.last_error = reason;
   }
@@ -180,7 +182,7 @@ void SlurmOrchestrator::OnRunning(Replica& r, const SlurmJob& job, Seconds now) 
     r.next_probe_at = now;
     r.last_error.clear();
     book_.SetPhase(r, scale::ReplicaPhase::kStarting, now);
-    book_.Emit(now, r.id, "replica_scheduled",
+    book_.Emit(now, r.id, EventKind::kReplicaScheduled,
                fmt::format("Slurm job {} runs on node {} ({}), port {}", r.job_id, r.node, r.host,
                            r.port));
   }
@@ -196,12 +198,12 @@ void SlurmOrchestrator::ProbeStarting(Replica& r, Seconds now) {
   if (ready) {
     book_.SetPhase(r, scale::ReplicaPhase::kReady, now);
     r.crash_streak = 0;
-    book_.Emit(now, r.id, "replica_ready",
+    book_.Emit(now, r.id, EventKind::kReplicaReady,
                ReadyMessage(r, now, fmt::format("{}:{}", r.host, r.port)));
   } else if (now - StartingSince(r) >= config_.startup_timeout) {
     r.last_error = fmt::format("not ready within startup_timeout ({:.3g} s)",
                                config_.startup_timeout.count());
-    book_.Emit(now, r.id, "replica_startup_timeout", r.last_error);
+    book_.Emit(now, r.id, EventKind::kReplicaStartupTimeout, r.last_error);
     // The old job id leaves the replica, so a cancel that does not land is retried by
     // CancelStrays on a later listing.
     PostCancel(r.job_id, {});
@@ -216,10 +218,10 @@ bool SlurmOrchestrator::OnEnded(Replica& r, const std::string& why, Seconds now)
   r.job_id.clear();
   if (r.phase == scale::ReplicaPhase::kDraining) {  // as good as stopped
     r.stopping = true;
-    book_.Emit(now, r.id, "replica_stopped", why + " while draining");
+    book_.Emit(now, r.id, EventKind::kReplicaStopped, why + " while draining");
     return false;
   }
-  book_.Emit(now, r.id, "replica_crashed", why);
+  book_.Emit(now, r.id, EventKind::kReplicaCrashed, why);
   ScheduleResubmit(r, now, why);
   return true;
 }
@@ -239,7 +241,7 @@ void SlurmOrchestrator::CancelStrays() {
     PostCancel(job.id, [this, job, prefix](bool delivered, const Status&, Seconds at) {
       if (!delivered) return;  // a later listing still shows it: cancelled again then
       strays_cancelled_.insert(job.id);
-      book_.Emit(at, job.name.substr(prefix.size()), "replica_cleaned_up",
+      book_.Emit(at, job.name.substr(prefix.size()), EventKind::kReplicaCleanedUp,
                  fmt::format("cancelled Slurm job {} ({}): it carries this service's name but "
                              "belongs to no replica",
                              job.id, job.name));
@@ -271,7 +273,7 @@ void SlurmOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now, bool 
                      job->name == JobName(config_.service, record.id);
   if (record.engine_id.empty() || (verified && !alive)) {
     report.cleaned_up.push_back(record.id);
-    book_.Emit(now, record.id, "replica_cleaned_up",
+    book_.Emit(now, record.id, EventKind::kReplicaCleanedUp,
                record.engine_id.empty()
                    ? std::string("no Slurm job was recorded")
                    : fmt::format("Slurm job {} is {}", record.engine_id,
@@ -290,7 +292,7 @@ void SlurmOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now, bool 
     Status cancelled = transport_->Cancel(r.job_id);
     r.cancel_pending = !cancelled && cancelled.error().code != ErrorCode::kNotFound;
     report.cleaned_up.push_back(r.id);
-    book_.Emit(now, r.id, "replica_cleaned_up",
+    book_.Emit(now, r.id, EventKind::kReplicaCleanedUp,
                fmt::format("finishing its stop: cancelled Slurm job {}", r.job_id));
   } else {
     if (verified) {
@@ -299,7 +301,7 @@ void SlurmOrchestrator::AdoptOne(const ReplicaRecord& record, Seconds now, bool 
       r.running = record.phase != scale::ReplicaPhase::kPending;
     }
     report.adopted.push_back(r.id);
-    book_.Emit(now, r.id, "replica_adopted",
+    book_.Emit(now, r.id, EventKind::kReplicaAdopted,
                fmt::format("Slurm job {} ({})", r.job_id, verified ? job->state : "unverified"));
   }
   book_.Add(std::move(r));

@@ -109,7 +109,7 @@ class SlurmOrchestratorTest : public ::testing::Test {
 
   static std::vector<std::string> Kinds(const std::vector<OrchestratorEvent>& events) {
     std::vector<std::string> kinds;
-    for (const auto& e : events) kinds.push_back(e.kind);
+    for (const auto& e : events) kinds.emplace_back(events::EventKindName(e.kind));
     return kinds;
   }
 

@@ -65,7 +65,7 @@ class DaemonFixture : public ::testing::Test {
   }
 
   // daemon_'s stored events of `kind` (fails the test when they cannot be read).
-  std::vector<EventView> EventsOfKind(const std::string& kind) {
+  std::vector<EventView> EventsOfKind(events::EventKind kind) {
     EventQuery query;
     query.kind = kind;
     auto events = daemon_->Events(query);

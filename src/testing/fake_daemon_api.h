@@ -269,7 +269,7 @@ class FakeDaemonApi : public daemon::DaemonApi {
     for (const daemon::EventView& event : events_) {
       if (event.id <= query.since_id) continue;
       if (!query.service.empty() && event.service != query.service) continue;
-      if (!query.kind.empty() && event.kind != query.kind) continue;
+      if (query.kind && event.kind != events::EventKindName(*query.kind)) continue;
       if (static_cast<int>(out.size()) >= query.limit) break;
       out.push_back(event);
     }

@@ -108,13 +108,14 @@ class OrchTest : public ::testing::Test {
 
   bool HasEvent(const std::string& kind, const std::string& replica = "") const {
     for (const auto& e : events_) {
-      if (e.kind == kind && (replica.empty() || e.replica == replica)) return true;
+      if (events::EventKindName(e.kind) == kind && (replica.empty() || e.replica == replica))
+        return true;
     }
     return false;
   }
   const OrchestratorEvent* LastEvent(const std::string& kind) const {
     for (auto it = events_.rbegin(); it != events_.rend(); ++it) {
-      if (it->kind == kind) return &*it;
+      if (events::EventKindName(it->kind) == kind) return &*it;
     }
     return nullptr;
   }
