@@ -121,13 +121,12 @@ class AdmissionQueue {
   double rate_window_;
   uint64_t next_seq_ = 0;
   Level levels_[kPriorityCount];
-  std::map<Key, uint64_t> order_;         // request ids, next to serve first
+  std::map<Key, uint64_t> order_;        // request ids, next to serve first
   std::map<uint64_t, Waiting> entries_;  // by request id
   size_t per_priority_[kPriorityCount] = {};
   std::deque<Completion> completions_;
   double completed_tokens_ = 0;  // over completions_
   double first_completion_ = 0;  // of the completions in the window without a gap
-
 };
 
 }  // namespace gpuscale::route

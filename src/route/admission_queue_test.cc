@@ -102,10 +102,12 @@ TEST(AdmissionQueueTest, ATenantSendingTenTimesMoreGetsItsShareWhileOthersWait) 
 TEST(AdmissionQueueTest, AnIdleTenantBanksNoCredit) {
   AdmissionQueue q;
   // a is served alone for a while: the virtual time moves on with it.
-  for (uint64_t id = 1; id <= 5; ++id) ASSERT_EQ(q.Enter(Req(id, Priority::kStandard, "a"), 0).verdict, AdmissionVerdict::kQueued);
+  for (uint64_t id = 1; id <= 5; ++id)
+    ASSERT_EQ(q.Enter(Req(id, Priority::kStandard, "a"), 0).verdict, AdmissionVerdict::kQueued);
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(q.Pop());
   // b arrives after a's long run, and alternates with a rather than taking five turns.
-  for (uint64_t id = 10; id <= 12; ++id) ASSERT_EQ(q.Enter(Req(id, Priority::kStandard, "b"), 0).verdict, AdmissionVerdict::kQueued);
+  for (uint64_t id = 10; id <= 12; ++id)
+    ASSERT_EQ(q.Enter(Req(id, Priority::kStandard, "b"), 0).verdict, AdmissionVerdict::kQueued);
   ASSERT_EQ(q.Enter(Req(6, Priority::kStandard, "a"), 0).verdict, AdmissionVerdict::kQueued);
   // Without max(V, F) b's tags would start at 0 and all three would go before a's.
   EXPECT_EQ(Drain(q), (std::vector<uint64_t>{10, 5, 11, 12, 6}));
@@ -165,8 +167,8 @@ TEST(AdmissionQueueTest, ServiceRateForgetsCompletionsOutsideTheWindow) {
   q.RecordCompletion(50, 0);
   EXPECT_DOUBLE_EQ(*q.ServiceRate(0.5), 50);  // at least a second's span
   q.RecordCompletion(50, 4);
-  EXPECT_DOUBLE_EQ(*q.ServiceRate(5), 20);    // 100 tokens over 5 s
-  EXPECT_DOUBLE_EQ(*q.ServiceRate(12), 5);    // the first left the window: 50 over 10 s
+  EXPECT_DOUBLE_EQ(*q.ServiceRate(5), 20);  // 100 tokens over 5 s
+  EXPECT_DOUBLE_EQ(*q.ServiceRate(12), 5);  // the first left the window: 50 over 10 s
   EXPECT_EQ(q.ServiceRate(14), std::nullopt);
   q.RecordCompletion(30, 100);  // a new busy period: measured from its first completion
   EXPECT_DOUBLE_EQ(*q.ServiceRate(102), 15);
@@ -182,7 +184,8 @@ TEST(AdmissionQueueTest, RefusesPastCapacity) {
 
 TEST(AdmissionQueueTest, RemovingACancelledRequestKeepsTheRestInOrder) {
   AdmissionQueue q;
-  for (uint64_t id = 1; id <= 3; ++id) ASSERT_EQ(q.Enter(Req(id, Priority::kStandard, "a"), 0).verdict, AdmissionVerdict::kQueued);
+  for (uint64_t id = 1; id <= 3; ++id)
+    ASSERT_EQ(q.Enter(Req(id, Priority::kStandard, "a"), 0).verdict, AdmissionVerdict::kQueued);
   ASSERT_EQ(q.Enter(Req(4, Priority::kCritical, "b"), 0).verdict, AdmissionVerdict::kQueued);
   EXPECT_TRUE(q.Remove(2));
   EXPECT_TRUE(q.Remove(4));

@@ -40,9 +40,9 @@ class TokenBucket {
 // What a limit decided for one request; the numbers are the x-ratelimit-*-tokens headers'.
 struct TokenLimitDecision {
   bool allowed = true;
-  double limit_tokens = 0;      // tokens per minute
-  double remaining_tokens = 0;  // after this request when allowed
-  double reset_seconds = 0;     // until the bucket is full again
+  double limit_tokens = 0;         // tokens per minute
+  double remaining_tokens = 0;     // after this request when allowed
+  double reset_seconds = 0;        // until the bucket is full again
   double retry_after_seconds = 0;  // refused: until the bucket holds the request's tokens
 };
 
