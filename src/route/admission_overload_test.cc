@@ -48,7 +48,8 @@ std::vector<Arrival> Arrivals(double duration) {
     std::exponential_distribution<double> gap(s.per_second);
     for (double t = gap(rng); t < duration; t += gap(rng)) all.push_back({t, s.priority, s.tenant});
   }
-  std::sort(all.begin(), all.end(), [](const Arrival& a, const Arrival& b) { return a.time < b.time; });
+  std::sort(all.begin(), all.end(),
+            [](const Arrival& a, const Arrival& b) { return a.time < b.time; });
   return all;
 }
 
@@ -78,7 +79,8 @@ TEST(AdmissionOverloadTest, AtTwiceCapacityCriticalIsServedSheddableShedAndTheHo
   };
   auto drop = [&](uint64_t id, bool shed) {
     const Arrival& a = waiting.at(id);
-    for (Outcome* o : {&by_tenant[a.tenant], &by_priority[a.priority]}) ++(shed ? o->shed : o->timed_out);
+    for (Outcome* o : {&by_tenant[a.tenant], &by_priority[a.priority]})
+      ++(shed ? o->shed : o->timed_out);
     queue.Remove(id);
     waiting.erase(id);
   };
@@ -87,8 +89,10 @@ TEST(AdmissionOverloadTest, AtTwiceCapacityCriticalIsServedSheddableShedAndTheHo
   auto expire = [&](double now) {
     std::vector<std::pair<uint64_t, bool>> gone;
     for (const auto& [id, a] : waiting) {
-      if (a.priority == Priority::kSheddable && now - a.time > kSheddableWait) gone.push_back({id, true});
-      if (a.priority == Priority::kStandard && now - a.time > kStandardTimeout) gone.push_back({id, false});
+      if (a.priority == Priority::kSheddable && now - a.time > kSheddableWait)
+        gone.push_back({id, true});
+      if (a.priority == Priority::kStandard && now - a.time > kStandardTimeout)
+        gone.push_back({id, false});
     }
     for (auto [id, shed] : gone) drop(id, shed);
   };
@@ -115,7 +119,10 @@ TEST(AdmissionOverloadTest, AtTwiceCapacityCriticalIsServedSheddableShedAndTheHo
       serve(a, a.time);
       continue;
     }
-    AdmissionRequest r{.id = ++id, .priority = a.priority, .tenant = a.tenant, .tokens = kTokens,
+    AdmissionRequest r{.id = ++id,
+                       .priority = a.priority,
+                       .tenant = a.tenant,
+                       .tokens = kTokens,
                        .max_wait_seconds = std::nullopt};
     if (a.priority == Priority::kSheddable) r.max_wait_seconds = kSheddableWait;
     if (queue.Enter(r, a.time).verdict == AdmissionVerdict::kShed) {
@@ -137,7 +144,12 @@ TEST(AdmissionOverloadTest, AtTwiceCapacityCriticalIsServedSheddableShedAndTheHo
       hot.arrived, hot.served / duration, hot.timed_out, 100.0 * b.served / b.arrived,
       100.0 * c.served / c.arrived, std::max(b.max_wait, c.max_wait));
   // Critical: every one served (none dropped), >= 99 % within its SLO.
-  EXPECT_EQ(critical.served + static_cast<int>(std::count_if(waiting.begin(), waiting.end(), [](const auto& w) { return w.second.priority == Priority::kCritical; })), critical.arrived);
+  EXPECT_EQ(critical.served + static_cast<int>(std::count_if(waiting.begin(), waiting.end(),
+                                                             [](const auto& w) {
+                                                               return w.second.priority ==
+                                                                      Priority::kCritical;
+                                                             })),
+            critical.arrived);
   EXPECT_EQ(critical.shed + critical.timed_out, 0);
   EXPECT_GE(critical.within_slo, 0.99 * critical.arrived);
   // Sheddable: shed with 429 (at entry or at its budget), never served late nor timed out.
