@@ -22,8 +22,8 @@ using AdoptionTest = OrchTest;
 // orchestrator is then destroyed, which leaves the processes running.
 std::vector<ReplicaRecord> RunPreviousDaemon(LocalProcessConfig config, int count, Seconds now) {
   alloc::LeaseLedger old_ledger;
-  auto old = LocalProcessOrchestrator::Create(config, old_ledger,
-                                              [](Seconds) { return FakeGpus(2); });
+  auto old =
+      LocalProcessOrchestrator::Create(config, old_ledger, [](Seconds) { return FakeGpus(2); });
   EXPECT_TRUE(old);
   for (int i = 0; i < count; ++i) EXPECT_TRUE((*old)->Start(now));
   (*old)->Poll(now);
