@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +41,11 @@ struct GatewayFlags {
   int threads = 2;
   RouterFlags router;
   double health_check_interval = 2;  // seconds; 0 = off
+  // gateway.admission (gateway_config.h says what each does).
+  int max_in_flight_per_replica = 0;
+  std::string tenant_header;
+  double sheddable_max_wait = 2;  // seconds
+  double tenant_tokens_per_minute = 0;
 };
 
 // Splits `text` at `sep`, keeping empty pieces (so the caller can name them).
@@ -168,6 +174,22 @@ Result<gateway::GatewayConfig> BuildConfig(const GatewayFlags& flags) {
                            "--health-check-interval");
   }
   config.health_check_interval = Seconds(flags.health_check_interval);
+  if (flags.max_in_flight_per_replica < 0) {
+    return InvalidArgument("expected 0 (no limit) or more", "--max-in-flight-per-replica");
+  }
+  if (!(flags.sheddable_max_wait > 0 && flags.sheddable_max_wait <= 3600)) {
+    return InvalidArgument(
+        fmt::format("expected seconds in (0, 3600], got {}", flags.sheddable_max_wait),
+        "--sheddable-max-wait");
+  }
+  if (!(flags.tenant_tokens_per_minute >= 0 && std::isfinite(flags.tenant_tokens_per_minute))) {
+    return InvalidArgument("expected 0 (no limit) or a positive number of tokens per minute",
+                           "--tenant-tokens-per-minute");
+  }
+  config.admission.max_in_flight_per_replica = flags.max_in_flight_per_replica;
+  config.admission.tenant_header = flags.tenant_header;
+  config.admission.sheddable_max_wait = Seconds(flags.sheddable_max_wait);
+  config.admission.tenant_tokens_per_minute = flags.tenant_tokens_per_minute;
   return config;
 }
 
@@ -281,6 +303,19 @@ void AddGatewayCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--health-check-interval", flags->health_check_interval,
                   "Seconds between the gateway's GET /health to each replica (0 = none); two "
                   "unanswered in a row take the replica out of rotation")
+      ->capture_default_str();
+  cmd->add_option("--max-in-flight-per-replica", flags->max_in_flight_per_replica,
+                  "Requests in flight per replica; past it on every replica requests wait by "
+                  "priority (x-gpuscale-priority) and tenant (0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--tenant-header", flags->tenant_header,
+                  "Header naming the tenant (default: a hash of the bearer API key)");
+  cmd->add_option("--sheddable-max-wait", flags->sheddable_max_wait,
+                  "Seconds a sheddable request may wait for a replica before a 429")
+      ->capture_default_str();
+  cmd->add_option("--tenant-tokens-per-minute", flags->tenant_tokens_per_minute,
+                  "Per-tenant limit in expected tokens per minute (0 = none); past it, 429 with "
+                  "x-ratelimit-* headers")
       ->capture_default_str();
   AddRouterFlags(cmd, flags->router);
   cmd->callback([flags, &ctx] { RunGateway(*flags, ctx); });

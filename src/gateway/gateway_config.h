@@ -2,12 +2,39 @@
 // docs/gateway.md documents every field). A plain value.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "core/clock.h"
+#include "route/admission_queue.h"
 #include "route/picker.h"
 
 namespace gpuscale::gateway {
+
+// `gateway.admission`: priorities, fair share and per-tenant limits at the door (issue 46;
+// docs/gateway.md, "Priority and fair share"). The defaults keep the gateway as it was
+// without it: no concurrency limit (requests wait only while a service has no ready
+// replica), every request standard, no token limit.
+struct AdmissionConfig {
+  // Requests in flight per replica through the gateway; past it on every replica a request
+  // waits in the service's admission queue (priority, then tenants' fair share). 0 = none.
+  int max_in_flight_per_replica = 0;
+  // The request header naming its priority (critical, standard, sheddable); another value
+  // is a 400 naming the header.
+  std::string priority_header = "x-gpuscale-priority";
+  // The header naming the tenant; "" or absent: the tenant is a hash of the bearer API key
+  // (never the key itself), "anonymous" without one.
+  std::string tenant_header;
+  route::Priority default_priority = route::Priority::kStandard;
+  std::map<std::string, route::Priority> model_priority;  // by model name; over the default
+  // A sheddable request expected (or found) to wait longer than this for a replica is
+  // answered 429 at once (or when its wait reaches it).
+  Seconds sheddable_max_wait{2};
+  // Per tenant, prompt and output tokens together (estimated at the door); 0 = no limit.
+  double tenant_tokens_per_minute = 0;
+
+  friend bool operator==(const AdmissionConfig&, const AdmissionConfig&) = default;
+};
 
 struct GatewayConfig {
   bool enabled = true;             // `gateway: {enabled: false}` turns the listener off
@@ -49,6 +76,7 @@ struct GatewayConfig {
   // Prefix affinity hashes the first this many characters of the prompt (or of the
   // messages' contents).
   int prefix_chars = 512;
+  AdmissionConfig admission;
 
   friend bool operator==(const GatewayConfig&, const GatewayConfig&) = default;
 };

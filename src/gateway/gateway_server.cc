@@ -4,10 +4,12 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <string_view>
 
+#include "gateway/door_admission.h"
 #include "gateway/health_checker.h"
 #include "gateway/openai_request.h"
 #include "gateway/prefill_step.h"
@@ -65,6 +67,7 @@ struct Canned {
   int retry_after_s = 0;  // > 0: a Retry-After header
   std::string_view content_type = "application/json";
   std::string_view allow = {};  // non-empty: an Allow header (a 405 must have one, RFC 9110)
+  std::vector<std::pair<std::string, std::string>> headers = {};  // more (x-ratelimit-*)
 };
 
 // An OpenAI-shaped error response.
@@ -81,11 +84,31 @@ net::StringResponse CannedResponse(const Canned& reply) {
     res.set(http::field::retry_after, std::to_string(reply.retry_after_s));
   }
   if (!reply.allow.empty()) res.set(http::field::allow, reply.allow);
+  for (const auto& [name, value] : reply.headers) res.set(name, value);
   if (reply.status == http::status::unauthorized) {
     res.set(http::field::www_authenticate, "Bearer");  // RFC 6750 3
   }
   res.body() = reply.body;
   return res;
+}
+
+// 429 for a sheddable request refused because its service is saturated: Retry-After is the
+// wait it was expected to have (at least a second).
+Canned ShedReply(const std::string& service, const route::Admission& admission, Seconds max_wait) {
+  const std::string message =
+      admission.verdict == route::AdmissionVerdict::kShed
+          ? fmt::format(
+                "service '{}' is overloaded: this sheddable request would wait about "
+                "{:.1f} s for a replica (at most {} s); retry later or send it with a "
+                "higher priority",
+                service, admission.expected_wait_seconds, max_wait.count())
+          : fmt::format(
+                "service '{}' is overloaded: this sheddable request waited {} s for a "
+                "replica; retry later or send it with a higher priority",
+                service, max_wait.count());
+  const double retry = std::max(1.0, std::ceil(admission.expected_wait_seconds));
+  return ErrorReply(http::status::too_many_requests, message, "server_error", "", "request_shed",
+                    static_cast<int>(std::min(retry, 3600.0)));
 }
 
 // 405 for a route that serves only `allow` (the Allow header's value).
@@ -113,17 +136,25 @@ struct GatewayServer::Impl {
   // Waits in the service's activator queue for a replica until `deadline`. nullopt with
   // `full` when the queue has no room, with `gone` when the client hung up meanwhile (its
   // place is given up then, so a woken service never receives a request nobody awaits).
-  awaitable<std::optional<Ticket>> WaitForReplica(const std::string& service,
-                                                  std::optional<uint64_t> key, RoutePool pool,
-                                                  SteadyTime deadline, int client_fd, bool& full,
-                                                  bool& gone);
+  // `admission` says whether it was queued (or refused: full, shed).
+  awaitable<std::optional<Ticket>> WaitForReplica(const std::string& service, WaitRequest wait,
+                                                  SteadyTime deadline, int client_fd,
+                                                  route::Admission& admission, bool& gone);
+  // The request's priority, tenant and expected tokens (`door`), or the answer that refuses
+  // it: 400 for a priority header that names none, 429 with x-ratelimit-* headers for a
+  // tenant past its tokens per minute (recorded).
+  std::optional<Canned> AdmitAtDoor(const Request& req, const InferenceRequest& parsed,
+                                    const std::string& service, SteadyTime arrival,
+                                    DoorAdmission& door, RequestMeasurement& m);
   // A replica of `service`'s `pool` for the request, from the activator queue when none is
   // ready. nullopt when the request ended there (recorded; answered 503 unless the client
   // left): `kept` then says whether the client connection stays open.
+  // A sheddable request (`door`) that would wait past admission.sheddable_max_wait is
+  // answered 429 (recorded as error `shed`).
   awaitable<std::optional<Ticket>> Place(beast::tcp_stream& client, const Request& req,
                                          const std::string& service, std::optional<uint64_t> key,
-                                         RoutePool pool, SteadyTime arrival, RequestMeasurement& m,
-                                         bool& kept);
+                                         RoutePool pool, const DoorAdmission& door,
+                                         SteadyTime arrival, RequestMeasurement& m, bool& kept);
   // A disaggregated service's prefill step (prefill_step.h) on `ticket`: the request for the
   // decode step, or nullopt when the request ended (recorded, answered; `kept` as Place's).
   // On success the prefill replica's ticket goes to `hold`.
@@ -254,17 +285,16 @@ awaitable<bool> GatewayServer::Impl::Handle(beast::tcp_stream& client, Request& 
 }
 
 awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
-    const std::string& service, std::optional<uint64_t> key, RoutePool pool, SteadyTime deadline,
-    int client_fd, bool& full, bool& gone) {
+    const std::string& service, WaitRequest wait, SteadyTime deadline, int client_fd,
+    route::Admission& admission, bool& gone) {
   // The timer lives on this connection's I/O thread: a wake posted from the daemon's thread runs
   // only while this coroutine is suspended, so it is never lost between Acquire and wait.
   auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
   const uint64_t id = state->NextWaiterId();
+  wait.id = id;
   auto wake = [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); };
-  if (!state->EnterQueue(service, id, wake)) {
-    full = true;
-    co_return std::nullopt;
-  }
+  admission = state->EnterQueue(service, wait, wake);
+  if (admission.verdict != route::AdmissionVerdict::kQueued) co_return std::nullopt;
   struct Leave {
     GatewayState& state;
     const std::string& service;
@@ -276,11 +306,12 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
       gone = true;
       co_return std::nullopt;
     }
-    if (auto ticket = state->Acquire(service, key, {}, pool)) co_return ticket;
+    // Granted by a Release, a Publish or a health check, in the queue's order.
+    if (auto ticket = state->TakeGrant(service, id)) co_return ticket;
     if (std::chrono::steady_clock::now() >= deadline) co_return std::nullopt;
     if (!state->UnavailableReason(service).empty()) co_return std::nullopt;  // Place says why
     // Also re-check every second, in case a replica became healthy again without a publish
-    // (and to notice a client that hung up).
+    // (an ejection ran out) and to notice a client that hung up.
     timer->expires_at(std::min(deadline, std::chrono::steady_clock::now() +
                                              std::chrono::seconds(1)));
     co_await timer->async_wait(kTuple);
@@ -309,11 +340,16 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
   const std::optional<uint64_t> key =
       config.picker.prefix_affinity ? std::optional(parsed->prefix_key) : std::nullopt;
   RequestMeasurement m;
+  DoorAdmission door;
+  if (const std::optional<Canned> refused = AdmitAtDoor(req, *parsed, *service, arrival, door, m)) {
+    const bool sent = co_await Send(client, req, *refused);
+    co_return sent;
+  }
   bool kept = false;
   const bool disaggregated = state->Disaggregated(*service);
   const RoutePool first_pool = disaggregated ? RoutePool::kPrefill : RoutePool::kServe;
   std::optional<Ticket> ticket =
-      co_await Place(client, req, *service, key, first_pool, arrival, m, kept);
+      co_await Place(client, req, *service, key, first_pool, door, arrival, m, kept);
   if (!ticket) co_return kept;
   // A disaggregated service: the prefill step first; the decode step is relayed below. The
   // prefill replica stays counted in flight until the decode replica's first byte.
@@ -322,7 +358,7 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
   if (disaggregated) {
     decode = co_await Prefill(client, req, *service, key, *ticket, arrival, m, kept, hold);
     if (!decode) co_return kept;
-    ticket = co_await Place(client, req, *service, key, RoutePool::kServe, arrival, m, kept);
+    ticket = co_await Place(client, req, *service, key, RoutePool::kServe, door, arrival, m, kept);
     if (!ticket) co_return kept;
   }
   const Request& upstream_req = decode ? *decode : req;
@@ -341,6 +377,7 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
     }
     tried.insert(ticket->replica);
     if (attempt == 1 || !(ticket = state->Acquire(*service, key, tried))) break;
+    ticket->tokens = door.tokens;
   }
   m.status = 502;
   m.error = "upstream_unreachable";
@@ -354,38 +391,58 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
   co_return sent;
 }
 
-awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(beast::tcp_stream& client,
-                                                            const Request& req,
-                                                            const std::string& service,
-                                                            std::optional<uint64_t> key,
-                                                            RoutePool pool, SteadyTime arrival,
-                                                            RequestMeasurement& m, bool& kept) {
-  std::optional<Ticket> ticket = state->Acquire(service, key, {}, pool);
+awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(
+    beast::tcp_stream& client, const Request& req, const std::string& service,
+    std::optional<uint64_t> key, RoutePool pool, const DoorAdmission& door, SteadyTime arrival,
+    RequestMeasurement& m, bool& kept) {
+  std::optional<Ticket> ticket = state->Admit(service, key, pool, door.tokens);
   if (ticket) co_return ticket;
-  bool full = false;
+  route::Admission admission;
   bool gone = false;
+  const bool sheddable = door.priority == route::Priority::kSheddable;
   // A service whose replicas cannot start is answered at once (and its waiters when it
   // turns so): waiting would end only at queue_timeout.
   std::string cannot_start = state->UnavailableReason(service);
   if (cannot_start.empty()) {
-    const SteadyTime deadline = arrival + Ticks(config.queue_timeout);
+    const Seconds max_wait =
+        sheddable ? std::min(config.queue_timeout, config.admission.sheddable_max_wait)
+                  : config.queue_timeout;
+    const SteadyTime deadline = arrival + Ticks(max_wait);
     const int client_fd = client.socket().native_handle();
-    ticket = co_await WaitForReplica(service, key, pool, deadline, client_fd, full, gone);
+    WaitRequest wait{
+        .pool = pool,
+        .prefix_key = key,
+        .priority = door.priority,
+        .tenant = door.tenant,
+        .tokens = door.tokens,
+        .max_wait_seconds = sheddable ? std::optional(max_wait.count()) : std::nullopt};
+    ticket =
+        co_await WaitForReplica(service, std::move(wait), deadline, client_fd, admission, gone);
     m.queue_seconds = SecondsSince(arrival);
     if (ticket) co_return ticket;
-    if (!gone && !full) cannot_start = state->UnavailableReason(service);
+    if (!gone && admission.verdict == route::AdmissionVerdict::kQueued) {
+      cannot_start = state->UnavailableReason(service);
+    }
   }
   if (!cannot_start.empty()) {
     const bool sent = co_await SendCannotStart(client, req, service, cannot_start, arrival, m);
     kept = sent;
     co_return std::nullopt;
   }
-  m.status = gone ? 0 : 503;
-  m.error = gone ? "client_gone" : full ? "queue_full" : "queue_timeout";
+  const bool full = admission.verdict == route::AdmissionVerdict::kFull;
+  // A sheddable request refused at once or whose wait ran out: shed, never a silent timeout.
+  const bool shed = !gone && !full && sheddable;
+  m.status = gone ? 0 : shed ? 429 : 503;
+  m.error = gone ? "client_gone" : shed ? "shed" : full ? "queue_full" : "queue_timeout";
   m.e2e_seconds = SecondsSince(arrival);
   state->Record(service, m);
   kept = false;
   if (gone) co_return std::nullopt;  // nobody to answer
+  if (shed) {
+    const Canned refused = ShedReply(service, admission, config.admission.sheddable_max_wait);
+    kept = co_await Send(client, req, refused);
+    co_return std::nullopt;
+  }
   const std::string_view kind = pool == RoutePool::kPrefill ? "prefill " : "";
   const std::string message =
       full ? fmt::format("service '{}' has no ready {}replica and {} requests already wait",
@@ -396,6 +453,49 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(beast::tcp_stream& c
                                         "", "no_ready_replica", 5);
   kept = co_await Send(client, req, unavailable);
   co_return std::nullopt;
+}
+
+std::optional<Canned> GatewayServer::Impl::AdmitAtDoor(const Request& req,
+                                                       const InferenceRequest& parsed,
+                                                       const std::string& service,
+                                                       SteadyTime arrival, DoorAdmission& door,
+                                                       RequestMeasurement& m) {
+  const auto header = [&req](const std::string& name) -> std::optional<std::string_view> {
+    if (name.empty()) return std::nullopt;
+    auto it = req.find(beast::string_view(name.data(), name.size()));
+    if (it == req.end()) return std::nullopt;
+    return std::string_view(it->value().data(), it->value().size());
+  };
+  const auto authorization = req[http::field::authorization];
+  Result<DoorAdmission> read = ReadDoorAdmission(
+      config.admission, parsed.model,
+      {header(config.admission.priority_header), header(config.admission.tenant_header),
+       std::string_view(authorization.data(), authorization.size())},
+      req.body().size());
+  if (!read) {
+    return ErrorReply(http::status::bad_request, read.error().message, "invalid_request_error",
+                      read.error().field, "invalid_priority");
+  }
+  door = std::move(*read);
+  const route::TokenLimitDecision limit = state->TakeTenantTokens(door.tenant, door.tokens);
+  if (limit.allowed) return std::nullopt;
+  m.status = 429;
+  m.error = "rate_limited";
+  m.e2e_seconds = SecondsSince(arrival);
+  state->Record(service, m);
+  const std::string message =
+      limit.retry_after_seconds > 0
+          ? fmt::format(
+                "Rate limit reached for tokens per minute: limit {:.0f}, remaining {:.0f}, "
+                "requested {:.0f} (expected prompt and output tokens)",
+                limit.limit_tokens, std::floor(limit.remaining_tokens), door.tokens)
+          : fmt::format("Request too large for tokens per minute: limit {:.0f}, requested {:.0f}",
+                        limit.limit_tokens, door.tokens);
+  Canned reply =
+      ErrorReply(http::status::too_many_requests, message, "tokens", "", "rate_limit_exceeded",
+                 static_cast<int>(std::ceil(std::max(1.0, limit.retry_after_seconds))));
+  reply.headers = RateLimitHeaders(limit);
+  return reply;
 }
 
 awaitable<bool> GatewayServer::Impl::SendCannotStart(beast::tcp_stream& client, const Request& req,

@@ -825,3 +825,100 @@ TEST_F(GatewayServerTest, ABusyPortIsAnErrorNamingTheField) {
 
 }  // namespace
 }  // namespace gpuscale::gateway
+
+namespace gpuscale::gateway {
+namespace {
+
+using namespace std::chrono_literals;
+
+httplib::Result ChatWith(int port, const httplib::Headers& headers) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10, 0);
+  return c.Post("/v1/chat/completions", headers, R"({"model": "llama", "messages": []})",
+                "application/json");
+}
+
+void ExpectOpenAiError(const httplib::Result& res, int status, std::string_view code) {
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, status);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  for (const char* field : {"\"error\"", "\"message\"", "\"type\"", "\"param\"", "\"code\""}) {
+    EXPECT_NE(res->body.find(field), std::string::npos) << field << " in " << res->body;
+  }
+  EXPECT_NE(res->body.find("\"code\":\"" + std::string(code) + "\""), std::string::npos)
+      << res->body;
+}
+
+// A saturated service (one replica, one request at a time, busy for a second): a sheddable
+// request waits in the queue, shown on /metrics by priority, until its budget (0.3 s) runs out,
+// then gets 429 with Retry-After in OpenAI's error shape; the critical one is served.
+TEST_F(GatewayServerTest, ASheddableRequestPastItsWaitBudgetIsShedWith429) {
+  FakeReplica r1("r1");
+  r1.answer_delay_ms = 600;
+  GatewayConfig config;
+  config.admission.max_in_flight_per_replica = 1;
+  config.admission.sheddable_max_wait = Seconds{0.3};
+  Start(config);
+  state_->Publish({{"chat", {"llama"}, {r1.Route()}}});
+  const int port = server_->port();
+  auto critical = std::async(std::launch::async, [port] {
+    return ChatWith(port, {{"x-gpuscale-priority", "critical"}});
+  });
+  ASSERT_TRUE(WaitUntil([&] { return state_->InFlight("r1") == 1; }, 2000ms));
+  auto sheddable = std::async(std::launch::async, [port] {
+    return ChatWith(port, {{"x-gpuscale-priority", "sheddable"}});
+  });
+  ASSERT_TRUE(WaitUntil([&] { return state_->Queued("chat") == 1; }, 2000ms));
+  const std::string metrics = state_->MetricsText();
+  EXPECT_NE(
+      metrics.find("gpuscale_gateway_queue_requests{service=\"chat\",priority=\"sheddable\"} 1"),
+      std::string::npos)
+      << metrics;
+  const httplib::Result shed = sheddable.get();
+  ExpectOpenAiError(shed, 429, "request_shed");
+  EXPECT_EQ(shed->get_header_value("Retry-After"), "1");
+  const httplib::Result served = critical.get();
+  ASSERT_TRUE(served);
+  EXPECT_EQ(served->status, 200);
+  EXPECT_EQ(r1.requests, 1) << "the shed request never reached the replica";
+  EXPECT_EQ(state_->Queued("chat"), 0);
+}
+
+TEST_F(GatewayServerTest, ATenantPastItsTokensPerMinuteGets429WithRateLimitHeaders) {
+  FakeReplica r1("r1");
+  GatewayConfig config;
+  config.admission.tenant_tokens_per_minute = 400;  // one request of ~265 expected tokens
+  Start(config);
+  state_->Publish({{"chat", {"llama"}, {r1.Route()}}});
+  const int port = server_->port();
+  const httplib::Headers alice = {{"Authorization", "Bearer sk-alice"}};
+  const httplib::Result first = ChatWith(port, alice);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  const httplib::Result limited = ChatWith(port, alice);
+  ExpectOpenAiError(limited, 429, "rate_limit_exceeded");
+  EXPECT_EQ(limited->get_header_value("x-ratelimit-limit-tokens"), "400");
+  const int remaining = std::stoi(limited->get_header_value("x-ratelimit-remaining-tokens"));
+  EXPECT_GE(remaining, 130);
+  EXPECT_LT(remaining, 265);
+  EXPECT_TRUE(limited->get_header_value("x-ratelimit-reset-tokens").ends_with("s"));
+  EXPECT_TRUE(limited->has_header("Retry-After"));
+  // Another API key is another tenant.
+  const httplib::Result bob = ChatWith(port, {{"Authorization", "Bearer sk-bob"}});
+  ASSERT_TRUE(bob);
+  EXPECT_EQ(bob->status, 200);
+  EXPECT_EQ(r1.requests, 2);
+}
+
+TEST_F(GatewayServerTest, AnUnknownPriorityIs400NamingTheHeader) {
+  FakeReplica r1("r1");
+  Start();
+  state_->Publish({{"chat", {"llama"}, {r1.Route()}}});
+  const httplib::Result bad = ChatWith(server_->port(), {{"x-gpuscale-priority", "urgent"}});
+  ExpectOpenAiError(bad, 400, "invalid_priority");
+  EXPECT_NE(bad->body.find("\"param\":\"x-gpuscale-priority\""), std::string::npos) << bad->body;
+  EXPECT_EQ(r1.requests, 0);
+}
+
+}  // namespace
+}  // namespace gpuscale::gateway

@@ -7,7 +7,13 @@
 
 namespace gpuscale::gateway {
 
-GatewayState::GatewayState(GatewayConfig config) : config_(std::move(config)) {}
+GatewayState::GatewayState(GatewayConfig config)
+    : config_(std::move(config)), tenant_limits_(config_.admission.tenant_tokens_per_minute) {}
+
+route::AdmissionQueue& GatewayState::QueueOf(Service& s, RoutePool pool) {
+  // Unbounded here: EnterQueue bounds the service's waiters (queue_size) over both pools.
+  return s.queues.try_emplace(pool, SIZE_MAX).first->second;
+}
 
 double GatewayState::SteadyNow() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -45,6 +51,7 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
       Service& s = next[route.name];
       if (auto old = services_.find(route.name); old != services_.end()) {
         s.waiters = std::move(old->second.waiters);
+        s.queues = std::move(old->second.queues);
       }
       s.models = route.models;
       for (const std::string& model : route.models) model_to_service_.emplace(model, route.name);
@@ -52,18 +59,22 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
       s.disaggregated = route.disaggregated;
       if (route.disaggregated) s.prefill = Replicas(route.prefill_replicas, now);
       s.unavailable_reason = route.unavailable_reason;
-      // A disaggregated request waits for its prefill replica first, then for a decode one.
-      // Waiters of a service that cannot start are woken to be told so.
-      if (!s.replicas.empty() || !s.prefill.empty() || !s.unavailable_reason.empty()) {
-        for (auto& [id, wake] : s.waiters) to_wake.push_back(wake);
-      }
     }
     // Waiters of a service that disappeared are woken too: they find no service and fail.
     for (auto& [name, old] : services_) {
       if (next.count(name)) continue;
-      for (auto& [id, wake] : old.waiters) to_wake.push_back(wake);
+      for (auto& [id, w] : old.waiters) to_wake.push_back(w.wake);
     }
     services_ = std::move(next);
+    // Waiters of a service that cannot start are woken to be told so; the others get the
+    // replicas that are free now.
+    for (auto& [name, s] : services_) {
+      if (s.unavailable_reason.empty()) {
+        Dispatch(name, s, now, to_wake);
+      } else {
+        for (auto& [id, w] : s.waiters) to_wake.push_back(w.wake);
+      }
+    }
     // Forget the health of replicas that are gone (ids are never reused). A set of the live
     // ids keeps this O(n log n) for fleets of thousands of replicas.
     std::set<std::string_view> live;
@@ -92,16 +103,27 @@ int GatewayState::InFlight(const std::string& replica) const {
   return it == in_flight_.end() ? 0 : it->second.count;
 }
 
+namespace {
+
+template <typename Queues>
+int QueuedIn(const Queues& queues) {
+  size_t n = 0;
+  for (const auto& [pool, q] : queues) n += q.Size();
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
 int GatewayState::Queued(const std::string& service) const {
   MutexLock lock(mu_);
   auto it = services_.find(service);
-  return it == services_.end() ? 0 : static_cast<int>(it->second.waiters.size());
+  return it == services_.end() ? 0 : QueuedIn(it->second.queues);
 }
 
 int GatewayState::TotalQueued() const {
   MutexLock lock(mu_);
   int total = 0;
-  for (const auto& [name, s] : services_) total += static_cast<int>(s.waiters.size());
+  for (const auto& [name, s] : services_) total += QueuedIn(s.queues);
   return total;
 }
 
@@ -114,8 +136,14 @@ std::string GatewayState::MetricsText() const {
   MutexLock lock(mu_);
   std::map<std::pair<std::string, std::string>, int> in_flight;
   std::map<std::string, int> queued;
+  std::map<std::pair<std::string, std::string>, int> by_priority;
   for (const auto& [name, s] : services_) {
-    queued[name] = static_cast<int>(s.waiters.size());
+    queued[name] = QueuedIn(s.queues);
+    for (route::Priority p :
+         {route::Priority::kCritical, route::Priority::kStandard, route::Priority::kSheddable}) {
+      int& n = by_priority[{name, std::string(route::PriorityName(p))}];
+      for (const auto& [pool, q] : s.queues) n += static_cast<int>(q.Size(p));
+    }
     for (const Replica* r : AllReplicas(s)) in_flight[{name, r->route.id}] = 0;
   }
   // Every replica with requests in flight, published or not (one that left the table while
@@ -124,7 +152,7 @@ std::string GatewayState::MetricsText() const {
     in_flight[{flight.service, replica}] = flight.count;
   }
   MutexLock stats_lock(stats_mu_);
-  return stats_.Text(in_flight, queued);
+  return stats_.Text(in_flight, queued, by_priority);
 }
 
 std::optional<ServiceStatsView> GatewayState::StatsOf(const std::string& service) const {
@@ -136,7 +164,7 @@ std::optional<ServiceStatsView> GatewayState::StatsOf(const std::string& service
     MutexLock stats_lock(stats_mu_);
     view = stats_.View(service);
   }
-  view->queued = static_cast<int>(it->second.waiters.size());
+  view->queued = QueuedIn(it->second.queues);
   for (const Replica* r : AllReplicas(it->second)) {
     if (auto f = in_flight_.find(r->route.id); f != in_flight_.end()) {
       view->in_flight += f->second.count;
@@ -174,8 +202,31 @@ std::optional<Ticket> GatewayState::Acquire(const std::string& service,
                                             const std::set<std::string>& exclude, RoutePool pool) {
   const double now = SteadyNow();
   MutexLock lock(mu_);
+  return AcquireLocked(service, prefix_key, exclude, pool, now);
+}
+
+std::optional<Ticket> GatewayState::Admit(const std::string& service,
+                                          std::optional<uint64_t> prefix_key, RoutePool pool,
+                                          double tokens) {
+  const double now = SteadyNow();
+  MutexLock lock(mu_);
   auto it = services_.find(service);
   if (it == services_.end()) return std::nullopt;
+  if (auto q = it->second.queues.find(pool); q != it->second.queues.end() && !q->second.Empty()) {
+    return std::nullopt;
+  }
+  std::optional<Ticket> ticket = AcquireLocked(service, prefix_key, {}, pool, now);
+  if (ticket) ticket->tokens = tokens;
+  return ticket;
+}
+
+std::optional<Ticket> GatewayState::AcquireLocked(const std::string& service,
+                                                  std::optional<uint64_t> prefix_key,
+                                                  const std::set<std::string>& exclude,
+                                                  RoutePool pool, double now) {
+  auto it = services_.find(service);
+  if (it == services_.end()) return std::nullopt;
+  const int limit = config_.admission.max_in_flight_per_replica;
   std::vector<route::Candidate> candidates;
   std::vector<const Replica*> eligible;
   const bool prefill = pool == RoutePool::kPrefill;
@@ -188,7 +239,9 @@ std::optional<Ticket> GatewayState::Acquire(const std::string& service,
       continue;
     }
     auto f = in_flight_.find(r.route.id);
-    candidates.push_back({f == in_flight_.end() ? 0 : f->second.count, r.ready_since, r.identity});
+    const int outstanding = f == in_flight_.end() ? 0 : f->second.count;
+    if (limit > 0 && outstanding >= limit) continue;  // saturated: the request waits
+    candidates.push_back({outstanding, r.ready_since, r.identity});
     eligible.push_back(&r);
   }
   auto [picker, inserted] = pickers_.try_emplace({service, pool}, config_.picker);
@@ -198,26 +251,64 @@ std::optional<Ticket> GatewayState::Acquire(const std::string& service,
   Flight& flight = in_flight_[r.route.id];
   flight.service = service;
   ++flight.count;
-  return Ticket{service, r.route.id, r.route.host, r.route.port,
-                probes_.try_emplace(r.route.id).first->second.down};
+  return Ticket{service,
+                r.route.id,
+                r.route.host,
+                r.route.port,
+                probes_.try_emplace(r.route.id).first->second.down,
+                pool};
+}
+
+void GatewayState::EndFlight(const std::string& replica) {
+  if (auto it = in_flight_.find(replica); it != in_flight_.end()) {
+    if (--it->second.count <= 0) in_flight_.erase(it);
+  }
+}
+
+void GatewayState::Dispatch(const std::string& name, Service& s, double now,
+                            std::vector<std::function<void()>>& to_wake) {
+  for (auto& [pool, queue] : s.queues) {
+    while (const route::AdmissionRequest* head = queue.Peek()) {
+      Waiter& w = s.waiters.at(head->id);
+      std::optional<Ticket> ticket = AcquireLocked(name, w.prefix_key, {}, pool, now);
+      if (!ticket) break;  // the head waits for the next free replica; so do those behind
+      ticket->tokens = w.tokens;
+      w.grant = std::move(ticket);
+      queue.Pop();
+      to_wake.push_back(w.wake);
+    }
+  }
 }
 
 void GatewayState::Release(const Ticket& ticket, AttemptOutcome outcome) {
-  MutexLock lock(mu_);
-  if (auto it = in_flight_.find(ticket.replica); it != in_flight_.end()) {
-    if (--it->second.count <= 0) in_flight_.erase(it);
+  const double now = SteadyNow();
+  std::vector<std::function<void()>> to_wake;
+  {
+    MutexLock lock(mu_);
+    EndFlight(ticket.replica);
+    if (outcome != AttemptOutcome::kTransportFailure) {
+      // kOk clears the replica's failures; kAbandoned (the client left) says nothing of it.
+      if (outcome == AttemptOutcome::kOk) health_.erase(ticket.replica);
+    } else {
+      Eject(ticket.replica, now);
+    }
+    if (auto it = services_.find(ticket.service); it != services_.end()) {
+      if (outcome == AttemptOutcome::kOk && ticket.tokens > 0) {
+        QueueOf(it->second, ticket.pool).RecordCompletion(ticket.tokens, now);
+      }
+      Dispatch(ticket.service, it->second, now, to_wake);
+    }
   }
-  if (outcome == AttemptOutcome::kOk) {
-    health_.erase(ticket.replica);
-    return;
-  }
-  if (outcome != AttemptOutcome::kTransportFailure) return;
-  Health& h = health_[ticket.replica];
+  for (auto& wake : to_wake) wake();
+}
+
+void GatewayState::Eject(const std::string& replica, double now) {
+  Health& h = health_[replica];
   if (++h.consecutive_failures < config_.eject_after_failures) return;
   // Ejected; after the ejection the next request is a trial: one more failure ejects again
   // for twice as long (up to 8x), a success clears the record.
   const int factor = 1 << std::min(h.ejections, 3);
-  h.ejected_until = SteadyNow() + config_.ejection.count() * factor;
+  h.ejected_until = now + config_.ejection.count() * factor;
   ++h.ejections;
   h.consecutive_failures = config_.eject_after_failures - 1;
 }
@@ -253,11 +344,10 @@ void GatewayState::ReportProbe(const std::string& replica, bool passed) {
       probe.failures = 0;
       if (!probe.down->exchange(false)) return;
       // Back in rotation: its service's waiting requests may go now.
+      const double now = SteadyNow();
       for (auto& [name, s] : services_) {
         for (const Replica* r : AllReplicas(s)) {
-          if (r->route.id == replica) {
-            for (auto& [id, wake] : s.waiters) to_wake.push_back(wake);
-          }
+          if (r->route.id == replica) Dispatch(name, s, now, to_wake);
         }
       }
     }
@@ -273,26 +363,85 @@ bool GatewayState::Down(const std::string& replica) const {
   return p != probes_.end() && p->second.down->load();
 }
 
-bool GatewayState::EnterQueue(const std::string& service, uint64_t waiter,
-                              std::function<void()> wake) {
+route::Admission GatewayState::EnterQueue(const std::string& service, const WaitRequest& request,
+                                          std::function<void()> wake) {
+  const double now = SteadyNow();
   std::function<void(const std::string&)> listener;
+  route::Admission admission;
   {
     MutexLock lock(mu_);
     Service& s = services_[service];
-    if (static_cast<int>(s.waiters.size()) >= config_.queue_size) return false;
+    if (static_cast<int>(s.waiters.size()) >= config_.queue_size) {
+      return {route::AdmissionVerdict::kFull, 0};
+    }
+    admission = QueueOf(s, request.pool)
+                    .Enter({request.id, request.priority, request.tenant, request.tokens,
+                            request.max_wait_seconds},
+                           now);
+    if (admission.verdict != route::AdmissionVerdict::kQueued) return admission;
     // The first waiter starts a tick; while any waits the loop ticks every second anyway
     // (Daemon::LoopInterval), and a tick per queued request kept it ticking back to back
     // through a cold start (239 ticks in 13 s at 50 req/s).
     if (s.waiters.empty()) listener = demand_listener_;
-    s.waiters.emplace(waiter, std::move(wake));
+    s.waiters.emplace(
+        request.id, Waiter{std::move(wake), request.pool, request.prefix_key, request.tokens, {}});
   }
   if (listener) listener(service);
-  return true;
+  return admission;
+}
+
+bool GatewayState::EnterQueue(const std::string& service, uint64_t waiter,
+                              std::function<void()> wake) {
+  return EnterQueue(service, WaitRequest{.id = waiter}, std::move(wake)).verdict ==
+         route::AdmissionVerdict::kQueued;
+}
+
+std::optional<Ticket> GatewayState::TakeGrant(const std::string& service, uint64_t waiter) {
+  const double now = SteadyNow();
+  std::vector<std::function<void()>> to_wake;
+  std::optional<Ticket> ticket;
+  {
+    MutexLock lock(mu_);
+    auto it = services_.find(service);
+    if (it == services_.end()) return std::nullopt;
+    Service& s = it->second;
+    if (s.unavailable_reason.empty()) Dispatch(service, s, now, to_wake);
+    auto w = s.waiters.find(waiter);
+    if (w != s.waiters.end() && w->second.grant) {
+      ticket = std::move(w->second.grant);
+      s.waiters.erase(w);
+    }
+  }
+  for (auto& wake : to_wake) wake();
+  return ticket;
 }
 
 void GatewayState::LeaveQueue(const std::string& service, uint64_t waiter) {
+  const double now = SteadyNow();
+  std::vector<std::function<void()>> to_wake;
+  {
+    MutexLock lock(mu_);
+    auto it = services_.find(service);
+    if (it == services_.end()) return;
+    Service& s = it->second;
+    auto w = s.waiters.find(waiter);
+    if (w == s.waiters.end()) return;
+    QueueOf(s, w->second.pool).Remove(waiter);
+    const std::optional<Ticket> granted = std::move(w->second.grant);
+    s.waiters.erase(w);
+    if (!granted) return;
+    // Granted but not taken: the replica goes to the next request.
+    EndFlight(granted->replica);
+    Dispatch(service, s, now, to_wake);
+  }
+  for (auto& wake : to_wake) wake();
+}
+
+route::TokenLimitDecision GatewayState::TakeTenantTokens(const std::string& tenant, double tokens) {
+  if (!(config_.admission.tenant_tokens_per_minute > 0)) return {};  // no lock per request
+  const double now = SteadyNow();
   MutexLock lock(mu_);
-  if (auto it = services_.find(service); it != services_.end()) it->second.waiters.erase(waiter);
+  return tenant_limits_.Take(tenant, tokens, now);
 }
 
 uint64_t GatewayState::NextWaiterId() { return next_waiter_++; }

@@ -5,9 +5,14 @@
 //     a disaggregated service (prefill/decode, issue 24) has two sets, one per role;
 //   - exact in-flight requests per replica (the daemon finishes a drain when it reaches 0);
 //   - passive health: replicas ejected after repeated transport failures;
-//   - the activator: per-service queues of requests waiting for a first ready replica; a
-//     request entering an empty service's queue tells the daemon at once (demand listener);
-//     a service whose replicas cannot start (unavailable_reason) wakes its waiters to fail;
+//   - the activator and admission queues: per service and pool, requests waiting for a
+//     replica, either because none is ready or because every one holds
+//     admission.max_in_flight_per_replica requests; they get one in route::AdmissionQueue's
+//     order (priority, then tenants' fair share), handed over as a granted ticket when one
+//     frees (Release, Publish, a replica back from its health checks); a request entering an
+//     empty service's queue tells the daemon at once (demand listener); a service whose
+//     replicas cannot start (unavailable_reason) wakes its waiters to fail;
+//   - per-tenant token limits (route::TenantTokenLimits);
 //   - measurements at the door (gateway_stats.h), exposed as gpuscale_gateway_* families.
 // It does no network I/O; the time comes from the steady clock (replica ages from the daemon
 // are converted on Publish).
@@ -29,7 +34,9 @@
 #include "core/mutex.h"
 #include "gateway/gateway_config.h"
 #include "gateway/gateway_stats.h"
+#include "route/admission_queue.h"
 #include "route/picker.h"
+#include "route/token_bucket.h"
 
 namespace gpuscale::gateway {
 
@@ -70,6 +77,19 @@ struct Ticket {
   // True once the gateway's health checks gave the replica up (ReportProbe); the relay's
   // watch ends a relay waiting on it. Never null for a ticket from Acquire.
   std::shared_ptr<const std::atomic<bool>> down;
+  RoutePool pool = RoutePool::kServe;
+  double tokens = 0;  // the request's expected tokens: the service rate's sample on Release
+};
+
+// A request that waits for a replica (GatewayState::EnterQueue).
+struct WaitRequest {
+  uint64_t id = 0;  // NextWaiterId()
+  RoutePool pool = RoutePool::kServe;
+  std::optional<uint64_t> prefix_key = std::nullopt;
+  route::Priority priority = route::Priority::kStandard;
+  std::string tenant = {};
+  double tokens = 1;                                      // expected, prompt and output
+  std::optional<double> max_wait_seconds = std::nullopt;  // shed past it (AdmissionQueue)
 };
 
 // A replica the gateway's health checks ask (health_checker.h).
@@ -96,7 +116,7 @@ class GatewayState {
   void Publish(std::vector<ServiceRoute> services);
   // Requests in flight on `replica` through the gateway (0 when unknown).
   int InFlight(const std::string& replica) const;
-  // Requests waiting in `service`'s activator queue; in all services' queues.
+  // Requests waiting in `service`'s queues (not yet granted a replica); in all services'.
   int Queued(const std::string& service) const;
   int TotalQueued() const;
   // Called (outside the lock, from a gateway thread) with the service's name when a request
@@ -123,6 +143,11 @@ class GatewayState {
   std::optional<Ticket> Acquire(const std::string& service, std::optional<uint64_t> prefix_key,
                                 const std::set<std::string>& exclude = {},
                                 RoutePool pool = RoutePool::kServe);
+  // As Acquire for a request that just arrived: nullopt also while requests wait in the
+  // pool's queue, so that a newcomer does not pass them. The ticket carries `tokens`.
+  std::optional<Ticket> Admit(const std::string& service, std::optional<uint64_t> prefix_key,
+                              RoutePool pool, double tokens);
+  // Ends a ticket's request; a replica slot it frees goes to the next waiting request.
   void Release(const Ticket& ticket, AttemptOutcome outcome);
 
   // Active health (health_checker.h): every published replica, both pools.
@@ -136,11 +161,26 @@ class GatewayState {
   // out of rotation (`down`) or bring it back, so that the terminal says so.
   void SetProbeListener(std::function<void(const std::string& replica, bool down)> listener);
 
-  // Activator queue. Enter returns false when the queue is full. `wake` is called (any
-  // thread) when the service gains a ready replica; it must be cheap and thread-safe.
+  // Queues a request for a replica of `service`'s `request.pool`, or refuses it: kFull past
+  // queue_size waiting requests of the service, kShed when its expected wait exceeds its
+  // max_wait_seconds. `wake` is called (any thread) when the request was granted a replica
+  // or should look again (its service gained a ready replica, cannot start, or left); it
+  // must be cheap and thread-safe.
+  route::Admission EnterQueue(const std::string& service, const WaitRequest& request,
+                              std::function<void()> wake);
+  // A standard request with no tenant: whether it was queued.
   bool EnterQueue(const std::string& service, uint64_t waiter, std::function<void()> wake);
+  // The ticket granted to a queued request, which then leaves the queue; nullopt while it
+  // waits (or when it does not). Hands free replicas to the queue's head first, so a waiter
+  // that looks again after a timer (an ejection that ran out) is served in order.
+  std::optional<Ticket> TakeGrant(const std::string& service, uint64_t waiter);
+  // Gives up a request's place (its client left, its wait ran out); a replica already
+  // granted to it goes to the next one.
   void LeaveQueue(const std::string& service, uint64_t waiter);
   uint64_t NextWaiterId();
+
+  // Charges a request's expected tokens to its tenant (admission.tenant_tokens_per_minute).
+  route::TokenLimitDecision TakeTenantTokens(const std::string& tenant, double tokens);
 
   // Measurements (gateway_stats.h).
   void Record(const std::string& service, const RequestMeasurement& m);
@@ -156,13 +196,21 @@ class GatewayState {
     double ready_since = 0;  // steady seconds
     uint64_t identity = 0;
   };
+  struct Waiter {
+    std::function<void()> wake;
+    RoutePool pool = RoutePool::kServe;
+    std::optional<uint64_t> prefix_key;
+    double tokens = 1;
+    std::optional<Ticket> grant;  // a replica handed over, not yet taken
+  };
   struct Service {
     std::vector<std::string> models;
     std::vector<Replica> replicas;
     std::vector<Replica> prefill;  // a disaggregated service's prefill replicas
     bool disaggregated = false;
     std::string unavailable_reason;
-    std::map<uint64_t, std::function<void()>> waiters;
+    std::map<uint64_t, Waiter> waiters;  // queued or granted, by id
+    std::map<RoutePool, route::AdmissionQueue> queues;
   };
   struct Health {
     int consecutive_failures = 0;
@@ -182,6 +230,20 @@ class GatewayState {
   };
 
   static double SteadyNow();
+  std::optional<Ticket> AcquireLocked(const std::string& service,
+                                      std::optional<uint64_t> prefix_key,
+                                      const std::set<std::string>& exclude, RoutePool pool,
+                                      double now) GS_REQUIRES(mu_);
+  // Grants free replicas to `service`'s queued requests in their queues' order; the wakes of
+  // those granted go to `to_wake`.
+  void Dispatch(const std::string& name, Service& s, double now,
+                std::vector<std::function<void()>>& to_wake) GS_REQUIRES(mu_);
+  static route::AdmissionQueue& QueueOf(Service& s, RoutePool pool);
+  // Decrements `replica`'s in-flight count.
+  void EndFlight(const std::string& replica) GS_REQUIRES(mu_);
+  // One more transport failure of `replica` (passive health): past eject_after_failures in a
+  // row it is out of rotation for a while.
+  void Eject(const std::string& replica, double now) GS_REQUIRES(mu_);
   static std::vector<Replica> Replicas(std::vector<ReplicaRoute>& routes, double now);
   // Both pools' replicas of `s`.
   static std::vector<const Replica*> AllReplicas(const Service& s);
@@ -200,6 +262,7 @@ class GatewayState {
   std::map<std::pair<std::string, RoutePool>, route::Picker> pickers_ GS_GUARDED_BY(mu_);
   std::function<void(const std::string&)> demand_listener_ GS_GUARDED_BY(mu_);
   std::function<void(const std::string&, bool)> probe_listener_ GS_GUARDED_BY(mu_);
+  route::TenantTokenLimits tenant_limits_ GS_GUARDED_BY(mu_);
   mutable Mutex stats_mu_;
   GatewayStats stats_ GS_GUARDED_BY(stats_mu_);
   std::atomic<uint64_t> next_waiter_{1};

@@ -262,3 +262,120 @@ TEST(GatewayStateTest, AServiceWithoutRequestsHasAZeroView) {
 
 }  // namespace
 }  // namespace gpuscale::gateway
+
+namespace gpuscale::gateway {
+namespace {
+
+GatewayConfig Saturating() {
+  GatewayConfig c = Config();
+  c.queue_size = 10;
+  c.admission.max_in_flight_per_replica = 1;
+  return c;
+}
+
+WaitRequest Wait(uint64_t id, route::Priority p, std::string tenant, double tokens = 100) {
+  return {.id = id, .priority = p, .tenant = std::move(tenant), .tokens = tokens};
+}
+
+// Past max_in_flight_per_replica a request waits; each freed slot goes to the next one in
+// priority order, then fair share across tenants, as a grant its waiter takes.
+TEST(GatewayStateTest, ASaturatedServiceGrantsFreedReplicasByPriorityThenTenant) {
+  using enum route::Priority;
+  GatewayState state(Saturating());
+  state.Publish({Chat({"r1"})});
+  std::optional<Ticket> running = state.Admit("chat", std::nullopt, RoutePool::kServe, 100);
+  ASSERT_TRUE(running.has_value());
+  EXPECT_FALSE(state.Admit("chat", std::nullopt, RoutePool::kServe, 100).has_value());
+  std::vector<uint64_t> woken;
+  for (const WaitRequest& w :
+       {Wait(1, kSheddable, "a"), Wait(2, kStandard, "a"), Wait(3, kStandard, "a"),
+        Wait(4, kCritical, "a"), Wait(5, kStandard, "b")}) {
+    const uint64_t id = w.id;
+    ASSERT_EQ(state.EnterQueue("chat", w, [&woken, id] { woken.push_back(id); }).verdict,
+              route::AdmissionVerdict::kQueued);
+  }
+  EXPECT_EQ(state.Queued("chat"), 5);
+  std::vector<uint64_t> served;
+  for (int i = 0; i < 5; ++i) {
+    state.Release(*running, AttemptOutcome::kOk);
+    ASSERT_EQ(woken.size(), static_cast<size_t>(i + 1));
+    EXPECT_EQ(state.InFlight("r1"), 1) << "the freed slot is handed over at once";
+    running = state.TakeGrant("chat", woken.back());
+    ASSERT_TRUE(running.has_value());
+    EXPECT_EQ(running->tokens, 100);
+    served.push_back(woken.back());
+  }
+  EXPECT_EQ(served, (std::vector<uint64_t>{4, 2, 5, 3, 1}));
+  EXPECT_EQ(state.Queued("chat"), 0);
+  state.Release(*running, AttemptOutcome::kOk);
+  EXPECT_EQ(state.InFlight("r1"), 0);
+}
+
+TEST(GatewayStateTest, AGrantWhoseRequestLeftGoesToTheNext) {
+  GatewayState state(Saturating());
+  state.Publish({Chat({"r1"})});
+  std::optional<Ticket> running = state.Admit("chat", std::nullopt, RoutePool::kServe, 100);
+  ASSERT_TRUE(running.has_value());
+  int woken2 = 0;
+  ASSERT_TRUE(state.EnterQueue("chat", 1, [] {}));
+  ASSERT_TRUE(state.EnterQueue("chat", 2, [&woken2] { ++woken2; }));
+  EXPECT_FALSE(state.TakeGrant("chat", 1).has_value()) << "nothing free yet";
+  state.Release(*running, AttemptOutcome::kOk);  // granted to 1, which has left meanwhile
+  state.LeaveQueue("chat", 1);
+  EXPECT_EQ(woken2, 1);
+  EXPECT_EQ(state.InFlight("r1"), 1);
+  std::optional<Ticket> next = state.TakeGrant("chat", 2);
+  ASSERT_TRUE(next.has_value());
+  state.Release(*next, AttemptOutcome::kOk);
+  EXPECT_EQ(state.InFlight("r1"), 0);
+}
+
+TEST(GatewayStateTest, ASheddableRequestExpectedToWaitPastItsBudgetIsRefused) {
+  using enum route::Priority;
+  GatewayState state(Saturating());
+  state.Publish({Chat({"r1"})});
+  // One completion of 1000 tokens: 1000 tokens/s (a busy period's first second).
+  std::optional<Ticket> done = state.Admit("chat", std::nullopt, RoutePool::kServe, 1000);
+  ASSERT_TRUE(done.has_value());
+  state.Release(*done, AttemptOutcome::kOk);
+  std::optional<Ticket> running = state.Admit("chat", std::nullopt, RoutePool::kServe, 1000);
+  ASSERT_TRUE(running.has_value());
+  ASSERT_EQ(state.EnterQueue("chat", Wait(1, kCritical, "a", 3000), [] {}).verdict,
+            route::AdmissionVerdict::kQueued);
+  WaitRequest shed = Wait(2, kSheddable, "b");
+  shed.max_wait_seconds = 2;
+  const route::Admission refused = state.EnterQueue("chat", shed, [] {});
+  EXPECT_EQ(refused.verdict, route::AdmissionVerdict::kShed);
+  EXPECT_GT(refused.expected_wait_seconds, 2);
+  EXPECT_EQ(state.Queued("chat"), 1);
+  shed.max_wait_seconds = 10;
+  EXPECT_EQ(state.EnterQueue("chat", shed, [] {}).verdict, route::AdmissionVerdict::kQueued);
+  state.LeaveQueue("chat", 1);
+  state.LeaveQueue("chat", 2);
+  state.Release(*running, AttemptOutcome::kOk);
+}
+
+TEST(GatewayStateTest, QueueLengthsByPriorityAreOnMetrics) {
+  using enum route::Priority;
+  GatewayState state(Saturating());
+  state.Publish({Chat({})});
+  for (const WaitRequest& w :
+       {Wait(1, kCritical, "a"), Wait(2, kSheddable, "a"), Wait(3, kSheddable, "b")}) {
+    ASSERT_EQ(state.EnterQueue("chat", w, [] {}).verdict, route::AdmissionVerdict::kQueued);
+  }
+  auto parsed = metrics::ParsePrometheusText(state.MetricsText());
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  constexpr std::string_view kFamily = "gpuscale_gateway_queue_requests";
+  for (const auto& [priority, n] :
+       {std::pair{"critical", 1}, std::pair{"standard", 0}, std::pair{"sheddable", 2}}) {
+    Result<double> v = metrics::FindValue(
+        *parsed, kFamily,
+        std::vector<metrics::LabelMatcher>{{"service", "chat"}, {"priority", priority}});
+    ASSERT_TRUE(v.has_value()) << priority << ": " << v.error().ToString();
+    EXPECT_EQ(*v, n) << priority;
+  }
+  for (uint64_t id = 1; id <= 3; ++id) state.LeaveQueue("chat", id);
+}
+
+}  // namespace
+}  // namespace gpuscale::gateway

@@ -62,8 +62,10 @@ ServiceStatsView GatewayStats::View(const std::string& service) const {
   return v;
 }
 
-std::string GatewayStats::Text(const std::map<std::pair<std::string, std::string>, int>& in_flight,
-                               const std::map<std::string, int>& queued) const {
+std::string GatewayStats::Text(
+    const std::map<std::pair<std::string, std::string>, int>& in_flight,
+    const std::map<std::string, int>& queued,
+    const std::map<std::pair<std::string, std::string>, int>& queued_by_priority) const {
   metrics::ExpositionWriter w;
   w.BeginFamily("gpuscale_gateway_connections", MetricType::kGauge,
                 "Client connections open at the gateway.");
@@ -101,6 +103,12 @@ std::string GatewayStats::Text(const std::map<std::pair<std::string, std::string
                 "Requests waiting in the activator queue for a ready replica.");
   for (const auto& [service, n] : queued) {
     w.AddValue(std::vector<Label>{{"service", service}}, n);
+  }
+  w.BeginFamily("gpuscale_gateway_queue_requests", MetricType::kGauge,
+                "Requests waiting for a replica, by service and priority (critical, standard, "
+                "sheddable).");
+  for (const auto& [key, n] : queued_by_priority) {
+    w.AddValue(std::vector<Label>{{"service", key.first}, {"priority", key.second}}, n);
   }
   struct HistogramFamily {
     const char* name;

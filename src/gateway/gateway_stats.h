@@ -78,8 +78,10 @@ class GatewayStats {
   ServiceStatsView View(const std::string& service) const;
   // Families for /metrics; `in_flight` by (service, replica) and `queued` by service are the
   // live gauges GatewayState owns.
-  std::string Text(const std::map<std::pair<std::string, std::string>, int>& in_flight,
-                   const std::map<std::string, int>& queued) const;
+  std::string Text(
+      const std::map<std::pair<std::string, std::string>, int>& in_flight,
+      const std::map<std::string, int>& queued,
+      const std::map<std::pair<std::string, std::string>, int>& queued_by_priority) const;
 
  private:
   struct Service {

@@ -140,6 +140,31 @@ TEST(DaemonConfigTest, ReadsTheGatewaysHealthChecksAndStreamIdleTimeout) {
   EXPECT_EQ(defaults->api.max_connections_per_client, 1024);
 }
 
+TEST(DaemonConfigTest, ReadsTheGatewaysAdmission) {
+  auto config = ParseDaemonConfigText(
+      "gateway:\n"
+      "  admission:\n"
+      "    max_in_flight_per_replica: 8\n"
+      "    tenant_header: x-tenant\n"
+      "    default_priority: critical\n"
+      "    model_priority: {batch-model: sheddable}\n"
+      "    sheddable_max_wait_seconds: 0.5\n"
+      "    tenant_tokens_per_minute: 90000\n",
+      "test");
+  ASSERT_TRUE(config.has_value()) << config.error().ToString();
+  const gateway::AdmissionConfig& a = config->gateway.admission;
+  EXPECT_EQ(a.max_in_flight_per_replica, 8);
+  EXPECT_EQ(a.priority_header, "x-gpuscale-priority");
+  EXPECT_EQ(a.tenant_header, "x-tenant");
+  EXPECT_EQ(a.default_priority, route::Priority::kCritical);
+  EXPECT_EQ(a.model_priority.at("batch-model"), route::Priority::kSheddable);
+  EXPECT_EQ(a.sheddable_max_wait.count(), 0.5);
+  EXPECT_EQ(a.tenant_tokens_per_minute, 90000);
+  auto defaults = ParseDaemonConfigText("", "test");
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->gateway.admission, gateway::AdmissionConfig{});
+}
+
 // `gateway.router` goes through the reader the simulator's `router` uses
 // (config/router_config.h): the mapping and the bare kind both work, and the daemon's 30 s
 // slow start is the default only for least outstanding.
@@ -378,6 +403,21 @@ const BadConfigCase kBadConfigs[] = {
      "gateway.health_check_interval_seconds: expected a finite number of seconds >= 0"},
     {"GatewayHealthFailuresZero", "gateway: {health_check_failures: 0}",
      "gateway.health_check_failures"},
+    {"GatewayAdmissionPriorityUnknown", "gateway:\n  admission:\n    default_priority: high",
+     "gateway.admission.default_priority: expected critical, standard or sheddable, got 'high' "
+     "(line 3)"},
+    {"GatewayAdmissionModelPriorityUnknown",
+     "gateway:\n  admission:\n    model_priority: {batch: low}",
+     "gateway.admission.model_priority.batch: expected critical, standard or sheddable, got "
+     "'low' (line 3)"},
+    {"GatewayAdmissionLimitNegative", "gateway: {admission: {max_in_flight_per_replica: -1}}",
+     "gateway.admission.max_in_flight_per_replica: expected 0 (no limit) or more"},
+    {"GatewayAdmissionHeaderWithSpace", "gateway: {admission: {tenant_header: \"x tenant\"}}",
+     "gateway.admission.tenant_header: expected a header name, got 'x tenant'"},
+    {"GatewayAdmissionTokensNegative", "gateway: {admission: {tenant_tokens_per_minute: -5}}",
+     "gateway.admission.tenant_tokens_per_minute: expected 0 (no limit) or a positive number"},
+    {"GatewayAdmissionUnknownKey", "gateway: {admission: {priority: critical}}",
+     "gateway.admission.priority: unknown field"},
     // The router's messages are config/router_config.h's and route::CheckPickerSpec's.
     {"GatewayRouterUnknownKind", "gateway:\n  router: {kind: random}",
      "gateway.router.kind: expected one of least_outstanding, round_robin, prefix_cache, got "
