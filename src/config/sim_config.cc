@@ -9,6 +9,7 @@
 
 #include "config/policy_profile.h"
 #include "config/router_config.h"
+#include "config/sim_variant_config.h"
 #include "sim/disagg.h"
 #include "sim/role_capacity.h"
 #include "yaml/yaml_util.h"
@@ -86,11 +87,13 @@ Status ParseService(const YAML::Node& n, sim::SimulationConfig& c) {
   GS_RETURN_IF_ERROR(
       CheckKnownKeys(n, "service",
                      {"name", "model", "gpus_per_replica", "min_replicas", "max_replicas",
-                      "initial_replicas", "cold_start_seconds", "drain_timeout_seconds"}));
+                      "initial_replicas", "cold_start_seconds", "drain_timeout_seconds", "variants",
+                      "gpu_limits", "budget_per_hour", "on_demand_base_ratio"}));
   auto& s = c.service;
   GS_ASSIGN_OR_RETURN(s.name, ReadString(n, "name", "service", s.name));
   GS_ASSIGN_OR_RETURN(c.model.model, ReadString(n, "model", "service", c.model.model));
   GS_RETURN_IF_ERROR(ParseReplicaFields(n, "service", s));
+  GS_RETURN_IF_ERROR(ParseVariants(n, s));
   c.model.tensor_parallel = s.gpus_per_replica;
   return OkStatus();
 }

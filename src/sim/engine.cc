@@ -296,6 +296,8 @@ Status ValidateSimulationConfig(const SimulationConfig& c) {
                     kMaxSimulatedGpus),
         "cluster.nodes");
   }
+  // Before the service's shape, which a config with variants copies from the first one.
+  GS_RETURN_IF_ERROR(ValidateVariantPlan(c.service.fleet, c.cluster.gpus_per_node));
   if (c.service.gpus_per_replica < 1 || c.service.gpus_per_replica > c.cluster.gpus_per_node) {
     return InvalidArgument(fmt::format("must be in [1, cluster.gpus_per_node = {}]",
                                        c.cluster.gpus_per_node),

@@ -24,6 +24,7 @@
 #include "scale/policy.h"
 #include "sim/replica_model.h"
 #include "sim/trace.h"
+#include "sim/variant.h"
 
 namespace gpuscale::sim {
 
@@ -45,6 +46,9 @@ struct ServiceSpec {
   int initial_replicas = -1;  // ready at t = 0; -1 = min_replicas; kAutoInitialReplicas
   Seconds cold_start{60};     // placement -> ready
   Seconds drain_timeout{300};
+  // Variants, per-type GPU limits, a budget (sim/variant.h). Without variants the service
+  // runs one implicit variant: gpus_per_replica on replica_model.gpu, priced 0.
+  VariantPlan fleet = {};
 
   // Replicas ready at t = 0: initial_replicas, or min_replicas when unset. The run, the
   // oracle and the reactive reference all start from it.
@@ -117,6 +121,13 @@ struct SimulationConfig {
     return static_cast<int>(std::min<int64_t>(service.max_replicas, placeable));
   }
 };
+
+// The service's variants: those listed, or the one implicit variant (name "default",
+// `model.gpu`, `service.gpus_per_replica`, no price).
+std::vector<VariantSpec> EffectiveVariants(const SimulationConfig& config);
+
+// The replica model config of `variant`: `model` with its GPU type and tensor_parallel.
+ReplicaModelConfig VariantModelConfig(const ReplicaModelConfig& model, const VariantSpec& variant);
 
 // The largest cluster one run simulates (nodes x gpus_per_node); its inventory is allocated
 // up front.
