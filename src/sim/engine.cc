@@ -32,7 +32,8 @@ constexpr double kApproximateIndexTtlSeconds = 300;
 class Engine {
  public:
   Engine(const SimulationConfig& config, const ReplicaModel& model,
-         std::unique_ptr<scale::Policy> policy, const Trace& trace, const SimOptions& options)
+         std::unique_ptr<scale::Policy> policy, const Trace& trace, const SimOptions& options,
+         std::vector<VariantRuntime> variants)
       : config_(config),
         trace_(trace),
         options_(options),
@@ -45,6 +46,7 @@ class Engine {
                     scale::ControllerConfig{{config.service.drain_timeout}}),
         picker_(config.router) {
     orchestrator_.set_prefix_block_tokens(trace.hash_block_tokens);
+    if (!variants.empty()) orchestrator_.SetVariants(std::move(variants));
     if (config.router.kind == route::PickerKind::kPrefixCache &&
         config.router.prefix_index == route::PrefixIndexMode::kApproximate &&
         trace.hash_block_tokens > 0) {
@@ -276,6 +278,14 @@ void Engine::Finish(double end) {
   r.policy = family_;
   r.duration_s = end;
   r.gpu_hours = orchestrator_.GpuSeconds(end) / 3600.0;
+  const std::vector<VariantUsage> usage = orchestrator_.Usage(end);
+  for (size_t i = 0; i < usage.size(); ++i) {
+    const VariantRuntime& v = orchestrator_.variants()[i];
+    const double hours = usage[i].gpu_seconds / 3600.0;
+    r.variants.push_back({v.spec.name, v.spec.gpu_type, v.spec.spot, v.capacity, hours,
+                          hours * v.spec.price_per_gpu_hour, usage[i].placed});
+    r.cost += hours * v.spec.price_per_gpu_hour;
+  }
   r.replicas_started = orchestrator_.started();
   r.replicas_stopped = orchestrator_.stopped();
   r.peak_replicas = peak_;
@@ -285,6 +295,28 @@ void Engine::Finish(double end) {
 }
 
 }  // namespace
+
+Result<std::vector<VariantRuntime>> BuildVariants(
+    const SimulationConfig& config, std::vector<std::unique_ptr<ReplicaModel>>& models) {
+  std::vector<VariantRuntime> out;
+  const auto& listed = config.service.fleet.variants;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    auto model = MakeReplicaModel(VariantModelConfig(config.model, listed[i]));
+    if (!model) {
+      return InvalidArgument(model.error().message,
+                             fmt::format("service.variants[{}].gpu_type", i));
+    }
+    const double capacity = listed[i].capacity_tokens_per_second > 0
+                                ? listed[i].capacity_tokens_per_second
+                                : ModelCapacity(**model, config.slo);
+    models.push_back(std::move(*model));
+    out.push_back({listed[i], models.back().get(), capacity});
+  }
+  // Relative to the first variant: the policy's replica.
+  const double reference = out.empty() ? 1 : out.front().capacity;
+  for (auto& v : out) v.capacity /= reference;
+  return out;
+}
 
 Status ValidateSimulationConfig(const SimulationConfig& c) {
   if (c.cluster.nodes < 1) return InvalidArgument("must be >= 1", "cluster.nodes");
@@ -349,7 +381,9 @@ Result<SimResult> RunSimulation(const SimulationConfig& config, const ReplicaMod
                     kMaxSimulatedTicks),
         "trace");
   }
-  Engine engine(config, model, std::move(policy), trace, options);
+  std::vector<std::unique_ptr<ReplicaModel>> models;
+  GS_ASSIGN_OR_RETURN(std::vector<VariantRuntime> variants, BuildVariants(config, models));
+  Engine engine(config, model, std::move(policy), trace, options, std::move(variants));
   return engine.Run();
 }
 

@@ -126,6 +126,11 @@ struct SimulationConfig {
 // `model.gpu`, `service.gpus_per_replica`, no price).
 std::vector<VariantSpec> EffectiveVariants(const SimulationConfig& config);
 
+// A replica's capacity from its model alone: the mean generated tokens/s over
+// DecodeCapacities' grid (sim/role_capacity.h) at the TPOT target. Orders variants by price
+// per capacity and weights routing where no profile gives a variant's capacity.
+double ModelCapacity(const ReplicaModel& model, const SloSpec& slo);
+
 // The replica model config of `variant`: `model` with its GPU type and tensor_parallel.
 ReplicaModelConfig VariantModelConfig(const ReplicaModelConfig& model, const VariantSpec& variant);
 
@@ -135,6 +140,17 @@ inline constexpr int64_t kMaxSimulatedGpus = 1'000'000;
 
 struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0;
+};
+
+// One variant's share of a run (a single-shape service has one, "default", priced 0).
+struct VariantReport {
+  std::string name;
+  std::string gpu_type;
+  bool spot = false;
+  double capacity = 1;  // per replica, relative to the first variant's
+  double gpu_hours = 0;
+  double cost = 0;  // gpu_hours x price per GPU-hour
+  int replicas_placed = 0;
 };
 
 struct SimReport {
@@ -156,6 +172,8 @@ struct SimReport {
   double prefix_hit_ratio = 0;
   double duration_s = 0;  // simulated time: until the last request finished
   double gpu_hours = 0;   // GPU time held by placed replicas (cold start and drain included)
+  double cost = 0;        // the variants' GPU-hours at their prices (0 without prices)
+  std::vector<VariantReport> variants;
   int scale_ups = 0;      // ticks that raised the desired count
   int scale_downs = 0;    // ticks that lowered it
   int replicas_started = 0;

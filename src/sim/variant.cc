@@ -3,6 +3,7 @@
 #include <set>
 
 #include "sim/replica_model_calibrated.h"
+#include "sim/role_capacity.h"
 #include "sim/simulation.h"
 
 namespace gpuscale::sim {
@@ -14,6 +15,13 @@ std::vector<VariantSpec> EffectiveVariants(const SimulationConfig& config) {
   v.gpu_type = config.model.gpu;
   v.gpus_per_replica = config.service.gpus_per_replica;
   return {v};
+}
+
+double ModelCapacity(const ReplicaModel& model, const SloSpec& slo) {
+  const auto mixes = DecodeCapacities(model, slo.tpot_seconds);
+  double sum = 0;
+  for (const auto& m : mixes) sum += m.capacity_tokens_per_second;
+  return mixes.empty() ? 0 : sum / static_cast<double>(mixes.size());
 }
 
 ReplicaModelConfig VariantModelConfig(const ReplicaModelConfig& model, const VariantSpec& variant) {
