@@ -141,7 +141,11 @@ Status ParseSlo(const YAML::Node& n, sim::SloSpec& s) {
 Status ParseFaults(const YAML::Node& n, sim::FaultSpec& f) {
   GS_RETURN_IF_ERROR(CheckMap(n, "faults"));
   if (!n) return OkStatus();
-  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "faults", {"crash_at_seconds", "metrics_outages"}));
+  GS_RETURN_IF_ERROR(
+      CheckKnownKeys(n, "faults", {"crash_at_seconds", "metrics_outages", "preemption_seed"}));
+  GS_ASSIGN_OR_RETURN(int seed, ReadInt(n, "preemption_seed", "faults", 1));
+  if (seed < 0) return FieldError(n["preemption_seed"], "faults.preemption_seed", "must be >= 0");
+  f.preemption_seed = static_cast<uint64_t>(seed);
   if (const auto& crashes = n["crash_at_seconds"]) {
     if (!crashes.IsSequence()) return FieldError(crashes, "faults.crash_at_seconds", "expected a list of numbers");
     for (size_t i = 0; i < crashes.size(); ++i) {

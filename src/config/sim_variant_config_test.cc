@@ -53,6 +53,14 @@ TEST(SimVariantConfigTest, ParsesVariantsLimitsAndBudget) {
   EXPECT_EQ(sim::EffectiveVariants(file->sim), plan.variants);
 }
 
+TEST(SimVariantConfigTest, ReadsThePreemptionSeed) {
+  auto root = yaml::ParseYaml("faults: {preemption_seed: 9}\npolicy: {family: slo}\n", "test");
+  ASSERT_TRUE(root);
+  auto file = ParseSimConfig(*root);
+  ASSERT_TRUE(file) << file.error().ToString();
+  EXPECT_EQ(file->sim.faults.preemption_seed, 9u);
+}
+
 TEST(SimVariantConfigTest, SingleShapeIsOneImplicitVariant) {
   auto file = ParseWithService("  gpus_per_replica: 2\n");
   ASSERT_TRUE(file) << file.error().ToString();

@@ -1,7 +1,8 @@
 // The discrete-event loop of RunSimulation. Event order at equal times (so runs are
-// reproducible): replica segment ends and cold-start completions, crashes, control ticks,
-// scrapes, then arrivals. A tick before a scrape at the same instant means a tick sees data
-// one scrape interval old at most: the scrape lag the daemon has live.
+// reproducible): spot preemption notices and reclaims, replica segment ends and cold-start
+// completions, crashes, control ticks, scrapes, then arrivals. A tick before a scrape at the same
+// instant means a tick sees data one scrape interval old at most: the scrape lag the daemon has
+// live.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -169,6 +170,8 @@ bool Engine::PopReplicaEvent(double t) {
   s.engine->FinishSegment(t);
   completed_ += s.engine->completed() - before;
   Schedule(e.slot);
+  orchestrator_.ReleaseIfPreemptedAndIdle(e.slot, t);
+  ForgetRemoved();
   return true;
 }
 
@@ -249,6 +252,17 @@ SimResult Engine::Run() {
     double t_scrape = static_cast<double>(scrapes) * scrape;
     double t_arrival = next_arrival_ < n ? requests_[next_arrival_].arrival_s : kInf;
     double t = std::min({t_heap, t_crash, t_tick, t_scrape, t_arrival});
+    if (const double t_preempt = orchestrator_.NextPreemptionTime(); t_preempt <= t) {
+      // Spot notices and reclaims first among equal times: a notice drains the replica
+      // before anything else routes to it.
+      t = t_preempt;
+      if (t > last_arrival + kTailSeconds) break;
+      now = t;
+      ++events_;
+      orchestrator_.HandlePreemption(t);
+      ForgetRemoved();
+      continue;
+    }
     if (t > last_arrival + kTailSeconds) break;
     now = t;
     ++events_;
@@ -283,7 +297,10 @@ void Engine::Finish(double end) {
     const VariantRuntime& v = orchestrator_.variants()[i];
     const double hours = usage[i].gpu_seconds / 3600.0;
     r.variants.push_back({v.spec.name, v.spec.gpu_type, v.spec.spot, v.capacity, hours,
-                          hours * v.spec.price_per_gpu_hour, usage[i].placed});
+                          hours * v.spec.price_per_gpu_hour, usage[i].placed, usage[i].preempted,
+                          usage[i].lost_to_preemption});
+    r.preempted += usage[i].preempted;
+    r.lost_to_preemption += usage[i].lost_to_preemption;
     r.cost += hours * v.spec.price_per_gpu_hour;
   }
   r.replicas_started = orchestrator_.started();

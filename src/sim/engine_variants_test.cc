@@ -102,6 +102,54 @@ TEST(EngineVariantsTest, ACheaperTypeWinsAndALimitSendsTheRestToTheOther) {
   EXPECT_GT(limited->report.cost, cheap->report.cost);
 }
 
+// All spot A100s preempted at 20 an hour with a 60 s notice: short requests drain in time.
+SimulationConfig SpotConfig(double notice_s) {
+  SimulationConfig c = MixedFleetConfig(1, 4);
+  c.service.fleet.variants[0].spot = true;
+  c.service.fleet.variants[0].preemptions_per_hour = 20;
+  c.service.fleet.variants[0].preemption_notice = Seconds{notice_s};
+  return c;
+}
+
+TEST(EngineVariantsTest, SpotPreemptionIsSeededDrainsWithinTheNoticeAndIsReplaced) {
+  const SimulationConfig config = SpotConfig(60);
+  auto model = MakeReplicaModel(VariantModelConfig(config.model, config.service.fleet.variants[0]));
+  ASSERT_TRUE(model);
+  auto run = [&](const SimulationConfig& c) {
+    auto result = RunSimulation(c, **model, FixedDesired(2), SteadyArrivals(1200, 0.5));
+    EXPECT_TRUE(result) << result.error().ToString();
+    return result->report;
+  };
+  const SimReport a = run(config);
+  ASSERT_GT(a.preempted, 0);
+  EXPECT_EQ(a.lost_to_preemption, 0);  // 50-token answers finish well within 60 s
+  EXPECT_EQ(a.aborted, 0);
+  EXPECT_EQ(a.completed, a.requests);
+  // Each preempted replica was replaced: more placements than the two wanted at once.
+  EXPECT_GE(FindVariant(a, "a100").replicas_placed + FindVariant(a, "h100").replicas_placed,
+            2 + a.preempted);
+  // The same seed, the same preemptions; another seed, others.
+  const SimReport b = run(config);
+  EXPECT_EQ(a.preempted, b.preempted);
+  EXPECT_DOUBLE_EQ(a.cost, b.cost);
+  EXPECT_DOUBLE_EQ(a.ttft_s.p99, b.ttft_s.p99);
+  SimulationConfig other = config;
+  other.faults.preemption_seed = 7;
+  const SimReport c = run(other);
+  EXPECT_NE(c.cost, a.cost);
+}
+
+TEST(EngineVariantsTest, RequestsRunningWhenTheNoticeEndsAreLost) {
+  const SimulationConfig config = SpotConfig(0);  // reclaimed at once
+  auto model = MakeReplicaModel(VariantModelConfig(config.model, config.service.fleet.variants[0]));
+  ASSERT_TRUE(model);
+  auto result = RunSimulation(config, **model, FixedDesired(2), SteadyArrivals(1200, 0.5));
+  ASSERT_TRUE(result) << result.error().ToString();
+  ASSERT_GT(result->report.preempted, 0);
+  EXPECT_GT(result->report.lost_to_preemption, 0);
+  EXPECT_GE(result->report.aborted, result->report.lost_to_preemption);
+}
+
 TEST(EngineVariantsTest, ASingleShapeServiceIsOneUnpricedVariant) {
   testing::AffineReplicaModel model;
   SimulationConfig c;

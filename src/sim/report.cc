@@ -250,6 +250,11 @@ std::string FormatReportTable(const SimReport& r, const References& references,
   // A priced (variant) service: its cost, and each variant's share.
   if (r.cost > 0) {
     line("cost", fmt::format("{:.2f} (price x GPU-hours over the variants)", r.cost));
+    if (r.preempted > 0) {
+      line("preempted", fmt::format("{} spot replicas; {} requests lost (still running when "
+                                    "the notice ran out)",
+                                    r.preempted, r.lost_to_preemption));
+    }
     for (const VariantReport& v : r.variants) {
       line(fmt::format("  {}", v.name),
            fmt::format("{}{} capacity {:.2f}: {:.3f} GPU-hours, cost {:.2f}, {} replicas placed",

@@ -176,6 +176,12 @@ TEST(VariantReportTest, APricedRunShowsItsCostPerVariant) {
   EXPECT_NE(table.find("  a100-spot          a100 spot capacity 0.70: 1.000 GPU-hours, cost 1.00"),
             std::string::npos)
       << table;
+  EXPECT_EQ(table.find("preempted"), std::string::npos);
+  r.preempted = 3;
+  r.lost_to_preemption = 2;
+  EXPECT_NE(FormatReportTable(r, References{})
+                .find("preempted            3 spot replicas; 2 requests lost"),
+            std::string::npos);
   // Unpriced (a single-shape service): GPU-hours only, as before.
   r.cost = 0;
   EXPECT_EQ(FormatReportTable(r, References{}).find("cost "), std::string::npos);

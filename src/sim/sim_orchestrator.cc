@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "scale/variant_allocator.h"
@@ -33,7 +34,11 @@ gpu::GpuSnapshot MakeSimInventory(const ClusterSpec& cluster) {
 
 SimOrchestrator::SimOrchestrator(const SimulationConfig& config, const ReplicaModel& model,
                                  std::vector<RequestRecord>& requests, SharedGpus* shared, int pool)
-    : config_(config), requests_(requests), shared_(shared), pool_(pool) {
+    : config_(config),
+      requests_(requests),
+      preemption_rng_(config.faults.preemption_seed),
+      shared_(shared),
+      pool_(pool) {
   VariantSpec implicit;
   implicit.name = "default";
   implicit.gpu_type = config.cluster.gpu_type;
@@ -105,6 +110,7 @@ std::vector<scale::ReplicaStatus> SimOrchestrator::ListReplicas() const {
   out.reserve(live_.size());
   for (int slot : live_) {
     const auto& s = slots_[slot];
+    if (s.preempted) continue;  // on its way out: the controller replaces it
     scale::ReplicaStatus status{s.id, s.phase, Seconds{s.phase_since},
                                 s.engine ? s.engine->Outstanding() : 0};
     if (mixed_ && s.variant >= 0) {
@@ -156,6 +162,7 @@ bool SimOrchestrator::TryPlace(int slot, double now) {
   s.placed_at = now;
   s.engine =
       std::make_unique<SimReplica>(*variants_[variant].model, requests_, prefix_block_tokens_);
+  SchedulePreemption(slot, now);
   ++placed_;
   placed_new_.push_back(slot);
   return true;
@@ -290,6 +297,45 @@ double SimOrchestrator::GpuSeconds(double now) const {
   double total = 0;
   for (const VariantUsage& u : Usage(now)) total += u.gpu_seconds;
   return total;
+}
+
+// A Poisson process per spot replica: the time to its notice is exponential with the
+// variant's rate, drawn when it is placed (one draw per placement, in event order, so a seed
+// gives the same preemptions).
+void SimOrchestrator::SchedulePreemption(int slot, double now) {
+  const VariantSpec& v = variants_[slots_[slot].variant].spec;
+  if (!v.spot || !(v.preemptions_per_hour > 0)) return;
+  const double u = std::uniform_real_distribution<double>(0, 1)(preemption_rng_);
+  preemptions_.push({now - std::log1p(-u) * 3600.0 / v.preemptions_per_hour, slot, false});
+}
+
+double SimOrchestrator::NextPreemptionTime() const {
+  return preemptions_.empty() ? std::numeric_limits<double>::infinity() : preemptions_.top().time;
+}
+
+void SimOrchestrator::HandlePreemption(double now) {
+  const PreemptionEvent e = preemptions_.top();
+  preemptions_.pop();
+  auto& s = slots_[e.slot];
+  if (s.gone) return;
+  if (e.reclaim) {
+    const int64_t lost = s.engine ? s.engine->Outstanding() : 0;
+    usage_closed_[s.variant].lost_to_preemption += lost;
+    Release(e.slot, now);
+    return;
+  }
+  s.preempted = true;
+  ++usage_closed_[s.variant].preempted;
+  s.phase = ReplicaPhase::kDraining;
+  s.phase_since = now;
+  SetReady(e.slot, false);
+  preemptions_.push({now + variants_[s.variant].spec.preemption_notice.count(), e.slot, true});
+  ReleaseIfPreemptedAndIdle(e.slot, now);
+}
+
+void SimOrchestrator::ReleaseIfPreemptedAndIdle(int slot, double now) {
+  auto& s = slots_[slot];
+  if (!s.gone && s.preempted && (!s.engine || s.engine->Outstanding() == 0)) Release(slot, now);
 }
 
 std::vector<int> SimOrchestrator::TakePlaced() { return std::exchange(placed_new_, {}); }

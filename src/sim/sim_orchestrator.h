@@ -12,6 +12,8 @@
 
 #include <limits>
 #include <memory>
+#include <queue>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,9 @@ struct ReplicaSlot {
   double warm_since = -std::numeric_limits<double>::infinity();
   bool gone = false;      // stopped or crashed
   int variant = -1;       // index into the orchestrator's variants; -1 while not placed
+  // A spot replica's notice came: it takes no new requests, is hidden from the controller
+  // (which replaces it) and goes when its requests finish or the notice runs out.
+  bool preempted = false;
   uint32_t version = 0;   // bumped when the replica's next event time changes
   std::unique_ptr<SimReplica> engine;
 };
@@ -62,6 +67,8 @@ struct VariantRuntime {
 // GPU time and money per variant.
 struct VariantUsage {
   double gpu_seconds = 0;
+  int preempted = 0;
+  int64_t lost_to_preemption = 0;
   int placed = 0;  // replicas placed on its GPUs (initial ones included)
 };
 
@@ -98,6 +105,14 @@ class SimOrchestrator final : public scale::ReplicaOrchestrator {
   double CapacityOf(int slot) const {
     return mixed_ ? variants_[slots_[slot].variant].capacity : 1.0;
   }
+
+  // Spot preemption (seeded, sim/variant.h): the next notice or reclaim time (infinity when
+  // none), and handling it at `now`. A notice drains the replica out of the controller's
+  // sight; a reclaim ends it, its remaining requests lost. Both no-ops for a replica gone.
+  double NextPreemptionTime() const;
+  void HandlePreemption(double now);
+  // Ends a preempted replica whose last request finished before its notice ran out.
+  void ReleaseIfPreemptedAndIdle(int slot, double now);
 
   // Engine hooks.
   std::vector<ReplicaSlot>& slots() { return slots_; }
@@ -150,6 +165,17 @@ class SimOrchestrator final : public scale::ReplicaOrchestrator {
   bool mixed_ = false;  // SetVariants was called: capacities, ranks and limits apply
   std::vector<std::unique_ptr<TypePool>> pools_;  // empty with shared_
   std::vector<VariantUsage> usage_closed_;        // per variant, released replicas
+  struct PreemptionEvent {
+    double time = 0;
+    int slot = 0;
+    bool reclaim = false;  // false: the notice
+    bool operator>(const PreemptionEvent& o) const {
+      return time != o.time ? time > o.time : slot > o.slot;
+    }
+  };
+  void SchedulePreemption(int slot, double now);
+  std::priority_queue<PreemptionEvent, std::vector<PreemptionEvent>, std::greater<>> preemptions_;
+  std::mt19937_64 preemption_rng_;
   SharedGpus* shared_ = nullptr;
   int pool_ = 0;
   std::vector<ReplicaSlot> slots_;

@@ -69,6 +69,9 @@ struct SloSpec {
 struct FaultSpec {
   std::vector<double> crash_at_seconds;  // the oldest ready replica crashes at each time
   std::vector<std::pair<double, double>> metrics_outages;  // [from, to): scrapes fail
+  // Seeds the spot variants' preemption process (sim/variant.h: preemptions_per_hour); the
+  // same seed gives the same preemptions for the same run. Default 1.
+  uint64_t preemption_seed = 1;
 };
 
 // The link the KV cache crosses from prefill to decode.
@@ -151,13 +154,19 @@ struct VariantReport {
   double gpu_hours = 0;
   double cost = 0;  // gpu_hours x price per GPU-hour
   int replicas_placed = 0;
+  int preempted = 0;               // spot replicas that got a preemption notice
+  int64_t lost_to_preemption = 0;  // requests still running when a notice ran out
 };
 
 struct SimReport {
   std::string policy;  // family
   int64_t requests = 0;
   int64_t completed = 0;
-  int64_t aborted = 0;  // lost to a replica stop or crash
+  int64_t aborted = 0;  // lost to a replica stop, crash or preemption
+  // Spot (issue 47): notices received, and requests still running when a notice ran out
+  // (counted in `aborted` too).
+  int preempted = 0;
+  int64_t lost_to_preemption = 0;
   int64_t slo_met = 0;
   double attainment = 0;  // slo_met / requests
   // SLO misses among requests routed to a replica in its first kFreshReplicaSeconds after a
