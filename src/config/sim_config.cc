@@ -9,6 +9,7 @@
 
 #include "config/policy_profile.h"
 #include "config/router_config.h"
+#include "config/sim_variant_config.h"
 #include "sim/disagg.h"
 #include "sim/role_capacity.h"
 #include "yaml/yaml_util.h"
@@ -86,11 +87,13 @@ Status ParseService(const YAML::Node& n, sim::SimulationConfig& c) {
   GS_RETURN_IF_ERROR(
       CheckKnownKeys(n, "service",
                      {"name", "model", "gpus_per_replica", "min_replicas", "max_replicas",
-                      "initial_replicas", "cold_start_seconds", "drain_timeout_seconds"}));
+                      "initial_replicas", "cold_start_seconds", "drain_timeout_seconds", "variants",
+                      "gpu_limits", "budget_per_hour", "on_demand_base_ratio"}));
   auto& s = c.service;
   GS_ASSIGN_OR_RETURN(s.name, ReadString(n, "name", "service", s.name));
   GS_ASSIGN_OR_RETURN(c.model.model, ReadString(n, "model", "service", c.model.model));
   GS_RETURN_IF_ERROR(ParseReplicaFields(n, "service", s));
+  GS_RETURN_IF_ERROR(ParseVariants(n, s));
   c.model.tensor_parallel = s.gpus_per_replica;
   return OkStatus();
 }
@@ -138,7 +141,11 @@ Status ParseSlo(const YAML::Node& n, sim::SloSpec& s) {
 Status ParseFaults(const YAML::Node& n, sim::FaultSpec& f) {
   GS_RETURN_IF_ERROR(CheckMap(n, "faults"));
   if (!n) return OkStatus();
-  GS_RETURN_IF_ERROR(CheckKnownKeys(n, "faults", {"crash_at_seconds", "metrics_outages"}));
+  GS_RETURN_IF_ERROR(
+      CheckKnownKeys(n, "faults", {"crash_at_seconds", "metrics_outages", "preemption_seed"}));
+  GS_ASSIGN_OR_RETURN(int seed, ReadInt(n, "preemption_seed", "faults", 1));
+  if (seed < 0) return FieldError(n["preemption_seed"], "faults.preemption_seed", "must be >= 0");
+  f.preemption_seed = static_cast<uint64_t>(seed);
   if (const auto& crashes = n["crash_at_seconds"]) {
     if (!crashes.IsSequence()) return FieldError(crashes, "faults.crash_at_seconds", "expected a list of numbers");
     for (size_t i = 0; i < crashes.size(); ++i) {

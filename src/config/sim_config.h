@@ -15,7 +15,10 @@
 //   scrape_interval_seconds: 5
 //   slo: {ttft_seconds: 1, tpot_seconds: 0.05, target_ratio: 0.99}
 //   oracle_bucket_seconds: 60
-//   faults: {crash_at_seconds: [600], metrics_outages: [{from_seconds: 900, to_seconds: 960}]}
+//   faults: {crash_at_seconds: [600], metrics_outages: [{from_seconds: 900, to_seconds: 960}],
+//            preemption_seed: 1}                    # seeds spot variants' preemptions
+//   (service.variants, gpu_limits, budget_per_hour, on_demand_base_ratio:
+//    config/sim_variant_config.h)
 //   policy: {family: slo, ...}                      # required: a policy envelope
 //
 // Or a prefill/decode disaggregated service (sim/disagg.h), with a policy per pool and no

@@ -5,10 +5,13 @@
 
 namespace gpuscale::route {
 
-double RouterLoad(int outstanding, double ready_since, double now, double slow_start_s) {
-  if (!(slow_start_s > 0)) return outstanding;
-  const double weight = std::clamp((now - ready_since) / slow_start_s, kSlowStartMinWeight, 1.0);
-  return (outstanding + 1) / weight;
+double RouterLoad(int outstanding, double ready_since, double now, double slow_start_s,
+                  double capacity_weight) {
+  // + 1: the request being placed, so that idle replicas of different weights still differ.
+  // Without slow start, - 1 keeps weight 1 the plain count (the same order for every weight).
+  if (!(slow_start_s > 0)) return (outstanding + 1) / capacity_weight - 1;
+  const double ramp = std::clamp((now - ready_since) / slow_start_s, kSlowStartMinWeight, 1.0);
+  return (outstanding + 1) / (ramp * capacity_weight);
 }
 
 uint64_t HashText(std::string_view text) {
@@ -36,11 +39,13 @@ uint64_t Score(uint64_t key, uint64_t identity) { return MixHash(key, identity);
 
 size_t Picker::LeastLoaded(std::span<const Candidate> candidates, double now) const {
   size_t best = 0;
-  double best_load = RouterLoad(candidates[0].outstanding, candidates[0].ready_since, now,
-                                spec_.slow_start_seconds);
+  auto load_of = [&](const Candidate& c) {
+    return RouterLoad(c.outstanding, c.ready_since, now, spec_.slow_start_seconds,
+                      c.capacity_weight);
+  };
+  double best_load = load_of(candidates[0]);
   for (size_t i = 1; i < candidates.size(); ++i) {
-    const double load = RouterLoad(candidates[i].outstanding, candidates[i].ready_since, now,
-                                   spec_.slow_start_seconds);
+    const double load = load_of(candidates[i]);
     if (load < best_load) {
       best = i;
       best_load = load;

@@ -9,6 +9,12 @@
 //     counts (outstanding + 1) / weight, the weight growing linearly from a tenth to one over
 //     the window (Envoy's slow-start shape), so a fresh replica is not flooded with every
 //     arrival until it holds as many requests as its warm peers;
+//   - capacity weights (any least-outstanding mode): a candidate with capacity_weight w
+//     counts (outstanding + 1) / w - 1 (without slow start; (outstanding + 1) / (w x ramp)
+//     with it), so that a replica twice as
+//     fast holds about twice the requests in flight and so takes about twice the arrivals
+//     (a mixed fleet of GPU types, issue 47; Envoy's weighted least request with active
+//     request bias 1). All weights 1 route exactly as without them;
 //   - round robin;
 //   - prefix affinity (option on top of least outstanding): requests whose prompts start
 //     alike (same prefix key) go to the same replica, so its prefix cache hits, as long as
@@ -49,6 +55,9 @@ struct Candidate {
   // and prompt tokens queued there and not yet prefilled.
   int64_t cached_tokens = 0;
   int64_t pending_prefill_tokens = 0;
+  // Relative capacity (a replica of a faster variant > 1); > 0. 1 for every candidate of a
+  // single-shape fleet.
+  double capacity_weight = 1;
 };
 
 // Envoy's default minimum weight during slow start: a fresh replica takes a tenth of a warm
@@ -56,8 +65,9 @@ struct Candidate {
 inline constexpr double kSlowStartMinWeight = 0.1;
 
 // What least-outstanding routing minimizes for one replica (see the header comment). Without
-// slow start, the plain outstanding count.
-double RouterLoad(int outstanding, double ready_since, double now, double slow_start_s);
+// slow start and with capacity_weight 1, the plain outstanding count.
+double RouterLoad(int outstanding, double ready_since, double now, double slow_start_s,
+                  double capacity_weight = 1);
 
 // 64-bit FNV-1a of `text`: replica identities and prefix keys.
 uint64_t HashText(std::string_view text);

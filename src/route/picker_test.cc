@@ -47,6 +47,22 @@ TEST(RouterLoadTest, AFreshReplicaTakesATenthOfAWarmOnesShareAtFirst) {
   EXPECT_EQ(fresh, 8);
 }
 
+TEST(PickerTest, CapacityWeightsSplitArrivalsByCapacity) {
+  // Two idle replicas, one twice as fast; every arrival stays in flight. The fast one must
+  // hold twice the requests: 2:1 after 30 arrivals, and the first goes to it.
+  std::vector<Candidate> candidates = {{0, kWarm, 1}, {0, kWarm, 2}};
+  candidates[1].capacity_weight = 2;
+  Picker picker;
+  ASSERT_EQ(picker.Pick(candidates, 0), 1u);
+  candidates[1].outstanding = 1;
+  for (int i = 1; i < 30; ++i) ++candidates[*picker.Pick(candidates, 0)].outstanding;
+  EXPECT_EQ(candidates[0].outstanding, 10);
+  EXPECT_EQ(candidates[1].outstanding, 20);
+  // Weight 1 everywhere is the plain count.
+  EXPECT_EQ(RouterLoad(37, kWarm, 100, 0, 1), 37);
+  EXPECT_DOUBLE_EQ(RouterLoad(3, kWarm, 100, 0, 2), 1);
+}
+
 TEST(PickerTest, NoCandidateNoPick) {
   Picker picker;
   EXPECT_FALSE(picker.Pick({}, 0).has_value());

@@ -49,46 +49,64 @@ std::vector<size_t> InPhase(const std::vector<ReplicaStatus>& replicas, ReplicaP
   return out;
 }
 
-// Removes up to `excess` active replicas, cheapest loss first; returns how many remain.
-int ShrinkActive(const std::vector<ReplicaStatus>& replicas, int excess,
-                 std::vector<ReplicaAction>& stops, std::vector<ReplicaAction>& drains,
-                 std::vector<bool>& removed) {
+// Tolerance of capacity sums (sums of 1s stay exact; weights need not).
+constexpr double kCapacityEpsilon = 1e-9;
+
+// Removes active replicas, cheapest loss first, while the capacity left (`active`) still
+// meets `desired`.
+void ShrinkActive(const std::vector<ReplicaStatus>& replicas, double desired, double active,
+                  std::vector<ReplicaAction>& stops, std::vector<ReplicaAction>& drains,
+                  std::vector<bool>& removed) {
+  auto spare = [&](size_t i) {
+    return active - replicas[i].capacity >= desired - kCapacityEpsilon;
+  };
   for (ReplicaPhase phase : {ReplicaPhase::kPending, ReplicaPhase::kStarting}) {
     auto list = InPhase(replicas, phase);
-    for (auto it = list.rbegin(); it != list.rend() && excess > 0; ++it, --excess) {
+    for (auto it = list.rbegin(); it != list.rend(); ++it) {
+      if (!spare(*it)) continue;
+      active -= replicas[*it].capacity;
       removed[*it] = true;
       stops.push_back({Kind::kStop, replicas[*it].id,
                        fmt::format("scale in: cancel {} replica", ReplicaPhaseName(phase))});
     }
   }
   auto ready = InPhase(replicas, ReplicaPhase::kReady);
-  // Fewest outstanding first; among equals the newest (stable sort on reversed order).
+  // Highest drain rank first, then fewest outstanding; among equals the newest (stable sort
+  // on reversed order).
   std::reverse(ready.begin(), ready.end());
   std::stable_sort(ready.begin(), ready.end(), [&](size_t a, size_t b) {
+    if (replicas[a].drain_rank != replicas[b].drain_rank) {
+      return replicas[a].drain_rank > replicas[b].drain_rank;
+    }
     return replicas[a].outstanding_requests < replicas[b].outstanding_requests;
   });
-  for (size_t i = 0; i < ready.size() && excess > 0; ++i, --excess) {
-    drains.push_back({Kind::kDrain, replicas[ready[i]].id,
+  for (size_t i : ready) {
+    if (!spare(i)) continue;
+    active -= replicas[i].capacity;
+    drains.push_back({Kind::kDrain, replicas[i].id,
                       fmt::format("scale in: fewest outstanding requests ({})",
-                                  replicas[ready[i]].outstanding_requests)});
+                                  replicas[i].outstanding_requests)});
   }
-  return excess;
 }
 
-// Resumes draining replicas (warmest first), then starts new ones, for `missing` replicas.
-void GrowActive(const std::vector<ReplicaStatus>& replicas, int missing,
+// Resumes draining replicas (warmest first), then starts new ones (1 capacity each assumed),
+// until the active capacity reaches `desired`.
+void GrowActive(const std::vector<ReplicaStatus>& replicas, double desired, double active,
                 std::vector<ReplicaAction>& resumes, std::vector<ReplicaAction>& starts,
                 std::vector<bool>& resumed) {
   auto draining = InPhase(replicas, ReplicaPhase::kDraining);
   std::stable_sort(draining.begin(), draining.end(), [&](size_t a, size_t b) {
     return replicas[a].outstanding_requests > replicas[b].outstanding_requests;
   });
-  for (size_t i = 0; i < draining.size() && missing > 0; ++i, --missing) {
+  for (size_t i = 0; i < draining.size() && active < desired - kCapacityEpsilon; ++i) {
+    active += replicas[draining[i]].capacity;
     resumed[draining[i]] = true;
     resumes.push_back({Kind::kResume, replicas[draining[i]].id,
                        "scale out: resume a draining replica instead of a cold start"});
   }
-  for (; missing > 0; --missing) starts.push_back({Kind::kStart, "", "scale out"});
+  for (; active < desired - kCapacityEpsilon; active += 1) {
+    starts.push_back({Kind::kStart, "", "scale out"});
+  }
 }
 
 }  // namespace
@@ -96,15 +114,15 @@ void GrowActive(const std::vector<ReplicaStatus>& replicas, int missing,
 std::vector<ReplicaAction> PlanReconcile(int desired, const std::vector<ReplicaStatus>& replicas,
                                          Seconds now, const ReconcilerConfig& config) {
   desired = std::max(desired, 0);
-  int active = 0;
-  for (const auto& r : replicas) active += r.phase != ReplicaPhase::kDraining ? 1 : 0;
+  double active = 0;
+  for (const auto& r : replicas) active += r.phase != ReplicaPhase::kDraining ? r.capacity : 0;
 
   std::vector<ReplicaAction> stops, drains, resumes, places, starts;
   std::vector<bool> removed(replicas.size(), false), resumed(replicas.size(), false);
-  if (active > desired) {
-    ShrinkActive(replicas, active - desired, stops, drains, removed);
-  } else if (active < desired) {
-    GrowActive(replicas, desired - active, resumes, starts, resumed);
+  if (active > desired + kCapacityEpsilon) {
+    ShrinkActive(replicas, desired, active, stops, drains, removed);
+  } else if (active < desired - kCapacityEpsilon) {
+    GrowActive(replicas, desired, active, resumes, starts, resumed);
   }
   for (size_t i = 0; i < replicas.size(); ++i) {
     const auto& r = replicas[i];

@@ -31,12 +31,16 @@ struct ReplicaAction {
 
 std::string_view ActionKindName(ReplicaAction::Kind kind);  // "start", "place", ...
 
-// Actions that move `replicas` towards `desired` (>= 0):
-//  - too few active (pending + starting + ready) replicas: resume draining ones first
-//    (most outstanding requests first: they are warm), then start new ones;
-//  - too many: stop pending ones (newest first), then starting ones (newest first: least
-//    sunk cold start), then drain ready ones with the fewest outstanding requests (ties:
-//    newest first);
+// Actions that move `replicas` towards `desired` (>= 0). Active replicas (pending + starting
+// + ready) count their `capacity` (1 each unless a mixed fleet says otherwise), so `desired`
+// is in reference replicas; a new replica is assumed to bring 1 (the orchestrator picks its
+// variant; the next pass corrects the difference):
+//  - too little active capacity: resume draining replicas first (most outstanding requests
+//    first: they are warm), then start new ones;
+//  - too much: stop pending ones (newest first), then starting ones (newest first: least
+//    sunk cold start), then drain ready ones, highest drain_rank first, then fewest
+//    outstanding requests (ties: newest first); each only while the capacity left still
+//    meets `desired`;
 //  - every pending replica still wanted gets a kPlace retry;
 //  - a draining replica with no outstanding requests, or draining for drain_timeout, gets
 //    kStop.

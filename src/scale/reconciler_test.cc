@@ -45,6 +45,33 @@ TEST(ReconcilerTest, DrainsNewestAmongEquallyLoaded) {
   EXPECT_EQ(Summary(actions), "drain:b");
 }
 
+// A mixed fleet: replicas weigh their capacity (in reference replicas) and the most
+// expensive per capacity (highest drain_rank) drains first.
+ReplicaStatus Mixed(std::string id, P phase, double capacity, double rank, int outstanding = 0) {
+  ReplicaStatus r = R(std::move(id), phase, outstanding);
+  r.capacity = capacity;
+  r.drain_rank = rank;
+  return r;
+}
+
+TEST(ReconcilerTest, MixedFleetCountsCapacityAndDrainsTheHighestRankFirst) {
+  const std::vector<ReplicaStatus> replicas = {Mixed("fast", P::kReady, 2, 0.8, 0),
+                                               Mixed("slow", P::kReady, 0.8, 1.4, 5),
+                                               Mixed("slow2", P::kReady, 0.8, 1.4, 9)};
+  // 3.6 held: desired 3 keeps all (a slow one leaving would leave 2.8).
+  EXPECT_EQ(Summary(PlanReconcile(3, replicas, Seconds{0}, {})), "");
+  // Desired 2 and 1: both slow ones go (the less busy first), the cheaper fast one stays
+  // despite its fewer requests; it alone meets 1 and 2.
+  EXPECT_EQ(Summary(PlanReconcile(2, replicas, Seconds{0}, {})), "drain:slow drain:slow2");
+  EXPECT_EQ(Summary(PlanReconcile(1, replicas, Seconds{0}, {})), "drain:slow drain:slow2");
+  // Desired 3.6 in whole replicas is 4: one start for the missing 0.4.
+  EXPECT_EQ(Summary(PlanReconcile(4, replicas, Seconds{0}, {})), "start");
+  // Two fast replicas meet 4 with no start.
+  EXPECT_EQ(Summary(PlanReconcile(4, {Mixed("a", P::kReady, 2, 0), Mixed("b", P::kStarting, 2, 0)},
+                                  Seconds{0}, {})),
+            "");
+}
+
 TEST(ReconcilerTest, StopsDrainedReplicaOnlyWhenEmptyOrTimedOut) {
   ReconcilerConfig config{Seconds{60}};
   std::vector<ReplicaStatus> replicas = {R("a", P::kReady), R("b", P::kDraining, 3, 10),

@@ -31,6 +31,12 @@ struct ReplicaStatus {
   ReplicaPhase phase = ReplicaPhase::kPending;
   Seconds phase_since{0};        // when the replica entered `phase`
   int outstanding_requests = 0;  // waiting + running on the replica
+  // A mixed fleet (replicas of several variants, issue 47): the replica's capacity relative
+  // to the service's reference replica, which the policy's desired count is in units of; and
+  // how early it should go when the service shrinks (higher first: its price per capacity).
+  // A single-shape fleet leaves 1 and 0, and the reconciler counts replicas.
+  double capacity = 1;
+  double drain_rank = 0;
 };
 
 class ReplicaOrchestrator {

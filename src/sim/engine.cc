@@ -1,7 +1,8 @@
 // The discrete-event loop of RunSimulation. Event order at equal times (so runs are
-// reproducible): replica segment ends and cold-start completions, crashes, control ticks,
-// scrapes, then arrivals. A tick before a scrape at the same instant means a tick sees data
-// one scrape interval old at most: the scrape lag the daemon has live.
+// reproducible): spot preemption notices and reclaims, replica segment ends and cold-start
+// completions, crashes, control ticks, scrapes, then arrivals. A tick before a scrape at the same
+// instant means a tick sees data one scrape interval old at most: the scrape lag the daemon has
+// live.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,7 +33,8 @@ constexpr double kApproximateIndexTtlSeconds = 300;
 class Engine {
  public:
   Engine(const SimulationConfig& config, const ReplicaModel& model,
-         std::unique_ptr<scale::Policy> policy, const Trace& trace, const SimOptions& options)
+         std::unique_ptr<scale::Policy> policy, const Trace& trace, const SimOptions& options,
+         std::vector<VariantRuntime> variants)
       : config_(config),
         trace_(trace),
         options_(options),
@@ -45,6 +47,7 @@ class Engine {
                     scale::ControllerConfig{{config.service.drain_timeout}}),
         picker_(config.router) {
     orchestrator_.set_prefix_block_tokens(trace.hash_block_tokens);
+    if (!variants.empty()) orchestrator_.SetVariants(std::move(variants));
     if (config.router.kind == route::PickerKind::kPrefixCache &&
         config.router.prefix_index == route::PrefixIndexMode::kApproximate &&
         trace.hash_block_tokens > 0) {
@@ -167,6 +170,8 @@ bool Engine::PopReplicaEvent(double t) {
   s.engine->FinishSegment(t);
   completed_ += s.engine->completed() - before;
   Schedule(e.slot);
+  orchestrator_.ReleaseIfPreemptedAndIdle(e.slot, t);
+  ForgetRemoved();
   return true;
 }
 
@@ -247,6 +252,17 @@ SimResult Engine::Run() {
     double t_scrape = static_cast<double>(scrapes) * scrape;
     double t_arrival = next_arrival_ < n ? requests_[next_arrival_].arrival_s : kInf;
     double t = std::min({t_heap, t_crash, t_tick, t_scrape, t_arrival});
+    if (const double t_preempt = orchestrator_.NextPreemptionTime(); t_preempt <= t) {
+      // Spot notices and reclaims first among equal times: a notice drains the replica
+      // before anything else routes to it.
+      t = t_preempt;
+      if (t > last_arrival + kTailSeconds) break;
+      now = t;
+      ++events_;
+      orchestrator_.HandlePreemption(t);
+      ForgetRemoved();
+      continue;
+    }
     if (t > last_arrival + kTailSeconds) break;
     now = t;
     ++events_;
@@ -276,6 +292,17 @@ void Engine::Finish(double end) {
   r.policy = family_;
   r.duration_s = end;
   r.gpu_hours = orchestrator_.GpuSeconds(end) / 3600.0;
+  const std::vector<VariantUsage> usage = orchestrator_.Usage(end);
+  for (size_t i = 0; i < usage.size(); ++i) {
+    const VariantRuntime& v = orchestrator_.variants()[i];
+    const double hours = usage[i].gpu_seconds / 3600.0;
+    r.variants.push_back({v.spec.name, v.spec.gpu_type, v.spec.spot, v.capacity, hours,
+                          hours * v.spec.price_per_gpu_hour, usage[i].placed, usage[i].preempted,
+                          usage[i].lost_to_preemption});
+    r.preempted += usage[i].preempted;
+    r.lost_to_preemption += usage[i].lost_to_preemption;
+    r.cost += hours * v.spec.price_per_gpu_hour;
+  }
   r.replicas_started = orchestrator_.started();
   r.replicas_stopped = orchestrator_.stopped();
   r.peak_replicas = peak_;
@@ -285,6 +312,28 @@ void Engine::Finish(double end) {
 }
 
 }  // namespace
+
+Result<std::vector<VariantRuntime>> BuildVariants(
+    const SimulationConfig& config, std::vector<std::unique_ptr<ReplicaModel>>& models) {
+  std::vector<VariantRuntime> out;
+  const auto& listed = config.service.fleet.variants;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    auto model = MakeReplicaModel(VariantModelConfig(config.model, listed[i]));
+    if (!model) {
+      return InvalidArgument(model.error().message,
+                             fmt::format("service.variants[{}].gpu_type", i));
+    }
+    const double capacity = listed[i].capacity_tokens_per_second > 0
+                                ? listed[i].capacity_tokens_per_second
+                                : ModelCapacity(**model, config.slo);
+    models.push_back(std::move(*model));
+    out.push_back({listed[i], models.back().get(), capacity});
+  }
+  // Relative to the first variant: the policy's replica.
+  const double reference = out.empty() ? 1 : out.front().capacity;
+  for (auto& v : out) v.capacity /= reference;
+  return out;
+}
 
 Status ValidateSimulationConfig(const SimulationConfig& c) {
   if (c.cluster.nodes < 1) return InvalidArgument("must be >= 1", "cluster.nodes");
@@ -296,6 +345,8 @@ Status ValidateSimulationConfig(const SimulationConfig& c) {
                     kMaxSimulatedGpus),
         "cluster.nodes");
   }
+  // Before the service's shape, which a config with variants copies from the first one.
+  GS_RETURN_IF_ERROR(ValidateVariantPlan(c.service.fleet, c.cluster.gpus_per_node));
   if (c.service.gpus_per_replica < 1 || c.service.gpus_per_replica > c.cluster.gpus_per_node) {
     return InvalidArgument(fmt::format("must be in [1, cluster.gpus_per_node = {}]",
                                        c.cluster.gpus_per_node),
@@ -347,7 +398,9 @@ Result<SimResult> RunSimulation(const SimulationConfig& config, const ReplicaMod
                     kMaxSimulatedTicks),
         "trace");
   }
-  Engine engine(config, model, std::move(policy), trace, options);
+  std::vector<std::unique_ptr<ReplicaModel>> models;
+  GS_ASSIGN_OR_RETURN(std::vector<VariantRuntime> variants, BuildVariants(config, models));
+  Engine engine(config, model, std::move(policy), trace, options, std::move(variants));
   return engine.Run();
 }
 

@@ -247,6 +247,21 @@ std::string FormatReportTable(const SimReport& r, const References& references,
   line("tpot_s", pct(r.tpot_s));
   line("e2e_s", pct(r.e2e_s));
   line("gpu_hours", fmt::format("{:.3f}", r.gpu_hours));
+  // A priced (variant) service: its cost, and each variant's share.
+  if (r.cost > 0) {
+    line("cost", fmt::format("{:.2f} (price x GPU-hours over the variants)", r.cost));
+    if (r.preempted > 0) {
+      line("preempted", fmt::format("{} spot replicas; {} requests lost (still running when "
+                                    "the notice ran out)",
+                                    r.preempted, r.lost_to_preemption));
+    }
+    for (const VariantReport& v : r.variants) {
+      line(fmt::format("  {}", v.name),
+           fmt::format("{}{} capacity {:.2f}: {:.3f} GPU-hours, cost {:.2f}, {} replicas placed",
+                       v.gpu_type, v.spot ? " spot" : "", v.capacity, v.gpu_hours, v.cost,
+                       v.replicas_placed));
+    }
+  }
   if (oracle_gpu_hours >= 0) {
     line("oracle_gpu_hours", fmt::format("{:.3f} (ratio {:.3f})", oracle_gpu_hours,
                                          oracle_gpu_hours > 0 ? r.gpu_hours / oracle_gpu_hours

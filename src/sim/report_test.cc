@@ -160,6 +160,33 @@ TEST(FrontierReportTest, ARunSaysWhichStaticFleetDominatesItAndItsCostOverTheSta
   EXPECT_EQ(FormatReportTable(beaten, References{}).find("dominated_by"), std::string::npos);
 }
 
+TEST(VariantReportTest, APricedRunShowsItsCostPerVariant) {
+  SimReport r;
+  r.gpu_hours = 3;
+  r.cost = 9;
+  r.variants = {{"h100", "h100", false, 1, 2, 8, 3}, {"a100-spot", "a100", true, 0.7, 1, 1, 2}};
+  const std::string table = FormatReportTable(r, References{});
+  EXPECT_NE(table.find("cost                 9.00 (price x GPU-hours over the variants)\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("  h100               h100 capacity 1.00: 2.000 GPU-hours, cost 8.00, 3 "
+                       "replicas placed\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("  a100-spot          a100 spot capacity 0.70: 1.000 GPU-hours, cost 1.00"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("preempted"), std::string::npos);
+  r.preempted = 3;
+  r.lost_to_preemption = 2;
+  EXPECT_NE(FormatReportTable(r, References{})
+                .find("preempted            3 spot replicas; 2 requests lost"),
+            std::string::npos);
+  // Unpriced (a single-shape service): GPU-hours only, as before.
+  r.cost = 0;
+  EXPECT_EQ(FormatReportTable(r, References{}).find("cost "), std::string::npos);
+}
+
 TEST(FrontierReportTest, TheCompareTableHasTheCostOverTheStaticFleetAndTheDominatingFleet) {
   const std::vector<CompareEntry> entries = {Entry("hpa", 0.99, 7.5), Entry("slo", 0.99, 4.5)};
   const std::string table = FormatCompareTable(entries, WithReportFrontier());

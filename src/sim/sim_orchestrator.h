@@ -12,6 +12,8 @@
 
 #include <limits>
 #include <memory>
+#include <queue>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,10 @@ struct ReplicaSlot {
   // initial replicas, warm when the trace starts. Draining and resuming leave it alone.
   double warm_since = -std::numeric_limits<double>::infinity();
   bool gone = false;      // stopped or crashed
+  int variant = -1;       // index into the orchestrator's variants; -1 while not placed
+  // A spot replica's notice came: it takes no new requests, is hidden from the controller
+  // (which replaces it) and goes when its requests finish or the notice runs out.
+  bool preempted = false;
   uint32_t version = 0;   // bumped when the replica's next event time changes
   std::unique_ptr<SimReplica> engine;
 };
@@ -51,6 +57,28 @@ struct SharedGpus {
 // The simulated cluster's GPUs (cluster.nodes x gpus_per_node), all free.
 gpu::GpuSnapshot MakeSimInventory(const ClusterSpec& cluster);
 
+// One variant as the orchestrator runs it (sim/variant.h).
+struct VariantRuntime {
+  VariantSpec spec;
+  const ReplicaModel* model = nullptr;  // borrowed
+  double capacity = 1;  // relative to the first variant's replica (the policy's unit)
+};
+
+// GPU time and money per variant.
+struct VariantUsage {
+  double gpu_seconds = 0;
+  int preempted = 0;
+  int64_t lost_to_preemption = 0;
+  int placed = 0;  // replicas placed on its GPUs (initial ones included)
+};
+
+// The runtime of each listed variant: its calibrated model (kept in `models`) and its
+// capacity (the variant's profile, else ModelCapacity) relative to the first variant's.
+// Empty for a single-shape service. Errors: kInvalidArgument naming
+// service.variants[i].gpu_type when no calibrated model covers the model on that type/shape.
+Result<std::vector<VariantRuntime>> BuildVariants(
+    const SimulationConfig& config, std::vector<std::unique_ptr<ReplicaModel>>& models);
+
 class SimOrchestrator final : public scale::ReplicaOrchestrator {
  public:
   // With `shared`, replicas are placed on its GPUs as pool `pool` of its budget (a placement
@@ -64,6 +92,27 @@ class SimOrchestrator final : public scale::ReplicaOrchestrator {
   Status Drain(const std::string& id, Seconds now) override;
   Status Resume(const std::string& id, Seconds now) override;
   Status Stop(const std::string& id, Seconds now) override;
+
+  // A mixed fleet (issue 47): replicas of these variants, each type on its own simulated
+  // GPUs (cluster.nodes x gpus_per_node of every type). A new or pending replica is placed on
+  // the variant scale::CheapestFittingOffer picks (cheapest per capacity with free GPUs,
+  // within the service's per-type limits, budget and on-demand base). Without it, the one
+  // implicit variant. REQUIRES: called before any replica exists; not with `shared`.
+  void SetVariants(std::vector<VariantRuntime> variants);
+  const std::vector<VariantRuntime>& variants() const { return variants_; }
+  std::vector<VariantUsage> Usage(double now) const;  // per variant, up to `now`
+  // A placed replica's relative capacity (1 in a single-shape fleet): its routing weight.
+  double CapacityOf(int slot) const {
+    return mixed_ ? variants_[slots_[slot].variant].capacity : 1.0;
+  }
+
+  // Spot preemption (seeded, sim/variant.h): the next notice or reclaim time (infinity when
+  // none), and handling it at `now`. A notice drains the replica out of the controller's
+  // sight; a reclaim ends it, its remaining requests lost. Both no-ops for a replica gone.
+  double NextPreemptionTime() const;
+  void HandlePreemption(double now);
+  // Ends a preempted replica whose last request finished before its notice ran out.
+  void ReleaseIfPreemptedAndIdle(int slot, double now);
 
   // Engine hooks.
   std::vector<ReplicaSlot>& slots() { return slots_; }
@@ -86,25 +135,47 @@ class SimOrchestrator final : public scale::ReplicaOrchestrator {
 
   double GpuSeconds(double now) const;  // accounted so far, live replicas up to `now`
   int PlacedReplicas() const { return placed_; }
-  int gpus_in_use() const { return placed_ * gpus_per_replica_; }
+  int gpus_in_use() const { return gpus_in_use_; }
   int64_t aborted() const { return aborted_; }
   int started() const { return started_; }
   int stopped() const { return stopped_; }
   int Count(scale::ReplicaPhase phase) const;
 
  private:
+  // GPUs of one type and their leases (the non-shared case).
+  struct TypePool {
+    std::string gpu_type;
+    gpu::GpuSnapshot inventory;
+    alloc::LeaseLedger ledger;
+    int used = 0;
+  };
+
   int Find(const std::string& id) const;  // slot index or -1
+  int ChooseVariant() const;              // -1 when no variant fits
+  TypePool& PoolOf(int variant);
+  int GpusOf(int slot) const { return variants_[slots_[slot].variant].spec.gpus_per_replica; }
   bool TryPlace(int slot, double now);
   void Release(int slot, double now);
   void SetReady(int slot, bool ready);
 
   const SimulationConfig& config_;
-  const ReplicaModel& model_;
   std::vector<RequestRecord>& requests_;
   int32_t prefix_block_tokens_ = 0;
-  int gpus_per_replica_;
-  gpu::GpuSnapshot inventory_;  // empty with shared_
-  alloc::LeaseLedger ledger_;
+  std::vector<VariantRuntime> variants_;
+  bool mixed_ = false;  // SetVariants was called: capacities, ranks and limits apply
+  std::vector<std::unique_ptr<TypePool>> pools_;  // empty with shared_
+  std::vector<VariantUsage> usage_closed_;        // per variant, released replicas
+  struct PreemptionEvent {
+    double time = 0;
+    int slot = 0;
+    bool reclaim = false;  // false: the notice
+    bool operator>(const PreemptionEvent& o) const {
+      return time != o.time ? time > o.time : slot > o.slot;
+    }
+  };
+  void SchedulePreemption(int slot, double now);
+  std::priority_queue<PreemptionEvent, std::vector<PreemptionEvent>, std::greater<>> preemptions_;
+  std::mt19937_64 preemption_rng_;
   SharedGpus* shared_ = nullptr;
   int pool_ = 0;
   std::vector<ReplicaSlot> slots_;
@@ -112,7 +183,7 @@ class SimOrchestrator final : public scale::ReplicaOrchestrator {
   std::vector<int> ready_;  // ready slots, creation order
   std::vector<int> placed_new_, removed_, resumed_;
   int placed_ = 0;
-  double gpu_seconds_closed_ = 0;
+  int gpus_in_use_ = 0;
   int64_t aborted_ = 0;
   int started_ = 0, stopped_ = 0;
 };

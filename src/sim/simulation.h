@@ -24,6 +24,7 @@
 #include "scale/policy.h"
 #include "sim/replica_model.h"
 #include "sim/trace.h"
+#include "sim/variant.h"
 
 namespace gpuscale::sim {
 
@@ -45,6 +46,9 @@ struct ServiceSpec {
   int initial_replicas = -1;  // ready at t = 0; -1 = min_replicas; kAutoInitialReplicas
   Seconds cold_start{60};     // placement -> ready
   Seconds drain_timeout{300};
+  // Variants, per-type GPU limits, a budget (sim/variant.h). Without variants the service
+  // runs one implicit variant: gpus_per_replica on replica_model.gpu, priced 0.
+  VariantPlan fleet = {};
 
   // Replicas ready at t = 0: initial_replicas, or min_replicas when unset. The run, the
   // oracle and the reactive reference all start from it.
@@ -65,6 +69,9 @@ struct SloSpec {
 struct FaultSpec {
   std::vector<double> crash_at_seconds;  // the oldest ready replica crashes at each time
   std::vector<std::pair<double, double>> metrics_outages;  // [from, to): scrapes fail
+  // Seeds the spot variants' preemption process (sim/variant.h: preemptions_per_hour); the
+  // same seed gives the same preemptions for the same run. Default 1.
+  uint64_t preemption_seed = 1;
 };
 
 // The link the KV cache crosses from prefill to decode.
@@ -118,6 +125,18 @@ struct SimulationConfig {
   }
 };
 
+// The service's variants: those listed, or the one implicit variant (name "default",
+// `model.gpu`, `service.gpus_per_replica`, no price).
+std::vector<VariantSpec> EffectiveVariants(const SimulationConfig& config);
+
+// A replica's capacity from its model alone: the mean generated tokens/s over
+// DecodeCapacities' grid (sim/role_capacity.h) at the TPOT target. Orders variants by price
+// per capacity and weights routing where no profile gives a variant's capacity.
+double ModelCapacity(const ReplicaModel& model, const SloSpec& slo);
+
+// The replica model config of `variant`: `model` with its GPU type and tensor_parallel.
+ReplicaModelConfig VariantModelConfig(const ReplicaModelConfig& model, const VariantSpec& variant);
+
 // The largest cluster one run simulates (nodes x gpus_per_node); its inventory is allocated
 // up front.
 inline constexpr int64_t kMaxSimulatedGpus = 1'000'000;
@@ -126,11 +145,28 @@ struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0;
 };
 
+// One variant's share of a run (a single-shape service has one, "default", priced 0).
+struct VariantReport {
+  std::string name;
+  std::string gpu_type;
+  bool spot = false;
+  double capacity = 1;  // per replica, relative to the first variant's
+  double gpu_hours = 0;
+  double cost = 0;  // gpu_hours x price per GPU-hour
+  int replicas_placed = 0;
+  int preempted = 0;               // spot replicas that got a preemption notice
+  int64_t lost_to_preemption = 0;  // requests still running when a notice ran out
+};
+
 struct SimReport {
   std::string policy;  // family
   int64_t requests = 0;
   int64_t completed = 0;
-  int64_t aborted = 0;  // lost to a replica stop or crash
+  int64_t aborted = 0;  // lost to a replica stop, crash or preemption
+  // Spot (issue 47): notices received, and requests still running when a notice ran out
+  // (counted in `aborted` too).
+  int preempted = 0;
+  int64_t lost_to_preemption = 0;
   int64_t slo_met = 0;
   double attainment = 0;  // slo_met / requests
   // SLO misses among requests routed to a replica in its first kFreshReplicaSeconds after a
@@ -145,6 +181,8 @@ struct SimReport {
   double prefix_hit_ratio = 0;
   double duration_s = 0;  // simulated time: until the last request finished
   double gpu_hours = 0;   // GPU time held by placed replicas (cold start and drain included)
+  double cost = 0;        // the variants' GPU-hours at their prices (0 without prices)
+  std::vector<VariantReport> variants;
   int scale_ups = 0;      // ticks that raised the desired count
   int scale_downs = 0;    // ticks that lowered it
   int replicas_started = 0;
