@@ -134,10 +134,10 @@ TEST_F(AdoptionTest, TypedServiceKeepsItsTypeAcrossARestart) {
   EXPECT_TRUE(ledger_.LeasesOf("replica/svc-2").empty());
   bool pending_says_why = false;
   for (const auto& e : orch.TakeEvents()) {
-    pending_says_why |=
-        e.kind == "replica_pending" && e.message.find(
-                                           "of type A100-80GB, 0 of 4 eligible; free by type: "
-                                           "H100-80GB 2") != std::string::npos;
+    pending_says_why |= e.kind == events::EventKind::kReplicaPending &&
+                        e.message.find(
+                            "of type A100-80GB, 0 of 4 eligible; free by type: "
+                            "H100-80GB 2") != std::string::npos;
   }
   EXPECT_TRUE(pending_says_why);
 
