@@ -331,7 +331,8 @@ TEST_F(GatewayServerTest, TheActivatorHoldsARequestUntilAReplicaIsReady) {
   state_->SetDemandListener([&](const std::string&) { ++demand; });
   state_->Publish({{"chat", {"llama"}, {}}});
   auto pending = std::async(std::launch::async, [&] { return Chat("llama"); });
-  WaitUntil([&] { return state_->Queued("chat") != 0; }, 2000ms);
+  // The listener runs after the request is queued, outside the state's lock: wait for both.
+  WaitUntil([&] { return state_->Queued("chat") != 0 && demand != 0; }, 2000ms);
   ASSERT_EQ(state_->Queued("chat"), 1);
   EXPECT_EQ(demand, 1);
   FakeReplica a("a");
