@@ -13,6 +13,7 @@
 
 #include "emulator/emulator_server.h"
 #include "emulator/engine_flags.h"
+#include "testing/fast_emulator_options.h"
 #include "testing/wait_until.h"
 
 namespace gpuscale::emulator {
@@ -110,12 +111,7 @@ TEST(RolePlanTest, HandleListsOneBlockPerSixteenTokens) {
 class DisaggReplicasTest : public ::testing::Test {
  protected:
   static EmulatorOptions Options(ReplicaRole role) {
-    EmulatorOptions options;
-    options.model_name = "test-model";
-    options.startup_seconds = 0;
-    options.engine.decode_ms_base = 1;
-    options.engine.decode_ms_per_seq = 0.05;
-    options.engine.prefill_ms_per_1k_tokens = 5;
+    EmulatorOptions options = gpuscale::testing::FastEmulatorOptions();
     options.engine.kv_cache_tokens = 8192;
     options.http_threads = 2;
     options.drain_seconds = 30;

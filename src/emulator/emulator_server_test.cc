@@ -18,6 +18,7 @@
 #include "emulator/openai_protocol.h"
 #include "metrics/metric_lookup.h"
 #include "metrics/prometheus_text_parser.h"
+#include "testing/fast_emulator_options.h"
 #include "testing/open_files.h"
 #include "testing/raw_socket.h"
 #include "testing/wait_until.h"
@@ -30,12 +31,7 @@ using nlohmann::json;
 
 // Fast steps so a 16-token request takes about 20 ms.
 EmulatorOptions FastOptions() {
-  EmulatorOptions options;
-  options.model_name = "test-model";
-  options.startup_seconds = 0;
-  options.engine.decode_ms_base = 1;
-  options.engine.decode_ms_per_seq = 0.05;
-  options.engine.prefill_ms_per_1k_tokens = 5;
+  EmulatorOptions options = gpuscale::testing::FastEmulatorOptions();
   options.engine.max_batch_size = 8;
   options.engine.kv_cache_tokens = 4096;
   options.http_threads = 8;

@@ -12,17 +12,13 @@
 #include "emulator/emulator_server.h"
 #include "kvevents/kv_event_codec.h"
 #include "route/prompt_blocks.h"
+#include "testing/fast_emulator_options.h"
 
 namespace gpuscale::emulator {
 namespace {
 
 EmulatorOptions CachingOptions() {
-  EmulatorOptions options;
-  options.model_name = "test-model";
-  options.startup_seconds = 0;
-  options.engine.decode_ms_base = 1;
-  options.engine.decode_ms_per_seq = 0.05;
-  options.engine.prefill_ms_per_1k_tokens = 5;
+  EmulatorOptions options = gpuscale::testing::FastEmulatorOptions();
   options.engine.kv_cache_tokens = 4096;
   options.engine.prefix_block_tokens = 4;
   options.kv_events_endpoint = "tcp://127.0.0.1:*";
