@@ -102,6 +102,24 @@ void AddRequestFields(nlohmann::ordered_json& j, const sim::SimReport& r, double
   j["prefix_cache_hit_tokens"] = r.prefix_cache_hit_tokens;
   j["prefix_hit_ratio"] = r.prefix_hit_ratio;
   j["gpu_hours"] = r.gpu_hours;
+  // Issue 47: the price of the run and each variant's share (a single-shape service has one
+  // variant, "default", priced 0); spot notices and the requests they cost.
+  j["cost"] = r.cost;
+  j["preempted"] = r.preempted;
+  j["lost_to_preemption"] = r.lost_to_preemption;
+  nlohmann::ordered_json variants = nlohmann::ordered_json::array();
+  for (const sim::VariantReport& v : r.variants) {
+    variants.push_back({{"name", v.name},
+                        {"gpu_type", v.gpu_type},
+                        {"spot", v.spot},
+                        {"capacity", v.capacity},
+                        {"gpu_hours", v.gpu_hours},
+                        {"cost", v.cost},
+                        {"replicas_placed", v.replicas_placed},
+                        {"preempted", v.preempted},
+                        {"lost_to_preemption", v.lost_to_preemption}});
+  }
+  j["variants"] = std::move(variants);
 }
 
 void AddScaleFields(nlohmann::ordered_json& j, const sim::SimReport& r) {

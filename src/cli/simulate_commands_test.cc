@@ -1,12 +1,13 @@
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 
@@ -391,6 +392,64 @@ TEST_F(SimulateCommandTest, BadTraceRowsFailUnlessSkippedAndThenAreCountedAndSho
             kExitUsage);
   EXPECT_NE(err.find("all 2 rows were bad, the first: line 2: arrival_s"), std::string::npos)
       << err;
+}
+
+// Issue 47: a priced run's JSON carries its cost and each variant's share, consistent with
+// the prices in the config (a variant's cost is its GPU-hours at its price, the run's is their
+// sum), and a single-shape run still lists its one implicit variant.
+TEST_F(SimulateCommandTest, JsonCarriesTheCostOfEachVariant) {
+  // Llama-2-70B: the model the simulator has both GPU types' profiles for.
+  std::ofstream(Path("mixed.yaml")) << R"(cluster: {nodes: 1, gpus_per_node: 8}
+service:
+  name: mixed
+  model: llama-2-70b
+  min_replicas: 1
+  max_replicas: 4
+  initial_replicas: 2
+  cold_start_seconds: 30
+  variants:
+    - {name: h100, gpu_type: H100, gpus_per_replica: 4, price_per_gpu_hour: 4}
+    - {name: a100, gpu_type: A100, gpus_per_replica: 4, price_per_gpu_hour: 2}
+replica_model: {gpu: h100}
+slo: {ttft_seconds: 1, tpot_seconds: 0.05, target_ratio: 0.99}
+policy: {family: slo}
+)";
+  std::string out, err;
+  ASSERT_EQ(Run({"simulate", "--config", Path("mixed.yaml"), "--trace", Path("trace.csv"),
+                 "--no-oracle", "--no-static-fleet", "-o", "json"},
+                &out, &err),
+            0)
+      << err;
+  const auto run = nlohmann::json::parse(out);
+  ASSERT_TRUE(run.contains("variants")) << out;
+  ASSERT_EQ(run["variants"].size(), 2u) << out;
+  const std::map<std::string, double> price = {{"h100", 4}, {"a100", 2}};
+  double cost = 0, gpu_hours = 0;
+  int placed = 0;
+  for (const auto& v : run["variants"]) {
+    const std::string name = v["name"].get<std::string>();
+    ASSERT_TRUE(price.contains(name)) << v.dump();
+    EXPECT_NEAR(v["cost"].get<double>(), v["gpu_hours"].get<double>() * price.at(name), 1e-9)
+        << v.dump();
+    cost += v["cost"].get<double>();
+    gpu_hours += v["gpu_hours"].get<double>();
+    placed += v["replicas_placed"].get<int>();
+  }
+  EXPECT_GE(placed, 2) << out;  // the two initial replicas at least
+  EXPECT_GT(cost, 0) << out;
+  EXPECT_NEAR(run["cost"].get<double>(), cost, 1e-9) << out;
+  EXPECT_NEAR(run["gpu_hours"].get<double>(), gpu_hours, 1e-9) << out;
+  EXPECT_EQ(run["lost_to_preemption"].get<int>(), 0) << out;
+
+  ASSERT_EQ(Run({"simulate", "--config", Config("slo"), "--trace", Path("trace.csv"), "--no-oracle",
+                 "--no-static-fleet", "-o", "json"},
+                &out, &err),
+            0)
+      << err;
+  const auto single = nlohmann::json::parse(out);
+  ASSERT_EQ(single["variants"].size(), 1u) << out;
+  EXPECT_EQ(single["variants"][0]["name"], "default");
+  EXPECT_EQ(single["cost"].get<double>(), 0);
 }
 
 TEST_F(SimulateCommandTest, UnknownTraceFormatNamesTheFlag) {
