@@ -6,11 +6,12 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
 
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "emulator/batch_engine.h"
 #include "emulator/vllm_metrics.h"
 #include "net/http_server.h"
@@ -41,11 +42,12 @@ struct Replica {
   tcp::acceptor acceptor;
   const std::string id;
   int port = 0;
-  std::mutex mu;
-  int running = 0, waiting = 0;  // guarded by mu
-  Seconds metrics_delay{0};      // guarded by mu
-  std::string metrics;           // guarded by mu
-  bool removed = false;          // guarded by mu
+  Mutex mu;
+  int running GS_GUARDED_BY(mu) = 0;
+  int waiting GS_GUARDED_BY(mu) = 0;
+  Seconds metrics_delay GS_GUARDED_BY(mu){0};
+  std::string metrics GS_GUARDED_BY(mu);
+  bool removed GS_GUARDED_BY(mu) = false;
 };
 
 // Accepts that fail on any replica's port (EMFILE/ENFILE when the fleet runs out of
@@ -57,7 +59,7 @@ class AcceptFailures {
 
   void Failed(const Replica& replica, const boost::system::error_code& ec) {
     ++total_;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (in_burst_++ > 0) return;
     failing_ = true;
     Log(fmt::format(
@@ -70,7 +72,7 @@ class AcceptFailures {
   // After every accept that succeeded; cheap unless a burst of failures just ended.
   void Accepted() {
     if (!failing_.load(std::memory_order_relaxed)) return;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (in_burst_ == 0) return;
     Log(fmt::format("accepting again after {} failed accepts", in_burst_));
     in_burst_ = 0;
@@ -93,8 +95,8 @@ class AcceptFailures {
   const std::function<void(std::string_view)> log_;
   std::atomic<int64_t> total_{0};
   std::atomic<bool> failing_{false};  // a burst is under way (fast path of Accepted)
-  std::mutex mu_;
-  int64_t in_burst_ = 0;  // failures since the last accept; guarded by mu_
+  Mutex mu_;
+  int64_t in_burst_ GS_GUARDED_BY(mu_) = 0;  // failures since the last accept
 };
 
 std::string RenderLoad(int running, int waiting, const std::string& model) {
@@ -132,7 +134,7 @@ awaitable<void> ReplicaSession(std::shared_ptr<Replica> replica, tcp::socket soc
     if (target == "/metrics") {
       Seconds delay{0};
       {
-        std::lock_guard lock(replica->mu);
+        MutexLock lock(replica->mu);
         delay = replica->metrics_delay;
       }
       if (delay > Seconds{0}) {  // a straggler: answers late, with the load as it is then
@@ -143,7 +145,7 @@ awaitable<void> ReplicaSession(std::shared_ptr<Replica> replica, tcp::socket soc
     }
     StringResponse res;
     {
-      std::lock_guard lock(replica->mu);
+      MutexLock lock(replica->mu);
       if (replica->removed) co_return;
       res = target == "/health"    ? Reply(http::status::ok, "", "text/plain")
             : target == "/metrics" ? Reply(http::status::ok, replica->metrics,
@@ -185,7 +187,7 @@ struct FleetServer::Impl {
 
   Result<int> Add(const std::string& id) {
     if (id.empty()) return InvalidArgument("expected a replica id", "id");
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (auto it = replicas.find(id); it != replicas.end()) return it->second->port;
     auto replica = std::make_shared<Replica>(http->NextContext(), id);
     boost::system::error_code ec;
@@ -195,7 +197,10 @@ struct FleetServer::Impl {
     if (!ec) replica->acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return Unavailable(fmt::format("cannot open a port for {}: {}", id, ec.message()));
     replica->port = replica->acceptor.local_endpoint().port();
-    replica->metrics = RenderLoad(0, 0, options.model_name);
+    {
+      MutexLock replica_lock(replica->mu);
+      replica->metrics = RenderLoad(0, 0, options.model_name);
+    }
     replicas.emplace(id, replica);
     asio::co_spawn(http->NextContext(), AcceptLoop(replica, accept_failures), asio::detached);
     return replica->port;
@@ -204,14 +209,14 @@ struct FleetServer::Impl {
   bool Remove(const std::string& id) {
     std::shared_ptr<Replica> replica;
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       auto it = replicas.find(id);
       if (it == replicas.end()) return false;
       replica = std::move(it->second);
       replicas.erase(it);
     }
     {
-      std::lock_guard lock(replica->mu);
+      MutexLock lock(replica->mu);
       replica->removed = true;
     }
     asio::post(http->NextContext(), [replica] {
@@ -227,13 +232,13 @@ struct FleetServer::Impl {
     }
     std::shared_ptr<Replica> replica;
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       auto it = replicas.find(id);
       if (it == replicas.end()) return NotFound(fmt::format("no replica '{}'", id), "id");
       replica = it->second;
     }
     std::string body = RenderLoad(running, waiting, options.model_name);
-    std::lock_guard lock(replica->mu);
+    MutexLock lock(replica->mu);
     replica->running = running;
     replica->waiting = waiting;
     replica->metrics = std::move(body);
@@ -244,22 +249,22 @@ struct FleetServer::Impl {
     if (!(delay >= Seconds{0})) return InvalidArgument("expected a delay >= 0", "metrics_delay_ms");
     std::shared_ptr<Replica> replica = Find(id);
     if (!replica) return NotFound(fmt::format("no replica '{}'", id), "id");
-    std::lock_guard lock(replica->mu);
+    MutexLock lock(replica->mu);
     replica->metrics_delay = delay;
     return OkStatus();
   }
 
   std::shared_ptr<Replica> Find(const std::string& id) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     auto it = replicas.find(id);
     return it == replicas.end() ? nullptr : it->second;
   }
 
   json List() {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     json list = json::array();
     for (const auto& [id, replica] : replicas) {
-      std::lock_guard replica_lock(replica->mu);
+      MutexLock replica_lock(replica->mu);
       list.push_back({{"id", id},
                       {"port", replica->port},
                       {"running", replica->running},
@@ -273,8 +278,8 @@ struct FleetServer::Impl {
   const FleetOptions options;
   const std::shared_ptr<AcceptFailures> accept_failures;  // every replica's accept loop's
   std::unique_ptr<net::HttpServer> http;
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<Replica>> replicas;  // guarded by mu
+  Mutex mu;
+  std::map<std::string, std::shared_ptr<Replica>> replicas GS_GUARDED_BY(mu);
 };
 
 namespace {
@@ -385,14 +390,14 @@ Status FleetServer::SetMetricsDelay(const std::string& id, Seconds delay) {
 int64_t FleetServer::accept_failures() const { return impl_->accept_failures->total(); }
 
 size_t FleetServer::replica_count() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->replicas.size();
 }
 
 void FleetServer::Stop() {
   if (!impl_->http) return;
   impl_->http->Stop();  // destroys every coroutine, closing listeners and connections
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   impl_->replicas.clear();
 }
 
