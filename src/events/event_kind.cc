@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <optional>
 #include <string>
 #include <utility>
+
+#include "core/name_table.h"
 
 namespace gpuscale::events {
 namespace {
@@ -73,22 +76,13 @@ constexpr std::array<EventKind, kEventKindCount> kAll = [] {
 
 }  // namespace
 
-std::string_view EventKindName(EventKind kind) {
-  for (const auto& [k, name] : kNames) {
-    if (k == kind) return name;
-  }
-  return "unknown";
-}
+std::string_view EventKindName(EventKind kind) { return NameIn<EventKind>(kNames, kind); }
 
 Result<EventKind> ParseEventKind(std::string_view name, std::string_view field) {
-  std::string known;
-  for (const auto& [kind, text] : kNames) {
-    if (text == name) return kind;
-    known += known.empty() ? "" : ", ";
-    known += text;
-  }
-  return InvalidArgument(fmt::format("unknown event kind '{}' (expected one of {})", name, known),
-                         std::string(field));
+  if (std::optional<EventKind> kind = ValueIn<EventKind>(kNames, name)) return *kind;
+  return InvalidArgument(
+      fmt::format("unknown event kind '{}' (expected one of {})", name, NamesIn<EventKind>(kNames)),
+      std::string(field));
 }
 
 std::span<const EventKind> AllEventKinds() { return kAll; }

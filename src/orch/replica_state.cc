@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
 #include <utility>
+
+#include "core/name_table.h"
 
 namespace gpuscale::orch {
 namespace {
@@ -17,22 +20,14 @@ constexpr std::pair<ReplicaState, std::string_view> kNames[] = {
 }  // namespace
 
 std::string_view ReplicaStateName(ReplicaState state) {
-  for (const auto& [s, name] : kNames) {
-    if (s == state) return name;
-  }
-  return "unknown";
+  return NameIn<ReplicaState>(kNames, state);
 }
 
 Result<ReplicaState> ParseReplicaState(std::string_view name, std::string_view field) {
-  std::string known;
-  for (const auto& [state, text] : kNames) {
-    if (text == name) return state;
-    known += known.empty() ? "" : ", ";
-    known += text;
-  }
-  return InvalidArgument(
-      fmt::format("unknown replica state '{}' (expected one of {})", name, known),
-      std::string(field));
+  if (std::optional<ReplicaState> state = ValueIn<ReplicaState>(kNames, name)) return *state;
+  return InvalidArgument(fmt::format("unknown replica state '{}' (expected one of {})", name,
+                                     NamesIn<ReplicaState>(kNames)),
+                         std::string(field));
 }
 
 ReplicaState StateOfPhase(scale::ReplicaPhase phase) {
