@@ -11,6 +11,7 @@
 #include "config/policy_config.h"
 #include "config/read_named.h"
 #include "scale/capability_policy.h"
+#include "scale/enum_names.h"
 #include "scale/fixed_elastic_policy.h"
 #include "scale/ratio_policy.h"
 #include "scale/rules_policy.h"

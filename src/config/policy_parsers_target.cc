@@ -13,6 +13,7 @@
 
 #include "config/policy_config.h"
 #include "config/read_named.h"
+#include "scale/enum_names.h"
 #include "scale/kpa_policy.h"
 #include "scale/metric_names.h"
 #include "scale/target_policy.h"
@@ -76,7 +77,7 @@ Result<scale::TargetMetric> ParseHpaMetric(const YAML::Node& node, const std::st
                             "aggregation", "activation_threshold", "query"}));
   using T = scale::MetricTargetType;
   static constexpr scale::Spelling<T> types[] = {
-      {"Value", T::kValue}, {"AverageValue", T::kAverageValue}, {"Utilization", T::kUtilization}};
+      {T::kValue, "Value"}, {T::kAverageValue, "AverageValue"}, {T::kUtilization, "Utilization"}};
   scale::TargetMetric m;
   GS_ASSIGN_OR_RETURN(m.name, yaml::ReadString(node, "name", path));
   if (m.name.empty()) return yaml::FieldError(node["name"], yaml::Join(path, "name"), "is empty");
@@ -107,9 +108,9 @@ Result<scale::TargetMetric> ParseTrigger(const YAML::Node& node, const std::stri
                                           {"type", "name", "query", "threshold",
                                            "activation_threshold", "metric_type", "aggregation"}));
   using T = scale::MetricTargetType;
-  static constexpr scale::Spelling<int> trigger_types[] = {{"prometheus", 0}};
-  static constexpr scale::Spelling<T> metric_types[] = {{"AverageValue", T::kAverageValue},
-                                                        {"Value", T::kValue}};
+  static constexpr scale::Spelling<int> trigger_types[] = {{0, "prometheus"}};
+  static constexpr scale::Spelling<T> metric_types[] = {{T::kAverageValue, "AverageValue"},
+                                                        {T::kValue, "Value"}};
   GS_RETURN_IF_ERROR(ReadNamed(node, "type", path, trigger_types, {0}));
   scale::TargetMetric m;
   GS_ASSIGN_OR_RETURN(m.query, yaml::ReadString(node, "query", path));
@@ -132,7 +133,7 @@ Result<scale::TargetMetric> ParseTrigger(const YAML::Node& node, const std::stri
 Result<scale::ScalingPolicy> ParseRatePolicy(const YAML::Node& node, const std::string& path) {
   GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(node, path, {"type", "value", "period_seconds"}));
   using P = scale::ScalingPolicyType;
-  static constexpr scale::Spelling<P> types[] = {{"Pods", P::kPods}, {"Percent", P::kPercent}};
+  static constexpr scale::Spelling<P> types[] = {{P::kPods, "Pods"}, {P::kPercent, "Percent"}};
   scale::ScalingPolicy p;
   GS_ASSIGN_OR_RETURN(p.type, ReadNamed(node, "type", path, types, std::nullopt));
   GS_ASSIGN_OR_RETURN(p.value, ReadIntRange(node, "value", path, std::nullopt, 1, std::nullopt));
@@ -150,7 +151,7 @@ Result<scale::ScalingRules> ParseRules(const YAML::Node& node, const std::string
       node, path, {"stabilization_window_seconds", "select_policy", "policies"}));
   using S = scale::SelectPolicy;
   static constexpr scale::Spelling<S> selects[] = {
-      {"Max", S::kMax}, {"Min", S::kMin}, {"Disabled", S::kDisabled}};
+      {S::kMax, "Max"}, {S::kMin, "Min"}, {S::kDisabled, "Disabled"}};
   GS_ASSIGN_OR_RETURN(int window,
                       ReadIntRange(node, "stabilization_window_seconds", path,
                                    static_cast<int>(rules.stabilization_window_seconds), 0, 3600));

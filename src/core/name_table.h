@@ -1,6 +1,6 @@
-// Lookups in an enum's one name table, a constexpr array of {value, name} pairs: what
-// events::EventKind and orch::ReplicaState print, parse and list in "expected one of" errors.
-// (scale/enum_names.h keeps its own Spelling tables, {name, value}, for the policy enums.)
+// Lookups in an enum's one name table, a constexpr array of {value, name} rows: what
+// events::EventKind, orch::ReplicaState and the policy enums (scale/enum_names.h) print, parse
+// and list in "expected one of" errors.
 //
 // Pure; thread-safe.
 #pragma once
@@ -14,7 +14,9 @@
 namespace gpuscale {
 
 template <typename E>
-using NameTable = std::span<const std::pair<E, std::string_view>>;
+using NameRow = std::pair<E, std::string_view>;
+template <typename E>
+using NameTable = std::span<const NameRow<E>>;
 
 // The name of `value`; "unknown" for a value the table lacks (a bug: every value has a row).
 template <typename E>

@@ -20,10 +20,9 @@ namespace {
 // A rule row's text field as the enum it spells (scale/enum_names.h's tables).
 template <typename E>
 Result<E> Lookup(scale::Spellings<E> table, const std::string& text, std::string_view field) {
-  if (std::optional<E> value = scale::ValueNamed(table, text)) return *value;
-  return InvalidArgument(
-      fmt::format("expected one of {}, got '{}'", scale::JoinedNames(table), text),
-      std::string(field));
+  if (std::optional<E> value = ValueIn(table, text)) return *value;
+  return InvalidArgument(fmt::format("expected one of {}, got '{}'", NamesIn(table), text),
+                         std::string(field));
 }
 
 // Names ServiceMetricView computes from scrapes (no Prometheus server needed).

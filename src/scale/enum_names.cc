@@ -7,26 +7,26 @@ namespace gpuscale::scale {
 namespace {
 
 constexpr std::array<Spelling<Comparator>, 4> kComparators = {{
-    {"LESS_THAN", Comparator::kLessThan},
-    {"LESS_THAN_OR_EQUAL", Comparator::kLessThanOrEqual},
-    {"GREATER_THAN", Comparator::kGreaterThan},
-    {"GREATER_THAN_OR_EQUAL", Comparator::kGreaterThanOrEqual},
+    {Comparator::kLessThan, "LESS_THAN"},
+    {Comparator::kLessThanOrEqual, "LESS_THAN_OR_EQUAL"},
+    {Comparator::kGreaterThan, "GREATER_THAN"},
+    {Comparator::kGreaterThanOrEqual, "GREATER_THAN_OR_EQUAL"},
 }};
 
 constexpr std::array<Spelling<MetricSource>, 4> kSources = {{
-    {"inference_framework", MetricSource::kInferenceFramework},
-    {"kernel", MetricSource::kKernel},
+    {MetricSource::kInferenceFramework, "inference_framework"},
+    {MetricSource::kKernel, "kernel"},
     // The metric is a PromQL expression the daemon sends to its Prometheus server.
-    {"prometheus", MetricSource::kPrometheus},
+    {MetricSource::kPrometheus, "prometheus"},
     // gateway:* values (scale/metric_names.h): what clients saw at the daemon's gateway.
-    {"gateway", MetricSource::kGateway},
+    {MetricSource::kGateway, "gateway"},
 }};
 
 constexpr std::array<Spelling<Aggregation>, 4> kAggregations = {{
-    {"average", Aggregation::kAverage},
-    {"max", Aggregation::kMax},
-    {"min", Aggregation::kMin},
-    {"sum", Aggregation::kSum},
+    {Aggregation::kAverage, "average"},
+    {Aggregation::kMax, "max"},
+    {Aggregation::kMin, "min"},
+    {Aggregation::kSum, "sum"},
 }};
 
 }  // namespace
@@ -36,13 +36,13 @@ Spellings<MetricSource> MetricSourceSpellings() { return kSources; }
 Spellings<Aggregation> AggregationSpellings() { return kAggregations; }
 
 std::string_view ComparatorName(Comparator comparator) {
-  return NameOf(ComparatorSpellings(), comparator);
+  return NameIn(ComparatorSpellings(), comparator);
 }
 std::string_view MetricSourceName(MetricSource source) {
-  return NameOf(MetricSourceSpellings(), source);
+  return NameIn(MetricSourceSpellings(), source);
 }
 std::string_view AggregationName(Aggregation aggregation) {
-  return NameOf(AggregationSpellings(), aggregation);
+  return NameIn(AggregationSpellings(), aggregation);
 }
 
 }  // namespace gpuscale::scale
