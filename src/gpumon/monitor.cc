@@ -22,7 +22,7 @@ Monitor::Monitor(GpuBackend& backend, Clock& clock, MonitorOptions options)
 Monitor::~Monitor() { Stop(); }
 
 Result<GpuSnapshot> Monitor::Snapshot(bool bypass_cache) {
-  std::lock_guard<std::mutex> lock(backend_mu_);
+  MutexLock lock(backend_mu_);
   const Seconds now = clock_.Now();
   if (!bypass_cache && cache_ && now - cache_->taken_at < options_.cache_ttl &&
       now >= cache_->taken_at) {
@@ -36,7 +36,7 @@ Result<GpuSnapshot> Monitor::Snapshot(bool bypass_cache) {
 Status Monitor::SampleOnce() {
   Result<GpuSnapshot> snapshot = Snapshot(/*bypass_cache=*/true);
   if (!snapshot) {
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(stats_mu_);
     ++failed_sample_count_;
     last_error_ = snapshot.error();
     return Unexpected<Error>(snapshot.error());
@@ -48,7 +48,7 @@ Status Monitor::SampleOnce() {
 void Monitor::Record(const GpuSnapshot& snapshot) {
   HistoryPoint point{snapshot.taken_at, snapshot.gpus};
   for (GpuInfo& gpu : point.gpus) gpu.processes.clear();
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(stats_mu_);
   for (const GpuInfo& gpu : snapshot.gpus) stats_[gpu.index].Add(gpu);
   history_.push_back(std::move(point));
   while (history_.size() > options_.history_capacity) history_.pop_front();
@@ -56,70 +56,75 @@ void Monitor::Record(const GpuSnapshot& snapshot) {
 }
 
 void Monitor::Start() {
-  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  MutexLock lock(lifecycle_mu_);
   if (thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> wake_lock(wake_mu_);
+    MutexLock wake_lock(wake_mu_);
     stop_requested_ = false;
   }
   thread_ = std::thread([this] { SamplerLoop(); });
 }
 
 void Monitor::Stop() {
-  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  MutexLock lock(lifecycle_mu_);
   if (!thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> wake_lock(wake_mu_);
+    MutexLock wake_lock(wake_mu_);
     stop_requested_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   thread_.join();
 }
 
 bool Monitor::running() const {
-  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  MutexLock lock(lifecycle_mu_);
   return thread_.joinable();
 }
 
 void Monitor::SamplerLoop() {
-  std::unique_lock<std::mutex> lock(wake_mu_);
-  while (!stop_requested_) {
-    lock.unlock();
+  while (true) {
+    {
+      MutexLock lock(wake_mu_);
+      if (stop_requested_) return;
+    }
     // Failures are counted and kept in last_error_; the loop keeps sampling, since a
     // driver hiccup or a half-written inventory file is usually transient.
     (void)SampleOnce();
-    lock.lock();
-    wake_.wait_for(lock, options_.sample_interval, [this] { return stop_requested_; });
+    MutexLock lock(wake_mu_);
+    if (wake_.WaitFor(wake_mu_, options_.sample_interval,
+                      [this]() GS_REQUIRES(wake_mu_) { return stop_requested_; })) {
+      return;
+    }
   }
 }
 
 GpuStatsMap Monitor::Stats() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(stats_mu_);
   return stats_;
 }
 
 std::vector<HistoryPoint> Monitor::History() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(stats_mu_);
   return {history_.begin(), history_.end()};
 }
 
 int64_t Monitor::sample_count() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(stats_mu_);
   return sample_count_;
 }
 
 int64_t Monitor::failed_sample_count() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(stats_mu_);
   return failed_sample_count_;
 }
 
 std::optional<Error> Monitor::last_error() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(stats_mu_);
   return last_error_;
 }
 
 void Monitor::ResetStats() {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(stats_mu_);
   stats_.clear();
   history_.clear();
   sample_count_ = 0;

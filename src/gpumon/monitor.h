@@ -12,15 +12,14 @@
 // and history so readers never wait on a slow nvidia-smi; lifecycle_mu_ orders Start/Stop.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "gpu/gpu_info.h"
 #include "gpu/gpu_stats.h"
@@ -74,21 +73,21 @@ class Monitor {
   Clock& clock_;
   const MonitorOptions options_;
 
-  std::mutex backend_mu_;  // guards backend_ calls and cache_
-  std::optional<GpuSnapshot> cache_;
+  Mutex backend_mu_;  // held across backend_ calls, so one query runs at a time
+  std::optional<GpuSnapshot> cache_ GS_GUARDED_BY(backend_mu_);
 
-  mutable std::mutex stats_mu_;  // guards the members below up to lifecycle_mu_
-  GpuStatsMap stats_;
-  std::deque<HistoryPoint> history_;
-  int64_t sample_count_ = 0;
-  int64_t failed_sample_count_ = 0;
-  std::optional<Error> last_error_;
+  mutable Mutex stats_mu_;
+  GpuStatsMap stats_ GS_GUARDED_BY(stats_mu_);
+  std::deque<HistoryPoint> history_ GS_GUARDED_BY(stats_mu_);
+  int64_t sample_count_ GS_GUARDED_BY(stats_mu_) = 0;
+  int64_t failed_sample_count_ GS_GUARDED_BY(stats_mu_) = 0;
+  std::optional<Error> last_error_ GS_GUARDED_BY(stats_mu_);
 
-  mutable std::mutex lifecycle_mu_;  // guards thread_ (Start/Stop ordering)
-  std::thread thread_;
-  std::mutex wake_mu_;  // guards stop_requested_ for the sampler's timed wait
-  std::condition_variable wake_;
-  bool stop_requested_ = false;
+  mutable Mutex lifecycle_mu_;  // orders Start and Stop
+  std::thread thread_ GS_GUARDED_BY(lifecycle_mu_);
+  Mutex wake_mu_;  // for the sampler's timed wait
+  CondVar wake_;
+  bool stop_requested_ GS_GUARDED_BY(wake_mu_) = false;
 };
 
 }  // namespace gpuscale::gpu
