@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -73,6 +74,23 @@ TEST_F(ApiServerTest, UnknownEventKindIs400ListingTheKnownKinds) {
   EXPECT_FALSE(daemon_.last_event_query().kind.has_value());
   ASSERT_EQ(client_->Get("/v1/events?kind=replica_crashed")->status, 200);
   EXPECT_EQ(daemon_.last_event_query().kind, events::EventKind::kReplicaCrashed);
+}
+
+// The kind list is the daemon's name table less the stream-only gateway_stats: kinds that
+// ?kind= accepts.
+TEST_F(ApiServerTest, EventKindsListsEveryKindTheFilterAccepts) {
+  httplib::Result res = client_->Get("/v1/events/kinds");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const json kinds = Body(res)["kinds"];
+  ASSERT_EQ(kinds.size(), static_cast<size_t>(events::kEventKindCount - 1));
+  EXPECT_EQ(kinds.front(), std::string(events::EventKindName(events::AllEventKinds().front())));
+  for (const json& kind : kinds) {
+    const std::string name = kind;
+    EXPECT_EQ(client_->Get(("/v1/events?kind=" + name).c_str())->status, 200) << name;
+  }
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "replica_crashed"), kinds.end());
+  EXPECT_EQ(std::find(kinds.begin(), kinds.end(), "gateway_stats"), kinds.end());
 }
 
 // Reads an SSE response until `done` says stop; collects the raw text.

@@ -8,6 +8,7 @@
 
 #include "api/request_parsing.h"
 #include "api/services_list_json.h"
+#include "events/event_kind.h"
 
 namespace gpuscale::api {
 namespace {
@@ -215,6 +216,18 @@ Status HandleEvents(HandlerContext& ctx) {
     last_id = std::max(last_id, event.id);
   }
   SendJson(ctx.response, 200, Json{{"events", std::move(array)}, {"last_id", last_id}});
+  return OkStatus();
+}
+
+// The wire name of every kind the daemon stores, in its table's order (gateway_stats is only
+// sent on the stream): the dashboard's kind filter offers these, so it never lags behind.
+Status HandleEventKinds(HandlerContext& ctx) {
+  Json kinds = Json::array();
+  for (events::EventKind kind : events::AllEventKinds()) {
+    if (kind == events::EventKind::kGatewayStats) continue;
+    kinds.push_back(std::string(events::EventKindName(kind)));
+  }
+  SendJson(ctx.response, 200, Json{{"kinds", std::move(kinds)}});
   return OkStatus();
 }
 

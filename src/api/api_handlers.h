@@ -66,6 +66,7 @@ Status HandleSetReplicas(HandlerContext& ctx);
 Status HandleLeases(HandlerContext& ctx);
 Status HandleEvents(HandlerContext& ctx);
 Status HandleEventStream(HandlerContext& ctx);
+Status HandleEventKinds(HandlerContext& ctx);
 // Tasks and experiments (task_handlers.cc; views from task/task_json.h).
 Status HandleSubmitTask(HandlerContext& ctx);
 Status HandleListTasks(HandlerContext& ctx);

@@ -64,6 +64,7 @@ const std::vector<Route>& Routes() {
       {"GET", "/v1/leases", HandleLeases},
       {"GET", "/v1/events", HandleEvents},
       {"GET", "/v1/events/stream", HandleEventStream},
+      {"GET", "/v1/events/kinds", HandleEventKinds},
       {"GET", "/v1/tasks", HandleListTasks},
       {"POST", "/v1/tasks", HandleSubmitTask},
       {"GET", "/v1/tasks/{id}", HandleGetTask},

@@ -129,6 +129,17 @@ export class ApiClient {
     return unwrapList<GpuscaleEvent>(body, 'events');
   }
 
+  // GET /v1/events/kinds: every kind the daemon stores; [] from a daemon without the
+  // endpoint (404), whose kinds the view then learns from the events it sees.
+  async eventKinds(): Promise<string[]> {
+    try {
+      return unwrapList<string>(await this.request('GET', '/v1/events/kinds'), 'kinds');
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return [];
+      throw error;
+    }
+  }
+
   // GET /v1/tasks (newest first); null when this daemon has no tasks API (404).
   async tasks(): Promise<TaskSummary[] | null> {
     try {

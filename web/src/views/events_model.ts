@@ -8,36 +8,6 @@ export interface EventFilter {
   kind: string; // "" = all
 }
 
-// Kinds the daemon and the local orchestrator emit (more may appear; the view adds the
-// ones it sees).
-export const KNOWN_KINDS: readonly string[] = [
-  'decision',
-  'manual_override',
-  'rules_changed',
-  'action_failed',
-  'metrics_error',
-  'metrics_recovered',
-  'service_created',
-  'service_updated',
-  'service_deleted',
-  'service_error',
-  'service_skipped',
-  'adoption_error',
-  'replica_pending',
-  'replica_started',
-  'replica_ready',
-  'replica_unhealthy',
-  'replica_crashed',
-  'replica_restart_scheduled',
-  'replica_start_failed',
-  'replica_startup_timeout',
-  'replica_killed',
-  'replica_stopped',
-  'replica_stop_failed',
-  'replica_adopted',
-  'replica_cleaned_up',
-];
-
 export function matchesFilter(event: GpuscaleEvent, filter: EventFilter): boolean {
   return (!filter.service || event.service === filter.service) && (!filter.kind || event.kind === filter.kind);
 }
@@ -71,6 +41,8 @@ export function eventSubject(event: GpuscaleEvent): EventSubject | null {
   return taskId === null ? null : { kind: 'task', taskId, experimentId: dataId(event, 'experiment_id') };
 }
 
-export function kindOptions(seen: Iterable<string>): string[] {
-  return [...new Set([...KNOWN_KINDS, ...seen])].filter((k) => k.length > 0).sort();
+// The kind filter's choices: the daemon's list (GET /v1/events/kinds) and any kind seen, once
+// each, sorted.
+export function kindOptions(known: Iterable<string>, seen: Iterable<string>): string[] {
+  return [...new Set([...known, ...seen])].filter((k) => k.length > 0).sort();
 }

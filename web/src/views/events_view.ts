@@ -60,7 +60,10 @@ export function eventsView(root: HTMLElement, ctx: ViewContext, filter: EventFil
   const table = h('tbody', { id: 'events-body' });
   const body = h('div', null, loadingState('events'));
   const serviceSelect = select('Service', 'events-service', [], filter.service, 'all services');
-  const kindSelect = select('Kind', 'events-kind', kindOptions([]), filter.kind, 'all kinds');
+  let knownKinds: string[] = [];
+  const kindSelect = select('Kind', 'events-kind', kindOptions([], seenKinds), filter.kind, 'all kinds');
+  const renderKinds = () => mount(kindSelect, h('option', { value: '' }, 'all kinds'),
+    kindOptions(knownKinds, seenKinds).map((k) => h('option', { value: k, selected: k === filter.kind }, k)));
   const onFilter = () => {
     const route = { view: 'events' as const, service: serviceSelect.value, kind: kindSelect.value };
     window.location.hash = routeHash(route); // the router mounts the view again with the filter
@@ -99,12 +102,15 @@ export function eventsView(root: HTMLElement, ctx: ViewContext, filter: EventFil
   void recentEvents(ctx.api, filter, HISTORY).then((history) => {
     loaded = true;
     add([...history, ...pending]);
-    mount(kindSelect, h('option', { value: '' }, 'all kinds'),
-      kindOptions(seenKinds).map((k) => h('option', { value: k, selected: k === filter.kind }, k)));
+    renderKinds();
   }, (error) => {
     loaded = true; // live events still show
     mount(body, errorState('events', error));
   });
+  void ctx.api.eventKinds().then((kinds) => {
+    knownKinds = kinds;
+    renderKinds();
+  }, () => undefined); // the filter keeps the kinds seen
   void ctx.api.services().then((services) => {
     mount(serviceSelect, h('option', { value: '' }, 'all services'),
       services.map((s) => h('option', { value: s.name, selected: s.name === filter.service }, s.name)));

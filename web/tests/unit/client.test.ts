@@ -127,6 +127,16 @@ describe('ApiClient', () => {
     await expect(new ApiClient(scriptedTokens([]), failing.fetch).tasks()).rejects.toThrow('boom');
   });
 
+  it('reads the event kinds, and none from a daemon without the endpoint', async () => {
+    const { fetch, calls } = fakeFetch(() => json(200, { kinds: ['decision', 'replica_ready'] }));
+    await expect(new ApiClient(scriptedTokens([]), fetch).eventKinds()).resolves.toEqual(['decision', 'replica_ready']);
+    expect(calls.map((c) => c.url)).toEqual(['/v1/events/kinds']);
+    const old = fakeFetch(() => json(404, { error: { code: 'not_found', message: 'no route', field: null } }));
+    await expect(new ApiClient(scriptedTokens([]), old.fetch).eventKinds()).resolves.toEqual([]);
+    const failing = fakeFetch(() => json(500, { error: { code: 'internal', message: 'boom', field: null } }));
+    await expect(new ApiClient(scriptedTokens([]), failing.fetch).eventKinds()).rejects.toThrow('boom');
+  });
+
   it('unwraps the task list and asks for tasks and experiments by id', async () => {
     const { fetch, calls } = fakeFetch(({ url }) => url === '/v1/tasks' ? json(200, { tasks: [{ id: 2 }, { id: 1 }] })
       : json(200, { id: 7 }));

@@ -55,8 +55,9 @@ describe('events view model', () => {
   });
 
   it('offers known and seen kinds, sorted', () => {
-    const kinds = kindOptions(['zeta_kind', 'decision', '']);
+    const kinds = kindOptions(['replica_ready', 'decision'], ['zeta_kind', 'decision', '']);
     expect(kinds).toContain('replica_ready');
+    expect(kinds[0]).toBe('decision');
     expect(kinds[kinds.length - 1]).toBe('zeta_kind');
     expect(kinds.filter((k) => k === 'decision')).toHaveLength(1);
   });
