@@ -1,9 +1,9 @@
-// `gpuscale serve`: the daemon (daemon::Daemon) plus the REST API (api::ApiServer) until
-// SIGINT/SIGTERM; SIGHUP reads the config file again and applies its services, prometheus,
-// tasks and loop_interval_seconds (Daemon::Reload); SIGCHLD (a replica exited) wakes the
-// control loop at once. Signals are blocked before any thread starts and taken with sigwait on
-// this thread, so no work happens in a signal handler and every thread inherits the mask
-// (replica processes get a clean mask from the orchestrator).
+// `gpuscale serve`: the daemon (daemon::Daemon) plus the REST API (api::ApiServer), wired by
+// ServeServer (serve_server.h), until SIGINT/SIGTERM; SIGHUP reads the config file again and
+// applies its services, prometheus, tasks and loop_interval_seconds (Daemon::Reload); SIGCHLD
+// (a replica exited) wakes the control loop at once. Signals are blocked before any thread
+// starts and taken with sigwait on this thread, so no work happens in a signal handler and
+// every thread inherits the mask (replica processes get a clean mask from the orchestrator).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <pthread.h>
@@ -11,15 +11,15 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
-#include "api/api_server.h"
 #include "cli/command.h"
 #include "cli/descriptor_plan.h"
+#include "cli/serve_server.h"
 #include "core/clock.h"
 #include "daemon/daemon.h"
-#include "gateway/gateway_server.h"
-#include "k8s/external_scaler_server.h"
 #include "serve_config/daemon_config.h"
 
 namespace gpuscale::cli {
@@ -61,20 +61,6 @@ std::string DefaultWebRoot() {
 // "host:port" (host may be empty for 127.0.0.1). Errors name --listen.
 Status ApplyListen(const std::string& listen, daemon::ApiConfig& api) {
   return ParseListenFlag(listen, "--listen", api.host, api.port);
-}
-
-// Starts KEDA's external scaler (gRPC) on `listen` (HOST:PORT) over the daemon.
-Result<int> StartKedaScaler(const std::string& listen, daemon::Daemon& d,
-                            std::unique_ptr<k8s::ExternalScalerServer>& keda) {
-  daemon::ApiConfig where;
-  if (Status ok = ApplyListen(listen, where); !ok) {
-    Error e = ok.error();
-    e.field = "--keda-scaler-listen";
-    return Unexpected<Error>(e);
-  }
-  keda = std::make_unique<k8s::ExternalScalerServer>(
-      d, k8s::ExternalScalerOptions{where.host, where.port});
-  return keda->Start();
 }
 
 Result<daemon::DaemonConfig> LoadConfig(const ServeFlags& flags) {
@@ -205,72 +191,45 @@ void RunServe(const ServeFlags& flags, CommandContext& ctx) {
               << std::flush;
     });
   }
-  Result<std::unique_ptr<daemon::Daemon>> d =
-      daemon::Daemon::Open(*config, SystemClock::Instance(), options);
-  if (!d) {
-    ctx.Fail(d.error());
+  ServeServerOptions serve{*config, std::move(options), {}, flags.keda_scaler_listen};
+  serve.api.host = config->api.host;
+  serve.api.port = config->api.port;
+  serve.api.token = config->api.token;
+  serve.api.max_connections = config->api.max_connections;
+  serve.api.max_connections_per_client = config->api.max_connections_per_client;
+  serve.api.max_event_streams = config->api.max_event_streams;
+  const std::string web_root = flags.web_root.empty() ? DefaultWebRoot() : flags.web_root;
+  serve.api.web_root = web_root;
+  // What started before a failure is stopped by the server's destruction, replicas left.
+  Result<std::unique_ptr<ServeServer>> server =
+      ServeServer::Start(std::move(serve), SystemClock::Instance());
+  if (!server) {
+    ctx.Fail(server.error());
     return;
   }
-  // Declared after `d`: destroyed before the daemon, whose loop publishes routes to it.
-  std::unique_ptr<gateway::GatewayServer> gateway;
-  if (options.gateway) {
-    Result<std::unique_ptr<gateway::GatewayServer>> started =
-        gateway::GatewayServer::Start(options.gateway);
-    if (!started) {
-      (*d)->Shutdown(/*stop_replicas=*/false);
-      ctx.Fail(started.error());
-      return;
-    }
-    gateway = std::move(*started);
-  }
-  api::ApiServerOptions api_options;
-  api_options.host = config->api.host;
-  api_options.port = config->api.port;
-  api_options.token = config->api.token;
-  api_options.max_connections = config->api.max_connections;
-  api_options.max_connections_per_client = config->api.max_connections_per_client;
-  api_options.max_event_streams = config->api.max_event_streams;
-  api_options.web_root = flags.web_root.empty() ? DefaultWebRoot() : flags.web_root;
-  api::ApiServer server(**d, api_options);
-  Result<int> port = server.Start();
-  if (!port) {
-    (*d)->Shutdown(/*stop_replicas=*/false);
-    ctx.Fail(port.error());
-    return;
-  }
-  std::unique_ptr<k8s::ExternalScalerServer> keda;
-  if (!flags.keda_scaler_listen.empty()) {
-    Result<int> keda_port = StartKedaScaler(flags.keda_scaler_listen, **d, keda);
-    if (!keda_port) {
-      server.Stop();
-      (*d)->Shutdown(/*stop_replicas=*/false);
-      ctx.Fail(keda_port.error());
-      return;
-    }
+  daemon::Daemon& d = (*server)->daemon();
+  if (std::optional<int> keda_port = (*server)->keda_port()) {
     const size_t colon = flags.keda_scaler_listen.rfind(':');
     const std::string host = colon > 0 ? flags.keda_scaler_listen.substr(0, colon) : "127.0.0.1";
     ctx.out << fmt::format("KEDA external scaler: {}:{} (gRPC)\n", host, *keda_port);
   }
-  (*d)->Run();
-  PrintStartup(ctx, *config, *port, api_options.web_root, **d, gateway.get());
+  (*server)->Run();
+  PrintStartup(ctx, *config, (*server)->api_port(), web_root, d, (*server)->gateway());
   int signal_number = 0;
   while (sigwait(&stop_signals, &signal_number) == 0 &&
          (signal_number == SIGHUP || signal_number == SIGCHLD)) {
     if (signal_number == SIGCHLD) {
-      (*d)->OnChildExited();
+      d.OnChildExited();
     } else {
-      Reload(flags, **d, ctx);
+      Reload(flags, d, ctx);
     }
   }
   ctx.err << fmt::format("gpuscale serve: received {}; {}\n",
                          signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
                          flags.keep_replicas ? "leaving replicas running" : "stopping replicas")
           << std::flush;
-  if (keda) keda->Stop();
-  // The gateway stops first: no new request reaches replicas that are about to stop.
-  if (gateway) gateway->Stop();
-  server.Stop();
-  (*d)->Shutdown(!flags.keep_replicas);
+  // The KEDA scaler, the gateway, the API, then the daemon stop as `server` goes.
+  (*server)->StopReplicasOnExit(!flags.keep_replicas);
 }
 
 }  // namespace

@@ -1,20 +1,20 @@
-// Daemon: the control loop, persistence of each tick and shutdown (daemon.h).
+// Daemon: the DaemonApi requests and the desired state they write (daemon.h), and the config
+// reload, which applies through the same create and update paths, so a reload and a PUT
+// behave alike. Requests validate and persist at once, update the API's view and the
+// service's desired state; the control loop converges on it from its next tick (orchestrators
+// are driven by the loop thread only).
 #include "daemon/daemon.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <chrono>
-#include <exception>
+#include <set>
 #include <utility>
 
-#include "daemon/daemon_internal.h"
-#include "daemon/pool_ticks.h"
-#include "daemon/replica_rows.h"
-#include "experiments/emulated_gpu_load.h"
-#include "metrics/vllm_metric_names.h"
-#include "orch/parallel.h"
-#include "orch/process_util.h"
+#include "daemon/api_views.h"
+#include "daemon/service_policy.h"
+#include "daemon/service_validation.h"
 
 namespace gpuscale::daemon {
 
@@ -22,486 +22,398 @@ using events::EventKind;
 
 namespace {
 
-std::vector<store::ReplicaRow> RowsOf(const std::string& service,
-                                      const orch::ServiceOrchestrator& orch) {
-  std::vector<store::ReplicaRow> rows;
-  for (const orch::ReplicaRecord& r : orch.Records()) rows.push_back(ToReplicaRow(r, service));
-  return rows;
-}
-
-std::string ActionText(const scale::ReplicaAction& a) {
-  std::string text(scale::ActionKindName(a.kind));
-  if (!a.replica_id.empty()) text += " " + a.replica_id;
-  if (!a.reason.empty()) text += ": " + a.reason;
-  return text;
+Unexpected<Error> NoService(const std::string& name) {
+  return NotFound(fmt::format("no service named '{}' (GET /v1/services lists them)", name), "name");
 }
 
 }  // namespace
 
-Daemon::~Daemon() {
-  if (options_.gateway) options_.gateway->SetDemandListener({});
-  {
-    MutexLock lock(mu_);
-    stop_ = true;
-  }
-  loop_cv_.NotifyAll();
-  if (events_) events_->Stop();  // SSE readers waiting for events return now
-  if (loop_.joinable()) loop_.join();
-  ShutdownTasks();
-  ledger_.SetReleaseListener({});  // it points at tasks_, destroyed before ledger_
-  if (monitor_) monitor_->Stop();
+Result<gpu::GpuSnapshot> Daemon::Gpus() { return monitor_->Snapshot(); }
+
+gpu::ScoreWeights Daemon::ScoreWeights() const { return config_.gpu.backend.weights; }
+
+std::vector<gpu::HistoryPoint> Daemon::GpuHistory(Seconds window) {
+  const Seconds since = clock_.Now() - window;
+  std::vector<gpu::HistoryPoint> points = monitor_->History();
+  std::erase_if(points, [&](const gpu::HistoryPoint& p) { return p.taken_at < since; });
+  return points;
 }
 
-void Daemon::Log(std::string_view message) { options_.log(message); }
-
-void Daemon::Run() {
+std::vector<ServiceView> Daemon::ListServices() {
   MutexLock lock(mu_);
-  if (loop_.joinable() || stop_) return;
-  loop_ = std::thread([this] { LoopMain(); });
-  if (tasks_) tasks_->Start();
+  return ListOfViews();
 }
 
-void Daemon::LoopMain() {
-  for (;;) {
-    const auto started = std::chrono::steady_clock::now();
-    try {
-      Tick();
-    } catch (const std::exception& e) {
-      // Nothing below should throw; if a library does, the loop must survive it.
-      Log(fmt::format("control tick failed: {}", e.what()));
-    }
-    const Seconds interval = LoopInterval();
-    MutexLock lock(mu_);
-    const auto next =
-        started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval);
-    loop_cv_.WaitUntil(mu_, next, [this]() GS_REQUIRES(mu_) { return stop_ || wake_; });
-    if (stop_) return;
-    wake_ = false;
-  }
+std::vector<ServiceView> Daemon::ListOfViews() const {
+  std::vector<ServiceView> views;
+  views.reserve(views_.size());
+  for (const auto& [name, view] : views_) views.push_back(view);
+  return views;
 }
 
-Seconds Daemon::LoopInterval() {
-  Seconds interval;
-  {
-    MutexLock lock(mu_);  // a reload sets it
-    interval = config_.loop_interval;
-  }
-  // While requests wait at the gateway for a first replica, tick every second: the replica
-  // the activator asked for is then routed to as soon as its probe passes, not a whole
-  // loop interval later.
-  if (options_.gateway && options_.gateway->TotalQueued() > 0) {
-    interval = std::min(interval, Seconds{1});
-  }
-  // While a replica starts, restarts or stops, tick at the probe interval: a replica that
-  // is ready in 1 s serves 1 s later, not a loop interval later (the policy keeps its own
-  // windows and cooldowns, so extra ticks do not make it jumpier).
-  if (settling_.load()) interval = std::min(interval, options_.probe_interval);
-  return interval;
+std::shared_ptr<const std::vector<ServiceView>> Daemon::ServicesSnapshot() {
+  MutexLock lock(mu_);
+  if (!views_list_) views_list_ = std::make_shared<const std::vector<ServiceView>>(ListOfViews());
+  return views_list_;
 }
 
-void Daemon::Wake() {
-  {
-    MutexLock lock(mu_);
-    wake_ = true;
-  }
-  loop_cv_.NotifyAll();
+Result<ServiceView> Daemon::GetService(const std::string& name) {
+  MutexLock lock(mu_);
+  auto it = views_.find(name);
+  if (it == views_.end()) return NoService(name);
+  return it->second;
 }
 
-void Daemon::OnChildExited() {
-  if (orch::AnyWatchedExited()) Wake();
-}
-
-void Daemon::Shutdown(bool stop_replicas) {
-  {
-    MutexLock lock(mu_);
-    if (shut_down_) return;
-    shut_down_ = stop_ = true;
-  }
-  loop_cv_.NotifyAll();
-  if (events_) events_->Stop();
-  if (loop_.joinable()) loop_.join();
-  // Experiment servers never outlive the daemon (experiments are not adopted); their leases
-  // are released before the final PersistLeases below.
-  ShutdownTasks();
-  MutexLock loop_lock(loop_mu_);
-  if (!stop_replicas) {
-    // Said only when true: a start that fails (a busy port) may have started nothing.
-    size_t left = 0;
-    for (const auto& [name, slot] : services_) left += slot->orch->HasProcesses() ? 1 : 0;
-    for (const auto& slot : retiring_) left += slot->orch->HasProcesses() ? 1 : 0;
-    if (left > 0) {
-      Log(fmt::format("leaving the replicas of {} service{} running for the next daemon to adopt",
-                      left, left == 1 ? "" : "s"));
-    }
-    return;
-  }
+Result<ServiceView> Daemon::CreateService(const ServiceConfig& config) {
+  GS_ASSIGN_OR_RETURN(ServiceConfig valid, ValidateService(config, {}, config_.state_dir));
+  GS_RETURN_IF_ERROR(CheckFitsInventory(valid, monitor_->Snapshot()));
   const Seconds now = clock_.Now();
-  for (auto& [name, slot] : services_) Retire(std::move(slot), now);
-  services_.clear();
-  // stop_grace for SIGTERM, then SIGKILL and a little time for the kernel to reap.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            options_.stop_grace + Seconds{3});
-  std::vector<store::EventRow> events;
-  while (!retiring_.empty() && std::chrono::steady_clock::now() < deadline) {
-    PollRetiring(clock_.Now(), events);
-    if (!retiring_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  MutexLock lock(mu_);
+  if (views_.count(valid.name) != 0) {
+    return FailedPrecondition(fmt::format("service '{}' already exists (PUT "
+                                          "/v1/services/{} changes it)",
+                                          valid.name, valid.name),
+                              "name");
   }
-  PersistLeases();
-  events_->Append(events);
-  if (!retiring_.empty()) Log("some replicas did not exit in time; they are left to adoption");
-  monitor_->Stop();
+  if (auto stuck = unstoppable_.find(valid.name); stuck != unstoppable_.end()) {
+    return FailedPrecondition(
+        fmt::format("service '{}' was deleted but its replicas could not be stopped ({}); "
+                    "fix that and restart the daemon, which stops them, then create the "
+                    "service again (or choose another name)",
+                    valid.name, stuck->second),
+        "name");
+  }
+  store::ServiceRow row = store::MakeServiceRow(valid.name, ServiceConfigToYaml(valid), now, now);
+  GS_RETURN_IF_ERROR(ApiWrite("creating service " + valid.name, store_->services().Put(row)));
+  ServiceView view;
+  view.config = valid;
+  view.spec_yaml = row.spec;
+  view.policy_family = valid.policy_family;
+  view.created_at = now;
+  views_[valid.name] = view;
+  views_list_.reset();
+  const uint64_t generation = ++generation_;
+  desired_[view.config.name] =
+      DesiredService{std::move(valid), std::nullopt, generation, generation, 0};
+  return view;
 }
 
-// Stops every replica of `slot` and keeps polling it until its processes are gone.
-void Daemon::Retire(std::unique_ptr<Slot> slot, Seconds now) {
-  slot->orch->StopAll(now);
-  slot->runtimes.clear();
-  retiring_.push_back(std::move(slot));
+Result<ServiceView> Daemon::UpdateService(const ServiceConfig& config) {
+  {
+    MutexLock lock(mu_);
+    if (views_.count(config.name) == 0) return NoService(config.name);
+  }
+  GS_ASSIGN_OR_RETURN(std::vector<store::RuleRow> rules,
+                      store_->rules().ListForService(config.name));
+  GS_ASSIGN_OR_RETURN(ServiceConfig valid, ValidateService(config, rules, config_.state_dir));
+  GS_RETURN_IF_ERROR(CheckFitsInventory(valid, monitor_->Snapshot()));
+  const Seconds now = clock_.Now();
+  MutexLock lock(mu_);
+  auto it = views_.find(valid.name);
+  if (it == views_.end()) return NoService(valid.name);
+  ServiceView& view = it->second;
+  // Replica ids differ between the shapes ("<name>-<n>", "<name>.<role>-<n>"): the running
+  // replicas could not be handed over.
+  if (view.config.disaggregated.has_value() != valid.disaggregated.has_value()) {
+    return FailedPrecondition(
+        fmt::format("service '{}' cannot change between aggregated and disaggregated while it "
+                    "runs; delete it and create it again",
+                    valid.name),
+        "disaggregated");
+  }
+  std::optional<int> manual = view.manual_replicas;
+  if (manual &&
+      (valid.disaggregated || *manual < valid.min_replicas || *manual > valid.max_replicas)) {
+    manual.reset();  // outside the new bounds: the policy decides again
+  }
+  store::ServiceRow row = store::MakeServiceRow(valid.name, ServiceConfigToYaml(valid), now, now);
+  row.manual_replicas = manual;
+  GS_RETURN_IF_ERROR(ApiWrite("updating service " + valid.name, store_->services().Put(row)));
+  view.config = valid;
+  view.spec_yaml = row.spec;
+  view.policy_family = valid.policy_family;
+  view.manual_replicas = manual;
+  views_list_.reset();
+  DesiredService& desired = desired_[valid.name];
+  desired.config = std::move(valid);
+  desired.manual = manual;
+  desired.spec_generation = ++generation_;
+  return view;
 }
 
-void Daemon::PollRetiring(Seconds now, std::vector<store::EventRow>& events) {
-  for (auto it = retiring_.begin(); it != retiring_.end();) {
-    Slot& slot = **it;
-    slot.orch->Poll(now);
-    for (orch::OrchestratorEvent& e : slot.orch->TakeEvents()) {
-      events.push_back(MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
+Status Daemon::DeleteService(const std::string& name) {
+  MutexLock lock(mu_);
+  if (views_.count(name) == 0) return NoService(name);
+  // The row (with the spec: which engine runs the replicas) stays, marked deleting, until the
+  // replicas are gone, so a daemon restarted meanwhile still stops them (AdoptOrphans).
+  GS_RETURN_IF_ERROR(ApiWrite("deleting service " + name, store_->services().MarkDeleting(name)));
+  views_.erase(name);
+  views_list_.reset();
+  desired_.erase(name);
+  return OkStatus();
+}
+
+Result<std::vector<RuleView>> Daemon::ListRules(const std::string& service) {
+  {
+    MutexLock lock(mu_);
+    if (views_.count(service) == 0) return NoService(service);
+  }
+  GS_ASSIGN_OR_RETURN(std::vector<store::RuleRow> rows, store_->rules().ListForService(service));
+  std::vector<RuleView> rules;
+  rules.reserve(rows.size());
+  for (const store::RuleRow& row : rows) rules.push_back(ToRuleView(row));
+  return rules;
+}
+
+Result<RuleView> Daemon::AddRule(const std::string& service, const RuleView& rule) {
+  MutexLock lock(mu_);
+  auto it = views_.find(service);
+  if (it == views_.end()) return NoService(service);
+  const ServiceConfig& config = it->second.config;
+  if (!config.policy_yaml.empty() || config.disaggregated) {
+    return FailedPrecondition(
+        fmt::format("service '{}' has a {} policy in its spec; stored rules apply only to "
+                    "services without a `policy` block",
+                    service, config.policy_family),
+        "policy");
+  }
+  store::RuleRow row = ToRuleRow(rule);
+  GS_RETURN_IF_ERROR(RuleFromRow(row, config));
+  row.service = service;
+  row.created_at = clock_.Now();
+  Result<int64_t> id = store_->rules().Add(row);
+  GS_RETURN_IF_ERROR(ApiWrite("adding a rule to " + service,
+                              id ? OkStatus() : Status(Unexpected<Error>(id.error()))));
+  desired_[service].rules_generation = ++generation_;
+  GS_ASSIGN_OR_RETURN(store::RuleRow added, store_->rules().Get(*id));
+  return ToRuleView(added);
+}
+
+Status Daemon::DeleteRule(const std::string& service, int64_t rule_id) {
+  MutexLock lock(mu_);
+  if (views_.count(service) == 0) return NoService(service);
+  Result<store::RuleRow> rule = store_->rules().Get(rule_id);
+  if (!rule || rule->service != service) {
+    return NotFound(fmt::format("service '{}' has no rule {}", service, rule_id), "id");
+  }
+  GS_RETURN_IF_ERROR(ApiWrite("deleting a rule of " + service, store_->rules().Delete(rule_id)));
+  desired_[service].rules_generation = ++generation_;
+  return OkStatus();
+}
+
+Result<ServiceView> Daemon::SetDesiredReplicas(const std::string& service,
+                                               std::optional<int> replicas) {
+  MutexLock lock(mu_);
+  auto it = views_.find(service);
+  if (it == views_.end()) return NoService(service);
+  const ServiceConfig& config = it->second.config;
+  if (config.disaggregated) {
+    return FailedPrecondition(
+        fmt::format("service '{}' is disaggregated: each pool's policy sets its replicas (a "
+                    "manual count would not say which pool)",
+                    service),
+        "replicas");
+  }
+  if (replicas && (*replicas < config.min_replicas || *replicas > config.max_replicas)) {
+    return InvalidArgument(fmt::format("must be within the service's bounds [{}, {}], got {}",
+                                       config.min_replicas, config.max_replicas, *replicas),
+                           "replicas");
+  }
+  // Stored at once: the override survives a daemon restart (RestoreManual).
+  GS_RETURN_IF_ERROR(ApiWrite("setting the replicas of " + service,
+                              store_->services().SetManualReplicas(service, replicas)));
+  it->second.manual_replicas = replicas;
+  views_list_.reset();
+  desired_[service].manual = replicas;
+  return it->second;
+}
+
+Result<std::vector<ReplicaView>> Daemon::ListReplicas(const std::string& service) {
+  MutexLock lock(mu_);
+  if (views_.count(service) == 0) return NoService(service);
+  std::vector<ReplicaView> views;
+  auto it = replicas_.find(service);
+  if (it == replicas_.end()) return views;
+  views.reserve(it->second.size());
+  for (const orch::ReplicaInfo& replica : it->second) views.push_back(ToReplicaView(replica));
+  return views;
+}
+
+Result<HistorySeries> Daemon::History(const std::string& service, std::optional<Seconds> from_at,
+                                      std::optional<Seconds> to_at, Seconds step) {
+  {
+    MutexLock lock(mu_);
+    if (views_.count(service) == 0) return NoService(service);
+  }
+  const Seconds to = to_at.value_or(clock_.Now());
+  const Seconds from = from_at.value_or(to - Seconds{3600});
+  return history_.Query(service, from, to, step);  // no tick yet: every step empty
+}
+
+std::vector<alloc::Lease> Daemon::Leases() { return ledger_.Leases(); }
+
+Result<std::vector<EventView>> Daemon::Events(const EventQuery& query) {
+  GS_ASSIGN_OR_RETURN(std::vector<store::EventRow> rows, events_->Query(ToStoreQuery(query)));
+  std::vector<EventView> events;
+  events.reserve(rows.size());
+  for (const store::EventRow& row : rows) events.push_back(ToEventView(row));
+  return events;
+}
+
+int64_t Daemon::WaitForEvents(int64_t after_id, Seconds timeout) {
+  return events_->WaitAfter(after_id, timeout);
+}
+
+std::string Daemon::MetricsText() {
+  Result<gpu::GpuSnapshot> gpus = monitor_->Snapshot();
+  const size_t leases = ledger_.size();
+  MutexLock lock(mu_);
+  std::vector<ServiceGauges> gauges;
+  for (const auto& [name, view] : views_) {
+    ServiceGauges g;
+    g.service = name;
+    g.pending = view.pending_replicas;
+    g.starting = view.replicas - view.pending_replicas - view.ready_replicas;
+    g.ready = view.ready_replicas;
+    g.draining = view.draining_replicas;
+    g.desired = view.desired_replicas;
+    gauges.push_back(std::move(g));
+  }
+  metrics_.set_store_errors(store_health_.error_count());
+  std::string text =
+      metrics_.Render(gpus ? &*gpus : nullptr, config_.gpu.backend.weights, gauges, leases);
+  if (options_.gateway) text += options_.gateway->MetricsText();  // gpuscale_gateway_*
+  return text;
+}
+
+namespace {
+// The StoreHealth kind of API requests' writes (/readyz names the last that failed).
+constexpr std::string_view kApiWrites = "API writes";
+}  // namespace
+
+Status Daemon::ApiWrite(std::string_view what, Status written) {
+  if (written) {
+    store_health_.Written(kApiWrites);
+  } else if (written.error().code == ErrorCode::kUnavailable) {  // not a constraint or a bug
+    store_health_.Failed(what, written.error(), kApiWrites);
+  }
+  return written;
+}
+
+void Daemon::ProbeStore() {
+  if (!store_health_.AwaitsProbe()) return;
+  // A failed probe is not logged again: /readyz already names the write that failed.
+  if (store_->ProbeWrite()) store_health_.ProbeSucceeded();
+}
+
+Status Daemon::Ready() {
+  MutexLock lock(mu_);
+  if (!first_tick_done_) {
+    return Unavailable("state loaded; waiting for the first control tick");
+  }
+  if (std::vector<std::string> failures = store_health_.Failures(); !failures.empty()) {
+    return Unavailable(fmt::format(
+        "the state database cannot be written ({}); replicas keep running, but state may be "
+        "lost until these writes succeed again",
+        fmt::join(failures, "; ")));
+  }
+  return OkStatus();
+}
+
+Result<task::TaskRecord> Daemon::SubmitTask(task::TaskDefinition definition,
+                                            std::string source_text) {
+  return tasks_.Submit(std::move(definition), std::move(source_text));
+}
+
+std::vector<task::TaskRecord> Daemon::ListTasks() { return tasks_.ListTasks(); }
+
+Result<task::TaskRecord> Daemon::GetTask(int64_t id) { return tasks_.GetTask(id); }
+
+Result<task::TaskRecord> Daemon::CancelTask(int64_t id) { return tasks_.CancelTask(id); }
+
+Result<std::vector<task::ExperimentRecord>> Daemon::ListExperiments(int64_t task_id) {
+  return tasks_.ListExperiments(task_id);
+}
+
+Result<task::ExperimentRecord> Daemon::GetExperiment(int64_t id) {
+  return tasks_.GetExperiment(id);
+}
+
+// The sections read afresh where they are used: the PromQL server, the scrape cutoff and the
+// retention (under loop_mu_, which the tick holds), the task scheduler's tuning
+// (TaskManager::Retune) and the loop interval (under mu_, which the loop holds to wait).
+std::vector<std::string> Daemon::ApplyLiveSections(const DaemonConfig& reread) {
+  std::vector<std::string> applied;
+  bool retune = false;
+  {
+    MutexLock loop_lock(loop_mu_);
+    if (config_.prometheus != reread.prometheus) {
+      config_.prometheus = reread.prometheus;
+      applied.push_back("prometheus");
     }
-    // Retiring rows stay persisted until the processes are gone, so a crash meanwhile still
-    // lets the next daemon finish the stop; a live service of the same name owns the rows
-    // again once it exists (creation waits for the retirement: ApplySpec).
-    PersistReplicas(slot.name, *slot.orch);
-    if (slot.orch->HasProcesses()) {
-      ++it;
+    if (config_.scrape != reread.scrape) {
+      config_.scrape = reread.scrape;  // read by the next tick's collect
+      applied.push_back("scrape");
+    }
+    if (config_.retention != reread.retention) {
+      config_.retention = reread.retention;  // read by the next tick's persist phase
+      applied.push_back("retention");
+    }
+    if (config_.tasks != reread.tasks) {
+      config_.tasks = reread.tasks;  // only OpenTasks reads it otherwise
+      retune = true;
+      applied.push_back("tasks");
+    }
+  }
+  if (retune) {  // takes the task manager's own locks: none of ours held
+    tasks_.Retune({reread.tasks.recheck_interval, reread.tasks.max_head_skips,
+                   reread.tasks.stop_grace.value_or(options_.stop_grace)});
+  }
+  MutexLock lock(mu_);
+  if (config_.loop_interval != reread.loop_interval) {
+    config_.loop_interval = reread.loop_interval;
+    applied.push_back("loop_interval_seconds");
+  }
+  return applied;
+}
+
+ReloadReport Daemon::Reload(const Result<DaemonConfig>& reread) {
+  ReloadReport report;
+  const Seconds now = clock_.Now();
+  if (!reread) {
+    report.applied = false;
+    report.errors.push_back(reread.error().ToString());
+    PublishEvents(
+        {MakeEvent(now, "", EventKind::kConfigReloadFailed, "", FormatReloadReport(report))});
+    return report;
+  }
+  // First, so that the services created or updated below query the new server from the start.
+  report.applied_live = ApplyLiveSections(*reread);
+  std::set<std::string> named;
+  for (size_t i = 0; i < reread->services.size(); ++i) {
+    const ServiceConfig& service = reread->services[i];
+    named.insert(service.name);
+    Result<ServiceView> current = GetService(service.name);
+    if (current && current->spec_yaml == ServiceConfigToYaml(service)) {
+      report.unchanged.push_back(service.name);
       continue;
     }
-    if (slot.deleting) {  // a re-created service's row is spared (FinishDeleting)
-      if (Status s = store_->services().FinishDeleting(slot.name); !s) {
-        store_health_.Failed("deleting service " + slot.name, s.error());
-      }
+    Result<ServiceView> applied = current ? UpdateService(service) : CreateService(service);
+    if (!applied) {
+      Error e = applied.error();
+      if (!e.field.empty()) e.field = fmt::format("services[{}].{}", i, e.field);
+      report.errors.push_back(
+          fmt::format("service '{}' left as it was: {}", service.name, e.ToString()));
+      continue;
     }
-    state_->Forget(slot.name);
-    if (slot.deleting) history_.Forget(slot.name);
-    it = retiring_.erase(it);
+    (current ? report.updated : report.created).push_back(service.name);
   }
-}
-
-void Daemon::PersistReplicas(const std::string& service, const orch::ServiceOrchestrator& orch) {
-  state_->WriteReplicas(service, RowsOf(service, orch), clock_.Now());
-}
-
-void Daemon::PersistLeases() {
-  std::vector<store::LeaseRow> rows;
-  for (const alloc::Lease& lease : ledger_.Leases()) rows.push_back(ToLeaseRow(lease));
-  state_->WriteLeases(std::move(rows));
-}
-
-void Daemon::TrimHistory(Seconds now) {
-  Result<HistoryRetention::Trimmed> trimmed = retention_->Run(config_.retention, now);
-  if (!trimmed) {
-    // Tried again in a minute (HistoryRetention), so this is logged at most once a minute.
-    Log(fmt::format("history retention failed: {}", trimmed.error().ToString()));
-    return;
+  for (const ServiceView& view : ListServices()) {
+    if (named.count(view.config.name) == 0) report.kept.push_back(view.config.name);
   }
-  if (!trimmed->stuck.empty()) Log(fmt::format("warning: {}", trimmed->stuck));
-  if (trimmed->by_age == 0 && trimmed->by_size == 0) return;
-  MutexLock lock(mu_);
-  metrics_.AddHistoryDeleted(trimmed->by_age, trimmed->by_size);
-}
-
-void Daemon::PersistDecision(const Slot& slot, const ServiceTickResult& result, Seconds now) {
-  const scale::ControllerTick& t = result.tick;
-  store::DecisionRow row;
-  row.service = slot.name;
-  row.at = now;
-  row.policy = slot.PolicyFamily();
-  row.current_replicas = t.current_replicas;
-  row.ready_replicas = t.ready_replicas;
-  row.desired_replicas = t.desired_replicas;
-  row.reason = t.decision.reason;
-  row.details = t.decision.details;
-  for (const scale::ReplicaAction& a : t.actions) row.actions.push_back(ActionText(a));
-  state_->WriteDecision(row, result.desired_changed || !t.actions.empty());
-}
-
-void Daemon::PublishEvents(std::vector<store::EventRow> events) { events_->Append(events); }
-
-void Daemon::RecordHistory(const std::string& service, const ServiceTickResult& result,
-                           Seconds now) {
-  HistorySample sample;
-  sample.at = now;
-  sample.desired = result.tick.desired_replicas;
-  sample.ready = result.tick.ready_replicas;
-  sample.current = result.tick.current_replicas;
-  sample.inputs = result.tick.decision.inputs;
-  // As in the API's view: no figures before the service's first request via the gateway.
-  if (result.gateway && result.gateway->HasTraffic()) sample.gateway = result.gateway;
-  history_.Record(service, sample);
-}
-
-Daemon::Observed Daemon::Collect(Seconds now, const gpu::GpuSnapshot* /*gpus*/) {
-  Observed observed;
-  for (auto& [name, slot] : services_) {
-    Observed::Range& range = observed.ranges[name];
-    range.scrape_begin = observed.scrapes.size();
-    // A service whose policy reads none of its replicas' metrics (a gateway-fronted one
-    // scaling on what the door measured, say) has them scraped for the view only, every
-    // view_only_interval; draining replicas every tick, since their drain waits on the count.
-    const bool view_only = !slot->PolicyReadsReplicas();
-    const bool view_due = !view_only || now >= slot->next_view_scrape;
-    if (view_only && view_due) slot->next_view_scrape = now + config_.scrape.view_only_interval;
-    for (orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
-      const bool serving =
-          r.phase == scale::ReplicaPhase::kReady || r.phase == scale::ReplicaPhase::kDraining;
-      if (!serving || r.port <= 0 || r.state == orch::ReplicaState::kStopping) continue;
-      ScrapeJob job;
-      job.replica = r.id;
-      job.url = fmt::format("http://{}:{}{}", r.host, r.port, slot->config.metrics_path);
-      job.due = view_due || r.phase == scale::ReplicaPhase::kDraining;
-      observed.scrapes.push_back(std::move(job));
-      range.replicas.push_back(std::move(r));
-    }
-    range.scrape_end = observed.scrapes.size();
-    range.query_begin = observed.queries.size();
-    for (size_t i = 0; i < slot->runtimes.size(); ++i) {
-      for (PromQuery& q : slot->runtimes[i]->PromQueries()) {
-        observed.queries.push_back({q.promql});
-        range.prom.push_back(std::move(q));
-        range.prom_runtime.push_back(i);
-      }
-    }
-    range.query_end = observed.queries.size();
-  }
-  // Only what some service's view or policy reads, and the emulated GPUs' load, is parsed.
-  std::set<std::string, std::less<>> families = {
-      std::string(metrics::emulated::kGpuUtilizationRatio),
-      std::string(metrics::emulated::kGpuMemoryUsedBytes)};
-  for (auto& [name, slot] : services_) {
-    for (const auto& runtime : slot->runtimes) runtime->AddScrapedFamilies(families);
-  }
-  CollectorOptions options;
-  options.scrape.families = std::move(families);
-  options.scrape.timeout = options_.scrape_timeout;
-  // A straggler (scrape or query) does not hold the tick: what has not answered by the
-  // cutoff is carried over.
-  options.scrape.cutoff = std::chrono::steady_clock::now() +
-                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              LoopInterval() * config_.scrape.cutoff_ratio);
-  options.scrape.stale_after_ticks = config_.scrape.stale_after_ticks;
-  options.prometheus_url = config_.prometheus.url;
-  options.query_timeout = config_.prometheus.timeout;
-  daemon::Collect(observed.scrapes, observed.queries, std::move(options), *scrapes_,
-                  *prom_queries_);
-  return observed;
-}
-
-// Simulated GPUs only: what each scraped emulated replica reports on its GPUs, read by the
-// monitor's next sample. A replica whose scrape is in flight keeps its last report.
-void Daemon::PostGpuLoad(const Observed& observed) {
-  if (!gpu_load_) return;
-  std::map<std::string, gpu::GpuLoads> by_replica;
-  for (const auto& [name, range] : observed.ranges) {
-    for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
-      const ScrapeJob& scrape = observed.scrapes[i];
-      const orch::ReplicaInfo& replica = range.replicas[i - range.scrape_begin];
-      if (scrape.kind == SampleKind::kKept) {
-        auto last = replica_gpu_loads_.find(replica.id);
-        if (last != replica_gpu_loads_.end()) by_replica[replica.id] = std::move(last->second);
-        continue;
-      }
-      if (!scrape.result || replica.gpus.empty()) continue;
-      // Replica ids already name their service ("demo-0").
-      const gpu::GpuProcess process{replica.pid, std::nullopt, "replica " + replica.id};
-      gpu::GpuLoads own;
-      experiments::AddEmulatedGpuLoad(*scrape.result, replica.gpus, process, own);
-      if (!own.empty()) by_replica.emplace(replica.id, std::move(own));
-    }
-  }
-  gpu_load_->Set("services", gpu::SumLoads(by_replica));
-  replica_gpu_loads_ = std::move(by_replica);
-}
-
-// Events of one service tick: a changed desired count, failed actions, and metric errors
-// as MetricErrorEvents damps them (a spell of errors is an event at each end).
-void Daemon::TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now,
-                        std::vector<store::EventRow>& events) {
-  const scale::ControllerTick& t = result.tick;
-  if (result.desired_changed) {
-    events.push_back(MakeEvent(now, slot.name, EventKind::kDecision, "",
-                               fmt::format("desired {} -> {}: {}", t.current_replicas,
-                                           t.desired_replicas, t.decision.reason)));
-  }
-  for (const std::string& error : t.errors) {
-    events.push_back(MakeEvent(now, slot.name, EventKind::kActionFailed, "", error));
-  }
-  if (auto event = slot.metric_events.Observe(result.metric_errors, now)) {
-    events.push_back(MakeEvent(now, slot.name, event->kind, "", std::move(event->message)));
-  }
-}
-
-void Daemon::TickService(Slot& slot, Seconds now, Observed& observed, const gpu::GpuSnapshot* gpus,
-                         std::vector<store::EventRow>& events) {
-  Observed::Range& range = observed.ranges[slot.name];
-  // One observation per runtime (a disaggregated service's pools each see their replicas).
-  std::vector<ServiceObservation> obs(slot.runtimes.size());
-  for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
-    const orch::ReplicaInfo& info = range.replicas[i - range.scrape_begin];
-    ScrapeJob& scrape = observed.scrapes[i];
-    obs[slot.RuntimeIndexOf(info.id)].replicas.push_back({info.id, info.gpus,
-                                                          info.phase == scale::ReplicaPhase::kReady,
-                                                          std::move(scrape.result), scrape.kind});
-  }
-  for (size_t i = range.query_begin; i < range.query_end; ++i) {
-    const size_t q = i - range.query_begin;
-    obs[range.prom_runtime[q]].queries.push_back(
-        {range.prom[q].key, std::move(observed.queries[i].result)});
-  }
-  orch::ServiceOrchestrator& orch = *slot.orch;
-  gateway::GatewayState* gw = options_.gateway.get();
-  if (gw != nullptr) {
-    // A waiting request needs every pool (prefill, then decode): each gets the activator's
-    // replica. The gateway's figures go to the last runtime (a pool's policy reads its
-    // replicas' histograms: PoolServiceConfig).
-    for (ServiceObservation& o : obs) o.gateway_waiting = gw->Queued(slot.name);
-    obs.back().gateway = gw->StatsOf(slot.name);
-  }
-  // A drain ends when neither the replica (its scraped vLLM gauges) nor the gateway (its
-  // exact count) has a request in flight: requests sent around the gateway count too.
-  const OutstandingSink sink = [&orch, gw](const std::string& id, int outstanding) {
-    if (outstanding == kNotScraped && gw == nullptr) return;  // the last scraped count stands
-    if (gw != nullptr) outstanding = std::max(outstanding, gw->InFlight(id));
-    // Its only error is an id the orchestrator no longer holds (the replica left since it was
-    // observed): then there is no drain to finish.
-    (void)orch.ReportOutstanding(id, outstanding);
-  };
-  std::vector<PoolTick> pools;
-  for (size_t i = 0; i < slot.runtimes.size(); ++i) {
-    pools.push_back(
-        {kPoolRoles[std::min<size_t>(i, 1)], &slot.runtimes[i]->Tick(now, obs[i], gpus, sink)});
-  }
-  if (slot.pooled != nullptr) slot.combined = CombinePoolTicks(pools);
-  const ServiceTickResult& result = slot.pooled != nullptr ? *slot.combined : *pools[0].result;
-  TickEvents(slot, result, now, events);
-  for (orch::OrchestratorEvent& e : orch.TakeEvents()) {
-    events.push_back(MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
-  }
-  PersistReplicas(slot.name, orch);
-  PersistDecision(slot, result, now);
-  RecordHistory(slot.name, result, now);
-  MutexLock lock(mu_);
-  metrics_.AddDecision(slot.name);
-  if (result.scrape_errors > 0) metrics_.AddScrapeErrors(slot.name, result.scrape_errors);
-}
-
-// Every service's readiness and health probes at once (each orchestrator's own are
-// concurrent too): a tick waits about one probe timeout for hung replicas, however many
-// services have one. Only the probes run here; Poll applies the results in service order.
-void Daemon::PrepareProbes(Seconds now) {
-  std::vector<orch::ServiceOrchestrator*> orchestrators;
-  for (auto& [name, slot] : services_) orchestrators.push_back(slot->orch.get());
-  if (orchestrators.size() < 2) return;  // Poll probes by itself
-  orch::ParallelFor(orchestrators.size(), options_.collector_threads,
-                    [&](size_t i) { orchestrators[i]->PrepareProbes(now); });
-}
-
-// One control tick; see daemon.h for the steps. Longer than 40 lines would be: the steps
-// are each one call, kept in one place so the order is visible.
-void Daemon::Tick() {
-  MutexLock loop_lock(loop_mu_);
-  const auto started = std::chrono::steady_clock::now();
-  // Where the tick's time goes, for gpuscale_control_loop_phase_seconds_total.
-  std::vector<std::pair<const char*, double>> phases;
-  auto phase_start = started;
-  auto end_phase = [&](const char* phase) {
-    const auto t = std::chrono::steady_clock::now();
-    phases.emplace_back(phase, std::chrono::duration<double>(t - phase_start).count());
-    phase_start = t;
-  };
-  const Seconds now = clock_.Now();
-  std::vector<store::EventRow> events;
-  Reconcile(now, events);
-  PrepareProbes(now);
-  for (auto& [name, slot] : services_) slot->orch->Poll(now);
-  PollRetiring(now, events);
-  end_phase("probe");
-  Result<gpu::GpuSnapshot> gpus = monitor_->Snapshot();
-  const gpu::GpuSnapshot* snapshot = gpus ? &*gpus : nullptr;
-  Observed observed = Collect(now, snapshot);
-  PostGpuLoad(observed);
-  end_phase("collect");
-  for (auto& [name, slot] : services_) TickService(*slot, now, observed, snapshot, events);
-  end_phase("services");
-  PersistLeases();
-  events_->Append(events);
-  ProbeStore();
-  TrimHistory(now);
-  end_phase("persist");
-  if (memory_trim_.Run(now)) end_phase("trim");  // once a minute
-  ++tick_count_;
-  PublishViews(now);
-  PublishRoutes(now);
-  end_phase("publish");
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const size_t queries_in_flight = prom_queries_->in_flight();  // its own lock, not under mu_
-  MutexLock lock(mu_);
-  metrics_.ObserveLoop(seconds);
-  metrics_.set_scrapes(scrapes_->ended(), scrapes_->in_flight());
-  metrics_.set_prom_queries_in_flight(queries_in_flight);
-  for (const auto& [phase, phase_seconds] : phases) metrics_.AddLoopPhase(phase, phase_seconds);
-  first_tick_done_ = true;
-}
-
-ServiceView Daemon::ViewOf(const Slot& slot, Seconds /*now*/) const {
-  ServiceView v;
-  v.config = slot.config;
-  // Rendered again only when the spec changed: every service's view is rebuilt every tick.
-  if (!slot.spec_yaml || slot.spec_yaml->first != v.config) {
-    slot.spec_yaml.emplace(v.config, ServiceConfigToYaml(v.config));
-  }
-  v.spec_yaml = slot.spec_yaml->second;
-  v.policy_family = slot.PolicyFamily();
-  v.manual_replicas = slot.runtimes.front()->manual_replicas();
-  v.created_at = slot.created_at;
-  CountPhases(slot.orch->ListReplicas(), v);
-  if (slot.pooled != nullptr) slot.AddPoolViews(v);
-  if (const auto& last = slot.LastTick()) {
-    v.desired_replicas = last->tick.desired_replicas;
-    v.last_reason = last->tick.decision.reason;
-    v.last_details = last->tick.decision.details;
-    v.last_decision_at = last->tick.now;
-    v.metric_errors = last->metric_errors;
-    // No figures before the service's first request through the gateway.
-    if (last->gateway && last->gateway->HasTraffic()) {
-      v.gateway = last->gateway;
-    }
-  }
-  return v;
-}
-
-// Copies what the API shows into mu_-guarded snapshots. A desired service whose spec is not
-// applied yet keeps the view the API request set (ShowUnapplied).
-void Daemon::PublishViews(Seconds now) {
-  std::map<std::string, ServiceView> views;
-  std::map<std::string, std::vector<orch::ReplicaInfo>> replicas;
-  bool settling = false;
-  for (auto& [name, slot] : services_) {
-    views[name] = ViewOf(*slot, now);
-    replicas[name] = slot->orch->Replicas(now);
-    if (auto line = slot->start_failure.Observe(name, replicas[name])) Log(*line);
-    views[name].failure = slot->start_failure.failure();
-    for (const orch::ReplicaInfo& r : replicas[name]) {
-      settling = settling || orch::IsSettling(r.state);
-    }
-  }
-  settling_ = settling;
-  MutexLock lock(mu_);
-  ShowUnapplied(views);
-  // Swapped, not assigned: the old views are freed with these locals, after `lock` (declared
-  // after them) is released, not while API threads wait for it.
-  std::swap(views_, views);
-  std::swap(replicas_, replicas);
-  views_list_.reset();
+  report.needs_restart = SectionsNeedingRestart(config_, *reread);
+  PublishEvents({MakeEvent(now, "", EventKind::kConfigReloaded, "", FormatReloadReport(report))});
+  return report;
 }
 
 }  // namespace gpuscale::daemon

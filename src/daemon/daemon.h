@@ -38,12 +38,19 @@
 // Replica views: a cluster engine's replica whose job has no node yet (port 0) shows an
 // empty host, not the loopback default the orchestrator reports.
 //
+// Pieces it holds and delegates to, one concern each: ServiceSlot (one running service),
+// ServiceFactory (a spec's engine and runtimes), Reconciler (desired against running, with
+// retries), TickCollector (a tick's scrapes and queries), TaskService (tasks and
+// experiments), plus the store's EventLog, StateWriter, StoreHealth and HistoryRetention. Its
+// own members live in daemon_open.cc (Open, adoption), daemon_loop.cc (the loop, Tick,
+// Shutdown) and daemon.cc (the DaemonApi requests, Reload).
+//
 // Ownership: owns everything above; replica processes outlive the Daemon unless
 // Shutdown(true) stopped them (so that a restarted daemon adopts them).
 // Thread-safety: DaemonApi methods may be called from any thread, concurrently with the loop.
-// loop_mu_ serializes ticks and shutdown and guards services_/retiring_ (orchestrators are
-// single-threaded); mu_ guards the API-visible snapshots, the desired services and counters.
-// Lock order: loop_mu_ before mu_.
+// loop_mu_ serializes ticks and shutdown and guards services_/retiring_/reconciler_
+// (orchestrators are single-threaded); mu_ guards the API-visible snapshots, the desired
+// services and counters. Lock order: loop_mu_ before mu_.
 #pragma once
 
 #include <atomic>
@@ -66,22 +73,24 @@
 #include "daemon/event_log.h"
 #include "daemon/history_retention.h"
 #include "daemon/memory_trim.h"
-#include "daemon/prom_queries.h"
-#include "daemon/replica_scrapes.h"
+#include "daemon/reconciler.h"
+#include "daemon/reload_report.h"
+#include "daemon/service_factory.h"
 #include "daemon/service_history.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_runtime.h"
+#include "daemon/service_slot.h"
 #include "daemon/state_dir_lock.h"
 #include "daemon/state_writer.h"
 #include "daemon/store_health.h"
+#include "daemon/task_service.h"
+#include "daemon/tick_collector.h"
 #include "daemon_api/daemon_api.h"
 #include "experiments/task_manager.h"
 #include "gateway/gateway_state.h"
 #include "gpumon/monitor.h"
 #include "gpumon/simulated_load.h"
-#include "orch/local_process_orchestrator.h"
 #include "orch/serial_calls.h"
-#include "orch/slurm_shared_listing.h"
 #include "serve_config/daemon_config.h"
 #include "store/store.h"
 
@@ -114,18 +123,6 @@ struct DaemonOptions {
   // inline in the tick, for tests that step a fake clock and expect each tick's calls done.
   orch::SerialCalls::Mode engine_calls = orch::SerialCalls::Mode::kThread;
 };
-
-// What Daemon::Reload did; service names in the file's order.
-struct ReloadReport {
-  std::vector<std::string> created, updated, unchanged;
-  std::vector<std::string> kept;           // running services the file no longer names
-  std::vector<std::string> applied_live;   // changed top-level sections now in effect
-  std::vector<std::string> needs_restart;  // top-level sections that changed ("gpu", "api")
-  std::vector<std::string> errors;         // the file, or a service that was left as it was
-  bool applied = true;                     // false: the file could not be read (errors[0])
-};
-// One line for the log and the event: what changed, or why nothing did.
-std::string FormatReloadReport(const ReloadReport& report);
 
 class Daemon final : public DaemonApi {
  public:
@@ -204,79 +201,40 @@ class Daemon final : public DaemonApi {
   Status Ready() override;
 
  private:
-  struct Slot;      // one service: orchestrator + runtime + persistence bookkeeping
-  struct Desired;   // what the API asked one service to be
-  struct Unapplied;  // a desired state the loop could not apply yet, and its retry
-  struct Want;       // one service's desired state as one tick reconciles it
-  struct Observed;  // one tick's collected metrics
-
   Daemon(DaemonConfig config, Clock& clock, DaemonOptions options);
 
   // Open (daemon_open.cc)
   Status OpenState() GS_REQUIRES(loop_mu_);
   Result<std::vector<ServiceConfig>> LoadServices(Seconds now);
-  Result<std::unique_ptr<Slot>> MakeSlot(const ServiceConfig& service, Seconds now);
-  // A disaggregated service's orchestrator (its pools on a shared GPU budget) and runtimes,
-  // into `slot` (daemon_pools.cc). Errors name disaggregated.<role>.<field>.
-  Status MakePools(const ServiceConfig& service, Slot& slot);
-  // The local engine for `service` (MakeOrchestrator's default).
-  Result<std::unique_ptr<orch::LocalProcessOrchestrator>> MakeLocalOrchestrator(
-      const ServiceConfig& service);
-  // The service's engine (local processes or Slurm jobs, by service.engine).
-  Result<std::unique_ptr<orch::ServiceOrchestrator>> MakeOrchestrator(
-      const ServiceConfig& service);
-  void RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>& events);
-  size_t StopUnknownReplicaProcesses(const std::vector<store::ReplicaRow>& rows, Seconds now,
-                                     std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  void RestoreManual(ServiceSlot& slot, Seconds now, std::vector<store::EventRow>& events);
   // Errors: kFailedPrecondition when the replicas table cannot be read and a replica process
   // marked for this state directory cannot be identified (ReplicaRowsFromProcesses).
   Status AdoptAll(Seconds now) GS_REQUIRES(loop_mu_);
-  // When the replicas table cannot be read (`unreadable`): rows rebuilt from the replica
-  // processes marked for this state directory (orch/marked_replicas.h), the table emptied to
-  // be rewritten from them. Errors: kFailedPrecondition naming the database, the pids and
-  // what to do when a marked process carries no replica id (replicas_from_processes.cc).
-  Result<std::vector<store::ReplicaRow>> ReplicaRowsFromProcesses(
-      const Error& unreadable, Seconds now, std::vector<store::EventRow>& events)
-      GS_REQUIRES(loop_mu_);
-  // The daemon service of a marked process's service name ("chat.prefill" -> "chat").
-  std::string ServiceOfMarked(const std::string& service) const GS_REQUIRES(loop_mu_);
   size_t StaleLeaseCount();
   void AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds now) GS_REQUIRES(loop_mu_);
   ServiceConfig OrphanConfig(const std::string& service);
   void DropEngineRecords(const std::string& service, std::vector<orch::ReplicaRecord>& records,
                          Seconds now, std::vector<store::EventRow>& events);
   void FinishDeletedServices(const std::set<std::string>& with_replicas) GS_REQUIRES(loop_mu_);
-  // Tasks (daemon_tasks.cc): the TaskManager, after adoption (its experiments' leases were
-  // not re-acquired, so a restarted daemon reconciles them without leaks).
+  // The TaskService, after adoption (its experiments' leases were not re-acquired, so a
+  // restarted daemon reconciles them without leaks).
   Status OpenTasks();
   void ShutdownTasks() GS_EXCLUDES(loop_mu_);
-  // Reload: applies the re-read prometheus, tasks and loop_interval sections; returns their
-  // names where they changed. REQUIRES: neither loop_mu_ nor mu_ held.
+
+  // Reload (daemon.cc): applies the re-read prometheus, tasks and loop_interval sections;
+  // returns their names where they changed.
   std::vector<std::string> ApplyLiveSections(const DaemonConfig& reread) GS_EXCLUDES(loop_mu_, mu_);
 
-  // Tick (daemon.cc; reconcile in daemon_reconcile.cc)
+  // Tick (daemon_loop.cc)
+  // The running services converged on desired_ (Reconciler).
   void Reconcile(Seconds now, std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
-  std::vector<Want> Wanted(Seconds& retry_initial) GS_REQUIRES(loop_mu_) GS_EXCLUDES(mu_);
-  void Converge(Want& want, Seconds now, Seconds retry_initial,
-                std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
-  // Each returns false when it could not apply (the failure is recorded in unapplied_).
-  bool ApplySpec(Want& want, Seconds now, Seconds retry_initial,
-                 std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
-  bool ApplyRules(Want& want, Slot& slot, Seconds now, Seconds retry_initial,
-                  std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
-  void ApplyManual(const Want& want, Slot& slot, Seconds now, Seconds retry_initial,
-                   std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
-  void ApplyDelete(const std::string& service, Seconds now, std::vector<store::EventRow>& events)
-      GS_REQUIRES(loop_mu_);
-  void ApplyFailed(const Want& want, std::string message, Seconds now, Seconds retry_initial,
-                   std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  std::vector<WantedService> Wanted(Seconds& retry_initial) GS_REQUIRES(loop_mu_) GS_EXCLUDES(mu_);
   // A view for a desired service its slot does not show yet: the API's, with the failure.
   void ShowUnapplied(std::map<std::string, ServiceView>& views) GS_REQUIRES(loop_mu_, mu_);
-  Observed Collect(Seconds now, const gpu::GpuSnapshot* gpus) GS_REQUIRES(loop_mu_);
-  void PostGpuLoad(const Observed& observed);
-  void TickService(Slot& slot, Seconds now, Observed& observed, const gpu::GpuSnapshot* gpus,
-                   std::vector<store::EventRow>& events);
-  void TickEvents(Slot& slot, const ServiceTickResult& result, Seconds now,
+  TickObservations Collect(Seconds now) GS_REQUIRES(loop_mu_);
+  void TickService(ServiceSlot& slot, Seconds now, TickObservations& observed,
+                   const gpu::GpuSnapshot* gpus, std::vector<store::EventRow>& events);
+  void TickEvents(ServiceSlot& slot, const ServiceTickResult& result, Seconds now,
                   std::vector<store::EventRow>& events);
   void PollRetiring(Seconds now, std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
   // State to the store through state_ (StateWriter: only what changed is written).
@@ -284,17 +242,15 @@ class Daemon final : public DaemonApi {
   void PersistLeases();
   // The `retention:` section's trimming of decisions and events (HistoryRetention).
   void TrimHistory(Seconds now) GS_REQUIRES(loop_mu_);
-  void PersistDecision(const Slot& slot, const ServiceTickResult& result, Seconds now);
+  void PersistDecision(const ServiceSlot& slot, const ServiceTickResult& result, Seconds now);
   void RecordHistory(const std::string& service, const ServiceTickResult& result, Seconds now);
   // Appends to the event log (events_), for calls with a temporary list (the reload report,
   // the TaskManager's publisher). Any thread.
   void PublishEvents(std::vector<store::EventRow> events);
-  void Retire(std::unique_ptr<Slot> slot, Seconds now) GS_REQUIRES(loop_mu_);
   void PublishViews(Seconds now) GS_REQUIRES(loop_mu_);
   std::vector<ServiceView> ListOfViews() const GS_REQUIRES(mu_);  // views_, by name
   // The route table for the gateway (options_.gateway), from this tick's replicas.
   void PublishRoutes(Seconds now) GS_REQUIRES(loop_mu_);
-  ServiceView ViewOf(const Slot& slot, Seconds now) const;
   void PrepareProbes(Seconds now) GS_REQUIRES(loop_mu_);
   void Log(std::string_view message);
   // An API request's write, passed through: one that failed because the store cannot be
@@ -309,16 +265,6 @@ class Daemon final : public DaemonApi {
   // probe_interval while a replica settles (whichever is shortest).
   Seconds LoopInterval() GS_EXCLUDES(mu_);
 
-  // API helpers (daemon_requests.cc)
-  // kResourceExhausted (HTTP 409) when a local service's replica, or its min_replicas, needs
-  // more GPUs than this machine's inventory has: it would wait for ever. No check when the
-  // GPU backend cannot answer (the allocator's pending reason says more then).
-  Status CheckFitsInventory(const ServiceConfig& config);
-  Result<ServiceConfig> ValidateService(const ServiceConfig& config,
-                                        const std::vector<store::RuleRow>& rules);
-  // ValidateService of a disaggregated service: each pool's command and policy, the budget.
-  Result<ServiceConfig> ValidatePools(const ServiceConfig& config);
-
   DaemonConfig config_;
   Clock& clock_;
   DaemonOptions options_;
@@ -327,21 +273,14 @@ class Daemon final : public DaemonApi {
   // The simulated backend's load board (emulated replicas' gauges, posted every tick); null
   // on real GPUs.
   std::shared_ptr<gpu::GpuLoadBoard> gpu_load_;
-  // Each replica's last posted load, kept while its next scrape is in flight (loop thread).
-  std::map<std::string, gpu::GpuLoads> replica_gpu_loads_;
-  // Every tick's replica scrapes, over connections kept from one tick to the next; a scrape
-  // may outlast its tick (loop thread only, under loop_mu_).
-  std::unique_ptr<ReplicaScrapes> scrapes_ = std::make_unique<ReplicaScrapes>();
-  // Every tick's PromQL queries on a worker pool; a query may outlast its tick (Collect
-  // under loop_mu_). Its destruction waits for the queries running then (each bounded by
-  // prometheus.timeout_seconds).
-  std::unique_ptr<PromQueries> prom_queries_ =
-      std::make_unique<PromQueries>(options_.collector_threads);
+  // Every tick's replica scrapes and PromQL queries; a scrape or query may outlast its tick
+  // (the loop thread only, under loop_mu_).
+  TickCollector collector_{options_.collector_threads, options_.scrape_timeout};
   std::unique_ptr<gpu::Monitor> monitor_;
   alloc::LeaseLedger ledger_;
-  // The Slurm clusters services run on, so that services of one cluster share its listings
-  // (thread-safe; its hubs live as long as a service's transport uses them).
-  orch::SlurmClusters slurm_clusters_;
+  // Builds each service's engine and runtimes (set by Open; used under loop_mu_). Declared
+  // before the slots: it owns the Slurm clusters their transports share.
+  std::unique_ptr<ServiceFactory> factory_;
   // Some replica is starting, restarting, draining or stopping (set by PublishViews): the
   // loop then ticks at probe_interval.
   std::atomic<bool> settling_{false};
@@ -354,18 +293,19 @@ class Daemon final : public DaemonApi {
   std::unique_ptr<StateWriter> state_;
   // Each service's recent ticks for charts (thread-safe: the loop records, the API reads).
   HistoryBook history_;
-  // Tasks/experiments (daemon_tasks.cc); destroyed before the store and ledger it borrows.
-  std::unique_ptr<experiments::TaskManager> tasks_;
+  // Tasks/experiments (opened by Open); destroyed before the store and ledger it borrows.
+  TaskService tasks_;
 
   // The loop's own state: held by Tick, Shutdown, Open and the reload of live sections, so
   // orchestrators are touched by one thread at a time. Taken before mu_, never after it.
   Mutex loop_mu_;
-  std::map<std::string, std::unique_ptr<Slot>> services_ GS_GUARDED_BY(loop_mu_);
+  ServiceSlots services_ GS_GUARDED_BY(loop_mu_);
   // Deleted services and orphans whose replicas are still stopping.
-  std::vector<std::unique_ptr<Slot>> retiring_ GS_GUARDED_BY(loop_mu_);
+  RetiringSlots retiring_ GS_GUARDED_BY(loop_mu_);
   int64_t tick_count_ GS_GUARDED_BY(loop_mu_) = 0;
-  // Desired services not applied yet, by name (the loop retries them with backoff).
-  std::map<std::string, Unapplied> unapplied_ GS_GUARDED_BY(loop_mu_);
+  // Converges services_ on desired_ every tick, retrying what it could not apply (set by
+  // Open).
+  std::unique_ptr<Reconciler> reconciler_ GS_GUARDED_BY(loop_mu_);
   // Trims decisions and events by the config's `retention:` (over store_; set by Open).
   std::unique_ptr<HistoryRetention> retention_ GS_GUARDED_BY(loop_mu_);
   MemoryTrim memory_trim_ GS_GUARDED_BY(loop_mu_);
@@ -379,8 +319,8 @@ class Daemon final : public DaemonApi {
   // Last tick's replicas.
   std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_ GS_GUARDED_BY(mu_);
   // What the API and reloads asked for, by name (Reconcile converges on it every tick).
-  std::map<std::string, Desired> desired_ GS_GUARDED_BY(mu_);
-  uint64_t generation_ GS_GUARDED_BY(mu_) = 0;  // the last Desired generation given out
+  std::map<std::string, DesiredService> desired_ GS_GUARDED_BY(mu_);
+  uint64_t generation_ GS_GUARDED_BY(mu_) = 0;  // the last desired generation given out
   // Removed services whose replicas this daemon could not stop (AdoptOrphans: their engine
   // could not be set up), by name -> why. Their names stay taken until a restart stops them:
   // a new service of that name would overwrite the rows that still track the old replicas.

@@ -2,40 +2,22 @@
 // (daemon.h describes the order and why).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <signal.h>
 
-#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "daemon/daemon.h"
-#include "daemon/daemon_internal.h"
+#include "daemon/replica_processes.h"
 #include "daemon/replica_rows.h"
-#include "daemon/service_policy.h"
-#include "daemon/slurm_adapter.h"
 #include "gpumon/backend_factory.h"
-#include "orch/fleet_orchestrator.h"
 #include "orch/parallel.h"
-#include "orch/process_util.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {
 
 using events::EventKind;
-
-store::EventRow MakeEvent(Seconds now, std::string service, EventKind kind, std::string replica,
-                          std::string message) {
-  store::EventRow e;
-  e.at = now;
-  e.service = std::move(service);
-  e.kind = events::EventKindName(kind);
-  e.replica = std::move(replica);
-  e.message = std::move(message);
-  return e;
-}
 
 Daemon::Daemon(DaemonConfig config, Clock& clock, DaemonOptions options)
     : config_(std::move(config)), clock_(clock), options_(std::move(options)) {}
@@ -85,6 +67,14 @@ Status Daemon::OpenState() {
   GS_RETURN_IF_ERROR(events_->Open());
   state_ = std::make_unique<StateWriter>(*store_, store_health_, options_.decision_heartbeat);
   retention_ = std::make_unique<HistoryRetention>(*store_);
+  factory_ = std::make_unique<ServiceFactory>(
+      ServiceFactoryOptions{config_.state_dir, options_.probe_interval, options_.health_interval,
+                            options_.restart_backoff_initial, options_.restart_backoff_max,
+                            options_.stop_grace, options_.engine_calls},
+      ledger_, *monitor_, *store_);
+  reconciler_ =
+      std::make_unique<Reconciler>(*factory_, ledger_, *store_, *state_, options_.apply_retry_max,
+                                   [this](std::string_view message) { Log(message); });
   // The state as it was at this start, for a restore after the database is damaged
   // (docs/operations.md). Without room for it the daemon still runs; the log says so.
   if (Status backup = store_->database().BackupTo(db_path + ".bak"); !backup) {
@@ -93,20 +83,20 @@ Status Daemon::OpenState() {
   GS_ASSIGN_OR_RETURN(std::vector<ServiceConfig> services, LoadServices(now));
   std::vector<store::EventRow> events;
   for (size_t i = 0; i < services.size(); ++i) {
-    Result<std::unique_ptr<Slot>> slot = MakeSlot(services[i], now);
+    Result<std::unique_ptr<ServiceSlot>> slot = factory_->MakeSlot(services[i], now);
     if (!slot) {
       Error e = slot.error();
       e.field = yaml::Join(fmt::format("services[{}]", i), e.field);
       return Unexpected<Error>(std::move(e));
     }
     RestoreManual(**slot, now, events);
-    Slot& made = **slot;
+    ServiceSlot& made = **slot;
     {
       MutexLock lock(mu_);  // what the loop converges on: what runs now
       const uint64_t generation = ++generation_;
       const std::optional<int> manual =
           made.pooled != nullptr ? std::nullopt : made.runtimes.front()->manual_replicas();
-      desired_[made.name] = Desired{made.config, manual, generation, generation, generation};
+      desired_[made.name] = DesiredService{made.config, manual, generation, generation, generation};
       made.incarnation = made.spec_generation = made.rules_generation = generation;
     }
     services_[services[i].name] = std::move(*slot);
@@ -156,85 +146,9 @@ Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
   return services;
 }
 
-// A service's engine: local processes (default) or Slurm jobs (engine: slurm).
-Result<std::unique_ptr<orch::ServiceOrchestrator>> Daemon::MakeOrchestrator(
-    const ServiceConfig& service) {
-  if (service.engine == "fleet") {
-    orch::FleetConfig fleet;
-    fleet.service = service.name;
-    fleet.url = service.fleet_url;
-    fleet.readiness_path = service.readiness_path;
-    fleet.max_replicas = service.max_replicas;
-    GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::FleetOrchestrator> orchestrator,
-                        orch::FleetOrchestrator::Create(std::move(fleet), options_.engine_calls));
-    return std::unique_ptr<orch::ServiceOrchestrator>(std::move(orchestrator));
-  }
-  if (service.engine == "slurm") {
-    SlurmAdapterOptions o;
-    o.state_dir = config_.state_dir;
-    o.probe_interval = options_.probe_interval;
-    o.restart_backoff_initial = options_.restart_backoff_initial;
-    o.restart_backoff_max = options_.restart_backoff_max;
-    o.calls = options_.engine_calls;
-    o.clusters = &slurm_clusters_;
-    GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::SlurmOrchestrator> slurm,
-                        MakeSlurmOrchestrator(service, o));
-    return std::unique_ptr<orch::ServiceOrchestrator>(std::move(slurm));
-  }
-  GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::LocalProcessOrchestrator> local,
-                      MakeLocalOrchestrator(service));
-  return std::unique_ptr<orch::ServiceOrchestrator>(std::move(local));
-}
-
-Result<std::unique_ptr<orch::LocalProcessOrchestrator>> Daemon::MakeLocalOrchestrator(
-    const ServiceConfig& service) {
-  orch::LocalProcessConfig c;
-  c.service = service.name;
-  c.command = service.command;
-  c.env = service.env;
-  c.gpus_per_replica = service.gpus_per_replica;
-  c.min_memory_free_mb = service.min_memory_free_mb;
-  c.gpu_type = service.gpu_type;
-  c.state_dir = config_.state_dir;
-  c.readiness_path = service.readiness_path;
-  c.startup_timeout = service.startup_timeout;
-  c.probe_interval = options_.probe_interval;
-  c.health_interval = options_.health_interval;
-  c.restart_backoff_initial = options_.restart_backoff_initial;
-  c.restart_backoff_max = options_.restart_backoff_max;
-  c.stop_grace = options_.stop_grace;
-  c.capabilities = {"gpu"};
-  gpu::Monitor* monitor = monitor_.get();
-  return orch::LocalProcessOrchestrator::Create(std::move(c), ledger_,
-                                                [monitor](Seconds) { return monitor->Snapshot(); });
-}
-
-Result<std::unique_ptr<Daemon::Slot>> Daemon::MakeSlot(const ServiceConfig& service, Seconds now) {
-  auto slot = std::make_unique<Slot>();
-  slot->name = service.name;
-  slot->config = service;
-  if (service.disaggregated) {
-    GS_RETURN_IF_ERROR(MakePools(service, *slot));
-  } else {
-    std::vector<store::RuleRow> rules;
-    if (service.policy_yaml.empty()) {
-      GS_ASSIGN_OR_RETURN(rules, store_->rules().ListForService(service.name));
-    }
-    GS_ASSIGN_OR_RETURN(std::unique_ptr<scale::Policy> policy, BuildServicePolicy(service, rules));
-    GS_ASSIGN_OR_RETURN(slot->orch, MakeOrchestrator(service));
-    slot->runtimes.push_back(
-        std::make_unique<ServiceRuntime>(service, std::move(policy), *slot->orch));
-  }
-  slot->created_at = now;
-  if (Result<store::ServiceRow> row = store_->services().Get(service.name)) {
-    slot->created_at = row->created_at;
-  }
-  return slot;
-}
-
 // The manual override the API set before the restart (kept in the service's row). One the
 // service's bounds no longer allow (the config changed meanwhile) is dropped, with an event.
-void Daemon::RestoreManual(Slot& slot, Seconds now, std::vector<store::EventRow>& events) {
+void Daemon::RestoreManual(ServiceSlot& slot, Seconds now, std::vector<store::EventRow>& events) {
   Result<store::ServiceRow> row = store_->services().Get(slot.name);
   if (!row || !row->manual_replicas) return;
   const int manual = *row->manual_replicas;
@@ -268,15 +182,19 @@ size_t Daemon::StaleLeaseCount() {
 }
 
 // Re-adopts what the previous daemon persisted, or, when its rows cannot be read, the
-// replica processes marked for this state directory (replicas_from_processes.cc); see
+// replica processes marked for this state directory (replica_processes.h); see
 // daemon.h.
 Status Daemon::AdoptAll(Seconds now) {
   std::vector<store::EventRow> events;
   Result<std::vector<store::ReplicaRow>> rows = store_->replicas().List();
   if (!rows) {
     const Error unreadable = rows.error();
-    rows = ReplicaRowsFromProcesses(unreadable, now, events);
+    rows = ReplicaRowsFromProcesses(config_.state_dir, unreadable, services_, now, events);
     if (!rows) return Unexpected<Error>(rows.error());
+    Log(events.back().message);
+    if (Status cleared = store_->replicas().DeleteAll(); !cleared) {
+      store_health_.Failed("clearing the unreadable replicas table", cleared.error());
+    }
   }
   std::map<std::string, std::vector<orch::ReplicaRecord>> records;
   std::vector<store::ReplicaRow> orphans;
@@ -290,7 +208,7 @@ Status Daemon::AdoptAll(Seconds now) {
   }
   // Engines whose adoption touches only their own state (Slurm, fleet) adopt at the same
   // time, the others one by one; reports are then taken in the services' order.
-  std::vector<Slot*> slots;
+  std::vector<ServiceSlot*> slots;
   std::vector<size_t> concurrent;
   for (auto& [name, slot] : services_) {
     if (slot->orch->AdoptsConcurrently()) concurrent.push_back(slots.size());
@@ -299,13 +217,13 @@ Status Daemon::AdoptAll(Seconds now) {
   }
   std::vector<std::optional<orch::AdoptionReport>> reports(slots.size());
   orch::ParallelFor(concurrent.size(), options_.collector_threads, [&](size_t i) {
-    Slot& slot = *slots[concurrent[i]];
+    ServiceSlot& slot = *slots[concurrent[i]];
     reports[concurrent[i]] = slot.orch->Adopt(records.at(slot.name), now);
   });
   size_t adopted = 0, cleaned = 0;
   std::vector<std::string> other_state_dir;
   for (size_t i = 0; i < slots.size(); ++i) {
-    Slot& slot = *slots[i];
+    ServiceSlot& slot = *slots[i];
     const std::string& name = slot.name;
     if (!reports[i]) reports[i] = slot.orch->Adopt(records[name], now);
     const orch::AdoptionReport& report = *reports[i];
@@ -329,7 +247,8 @@ Status Daemon::AdoptAll(Seconds now) {
                     other_state_dir.size(), fmt::join(other_state_dir, "; ")));
   }
   AdoptOrphans(orphans, now);
-  const size_t unknown = StopUnknownReplicaProcesses(*rows, now, events);
+  const size_t unknown =
+      StopUnrecordedReplicaProcesses(config_.state_dir, *rows, services_, now, events);
   std::set<std::string> orphan_services;
   for (const store::ReplicaRow& row : orphans) orphan_services.insert(row.service);
   FinishDeletedServices(orphan_services);
@@ -342,44 +261,6 @@ Status Daemon::AdoptAll(Seconds now) {
                             services_.size(), adopted, cleaned, unknown, dropped)));
   events_->Append(events);
   return OkStatus();
-}
-
-// A replica process of this state directory (its marker, orch/process_util.h) that no
-// record and no orchestrator knows was started by a daemon that died before saving it. It
-// may hold GPUs the ledger thinks free, so it is killed, process group and all, before the
-// first tick places anything; the daemon waits (up to 5 s) until it is gone.
-size_t Daemon::StopUnknownReplicaProcesses(const std::vector<store::ReplicaRow>& rows,
-                                           Seconds now, std::vector<store::EventRow>& events) {
-  std::set<int> known;  // replica process group leaders
-  for (const store::ReplicaRow& row : rows) {
-    if (row.pid > 0) known.insert(static_cast<int>(row.pid));
-  }
-  for (auto& [name, slot] : services_) {
-    for (const orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
-      if (r.pid > 0) known.insert(r.pid);
-    }
-  }
-  const std::string marker = fmt::format("{}={}", orch::kReplicaMarkerEnv,
-                                         orch::ReplicaMarkerValue(config_.state_dir));
-  std::set<int> groups;
-  for (const orch::MarkedProcess& p : orch::FindProcessesWithEnv(marker)) {
-    if (known.count(p.pid) == 0 && known.count(p.pgid) == 0) groups.insert(p.pgid);
-  }
-  for (int pgid : groups) {
-    orch::SignalGroup(pgid, SIGKILL);
-    events.push_back(MakeEvent(now, "", EventKind::kReplicaProcessStopped, "",
-                               fmt::format("killed process group {}: a replica process of this "
-                                           "state directory that no record knows (a daemon "
-                                           "died before saving it)",
-                                           pgid)));
-  }
-  for (int i = 0; i < 100; ++i) {
-    bool alive = false;
-    for (int pgid : groups) alive = alive || orch::ProcessAlive(pgid);
-    if (!alive) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return groups.size();
 }
 
 // How to stop the replicas of a service that is no longer managed: its stored spec while
@@ -415,7 +296,7 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
   for (auto& [service, records] : by_service) {
     const ServiceConfig config = OrphanConfig(service);
     if (config.engine == "local") DropEngineRecords(service, records, now, events);
-    Result<std::unique_ptr<orch::ServiceOrchestrator>> orch = MakeOrchestrator(config);
+    Result<std::unique_ptr<orch::ServiceOrchestrator>> orch = factory_->MakeOrchestrator(config);
     if (!orch) {
       const std::string message =
           fmt::format("cannot stop the replicas of removed service '{}' (retried at the next "
@@ -427,7 +308,7 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
       unstoppable_[service] = orch.error().ToString();
       continue;
     }
-    auto slot = std::make_unique<Slot>();
+    auto slot = std::make_unique<ServiceSlot>();
     slot->name = service;
     slot->orch = std::move(*orch);
     slot->deleting = true;
@@ -478,6 +359,21 @@ void Daemon::FinishDeletedServices(const std::set<std::string>& with_replicas) {
       store_health_.Failed("deleting service " + row.name, s.error());
     }
   }
+}
+
+Status Daemon::OpenTasks() {
+  experiments::TaskManagerOptions options;
+  options.state_dir = config_.state_dir;
+  options.recheck_interval = config_.tasks.recheck_interval;
+  options.max_head_skips = config_.tasks.max_head_skips;
+  options.weights = ScoreWeights();
+  options.runner.probe_interval = options_.probe_interval;
+  options.runner.stop_grace = config_.tasks.stop_grace.value_or(options_.stop_grace);
+  options.runner.gpu_load = gpu_load_;
+  options.publish = [this](std::vector<store::EventRow> events) {
+    PublishEvents(std::move(events));
+  };
+  return tasks_.Open(ledger_, *monitor_, *store_, clock_, std::move(options));
 }
 
 }  // namespace gpuscale::daemon

@@ -1,4 +1,4 @@
-// Daemon's level-triggered reconcile (daemon_reconcile.cc): a desired service whose slot
+// Daemon's level-triggered reconcile (reconciler.h): a desired service whose slot
 // cannot be made yet is tried again on later ticks, with backoff, and converges without a
 // second API request; meanwhile its view and the event log say why. A Slurm service whose
 // REST token file does not exist yet fails the way a real one does (its engine cannot be set

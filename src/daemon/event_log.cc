@@ -2,12 +2,24 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace gpuscale::daemon {
 namespace {
 // The failure kind /readyz shows while appends fail (StoreHealth).
 constexpr std::string_view kAppendingEvents = "appending events";
 }  // namespace
+
+store::EventRow MakeEvent(Seconds now, std::string service, events::EventKind kind,
+                          std::string replica, std::string message) {
+  store::EventRow e;
+  e.at = now;
+  e.service = std::move(service);
+  e.kind = events::EventKindName(kind);
+  e.replica = std::move(replica);
+  e.message = std::move(message);
+  return e;
+}
 
 Status EventLog::Open() {
   GS_ASSIGN_OR_RETURN(int64_t latest, events_.LatestId());

@@ -7,15 +7,21 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "core/result.h"
 #include "daemon/store_health.h"
+#include "events/event_kind.h"
 #include "store/event_repository.h"
 
 namespace gpuscale::daemon {
+
+// An event row stamped `now`, its kind by the wire name (store::EventRow has no constructor).
+store::EventRow MakeEvent(Seconds now, std::string service, events::EventKind kind,
+                          std::string replica, std::string message);
 
 class EventLog {
  public:

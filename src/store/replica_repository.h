@@ -32,7 +32,7 @@ class ReplicaRepository {
   // Errors: kNotFound.
   Status Delete(std::string_view id);
   // Deletes every row (a table whose rows cannot be read is rebuilt from the replica
-  // processes: daemon/replicas_from_processes.cc).
+  // processes: daemon/replica_processes.h).
   Status DeleteAll();
 
  private:

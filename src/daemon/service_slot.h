@@ -1,7 +1,15 @@
-// Daemon's private types, shared by daemon.cc, daemon_open.cc and daemon_requests.cc.
-// Not part of the module's interface.
+// ServiceSlot: one running service as the daemon's loop holds it -- its orchestrator, one
+// ServiceRuntime per pool, and the bookkeeping around them (which desired state it applied,
+// its start failure, its metric-error events, its view's rendered spec). Built by
+// ServiceFactory; converged by Reconciler; ticked, viewed and routed by the Daemon.
+//
+// Ownership: owns its orchestrator and runtimes (the runtimes borrow the orchestrator, a
+// disaggregated service's pools and budget belong to it). Thread-safety: none; the loop
+// thread (under Daemon's loop_mu_) is its only user.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -9,17 +17,20 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/apply_retry.h"
-#include "daemon/daemon.h"
-#include "daemon/metric_collector.h"
+#include "alloc/pool_budget.h"
+#include "core/clock.h"
 #include "daemon/metric_error_events.h"
+#include "daemon/service_runtime.h"
 #include "daemon/start_failure.h"
-#include "events/event_kind.h"
+#include "daemon_api/daemon_api.h"
+#include "gateway/gateway_state.h"
 #include "orch/pooled_orchestrator.h"
+#include "scale/replica_orchestrator.h"
+#include "serve_config/daemon_config.h"
 
 namespace gpuscale::daemon {
 
-struct Daemon::Slot {
+struct ServiceSlot {
   std::string name;
   std::unique_ptr<orch::ServiceOrchestrator> orch;
   // One runtime per pool: the service's own, or a disaggregated service's prefill and
@@ -43,22 +54,30 @@ struct Daemon::Slot {
     return pooled != nullptr ? combined : runtimes.front()->last_tick();
   }
   // The policy family as the live runtime names it (a rules policy's may change), or the
-  // spec's for a disaggregated service (its pools' families). daemon_pools.cc.
+  // spec's for a disaggregated service (its pools' families).
   std::string PolicyFamily() const;
-  // A disaggregated service's pools and budget into its view (daemon_pools.cc).
-  void AddPoolViews(ServiceView& view) const;
+  // What the API shows of the service (its spec, replica counts, last decision, pools). The
+  // spec's YAML is rendered again only when the spec changed (spec_yaml).
+  ServiceView View() const;
+  // The service's models and ready replicas for the gateway at `now`; a disaggregated
+  // service's prefill pool (runtime 0) as the route's prefill replicas, its decode pool as
+  // the replicas requests are relayed to (docs/gateway.md).
+  gateway::ServiceRoute Route(Seconds now) const;
+  // Stops every replica and drops the runtimes; the slot then waits in a retiring list until
+  // its processes are gone (Daemon::PollRetiring).
+  void StopAll(Seconds now);
   // A deleted service (or an orphan): its store row, marked deleting, goes once the
   // replicas are gone (PollRetiring). False for services retired by Shutdown.
   bool deleting = false;
   Seconds created_at{0};
-  // Which Desired this slot was built from and has applied (Daemon::Reconcile).
+  // Which desired state this slot was built from and has applied (Reconciler).
   uint64_t incarnation = 0, spec_generation = 0, rules_generation = 0;
   MetricErrorEvents metric_events;  // which metric-error events the log gets
   // Whether its replicas cannot start (the view's `failure`, the gateway's fast 503), and
-  // which of that the log was told (PublishViews).
+  // which of that the log was told (Daemon::PublishViews).
   StartFailure start_failure;
   // When the ready replicas are scraped next, while no policy of the service reads them
-  // (scrape.view_only_interval_seconds; Daemon::Collect).
+  // (scrape.view_only_interval_seconds; TickCollector).
   Seconds next_view_scrape{0};
   // Whether some runtime's policy reads the replicas' scrapes.
   bool PolicyReadsReplicas() const {
@@ -67,49 +86,18 @@ struct Daemon::Slot {
     }
     return runtimes.empty();  // an orphan being stopped: every tick, for its drains' counts
   }
-  // The spec last rendered for the API view and its YAML (ViewOf; the loop thread only).
+  // The spec last rendered for the API view and its YAML (View; the loop thread only).
   mutable std::optional<std::pair<ServiceConfig, std::string>> spec_yaml;
+
+ private:
+  // A disaggregated service's pools and budget into its view.
+  void AddPoolViews(ServiceView& view) const;
 };
 
-// What the API and reloads asked one service to be (Daemon::desired_). The loop compares it
-// with the service's slot on every tick and converges (Daemon::Reconcile). Generations come
-// from one counter (Daemon::generation_), so each write is told apart from every other.
-struct Daemon::Desired {
-  ServiceConfig config;       // validated
-  std::optional<int> manual;  // PUT /replicas; nullopt = the policy decides
-  uint64_t incarnation = 0;   // the create's generation: a deleted and re-created service differs
-  uint64_t spec_generation = 0;   // the last create or update
-  uint64_t rules_generation = 0;  // the last rule added or deleted
-};
-
-// A service whose desired state could not be applied yet: what was tried, and when the loop
-// tries again (shown in the service's view; an event when the error first shows or changes).
-struct Daemon::Unapplied {
-  uint64_t incarnation = 0, spec_generation = 0, rules_generation = 0;
-  ApplyRetry retry;
-};
-
-// One service's desired state as one tick reconciles it: copied from desired_ under mu_
-// (Daemon::Wanted), applied without it.
-struct Daemon::Want {
-  std::string name;
-  uint64_t incarnation = 0, spec_generation = 0, rules_generation = 0;
-  std::optional<int> manual;
-  std::optional<ServiceConfig> config;  // only when the running slot's spec is older
-};
-
-// Jobs of one tick, with the slices that belong to each service.
-struct Daemon::Observed {
-  std::vector<ScrapeJob> scrapes;
-  std::vector<QueryJob> queries;
-  struct Range {
-    size_t scrape_begin = 0, scrape_end = 0, query_begin = 0, query_end = 0;
-    std::vector<orch::ReplicaInfo> replicas;  // scraped ones, same order as the scrapes
-    std::vector<PromQuery> prom;              // same order as the queries
-    std::vector<size_t> prom_runtime;         // which of the slot's runtimes asked each
-  };
-  std::map<std::string, Range> ranges;  // by service
-};
+// The running services by name, and the deleted ones (and orphans) whose replicas are still
+// stopping.
+using ServiceSlots = std::map<std::string, std::unique_ptr<ServiceSlot>>;
+using RetiringSlots = std::vector<std::unique_ptr<ServiceSlot>>;
 
 // Adds each replica's phase to a view's counts: replicas (not draining), ready, pending,
 // draining. `View`: ServiceView or PoolView.
@@ -123,9 +111,5 @@ void CountPhases(const std::vector<scale::ReplicaStatus>& replicas, View& v) {
     v.draining_replicas += draining ? 1 : 0;
   }
 }
-
-// An event row stamped `now`, its kind by the wire name (store::EventRow has no constructor).
-store::EventRow MakeEvent(Seconds now, std::string service, events::EventKind kind,
-                          std::string replica, std::string message);
 
 }  // namespace gpuscale::daemon
