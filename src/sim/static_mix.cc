@@ -43,10 +43,9 @@ int VariantCeiling(const SimulationConfig& config, const VariantSpec& v) {
 
 }  // namespace
 
-double MixedFleetAttainment(const std::vector<MixedReplica>& fleet,
-                            const std::vector<TraceRequest>& requests, route::PickerKind router,
-                            const SloSpec& slo) {
-  if (requests.empty()) return 0;
+std::vector<RequestRecord> ReplayOnFleet(const std::vector<MixedReplica>& fleet,
+                                         const std::vector<TraceRequest>& requests,
+                                         route::PickerKind router) {
   std::vector<RequestRecord> records(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     records[i].arrival_s = requests[i].arrival_s;
@@ -66,7 +65,7 @@ double MixedFleetAttainment(const std::vector<MixedReplica>& fleet,
   route::Picker picker(route::PickerSpec{router});
   size_t next = 0;
   while (true) {
-    size_t first = 0;  // a linear scan, as FleetViolations: fleets are tens of replicas
+    size_t first = 0;  // a linear scan: fleets are tens of replicas
     for (size_t i = 1; i < replicas.size(); ++i) {
       if (replicas[i].NextEventTime() < replicas[first].NextEventTime()) first = i;
     }
@@ -83,6 +82,14 @@ double MixedFleetAttainment(const std::vector<MixedReplica>& fleet,
         *picker.Pick(candidates, t_arrival, std::nullopt, records[next].input_tokens);
     replicas[target].Enqueue(static_cast<uint32_t>(next++), t_arrival);
   }
+  return records;
+}
+
+double MixedFleetAttainment(const std::vector<MixedReplica>& fleet,
+                            const std::vector<TraceRequest>& requests, route::PickerKind router,
+                            const SloSpec& slo) {
+  if (requests.empty()) return 0;
+  const std::vector<RequestRecord> records = ReplayOnFleet(fleet, requests, router);
   const auto met = std::count_if(records.begin(), records.end(),
                                  [&](const RequestRecord& r) { return MeetsSlo(r, slo); });
   return static_cast<double>(met) / static_cast<double>(records.size());

@@ -31,6 +31,14 @@ struct MixedReplica {
   int64_t max_prompt_tokens = 0;  // route::Candidate's; 0: any
 };
 
+// Serves `requests` (sorted by arrival) on these warm replicas behind the engine's
+// route::Picker of kind `router` and returns their records with the times filled in. The
+// static fleet's and the oracle's replays (FleetViolations) run on it. REQUIRES: fleet not
+// empty.
+std::vector<RequestRecord> ReplayOnFleet(const std::vector<MixedReplica>& fleet,
+                                         const std::vector<TraceRequest>& requests,
+                                         route::PickerKind router);
+
 // Share of `requests` (sorted by arrival) meeting the SLO when these warm replicas serve all
 // of them behind the engine's route::Picker of kind `router` (capacity weights, long prompts
 // to the replicas that take them; no prefix cache, no slow start: the replicas are warm): as
