@@ -24,8 +24,10 @@
 #include "sim/oracle.h"
 #include "sim/reactive_plan.h"
 #include "sim/report.h"
+#include "sim/sim_orchestrator.h"
 #include "sim/simulation.h"
 #include "sim/static_fleet.h"
+#include "sim/static_mix.h"
 #include "sim/trace.h"
 
 namespace gpuscale::cli {
@@ -296,7 +298,34 @@ Result<sim::References> References(const Run& run, const sim::Trace& trace,
   GS_ASSIGN_OR_RETURN(refs.static_frontier,
                       Frontier(run, trace, costs, flags.no_static_fleet, err));
   if (refs.static_frontier) refs.static_fleet = refs.static_frontier->smallest;
+  if (!flags.no_static_fleet && run.result && !run.file.sim.service.fleet.variants.empty()) {
+    err << "simulate: sizing the cheapest static mix of the variants\n";
+    std::vector<std::unique_ptr<sim::ReplicaModel>> models;
+    GS_ASSIGN_OR_RETURN(std::vector<sim::VariantRuntime> variants,
+                        sim::BuildVariants(run.file.sim, models));
+    GS_ASSIGN_OR_RETURN(refs.static_mix, sim::CheapestStaticMix(run.file.sim, variants, trace,
+                                                                run.result->report.duration_s));
+  }
   return refs;
+}
+
+nlohmann::ordered_json StaticMixPointJson(const sim::StaticMixPoint& p) {
+  return {{"name", p.name},
+          {"replicas", p.replicas},
+          {"cost", p.cost},
+          {"gpu_hours", p.gpu_hours},
+          {"attainment", p.attainment}};
+}
+
+// The cheapest static mix (null where none meets the target) and each variant alone.
+nlohmann::ordered_json StaticMixJson(const sim::StaticMix& mix) {
+  nlohmann::ordered_json single = nlohmann::ordered_json::array();
+  for (const auto& p : mix.single) {
+    single.push_back(p ? StaticMixPointJson(*p) : nlohmann::ordered_json());
+  }
+  return {{"cheapest", mix.cheapest ? StaticMixPointJson(*mix.cheapest) : nlohmann::ordered_json()},
+          {"single", std::move(single)},
+          {"replays", mix.replays}};
 }
 
 // The oracle's plan and where the run's ready replicas stand against it.
@@ -369,6 +398,7 @@ nlohmann::ordered_json ReportJson(const Run& run, const sim::References& refs,
                          {"meets_target", fleet->meets_target}};
   }
   if (const auto& frontier = refs.static_frontier) AddFrontierFields(j, *frontier, r);
+  if (refs.static_mix) j["static_mix"] = StaticMixJson(*refs.static_mix);
   // Replicas against load over time for charts (the dashboard's simulation view): at most
   // 500 points whatever the trace's length.
   const sim::TimelineSeries series = sim::BucketTimeline(run.result->timeline, 500);

@@ -84,11 +84,11 @@ Status ParseReplicaFields(const YAML::Node& n, const std::string& path, sim::Ser
 Status ParseService(const YAML::Node& n, sim::SimulationConfig& c) {
   GS_RETURN_IF_ERROR(CheckMap(n, "service"));
   if (!n) return OkStatus();
-  GS_RETURN_IF_ERROR(
-      CheckKnownKeys(n, "service",
-                     {"name", "model", "gpus_per_replica", "min_replicas", "max_replicas",
-                      "initial_replicas", "cold_start_seconds", "drain_timeout_seconds", "variants",
-                      "gpu_limits", "budget_per_hour", "on_demand_base_ratio"}));
+  GS_RETURN_IF_ERROR(CheckKnownKeys(
+      n, "service",
+      {"name", "model", "gpus_per_replica", "min_replicas", "max_replicas", "initial_replicas",
+       "cold_start_seconds", "drain_timeout_seconds", "variants", "gpu_limits", "budget_per_hour",
+       "on_demand_base_ratio", "long_prompt_ttft_share"}));
   auto& s = c.service;
   GS_ASSIGN_OR_RETURN(s.name, ReadString(n, "name", "service", s.name));
   GS_ASSIGN_OR_RETURN(c.model.model, ReadString(n, "model", "service", c.model.model));

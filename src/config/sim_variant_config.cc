@@ -141,7 +141,8 @@ Status ParseVariants(const YAML::Node& n, sim::ServiceSpec& s) {
     // Shown in GPU names and used where one shape is asked for: the first variant's.
     s.gpus_per_replica = plan.variants.front().gpus_per_replica;
   }
-  for (const char* key : {"gpu_limits", "budget_per_hour", "on_demand_base_ratio"}) {
+  for (const char* key :
+       {"gpu_limits", "budget_per_hour", "on_demand_base_ratio", "long_prompt_ttft_share"}) {
     if (!plan.variants.size() && n[key].IsDefined()) {
       return FieldError(n[key], Join("service", key), "needs service.variants");
     }
@@ -155,6 +156,12 @@ Status ParseVariants(const YAML::Node& n, sim::ServiceSpec& s) {
                       ReadDouble(n, "on_demand_base_ratio", "service", 0.0));
   if (!(plan.on_demand_base_ratio >= 0 && plan.on_demand_base_ratio <= 1)) {
     return FieldError(n["on_demand_base_ratio"], "service.on_demand_base_ratio",
+                      "must be in [0, 1]");
+  }
+  GS_ASSIGN_OR_RETURN(plan.long_prompt_ttft_share,
+                      ReadDouble(n, "long_prompt_ttft_share", "service", 0.5));
+  if (!(plan.long_prompt_ttft_share >= 0 && plan.long_prompt_ttft_share <= 1)) {
+    return FieldError(n["long_prompt_ttft_share"], "service.long_prompt_ttft_share",
                       "must be in [0, 1]");
   }
   return OkStatus();

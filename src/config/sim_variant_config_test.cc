@@ -29,6 +29,7 @@ constexpr const char* kTwoVariants = R"(  max_replicas: 8
   gpu_limits: {H100: 8, A100: 16}
   budget_per_hour: 60
   on_demand_base_ratio: 0.25
+  long_prompt_ttft_share: 0
 )";
 
 TEST(SimVariantConfigTest, ParsesVariantsLimitsAndBudget) {
@@ -49,6 +50,7 @@ TEST(SimVariantConfigTest, ParsesVariantsLimitsAndBudget) {
   EXPECT_EQ(plan.gpu_limits[1], (sim::GpuTypeLimit{"a100", 16}));
   EXPECT_DOUBLE_EQ(plan.budget_per_hour, 60);
   EXPECT_DOUBLE_EQ(plan.on_demand_base_ratio, 0.25);
+  EXPECT_DOUBLE_EQ(plan.long_prompt_ttft_share, 0);  // off (default 0.5)
   EXPECT_EQ(file->sim.service.gpus_per_replica, 2);  // the first variant's
   EXPECT_EQ(sim::EffectiveVariants(file->sim), plan.variants);
 }
@@ -97,6 +99,9 @@ TEST(SimVariantConfigTest, ErrorsNameTheFieldAndLine) {
        "price_per_gpu_hour: 1}\n",
        "service.gpus_per_replica", "per variant"},
       {"  budget_per_hour: 5\n", "service.budget_per_hour", "needs service.variants"},
+      {"  variants:\n    - {name: a, gpu_type: H100, price_per_gpu_hour: 1}\n"
+       "  long_prompt_ttft_share: 1.5\n",
+       "service.long_prompt_ttft_share", "must be in [0, 1]"},
       {"  variants:\n    - {name: a, gpu_type: H100, price_per_gpu_hour: 1}\n"
        "  gpu_limits: {TPU: 4}\n",
        "service.gpu_limits.TPU", "unknown GPU type"},

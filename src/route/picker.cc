@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace gpuscale::route {
 
@@ -102,6 +103,26 @@ std::optional<size_t> Picker::ByPrefixCache(std::span<const Candidate> candidate
 
 std::optional<size_t> Picker::Pick(std::span<const Candidate> candidates, double now,
                                    std::optional<uint64_t> prefix_key, int64_t prompt_tokens) {
+  auto takes = [prompt_tokens](const Candidate& c) {
+    return c.max_prompt_tokens <= 0 || prompt_tokens <= c.max_prompt_tokens;
+  };
+  const auto fit = std::count_if(candidates.begin(), candidates.end(), takes);
+  if (fit == 0 || fit == static_cast<std::ptrdiff_t>(candidates.size())) {
+    return PickFrom(candidates, now, prefix_key, prompt_tokens);
+  }
+  std::vector<Candidate> subset;
+  std::vector<size_t> index;  // subset position -> candidates position
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!takes(candidates[i])) continue;
+    subset.push_back(candidates[i]);
+    index.push_back(i);
+  }
+  const auto chosen = PickFrom(subset, now, prefix_key, prompt_tokens);
+  return chosen ? std::optional<size_t>(index[*chosen]) : std::nullopt;
+}
+
+std::optional<size_t> Picker::PickFrom(std::span<const Candidate> candidates, double now,
+                                       std::optional<uint64_t> prefix_key, int64_t prompt_tokens) {
   if (candidates.empty()) return std::nullopt;
   if (spec_.kind == PickerKind::kRoundRobin) return rr_cursor_++ % candidates.size();
   if (spec_.kind == PickerKind::kPrefixCache) {

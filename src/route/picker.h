@@ -15,6 +15,10 @@
 //     fast holds about twice the requests in flight and so takes about twice the arrivals
 //     (a mixed fleet of GPU types, issue 47; Envoy's weighted least request with active
 //     request bias 1). All weights 1 route exactly as without them;
+//   - long prompts (any mode): when the request's prompt is longer than some candidates'
+//     max_prompt_tokens and at least one candidate takes it, only those that take it compete
+//     (a slower GPU type's prefill of a long prompt alone would use up the TTFT target);
+//     when none takes it, all compete as before;
 //   - round robin;
 //   - prefix affinity (option on top of least outstanding): requests whose prompts start
 //     alike (same prefix key) go to the same replica, so its prefix cache hits, as long as
@@ -58,6 +62,10 @@ struct Candidate {
   // Relative capacity (a replica of a faster variant > 1); > 0. 1 for every candidate of a
   // single-shape fleet.
   double capacity_weight = 1;
+  // The longest prompt (tokens) this replica prefills within its share of the TTFT target;
+  // 0: any. A mixed fleet sets it on its slower types (sim::LongPromptLimit), so that a long
+  // prompt goes to a replica that prefills it in time while one can take it.
+  int64_t max_prompt_tokens = 0;
 };
 
 // Envoy's default minimum weight during slow start: a fresh replica takes a tenth of a warm
@@ -82,8 +90,8 @@ class Picker {
   explicit Picker(PickerSpec spec = {}) : spec_(spec) {}
 
   // Index into `candidates` of the chosen replica; nullopt when there is none.
-  // `prefix_key` is used only with prefix_affinity, `prompt_tokens` (the request's) only with
-  // prefix_cache.
+  // `prefix_key` is used only with prefix_affinity, `prompt_tokens` (the request's) with
+  // prefix_cache and against the candidates' max_prompt_tokens.
   std::optional<size_t> Pick(std::span<const Candidate> candidates, double now,
                              std::optional<uint64_t> prefix_key = std::nullopt,
                              int64_t prompt_tokens = 0);
@@ -91,6 +99,9 @@ class Picker {
   const PickerSpec& spec() const { return spec_; }
 
  private:
+  // Pick among candidates that all take the prompt.
+  std::optional<size_t> PickFrom(std::span<const Candidate> candidates, double now,
+                                 std::optional<uint64_t> prefix_key, int64_t prompt_tokens);
   size_t LeastLoaded(std::span<const Candidate> candidates, double now) const;
   std::optional<size_t> ByAffinity(std::span<const Candidate> candidates, uint64_t key) const;
   std::optional<size_t> ByPrefixCache(std::span<const Candidate> candidates,

@@ -63,6 +63,22 @@ TEST(PickerTest, CapacityWeightsSplitArrivalsByCapacity) {
   EXPECT_DOUBLE_EQ(RouterLoad(3, kWarm, 100, 0, 2), 1);
 }
 
+// A long prompt goes to a replica that prefills it in time though it is busier; a short one
+// to the least loaded; one that no replica takes in time to the least loaded of all.
+TEST(PickerTest, LongPromptsGoToReplicasThatTakeThem) {
+  std::vector<Candidate> candidates = {{0, kWarm, 1}, {5, kWarm, 2}, {3, kWarm, 3}};
+  candidates[0].max_prompt_tokens = 4000;  // a slower type's
+  candidates[2].max_prompt_tokens = 8000;
+  for (PickerKind kind : {PickerKind::kLeastOutstanding, PickerKind::kPrefixCache}) {
+    Picker picker(PickerSpec{kind});
+    EXPECT_EQ(picker.Pick(candidates, 0, std::nullopt, 1000), 0u);
+    EXPECT_EQ(picker.Pick(candidates, 0, std::nullopt, 6000), 2u);
+    EXPECT_EQ(picker.Pick(candidates, 0, std::nullopt, 9000), 1u);
+  }
+  candidates[1].max_prompt_tokens = 8000;
+  EXPECT_EQ(Picker().Pick(candidates, 0, std::nullopt, 9000), 0u);  // none takes it: all compete
+}
+
 TEST(PickerTest, NoCandidateNoPick) {
   Picker picker;
   EXPECT_FALSE(picker.Pick({}, 0).has_value());

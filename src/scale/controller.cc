@@ -15,15 +15,24 @@ ControllerTick Controller::Tick(Seconds now, ScalingInput observed) {
   ControllerTick tick;
   tick.now = now;
   std::vector<ReplicaStatus> replicas = orchestrator_.ListReplicas();
+  double current_capacity = 0, ready_capacity = 0;
   for (const auto& r : replicas) {
     // Pending replicas count as current: the policy reasons about the count it asked for,
     // and counting them avoids asking again for replicas that merely wait for GPUs.
-    if (r.phase != ReplicaPhase::kDraining) ++tick.current_replicas;
-    if (r.phase == ReplicaPhase::kReady) ++tick.ready_replicas;
+    if (r.phase != ReplicaPhase::kDraining) {
+      ++tick.current_replicas;
+      current_capacity += r.capacity;
+    }
+    if (r.phase == ReplicaPhase::kReady) {
+      ++tick.ready_replicas;
+      ready_capacity += r.capacity;
+    }
   }
   observed.now = now;
   observed.current_replicas = tick.current_replicas;
   observed.ready_replicas = tick.ready_replicas;
+  observed.current_capacity = current_capacity;
+  observed.ready_capacity = ready_capacity;
   tick.decision = policy_->Evaluate(observed);
   int lo = std::max(policy_->MinReplicas(), 0);
   int hi = std::max(policy_->MaxReplicas(), lo);

@@ -36,6 +36,26 @@ TEST(ControllerTest, StartsReplicasUntilReady) {
   EXPECT_EQ(f.policy->inputs.back().now, Seconds{60});
 }
 
+// A mixed fleet: the policy sees the replicas' capacity beside their count, draining ones
+// left out of the current capacity as they are of the count.
+TEST(ControllerTest, PassesTheFleetsCapacityToThePolicy) {
+  Fixture f(8);
+  f.orchestrator.next_capacity = 0.5;
+  f.policy->desired = 2;
+  f.controller->Tick(Seconds{0}, {});  // starts two (a new replica is assumed to bring 1)
+  f.orchestrator.Advance(Seconds{60});
+  f.controller->Tick(Seconds{60}, {});  // 1 unit of 2: starts one more
+  const ScalingInput& seen = f.policy->inputs.back();
+  EXPECT_EQ(seen.current_replicas, 2);
+  EXPECT_EQ(seen.ready_replicas, 2);
+  EXPECT_DOUBLE_EQ(seen.current_capacity.value_or(-1), 1.0);
+  EXPECT_DOUBLE_EQ(seen.ready_capacity.value_or(-1), 1.0);
+  f.controller->Tick(Seconds{61}, {});
+  EXPECT_EQ(f.policy->inputs.back().current_replicas, 3);
+  EXPECT_DOUBLE_EQ(f.policy->inputs.back().current_capacity.value_or(-1), 1.5);
+  EXPECT_DOUBLE_EQ(f.policy->inputs.back().ready_capacity.value_or(-1), 1.0);
+}
+
 TEST(ControllerTest, ClampsDecisionToPolicyBounds) {
   Fixture f(8, 2, 4);
   f.policy->desired = 10;

@@ -74,6 +74,11 @@ struct ScalingInput {
   Seconds now{0};
   int current_replicas = 0;  // replicas that exist (starting or ready)
   int ready_replicas = 0;
+  // A mixed fleet (issue 47): the same replicas counted by their capacity relative to the
+  // service's reference replica (ReplicaStatus::capacity summed), the unit a desired count is
+  // in. Unset: every replica counts 1 (a single-shape fleet, where the sums equal the counts).
+  std::optional<double> current_capacity;
+  std::optional<double> ready_capacity;
   std::map<std::string, MetricValue> metrics;  // by metric name
   // Task counts for ratio/capability/fixed_elastic: per capability set. The ratio policy
   // uses the sum over all demands (queued + running).

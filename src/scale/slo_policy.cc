@@ -35,6 +35,13 @@ std::optional<double> SumPerReplica(const ScalingInput& input, std::string_view 
   return r.value;
 }
 
+// A fleet's size in reference replicas (ScalingInput::current_capacity), rounded down: a
+// mixed fleet of 4 H100s and 3 A100s at 0.41 each is 5 (5.23) of them, so that holding it
+// asks for nothing and a need of 6 grows it. Unset: the count.
+int CapacityUnits(const std::optional<double>& capacity, int count) {
+  return capacity ? static_cast<int>(std::floor(*capacity + 1e-6)) : count;
+}
+
 BurstMemoryConfig BurstConfig(const SloPolicyConfig& c) {
   BurstMemoryConfig b;
   b.lead = c.burst_lead;
@@ -145,8 +152,10 @@ std::optional<SloPolicy::Observation> SloPolicy::Observe(const ScalingInput& inp
   return obs;
 }
 
-void SloPolicy::LearnCapacity(const Observation& obs, int ready, Seconds now, bool in_grace) {
-  if (!config_.learn_capacity || ready <= 0 || !obs.rate_short || !obs.violation) return;
+void SloPolicy::LearnCapacity(const Observation& obs, double ready, Seconds now, bool in_grace) {
+  if (!config_.learn_capacity || ready <= 1e-9 || !obs.rate_short || !obs.violation) return;
+  // Per reference replica: in a mixed fleet an A100 at 0.41 of an H100 carries 0.41 of its
+  // load, and counting it as a whole replica read the H100's capacity as 0.41 lower.
   double per_replica = *obs.rate_short / ready;
   double allowed = 1 - config_.target_attainment;
   bool cooled = !last_cut_ || now - *last_cut_ >= kCutCooldown;
@@ -227,8 +236,11 @@ int SloPolicy::Need(const Observation& obs, double trend, double expected, int o
   if (obs.waiting_per_replica.empty()) {
     backlog = obs.waiting / kBacklogDrainSeconds;
   } else {
+    // A mixed fleet's replica serves its queue at its own capacity; the mean one's stands in
+    // (the per-replica samples do not say which replica is which).
+    const double one_replica = capacity_ * obs.mean_replica_capacity;
     for (double w : obs.waiting_per_replica) {
-      backlog += std::min(w * obs.unit / kBacklogDrainSeconds, capacity_);
+      backlog += std::min(w * obs.unit / kBacklogDrainSeconds, one_replica);
     }
   }
   *forecast = f + backlog;
@@ -261,7 +273,9 @@ Decision SloPolicy::Evaluate(const ScalingInput& input) {
 }
 
 Decision SloPolicy::Decide(const ScalingInput& input) {
-  const int current = input.current_replicas;
+  // In reference replicas (a mixed fleet's capacity); the counts where every replica is one.
+  const int current = CapacityUnits(input.current_capacity, input.current_replicas);
+  const double ready_capacity = input.ready_capacity.value_or(input.ready_replicas);
   auto clamp = [&](int n) { return ClampReplicas(n, config_.min_replicas, config_.max_replicas); };
   auto obs = Observe(input);
   if (!obs || !obs->rate_short || !ToWorkUnits(input, *obs)) {
@@ -278,12 +292,13 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
   if (last_ready_ >= 0 && input.ready_replicas > last_ready_) ready_rise_ = input.now;
   last_ready_ = input.ready_replicas;
   const bool in_grace = ready_rise_ && input.now - *ready_rise_ < config_.ready_grace;
-  LearnCapacity(*obs, input.ready_replicas, input.now, in_grace);
+  if (input.ready_replicas > 0) obs->mean_replica_capacity = ready_capacity / input.ready_replicas;
+  LearnCapacity(*obs, ready_capacity, input.now, in_grace);
   last_tick_ = input.now;
   inputs_.push_back({"SLO violation ratio", obs->violation, 1 - config_.target_attainment});
   inputs_.push_back({config_.output_token_weight > 0 ? "load per ready replica (tokens/s)"
                                                      : "load per ready replica (req/s)",
-                     *obs->rate_short / std::max(1, input.ready_replicas), capacity_});
+                     *obs->rate_short / std::max(1.0, ready_capacity), capacity_});
   double forecast = 0;
   // Without the short rate there is no trend to extrapolate (nor its history to keep).
   const double trend = config_.follow_short_rate ? Trend(*obs, input.now) : 0;
@@ -295,13 +310,13 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
     expected = burst_memory_.Expect(input.now);
   }
   // Replicas ordered and not ready yet: the fleet the queue has already bought.
-  const int ordered = current > input.ready_replicas ? current : 0;
+  const int ordered = input.current_replicas > input.ready_replicas ? current : 0;
   int need = Need(*obs, trend, expected ? expected->rate : 0, ordered, &forecast);
   const double waiting_requests = obs->waiting / obs->unit;
   double allowed = 1 - config_.target_attainment;
   bool violating = !in_grace && obs->violation && *obs->violation > allowed;
-  if (violating && obs->waiting > 0 && current == input.ready_replicas) {
-    need = std::max(need, input.ready_replicas + 1);
+  if (violating && obs->waiting > 0 && input.current_replicas == input.ready_replicas) {
+    need = std::max(need, CapacityUnits(ready_capacity, input.ready_replicas) + 1);
   }
   need = clamp(need);
   while (!recent_needs_.empty() &&
@@ -346,7 +361,7 @@ Decision SloPolicy::Decide(const ScalingInput& input) {
 }
 
 Decision SloPolicy::ScaleDown(const ScalingInput& input, int need, std::string why) {
-  const int current = input.current_replicas;
+  const int current = CapacityUnits(input.current_capacity, input.current_replicas);
   // Between bursts that recur on a period the load is back at its level and the next burst
   // is expected in time (BurstMemory): what the last burst needed is not held, nor is the
   // way down paced, or holding it would keep the burst's fleet through most of the period.

@@ -33,6 +33,10 @@
 //     With recurring_bursts, the forecast is at least the load a remembered burst asks to be
 //     ready for (scale/burst_memory.h: ahead of a burst that recurs on a period, throughout
 //     bursts that recur irregularly, briefly after a one-off).
+//  A mixed fleet (issue 47, ScalingInput::current_capacity) is counted in reference replicas
+//  throughout: mu is learned per unit of ready capacity, the need below is in units, and the
+//  fleet it is compared with is the replicas' capacity (rounded down), not their count; the
+//  reconciler and the allocator turn the units into replicas of the cheapest variants.
 //  4. Need = ceil(forecast / (mu * target_utilization)) + spare_replicas; while replicas
 //     are starting, the backlog term buys no more than the fleet already ordered. Scale up
 //     at once (and by at least one replica while the SLO is violated and requests queue).
@@ -170,6 +174,7 @@ class SloPolicy final : public Policy {
     std::vector<double> waiting_per_replica;  // requests, per ready replica (when exported)
     double unit = 1;                  // work units per request (1 counting requests)
     double mix_factor = 1;            // initial capacity / the capacity at this mix
+    double mean_replica_capacity = 1;  // of the ready replicas, in reference replicas
     std::optional<double> violation;  // max of the TTFT/TPOT violation ratios present
     std::optional<double> ttft_violation, tpot_violation;  // as read, for the reason
   };
@@ -177,8 +182,10 @@ class SloPolicy final : public Policy {
   // Token mode: converts obs's rates and backlog to work units; false while the work per
   // request is still unknown (nothing has finished yet).
   bool ToWorkUnits(const ScalingInput& input, Observation& obs);
-  // in_grace: within ready_grace of a rise in ready replicas, violations teach nothing.
-  void LearnCapacity(const Observation& obs, int ready, Seconds now, bool in_grace);
+  // ready: the ready replicas' capacity in reference replicas (their count in a
+  // single-shape fleet). in_grace: within ready_grace of a rise in ready replicas,
+  // violations teach nothing.
+  void LearnCapacity(const Observation& obs, double ready, Seconds now, bool in_grace);
   double Trend(const Observation& obs, Seconds now);
   // expected: the load a remembered burst asks to be ready for (BurstMemory), or 0.
   // ordered: the fleet while replicas are starting (0 when all are ready); the backlog does

@@ -332,6 +332,7 @@ Result<std::vector<VariantRuntime>> BuildVariants(
   // Relative to the first variant: the policy's replica.
   const double reference = out.empty() ? 1 : out.front().capacity;
   for (auto& v : out) v.capacity /= reference;
+  SetLongPromptLimits(out, config.slo.ttft_seconds, config.service.fleet.long_prompt_ttft_share);
   return out;
 }
 

@@ -67,6 +67,36 @@ TEST(EngineVariantsTest, TheH100IsFasterPerReplica) {
   EXPECT_LT((*variants)[1].capacity, 2);
 }
 
+// Long prompts to the faster type: the A100 takes prompts it prefills within half the 2 s
+// TTFT target (Llama-2-70B x4: ~0.97 s for 4096 tokens, 2.28 s for 8192), the H100, whose
+// prefill is faster, takes any.
+TEST(EngineVariantsTest, TheSlowerTypeTakesOnlyPromptsItPrefillsInHalfTheTtftTarget) {
+  std::vector<std::unique_ptr<ReplicaModel>> models;
+  auto variants = BuildVariants(MixedFleetConfig(1, 1), models);
+  ASSERT_TRUE(variants) << variants.error().ToString();
+  const int64_t a100 = (*variants)[0].max_prompt_tokens;
+  EXPECT_GT(a100, 4096);
+  EXPECT_LT(a100, 4800);
+  EXPECT_LE((*variants)[0].model->PrefillSeconds(a100), 1.0);
+  EXPECT_GT((*variants)[0].model->PrefillSeconds(a100 + 1), 1.0);
+  EXPECT_EQ((*variants)[1].max_prompt_tokens, 0);
+  // One type, or types as fast: no limit anywhere.
+  testing::AffineReplicaModel same;
+  std::vector<VariantRuntime> twins(2);
+  twins[0].model = twins[1].model = &same;
+  SetLongPromptLimits(twins, 1.0, 0.5);
+  EXPECT_EQ(twins[0].max_prompt_tokens, 0);
+  EXPECT_EQ(twins[1].max_prompt_tokens, 0);
+  // Affine: 10 ms + 50 us per token within 0.5 s -> 9800 tokens.
+  EXPECT_EQ(LongPromptLimit(same, 1.0, 0.5), 9800);
+  // Share 0 turns the rule off.
+  auto config = MixedFleetConfig(1, 1);
+  config.service.fleet.long_prompt_ttft_share = 0;
+  auto off = BuildVariants(config, models);
+  ASSERT_TRUE(off);
+  EXPECT_EQ((*off)[0].max_prompt_tokens, 0);
+}
+
 TEST(EngineVariantsTest, GrowsTheCheapestPerCapacityFirstThenTheNextWhenItsGpusRunOut) {
   // Equal prices per GPU-hour: the faster H100 is cheaper per capacity. Three A100-sized
   // replicas wanted: two H100 replicas (all 8 H100s) bring ~2.6 or more, then one A100 if the

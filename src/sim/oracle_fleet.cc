@@ -8,6 +8,7 @@
 #include "sim/oracle.h"
 #include "sim/report.h"
 #include "sim/sim_replica.h"
+#include "sim/static_mix.h"
 
 namespace gpuscale::sim {
 namespace {
@@ -21,39 +22,9 @@ constexpr double kWarmupSeconds = 30;
 int FleetViolations(const ReplicaModel& model, const std::vector<TraceRequest>& requests,
                     size_t first_scored, int replicas, route::PickerKind router,
                     const SloSpec& slo) {
-  std::vector<RequestRecord> records(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    records[i].arrival_s = requests[i].arrival_s;
-    records[i].input_tokens = std::max(requests[i].input_tokens, 0);
-    records[i].output_tokens = std::max(requests[i].output_tokens, 1);
-  }
-  std::vector<SimReplica> fleet;
-  fleet.reserve(static_cast<size_t>(std::max(replicas, 1)));
-  for (int i = 0; i < std::max(replicas, 1); ++i) fleet.emplace_back(model, records);
-  size_t next = 0, cursor = 0;
-  while (true) {
-    // A linear scan: fleets are tens of replicas, and ties go to the lowest index.
-    size_t first = 0;
-    for (size_t i = 1; i < fleet.size(); ++i) {
-      if (fleet[i].NextEventTime() < fleet[first].NextEventTime()) first = i;
-    }
-    const double t_segment = fleet[first].NextEventTime();
-    const double t_arrival = next < records.size() ? records[next].arrival_s : SimReplica::kNever;
-    if (t_segment == SimReplica::kNever && t_arrival == SimReplica::kNever) break;
-    if (t_segment <= t_arrival) {
-      fleet[first].FinishSegment(t_segment);
-      continue;
-    }
-    size_t target = 0;  // the same routers as the engine's
-    if (router == route::PickerKind::kRoundRobin) {
-      target = cursor++ % fleet.size();
-    } else {
-      for (size_t i = 1; i < fleet.size(); ++i) {
-        if (fleet[i].Outstanding() < fleet[target].Outstanding()) target = i;
-      }
-    }
-    fleet[target].Enqueue(static_cast<uint32_t>(next++), t_arrival);
-  }
+  const std::vector<MixedReplica> fleet(static_cast<size_t>(std::max(replicas, 1)),
+                                        MixedReplica{&model, 1});
+  const std::vector<RequestRecord> records = ReplayOnFleet(fleet, requests, router);
   int violations = 0;
   for (size_t i = first_scored; i < records.size(); ++i) violations += !MeetsSlo(records[i], slo);
   return violations;

@@ -66,6 +66,7 @@ int PickReady(route::Picker& picker, SimOrchestrator& orchestrator,
     candidates.push_back(
         {slots[slot].engine->Outstanding(), slots[slot].warm_since, static_cast<uint64_t>(slot)});
     candidates.back().capacity_weight = orchestrator.CapacityOf(slot);
+    candidates.back().max_prompt_tokens = orchestrator.MaxPromptOf(slot);
     if (by_cache) FillPrefix(candidates.back(), *slots[slot].engine, *request, index, now);
   }
   std::optional<uint64_t> prefix_key;

@@ -137,6 +137,21 @@ std::string ReactiveSummary(const ReactivePlan& plan) {
                      followed, (plan.lag_buckets - 1) * bucket_s, plan.spare_replicas);
 }
 
+// The cheapest static mix, each variant alone, and the run's cost over the cheapest.
+std::string StaticMixSummary(const StaticMix& mix, const SimReport& r) {
+  auto point = [](const StaticMixPoint& p) {
+    return fmt::format("{} cost {:.2f} at {:.4f}", p.name, p.cost, p.attainment);
+  };
+  std::string out = mix.cheapest ? point(*mix.cheapest) : "none meets the target";
+  for (const auto& single : mix.single) {
+    if (single) out += fmt::format("; alone {}", point(*single));
+  }
+  if (mix.cheapest && mix.cheapest->cost > 0 && r.cost > 0) {
+    out += fmt::format("; this run {:.3f}x the cheapest", r.cost / mix.cheapest->cost);
+  }
+  return out + fmt::format(" ({} replays)", mix.replays);
+}
+
 // The compare table's last two columns: GPU-hours over the smallest static fleet meeting the
 // target ("-" where none does) and the size of the static fleet that dominates the run ("-"
 // where none does).
@@ -288,6 +303,7 @@ std::string FormatReportTable(const SimReport& r, const References& references,
     line("dominated_by", DominatedBySummary(verdict, r));
     line("cost_vs_static", CostVsStaticSummary(verdict, r, frontier->smallest));
   }
+  if (const auto& mix = references.static_mix) line("static_mix", StaticMixSummary(*mix, r));
   line("scale_ups", fmt::format("{} ({} replicas started)", r.scale_ups, r.replicas_started));
   line("scale_downs", fmt::format("{} ({} replicas stopped)", r.scale_downs, r.replicas_stopped));
   line("peak_replicas", fmt::format("{}", r.peak_replicas));

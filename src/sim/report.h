@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "sim/reactive_plan.h"
 #include "sim/sim_replica.h"
 #include "sim/simulation.h"
-#include "sim/reactive_plan.h"
 #include "sim/static_fleet.h"
+#include "sim/static_mix.h"
 
 namespace gpuscale::sim {
 
@@ -65,6 +66,8 @@ struct References {
   std::optional<OraclePlan> oracle_plan = std::nullopt;  // computed with the bound
   // From the bound's fleet curves (sim/reactive_plan.h).
   std::optional<ReactivePlan> reactive_plan = std::nullopt;
+  // A service with variants: the cheapest static mix and each variant alone (sim/static_mix.h).
+  std::optional<StaticMix> static_mix = std::nullopt;
 };
 
 // One run, human-readable (key: value lines), with a line per computed reference; given the

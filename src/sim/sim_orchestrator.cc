@@ -32,6 +32,32 @@ gpu::GpuSnapshot MakeSimInventory(const ClusterSpec& cluster) {
   return snapshot;
 }
 
+int64_t LongPromptLimit(const ReplicaModel& model, double ttft_s, double share) {
+  const double budget = share * ttft_s;
+  int64_t lo = 0, hi = int64_t{1} << 22;  // 4M tokens: past any context window
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (model.PrefillSeconds(mid) <= budget) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+void SetLongPromptLimits(std::vector<VariantRuntime>& variants, double ttft_s, double share) {
+  int64_t longest = 0;
+  std::vector<int64_t> limits;
+  for (const VariantRuntime& v : variants) {
+    limits.push_back(share > 0 ? LongPromptLimit(*v.model, ttft_s, share) : 0);
+    longest = std::max(longest, limits.back());
+  }
+  for (size_t i = 0; i < variants.size(); ++i) {
+    variants[i].max_prompt_tokens = limits[i] == longest ? 0 : limits[i];
+  }
+}
+
 SimOrchestrator::SimOrchestrator(const SimulationConfig& config, const ReplicaModel& model,
                                  std::vector<RequestRecord>& requests, SharedGpus* shared, int pool)
     : config_(config),

@@ -62,7 +62,23 @@ struct VariantRuntime {
   VariantSpec spec;
   const ReplicaModel* model = nullptr;  // borrowed
   double capacity = 1;  // relative to the first variant's replica (the policy's unit)
+  // The longest prompt its replicas take while a faster-prefilling variant's replica is
+  // ready (route::Candidate::max_prompt_tokens); 0: any (SetLongPromptLimits).
+  int64_t max_prompt_tokens = 0;
 };
+
+// Long prompts to the faster type (VariantPlan::long_prompt_ttft_share): a replica's prefill
+// of a prompt alone may use at most `share` of the TTFT target, leaving the rest to queueing
+// and to the decode steps chunked prefill interleaves with it. A rule from the SLO and the
+// model, not fitted to a trace.
+//
+// The longest prompt (tokens) `model` prefills within share x ttft_s.
+int64_t LongPromptLimit(const ReplicaModel& model, double ttft_s, double share);
+
+// Sets each variant's max_prompt_tokens: its LongPromptLimit, except 0 (any) for those whose
+// limit is the largest (the fastest prefill); all 0 when every limit is the same or share
+// is 0.
+void SetLongPromptLimits(std::vector<VariantRuntime>& variants, double ttft_s, double share);
 
 // GPU time and money per variant.
 struct VariantUsage {
@@ -104,6 +120,10 @@ class SimOrchestrator final : public scale::ReplicaOrchestrator {
   // A placed replica's relative capacity (1 in a single-shape fleet): its routing weight.
   double CapacityOf(int slot) const {
     return mixed_ ? variants_[slots_[slot].variant].capacity : 1.0;
+  }
+  // A placed replica's longest prompt while a faster type's replica is ready; 0: any.
+  int64_t MaxPromptOf(int slot) const {
+    return mixed_ ? variants_[slots_[slot].variant].max_prompt_tokens : 0;
   }
 
   // Spot preemption (seeded, sim/variant.h): the next notice or reclaim time (infinity when

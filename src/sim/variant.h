@@ -51,6 +51,10 @@ struct VariantPlan {
   // Share (0..1) of the needed capacity kept on on-demand variants, so that a wave of spot
   // preemptions cannot take the service below it (SkyServe's on-demand base). Default 0.
   double on_demand_base_ratio = 0;
+  // Long prompts to the faster type: a slower type's replica takes a prompt only if it
+  // prefills it alone within this share (0..1) of the TTFT target while a faster type's is
+  // ready (sim::SetLongPromptLimits, route::Candidate::max_prompt_tokens). 0: off. Default 0.5.
+  double long_prompt_ttft_share = 0.5;
 
   friend bool operator==(const VariantPlan&, const VariantPlan&) = default;
 };

@@ -19,6 +19,10 @@ class FakeOrchestrator final : public scale::ReplicaOrchestrator {
  public:
   FakeOrchestrator(int slots, Seconds cold_start) : slots_(slots), cold_start_(cold_start) {}
 
+  // The capacity in reference replicas each replica started from now on reports (a mixed
+  // fleet's variant); 1 by default.
+  double next_capacity = 1;
+
   std::vector<scale::ReplicaStatus> ListReplicas() const override { return replicas_; }
 
   Result<scale::ReplicaStatus> Start(Seconds now) override {
@@ -28,6 +32,7 @@ class FakeOrchestrator final : public scale::ReplicaOrchestrator {
     }
     scale::ReplicaStatus r{"r" + std::to_string(next_id_++), scale::ReplicaPhase::kPending, now,
                            0};
+    r.capacity = next_capacity;
     if (Placed() < slots_) r.phase = scale::ReplicaPhase::kStarting;
     replicas_.push_back(r);
     return r;
