@@ -29,6 +29,7 @@
 #include "sim/static_fleet.h"
 #include "sim/static_mix.h"
 #include "sim/trace.h"
+#include "workload/tenant_workload.h"
 
 namespace gpuscale::cli {
 
@@ -122,6 +123,26 @@ void AddRequestFields(nlohmann::ordered_json& j, const sim::SimReport& r, double
                         {"lost_to_preemption", v.lost_to_preemption}});
   }
   j["variants"] = std::move(variants);
+  // Issue 46: a door's run (`admission:`): shed requests and each class's attainment.
+  if (r.priorities.empty()) return;
+  j["shed"] = r.shed;
+  auto classes = [](const std::vector<sim::ClassReport>& list) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const sim::ClassReport& c : list) {
+      out.push_back({{"name", c.name},
+                     {"requests", c.requests},
+                     {"completed", c.completed},
+                     {"slo_met", c.slo_met},
+                     {"slo_attainment", c.attainment},
+                     {"shed", c.shed},
+                     {"unfinished", c.unfinished},
+                     {"aborted", c.aborted},
+                     {"served_tokens", c.served_tokens}});
+    }
+    return out;
+  };
+  j["priorities"] = classes(r.priorities);
+  j["tenants"] = classes(r.tenants);
 }
 
 void AddScaleFields(nlohmann::ordered_json& j, const sim::SimReport& r) {
@@ -134,8 +155,26 @@ void AddScaleFields(nlohmann::ordered_json& j, const sim::SimReport& r) {
   j["controller_errors"] = r.controller_errors;
 }
 
+// `--trace tenants:KEY=VALUE,...`: the multi-tenant workload (workload/tenant_workload.h),
+// generated with --seed instead of read from a file.
+constexpr std::string_view kTenantWorkloadPrefix = "tenants:";
+
+Result<sim::Trace> ReadOrGenerateTrace(const SimulateFlags& flags) {
+  if (!flags.trace.starts_with(kTenantWorkloadPrefix)) {
+    return ReadTraceFile(flags.trace, flags.trace_format, flags.skip_bad_rows);
+  }
+  auto spec = loadgen::ParseTenantWorkload(
+      std::string_view(flags.trace).substr(kTenantWorkloadPrefix.size()));
+  if (!spec) {
+    return InvalidArgument(fmt::format("{}: {}", spec.error().field, spec.error().message),
+                           "--trace");
+  }
+  spec->seed = flags.seed;
+  return loadgen::GenerateTenantTrace(*spec);
+}
+
 Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
-  auto trace = ReadTraceFile(flags.trace, flags.trace_format, flags.skip_bad_rows);
+  auto trace = ReadOrGenerateTrace(flags);
   if (!trace) return trace;
   if (trace->skipped_rows > 0) err << "simulate: " << SkippedRowsLine(*trace);
   if (trace->requests.empty() && trace->skipped_rows > 0) {
@@ -146,7 +185,8 @@ Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
   }
   // A seed draws which requests a scaled trace keeps or adds; at scale 1 there is no draw, so
   // runs that differ only in --seed are one sample, not several.
-  if (flags.seed_given && flags.rate_scale == 1) {
+  if (flags.seed_given && flags.rate_scale == 1 &&
+      !flags.trace.starts_with(kTenantWorkloadPrefix)) {
     err << "simulate: --seed has no effect at --rate-scale 1 (the trace is replayed as "
            "recorded)\n";
   }
@@ -511,15 +551,18 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Replay a request trace through a scaling policy in the simulator");
   cmd->add_option("--config", flags->config, "Simulation config YAML (cluster, service, SLO, policy)");
-  cmd->add_option("--trace", flags->trace, "Request trace: Azure CSV, Mooncake JSONL, plain CSV/JSONL")
+  cmd->add_option("--trace", flags->trace,
+                  "Request trace: Azure CSV, Mooncake JSONL, plain CSV/JSONL; or "
+                  "tenants:KEY=VALUE,... (the multi-tenant workload, seeded by --seed)")
       ->required();
   cmd->add_option("--trace-format", flags->trace_format,
                   "auto | azure_csv | mooncake_jsonl | plain_csv | plain_jsonl");
   cmd->add_option("--rate-scale", flags->rate_scale, "Multiply the arrival rate (default 1)");
   cmd->add_option("--time-compress", flags->time_compress, "Play the trace this many times faster");
   CLI::Option* seed = cmd->add_option("--seed", flags->seed,
-                                      "Seed for rate scaling (default 1; no effect at "
-                                      "--rate-scale 1, which replays the trace as recorded)");
+                                      "Seed for rate scaling and a tenants: workload (default "
+                                      "1; no effect on a file at --rate-scale 1, which replays "
+                                      "the trace as recorded)");
   cmd->add_option("--rate-mode", flags->rate_mode,
                   "How --rate-scale > 1 adds traffic: streams (default: independent copies of "
                   "the trace, each shifted by up to --stream-shift seconds) | replicate (every "

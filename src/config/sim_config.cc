@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "config/admission_config.h"
 #include "config/policy_profile.h"
 #include "config/router_config.h"
 #include "config/sim_variant_config.h"
@@ -177,6 +178,19 @@ Status ParseRouter(const YAML::Node& n, route::PickerSpec& router) {
   return OkStatus();
 }
 
+// The shared `admission:` block (config/admission_config.h): present, the service's door
+// admits through route::AdmissionQueue as the gateway's does.
+Status ParseAdmission(const YAML::Node& n, sim::SimulationConfig& c) {
+  if (!n.IsDefined()) return OkStatus();
+  if (c.disaggregated) {
+    return FieldError(n, "admission", "a disaggregated service has no simulated admission yet");
+  }
+  route::AdmissionConfig admission;
+  GS_RETURN_IF_ERROR(ParseAdmissionConfig(n, "admission", AdmissionDoor::kSimulator, admission));
+  c.admission = std::move(admission);
+  return OkStatus();
+}
+
 // Copies service bounds into the envelope, or checks that the envelope agrees.
 Status MergeBounds(YAML::Node policy, const sim::ServiceSpec& service,
                    const std::string& path = "policy",
@@ -271,7 +285,7 @@ Status ParseSections(const YAML::Node& root, sim::SimulationConfig& c) {
       CheckKnownKeys(root, "",
                      {"cluster", "service", "replica_model", "router", "control_interval_seconds",
                       "scrape_interval_seconds", "slo", "oracle_bucket_seconds", "faults", "policy",
-                      "disaggregated"}));
+                      "disaggregated", "admission"}));
   GS_RETURN_IF_ERROR(ParseCluster(root["cluster"], c.cluster));
   GS_RETURN_IF_ERROR(ParseService(root["service"], c));
   GS_RETURN_IF_ERROR(ParseModel(root["replica_model"], c.model));
@@ -279,6 +293,7 @@ Status ParseSections(const YAML::Node& root, sim::SimulationConfig& c) {
   GS_RETURN_IF_ERROR(ParseFaults(root["faults"], c.faults));
   GS_RETURN_IF_ERROR(ParseRouter(root["router"], c.router));
   GS_RETURN_IF_ERROR(ParseDisaggregated(root["disaggregated"], c));
+  GS_RETURN_IF_ERROR(ParseAdmission(root["admission"], c));
   for (auto [key, target] : {std::pair<const char*, Seconds*>{"control_interval_seconds", &c.control_interval},
                              {"scrape_interval_seconds", &c.scrape_interval},
                              {"oracle_bucket_seconds", &c.oracle_bucket}}) {

@@ -11,6 +11,9 @@
 //                   max_batched_tokens: 8192}       # tensor_parallel = gpus_per_replica
 //   router: least_outstanding                       # or round_robin, or a mapping:
 //   router: {kind: least_outstanding, slow_start_seconds: 20}   # config/router_config.h
+//   admission: {max_in_flight_per_replica: 8, sheddable_max_wait_seconds: 2,  # optional:
+//               default_priority: standard}  # priorities and fair share at the door,
+//                                            # config/admission_config.h
 //   control_interval_seconds: 15
 //   scrape_interval_seconds: 5
 //   slo: {ttft_seconds: 1, tpot_seconds: 0.05, target_ratio: 0.99}

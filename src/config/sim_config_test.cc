@@ -86,6 +86,23 @@ TEST(SimConfigTest, RouterTakesANameOrAMappingWithSlowStart) {
       << unknown.error().ToString();
 }
 
+TEST(SimConfigTest, AdmissionIsTheGatewaysBlockWithoutHeaders) {
+  auto none = ParseSimYaml("policy: {family: slo}\n");
+  ASSERT_TRUE(none) << none.error().ToString();
+  EXPECT_FALSE(none->sim.admission);
+  auto file = ParseSimYaml(
+      "admission: {max_in_flight_per_replica: 6, default_priority: sheddable,\n"
+      "            sheddable_max_wait_seconds: 0.5}\npolicy: {family: slo}\n");
+  ASSERT_TRUE(file) << file.error().ToString();
+  ASSERT_TRUE(file->sim.admission);
+  EXPECT_EQ(file->sim.admission->max_in_flight_per_replica, 6);
+  EXPECT_EQ(file->sim.admission->default_priority, route::Priority::kSheddable);
+  EXPECT_EQ(file->sim.admission->sheddable_max_wait, Seconds{0.5});
+  auto empty = ParseSimYaml("admission: {}\npolicy: {family: slo}\n");
+  ASSERT_TRUE(empty) << empty.error().ToString();
+  EXPECT_EQ(empty->sim.admission, route::AdmissionConfig{});
+}
+
 TEST(SimConfigTest, BuildsFreshSloPolicies) {
   auto file = ParseSimYaml(kFull);
   ASSERT_TRUE(file);
@@ -142,6 +159,16 @@ INSTANTIATE_TEST_SUITE_P(
                          "router: expected one of least_outstanding, round_robin, prefix_cache, or "
                          "a mapping {kind: ...} "
                          "(line 1)"},
+        SimConfigBadCase{"admission:\n  tenant_header: x-tenant\npolicy: {family: slo}\n",
+                         "admission.tenant_header: unknown field; accepted fields: "
+                         "max_in_flight_per_replica, default_priority, model_priority, "
+                         "sheddable_max_wait_seconds (line 2)"},
+        SimConfigBadCase{"admission: {default_priority: urgent}\npolicy: {family: slo}\n",
+                         "admission.default_priority: expected critical, standard or sheddable, "
+                         "got 'urgent' (line 1)"},
+        SimConfigBadCase{"admission: {sheddable_max_wait_seconds: 0}\npolicy: {family: slo}\n",
+                         "admission.sheddable_max_wait_seconds: expected a finite number of "
+                         "seconds > 0, got 0 (line 1)"},
         SimConfigBadCase{"slo:\n  target_ratio: 1.5\npolicy: {family: slo}\n",
                          "slo.target_ratio: must be in (0, 1] (line 2)"},
         SimConfigBadCase{

@@ -44,8 +44,9 @@ Result<DoorAdmission> ReadDoorAdmission(const AdmissionConfig& config, std::stri
 std::string TenantOfApiKey(std::string_view authorization);
 
 // Tokens a request is expected to cost before it runs: its body's bytes / 4 (about four bytes
-// a token in English text, OpenAI's rule of thumb) for the prompt, plus kAssumedOutputTokens.
-inline constexpr double kAssumedOutputTokens = 256;
+// a token in English text, OpenAI's rule of thumb) for the prompt, plus kAssumedOutputTokens
+// (route/admission_config.h: the simulated door assumes the same).
+using route::kAssumedOutputTokens;
 double ExpectedTokens(size_t body_bytes);
 
 // x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens, as

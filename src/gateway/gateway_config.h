@@ -6,35 +6,13 @@
 #include <string>
 
 #include "core/clock.h"
-#include "route/admission_queue.h"
+#include "route/admission_config.h"
 #include "route/picker.h"
 
 namespace gpuscale::gateway {
 
-// `gateway.admission`: priorities, fair share and per-tenant limits at the door (issue 46;
-// docs/gateway.md, "Priority and fair share"). The defaults keep the gateway as it was
-// without it: no concurrency limit (requests wait only while a service has no ready
-// replica), every request standard, no token limit.
-struct AdmissionConfig {
-  // Requests in flight per replica through the gateway; past it on every replica a request
-  // waits in the service's admission queue (priority, then tenants' fair share). 0 = none.
-  int max_in_flight_per_replica = 0;
-  // The request header naming its priority (critical, standard, sheddable); another value
-  // is a 400 naming the header.
-  std::string priority_header = "x-gpuscale-priority";
-  // The header naming the tenant; "" or absent: the tenant is a hash of the bearer API key
-  // (never the key itself), "anonymous" without one.
-  std::string tenant_header;
-  route::Priority default_priority = route::Priority::kStandard;
-  std::map<std::string, route::Priority> model_priority;  // by model name; over the default
-  // A sheddable request expected (or found) to wait longer than this for a replica is
-  // answered 429 at once (or when its wait reaches it).
-  Seconds sheddable_max_wait{2};
-  // Per tenant, prompt and output tokens together (estimated at the door); 0 = no limit.
-  double tenant_tokens_per_minute = 0;
-
-  friend bool operator==(const AdmissionConfig&, const AdmissionConfig&) = default;
-};
+// `gateway.admission` (route/admission_config.h: the simulator reads the same block).
+using AdmissionConfig = route::AdmissionConfig;
 
 struct GatewayConfig {
   bool enabled = true;             // `gateway: {enabled: false}` turns the listener off

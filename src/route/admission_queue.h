@@ -36,7 +36,7 @@
 
 namespace gpuscale::route {
 
-enum class Priority { kCritical = 0, kStandard = 1, kSheddable = 2 };
+enum class Priority : uint8_t { kCritical = 0, kStandard = 1, kSheddable = 2 };
 inline constexpr int kPriorityCount = 3;
 
 // "critical", "standard", "sheddable".

@@ -2,9 +2,9 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cmath>
 #include <map>
 
+#include "config/admission_config.h"
 #include "config/router_config.h"
 #include "serve_config/daemon_config.h"
 #include "serve_config/daemon_config_internal.h"
@@ -24,78 +24,6 @@ Result<int> ReadBoundedInt(const YAML::Node& n, std::string_view key, int fallba
                       fmt::format("expected an integer in [{}, {}], got {}", min, max, value));
   }
   return value;
-}
-
-// A priority name at `n` (`path` for errors).
-Result<route::Priority> ReadPriority(const YAML::Node& n, const std::string& path) {
-  if (!n.IsScalar()) return FieldError(n, path, "expected critical, standard or sheddable");
-  const std::optional<route::Priority> p = route::ParsePriority(n.Scalar());
-  if (!p) {
-    return FieldError(
-        n, path, fmt::format("expected critical, standard or sheddable, got '{}'", n.Scalar()));
-  }
-  return *p;
-}
-
-// `gateway.admission` (gateway_config.h: AdmissionConfig).
-Status ParseAdmission(const YAML::Node& n, gateway::AdmissionConfig& a) {
-  if (!n.IsDefined()) return OkStatus();
-  constexpr std::string_view kPath = "gateway.admission";
-  if (!n.IsMap())
-    return FieldError(n, kPath, "expected a mapping {max_in_flight_per_replica: n, ...}");
-  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
-      n, kPath,
-      {"max_in_flight_per_replica", "priority_header", "tenant_header", "default_priority",
-       "model_priority", "sheddable_max_wait_seconds", "tenant_tokens_per_minute"}));
-  GS_ASSIGN_OR_RETURN(
-      a.max_in_flight_per_replica,
-      yaml::ReadInt(n, "max_in_flight_per_replica", kPath, a.max_in_flight_per_replica));
-  if (a.max_in_flight_per_replica < 0) {
-    return FieldError(Child(n, "max_in_flight_per_replica"),
-                      "gateway.admission.max_in_flight_per_replica",
-                      "expected 0 (no limit) or more");
-  }
-  for (auto [key, value] : {std::pair{"priority_header", &a.priority_header},
-                            std::pair{"tenant_header", &a.tenant_header}}) {
-    GS_ASSIGN_OR_RETURN(*value, yaml::ReadString(n, key, kPath, *value));
-    if (value->find_first_of(" :\r\n\t") != std::string::npos) {
-      return FieldError(Child(n, key), yaml::Join(kPath, key),
-                        fmt::format("expected a header name, got '{}'", *value));
-    }
-  }
-  if (a.priority_header.empty()) {
-    return FieldError(Child(n, "priority_header"), "gateway.admission.priority_header",
-                      "expected a header name");
-  }
-  if (n["default_priority"]) {
-    GS_ASSIGN_OR_RETURN(a.default_priority,
-                        ReadPriority(n["default_priority"], "gateway.admission.default_priority"));
-  }
-  if (const YAML::Node m = n["model_priority"]) {
-    if (!m.IsMap()) {
-      return FieldError(m, "gateway.admission.model_priority",
-                        "expected a mapping {model: critical|standard|sheddable}");
-    }
-    for (const auto& entry : m) {
-      GS_ASSIGN_OR_RETURN(std::string model,
-                          yaml::KeyName(entry.first, "gateway.admission.model_priority"));
-      GS_ASSIGN_OR_RETURN(
-          a.model_priority[model],
-          ReadPriority(entry.second, yaml::Join("gateway.admission.model_priority", model)));
-    }
-  }
-  GS_ASSIGN_OR_RETURN(a.sheddable_max_wait,
-                      ReadDuration(n, "sheddable_max_wait_seconds", std::string(kPath),
-                                   a.sheddable_max_wait, true));
-  GS_ASSIGN_OR_RETURN(
-      a.tenant_tokens_per_minute,
-      yaml::ReadDouble(n, "tenant_tokens_per_minute", kPath, a.tenant_tokens_per_minute));
-  if (!(a.tenant_tokens_per_minute >= 0) || !std::isfinite(a.tenant_tokens_per_minute)) {
-    return FieldError(Child(n, "tenant_tokens_per_minute"),
-                      "gateway.admission.tenant_tokens_per_minute",
-                      "expected 0 (no limit) or a positive number of tokens per minute");
-  }
-  return OkStatus();
 }
 
 }  // namespace
@@ -172,7 +100,8 @@ Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
         DurationKey{"health_check_interval_seconds", &g.health_check_interval}}) {
     GS_ASSIGN_OR_RETURN(*d.value, ReadDuration(n, d.key, "gateway", *d.value, false));
   }
-  GS_RETURN_IF_ERROR(ParseAdmission(n["admission"], g.admission));
+  GS_RETURN_IF_ERROR(config::ParseAdmissionConfig(n["admission"], "gateway.admission",
+                                                  config::AdmissionDoor::kGateway, g.admission));
   GS_ASSIGN_OR_RETURN(g.picker, config::ParseRouterConfig(n["router"], "gateway.router", g.picker));
   if (Status live = route::CheckGatewayPickerSpec(g.picker); !live) {
     return FieldError(n["router"], "gateway.router", live.error().message);

@@ -15,6 +15,7 @@
 #include "scale/controller.h"
 #include "scale/overridable_policy.h"
 #include "sim/disagg_pool.h"
+#include "sim/door.h"
 #include "sim/metric_view.h"
 #include "sim/prefix_cache.h"
 #include "sim/replica_events.h"
@@ -39,7 +40,7 @@ class Engine {
         trace_(trace),
         options_(options),
         block_keys_(ChainAll(trace)),
-        requests_(MakeRecords(trace, block_keys_)),
+        requests_(MakeRecords(trace, block_keys_, config.admission)),
         orchestrator_(config, model, requests_),
         view_(config.slo),
         family_(policy->Family()),
@@ -48,6 +49,7 @@ class Engine {
         picker_(config.router) {
     orchestrator_.set_prefix_block_tokens(trace.hash_block_tokens);
     if (!variants.empty()) orchestrator_.SetVariants(std::move(variants));
+    if (config.admission) door_.emplace(*config.admission, requests_);
     if (config.router.kind == route::PickerKind::kPrefixCache &&
         config.router.prefix_index == route::PrefixIndexMode::kApproximate &&
         trace.hash_block_tokens > 0) {
@@ -60,9 +62,12 @@ class Engine {
 
  private:
   static std::vector<uint64_t> ChainAll(const Trace& trace);
-  static std::vector<RequestRecord> MakeRecords(const Trace& trace,
-                                                const std::vector<uint64_t>& block_keys);
+  static std::vector<RequestRecord> MakeRecords(
+      const Trace& trace, const std::vector<uint64_t>& block_keys,
+      const std::optional<route::AdmissionConfig>& admission);
   void ForgetRemoved();
+  void Arrive(uint32_t id, double now);
+  bool TryRoute(uint32_t id, double now);
   void Route(uint32_t id, double now);
   void Schedule(int slot);
   bool PopReplicaEvent(double t);
@@ -75,8 +80,11 @@ class Engine {
   bool InOutage(double now) const;
   double NextHeapTime();
   int64_t Outstanding() const {
-    return static_cast<int64_t>(next_arrival_) - completed_ - orchestrator_.aborted();
+    return static_cast<int64_t>(next_arrival_) - completed_ - orchestrator_.aborted() -
+           (door_ ? door_->shed() : 0);
   }
+  // Requests waiting for a replica: at the door, or at the router without one.
+  int Queued() const { return static_cast<int>(door_ ? door_->Waiting() : router_queue_.size()); }
 
   const SimulationConfig& config_;
   const Trace& trace_;
@@ -88,7 +96,8 @@ class Engine {
   std::string family_;
   scale::Controller controller_;
   ReplicaEvents replica_events_;
-  std::deque<uint32_t> router_queue_;  // arrived while no replica was ready
+  std::deque<uint32_t> router_queue_;  // arrived while no replica was ready (no door)
+  std::optional<SimDoor> door_;        // SimulationConfig::admission
   size_t next_arrival_ = 0;
   size_t next_crash_ = 0;
   route::Picker picker_;  // the gateway's picker: simulated and live routing are one code
@@ -111,8 +120,11 @@ std::vector<uint64_t> Engine::ChainAll(const Trace& trace) {
 }
 
 // Requests point into `block_keys` (ChainAll's layout: trace order, hash_count each).
-std::vector<RequestRecord> Engine::MakeRecords(const Trace& trace,
-                                               const std::vector<uint64_t>& block_keys) {
+std::vector<RequestRecord> Engine::MakeRecords(
+    const Trace& trace, const std::vector<uint64_t>& block_keys,
+    const std::optional<route::AdmissionConfig>& admission) {
+  const route::Priority fallback =
+      admission ? admission->default_priority : route::Priority::kStandard;
   std::vector<RequestRecord> records(trace.requests.size());
   size_t offset = 0;
   for (size_t i = 0; i < records.size(); ++i) {
@@ -122,25 +134,46 @@ std::vector<RequestRecord> Engine::MakeRecords(const Trace& trace,
     records[i].arrival_s = trace.requests[i].arrival_s;
     records[i].input_tokens = std::max(trace.requests[i].input_tokens, 0);
     records[i].output_tokens = std::max(trace.requests[i].output_tokens, 1);
+    records[i].priority = trace.requests[i].priority.value_or(fallback);
+    records[i].tenant = trace.requests[i].tenant;
   }
   return records;
 }
 
 void Engine::Schedule(int slot) { replica_events_.Schedule(orchestrator_, slot); }
 
-void Engine::Route(uint32_t id, double now) {
-  const int best = PickReady(picker_, orchestrator_, candidates_, now, &requests_[id],
-                             approximate_ ? &*approximate_ : nullptr);
-  if (best < 0) {
-    router_queue_.push_back(id);
-    return;
-  }
+void Engine::Arrive(uint32_t id, double now) {
+  if (!door_) return Route(id, now);
+  door_->ExpireWaits(now);
+  // Those already waiting go first (the gateway's Dispatch serves the queue as replicas free).
+  if (door_->Waiting() == 0 && TryRoute(id, now)) return;
+  door_->Enter(id, now);
+}
+
+bool Engine::TryRoute(uint32_t id, double now) {
+  const int best =
+      PickReady(picker_, orchestrator_, candidates_, now, &requests_[id],
+                approximate_ ? &*approximate_ : nullptr, door_ ? door_->max_in_flight() : 0);
+  if (best < 0) return false;
   auto& slots = orchestrator_.slots();
   requests_[id].on_fresh_replica = now - slots[best].warm_since < kFreshReplicaSeconds;
   if (slots[best].engine->Enqueue(id, now)) Schedule(best);
+  return true;
+}
+
+void Engine::Route(uint32_t id, double now) {
+  if (!TryRoute(id, now)) router_queue_.push_back(id);
 }
 
 void Engine::FlushRouterQueue(double now) {
+  if (door_) {
+    door_->ExpireWaits(now);
+    while (const std::optional<uint32_t> id = door_->Peek()) {
+      if (!TryRoute(*id, now)) break;  // the head waits for a replica; so do those behind
+      door_->Pop();
+    }
+    return;
+  }
   while (!router_queue_.empty() && !orchestrator_.ready_slots().empty()) {
     uint32_t id = router_queue_.front();
     router_queue_.pop_front();
@@ -166,12 +199,18 @@ bool Engine::PopReplicaEvent(double t) {
     FlushRouterQueue(t);
     return true;
   }
-  int64_t before = s.engine->completed();
+  const int64_t before = s.engine->completed();
+  const int64_t prompt_before = s.engine->prompt_tokens();
   s.engine->FinishSegment(t);
-  completed_ += s.engine->completed() - before;
+  const int64_t finished = s.engine->completed() - before;
+  completed_ += finished;
   Schedule(e.slot);
   orchestrator_.ReleaseIfPreemptedAndIdle(e.slot, t);
   ForgetRemoved();
+  if (door_ && finished > 0) {
+    door_->RecordCompletions(s.engine->prompt_tokens() - prompt_before, finished, t);
+    FlushRouterQueue(t);  // a replica under its in-flight limit again
+  }
   return true;
 }
 
@@ -206,7 +245,7 @@ void Engine::OnTick(double now) {
     view_.Fill(Seconds{now}, orchestrator_.ready_slots(), input);
   }
   // The gateway's activator queue, simulated: what arrived while no replica was ready.
-  input.requests_waiting_without_replica = static_cast<int>(router_queue_.size());
+  input.requests_waiting_without_replica = Queued();
   scale::ControllerTick tick = controller_.Tick(Seconds{now}, std::move(input));
   for (const auto& e : tick.errors) result_.errors.push_back(fmt::format("t={:.1f}: {}", now, e));
   result_.report.controller_errors += static_cast<int>(tick.errors.size());
@@ -227,8 +266,7 @@ void Engine::RecordRow(double now, const scale::ControllerTick& tick) {
   const double rate = static_cast<double>(next_arrival_ - arrivals_at_last_tick_) /
                       config_.control_interval.count();
   arrivals_at_last_tick_ = next_arrival_;
-  result_.timeline.push_back(
-      MakeTimelineRow(now, rate, tick, orchestrator_, static_cast<int>(router_queue_.size())));
+  result_.timeline.push_back(MakeTimelineRow(now, rate, tick, orchestrator_, Queued()));
 }
 
 SimResult Engine::Run() {
@@ -276,7 +314,7 @@ SimResult Engine::Run() {
       ++scrapes;
       OnScrape(t);
     } else {
-      Route(static_cast<uint32_t>(next_arrival_++), t);
+      Arrive(static_cast<uint32_t>(next_arrival_++), t);
       if (options_.progress && (next_arrival_ & 0xFFFF) == 0) {
         options_.progress(static_cast<double>(next_arrival_) / static_cast<double>(n));
       }
@@ -289,6 +327,7 @@ SimResult Engine::Run() {
 void Engine::Finish(double end) {
   result_.report = SummarizeRequests(requests_, config_.slo, std::move(result_.report));
   auto& r = result_.report;
+  if (door_) SummarizeClasses(requests_, config_.slo, trace_.tenants, r);
   r.policy = family_;
   r.duration_s = end;
   r.gpu_hours = orchestrator_.GpuSeconds(end) / 3600.0;

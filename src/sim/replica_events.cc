@@ -56,10 +56,16 @@ void FillPrefix(route::Candidate& c, const SimReplica& engine, const RequestReco
 
 int PickReady(route::Picker& picker, SimOrchestrator& orchestrator,
               std::vector<route::Candidate>& candidates, double now, const RequestRecord* request,
-              route::PrefixIndex* index) {
-  const auto& ready = orchestrator.ready_slots();
-  if (ready.empty()) return -1;
+              route::PrefixIndex* index, int max_in_flight) {
   const auto& slots = orchestrator.slots();
+  std::vector<int> open;  // only with a limit: most runs have none and allocate nothing
+  if (max_in_flight > 0) {
+    for (int slot : orchestrator.ready_slots()) {
+      if (slots[slot].engine->Outstanding() < max_in_flight) open.push_back(slot);
+    }
+  }
+  const auto& ready = max_in_flight > 0 ? open : orchestrator.ready_slots();
+  if (ready.empty()) return -1;
   const bool by_cache = request != nullptr && picker.spec().kind == route::PickerKind::kPrefixCache;
   candidates.clear();
   for (int slot : ready) {

@@ -57,9 +57,12 @@ class ReplicaEvents {
 // without a prompt), prefix affinity keys on its first block and prefix_cache routing sees
 // each replica's cached prefix: from `index` (the approximate mode, which then records where
 // the request went) or, when `index` is null, from the replica's own cache (precise).
+// `max_in_flight` > 0: only replicas with fewer requests outstanding are candidates (the
+// door's admission.max_in_flight_per_replica). -1 when no replica may take the request.
 int PickReady(route::Picker& picker, SimOrchestrator& orchestrator,
               std::vector<route::Candidate>& candidates, double now,
-              const RequestRecord* request = nullptr, route::PrefixIndex* index = nullptr);
+              const RequestRecord* request = nullptr, route::PrefixIndex* index = nullptr,
+              int max_in_flight = 0);
 
 // Adds every ready or draining replica's metrics to `view` at `now`.
 void ScrapeReplicas(double now, SimOrchestrator& orchestrator, MetricView& view);

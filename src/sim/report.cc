@@ -230,6 +230,21 @@ TimelineSeries BucketTimeline(const std::vector<TimelineRow>& rows, size_t max_p
   return series;
 }
 
+// A door's run (SimulationConfig::admission): shed requests, each priority's and tenant's.
+template <typename Line>
+void AddClassLines(const SimReport& r, Line& line) {
+  if (r.priorities.empty()) return;
+  line("shed", fmt::format("{} (429: sheddable, past their wait budget)", r.shed));
+  auto one = [&](std::string_view kind, const ClassReport& c) {
+    line(fmt::format("  {} {}", kind, c.name.empty() ? "(none)" : c.name),
+         fmt::format("{:.4f} of {} ({} met, {} shed, {} unfinished, {} aborted; {} tokens served)",
+                     c.attainment, c.requests, c.slo_met, c.shed, c.unfinished, c.aborted,
+                     c.served_tokens));
+  };
+  for (const ClassReport& c : r.priorities) one("priority", c);
+  for (const ClassReport& c : r.tenants) one("tenant", c);
+}
+
 std::string FormatReportTable(const SimReport& r, const References& references,
                               const std::vector<TimelineRow>& timeline) {
   const double oracle_gpu_hours = references.oracle_gpu_hours;
@@ -253,6 +268,7 @@ std::string FormatReportTable(const SimReport& r, const References& references,
   auto pct = [](const Percentiles& p) {
     return fmt::format("p50 {:.4f}  p90 {:.4f}  p99 {:.4f}", p.p50, p.p90, p.p99);
   };
+  AddClassLines(r, line);
   line("ttft_s", pct(r.ttft_s));
   if (r.prefix_cache_hit_tokens > 0) {
     line("prefix_hit_ratio",

@@ -31,6 +31,11 @@ SimReport SummarizeRequests(const std::vector<RequestRecord>& requests, const Sl
                             SimReport report);
 
 // Nearest-rank percentiles of `values` (reordered in place); zeros when empty.
+// Per priority and per tenant (`tenant_names`: Trace::tenants): SimReport::priorities and
+// ::tenants. Priorities without requests are left out; tenants only when a request has one.
+void SummarizeClasses(const std::vector<RequestRecord>& requests, const SloSpec& slo,
+                      const std::vector<std::string>& tenant_names, SimReport& report);
+
 Percentiles ComputePercentiles(std::vector<double>& values);
 
 // The oracle's plan (sim/oracle.h step 4): ready replicas per bucket of `bucket_s` seconds

@@ -32,6 +32,7 @@
 #include <span>
 #include <vector>
 
+#include "route/admission_queue.h"
 #include "sim/prefix_cache.h"
 #include "sim/replica_model.h"
 
@@ -53,6 +54,11 @@ struct RequestRecord {
   std::span<const uint64_t> block_keys = {};
   int32_t cached_tokens = 0;  // prompt tokens the replica's prefix cache supplied
   int32_t held_blocks = 0;    // leading block_keys referenced in the replica's cache
+  // The door's view (SimulationConfig::admission): the request's class, and whether the
+  // door shed it (answered 429 instead of queueing it, or when its wait ran out).
+  route::Priority priority = route::Priority::kStandard;
+  uint32_t tenant = 0;  // Trace::tenants index
+  bool shed = false;
 };
 
 // How long after its cold start a replica counts as fresh in SimReport::fresh_replica_misses.

@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "route/admission_config.h"
 #include "route/picker_spec.h"
 #include "scale/policy.h"
 #include "sim/replica_model.h"
@@ -106,6 +107,12 @@ struct SimulationConfig {
   // where it sent which blocks (approximate); both need a trace with block hashes (Mooncake's
   // hash_ids) and act as least outstanding without. Disaggregated pools route without them.
   route::PickerSpec router;
+  // Set: the door admits as the gateway's `gateway.admission` does (route::AdmissionQueue):
+  // past max_in_flight_per_replica requests on every ready replica (or with none ready)
+  // a request waits by priority, then tenants' fair share; a sheddable one expected, or
+  // found, to wait past sheddable_max_wait is shed (429). A request's priority and tenant
+  // are the trace's columns (TraceRequest). Unset: requests wait for a ready replica only.
+  std::optional<route::AdmissionConfig> admission = {};
   Seconds control_interval{15};
   Seconds scrape_interval{5};
   SloSpec slo;
@@ -158,6 +165,20 @@ struct VariantReport {
   int64_t lost_to_preemption = 0;  // requests still running when a notice ran out
 };
 
+// One class of requests (a priority, or a tenant) in a run with a door.
+struct ClassReport {
+  std::string name;  // "critical", ...; a tenant's name ("" for rows without one)
+  int64_t requests = 0;
+  int64_t completed = 0;
+  int64_t slo_met = 0;
+  int64_t shed = 0;        // refused by the door (429), at arrival or when its wait ran out
+  int64_t aborted = 0;     // lost to a replica stop, crash or preemption
+  int64_t unfinished = 0;  // still waiting or running when the run ended
+  double attainment = 0;   // slo_met / requests
+  // Prompt and output tokens of the completed requests: the class's share of the service.
+  int64_t served_tokens = 0;
+};
+
 struct SimReport {
   std::string policy;  // family
   int64_t requests = 0;
@@ -190,6 +211,12 @@ struct SimReport {
   int peak_replicas = 0;  // most replicas holding GPUs at once
   int controller_errors = 0;
   int64_t events = 0;     // discrete events processed (for the benchmark)
+  // With a door (SimulationConfig::admission): requests it shed (429), and the run per
+  // priority (those with requests, critical first) and per tenant (when the trace names
+  // any; in first-seen order).
+  int64_t shed = 0;
+  std::vector<ClassReport> priorities;
+  std::vector<ClassReport> tenants;
 };
 
 // One control tick (the --timeline CSV).

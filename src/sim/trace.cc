@@ -11,7 +11,9 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "sim/trace_json.h"
@@ -150,6 +152,14 @@ constexpr Schema kMooncakeSchema{
 constexpr Schema kPlainJsonlSchema{
     TraceFormat::kPlainJsonl, {"arrival_s", "input_tokens", "output_tokens"}, false, 1.0};
 
+// Optional fields of every format with named fields (trace.h).
+constexpr std::string_view kPriorityKey = "priority";
+constexpr std::string_view kTenantKey = "tenant";
+
+// A row's values: arrival, input and output tokens, then the optional priority and tenant
+// (data() == nullptr when the row has none).
+using RowValues = std::array<std::string_view, 5>;
+
 // Mooncake's per-request block hashes, and the block size they were taken over (its README:
 // "hash_ids ... each block 512 tokens").
 constexpr std::string_view kHashIdsKey = "hash_ids";
@@ -178,9 +188,10 @@ struct RowSink {
   bool skip_bad_rows;
   Trace* trace;
   std::optional<WallTime> base;  // Azure: first row's timestamp; arrivals are relative to it
+  std::map<std::string, uint32_t, std::less<>> tenant_index = {{"", 0}};
 
-  // Converts the three raw values of one row and keeps the request, or reports why not.
-  Status Add(int64_t line, const std::array<std::string_view, 3>& values) {
+  // Converts the raw values of one row and keeps the request, or reports why not.
+  Status Add(int64_t line, const RowValues& values) {
     TraceRequest request;
     if (schema.azure_timestamp) {
       WallTime time;
@@ -203,7 +214,29 @@ struct RowSink {
                                            schema.names[i + 1], Echo(values[i + 1])));
       }
     }
+    GS_RETURN_IF_ERROR(ReadClass(line, values, request));
     trace->requests.push_back(request);
+    return OkStatus();
+  }
+
+  // The optional priority and tenant of a row.
+  Status ReadClass(int64_t line, const RowValues& values, TraceRequest& request) {
+    if (values[3].data() != nullptr && !Trim(values[3]).empty()) {
+      request.priority = route::ParsePriority(Trim(values[3]));
+      if (!request.priority) {
+        return LineError(line, fmt::format("{}: expected critical, standard or sheddable, got '{}'",
+                                           kPriorityKey, Echo(values[3])));
+      }
+    }
+    if (values[4].data() == nullptr) return OkStatus();
+    const std::string_view name = Trim(values[4]);
+    auto it = tenant_index.find(name);
+    if (it == tenant_index.end()) {
+      it = tenant_index.emplace(std::string(name), static_cast<uint32_t>(trace->tenants.size()))
+               .first;
+      trace->tenants.emplace_back(name);
+    }
+    request.tenant = it->second;
     return OkStatus();
   }
 
@@ -220,17 +253,19 @@ struct RowSink {
 // ---- CSV ----
 
 struct CsvLayout {
-  std::array<size_t, 3> index;  // column of arrival, input, output
+  std::array<size_t, 5> index;  // column of each RowValues entry; SIZE_MAX: absent
   size_t num_columns;
 };
 
 Result<CsvLayout> ReadCsvHeader(std::string_view header, int64_t line, const Schema& schema) {
-  CsvLayout layout{{SIZE_MAX, SIZE_MAX, SIZE_MAX}, 0};
+  CsvLayout layout{{SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX}, 0};
+  const std::array<std::string_view, 5> names = {schema.names[0], schema.names[1], schema.names[2],
+                                                 kPriorityKey, kTenantKey};
   for (size_t start = 0;; ++layout.num_columns) {
     const size_t comma = std::min(header.find(',', start), header.size());
     const std::string_view name = Trim(header.substr(start, comma - start));
-    for (size_t k = 0; k < 3; ++k) {
-      if (name == schema.names[k] && layout.index[k] == SIZE_MAX) {
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (name == names[k] && layout.index[k] == SIZE_MAX) {
         layout.index[k] = layout.num_columns;
       }
     }
@@ -249,11 +284,11 @@ Result<CsvLayout> ReadCsvHeader(std::string_view header, int64_t line, const Sch
 }
 
 Status ReadCsvRow(std::string_view row, int64_t line, const CsvLayout& layout, RowSink& sink) {
-  std::array<std::string_view, 3> values;
+  RowValues values;
   size_t column = 0;
   for (size_t start = 0;; ++column) {
     const size_t comma = std::min(row.find(',', start), row.size());
-    for (size_t k = 0; k < 3; ++k) {
+    for (size_t k = 0; k < values.size(); ++k) {
       if (layout.index[k] == column) values[k] = row.substr(start, comma - start);
     }
     if (comma == row.size()) break;
@@ -302,22 +337,22 @@ Status AddHashIds(int64_t line, std::string_view text, int32_t block_tokens, Tra
 
 Status ReadJsonRow(std::string_view row, int64_t line, RowSink& sink) {
   const bool mooncake = sink.schema.format == TraceFormat::kMooncakeJsonl;
-  const std::array<std::string_view, 4> keys = {sink.schema.names[0], sink.schema.names[1],
-                                                sink.schema.names[2],
-                                                mooncake ? kHashIdsKey : std::string_view()};
-  std::array<std::string_view, 4> found;
+  const std::array<std::string_view, 6> keys = {
+      sink.schema.names[0], sink.schema.names[1], sink.schema.names[2],
+      kPriorityKey,         kTenantKey,           mooncake ? kHashIdsKey : std::string_view()};
+  std::array<std::string_view, 6> found;
   if (auto error = JsonObjectScanner(row).Scan(keys, found)) {
     return LineError(line, fmt::format("malformed JSON: {}", *error));
   }
-  std::array<std::string_view, 3> values = {found[0], found[1], found[2]};
+  const RowValues values = {found[0], found[1], found[2], found[3], found[4]};
   for (size_t k = 0; k < 3; ++k) {
     if (values[k].data() == nullptr) {
       return LineError(line, fmt::format("missing key \"{}\"", sink.schema.names[k]));
     }
   }
   GS_RETURN_IF_ERROR(sink.Add(line, values));
-  if (!mooncake || found[3].data() == nullptr) return OkStatus();
-  Status hashes = AddHashIds(line, found[3], sink.trace->hash_block_tokens, sink.trace);
+  if (!mooncake || found[5].data() == nullptr) return OkStatus();
+  Status hashes = AddHashIds(line, found[5], sink.trace->hash_block_tokens, sink.trace);
   if (!hashes) sink.trace->requests.pop_back();
   return hashes;
 }
@@ -412,7 +447,7 @@ Result<Trace> ParseTrace(std::string_view text, const TraceReadOptions& options)
     trace.hash_block_tokens =
         options.hash_block_tokens > 0 ? options.hash_block_tokens : kMooncakeBlockTokens;
   }
-  RowSink sink{SchemaFor(format), options.skip_bad_rows, &trace, std::nullopt};
+  RowSink sink{SchemaFor(format), options.skip_bad_rows, &trace, std::nullopt, {{"", 0}}};
   GS_RETURN_IF_ERROR(IsCsv(format) ? ReadCsv(reader, first, sink) : ReadJsonl(reader, first, sink));
   SortAndRebase(&trace.requests);
   return trace;

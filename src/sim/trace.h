@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/result.h"
+#include "route/admission_queue.h"
 
 namespace gpuscale::sim {
 
@@ -19,9 +21,13 @@ struct TraceRequest {
   int32_t input_tokens = 0;
   int32_t output_tokens = 0;
   // The request's prompt block hashes: Trace::hash_ids[hash_begin, hash_begin + hash_count)
-  // (none when hash_count is 0). One flat list for the trace keeps a request at 24 bytes.
+  // (none when hash_count is 0). One flat list for the trace keeps a request at 32 bytes.
   uint32_t hash_begin = 0;
   uint32_t hash_count = 0;
+  // Trace::tenants[tenant]: 0 is "" (no tenant column; one tenant for the whole trace).
+  uint32_t tenant = 0;
+  // The row's priority column; nullopt without one (the door's default_priority applies).
+  std::optional<route::Priority> priority = std::nullopt;
 };
 
 enum class TraceFormat { kAuto, kAzureCsv, kMooncakeJsonl, kPlainCsv, kPlainJsonl };
@@ -48,6 +54,8 @@ struct Trace {
   // hash stands for its block given the blocks before it. Empty for formats without them.
   std::vector<uint64_t> hash_ids;
   int32_t hash_block_tokens = 0;  // 0 when the format carries no block hashes
+  // Tenant names (the `tenant` column), first seen first; [0] is "" (a row without one).
+  std::vector<std::string> tenants = {""};
 
   std::span<const uint64_t> HashIds(const TraceRequest& request) const {
     return std::span<const uint64_t>(hash_ids).subspan(request.hash_begin, request.hash_count);
@@ -64,7 +72,10 @@ Result<Trace> ParseTrace(std::string_view text, const TraceReadOptions& options)
 // Plain formats defined by gpuscale (one request a line, arrival in seconds from any origin):
 //   CSV:   header `arrival_s,input_tokens,output_tokens`, then e.g. `0.25,512,128`
 //   JSONL: {"arrival_s": 0.25, "input_tokens": 512, "output_tokens": 128}
-// Extra CSV columns / JSON keys are ignored.
+// Optional in every format with named fields (both plain ones, Mooncake's JSONL, the Azure
+// CSV's header): `priority` (critical, standard or sheddable; another value is an error
+// naming the column and line) and `tenant` (any text; a JSON number is read as its text).
+// Other extra CSV columns / JSON keys are ignored.
 inline constexpr std::string_view kPlainCsvHeader = "arrival_s,input_tokens,output_tokens";
 
 // "azure_csv", "mooncake_jsonl", "plain_csv", "plain_jsonl" ("auto" for kAuto); the same

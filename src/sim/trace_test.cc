@@ -134,6 +134,41 @@ TEST(TraceParseTest, PlainJsonlIgnoresExtraKeysAndNestedValues) {
   EXPECT_DOUBLE_EQ(trace.requests[1].arrival_s, 0.5);
 }
 
+TEST(TraceParseTest, PriorityAndTenantColumnsAreReadInEveryNamedFormat) {
+  const Trace csv = MustParse(
+      "tenant,arrival_s,input_tokens,output_tokens,priority\n"
+      "acme,0,10,1,critical\nbeta,1,10,1,\nacme,2,10,1,sheddable\n");
+  ASSERT_EQ(csv.requests.size(), 3u);
+  EXPECT_EQ(csv.tenants, (std::vector<std::string>{"", "acme", "beta"}));
+  EXPECT_EQ(csv.requests[0].priority, route::Priority::kCritical);
+  EXPECT_EQ(csv.requests[1].priority, std::nullopt);  // empty: the door's default
+  EXPECT_EQ(csv.requests[2].priority, route::Priority::kSheddable);
+  EXPECT_EQ(csv.requests[0].tenant, 1u);
+  EXPECT_EQ(csv.requests[1].tenant, 2u);
+  EXPECT_EQ(csv.requests[2].tenant, 1u);
+  const Trace mooncake = MustParse(
+      "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [7, 8], "
+      "\"tenant\": \"acme\", \"priority\": \"standard\"}\n"
+      "{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"tenant\": 42}\n");
+  ASSERT_EQ(mooncake.requests.size(), 2u);
+  EXPECT_EQ(mooncake.tenants, (std::vector<std::string>{"", "acme", "42"}));
+  EXPECT_EQ(mooncake.requests[0].priority, route::Priority::kStandard);
+  EXPECT_EQ(mooncake.requests[0].hash_count, 2u);
+  EXPECT_EQ(mooncake.requests[1].tenant, 2u);
+  const Trace plain = MustParse("{\"arrival_s\": 0, \"input_tokens\": 1, \"output_tokens\": 1}\n");
+  ASSERT_EQ(plain.requests.size(), 1u);
+  EXPECT_EQ(plain.requests[0].tenant, 0u);
+  EXPECT_EQ(plain.requests[0].priority, std::nullopt);
+  // Rate scaling keeps every copy's class.
+  const Trace scaled = TransformTrace(csv, {.rate_scale = 3});
+  EXPECT_EQ(scaled.tenants, csv.tenants);
+  EXPECT_EQ(std::count_if(scaled.requests.begin(), scaled.requests.end(),
+                          [](const TraceRequest& r) {
+                            return r.priority == route::Priority::kCritical && r.tenant == 1;
+                          }),
+            3);
+}
+
 TEST(TraceParseTest, MooncakeTimestampsAreMilliseconds) {
   const Trace trace = MustParse(
       "{\"timestamp\": 1000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [0]}\n"
@@ -236,6 +271,17 @@ INSTANTIATE_TEST_SUITE_P(
                       "2023-11-16 18:15:47.0000000,x,44\n",
                       TraceFormat::kAuto,
                       "line 3: ContextTokens: expected a non-negative integer, got 'x'"},
+        MalformedCase{"UnknownPriorityCsv",
+                      "arrival_s,input_tokens,output_tokens,priority\n0,1,1,critical\n"
+                      "1,2,3,urgent\n",
+                      TraceFormat::kAuto,
+                      "line 3: priority: expected critical, standard or sheddable, got 'urgent'"},
+        MalformedCase{"UnknownPriorityMooncake",
+                      "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, "
+                      "\"priority\": \"Critical\"}\n",
+                      TraceFormat::kAuto,
+                      "line 1: priority: expected critical, standard or sheddable, got "
+                      "'Critical'"},
         MalformedCase{"Negative", "arrival_s,input_tokens,output_tokens\n1,2,-3\n",
                       TraceFormat::kAuto,
                       "line 2: output_tokens: expected a non-negative integer, got '-3'"},

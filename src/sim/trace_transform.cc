@@ -139,6 +139,7 @@ Trace TransformTrace(const Trace& trace, const TraceTransform& transform) {
   // prompts (shared system prompts and documents stay shared), at other moments.
   out.hash_ids = trace.hash_ids;
   out.hash_block_tokens = trace.hash_block_tokens;
+  out.tenants = trace.tenants;
   const double shift =
       ValidShift(transform.stream_shift_seconds) ? transform.stream_shift_seconds : 300.0;
   if (rate == 1.0) {
