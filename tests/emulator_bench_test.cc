@@ -224,8 +224,8 @@ TEST(EmulateBinaryTest, DrainsInFlightRequestsOnSigterm) {
   posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   std::vector<std::string> args = {
-      kBinary, "emulate",          "--port", "0",       "--startup-seconds",
-      "0",     "--decode-ms-base", "2",      "--model", "emu"};
+      kBinary,    "emulate", "--port",           "0", "--startup-seconds", "0",
+      "--timing", "linear",  "--decode-ms-base", "2", "--model",           "emu"};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);

@@ -58,8 +58,10 @@ bool Given(const EngineFlags& flags, std::string_view flag) {
 Result<sim::ReplicaModelConfig> ModelConfig(const EngineConfig& base, const EngineFlags& flags) {
   for (const char* flag : kLinearOnlyFlags) {
     if (Given(flags, flag)) {
-      return InvalidArgument("a linear-timing knob; calibrated timing takes it from the model",
-                             flag);
+      return InvalidArgument(
+          "a linear-timing knob (add --timing linear); calibrated timing, the default, takes it "
+          "from the model",
+          flag);
     }
   }
   if (flags.pipeline_parallel_size != 1) {

@@ -1,8 +1,8 @@
 // StepTimer: how long one step of the emulated engine takes, for BatchEngine. Two models:
-// the linear knobs of EngineConfig (StepMilliseconds, batch_engine.h; fast and tunable, the
-// default) and the simulator's calibrated replica model (sim::ReplicaModel, selected with
-// `gpuscale emulate --timing calibrated`, calibrated_timing.h), so that an emulated replica
-// and a simulated one take the same time for the same batch.
+// the simulator's calibrated replica model (sim::ReplicaModel, `gpuscale emulate`'s default,
+// calibrated_timing.h), so that an emulated replica and a simulated one take the same time
+// for the same batch, and the linear knobs of EngineConfig (StepMilliseconds,
+// batch_engine.h; fast and tunable, `--timing linear`, used when no timer is set).
 //
 // Thread-safety: implementations are immutable once built; const methods may be called
 // concurrently. Pure: no clock, no I/O.
