@@ -20,7 +20,9 @@ class CalibratedStepTimer final : public StepTimer {
       : model_(std::move(model)), description_(std::move(description)) {}
 
   double StepSeconds(const StepShape& step) const override {
-    return model_->MixedStepSeconds(step.prefill_tokens, step.decoding, step.context_tokens);
+    const sim::PrefillWork prefill{.tokens = step.prefill_tokens,
+                                   .attention_tokens2 = step.prefill_attention_tokens2};
+    return model_->MixedStepSeconds(prefill, step.decoding, step.context_tokens);
   }
   std::string Describe() const override { return description_; }
 

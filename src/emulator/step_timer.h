@@ -26,6 +26,9 @@ struct StepShape {
   int32_t decoding = 0;        // of those, sequences whose prompt is in KV: one token each
   int64_t context_tokens = 0;  // tokens the decoding sequences hold in KV (prompt + output)
   int64_t prefill_tokens = 0;  // prompt tokens prefilled in the step
+  // Their causal attention, each prompt's own, in tokens^2 (sim::PrefillWork): a chunk of c
+  // tokens of a prompt with p tokens already in KV adds (p + c)^2 - p^2.
+  double prefill_attention_tokens2 = 0;
 };
 
 class StepTimer {
