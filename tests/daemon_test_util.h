@@ -176,10 +176,11 @@ inline int CountReplicas(const json& replicas, const std::string& phase = "") {
 // replicas that serve one request per batch in 20 ms decode steps, so the load of BenchArgv
 // keeps a queue on each of them; with a TestMarker, also the `env:` line that tags them.
 inline std::string EmulatedReplicaYaml(const std::string& marker = "") {
-  std::string yaml = std::string("    command: [") + kBinary +
-                     ", emulate, --port, \"{port}\", --model, m,\n"
-                     "              --startup-seconds, \"0.2\", --max-batch-size, \"1\",\n"
-                     "              --decode-ms-base, \"20\", --drain-seconds, \"1\"]\n";
+  std::string yaml =
+      std::string("    command: [") + kBinary +
+      ", emulate, --port, \"{port}\", --model, m,\n"
+      "              --startup-seconds, \"0.2\", --max-batch-size, \"1\",\n"
+      "              --timing, linear, --decode-ms-base, \"20\", --drain-seconds, \"1\"]\n";
   if (!marker.empty()) yaml += "    env: {GPUSCALE_TEST_MARK: " + MarkerValue(marker) + "}\n";
   return yaml;
 }

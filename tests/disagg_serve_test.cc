@@ -43,7 +43,8 @@ std::string DisaggPoolYaml(const std::string& role, const std::string& marker) {
   return "      " + role + ":\n        command: [" + std::string(kBinary) +
          ", emulate, --port, \"{port}\", --model, m, --role, " + role +
          ",\n                  --startup-seconds, \"0.2\", --max-batch-size, \"1\",\n"
-         "                  --prefill-ms-per-1k-tokens, \"100\", --decode-ms-base, \"20\",\n"
+         "                  --timing, linear, --prefill-ms-per-1k-tokens, \"100\",\n"
+         "                  --decode-ms-base, \"20\",\n"
          "                  --drain-seconds, \"5\"]\n"
          "        env: {GPUSCALE_TEST_MARK: " +
          MarkerValue(marker) +

@@ -188,8 +188,9 @@ TEST_F(EmulatorBenchTest, ReplaysATrace) {
                                       ("gpuscale_bench_trace_" + std::to_string(getpid()) + ".csv");
   std::ofstream(trace) << "arrival_s,input_tokens,output_tokens\n"
                           "0.0,100,5\n0.1,200,6\n0.2,300,7\n0.3,10,3\n5.0,10,3\n";
+  const std::string outcomes = trace.string() + ".jsonl";
   auto [code, out] = Cli({"bench", "--url", url_, "--trace", trace.string(), "--duration", "1",
-                          "--no-progress", "-o", "json"});
+                          "--no-progress", "-o", "json", "--outcomes", outcomes});
   std::filesystem::remove(trace);
   ASSERT_EQ(code, 0) << last_err_;
   const json report = json::parse(out);
@@ -197,6 +198,22 @@ TEST_F(EmulatorBenchTest, ReplaysATrace) {
   EXPECT_EQ(report["requests_completed"], 4);  // the 5.0 s arrival is past --duration
   EXPECT_EQ(report["input_tokens_total"], 610);
   EXPECT_EQ(report["output_tokens_total"], 21);
+  // --outcomes: one line per request, with the trace's lengths and its due times.
+  std::ifstream lines(outcomes);
+  std::vector<json> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(json::parse(line));
+  std::filesystem::remove(outcomes);
+  ASSERT_EQ(rows.size(), 4u);
+  int input_tokens = 0;
+  double latest_due = 0;
+  for (const json& row : rows) {
+    EXPECT_TRUE(row["ok"].get<bool>()) << row.dump();
+    EXPECT_GT(row["e2e_seconds"].get<double>(), row["ttft_seconds"].get<double>());
+    input_tokens += row["input_tokens"].get<int>();
+    latest_due = std::max(latest_due, row["due_seconds"].get<double>());
+  }
+  EXPECT_EQ(input_tokens, 610);
+  EXPECT_NEAR(latest_due, 0.3, 0.05);
 }
 
 TEST_F(EmulatorBenchTest, CliReportsUnreachableServersAndBadFlags) {
@@ -224,8 +241,8 @@ TEST(EmulateBinaryTest, DrainsInFlightRequestsOnSigterm) {
   posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   std::vector<std::string> args = {
-      kBinary, "emulate",          "--port", "0",       "--startup-seconds",
-      "0",     "--decode-ms-base", "2",      "--model", "emu"};
+      kBinary,    "emulate", "--port",           "0", "--startup-seconds", "0",
+      "--timing", "linear",  "--decode-ms-base", "2", "--model",           "emu"};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);

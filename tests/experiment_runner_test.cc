@@ -29,9 +29,24 @@ constexpr char kBinary[] = GPUSCALE_BINARY_DIR "/gpuscale";
 
 // An emulator with short, tp-sensitive steps that is ready almost at once.
 std::vector<std::string> EmulatorArgv() {
-  return {kBinary, "emulate", "--port", "{port}", "--model", "emu", "--startup-seconds", "0.2",
-          "--decode-ms-base", "10", "--decode-ms-per-seq", "0.5",
-          "--prefill-ms-per-1k-tokens", "20", "--drain-seconds", "1"};
+  return {kBinary,
+          "emulate",
+          "--port",
+          "{port}",
+          "--model",
+          "emu",
+          "--startup-seconds",
+          "0.2",
+          "--timing",
+          "linear",
+          "--decode-ms-base",
+          "10",
+          "--decode-ms-per-seq",
+          "0.5",
+          "--prefill-ms-per-1k-tokens",
+          "20",
+          "--drain-seconds",
+          "1"};
 }
 
 class ExperimentRunnerTest : public ::testing::Test {
@@ -233,8 +248,8 @@ TEST_F(ExperimentRunnerTest, CancelWhileStartingStopsTheServer) {
 // steps: the same closed-loop load gets clearly more output tokens per second.
 TEST_F(ExperimentRunnerTest, TensorParallelTwoIsFasterThanOne) {
   std::vector<std::string> command = EmulatorArgv();
-  ASSERT_EQ(command[8], "--decode-ms-base");
-  command[9] = "20";  // longer steps: scheduling noise on a busy machine matters less
+  ASSERT_EQ(command[10], "--decode-ms-base");
+  command[11] = "20";  // longer steps: scheduling noise on a busy machine matters less
   for (const char* arg : {"-tp", "{tp}", "--accept-unknown-flags", "--swap-space", "4"}) {
     command.push_back(arg);
   }

@@ -110,10 +110,10 @@ class GatewayProcessTest : public ::testing::Test {
   }
 
   Child& Emulator(int i, const std::string& role = "aggregated") {
-    children_.push_back(
-        StartChild({cli_test::kBinary, "emulate", "--port", "0", "--model", "m",
-                    "--startup-seconds", "0", "--decode-ms-base", "5", "--role", role},
-                   "listening on 127.0.0.1:", dir_ + "/e" + std::to_string(i) + ".err"));
+    children_.push_back(StartChild(
+        {cli_test::kBinary, "emulate", "--port", "0", "--model", "m", "--startup-seconds", "0",
+         "--timing", "linear", "--decode-ms-base", "5", "--role", role},
+        "listening on 127.0.0.1:", dir_ + "/e" + std::to_string(i) + ".err"));
     return children_.back();
   }
 

@@ -40,7 +40,8 @@ std::string ReplicaCommandYaml(const std::string& marker) {
   return std::string("    command: [") + kBinary +
          ", emulate, --port, \"{port}\", --model, m,\n"
          "              --startup-seconds, \"0.2\", --max-batch-size, \"4\",\n"
-         "              --prefill-ms-per-1k-tokens, \"40\", --decode-ms-base, \"20\",\n"
+         "              --timing, linear, --prefill-ms-per-1k-tokens, \"40\",\n"
+         "              --decode-ms-base, \"20\",\n"
          "              --drain-seconds, \"1\"]\n"
          "    env: {GPUSCALE_TEST_MARK: " +
          MarkerValue(marker) + "}\n";

@@ -115,6 +115,8 @@ class SlurmDaemonTest : public slurm_test::SlurmClusterSuite {
                                               "0.2",
                                               "--max-batch-size",
                                               "1",
+                                              "--timing",
+                                              "linear",
                                               "--decode-ms-base",
                                               "20",
                                               "--drain-seconds",

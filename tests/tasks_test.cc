@@ -87,8 +87,8 @@ class TasksTest : public ::testing::Test {
     task["server"] = {
         {"command",
          {kBinary, "emulate", "--port", "{port}", "--model", "m", "--startup-seconds", "0.1",
-          "--decode-ms-base", "5", "--drain-seconds", "1", "--tensor-parallel-size",
-          "{tensor-parallel-size}", "--max-num-seqs", "{max-num-seqs}"}},
+          "--timing", "linear", "--decode-ms-base", "5", "--drain-seconds", "1",
+          "--tensor-parallel-size", "{tensor-parallel-size}", "--max-num-seqs", "{max-num-seqs}"}},
         {"env", {{"GPUSCALE_TEST_MARK", mark_}}},
         {"startup_timeout_seconds", 20}};
     task["benchmark"] = {{"concurrency", 4},

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -37,6 +38,9 @@ JSON output (-o json), one object; times in seconds, rates per second:
   requests_queued, queue_wait_max_seconds (rate/trace: arrivals that waited 1 ms or more for
   a free client because --concurrency were in flight, and the longest wait; latencies start
   at the send and leave it out).
+--outcomes FILE writes every request's outcome, one JSON object a line, in the order they
+ended: ok, error_kind, due_seconds, queued_seconds, ttft_seconds, e2e_seconds,
+input_tokens, output_tokens (what scripts/sim-fidelity scores against the simulator).
 Exit status: 0 when at least one request completed, 1 otherwise or when the server cannot
 be reached, 2 for bad flags or an unreadable trace.)";
 
@@ -49,6 +53,7 @@ struct BenchFlags {
   bool skip_bad_rows = false;
   double stddev = 0;
   bool no_progress = false;
+  std::string outcomes_path;  // --outcomes: JSON lines of every request's outcome
   OutputFormat format = OutputFormat::kTable;
   CLI::Option* concurrency = nullptr;
   CLI::Option* rate_option = nullptr;
@@ -170,10 +175,40 @@ Status ResolveOptions(BenchFlags& flags, CommandContext& ctx) {
   return OkStatus();
 }
 
+// One JSON line per request outcome. Errors: Unavailable naming "--outcomes" when the file
+// cannot be written (not a usage error: the run itself went through).
+Status WriteOutcomes(const std::vector<loadgen::RequestOutcome>& outcomes,
+                     const std::string& path) {
+  std::ofstream file(path);
+  for (const loadgen::RequestOutcome& o : outcomes) {
+    file << ojson{{"ok", o.ok},
+                  {"error_kind", o.error_kind},
+                  {"due_seconds", o.due_seconds},
+                  {"queued_seconds", o.queued_seconds},
+                  {"ttft_seconds", o.ttft_seconds},
+                  {"e2e_seconds", o.e2e_seconds},
+                  {"input_tokens", o.input_tokens},
+                  {"output_tokens", o.output_tokens}}
+                .dump()
+         << "\n";
+  }
+  file.flush();
+  if (!file) {
+    return Unavailable(fmt::format("cannot write '{}'", path), "--outcomes");
+  }
+  return OkStatus();
+}
+
 int RunBench(BenchFlags& flags, CommandContext& ctx) {
   if (Status status = ResolveOptions(flags, ctx); !status) return ctx.Fail(status.error());
+  flags.options.keep_outcomes = !flags.outcomes_path.empty();
   Result<loadgen::BenchReport> report = loadgen::RunBench(flags.options);
   if (!report) return ctx.Fail(report.error());
+  if (flags.options.keep_outcomes) {
+    if (Status written = WriteOutcomes(report->outcomes, flags.outcomes_path); !written) {
+      return ctx.Fail(written.error());
+    }
+  }
   if (flags.format == OutputFormat::kJson) {
     ctx.out << ReportJson(*report, flags.options).dump(2) << "\n";
   } else {
@@ -246,6 +281,8 @@ void AddBenchCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--ignore-eos", o.client.ignore_eos,
                 "Send vLLM's ignore_eos so every output reaches --output-tokens");
   cmd->add_flag("--no-progress", f->no_progress, "No progress line on stderr");
+  cmd->add_option("--outcomes", f->outcomes_path,
+                  "Also write every request's outcome to this file, one JSON object a line");
   AddWorkloadFlags(cmd, *f);
   AddOutputOption(cmd, f->format);
   cmd->callback([f, &ctx] { RunBench(*f, ctx); });

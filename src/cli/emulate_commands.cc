@@ -54,7 +54,7 @@ struct EmulateFlags {
   bool accept_unknown_flags = false;
   std::string role = "aggregated";    // --role
   std::string kv_link = "rdma-400g";  // --kv-link
-  std::string timing = "linear";      // --timing
+  std::string timing = "calibrated";  // --timing
   bool enable_prefix_caching = false;  // --enable-prefix-caching
   int32_t block_size = 16;             // --block-size: tokens per KV block (vLLM's default)
 };
@@ -206,10 +206,10 @@ void AddEngineFlagOptions(CLI::App* cmd, EmulateFlags& flags) {
   cmd->add_option("--quantization,-q", engine.quantization,
                   "fp8 (decode 0.7x) | awq, gptq, awq_marlin, gptq_marlin (decode 0.6x) | none");
   cmd->add_option("--timing", flags.timing,
-                  "linear: the step-time knobs (--decode-ms-base ...; fast, for tests) | "
                   "calibrated: the simulator's model of --model-preset on --gpu at -tp (step "
                   "time, KV cache, batch <= 256, chunked prefill of 8192 tokens/step; the "
-                  "linear knobs are then errors)")
+                  "linear knobs are then errors) | linear: the step-time knobs "
+                  "(--decode-ms-base ...; fast, for tests)")
       ->capture_default_str();
   cmd->add_option("--gpu", engine.gpu, "h100 | a100 (calibrated timing; a100: llama-2-70b only)")
       ->capture_default_str();

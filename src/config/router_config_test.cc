@@ -12,7 +12,8 @@ namespace {
 using route::PickerKind;
 using route::PickerSpec;
 
-// The daemon's defaults: least outstanding with a 30 s slow start.
+// A caller's defaults with a slow start (as a config may set it), so that the cases show
+// which keys keep them.
 const PickerSpec kGatewayDefaults{.slow_start_seconds = 30};
 
 // `text` is a document whose top-level `router` key is read.

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/prefix_cache.h"
+#include "sim/replica_model.h"
 
 namespace gpuscale::emulator {
 namespace {
@@ -274,6 +275,12 @@ StepShape BatchEngine::ShapeOfStep(int64_t prefill_tokens) const {
   StepShape step;
   step.batch_size = static_cast<int32_t>(running_.size());
   step.prefill_tokens = prefill_tokens;
+  // Each prompt's chunk attends to what of that prompt is in KV (cached prefix included).
+  sim::PrefillWork work;
+  for (const auto& [id, chunk] : step_prefill_) {
+    work.AddChunk(requests_.at(id).prefilled_tokens, chunk);
+  }
+  step.prefill_attention_tokens2 = work.attention_tokens2;
   for (RequestId id : running_) {
     const RequestProgress& request = requests_.at(id);
     if (request.prefilled_tokens < request.prompt_tokens) continue;

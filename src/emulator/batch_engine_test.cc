@@ -337,7 +337,7 @@ TEST(BatchEngineTest, CalibratedStepTakesTheSimulatorsModelTime) {
 
   ASSERT_TRUE(engine.Submit(500, 5, Seconds{prefill_s / 2}).has_value());
   engine.Advance(Seconds{prefill_s});  // A has its first token: 101 tokens in KV
-  const double mixed_s = model->MixedStepSeconds(500, 1, 101);
+  const double mixed_s = model->MixedStepSeconds(sim::PrefillWork::Prompt(500), 1, 101);
   EXPECT_NEAR(engine.NextStepEnd()->count(), prefill_s + mixed_s, 1e-12);
   EXPECT_GT(std::abs(mixed_s - StepMilliseconds(config, 2, 500) / 1000), 1e-4);
 
@@ -345,6 +345,41 @@ TEST(BatchEngineTest, CalibratedStepTakesTheSimulatorsModelTime) {
   const double decode_s = model->DecodeStepSeconds(2, 102 + 501);
   EXPECT_NEAR(engine.NextStepEnd()->count(), prefill_s + mixed_s + decode_s, 1e-12);
   EXPECT_GT(std::abs(decode_s - StepMilliseconds(config, 2, 0) / 1000), 1e-4);
+}
+
+// Two prompts admitted into one chunked step pay their own attention, not that of one
+// sequence of both (the simulator's PrefillWork); a long prompt's second chunk attends to its
+// first.
+TEST(BatchEngineTest, CalibratedPromptsInOneStepPayTheirOwnAttention) {
+  const EngineConfig config = CalibratedConfig();
+  ASSERT_EQ(config.max_num_batched_tokens, 8192);
+  const std::unique_ptr<sim::ReplicaModel> model = SimModel();
+  BatchEngine engine(config);
+  // A short prompt's step runs while the two long ones arrive; the next step takes both,
+  // beside its first decode (11 tokens in KV).
+  ASSERT_TRUE(engine.Submit(10, 5, Seconds{0}).has_value());
+  ASSERT_TRUE(engine.Submit(4000, 2, Seconds{0}).has_value());
+  ASSERT_TRUE(engine.Submit(4000, 2, Seconds{0}).has_value());
+  ASSERT_TRUE(engine.NextStepEnd().has_value());
+  const double short_s = engine.NextStepEnd()->count();
+  EXPECT_NEAR(short_s, model->PrefillSeconds(10), 1e-12);
+  engine.Advance(Seconds{short_s});
+  sim::PrefillWork two;
+  two.AddChunk(0, 4000);
+  two.AddChunk(0, 4000);
+  const double step_s = engine.NextStepEnd()->count() - short_s;
+  EXPECT_NEAR(step_s, model->MixedStepSeconds(two, 1, 11), 1e-9);
+  EXPECT_LT(step_s, model->MixedStepSeconds(sim::PrefillWork::Prompt(8000), 1, 11) - 4e-3);
+
+  BatchEngine long_prompt(config);
+  ASSERT_TRUE(long_prompt.Submit(10000, 2, Seconds{0}).has_value());
+  const double first_s = long_prompt.NextStepEnd()->count();
+  EXPECT_NEAR(first_s, model->PrefillSeconds(8192), 1e-12);
+  long_prompt.Advance(Seconds{first_s});
+  sim::PrefillWork rest;
+  rest.AddChunk(8192, 10000 - 8192);
+  EXPECT_NEAR(long_prompt.NextStepEnd()->count(), first_s + model->MixedStepSeconds(rest, 0, 0),
+              1e-12);
 }
 
 TEST(BatchEngineTest, CalibratedCapacitiesComeFromTheModel) {

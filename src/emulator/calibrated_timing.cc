@@ -20,7 +20,9 @@ class CalibratedStepTimer final : public StepTimer {
       : model_(std::move(model)), description_(std::move(description)) {}
 
   double StepSeconds(const StepShape& step) const override {
-    return model_->MixedStepSeconds(step.prefill_tokens, step.decoding, step.context_tokens);
+    const sim::PrefillWork prefill{.tokens = step.prefill_tokens,
+                                   .attention_tokens2 = step.prefill_attention_tokens2};
+    return model_->MixedStepSeconds(prefill, step.decoding, step.context_tokens);
   }
   std::string Describe() const override { return description_; }
 
@@ -58,8 +60,10 @@ bool Given(const EngineFlags& flags, std::string_view flag) {
 Result<sim::ReplicaModelConfig> ModelConfig(const EngineConfig& base, const EngineFlags& flags) {
   for (const char* flag : kLinearOnlyFlags) {
     if (Given(flags, flag)) {
-      return InvalidArgument("a linear-timing knob; calibrated timing takes it from the model",
-                             flag);
+      return InvalidArgument(
+          "a linear-timing knob (add --timing linear); calibrated timing, the default, takes it "
+          "from the model",
+          flag);
     }
   }
   if (flags.pipeline_parallel_size != 1) {

@@ -22,6 +22,16 @@ std::string FieldOfError(const EngineFlags& flags) {
   return config ? "" : config.error().field;
 }
 
+// Calibrated timing is the default (issue 45): flags that name no timing get the
+// simulator's model, its KV cache and chunked prefill, not the linear knobs.
+TEST(CalibratedTimingTest, IsTheDefault) {
+  Result<EngineConfig> config = ApplyEngineFlags(EngineConfig{}, EngineFlags{});
+  ASSERT_TRUE(config.has_value()) << config.error().ToString();
+  EXPECT_NE(config->step_timer, nullptr);
+  EXPECT_TRUE(config->chunked_prefill);
+  EXPECT_GT(config->kv_cache_tokens, EngineConfig{}.kv_cache_tokens);
+}
+
 TEST(CalibratedTimingTest, LinearKnobsGivenWithCalibratedTimingAreErrorsNamingTheFlag) {
   ASSERT_EQ(FieldOfError(Calibrated()), "");
   for (const char* flag : kLinearOnlyFlags) {
@@ -36,6 +46,7 @@ TEST(CalibratedTimingTest, LinearKnobsGivenWithCalibratedTimingAreErrorsNamingTh
 TEST(CalibratedTimingTest, CalibratedOnlyFlagsGivenWithLinearTimingAreErrors) {
   for (const char* flag : {"--gpu", "--model-preset"}) {
     EngineFlags flags;
+    flags.timing = StepTiming::kLinear;
     flags.given = {flag};
     EXPECT_EQ(FieldOfError(flags), flag);
     flags.timing = StepTiming::kCalibrated;

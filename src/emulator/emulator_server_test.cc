@@ -136,6 +136,7 @@ TEST_P(ListedMaxModelLenTest, IsTheFlagOrTheModelsContextNeverTheKvCache) {
 
 EngineFlags Flags(int32_t max_model_len, int32_t tp, double memory_utilization = 0.9) {
   EngineFlags flags;
+  flags.timing = StepTiming::kLinear;
   flags.max_model_len = max_model_len;
   flags.tensor_parallel_size = tp;
   flags.gpu_memory_utilization = memory_utilization;

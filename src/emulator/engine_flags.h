@@ -48,9 +48,10 @@ struct EngineFlags {
   int64_t max_num_batched_tokens = 0;  // 0 = unlimited (or the chunked default)
   std::string dtype = "auto";
   std::string quantization;  // "" or "none" = unquantized
-  // --timing: linear (EngineConfig's knobs) or calibrated (calibrated_timing.h: the
-  // simulator's model of `model_preset` on `gpu` at tensor_parallel_size).
-  StepTiming timing = StepTiming::kLinear;
+  // --timing: calibrated (the default; calibrated_timing.h: the simulator's model of
+  // `model_preset` on `gpu` at tensor_parallel_size, so an emulated replica takes the time a
+  // simulated one does) or linear (EngineConfig's fast knobs, for tests and demos).
+  StepTiming timing = StepTiming::kCalibrated;
   std::string gpu = "h100";                 // --gpu, calibrated timing only
   std::string model_preset = "llama-3-8b";  // --model-preset, calibrated timing only
   // The flags given on the command line (their first long name, e.g. "--decode-ms-base"),

@@ -46,6 +46,7 @@ TEST(EngineFlagsTest, HigherTensorParallelismShortensSteps) {
   double previous = base_ms * 2;
   for (const Case& c : cases) {
     EngineFlags flags;
+    flags.timing = StepTiming::kLinear;
     flags.tensor_parallel_size = c.tp;
     Result<EngineConfig> config = ApplyEngineFlags(RoundConfig(), flags);
     ASSERT_TRUE(config.has_value()) << config.error().ToString();
@@ -59,6 +60,7 @@ TEST(EngineFlagsTest, HigherTensorParallelismShortensSteps) {
 
 TEST(EngineFlagsTest, PipelineParallelismShortensStepsLessThanTensorParallelism) {
   EngineFlags tp2, pp2;
+  tp2.timing = pp2.timing = StepTiming::kLinear;
   tp2.tensor_parallel_size = 2;
   pp2.pipeline_parallel_size = 2;
   const double tp_ms = StepMilliseconds(*ApplyEngineFlags(RoundConfig(), tp2), 1, 0);
@@ -89,6 +91,7 @@ TEST(EngineFlagsTest, QuantizationAndDtypeScaleTheStepParts) {
                                    {"half", "awq", 0.6, 1.1}, {"auto", "gptq_marlin", 0.6, 1.1}};
   for (const Case& c : cases) {
     EngineFlags flags;
+    flags.timing = StepTiming::kLinear;
     flags.dtype = c.dtype;
     flags.quantization = c.quantization;
     Result<EngineConfig> config = ApplyEngineFlags(RoundConfig(), flags);
@@ -102,6 +105,7 @@ TEST(EngineFlagsTest, QuantizationAndDtypeScaleTheStepParts) {
 
 TEST(EngineFlagsTest, GpuMemoryUtilizationScalesTheKvCache) {
   EngineFlags flags;
+  flags.timing = StepTiming::kLinear;
   flags.gpu_memory_utilization = 0.45;
   EXPECT_EQ(ApplyEngineFlags(RoundConfig(), flags)->kv_cache_tokens, 50000);
   flags.gpu_memory_utilization = 0.9;
@@ -121,6 +125,7 @@ TEST(EngineFlagsTest, BadValuesNameTheFlag) {
   };
   for (const auto& [mutate, field] : cases) {
     EngineFlags flags;
+    flags.timing = StepTiming::kLinear;
     mutate(flags);
     Result<EngineConfig> config = ApplyEngineFlags(RoundConfig(), flags);
     ASSERT_FALSE(config.has_value()) << field;
@@ -128,6 +133,7 @@ TEST(EngineFlagsTest, BadValuesNameTheFlag) {
     EXPECT_EQ(config.error().field, field);
   }
   EngineFlags flags;
+  flags.timing = StepTiming::kLinear;
   flags.quantization = "magic";
   EXPECT_NE(ApplyEngineFlags(RoundConfig(), flags).error().message.find("fp8"), std::string::npos)
       << "the error lists the known values";
@@ -135,6 +141,7 @@ TEST(EngineFlagsTest, BadValuesNameTheFlag) {
 
 TEST(EngineFlagsTest, ExtraArgsTakeShortParallelFlags) {
   EngineFlags flags;
+  flags.timing = StepTiming::kLinear;
   Result<std::vector<std::string>> ignored = ApplyExtraArgs({"-tp", "4", "-pp=2"}, false, flags);
   ASSERT_TRUE(ignored.has_value()) << ignored.error().ToString();
   EXPECT_TRUE(ignored->empty());
@@ -148,6 +155,7 @@ TEST(EngineFlagsTest, ExtraArgsTakeShortParallelFlags) {
 
 TEST(EngineFlagsTest, UnknownFlagsFailUnlessAccepted) {
   EngineFlags flags;
+  flags.timing = StepTiming::kLinear;
   Result<std::vector<std::string>> strict = ApplyExtraArgs({"--swap-space", "4"}, false, flags);
   ASSERT_FALSE(strict.has_value());
   EXPECT_EQ(strict.error().field, "--swap-space");
@@ -244,9 +252,11 @@ TEST(EngineFlagsTest, GpuMemoryIsTheWeightsAndKvCacheShare) {
   for (const FootprintCase& c : cases) {
     EngineConfig base;
     base.kv_cache_tokens = 65536;
-    Result<EngineConfig> engine = ApplyEngineFlags(base, c.flags);
+    EngineFlags flags = c.flags;
+    flags.timing = StepTiming::kLinear;  // the KV cache of `base`, not the model's
+    Result<EngineConfig> engine = ApplyEngineFlags(base, flags);
     ASSERT_TRUE(engine.has_value()) << c.name << ": " << engine.error().ToString();
-    EXPECT_NEAR(static_cast<double>(GpuMemoryBytes(c.model, c.flags, *engine)) / (1 << 30), c.gib,
+    EXPECT_NEAR(static_cast<double>(GpuMemoryBytes(c.model, flags, *engine)) / (1 << 30), c.gib,
                 0.01)
         << c.name;
   }

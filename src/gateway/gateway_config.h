@@ -50,7 +50,10 @@ struct GatewayConfig {
   // for `ejection` (doubling on each relapse, up to 8x); a success clears it.
   int eject_after_failures = 3;
   Seconds ejection{10};
-  route::PickerSpec picker{.slow_start_seconds = 30};
+  // The simulator's defaults (route::PickerSpec): least outstanding without slow start, so
+  // that a policy judged in `gpuscale simulate` meets the same routing live; a config turns
+  // slow start on in the `router:` block both read (docs/gateway.md, "Routing").
+  route::PickerSpec picker;
   // Prefix affinity hashes the first this many characters of the prompt (or of the
   // messages' contents).
   int prefix_chars = 512;

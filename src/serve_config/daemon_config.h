@@ -15,7 +15,7 @@
 //   gateway:  {listen: "127.0.0.1:8000", enabled: true, token: "...", token_file: FILE,
 //              threads: 2, max_connections: 20000, queue_size: 1000,
 //              queue_timeout_seconds: 300, upstream_timeout_seconds: 600,
-//              router: {kind: least_outstanding, slow_start_seconds: 30,
+//              router: {kind: least_outstanding, slow_start_seconds: 0,
 //                       prefix_affinity: false, affinity_load_factor: 1.25}}
 //             (the OpenAI-compatible front door; docs/gateway.md; `router` is read by
 //             config/router_config.h, as the simulator's is, and may be a kind alone)

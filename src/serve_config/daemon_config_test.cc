@@ -166,12 +166,13 @@ TEST(DaemonConfigTest, ReadsTheGatewaysAdmission) {
 }
 
 // `gateway.router` goes through the reader the simulator's `router` uses
-// (config/router_config.h): the mapping and the bare kind both work, and the daemon's 30 s
-// slow start is the default only for least outstanding.
+// (config/router_config.h): the mapping and the bare kind both work, and the default is the
+// simulator's (least outstanding, no slow start; docs/gateway.md, "Routing").
 TEST(DaemonConfigTest, ReadsTheGatewayRouterInEitherForm) {
   auto defaults = ParseDaemonConfigText("", "test");
   ASSERT_TRUE(defaults.has_value());
-  EXPECT_EQ(defaults->gateway.picker, route::PickerSpec{.slow_start_seconds = 30});
+  EXPECT_EQ(defaults->gateway.picker, route::PickerSpec{});
+  EXPECT_EQ(defaults->gateway.picker.slow_start_seconds, 0);
   auto mapped = ParseDaemonConfigText(
       "gateway:\n  router: {kind: least_outstanding, slow_start_seconds: 10,\n"
       "           prefix_affinity: true, affinity_load_factor: 1.5}\n",

@@ -374,5 +374,25 @@ TEST(PublicFigureTest, Llama3_8bOnH100ChunkedPrefillTpotAt32RequestsPerSecond) {
   EXPECT_GT(busy, moderate);
 }
 
+// A 10,000-token prompt prefills in a chunk of 8192 and one of 1808; the second chunk
+// attends to the first (PrefillWork: 10000^2 - 8192^2 token^2), which a chunk charged as a
+// sequence of its own (1808^2) missed: ~17 ms of attention on one H100.
+TEST(PublicFigureTest, SimReplicaChargesALaterChunkItsPromptsAttention) {
+  auto model = MustMake("llama-3-8b", "h100", 1);
+  ASSERT_NE(model, nullptr);
+  std::vector<RequestRecord> records = {
+      RequestRecord{.arrival_s = 0, .input_tokens = 10000, .output_tokens = 2}};
+  SimReplica replica(*model, records);
+  replica.Enqueue(0, 0);
+  while (replica.NextEventTime() < SimReplica::kNever) {
+    replica.FinishSegment(replica.NextEventTime());
+  }
+  PrefillWork rest;
+  rest.AddChunk(8192, 10000 - 8192);
+  const double want = model->PrefillSeconds(8192) + model->MixedStepSeconds(rest, 0, 0);
+  EXPECT_NEAR(records[0].first_token_s, want, 1e-9);
+  EXPECT_GT(want - model->PrefillSeconds(8192) - model->PrefillSeconds(1808), 0.012);
+}
+
 }  // namespace
 }  // namespace gpuscale::sim

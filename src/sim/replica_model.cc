@@ -196,9 +196,13 @@ CalibratedReplicaModel::CalibratedReplicaModel(ReplicaPerfProfile profile, int m
       max_batched_tokens_(max_batched_tokens) {}
 
 double CalibratedReplicaModel::PrefillSeconds(int64_t prompt_tokens) const {
-  if (prompt_tokens <= 0) return 0;
-  const double n = static_cast<double>(prompt_tokens);
-  return InterpolatePerf(profile_.prefill, n) + profile_.prefill_s_per_token2 * n * n;
+  return PrefillWorkSeconds(PrefillWork::Prompt(prompt_tokens));
+}
+
+double CalibratedReplicaModel::PrefillWorkSeconds(const PrefillWork& prefill) const {
+  if (prefill.tokens <= 0) return 0;
+  return InterpolatePerf(profile_.prefill, static_cast<double>(prefill.tokens)) +
+         profile_.prefill_s_per_token2 * prefill.attention_tokens2;
 }
 
 double CalibratedReplicaModel::DecodeStepSeconds(int batch, int64_t context_tokens) const {
@@ -209,22 +213,22 @@ double CalibratedReplicaModel::DecodeStepSeconds(int batch, int64_t context_toke
   return std::max(gpu_s, profile_.host_s_per_sequence * batch);
 }
 
-double CalibratedReplicaModel::MixedStepSeconds(int64_t prompt_tokens, int batch,
-                                                 int64_t context_tokens) const {
-  if (prompt_tokens <= 0) return DecodeStepSeconds(batch, context_tokens);
-  if (batch <= 0) return PrefillSeconds(prompt_tokens);
-  const double n = static_cast<double>(prompt_tokens);
+double CalibratedReplicaModel::MixedStepSeconds(const PrefillWork& prefill, int batch,
+                                                int64_t context_tokens) const {
+  if (prefill.tokens <= 0) return DecodeStepSeconds(batch, context_tokens);
+  if (batch <= 0) return PrefillWorkSeconds(prefill);
+  const double n = static_cast<double>(prefill.tokens);
   const double b = batch;
   const double logits_s = std::max(
       0.0, InterpolatePerf(profile_.decode, b) - InterpolatePerf(profile_.prefill, b));
   const double gpu_s =
-      InterpolatePerf(profile_.prefill, n + b) + profile_.prefill_s_per_token2 * n * n +
-      logits_s +
+      InterpolatePerf(profile_.prefill, n + b) +
+      profile_.prefill_s_per_token2 * prefill.attention_tokens2 + logits_s +
       profile_.kv_read_s_per_token * static_cast<double>(std::max<int64_t>(context_tokens, 0));
   // Where the chunk is compute-bound the decode tokens cost about as much fused as a
   // separate step would; an engine never does worse than running both back to back.
   return std::min(std::max(gpu_s, profile_.host_s_per_sequence * b),
-                  PrefillSeconds(prompt_tokens) + DecodeStepSeconds(batch, context_tokens));
+                  PrefillWorkSeconds(prefill) + DecodeStepSeconds(batch, context_tokens));
 }
 
 Result<std::unique_ptr<ReplicaModel>> MakeReplicaModel(const ReplicaModelConfig& config) {

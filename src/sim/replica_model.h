@@ -5,6 +5,7 @@
 // Thread-safety: models are immutable once built; const methods may be called concurrently.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,20 +29,47 @@ struct ReplicaModelConfig {
   friend bool operator==(const ReplicaModelConfig&, const ReplicaModelConfig&) = default;
 };
 
+// The prompt work of one step: the tokens it prefills and their causal attention in tokens^2
+// (the unit of PrefillSeconds' n^2 term). Attention is per prompt: a chunk of c tokens of a
+// prompt whose first p tokens are already in KV attends to those and causally to itself,
+// (p + c)^2 - p^2, so a prompt's chunks add up to its own n^2 and prompts fused into one step
+// do not attend to each other (a step of two 4096-token prompts costs 2 x 4096^2, not 8192^2).
+struct PrefillWork {
+  int64_t tokens = 0;
+  double attention_tokens2 = 0;
+
+  // One whole prompt of `tokens` tokens, none in KV yet.
+  static PrefillWork Prompt(int64_t tokens) {
+    PrefillWork work;
+    work.AddChunk(0, tokens);
+    return work;
+  }
+  // Adds `chunk` tokens of a prompt whose first `in_kv` tokens are already in KV (prefilled in
+  // earlier steps, or a cached prefix). Non-positive chunks add nothing.
+  void AddChunk(int64_t in_kv, int64_t chunk) {
+    if (chunk <= 0) return;
+    const double p = static_cast<double>(std::max<int64_t>(in_kv, 0));
+    const double c = static_cast<double>(chunk);
+    tokens += chunk;
+    attention_tokens2 += (p + c) * (p + c) - p * p;
+  }
+};
+
 class ReplicaModel {
  public:
   virtual ~ReplicaModel() = default;
-  // Seconds to prefill `prompt_tokens` tokens (one request or a chunk of several).
+  // Seconds to prefill one prompt of `prompt_tokens` tokens in one step.
   virtual double PrefillSeconds(int64_t prompt_tokens) const = 0;
   // Seconds for one decode step of `batch` sequences holding `context_tokens` in KV cache.
   virtual double DecodeStepSeconds(int batch, int64_t context_tokens) const = 0;
-  // Seconds for one fused iteration (chunked prefill): `prompt_tokens` prompt tokens prefilled
-  // while `batch` sequences holding `context_tokens` decode one token each. The linear layers
-  // run once over all prompt_tokens + batch tokens, so the per-step fixed cost (weight reads,
-  // launches, LM-head read) is paid once, not once for the prefill and again for the decode.
-  // Equals PrefillSeconds(prompt_tokens) for batch <= 0 and DecodeStepSeconds(batch,
-  // context_tokens) for prompt_tokens <= 0.
-  virtual double MixedStepSeconds(int64_t prompt_tokens, int batch,
+  // Seconds for one fused iteration (chunked prefill): `prefill` (chunks of one or more
+  // prompts) while `batch` sequences holding `context_tokens` decode one token each. The
+  // linear layers run once over all prefill.tokens + batch tokens, so the per-step fixed cost
+  // (weight reads, launches, LM-head read) is paid once, not once for the prefill and again
+  // for the decode; attention is each prompt's own (PrefillWork). Equals
+  // PrefillSeconds(n) for PrefillWork::Prompt(n) and batch <= 0, and
+  // DecodeStepSeconds(batch, context_tokens) for no prefill tokens.
+  virtual double MixedStepSeconds(const PrefillWork& prefill, int batch,
                                   int64_t context_tokens) const = 0;
   virtual int MaxBatchSize() const = 0;
   virtual int64_t KvCacheTokens() const = 0;

@@ -5,14 +5,16 @@
 //   PrefillSeconds(n)        = prefill_table(n) + prefill_s_per_token2 * n^2
 //   DecodeStepSeconds(b, c)  = max(decode_table(b) + kv_read_s_per_token * c,
 //                                  host_s_per_sequence * b)
-//   MixedStepSeconds(n, b, c) = min(max(prefill_table(n + b) + prefill_s_per_token2 * n^2
+//   MixedStepSeconds(w, b, c) = min(max(prefill_table(n + b) + prefill_s_per_token2 * a
 //                                       + max(0, decode_table(b) - prefill_table(b))
 //                                       + kv_read_s_per_token * c,  host_s_per_sequence * b),
-//                                   PrefillSeconds(n) + DecodeStepSeconds(b, c))
+//                                   prefill_table(n) + prefill_s_per_token2 * a
+//                                   + DecodeStepSeconds(b, c))
+//     with n = w.tokens, a = w.attention_tokens2
 //
-// n^2 is causal attention over the n prompt tokens (treated as one sequence, an upper bound
-// for a chunk of several prompts); c is the KV cache the decoding batch reads; the max() is
-// the engine's host-side work (scheduling, sampling, detokenizing), which vLLM >= 0.6 overlaps
+// n^2 (a) is causal attention, each prompt over its own tokens (PrefillWork: a chunk of c
+// tokens after p in KV adds (p + c)^2 - p^2); c is the KV cache the decoding batch reads; the max()
+// is the engine's host-side work (scheduling, sampling, detokenizing), which vLLM >= 0.6 overlaps
 // with GPU work so it only shows once it exceeds the GPU time (large batches). A fused step
 // runs the linear layers once over the n prompt and b decode tokens (one fixed cost); the
 // decode tokens add what a decode token costs beyond a prefill token (their logits: the
@@ -107,7 +109,7 @@ class CalibratedReplicaModel final : public ReplicaModel {
   double PrefillSeconds(int64_t prompt_tokens) const override;
   // 0 for batch <= 0; context_tokens is the total over the batch (negative counts as 0).
   double DecodeStepSeconds(int batch, int64_t context_tokens) const override;
-  double MixedStepSeconds(int64_t prompt_tokens, int batch,
+  double MixedStepSeconds(const PrefillWork& prefill, int batch,
                           int64_t context_tokens) const override;
   int MaxBatchSize() const override { return max_batch_size_; }
   int64_t KvCacheTokens() const override { return kv_cache_tokens_; }
@@ -116,6 +118,9 @@ class CalibratedReplicaModel final : public ReplicaModel {
   const ReplicaPerfProfile& profile() const { return profile_; }
 
  private:
+  // The prefill part of a step alone: table time of its tokens plus its attention.
+  double PrefillWorkSeconds(const PrefillWork& prefill) const;
+
   ReplicaPerfProfile profile_;
   int max_batch_size_;
   int64_t kv_cache_tokens_;

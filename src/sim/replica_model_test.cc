@@ -213,20 +213,58 @@ TEST(ReplicaModelTest, MixedStepPaysTheFixedCostOnce) {
         const int64_t context = int64_t{b} * 1500;
         const double prefill = model->PrefillSeconds(n);
         const double decode = model->DecodeStepSeconds(b, context);
-        const double mixed = model->MixedStepSeconds(n, b, context);
+        const double mixed = model->MixedStepSeconds(PrefillWork::Prompt(n), b, context);
         EXPECT_GE(mixed, std::max(prefill, decode) - 1e-12) << n << " " << b;
         EXPECT_LE(mixed, prefill + decode + 1e-12) << n << " " << b;
       }
     }
-    EXPECT_DOUBLE_EQ(model->MixedStepSeconds(0, 32, 50000), model->DecodeStepSeconds(32, 50000));
-    EXPECT_DOUBLE_EQ(model->MixedStepSeconds(4096, 0, 0), model->PrefillSeconds(4096));
+    EXPECT_DOUBLE_EQ(model->MixedStepSeconds({}, 32, 50000), model->DecodeStepSeconds(32, 50000));
+    EXPECT_DOUBLE_EQ(model->MixedStepSeconds(PrefillWork::Prompt(4096), 0, 0),
+                     model->PrefillSeconds(4096));
   }
   // Llama-3-8B on one H100, a 512-token chunk beside 16 decoding sequences (memory-bound):
   // fusing saves at least the 1.5 ms per-step overhead, which the old sum paid twice.
   auto model = MustMake(Config("llama-3-8b", "h100", 1));
   ASSERT_NE(model, nullptr);
   const double separate = model->PrefillSeconds(512) + model->DecodeStepSeconds(16, 16 * 1500);
-  EXPECT_GT(separate - model->MixedStepSeconds(512, 16, 16 * 1500), 1.5e-3);
+  EXPECT_GT(separate - model->MixedStepSeconds(PrefillWork::Prompt(512), 16, 16 * 1500), 1.5e-3);
+}
+
+// Attention is each prompt's own: a prompt's chunks add up to its n^2, and prompts fused into
+// one step do not attend to each other.
+TEST(ReplicaModelTest, PrefillWorkChargesAttentionPerPrompt) {
+  PrefillWork chunks;
+  chunks.AddChunk(0, 3000);
+  chunks.AddChunk(3000, 5000);  // the rest of the same prompt, in a later step
+  EXPECT_EQ(chunks.tokens, 8000);
+  EXPECT_DOUBLE_EQ(chunks.attention_tokens2, 8000.0 * 8000.0);
+  PrefillWork two_prompts;
+  two_prompts.AddChunk(0, 4096);
+  two_prompts.AddChunk(0, 4096);
+  EXPECT_DOUBLE_EQ(two_prompts.attention_tokens2, 2 * 4096.0 * 4096.0);
+  PrefillWork nothing;
+  nothing.AddChunk(100, 0);
+  EXPECT_EQ(nothing.tokens, 0);
+  EXPECT_EQ(nothing.attention_tokens2, 0);
+}
+
+// Llama-3-8B on one H100: a step prefilling two 4096-token prompts costs two prompts'
+// attention, clearly less than one 8192-token prompt (the chunk treated as one sequence,
+// which charged 2 x 4096^2 more); the second chunk of a prompt pays for attending to its
+// first.
+TEST(ReplicaModelTest, FusedPromptsPayTheirOwnAttentionOnly) {
+  auto model = MustMake(Config("llama-3-8b", "h100", 1));
+  ASSERT_NE(model, nullptr);
+  PrefillWork two;
+  two.AddChunk(0, 4096);
+  two.AddChunk(0, 4096);
+  const double one_prompt = model->PrefillSeconds(8192);
+  const double two_prompts = model->MixedStepSeconds(two, 0, 0);
+  // 2 x 4096^2 token^2 of attention at 2 layers x hidden / (FLOP/s x 0.5) each: ~6 ms.
+  EXPECT_GT(one_prompt - two_prompts, 4e-3);
+  PrefillWork second_half;
+  second_half.AddChunk(4096, 4096);
+  EXPECT_GT(model->MixedStepSeconds(second_half, 0, 0) - model->PrefillSeconds(4096), 4e-3);
 }
 
 }  // namespace

@@ -43,10 +43,14 @@ std::vector<scale::MixCapacity> PrefillCapacities(const ReplicaModel& model, con
   std::vector<scale::MixCapacity> out;
   for (double prompt : kPrompts) {
     const auto p = static_cast<int64_t>(prompt);
-    // Whole prompts packed into a chunk, or one chunk of a prompt longer than it.
-    const int64_t tokens = p >= chunk ? chunk : std::max<int64_t>(chunk / p, 1) * p;
+    // Whole prompts packed into a chunk, each paying its own attention, or one chunk of a
+    // prompt longer than it.
+    PrefillWork work;
+    for (int64_t i = 0, n = p >= chunk ? 1 : std::max<int64_t>(chunk / p, 1); i < n; ++i) {
+      work.AddChunk(0, std::min(p, chunk));
+    }
     const double saturation_rps =
-        static_cast<double>(tokens) / model.PrefillSeconds(tokens) / prompt;
+        static_cast<double>(work.tokens) / model.MixedStepSeconds(work, 0, 0) / prompt;
     auto meets = [&](double rps) {
       return SingleReplicaAttainment(model, PoissonPrompts(rps, p), ttft_only) >= slo.target_ratio;
     };

@@ -173,12 +173,14 @@ void SimReplica::StartPrefill(double now) {
   segment_steps_ = segment_batch_ > 0 ? 1 : 0;
   int64_t budget = std::max<int64_t>(max_batched_tokens_ - segment_batch_, 1);
   int64_t total = 0;
+  PrefillWork work;
   chunks_.clear();
   auto take = [&](uint32_t id) {
     const auto& r = requests_[id];
     int64_t left = std::max(r.input_tokens, 1) - r.prefilled_tokens;
     int64_t n = std::min(left, budget - total);
     if (n > 0) chunks_.push_back({id, static_cast<int32_t>(n)});
+    work.AddChunk(r.prefilled_tokens, n);  // attention over its own prompt only
     total += std::max<int64_t>(n, 0);
   };
   for (uint32_t id : prefilling_) {
@@ -193,7 +195,7 @@ void SimReplica::StartPrefill(double now) {
     take(id);
   }
   // One fused iteration: the per-step fixed cost is paid once (MixedStepSeconds).
-  double seconds = model_.MixedStepSeconds(total, segment_batch_, context_tokens_);
+  double seconds = model_.MixedStepSeconds(work, segment_batch_, context_tokens_);
   segment_start_ = now;
   segment_end_ = now + seconds;
 }

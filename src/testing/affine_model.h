@@ -36,12 +36,13 @@ class AffineReplicaModel final : public ReplicaModel {
     return c_.decode_base_s + c_.decode_per_seq_s * batch +
            c_.decode_per_context_token_s * static_cast<double>(context_tokens);
   }
-  // The fixed costs overlap (one pass over the weights): the larger one is paid once.
-  double MixedStepSeconds(int64_t prompt_tokens, int batch,
+  // The fixed costs overlap (one pass over the weights): the larger one is paid once. No
+  // attention term: linear in the tokens, so per prompt or per chunk is the same.
+  double MixedStepSeconds(const PrefillWork& prefill, int batch,
                           int64_t context_tokens) const override {
-    if (prompt_tokens <= 0) return DecodeStepSeconds(batch, context_tokens);
-    if (batch <= 0) return PrefillSeconds(prompt_tokens);
-    return PrefillSeconds(prompt_tokens) + DecodeStepSeconds(batch, context_tokens) -
+    if (prefill.tokens <= 0) return DecodeStepSeconds(batch, context_tokens);
+    if (batch <= 0) return PrefillSeconds(prefill.tokens);
+    return PrefillSeconds(prefill.tokens) + DecodeStepSeconds(batch, context_tokens) -
            std::min(c_.prefill_base_s, c_.decode_base_s);
   }
   int MaxBatchSize() const override { return c_.max_batch_size; }
