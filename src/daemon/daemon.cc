@@ -420,6 +420,7 @@ void Daemon::Tick() {
   const Seconds now = clock_.Now();
   std::vector<store::EventRow> events;
   Reconcile(now, events);
+  ApplyPreempts(now, events);
   PrepareProbes(now);
   for (auto& [name, slot] : services_) slot->orch->Poll(now);
   PollRetiring(now, events);

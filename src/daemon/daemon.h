@@ -188,6 +188,8 @@ class Daemon final : public DaemonApi {
   Result<ServiceView> SetDesiredReplicas(const std::string& service,
                                          std::optional<int> replicas) override;
   Result<std::vector<ReplicaView>> ListReplicas(const std::string& service) override;
+  Result<PreemptNotice> PreemptReplica(const std::string& replica,
+                                       std::optional<Seconds> notice) override;
   Result<HistorySeries> History(const std::string& service, std::optional<Seconds> from,
                                 std::optional<Seconds> to, Seconds step) override;
   std::vector<alloc::Lease> Leases() override;
@@ -222,6 +224,15 @@ class Daemon final : public DaemonApi {
   // The local engine for `service` (MakeOrchestrator's default).
   Result<std::unique_ptr<orch::LocalProcessOrchestrator>> MakeLocalOrchestrator(
       const ServiceConfig& service);
+  // A mixed-fleet service's engine (service.variants): one local engine per variant, priced
+  // from the inventory (daemon_variants.cc). Errors name variants[i].gpu_type.
+  Result<std::unique_ptr<orch::ServiceOrchestrator>> MakeVariantOrchestrator(
+      const ServiceConfig& service);
+  // Queues a spot notice for a replica of the last tick's views (PreemptReplica's errors).
+  Result<PreemptNotice> QueuePreempt(const std::string& replica, std::optional<Seconds> notice)
+      GS_EXCLUDES(mu_);
+  // The spot notices the API queued (pending_preempts_), applied at the tick's start.
+  void ApplyPreempts(Seconds now, std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
   // The service's engine (local processes or Slurm jobs, by service.engine).
   Result<std::unique_ptr<orch::ServiceOrchestrator>> MakeOrchestrator(
       const ServiceConfig& service);
@@ -380,7 +391,10 @@ class Daemon final : public DaemonApi {
   std::map<std::string, std::vector<orch::ReplicaInfo>> replicas_ GS_GUARDED_BY(mu_);
   // What the API and reloads asked for, by name (Reconcile converges on it every tick).
   std::map<std::string, Desired> desired_ GS_GUARDED_BY(mu_);
-  uint64_t generation_ GS_GUARDED_BY(mu_) = 0;  // the last Desired generation given out
+  uint64_t generation_ GS_GUARDED_BY(mu_) = 0;
+  // Spot notices (PreemptReplica) for the next tick, in arrival order.
+  std::vector<PreemptNotice> pending_preempts_
+      GS_GUARDED_BY(mu_);  // the last Desired generation given out
   // Removed services whose replicas this daemon could not stop (AdoptOrphans: their engine
   // could not be set up), by name -> why. Their names stay taken until a restart stops them:
   // a new service of that name would overwrite the rows that still track the old replicas.

@@ -16,6 +16,7 @@
 #include "daemon/start_failure.h"
 #include "events/event_kind.h"
 #include "orch/pooled_orchestrator.h"
+#include "orch/variant_orchestrator.h"
 
 namespace gpuscale::daemon {
 
@@ -27,6 +28,8 @@ struct Daemon::Slot {
   std::vector<std::unique_ptr<ServiceRuntime>> runtimes;
   // A disaggregated service: `orch` as pools, and the GPU budget they share (owned by orch).
   orch::PooledOrchestrator* pooled = nullptr;
+  // A mixed-fleet service (config.variants): `orch` as its variants' engines.
+  orch::VariantOrchestrator* variants = nullptr;
   const alloc::PoolBudget* budget = nullptr;
   // A disaggregated service: the pools' last ticks as one (CombinePoolTicks), what the view,
   // the decision row and the history show.

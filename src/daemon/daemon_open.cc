@@ -159,6 +159,7 @@ Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
 // A service's engine: local processes (default) or Slurm jobs (engine: slurm).
 Result<std::unique_ptr<orch::ServiceOrchestrator>> Daemon::MakeOrchestrator(
     const ServiceConfig& service) {
+  if (!service.variants.empty()) return MakeVariantOrchestrator(service);
   if (service.engine == "fleet") {
     orch::FleetConfig fleet;
     fleet.service = service.name;
@@ -222,6 +223,7 @@ Result<std::unique_ptr<Daemon::Slot>> Daemon::MakeSlot(const ServiceConfig& serv
     }
     GS_ASSIGN_OR_RETURN(std::unique_ptr<scale::Policy> policy, BuildServicePolicy(service, rules));
     GS_ASSIGN_OR_RETURN(slot->orch, MakeOrchestrator(service));
+    slot->variants = dynamic_cast<orch::VariantOrchestrator*>(slot->orch.get());
     slot->runtimes.push_back(
         std::make_unique<ServiceRuntime>(service, std::move(policy), *slot->orch));
   }

@@ -94,7 +94,7 @@ void Daemon::PublishRoutes(Seconds now) {
       }
       const bool prefill = route.disaggregated && slot->RuntimeIndexOf(r.id) == 0;
       (prefill ? route.prefill_replicas : route.replicas)
-          .push_back({r.id, r.host, r.port, (now - r.phase_since).count()});
+          .push_back({r.id, r.host, r.port, (now - r.phase_since).count(), r.capacity});
     }
     routes.push_back(std::move(route));
   }

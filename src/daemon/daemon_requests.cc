@@ -11,6 +11,7 @@
 #include "daemon/daemon.h"
 #include "daemon/daemon_internal.h"
 #include "daemon/service_policy.h"
+#include "daemon/variant_prices.h"
 
 namespace gpuscale::daemon {
 namespace {
@@ -97,6 +98,12 @@ Status Daemon::CheckFitsInventory(const ServiceConfig& config) {
   if (config.engine != "local" || config.gpus_per_replica <= 0) return OkStatus();
   Result<gpu::GpuSnapshot> snapshot = monitor_->Snapshot();
   if (!snapshot) return OkStatus();
+  // A mixed fleet's counts are in capacity, not GPUs: each variant needs its type, priced.
+  if (!config.variants.empty()) {
+    Result<std::vector<orch::VariantPlacement>> priced = PriceVariants(config, *snapshot, "");
+    if (!priced) return ResourceExhausted(priced.error().message, priced.error().field);
+    return OkStatus();
+  }
   // A typed service fits only on GPUs of its type; "this machine's inventory" means those.
   const std::string of_type =
       config.gpu_type.empty() ? "" : fmt::format(" of type {}", config.gpu_type);

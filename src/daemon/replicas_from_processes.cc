@@ -23,7 +23,9 @@ std::string Daemon::ServiceOfMarked(const std::string& service) const {
   const size_t dot = service.rfind('.');  // a pool: PoolServiceConfig's "<service>.<role>"
   if (dot == std::string::npos) return service;
   auto it = services_.find(service.substr(0, dot));
-  return it != services_.end() && it->second->pooled != nullptr ? it->first : service;
+  const bool pools =
+      it != services_.end() && (it->second->pooled != nullptr || it->second->variants != nullptr);
+  return pools ? it->first : service;
 }
 
 Result<std::vector<store::ReplicaRow>> Daemon::ReplicaRowsFromProcesses(

@@ -36,6 +36,8 @@ export const KNOWN_KINDS: readonly string[] = [
   'replica_stop_failed',
   'replica_adopted',
   'replica_cleaned_up',
+  'replica_preempting',
+  'replica_preempted',
 ];
 
 export function matchesFilter(event: GpuscaleEvent, filter: EventFilter): boolean {
