@@ -16,24 +16,6 @@
 namespace gpuscale::daemon_test {
 namespace {
 
-// Requests the gateway sent each replica (gpuscale_gateway_replica_requests_total).
-std::map<std::string, double> RequestsByReplica(int api_port) {
-  httplib::Client client("127.0.0.1", api_port);
-  std::map<std::string, double> out;
-  auto res = client.Get("/metrics");
-  if (!res) return out;
-  std::istringstream lines(res->body);
-  static const std::string kPrefix = "gpuscale_gateway_replica_requests_total{";
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(kPrefix, 0) != 0) continue;
-    const size_t id = line.find("replica=\"");
-    const size_t end = line.find('"', id + 9);
-    if (id == std::string::npos || end == std::string::npos) continue;
-    out[line.substr(id + 9, end - id - 9)] = std::atof(line.c_str() + line.rfind(' ') + 1);
-  }
-  return out;
-}
-
 // Every replica holding GPUs holds only GPUs of its variant's type: indices 0-1 are the
 // H100s, 2-3 the A100s. Returns the replicas that hold some, by variant.
 std::map<std::string, std::set<std::string>> CheckPlacement(const json& replicas) {
@@ -97,9 +79,9 @@ TEST_F(DaemonServeTest, MixedFleetPlacesByTypeSplitsByCapacityAndSurvivesASpotNo
       marker_);
   ASSERT_TRUE(bench.started());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const std::map<std::string, double> before = RequestsByReplica(Port());
+  const std::map<std::string, double> before = GatewayRequestsByReplica(Port());
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  const std::map<std::string, double> after = RequestsByReplica(Port());
+  const std::map<std::string, double> after = GatewayRequestsByReplica(Port());
   auto share = [&](const std::string& id) {
     return after.count(id) ? after.at(id) - (before.count(id) ? before.at(id) : 0) : 0.0;
   };
