@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +49,25 @@ class BackgroundBench {
   std::string report_;
   pid_t pid_ = -1;
 };
+
+// Requests each replica received through the gateway (gpuscale_gateway_replica_requests_total
+// on the API's /metrics), by replica id.
+inline std::map<std::string, double> GatewayRequestsByReplica(int api_port) {
+  httplib::Client client("127.0.0.1", api_port);
+  std::map<std::string, double> out;
+  auto res = client.Get("/metrics");
+  if (!res) return out;
+  std::istringstream lines(res->body);
+  static const std::string kPrefix = "gpuscale_gateway_replica_requests_total{";
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(kPrefix, 0) != 0) continue;
+    const size_t id = line.find("replica=\"");
+    const size_t end = line.find('"', id + 9);
+    if (id == std::string::npos || end == std::string::npos) continue;
+    out[line.substr(id + 9, end - id - 9)] = std::atof(line.c_str() + line.rfind(' ') + 1);
+  }
+  return out;
+}
 
 class DaemonServeTest : public ::testing::Test {
  protected:

@@ -27,25 +27,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Requests each replica received through the gateway (gpuscale_gateway_replica_requests_total
-// on the API's /metrics), by replica id.
-std::map<std::string, double> GatewayRequestsByReplica(int api_port) {
-  httplib::Client client("127.0.0.1", api_port);
-  std::map<std::string, double> out;
-  auto res = client.Get("/metrics");
-  if (!res) return out;
-  std::istringstream lines(res->body);
-  static const std::string kPrefix = "gpuscale_gateway_replica_requests_total{";
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(kPrefix, 0) != 0) continue;
-    const size_t id = line.find("replica=\"");
-    const size_t end = line.find('"', id + 9);
-    if (id == std::string::npos || end == std::string::npos) continue;
-    out[line.substr(id + 9, end - id - 9)] = std::atof(line.c_str() + line.rfind(' ') + 1);
-  }
-  return out;
-}
-
 // The data plane end to end: bench load through the gateway scales the service out, every
 // ready replica then takes a fair share of the requests (none under half of it), and no
 // request fails while replicas start, take load and drain.

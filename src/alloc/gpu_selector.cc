@@ -317,13 +317,19 @@ std::vector<int> Selection::Indices() const {
   return indices;
 }
 
-std::string CountsByType(const GpuSnapshot& snapshot, const TakenGpus& taken) {
+std::map<std::string, int> FreeGpusByType(const GpuSnapshot& snapshot, const TakenGpus& taken) {
   std::map<std::string, int> counts;
   std::string scratch;
   for (const GpuInfo& gpu : snapshot.gpus) {
     if (taken.owner_of && taken.owner_of(KeyOf(gpu, scratch)) != nullptr) continue;
-    ++counts[gpu.type.empty() ? "unknown" : gpu.type];
+    ++counts[gpu.type];
   }
+  return counts;
+}
+
+std::string CountsByType(const GpuSnapshot& snapshot, const TakenGpus& taken) {
+  std::map<std::string, int> counts = FreeGpusByType(snapshot, taken);
+  if (auto unknown = counts.extract(""); !unknown.empty()) counts["unknown"] += unknown.mapped();
   std::vector<std::string> parts;
   for (const auto& [type, count] : counts) parts.push_back(fmt::format("{} {}", type, count));
   return fmt::format("{}", fmt::join(parts, ", "));

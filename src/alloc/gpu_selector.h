@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,6 +91,11 @@ struct TakenGpus {
 // How many GPUs of each type `snapshot` has that are not in `taken`, ordered by type:
 // "A100-80GB 2, H100-80GB 3" ("unknown" for GPUs without a type); "" when there are none.
 std::string CountsByType(const gpu::GpuSnapshot& snapshot, const TakenGpus& taken = {});
+
+// The same counts as a map by type key ("" for GPUs without a type): what a mixed fleet's
+// sizing reads as the free GPUs of each type (scale::AllocationLimits::free_gpus).
+std::map<std::string, int> FreeGpusByType(const gpu::GpuSnapshot& snapshot,
+                                          const TakenGpus& taken = {});
 
 // Every GPU of `snapshot` that fails a filter, with its reason (in snapshot order).
 std::vector<Exclusion> ExplainExclusions(const gpu::GpuSnapshot& snapshot,

@@ -199,6 +199,18 @@ Status HandleSetReplicas(HandlerContext& ctx) {
   return SendService(ctx, 200, ctx.daemon.SetDesiredReplicas(Param(ctx, 0), replicas));
 }
 
+// A cloud agent's spot notice: 202, since the replica drains and goes by the deadline.
+Status HandlePreemptReplica(HandlerContext& ctx) {
+  GS_ASSIGN_OR_RETURN(std::optional<Seconds> notice, ParsePreemptBody(ctx.request.body));
+  GS_ASSIGN_OR_RETURN(daemon::PreemptNotice taken,
+                      ctx.daemon.PreemptReplica(Param(ctx, 0), notice));
+  SendJson(ctx.response, 202,
+           Json{{"service", taken.service},
+                {"replica", taken.replica},
+                {"notice_seconds", taken.notice.count()}});
+  return OkStatus();
+}
+
 Status HandleLeases(HandlerContext& ctx) {
   Json array = Json::array();
   for (const alloc::Lease& lease : ctx.daemon.Leases()) array.push_back(LeaseJson(lease));

@@ -63,6 +63,7 @@ Status HandleDeleteRuleByQuery(HandlerContext& ctx);  // /rules?id=N
 Status HandleGetReplicas(HandlerContext& ctx);
 Status HandleServiceHistory(HandlerContext& ctx);
 Status HandleSetReplicas(HandlerContext& ctx);
+Status HandlePreemptReplica(HandlerContext& ctx);  // POST /v1/replicas/{id}/preempt
 Status HandleLeases(HandlerContext& ctx);
 Status HandleEvents(HandlerContext& ctx);
 Status HandleEventStream(HandlerContext& ctx);

@@ -61,6 +61,7 @@ const std::vector<Route>& Routes() {
       {"GET", "/v1/services/{name}/replicas", HandleGetReplicas},
       {"GET", "/v1/services/{name}/history", HandleServiceHistory},
       {"PUT", "/v1/services/{name}/replicas", HandleSetReplicas},
+      {"POST", "/v1/replicas/{id}/preempt", HandlePreemptReplica},
       {"GET", "/v1/leases", HandleLeases},
       {"GET", "/v1/events", HandleEvents},
       {"GET", "/v1/events/stream", HandleEventStream},

@@ -300,7 +300,12 @@ Json ReplicaJson(const daemon::ReplicaView& replica) {
               {"adopted", replica.adopted},
               {"serving", replica.serving},
               {"last_error", replica.last_error},
-              {"log_path", replica.log_path}};
+              {"log_path", replica.log_path},
+              // A mixed fleet's: null for a service without variants.
+              {"variant", replica.variant.empty() ? Json(nullptr) : Json(replica.variant)},
+              {"capacity", replica.capacity},
+              {"preempt_deadline",
+               replica.preempt_deadline ? Json(Time(*replica.preempt_deadline)) : Json(nullptr)}};
 }
 
 Json LeaseJson(const alloc::Lease& lease) {

@@ -228,6 +228,23 @@ Result<std::optional<int>> ParseReplicasBody(std::string_view body) {
   return std::optional<int>(static_cast<int>(replicas.get<int64_t>()));
 }
 
+Result<std::optional<Seconds>> ParsePreemptBody(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::nullopt;
+  GS_ASSIGN_OR_RETURN(nlohmann::json object, ParseJsonObject(body));
+  for (const auto& [key, value] : object.items()) {
+    if (key != "notice_seconds") {
+      return InvalidArgument(fmt::format("unknown field '{}'; expected only 'notice_seconds'", key),
+                             key);
+    }
+  }
+  if (!object.contains("notice_seconds")) return std::nullopt;
+  const nlohmann::json& notice = object["notice_seconds"];
+  if (!notice.is_number() || !(notice.get<double>() >= 0) || notice.get<double>() > 86400) {
+    return InvalidArgument("expected a number of seconds in [0, 86400]", "notice_seconds");
+  }
+  return std::optional<Seconds>(Seconds{notice.get<double>()});
+}
+
 Result<Seconds> ParseHistoryWindow(const QueryParams& params) {
   GS_ASSIGN_OR_RETURN(int64_t seconds,
                       ParseIntParam(params, "seconds", 300, 1, kMaxHistorySeconds));

@@ -58,6 +58,10 @@ Result<daemon::RuleView> ParseRuleBody(std::string_view body, const daemon::Serv
 Result<std::optional<int>> ParseReplicasBody(std::string_view body);
 
 // ?seconds=N of /v1/gpus/history: default 300, 1..86400. Errors: field "seconds".
+// The body of POST /v1/replicas/{id}/preempt: empty, or {"notice_seconds": N} with N in
+// [0, 86400]; nullopt = the variant's default. Errors name notice_seconds or the unknown key.
+Result<std::optional<Seconds>> ParsePreemptBody(std::string_view body);
+
 Result<Seconds> ParseHistoryWindow(const QueryParams& params);
 
 // GET /v1/services/NAME/history's range: `from` and `to` in seconds since the epoch

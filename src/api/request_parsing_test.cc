@@ -148,6 +148,19 @@ TEST(ParseReplicasBodyTest, AcceptsCountOrNull) {
   EXPECT_EQ(ParseReplicasBody(R"({"count": 1})").error().field, "count");
 }
 
+TEST(ParsePreemptBodyTest, EmptyOrNoticeSeconds) {
+  EXPECT_EQ(*ParsePreemptBody(""), std::nullopt);
+  EXPECT_EQ(*ParsePreemptBody("{}"), std::nullopt);
+  EXPECT_EQ(*ParsePreemptBody(R"({"notice_seconds": 2.5})"), std::optional(Seconds{2.5}));
+  for (const char* bad : {R"({"notice_seconds": -1})", R"({"notice_seconds": "soon"})",
+                          R"({"notice_seconds": 86401})"}) {
+    Result<std::optional<Seconds>> r = ParsePreemptBody(bad);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_EQ(r.error().field, "notice_seconds") << bad;
+  }
+  EXPECT_EQ(ParsePreemptBody(R"({"notice": 1})").error().field, "notice");
+}
+
 TEST(ParseEventQueryTest, DefaultsAndValues) {
   Result<daemon::EventQuery> defaults = ParseEventQuery({});
   ASSERT_TRUE(defaults.has_value());

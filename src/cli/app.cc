@@ -80,6 +80,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   AddBenchCommands(app, ctx);
   AddServeCommands(app, ctx);
   AddServiceCommands(app, ctx);
+  AddReplicaCommands(app, ctx);
   AddGatewayCommands(app, ctx);
   AddRenderCommands(app, ctx);
   AddTaskCommands(app, ctx);

@@ -59,6 +59,7 @@ void AddSimulateCommands(CLI::App& app, CommandContext& ctx);  // simulate
 void AddEmulateCommands(CLI::App& app, CommandContext& ctx);   // emulate
 void AddFleetCommand(CLI::App& app, CommandContext& ctx);      // fleet
 void AddServiceCommands(CLI::App& app, CommandContext& ctx);   // services
+void AddReplicaCommands(CLI::App& app, CommandContext& ctx);   // replicas preempt
 void AddBenchCommands(CLI::App& app, CommandContext& ctx);     // bench
 void AddServeCommands(CLI::App& app, CommandContext& ctx);     // serve
 void AddGatewayCommands(CLI::App& app, CommandContext& ctx);   // gateway (standalone)

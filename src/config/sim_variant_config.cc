@@ -26,14 +26,16 @@ std::string LowerType(std::string type) {
 }
 
 // A variant's `profile:`: a capacity profile that must have been measured on the variant's
-// GPU type and shape, or its capacity describes another replica.
+// GPU type and shape, or its capacity describes another replica. A daemon's type key
+// ("H100-80GB") matches a profile measured on the preset it starts with ("h100").
 Status ReadVariantProfile(const YAML::Node& n, const std::string& path, sim::VariantSpec& v) {
   GS_ASSIGN_OR_RETURN(std::string file, ReadString(n, "profile", path, ""));
   if (file.empty()) return OkStatus();
   auto profile = LoadProfileFile(file);
   if (!profile) return FieldError(n["profile"], Join(path, "profile"), profile.error().message);
   const auto& m = profile->replica_model;
-  if (m && (LowerType(m->gpu) != v.gpu_type || m->tensor_parallel != v.gpus_per_replica)) {
+  if (m && (LowerType(v.gpu_type).rfind(LowerType(m->gpu), 0) != 0 ||
+            m->tensor_parallel != v.gpus_per_replica)) {
     return FieldError(n["profile"], Join(path, "profile"),
                       fmt::format("measured on {} x{}, but the variant is {} x{}", m->gpu,
                                   m->tensor_parallel, v.gpu_type, v.gpus_per_replica));
@@ -42,28 +44,48 @@ Status ReadVariantProfile(const YAML::Node& n, const std::string& path, sim::Var
   return OkStatus();
 }
 
-// One entry of `service.variants`. Names, GPU types and prices are checked here, where the
-// line is known; sim::ValidateVariantPlan checks the rest again for configs built in code.
-Result<sim::VariantSpec> ParseVariant(const YAML::Node& n, const std::string& path) {
-  if (!n.IsMap()) return FieldError(n, path, "expected a mapping");
-  GS_RETURN_IF_ERROR(CheckKnownKeys(
-      n, path,
-      {"name", "gpu_type", "gpus_per_replica", "price_per_gpu_hour", "spot", "spot_discount_ratio",
-       "preemption_notice_seconds", "preemptions_per_hour", "profile"}));
-  sim::VariantSpec v;
-  GS_ASSIGN_OR_RETURN(v.name, ReadString(n, "name", path));
+// `gpu_type`: a calibrated preset for the simulator (lower-cased), a type key as written for
+// the daemon (gpu/gpu_type.h: whether the inventory has it is known only when it runs).
+Status ReadVariantType(const YAML::Node& n, const std::string& path, VariantDialect dialect,
+                       sim::VariantSpec& v) {
   GS_ASSIGN_OR_RETURN(std::string type, ReadString(n, "gpu_type", path));
+  if (dialect == VariantDialect::kDaemon) {
+    if (type.empty() || type.find_first_of(" \t") != std::string::npos) {
+      return FieldError(n["gpu_type"], Join(path, "gpu_type"),
+                        fmt::format("expected a GPU type key such as H100-80GB (`gpuscale gpus` "
+                                    "shows each GPU's type), got '{}'",
+                                    type));
+    }
+    v.gpu_type = type;
+    return OkStatus();
+  }
   v.gpu_type = LowerType(type);
   if (sim::FindGpuSpec(v.gpu_type) == nullptr) {
     return FieldError(
         n["gpu_type"], Join(path, "gpu_type"),
         fmt::format("unknown GPU type '{}': the simulator has calibrated H100 and A100", type));
   }
-  GS_ASSIGN_OR_RETURN(v.gpus_per_replica, ReadInt(n, "gpus_per_replica", path, 1));
+  return OkStatus();
+}
+
+// The simulator's price keys: a list price and a spot discount off it.
+Status ReadVariantPrice(const YAML::Node& n, const std::string& path, sim::VariantSpec& v) {
   GS_ASSIGN_OR_RETURN(v.price_per_gpu_hour, ReadDouble(n, "price_per_gpu_hour", path));
   if (!(v.price_per_gpu_hour > 0)) {
     return FieldError(n["price_per_gpu_hour"], Join(path, "price_per_gpu_hour"), "must be > 0");
   }
+  GS_ASSIGN_OR_RETURN(double discount, ReadDouble(n, "spot_discount_ratio", path, 0.0));
+  if (!(discount >= 0 && discount < 1)) {
+    return FieldError(n["spot_discount_ratio"], Join(path, "spot_discount_ratio"),
+                      "must be in [0, 1)");
+  }
+  v.price_per_gpu_hour *= 1 - discount;
+  return OkStatus();
+}
+
+// The spot keys: a spot flag, and the notice (both dialects) and the seeded preemption rate
+// (simulator) that only a spot variant takes.
+Status ReadVariantSpot(const YAML::Node& n, const std::string& path, sim::VariantSpec& v) {
   GS_ASSIGN_OR_RETURN(v.spot, ReadBool(n, "spot", path, false));
   for (const char* key :
        {"spot_discount_ratio", "preemption_notice_seconds", "preemptions_per_hour"}) {
@@ -71,13 +93,6 @@ Result<sim::VariantSpec> ParseVariant(const YAML::Node& n, const std::string& pa
       return FieldError(n[key], Join(path, key), "only a spot variant (spot: true) takes it");
     }
   }
-  // A discount prices the spot variant off the on-demand list price given beside it.
-  GS_ASSIGN_OR_RETURN(double discount, ReadDouble(n, "spot_discount_ratio", path, 0.0));
-  if (!(discount >= 0 && discount < 1)) {
-    return FieldError(n["spot_discount_ratio"], Join(path, "spot_discount_ratio"),
-                      "must be in [0, 1)");
-  }
-  v.price_per_gpu_hour *= 1 - discount;
   GS_ASSIGN_OR_RETURN(
       double notice, ReadDouble(n, "preemption_notice_seconds", path, v.preemption_notice.count()));
   if (!(notice >= 0)) {
@@ -91,6 +106,34 @@ Result<sim::VariantSpec> ParseVariant(const YAML::Node& n, const std::string& pa
     return FieldError(n["preemptions_per_hour"], Join(path, "preemptions_per_hour"),
                       "must be >= 0");
   }
+  return OkStatus();
+}
+
+// One entry of a variants list. Names, GPU types and prices are checked here, where the
+// line is known; sim::ValidateVariantPlan checks the rest again for configs built in code.
+Result<sim::VariantSpec> ParseVariant(const YAML::Node& n, const std::string& path,
+                                      VariantDialect dialect) {
+  if (!n.IsMap()) return FieldError(n, path, "expected a mapping");
+  const bool sim = dialect == VariantDialect::kSimulator;
+  GS_RETURN_IF_ERROR(CheckKnownKeys(
+      n, path,
+      sim ? std::initializer_list<std::string_view>{"name", "gpu_type", "gpus_per_replica",
+                                                    "price_per_gpu_hour", "spot",
+                                                    "spot_discount_ratio",
+                                                    "preemption_notice_seconds",
+                                                    "preemptions_per_hour", "profile"}
+          : std::initializer_list<std::string_view>{"name", "gpu_type", "gpus_per_replica",
+                                                    "capacity", "spot", "preemption_notice_seconds",
+                                                    "profile"}));
+  sim::VariantSpec v;
+  GS_ASSIGN_OR_RETURN(v.name, ReadString(n, "name", path));
+  GS_RETURN_IF_ERROR(ReadVariantType(n, path, dialect, v));
+  GS_ASSIGN_OR_RETURN(v.gpus_per_replica, ReadInt(n, "gpus_per_replica", path, 1));
+  if (v.gpus_per_replica < 1) {
+    return FieldError(n["gpus_per_replica"], Join(path, "gpus_per_replica"), "must be >= 1");
+  }
+  if (sim) GS_RETURN_IF_ERROR(ReadVariantPrice(n, path, v));
+  GS_RETURN_IF_ERROR(ReadVariantSpot(n, path, v));
   GS_RETURN_IF_ERROR(ReadVariantProfile(n, path, v));
   return v;
 }
@@ -117,27 +160,36 @@ Status ParseGpuLimits(const YAML::Node& n, sim::VariantPlan& plan) {
 
 }  // namespace
 
+Result<std::vector<sim::VariantSpec>> ParseVariantList(const YAML::Node& list,
+                                                       const std::string& path,
+                                                       VariantDialect dialect) {
+  if (!list.IsSequence() || list.size() == 0) {
+    return FieldError(list, path, "expected a non-empty list");
+  }
+  std::vector<sim::VariantSpec> variants;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string entry = yaml::Index(path, i);
+    GS_ASSIGN_OR_RETURN(sim::VariantSpec v, ParseVariant(list[i], entry, dialect));
+    for (const auto& other : variants) {
+      if (other.name == v.name) {
+        return FieldError(list[i]["name"], Join(entry, "name"),
+                          fmt::format("duplicate variant name '{}'", v.name));
+      }
+    }
+    variants.push_back(std::move(v));
+  }
+  return variants;
+}
+
 Status ParseVariants(const YAML::Node& n, sim::ServiceSpec& s) {
   sim::VariantPlan& plan = s.fleet;
   if (const YAML::Node list = n["variants"]; list.IsDefined()) {
-    if (!list.IsSequence() || list.size() == 0) {
-      return FieldError(list, "service.variants", "expected a non-empty list");
-    }
     if (n["gpus_per_replica"].IsDefined()) {
       return FieldError(n["gpus_per_replica"], "service.gpus_per_replica",
                         "give gpus_per_replica per variant when the service lists variants");
     }
-    for (size_t i = 0; i < list.size(); ++i) {
-      const std::string path = yaml::Index("service.variants", i);
-      GS_ASSIGN_OR_RETURN(sim::VariantSpec v, ParseVariant(list[i], path));
-      for (const auto& other : plan.variants) {
-        if (other.name == v.name) {
-          return FieldError(list[i]["name"], Join(path, "name"),
-                            fmt::format("duplicate variant name '{}'", v.name));
-        }
-      }
-      plan.variants.push_back(std::move(v));
-    }
+    GS_ASSIGN_OR_RETURN(plan.variants,
+                        ParseVariantList(list, "service.variants", VariantDialect::kSimulator));
     // Shown in GPU names and used where one shape is asked for: the first variant's.
     s.gpus_per_replica = plan.variants.front().gpus_per_replica;
   }

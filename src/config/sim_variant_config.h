@@ -28,6 +28,20 @@
 
 namespace gpuscale::config {
 
+// Who reads a variants list: the simulator (GPU types are calibrated presets, each entry
+// carries its price and spot discount, and a spot one its seeded preemption rate) or the
+// daemon's service spec (serve_config: GPU types are inventory type keys kept as written, the
+// price comes from the inventory, and an entry may give a relative `capacity`, which the
+// daemon reads itself). Both share name, gpu_type, gpus_per_replica (>= 1), spot,
+// preemption_notice_seconds (spot only) and profile.
+enum class VariantDialect { kSimulator, kDaemon };
+
+// The entries of a variants list at `path` ("service.variants", "services[0].variants").
+// Errors name the entry's field and line, as above; also an empty list or a duplicate name.
+Result<std::vector<sim::VariantSpec>> ParseVariantList(const YAML::Node& list,
+                                                       const std::string& path,
+                                                       VariantDialect dialect);
+
 // Reads `n`'s (the `service` mapping's) variant keys into s.fleet; with variants,
 // s.gpus_per_replica becomes the first variant's.
 Status ParseVariants(const YAML::Node& n, sim::ServiceSpec& s);

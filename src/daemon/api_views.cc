@@ -24,7 +24,10 @@ ReplicaView ToReplicaView(const orch::ReplicaInfo& r) {
                      .adopted = r.adopted,
                      .serving = r.serving,
                      .last_error = r.last_error,
-                     .start_error = r.start_error};
+                     .start_error = r.start_error,
+                     .variant = r.variant,
+                     .capacity = r.capacity,
+                     .preempt_deadline = r.preempt_deadline};
 }
 
 RuleView ToRuleView(const store::RuleRow& row) {

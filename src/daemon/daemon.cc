@@ -239,6 +239,42 @@ Result<std::vector<ReplicaView>> Daemon::ListReplicas(const std::string& service
   return views;
 }
 
+// Queues a spot notice for a replica of the last tick's views; the next tick, woken now,
+// applies it (ApplyPreempts).
+Result<PreemptNotice> Daemon::PreemptReplica(const std::string& replica,
+                                             std::optional<Seconds> notice) {
+  if (notice && !(notice->count() >= 0 && notice->count() <= 86400)) {
+    return InvalidArgument("expected seconds in [0, 86400]", "notice_seconds");
+  }
+  Result<PreemptNotice> queued = [&]() -> Result<PreemptNotice> {
+    MutexLock lock(mu_);
+    for (const auto& [service, replicas] : replicas_) {
+      auto r = std::find_if(replicas.begin(), replicas.end(),
+                            [&](const orch::ReplicaInfo& info) { return info.id == replica; });
+      if (r == replicas.end()) continue;
+      auto view = views_.find(service);
+      if (view == views_.end() || view->second.config.variants.empty()) {
+        return FailedPrecondition(
+            fmt::format("service '{}' lists no variants: a spot notice needs a variant to "
+                        "replace the replica on",
+                        service),
+            "replica");
+      }
+      Seconds given = notice.value_or(Seconds{120});
+      for (const VariantConfig& v : view->second.config.variants) {
+        if (!notice && v.name == r->variant) given = v.preemption_notice;
+      }
+      pending_preempts_.push_back({service, replica, given});
+      return pending_preempts_.back();
+    }
+    return NotFound(
+        fmt::format("no replica '{}' (GET /v1/services/{{name}}/replicas lists them)", replica),
+        "replica");
+  }();
+  if (queued) Wake();  // applied by the next tick, not a loop interval later
+  return queued;
+}
+
 Result<HistorySeries> Daemon::History(const std::string& service, std::optional<Seconds> from_at,
                                       std::optional<Seconds> to_at, Seconds step) {
   {

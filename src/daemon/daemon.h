@@ -185,6 +185,8 @@ class Daemon final : public DaemonApi {
   Result<ServiceView> SetDesiredReplicas(const std::string& service,
                                          std::optional<int> replicas) override;
   Result<std::vector<ReplicaView>> ListReplicas(const std::string& service) override;
+  Result<PreemptNotice> PreemptReplica(const std::string& replica,
+                                       std::optional<Seconds> notice) override;
   Result<HistorySeries> History(const std::string& service, std::optional<Seconds> from,
                                 std::optional<Seconds> to, Seconds step) override;
   std::vector<alloc::Lease> Leases() override;
@@ -237,6 +239,8 @@ class Daemon final : public DaemonApi {
   void TickEvents(ServiceSlot& slot, const ServiceTickResult& result, Seconds now,
                   std::vector<store::EventRow>& events);
   void PollRetiring(Seconds now, std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
+  // The spot notices the API queued (pending_preempts_), applied at the tick's start.
+  void ApplyPreempts(Seconds now, std::vector<store::EventRow>& events) GS_REQUIRES(loop_mu_);
   // State to the store through state_ (StateWriter: only what changed is written).
   void PersistReplicas(const std::string& service, const orch::ServiceOrchestrator& orch);
   void PersistLeases();
@@ -321,6 +325,8 @@ class Daemon final : public DaemonApi {
   // What the API and reloads asked for, by name (Reconcile converges on it every tick).
   std::map<std::string, DesiredService> desired_ GS_GUARDED_BY(mu_);
   uint64_t generation_ GS_GUARDED_BY(mu_) = 0;  // the last desired generation given out
+  // Spot notices (PreemptReplica) for the next tick, in arrival order.
+  std::vector<PreemptNotice> pending_preempts_ GS_GUARDED_BY(mu_);
   // Removed services whose replicas this daemon could not stop (AdoptOrphans: their engine
   // could not be set up), by name -> why. Their names stay taken until a restart stops them:
   // a new service of that name would overwrite the rows that still track the old replicas.

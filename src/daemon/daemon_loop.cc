@@ -351,6 +351,7 @@ void Daemon::Tick() {
   const Seconds now = clock_.Now();
   std::vector<store::EventRow> events;
   Reconcile(now, events);
+  ApplyPreempts(now, events);
   PrepareProbes(now);
   for (auto& [name, slot] : services_) slot->orch->Poll(now);
   PollRetiring(now, events);
@@ -466,6 +467,24 @@ void Daemon::ShowUnapplied(std::map<std::string, ServiceView>& views) {
     if (view == views.end()) continue;
     view->second.manual_replicas = d.manual;  // set by the API, applied by the next tick
     if (auto failure = reconciler_->FailureOf(name)) view->second.apply_failure = *failure;
+  }
+}
+
+void Daemon::ApplyPreempts(Seconds now, std::vector<store::EventRow>& events) {
+  std::vector<PreemptNotice> notices;
+  {
+    MutexLock lock(mu_);
+    notices.swap(pending_preempts_);
+  }
+  for (const PreemptNotice& n : notices) {
+    auto it = services_.find(n.service);
+    Status applied = it == services_.end() || it->second->variants == nullptr
+                         ? NotFound("the service is gone or lists no variants now")
+                         : it->second->variants->Preempt(n.replica, n.notice, now);
+    if (!applied) {
+      events.push_back(MakeEvent(now, n.service, events::EventKind::kActionFailed, n.replica,
+                                 "spot notice not applied: " + applied.error().ToString()));
+    }
   }
 }
 

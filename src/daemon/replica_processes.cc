@@ -32,7 +32,9 @@ std::string ServiceOfMarked(const ServiceSlots& services, const std::string& ser
   const size_t dot = service.rfind('.');  // a pool: PoolServiceConfig's "<service>.<role>"
   if (dot == std::string::npos) return service;
   auto it = services.find(service.substr(0, dot));
-  return it != services.end() && it->second->pooled != nullptr ? it->first : service;
+  const bool pools =
+      it != services.end() && (it->second->pooled != nullptr || it->second->variants != nullptr);
+  return pools ? it->first : service;
 }
 
 std::string Marker(const std::string& state_dir) {

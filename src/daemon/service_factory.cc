@@ -1,10 +1,12 @@
 #include "daemon/service_factory.h"
 
+#include <map>
 #include <utility>
 #include <vector>
 
 #include "daemon/service_policy.h"
 #include "daemon/slurm_adapter.h"
+#include "daemon/variant_prices.h"
 #include "orch/fleet_orchestrator.h"
 #include "yaml/yaml_util.h"
 
@@ -24,6 +26,7 @@ Result<std::unique_ptr<ServiceSlot>> ServiceFactory::MakeSlot(const ServiceConfi
     }
     GS_ASSIGN_OR_RETURN(std::unique_ptr<scale::Policy> policy, BuildServicePolicy(service, rules));
     GS_ASSIGN_OR_RETURN(slot->orch, MakeOrchestrator(service));
+    slot->variants = dynamic_cast<orch::VariantOrchestrator*>(slot->orch.get());
     slot->runtimes.push_back(
         std::make_unique<ServiceRuntime>(service, std::move(policy), *slot->orch));
   }
@@ -37,6 +40,7 @@ Result<std::unique_ptr<ServiceSlot>> ServiceFactory::MakeSlot(const ServiceConfi
 // A service's engine: local processes (default), Slurm jobs (engine: slurm) or a fleet.
 Result<std::unique_ptr<orch::ServiceOrchestrator>> ServiceFactory::MakeOrchestrator(
     const ServiceConfig& service) {
+  if (!service.variants.empty()) return MakeVariantOrchestrator(service);
   if (service.engine == "fleet") {
     orch::FleetConfig fleet;
     fleet.service = service.name;
@@ -123,6 +127,34 @@ Status ServiceFactory::MakePools(const ServiceConfig& service, ServiceSlot& slot
   slot.pooled = pooled.get();
   slot.orch = std::move(pooled);
   return OkStatus();
+}
+
+Result<std::unique_ptr<orch::ServiceOrchestrator>> ServiceFactory::MakeVariantOrchestrator(
+    const ServiceConfig& service) {
+  GS_ASSIGN_OR_RETURN(gpu::GpuSnapshot gpus, monitor_.Snapshot());
+  GS_ASSIGN_OR_RETURN(std::vector<orch::VariantPlacement> placements,
+                      PriceVariants(service, gpus, ""));
+  std::vector<orch::PooledOrchestrator::Pool> pools;
+  for (const VariantConfig& v : service.variants) {
+    // One engine per variant, named "<service>.<variant>" as a disaggregated service's pools
+    // are ('.' is in no service name), leasing only GPUs of its type.
+    ServiceConfig one = service;
+    one.name = service.name + "." + v.name;
+    one.variants.clear();
+    one.gpu_type = v.gpu_type;
+    one.gpus_per_replica = v.gpus_per_replica;
+    GS_ASSIGN_OR_RETURN(std::unique_ptr<orch::LocalProcessOrchestrator> local,
+                        MakeLocalOrchestrator(one));
+    pools.push_back({one.name, std::move(local)});
+  }
+  gpu::Monitor* monitor = &monitor_;
+  alloc::LeaseLedger* ledger = &ledger_;
+  orch::FreeGpuCounts free = [monitor, ledger](Seconds) {
+    Result<gpu::GpuSnapshot> now = monitor->Snapshot();
+    return now ? UnleasedGpusByType(*now, *ledger) : std::map<std::string, int>{};
+  };
+  return std::unique_ptr<orch::ServiceOrchestrator>(std::make_unique<orch::VariantOrchestrator>(
+      std::move(placements), std::move(pools), std::move(free)));
 }
 
 }  // namespace gpuscale::daemon

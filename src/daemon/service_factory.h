@@ -58,6 +58,10 @@ class ServiceFactory {
  private:
   Result<std::unique_ptr<orch::LocalProcessOrchestrator>> MakeLocalOrchestrator(
       const ServiceConfig& service);
+  // A mixed-fleet service's engine (service.variants): one local engine per variant, priced
+  // from the inventory. Errors name variants[i].gpu_type.
+  Result<std::unique_ptr<orch::ServiceOrchestrator>> MakeVariantOrchestrator(
+      const ServiceConfig& service);
   // A disaggregated service's orchestrator (its pools on a shared GPU budget) and runtimes,
   // into `slot`. Errors name disaggregated.<role>.<field>.
   Status MakePools(const ServiceConfig& service, ServiceSlot& slot);

@@ -68,7 +68,7 @@ gateway::ServiceRoute ServiceSlot::Route(Seconds now) const {
     }
     const bool prefill = route.disaggregated && RuntimeIndexOf(r.id) == 0;
     (prefill ? route.prefill_replicas : route.replicas)
-        .push_back({r.id, r.host, r.port, (now - r.phase_since).count()});
+        .push_back({r.id, r.host, r.port, (now - r.phase_since).count(), r.capacity});
   }
   return route;
 }

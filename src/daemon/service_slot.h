@@ -25,6 +25,7 @@
 #include "daemon_api/daemon_api.h"
 #include "gateway/gateway_state.h"
 #include "orch/pooled_orchestrator.h"
+#include "orch/variant_orchestrator.h"
 #include "scale/replica_orchestrator.h"
 #include "serve_config/daemon_config.h"
 
@@ -38,6 +39,8 @@ struct ServiceSlot {
   std::vector<std::unique_ptr<ServiceRuntime>> runtimes;
   // A disaggregated service: `orch` as pools, and the GPU budget they share (owned by orch).
   orch::PooledOrchestrator* pooled = nullptr;
+  // A mixed-fleet service (config.variants): `orch` as its variants' engines.
+  orch::VariantOrchestrator* variants = nullptr;
   const alloc::PoolBudget* budget = nullptr;
   // A disaggregated service: the pools' last ticks as one (CombinePoolTicks), what the view,
   // the decision row and the history show.

@@ -7,6 +7,7 @@
 
 #include "alloc/gpu_selector.h"
 #include "daemon/service_policy.h"
+#include "daemon/variant_prices.h"
 #include "orch/local_process_orchestrator.h"
 
 namespace gpuscale::daemon {
@@ -90,6 +91,12 @@ Status CheckFitsInventory(const ServiceConfig& config, const Result<gpu::GpuSnap
   }
   if (config.engine != "local" || config.gpus_per_replica <= 0) return OkStatus();
   if (!inventory) return OkStatus();
+  // A mixed fleet's counts are in capacity, not GPUs: each variant needs its type, priced.
+  if (!config.variants.empty()) {
+    Result<std::vector<orch::VariantPlacement>> priced = PriceVariants(config, *inventory, "");
+    if (!priced) return ResourceExhausted(priced.error().message, priced.error().field);
+    return OkStatus();
+  }
   const gpu::GpuSnapshot* snapshot = &*inventory;
   // A typed service fits only on GPUs of its type; "this machine's inventory" means those.
   const std::string of_type =

@@ -82,6 +82,13 @@ struct ServiceView {
   int gpus_held = 0;
 };
 
+// A spot notice as the daemon took it (DaemonApi::PreemptReplica).
+struct PreemptNotice {
+  std::string service;
+  std::string replica;
+  Seconds notice{0};
+};
+
 class DaemonApi {
  public:
   virtual ~DaemonApi() = default;
@@ -123,6 +130,15 @@ class DaemonApi {
   virtual Result<ServiceView> SetDesiredReplicas(const std::string& service,
                                                  std::optional<int> replicas) = 0;
   virtual Result<std::vector<ReplicaView>> ListReplicas(const std::string& service) = 0;
+  // A cloud's spot notice for replica `replica` (POST /v1/replicas/{id}/preempt): it takes no
+  // new requests, is stopped by now + notice at the latest (its GPUs freed), and a
+  // replacement starts on the cheapest variant with free GPUs (orch/variant_orchestrator.h).
+  // Applied by the next tick, which this wakes. `notice` unset: its variant's
+  // preemption_notice_seconds. Errors: kNotFound (no such replica in any service's last
+  // view), kFailedPrecondition (its service lists no variants), kInvalidArgument naming
+  // notice_seconds (negative or over a day).
+  virtual Result<PreemptNotice> PreemptReplica(const std::string& replica,
+                                               std::optional<Seconds> notice) = 0;
   // The service's ticks over [from, to) at `step` (daemon/service_history.h; defaults: to =
   // now, from = to - 1 h, step 0 = the daemon picks). Errors: kNotFound for an unknown service;
   // kInvalidArgument naming "from" or "step".

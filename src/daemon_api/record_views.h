@@ -40,6 +40,11 @@ struct ReplicaView {
   // Why the replica's last attempt to start a process failed; "" once a process runs, and
   // for engines that do not say.
   std::string start_error;
+  // A mixed fleet's replica: its variant and relative capacity ("" and 1 otherwise), and
+  // while a spot notice drains it, when it is stopped at the latest.
+  std::string variant = {};
+  double capacity = 1;
+  std::optional<Seconds> preempt_deadline = {};
 
   friend bool operator==(const ReplicaView&, const ReplicaView&) = default;
 };

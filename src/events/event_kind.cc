@@ -52,6 +52,8 @@ constexpr std::pair<EventKind, std::string_view> kNames[] = {
     {K::kReplicaStopFailed, "replica_stop_failed"},
     {K::kReplicaAdopted, "replica_adopted"},
     {K::kReplicaCleanedUp, "replica_cleaned_up"},
+    {K::kReplicaPreempting, "replica_preempting"},
+    {K::kReplicaPreempted, "replica_preempted"},
     {K::kEngineUnavailable, "engine_unavailable"},
     {K::kEngineRecovered, "engine_recovered"},
     {K::kTaskSubmitted, "task_submitted"},

@@ -57,6 +57,8 @@ enum class EventKind {
   kReplicaStopFailed,  // an engine did not take the stop yet; retried
   kReplicaAdopted,
   kReplicaCleanedUp,
+  kReplicaPreempting,  // a spot notice: drains, then goes by the deadline (issue 47)
+  kReplicaPreempted,   // the preempted replica stopped and its GPUs were freed
   // A service's engine (its Slurm controller) as a whole.
   kEngineUnavailable,
   kEngineRecovered,

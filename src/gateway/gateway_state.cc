@@ -241,7 +241,10 @@ std::optional<Ticket> GatewayState::AcquireLocked(const std::string& service,
     auto f = in_flight_.find(r.route.id);
     const int outstanding = f == in_flight_.end() ? 0 : f->second.count;
     if (limit > 0 && outstanding >= limit) continue;  // saturated: the request waits
-    candidates.push_back({outstanding, r.ready_since, r.identity});
+    candidates.push_back({.outstanding = outstanding,
+                          .ready_since = r.ready_since,
+                          .identity = r.identity,
+                          .capacity_weight = r.route.capacity_weight});
     eligible.push_back(&r);
   }
   auto [picker, inserted] = pickers_.try_emplace({service, pool}, config_.picker);

@@ -46,6 +46,9 @@ struct ReplicaRoute {
   std::string host;
   int port = 0;
   double ready_age_seconds = 1e9;  // how long it has been ready (slow start)
+  // Its capacity relative to the service's other replicas (a mixed fleet's variant, issue
+  // 47): least-outstanding routing weights its share by it (route::Candidate). > 0.
+  double capacity_weight = 1;
 };
 
 struct ServiceRoute {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,13 @@ struct ReplicaInfo {
   // Why the replica's last attempt to start a process failed (e.g. "cannot start 'vllm': No
   // such file or directory ..."); "" once a process runs, and for engines that do not say.
   std::string start_error;
+  // A mixed fleet's replica (VariantOrchestrator): its variant's name and capacity relative
+  // to the first variant's (the gateway's routing weight); "" and 1 otherwise.
+  std::string variant = {};
+  double capacity = 1;
+  // Set while a spot notice drains it (VariantOrchestrator::Preempt): when it is stopped at
+  // the latest.
+  std::optional<Seconds> preempt_deadline = {};
 };
 
 // What the daemon persists per replica and hands back to Adopt() after a restart.

@@ -39,6 +39,11 @@
 //       gpu_type: H100-80GB                      # optional: only GPUs of this type (the
 //                                                  # key `gpuscale gpus` shows); local
 //                                                  # engine, not disaggregated
+//       variants:                                # optional, instead of gpu_type and
+//         - {name: h100, gpu_type: H100-80GB,    # gpus_per_replica: a mixed fleet (issue
+//            gpus_per_replica: 1, capacity: 2}   # 47, docs/cluster.md "Mixed fleets"), see
+//         - {name: a100, gpu_type: A100-80GB,    # VariantConfig; local engine, not
+//            spot: true, preemption_notice_seconds: 120}   # disaggregated
 //       readiness_path: /health
 //       metrics_path: /metrics
 //       startup_timeout_seconds: 900
@@ -191,6 +196,27 @@ struct DisaggSpec {
   friend bool operator==(const DisaggSpec&, const DisaggSpec&) = default;
 };
 
+// One way a replica of a mixed-fleet service may run (`variants:`, issue 47): a GPU type and
+// shape, with the replica's capacity relative to the first variant's. Its price per GPU-hour
+// is the inventory's for the type (gpu.prices, an inventory's `prices` or a GPU's
+// price_per_hour), looked up when the service starts; the read itself is config/
+// sim_variant_config.h's, shared with the simulator (VariantDialect::kDaemon).
+struct VariantConfig {
+  std::string name;          // [a-z0-9][a-z0-9-]*, unique in the service; in replica ids
+  std::string gpu_type;      // type key (gpu/gpu_type.h), required
+  int gpus_per_replica = 1;  // >= 1
+  // `capacity`: what one replica serves relative to one of the first variant (> 0, default
+  // 1); with `profile: FILE` on every variant instead, the profiles' capacities' ratio. The
+  // policy's replica counts are in first-variant replicas, and the gateway weights each
+  // replica's share of requests by it.
+  double capacity = 1;
+  bool spot = false;  // preemptible: a provider's notice (POST .../preempt) may reclaim it
+  // `preemption_notice_seconds` (spot only): the notice a preempt call without one gets.
+  Seconds preemption_notice{120};
+
+  friend bool operator==(const VariantConfig&, const VariantConfig&) = default;
+};
+
 // The largest max_replicas a service may have: far above any fleet gpuscale runs, and low
 // enough that replica arithmetic (replicas x GPUs, policy ratios) never overflows.
 inline constexpr int kMaxReplicasPerService = 100000;
@@ -211,6 +237,9 @@ struct ServiceConfig {
   int64_t min_memory_free_mb = 0;
   // `gpu_type`: type key (gpu/gpu_type.h) every replica's GPUs must have; "" = any type.
   std::string gpu_type;
+  // `variants`: the GPU types and shapes its replicas may run on (a mixed fleet); empty = one
+  // shape (gpus_per_replica, gpu_type). With variants, gpus_per_replica is the first's.
+  std::vector<VariantConfig> variants;
   std::string readiness_path = "/health";
   std::string metrics_path = "/metrics";
   Seconds startup_timeout{900};

@@ -73,6 +73,12 @@ Status ReadDisaggregated(const YAML::Node& n, const std::string& path, ServiceCo
 // Writes the `disaggregated` key and block into a service map being emitted.
 void EmitDisaggregated(YAML::Emitter& out, const DisaggSpec& spec);
 
+// `variants:` of the service at `path` (daemon_config_variants.cc), after its engine and
+// replica fields were read. Errors name the field and line.
+Status ReadVariants(const YAML::Node& n, const std::string& path, ServiceConfig& s);
+// Writes the `variants` key and list into a service map being emitted (nothing without).
+void EmitVariants(YAML::Emitter& out, const std::vector<VariantConfig>& variants);
+
 // Writes `engine` and `slurm` into a service map being emitted (nothing for engine: local,
 // so local services keep their canonical YAML).
 void EmitEngine(YAML::Emitter& out, const ServiceConfig& s);

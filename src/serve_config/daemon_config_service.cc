@@ -370,12 +370,27 @@ Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::stri
       return FieldError(node, path.empty() ? "<root>" : path,
                         "expected a mapping with name, command, ... (see examples/gpuscale.yaml)");
     }
-    GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
-        node, path,
-        {"name", "engine", "slurm", "fleet", "command", "env", "models", "gpus_per_replica",
-         "min_memory_free_mb", "readiness_path", "metrics_path", "startup_timeout_seconds",
-         "drain_timeout_seconds", "min_replicas", "max_replicas", "slo", "policy", "disaggregated",
-         "gpu_type"}));
+    GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(node, path,
+                                            {"name",
+                                             "engine",
+                                             "slurm",
+                                             "fleet",
+                                             "command",
+                                             "env",
+                                             "models",
+                                             "gpus_per_replica",
+                                             "min_memory_free_mb",
+                                             "readiness_path",
+                                             "metrics_path",
+                                             "startup_timeout_seconds",
+                                             "drain_timeout_seconds",
+                                             "min_replicas",
+                                             "max_replicas",
+                                             "slo",
+                                             "policy",
+                                             "disaggregated",
+                                             "gpu_type",
+                                             "variants"}));
     ServiceConfig s;
     GS_RETURN_IF_ERROR(ReadScalars(node, path, s));
     GS_RETURN_IF_ERROR(ReadSlo(node, path, s));
@@ -383,12 +398,14 @@ Result<ServiceConfig> ParseServiceConfig(const YAML::Node& node, const std::stri
       GS_RETURN_IF_ERROR(ReadEngine(node, path, s));
       GS_RETURN_IF_ERROR(ReadDisaggregated(node, path, s));
       GS_RETURN_IF_ERROR(ReadGpuType(node, path, s));
+      GS_RETURN_IF_ERROR(ReadVariants(node, path, s));
       return s;
     }
     GS_RETURN_IF_ERROR(ReadReplicaFields(node, Child(node, "policy"), Child(node, "slo"), path, s));
     // After the replica fields: an engine checks them (fleet replicas hold no GPUs).
     GS_RETURN_IF_ERROR(ReadEngine(node, path, s));
     GS_RETURN_IF_ERROR(ReadGpuType(node, path, s));
+    GS_RETURN_IF_ERROR(ReadVariants(node, path, s));
     return s;
   } catch (const YAML::Exception& e) {
     // A malformed tree (e.g. a mapping used as a key) makes yaml-cpp throw on conversion.
@@ -418,12 +435,16 @@ std::string ServiceConfigToYaml(const ServiceConfig& s) {
     for (const std::string& model : s.models) out << YAML::DoubleQuoted << model;
     out << YAML::EndSeq;
   }
-  if (!s.disaggregated) {
+  // With variants, each variant's (the service's is the first's).
+  if (!s.disaggregated && s.variants.empty()) {
     out << YAML::Key << "gpus_per_replica" << YAML::Value << s.gpus_per_replica;
+  }
+  if (!s.disaggregated) {
     out << YAML::Key << "min_memory_free_mb" << YAML::Value << s.min_memory_free_mb;
   }
   // Written only when set, so that specs stored before gpu_type existed read back equal.
   if (!s.gpu_type.empty()) out << YAML::Key << "gpu_type" << YAML::Value << s.gpu_type;
+  EmitVariants(out, s.variants);
   out << YAML::Key << "readiness_path" << YAML::Value << s.readiness_path;
   out << YAML::Key << "metrics_path" << YAML::Value << s.metrics_path;
   out << YAML::Key << "startup_timeout_seconds" << YAML::Value

@@ -240,6 +240,18 @@ class FakeDaemonApi : public daemon::DaemonApi {
     if (services_.count(service) == 0) return NotFound(fmt_no_service(service), "name");
     return replicas_[service];
   }
+  // A notice for a replica some service lists (no variants here: every one is taken).
+  Result<daemon::PreemptNotice> PreemptReplica(const std::string& replica,
+                                               std::optional<Seconds> notice) override {
+    std::lock_guard lock(mu_);
+    for (const auto& [service, views] : replicas_) {
+      for (const daemon::ReplicaView& r : views) {
+        if (r.id == replica)
+          return daemon::PreemptNotice{service, replica, notice.value_or(Seconds{120})};
+      }
+    }
+    return NotFound("no replica '" + replica + "'", "replica");
+  }
   // Tests record ticks into `history` (the daemon's own HistoryBook, so its range checks
   // are the daemon's: the one daemon piece api_test links); services without any get empty
   // steps, as from the daemon.

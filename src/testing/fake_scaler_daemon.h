@@ -67,6 +67,10 @@ class FakeScalerDaemon : public daemon::DaemonApi {
   Result<std::vector<daemon::ReplicaView>> ListReplicas(const std::string&) override {
     return Unavailable("fake");
   }
+  Result<daemon::PreemptNotice> PreemptReplica(const std::string&,
+                                               std::optional<Seconds>) override {
+    return Unavailable("fake");
+  }
   Result<daemon::HistorySeries> History(const std::string&, std::optional<Seconds>,
                                         std::optional<Seconds>, Seconds) override {
     return Unavailable("fake");
