@@ -13,6 +13,7 @@
 #include "daemon/daemon.h"
 #include "daemon/daemon_internal.h"
 #include "daemon/service_policy.h"
+#include "orch/argv_template.h"
 #include "yaml/yaml_util.h"
 
 namespace gpuscale::daemon {
@@ -88,13 +89,17 @@ void Daemon::PublishRoutes(Seconds now) {
     gateway::ServiceRoute route{name, slot->config.ServedModels(), {}};
     route.disaggregated = slot->pooled != nullptr;
     route.unavailable_reason = slot->start_failure.failure();
+    // Local replicas told where to publish their KV events ({kv_events_endpoint}) publish there.
+    const bool kv_events = !route.disaggregated && slot->config.engine == "local" &&
+                           orch::NamesPlaceholder(slot->config.command, orch::kKvEventsEndpointVar);
     for (const orch::ReplicaInfo& r : slot->orch->Replicas(now)) {
       if (r.phase != scale::ReplicaPhase::kReady || !r.serving || r.port <= 0 || r.host.empty()) {
         continue;
       }
       const bool prefill = route.disaggregated && slot->RuntimeIndexOf(r.id) == 0;
       (prefill ? route.prefill_replicas : route.replicas)
-          .push_back({r.id, r.host, r.port, (now - r.phase_since).count()});
+          .push_back({r.id, r.host, r.port, (now - r.phase_since).count(),
+                      kv_events ? orch::KvEventsEndpoint(config_.state_dir, r.id) : ""});
     }
     routes.push_back(std::move(route));
   }
