@@ -165,9 +165,6 @@ Result<gateway::GatewayConfig> BuildConfig(const GatewayFlags& flags) {
   config.threads = flags.threads;
   // Fixed replicas count as warm: no slow start.
   GS_ASSIGN_OR_RETURN(config.picker, PickerSpecFromFlags(flags.router, {.slow_start_seconds = 0}));
-  if (Status live = route::CheckGatewayPickerSpec(config.picker); !live) {
-    return InvalidArgument(live.error().message, "--router");
-  }
   if (!(flags.health_check_interval >= 0 && flags.health_check_interval <= 3600)) {
     return InvalidArgument(fmt::format("expected 0..3600 seconds (0 = no health checks), got {}",
                                        flags.health_check_interval),

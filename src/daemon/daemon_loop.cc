@@ -412,7 +412,7 @@ void Daemon::PublishViews(Seconds now) {
 void Daemon::PublishRoutes(Seconds now) {
   if (!options_.gateway) return;
   std::vector<gateway::ServiceRoute> routes;
-  for (auto& [name, slot] : services_) routes.push_back(slot->Route(now));
+  for (auto& [name, slot] : services_) routes.push_back(slot->Route(now, config_.state_dir));
   options_.gateway->Publish(std::move(routes));
 }
 

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "orch/argv_template.h"
+
 namespace gpuscale::daemon {
 
 std::string ServiceSlot::PolicyFamily() const {
@@ -58,17 +60,20 @@ void ServiceSlot::AddPoolViews(ServiceView& view) const {
   }
 }
 
-gateway::ServiceRoute ServiceSlot::Route(Seconds now) const {
+gateway::ServiceRoute ServiceSlot::Route(Seconds now, const std::string& state_dir) const {
   gateway::ServiceRoute route{name, config.ServedModels(), {}};
   route.disaggregated = pooled != nullptr;
   route.unavailable_reason = start_failure.failure();
+  const bool kv_events = !route.disaggregated && config.engine == "local" &&
+                         orch::NamesPlaceholder(config.command, orch::kKvEventsEndpointVar);
   for (const orch::ReplicaInfo& r : orch->Replicas(now)) {
     if (r.phase != scale::ReplicaPhase::kReady || !r.serving || r.port <= 0 || r.host.empty()) {
       continue;
     }
     const bool prefill = route.disaggregated && RuntimeIndexOf(r.id) == 0;
     (prefill ? route.prefill_replicas : route.replicas)
-        .push_back({r.id, r.host, r.port, (now - r.phase_since).count(), r.capacity});
+        .push_back({r.id, r.host, r.port, (now - r.phase_since).count(), r.capacity,
+                    kv_events ? orch::KvEventsEndpoint(state_dir, r.id) : ""});
   }
   return route;
 }

@@ -65,7 +65,9 @@ struct ServiceSlot {
   // The service's models and ready replicas for the gateway at `now`; a disaggregated
   // service's prefill pool (runtime 0) as the route's prefill replicas, its decode pool as
   // the replicas requests are relayed to (docs/gateway.md).
-  gateway::ServiceRoute Route(Seconds now) const;
+  // Local replicas told where to publish their KV events ({kv_events_endpoint} in the
+  // command) carry that endpoint, under `state_dir`.
+  gateway::ServiceRoute Route(Seconds now, const std::string& state_dir) const;
   // Stops every replica and drops the runtimes; the slot then waits in a retiring list until
   // its processes are gone (Daemon::PollRetiring).
   void StopAll(Seconds now);

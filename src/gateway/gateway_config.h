@@ -14,6 +14,21 @@ namespace gpuscale::gateway {
 // `gateway.admission` (route/admission_config.h: the simulator reads the same block).
 using AdmissionConfig = route::AdmissionConfig;
 
+// `gateway.prefix_cache`: the indexes of router kind prefix_cache (docs/gateway.md, "Prefix
+// cache"); unused by the other kinds.
+struct PrefixCacheConfig {
+  // Tokens per KV block: must equal the replicas' --block-size (vLLM's default 16), or the
+  // gateway's block keys never match the ones they publish.
+  int block_tokens = 16;
+  // Per replica: the approximate index's bound, and how many new blocks a replica's KV events
+  // must announce after a gap before they are trusted again (about its cache's size in blocks).
+  int64_t capacity_blocks = 100'000;
+  Seconds ttl{300};             // the approximate index's entries
+  std::string kv_events_topic;  // the topic subscribed to ("" = all, vLLM's default topic)
+
+  friend bool operator==(const PrefixCacheConfig&, const PrefixCacheConfig&) = default;
+};
+
 struct GatewayConfig {
   bool enabled = true;             // `gateway: {enabled: false}` turns the listener off
   std::string host = "127.0.0.1";  // `listen: host:port`; loopback unless asked otherwise
@@ -57,6 +72,7 @@ struct GatewayConfig {
   // Prefix affinity hashes the first this many characters of the prompt (or of the
   // messages' contents).
   int prefix_chars = 512;
+  PrefixCacheConfig prefix_cache;
   AdmissionConfig admission;
 
   friend bool operator==(const GatewayConfig&, const GatewayConfig&) = default;

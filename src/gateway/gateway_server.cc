@@ -11,6 +11,7 @@
 
 #include "gateway/door_admission.h"
 #include "gateway/health_checker.h"
+#include "gateway/kv_event_subscriber.h"
 #include "gateway/openai_request.h"
 #include "gateway/prefill_step.h"
 #include "gateway/relay_framing.h"
@@ -152,14 +153,14 @@ struct GatewayServer::Impl {
   // A sheddable request (`door`) that would wait past admission.sheddable_max_wait is
   // answered 429 (recorded as error `shed`).
   awaitable<std::optional<Ticket>> Place(beast::tcp_stream& client, const Request& req,
-                                         const std::string& service, std::optional<uint64_t> key,
-                                         RoutePool pool, const DoorAdmission& door,
-                                         SteadyTime arrival, RequestMeasurement& m, bool& kept);
+                                         const std::string& service, RouteKey key, RoutePool pool,
+                                         const DoorAdmission& door, SteadyTime arrival,
+                                         RequestMeasurement& m, bool& kept);
   // A disaggregated service's prefill step (prefill_step.h) on `ticket`: the request for the
   // decode step, or nullopt when the request ended (recorded, answered; `kept` as Place's).
   // On success the prefill replica's ticket goes to `hold`.
   awaitable<std::optional<Request>> Prefill(beast::tcp_stream& client, const Request& req,
-                                            const std::string& service, std::optional<uint64_t> key,
+                                            const std::string& service, RouteKey key,
                                             const Ticket& ticket, SteadyTime arrival,
                                             RequestMeasurement& m, bool& kept, HeldTicket& hold);
   // `hold` (a disaggregated request's prefill ticket) is released at the first response body
@@ -187,6 +188,9 @@ struct GatewayServer::Impl {
   RelayThreads threads;  // Stop closes their pooled connections before server is destroyed
   std::unique_ptr<net::HttpServer> server;
   std::unique_ptr<HealthChecker> checker;  // after server: stopped before its io_contexts go
+  // Precise prefix-cache routing: the replicas' KV events into state's index. After state,
+  // whose sink it calls.
+  std::unique_ptr<KvEventSubscriber> kv_subscriber;
 };
 
 awaitable<void> GatewayServer::Impl::EndCut(beast::tcp_stream& client, const Request& req,
@@ -320,7 +324,9 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::WaitForReplica(
 
 awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request& req,
                                              SteadyTime arrival) {
-  Result<InferenceRequest> parsed = ParseInferenceRequest(req.body(), config.prefix_chars);
+  const bool by_cache = config.picker.kind == route::PickerKind::kPrefixCache;
+  Result<InferenceRequest> parsed = ParseInferenceRequest(
+      req.body(), config.prefix_chars, by_cache ? config.prefix_cache.block_tokens : 0);
   if (!parsed) {
     const Canned bad = ErrorReply(http::status::bad_request, parsed.error().message,
                                   "invalid_request_error", parsed.error().field);
@@ -337,8 +343,10 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
     const bool sent = co_await Send(client, req, unknown);
     co_return sent;
   }
-  const std::optional<uint64_t> key =
-      config.picker.prefix_affinity ? std::optional(parsed->prefix_key) : std::nullopt;
+  RouteKey key;
+  if (config.picker.prefix_affinity) key.prefix_key = parsed->prefix_key;
+  key.blocks = parsed->prompt_blocks;
+  key.prompt_tokens = parsed->prompt_tokens;
   RequestMeasurement m;
   DoorAdmission door;
   if (const std::optional<Canned> refused = AdmitAtDoor(req, *parsed, *service, arrival, door, m)) {
@@ -392,9 +400,9 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
 }
 
 awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(
-    beast::tcp_stream& client, const Request& req, const std::string& service,
-    std::optional<uint64_t> key, RoutePool pool, const DoorAdmission& door, SteadyTime arrival,
-    RequestMeasurement& m, bool& kept) {
+    beast::tcp_stream& client, const Request& req, const std::string& service, RouteKey key,
+    RoutePool pool, const DoorAdmission& door, SteadyTime arrival, RequestMeasurement& m,
+    bool& kept) {
   std::optional<Ticket> ticket = state->Admit(service, key, pool, door.tokens);
   if (ticket) co_return ticket;
   route::Admission admission;
@@ -411,7 +419,7 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(
     const int client_fd = client.socket().native_handle();
     WaitRequest wait{
         .pool = pool,
-        .prefix_key = key,
+        .key = key,
         .priority = door.priority,
         .tenant = door.tenant,
         .tokens = door.tokens,
@@ -515,9 +523,8 @@ awaitable<bool> GatewayServer::Impl::SendCannotStart(beast::tcp_stream& client, 
 }
 
 awaitable<std::optional<Request>> GatewayServer::Impl::Prefill(
-    beast::tcp_stream& client, const Request& req, const std::string& service,
-    std::optional<uint64_t> key, const Ticket& ticket, SteadyTime arrival, RequestMeasurement& m,
-    bool& kept, HeldTicket& hold) {
+    beast::tcp_stream& client, const Request& req, const std::string& service, RouteKey key,
+    const Ticket& ticket, SteadyTime arrival, RequestMeasurement& m, bool& kept, HeldTicket& hold) {
   auto executor = co_await asio::this_coro::executor;
   UpstreamPool& pool = threads.For(executor).pool;
   PrefillStepResult step = co_await RunPrefillStep(*state, pool, req, service, key, ticket, m);
@@ -758,12 +765,26 @@ Result<std::unique_ptr<GatewayServer>> GatewayServer::Start(std::shared_ptr<Gate
   GS_ASSIGN_OR_RETURN(impl->server,
                       net::HttpServer::Start(std::move(options), handler, reject));
   impl->checker = HealthChecker::Start(impl->server->NextContext(), impl->state);
+  if (config.picker.kind == route::PickerKind::kPrefixCache &&
+      config.picker.prefix_index == route::PrefixIndexMode::kPrecise) {
+    impl->kv_subscriber = std::make_unique<KvEventSubscriber>(impl->state->kv_events(),
+                                                              config.prefix_cache.kv_events_topic);
+    KvEventSubscriber* subscriber = impl->kv_subscriber.get();
+    impl->state->SetKvEndpointsListener([subscriber](std::map<std::string, std::string> e) {
+      subscriber->SetEndpoints(std::move(e));
+    });
+    subscriber->SetEndpoints(impl->state->KvEventEndpoints());
+  }
   return std::unique_ptr<GatewayServer>(new GatewayServer(std::move(impl)));
 }
 
 void GatewayServer::Stop() {
   if (!impl_ || !impl_->server) return;
   if (impl_->checker) impl_->checker->Stop();
+  if (impl_->kv_subscriber) {
+    impl_->state->SetKvEndpointsListener(nullptr);
+    impl_->kv_subscriber.reset();  // joins its thread
+  }
   impl_->server->Stop();       // joins the I/O threads
   impl_->threads.CloseIdle();  // while the io_contexts the pooled sockets use still exist
 }

@@ -5,10 +5,14 @@
 #include <set>
 #include <string_view>
 
+#include "metrics/exposition_writer.h"
+
 namespace gpuscale::gateway {
 
 GatewayState::GatewayState(GatewayConfig config)
-    : config_(std::move(config)), tenant_limits_(config_.admission.tenant_tokens_per_minute) {}
+    : config_(std::move(config)),
+      prefix_cache_(config_.picker.prefix_index, config_.prefix_cache),
+      tenant_limits_(config_.admission.tenant_tokens_per_minute) {}
 
 route::AdmissionQueue& GatewayState::QueueOf(Service& s, RoutePool pool) {
   // Unbounded here: EnterQueue bounds the service's waiters (queue_size) over both pools.
@@ -43,6 +47,7 @@ std::vector<const GatewayState::Replica*> GatewayState::AllReplicas(const Servic
 void GatewayState::Publish(std::vector<ServiceRoute> services) {
   const double now = SteadyNow();
   std::vector<std::function<void()>> to_wake;
+  std::function<void(std::map<std::string, std::string>)> kv_listener;
   {
     MutexLock lock(mu_);
     std::map<std::string, Service> next;
@@ -93,8 +98,38 @@ void GatewayState::Publish(std::vector<ServiceRoute> services) {
              (!entry.second.down->load() || probes_.size() > live.size() + kRememberedDown);
     });
     for (std::string_view id : live) probes_.try_emplace(std::string(id));
+    // A replica that left takes only its own entries with it.
+    if (config_.picker.kind == route::PickerKind::kPrefixCache) {
+      prefix_cache_.Retain({live.begin(), live.end()});
+    }
+    if (UpdateKvEndpoints()) kv_listener = kv_endpoints_listener_;
   }
+  if (kv_listener) kv_listener(KvEventEndpoints());
   for (auto& wake : to_wake) wake();
+}
+
+bool GatewayState::UpdateKvEndpoints() {
+  std::map<std::string, std::string> endpoints;
+  for (const auto& [name, s] : services_) {
+    for (const Replica* r : AllReplicas(s)) {
+      if (!r->route.kv_events_endpoint.empty())
+        endpoints[r->route.id] = r->route.kv_events_endpoint;
+    }
+  }
+  if (endpoints == kv_endpoints_) return false;
+  kv_endpoints_ = std::move(endpoints);
+  return true;
+}
+
+std::map<std::string, std::string> GatewayState::KvEventEndpoints() const {
+  MutexLock lock(mu_);
+  return kv_endpoints_;
+}
+
+void GatewayState::SetKvEndpointsListener(
+    std::function<void(std::map<std::string, std::string>)> listener) {
+  MutexLock lock(mu_);
+  kv_endpoints_listener_ = std::move(listener);
 }
 
 int GatewayState::InFlight(const std::string& replica) const {
@@ -151,8 +186,17 @@ std::string GatewayState::MetricsText() const {
   for (const auto& [replica, flight] : in_flight_) {
     in_flight[{flight.service, replica}] = flight.count;
   }
-  MutexLock stats_lock(stats_mu_);
-  return stats_.Text(in_flight, queued, by_priority);
+  std::string text;
+  {
+    MutexLock stats_lock(stats_mu_);
+    text = stats_.Text(in_flight, queued, by_priority);
+  }
+  if (config_.picker.kind == route::PickerKind::kPrefixCache) {
+    metrics::ExpositionWriter w;
+    prefix_cache_.WriteMetrics(w);
+    text += w.Take();
+  }
+  return text;
 }
 
 std::optional<ServiceStatsView> GatewayState::StatsOf(const std::string& service) const {
@@ -197,17 +241,15 @@ std::string GatewayState::UnavailableReason(const std::string& service) const {
   return it != services_.end() ? it->second.unavailable_reason : std::string();
 }
 
-std::optional<Ticket> GatewayState::Acquire(const std::string& service,
-                                            std::optional<uint64_t> prefix_key,
+std::optional<Ticket> GatewayState::Acquire(const std::string& service, const RouteKey& key,
                                             const std::set<std::string>& exclude, RoutePool pool) {
   const double now = SteadyNow();
   MutexLock lock(mu_);
-  return AcquireLocked(service, prefix_key, exclude, pool, now);
+  return AcquireLocked(service, key, exclude, pool, now);
 }
 
-std::optional<Ticket> GatewayState::Admit(const std::string& service,
-                                          std::optional<uint64_t> prefix_key, RoutePool pool,
-                                          double tokens) {
+std::optional<Ticket> GatewayState::Admit(const std::string& service, const RouteKey& key,
+                                          RoutePool pool, double tokens) {
   const double now = SteadyNow();
   MutexLock lock(mu_);
   auto it = services_.find(service);
@@ -215,13 +257,12 @@ std::optional<Ticket> GatewayState::Admit(const std::string& service,
   if (auto q = it->second.queues.find(pool); q != it->second.queues.end() && !q->second.Empty()) {
     return std::nullopt;
   }
-  std::optional<Ticket> ticket = AcquireLocked(service, prefix_key, {}, pool, now);
+  std::optional<Ticket> ticket = AcquireLocked(service, key, {}, pool, now);
   if (ticket) ticket->tokens = tokens;
   return ticket;
 }
 
-std::optional<Ticket> GatewayState::AcquireLocked(const std::string& service,
-                                                  std::optional<uint64_t> prefix_key,
+std::optional<Ticket> GatewayState::AcquireLocked(const std::string& service, const RouteKey& key,
                                                   const std::set<std::string>& exclude,
                                                   RoutePool pool, double now) {
   auto it = services_.find(service);
@@ -245,25 +286,37 @@ std::optional<Ticket> GatewayState::AcquireLocked(const std::string& service,
                           .ready_since = r.ready_since,
                           .identity = r.identity,
                           .capacity_weight = r.route.capacity_weight});
+    candidates.back().pending_prefill_tokens = f == in_flight_.end() ? 0 : f->second.prefill_tokens;
     eligible.push_back(&r);
   }
+  const bool by_cache = config_.picker.kind == route::PickerKind::kPrefixCache;
+  if (by_cache) prefix_cache_.Fill(candidates, key, now);
   auto [picker, inserted] = pickers_.try_emplace({service, pool}, config_.picker);
-  const std::optional<size_t> chosen = picker->second.Pick(candidates, now, prefix_key);
+  const std::optional<size_t> chosen =
+      picker->second.Pick(candidates, now, key.prefix_key, key.prompt_tokens);
   if (!chosen) return std::nullopt;
   const Replica& r = *eligible[*chosen];
-  Flight& flight = in_flight_[r.route.id];
-  flight.service = service;
-  ++flight.count;
-  return Ticket{service,
+  Ticket ticket{service,
                 r.route.id,
                 r.route.host,
                 r.route.port,
                 probes_.try_emplace(r.route.id).first->second.down,
                 pool};
+  if (by_cache) {
+    prefix_cache_.Routed(r.identity, key, now);
+    ticket.prefill_tokens =
+        std::max<int64_t>(key.prompt_tokens - candidates[*chosen].cached_tokens, 0);
+  }
+  Flight& flight = in_flight_[r.route.id];
+  flight.service = service;
+  ++flight.count;
+  flight.prefill_tokens += ticket.prefill_tokens;
+  return ticket;
 }
 
-void GatewayState::EndFlight(const std::string& replica) {
-  if (auto it = in_flight_.find(replica); it != in_flight_.end()) {
+void GatewayState::EndFlight(const Ticket& ticket) {
+  if (auto it = in_flight_.find(ticket.replica); it != in_flight_.end()) {
+    it->second.prefill_tokens -= ticket.prefill_tokens;
     if (--it->second.count <= 0) in_flight_.erase(it);
   }
 }
@@ -273,7 +326,7 @@ void GatewayState::Dispatch(const std::string& name, Service& s, double now,
   for (auto& [pool, queue] : s.queues) {
     while (const route::AdmissionRequest* head = queue.Peek()) {
       Waiter& w = s.waiters.at(head->id);
-      std::optional<Ticket> ticket = AcquireLocked(name, w.prefix_key, {}, pool, now);
+      std::optional<Ticket> ticket = AcquireLocked(name, w.key, {}, pool, now);
       if (!ticket) break;  // the head waits for the next free replica; so do those behind
       ticket->tokens = w.tokens;
       w.grant = std::move(ticket);
@@ -288,7 +341,7 @@ void GatewayState::Release(const Ticket& ticket, AttemptOutcome outcome) {
   std::vector<std::function<void()>> to_wake;
   {
     MutexLock lock(mu_);
-    EndFlight(ticket.replica);
+    EndFlight(ticket);
     if (outcome != AttemptOutcome::kTransportFailure) {
       // kOk clears the replica's failures; kAbandoned (the client left) says nothing of it.
       if (outcome == AttemptOutcome::kOk) health_.erase(ticket.replica);
@@ -386,8 +439,8 @@ route::Admission GatewayState::EnterQueue(const std::string& service, const Wait
     // (Daemon::LoopInterval), and a tick per queued request kept it ticking back to back
     // through a cold start (239 ticks in 13 s at 50 req/s).
     if (s.waiters.empty()) listener = demand_listener_;
-    s.waiters.emplace(
-        request.id, Waiter{std::move(wake), request.pool, request.prefix_key, request.tokens, {}});
+    s.waiters.emplace(request.id,
+                      Waiter{std::move(wake), request.pool, request.key, request.tokens, {}});
   }
   if (listener) listener(service);
   return admission;
@@ -434,7 +487,7 @@ void GatewayState::LeaveQueue(const std::string& service, uint64_t waiter) {
     s.waiters.erase(w);
     if (!granted) return;
     // Granted but not taken: the replica goes to the next request.
-    EndFlight(granted->replica);
+    EndFlight(*granted);
     Dispatch(service, s, now, to_wake);
   }
   for (auto& wake : to_wake) wake();

@@ -34,6 +34,9 @@
 #include "core/mutex.h"
 #include "gateway/gateway_config.h"
 #include "gateway/gateway_stats.h"
+#include "gateway/kv_event_sink.h"
+#include "gateway/prefix_cache_routing.h"
+#include "gateway/route_key.h"
 #include "route/admission_queue.h"
 #include "route/picker.h"
 #include "route/token_bucket.h"
@@ -49,6 +52,8 @@ struct ReplicaRoute {
   // Its capacity relative to the service's other replicas (a mixed fleet's variant, issue
   // 47): least-outstanding routing weights its share by it (route::Candidate). > 0.
   double capacity_weight = 1;
+  // Where it publishes its KV events (prefix_cache with prefix_index precise); "" = nowhere.
+  std::string kv_events_endpoint = {};
 };
 
 struct ServiceRoute {
@@ -82,13 +87,16 @@ struct Ticket {
   std::shared_ptr<const std::atomic<bool>> down;
   RoutePool pool = RoutePool::kServe;
   double tokens = 0;  // the request's expected tokens: the service rate's sample on Release
+  // prefix_cache: the prompt tokens the replica was expected to compute (its cached prefix
+  // skipped), counted in its pending prefill until Release.
+  int64_t prefill_tokens = 0;
 };
 
 // A request that waits for a replica (GatewayState::EnterQueue).
 struct WaitRequest {
   uint64_t id = 0;  // NextWaiterId()
   RoutePool pool = RoutePool::kServe;
-  std::optional<uint64_t> prefix_key = std::nullopt;
+  RouteKey key = {};
   route::Priority priority = route::Priority::kStandard;
   std::string tenant = {};
   double tokens = 1;                                      // expected, prompt and output
@@ -143,13 +151,13 @@ class GatewayState {
   std::string UnavailableReason(const std::string& service) const;
   // Picks a ready, healthy replica of `service`'s `pool` not in `exclude` and counts the
   // request in flight on it; nullopt when there is none. Each pool has a picker of its own.
-  std::optional<Ticket> Acquire(const std::string& service, std::optional<uint64_t> prefix_key,
+  std::optional<Ticket> Acquire(const std::string& service, const RouteKey& key,
                                 const std::set<std::string>& exclude = {},
                                 RoutePool pool = RoutePool::kServe);
   // As Acquire for a request that just arrived: nullopt also while requests wait in the
   // pool's queue, so that a newcomer does not pass them. The ticket carries `tokens`.
-  std::optional<Ticket> Admit(const std::string& service, std::optional<uint64_t> prefix_key,
-                              RoutePool pool, double tokens);
+  std::optional<Ticket> Admit(const std::string& service, const RouteKey& key, RoutePool pool,
+                              double tokens);
   // Ends a ticket's request; a replica slot it frees goes to the next waiting request.
   void Release(const Ticket& ticket, AttemptOutcome outcome);
 
@@ -191,6 +199,15 @@ class GatewayState {
   void UpstreamConnected();
   void ConnectionClosed();
 
+  // Precise prefix-cache routing (docs/gateway.md, "Prefix cache"): where the subscriber
+  // delivers the replicas' KV events (it never takes this object's routing lock), and every
+  // published replica's KV-event endpoint, also handed to `listener` (outside the lock) after
+  // each Publish that changed them.
+  KvEventSink& kv_events() { return prefix_cache_; }
+  std::map<std::string, std::string> KvEventEndpoints() const;
+  void SetKvEndpointsListener(
+      std::function<void(std::map<std::string, std::string> endpoints)> listener);
+
   const GatewayConfig& config() const { return config_; }
 
  private:
@@ -202,7 +219,7 @@ class GatewayState {
   struct Waiter {
     std::function<void()> wake;
     RoutePool pool = RoutePool::kServe;
-    std::optional<uint64_t> prefix_key;
+    RouteKey key;
     double tokens = 1;
     std::optional<Ticket> grant;  // a replica handed over, not yet taken
   };
@@ -230,20 +247,22 @@ class GatewayState {
   struct Flight {
     std::string service;
     int count = 0;
+    int64_t prefill_tokens = 0;  // prefix_cache: Ticket::prefill_tokens of those requests
   };
 
   static double SteadyNow();
-  std::optional<Ticket> AcquireLocked(const std::string& service,
-                                      std::optional<uint64_t> prefix_key,
+  std::optional<Ticket> AcquireLocked(const std::string& service, const RouteKey& key,
                                       const std::set<std::string>& exclude, RoutePool pool,
                                       double now) GS_REQUIRES(mu_);
+  // Sets kv_endpoints_ from the route table; whether they changed.
+  bool UpdateKvEndpoints() GS_REQUIRES(mu_);
   // Grants free replicas to `service`'s queued requests in their queues' order; the wakes of
   // those granted go to `to_wake`.
   void Dispatch(const std::string& name, Service& s, double now,
                 std::vector<std::function<void()>>& to_wake) GS_REQUIRES(mu_);
   static route::AdmissionQueue& QueueOf(Service& s, RoutePool pool);
-  // Decrements `replica`'s in-flight count.
-  void EndFlight(const std::string& replica) GS_REQUIRES(mu_);
+  // Ends `ticket`'s request in its replica's in-flight count.
+  void EndFlight(const Ticket& ticket) GS_REQUIRES(mu_);
   // One more transport failure of `replica` (passive health): past eject_after_failures in a
   // row it is out of rotation for a while.
   void Eject(const std::string& replica, double now) GS_REQUIRES(mu_);
@@ -265,6 +284,11 @@ class GatewayState {
   std::map<std::pair<std::string, RoutePool>, route::Picker> pickers_ GS_GUARDED_BY(mu_);
   std::function<void(const std::string&)> demand_listener_ GS_GUARDED_BY(mu_);
   std::function<void(const std::string&, bool)> probe_listener_ GS_GUARDED_BY(mu_);
+  std::function<void(std::map<std::string, std::string>)> kv_endpoints_listener_ GS_GUARDED_BY(mu_);
+  std::map<std::string, std::string> kv_endpoints_ GS_GUARDED_BY(mu_);  // by replica id
+  // Its own lock (taken inside mu_, never around it): the KV-event subscriber applies
+  // messages there without waiting on routing.
+  PrefixCacheRouting prefix_cache_;
   route::TenantTokenLimits tenant_limits_ GS_GUARDED_BY(mu_);
   mutable Mutex stats_mu_;
   GatewayStats stats_ GS_GUARDED_BY(stats_mu_);

@@ -8,6 +8,7 @@
 
 #include "gateway/request_scanner.h"
 #include "route/picker.h"
+#include "route/prompt_blocks.h"
 
 namespace gpuscale::gateway {
 namespace {
@@ -16,8 +17,12 @@ using nlohmann::json;
 
 }  // namespace
 
-Result<InferenceRequest> ParseInferenceRequest(std::string_view body, int prefix_chars) {
-  ScannedRequest scanned = ScanRequest(body, static_cast<size_t>(std::max(prefix_chars, 1)));
+Result<InferenceRequest> ParseInferenceRequest(std::string_view body, int prefix_chars,
+                                               int block_tokens) {
+  const size_t prefix = static_cast<size_t>(std::max(prefix_chars, 1));
+  // The whole prompt when its blocks are wanted (its text is no longer than the body).
+  ScannedRequest scanned =
+      ScanRequest(body, block_tokens > 0 ? std::max(prefix, body.size()) : prefix);
   if (!scanned.ok) {
     return InvalidArgument(fmt::format("the request body is not a JSON object: {}", scanned.error),
                            "body");
@@ -34,7 +39,12 @@ Result<InferenceRequest> ParseInferenceRequest(std::string_view body, int prefix
     }
     r.stream = scanned.stream == ScannedRequest::StreamValue::kTrue;
   }
-  r.prefix_key = route::HashText(scanned.prefix);
+  r.prefix_key = route::HashText(std::string_view(scanned.prefix).substr(0, prefix));
+  if (block_tokens > 0) {
+    auto keys = std::make_shared<std::vector<uint64_t>>();
+    r.prompt_tokens = route::PromptBlockKeys(scanned.prefix, block_tokens, keys.get());
+    r.prompt_blocks = std::move(keys);
+  }
   return r;
 }
 

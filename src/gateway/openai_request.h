@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,13 +22,19 @@ struct InferenceRequest {
   std::string model;
   bool stream = false;
   uint64_t prefix_key = 0;  // hash of the prompt's first characters (prefix affinity)
+  // With block_tokens > 0: the whole prompt's block keys (route/prompt_blocks.h) and its
+  // whitespace words (prefix_cache routing); else null and 0.
+  std::shared_ptr<const std::vector<uint64_t>> prompt_blocks;
+  int64_t prompt_tokens = 0;
 };
 
 // Reads `model` (required, a non-empty string), `stream` (optional bool) and the prompt
 // prefix: `prompt` (string or first string of an array), else the concatenated string
-// contents of `messages`, else `input` (embeddings), first `prefix_chars` characters.
+// contents of `messages`, else `input` (embeddings), first `prefix_chars` characters; with
+// `block_tokens` > 0, the same text whole for the prompt's blocks of that many words.
 // Errors: kInvalidArgument naming the field ("body" when it is not a JSON object).
-Result<InferenceRequest> ParseInferenceRequest(std::string_view body, int prefix_chars);
+Result<InferenceRequest> ParseInferenceRequest(std::string_view body, int prefix_chars,
+                                               int block_tokens = 0);
 
 // {"error": {"message", "type", "param", "code"}}; empty param/code are written as null.
 std::string OpenAiErrorBody(std::string_view message, std::string_view type,

@@ -114,7 +114,7 @@ PrefillStepResult FromAnswer(const net::Request& req, const Ticket& ticket, Answ
 
 awaitable<PrefillStepResult> RunPrefillStep(GatewayState& state, UpstreamPool& pool,
                                             const net::Request& req, const std::string& service,
-                                            std::optional<uint64_t> prefix_key, Ticket ticket,
+                                            RouteKey prefix_key, Ticket ticket,
                                             RequestMeasurement& m) {
   Result<std::string> body = PrefillRequestBody(req.body());
   if (!body) {

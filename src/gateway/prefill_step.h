@@ -41,7 +41,7 @@ struct PrefillStepResult {
 net::asio::awaitable<PrefillStepResult> RunPrefillStep(GatewayState& state, UpstreamPool& pool,
                                                        const net::Request& req,
                                                        const std::string& service,
-                                                       std::optional<uint64_t> prefix_key,
-                                                       Ticket ticket, RequestMeasurement& m);
+                                                       RouteKey prefix_key, Ticket ticket,
+                                                       RequestMeasurement& m);
 
 }  // namespace gpuscale::gateway

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <string_view>
 
 namespace gpuscale::orch {
@@ -37,11 +38,13 @@ Result<std::string> ExpandOne(const std::string& element, size_t position, const
     if (name == "port") value = &source.port;
     if (name == "gpus") value = &source.gpus;
     if (name == "replica") value = &source.replica;
+    if (name == kKvEventsEndpointVar) value = &source.kv_events_endpoint;
     if (value == nullptr) {
-      return InvalidArgument(fmt::format("unknown placeholder '{{{}}}' in '{}'; expected "
-                                         "{{port}}, {{gpus}} or {{replica}}",
-                                         name, element),
-                             fmt::format("command[{}]", position));
+      return InvalidArgument(
+          fmt::format("unknown placeholder '{{{}}}' in '{}'; expected "
+                      "{{port}}, {{gpus}}, {{replica}} or {{kv_events_endpoint}}",
+                      name, element),
+          fmt::format("command[{}]", position));
     }
     out += *value;
     i = close + 1;
@@ -51,6 +54,20 @@ Result<std::string> ExpandOne(const std::string& element, size_t position, const
 }
 
 }  // namespace
+
+std::string KvEventsEndpoint(const std::string& state_dir, const std::string& replica) {
+  std::error_code ec;  // a relative state_dir resolved from here; as given if that fails
+  const std::filesystem::path dir = std::filesystem::absolute(state_dir, ec);
+  return fmt::format("ipc://{}/{}.kv-events", ec ? state_dir : dir.string(), replica);
+}
+
+bool NamesPlaceholder(const std::vector<std::string>& argv_template, std::string_view name) {
+  const std::string braced = fmt::format("{{{}}}", name);
+  for (const std::string& element : argv_template) {
+    if (element.find(braced) != std::string::npos) return true;
+  }
+  return false;
+}
 
 Status ValidateArgvTemplate(const std::vector<std::string>& argv_template) {
   if (argv_template.empty()) {

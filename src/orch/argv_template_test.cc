@@ -34,6 +34,19 @@ TEST(ArgvTemplateTest, ExpandsPlaceholdersOneArgumentPerElement) {
   }
 }
 
+TEST(ArgvTemplateTest, KvEventsEndpointIsAnIpcSocketInTheStateDirNamedForTheReplica) {
+  EXPECT_EQ(KvEventsEndpoint("/var/lib/gpuscale", "chat-2"),
+            "ipc:///var/lib/gpuscale/chat-2.kv-events");
+  const ArgvVars vars{"8123", "", "chat-2", KvEventsEndpoint("/s", "chat-2")};
+  const std::vector<std::string> tmpl = {"gpuscale", "emulate", "--kv-events-endpoint",
+                                         "{kv_events_endpoint}"};
+  EXPECT_TRUE(NamesPlaceholder(tmpl, kKvEventsEndpointVar));
+  EXPECT_FALSE(NamesPlaceholder({"vllm", "{port}"}, kKvEventsEndpointVar));
+  auto argv = ExpandArgv(tmpl, vars);
+  ASSERT_TRUE(argv) << argv.error().ToString();
+  EXPECT_EQ(argv->back(), "ipc:///s/chat-2.kv-events");
+}
+
 struct ErrorCase {
   std::vector<std::string> tmpl;
   std::string field;

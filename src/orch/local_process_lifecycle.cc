@@ -37,8 +37,9 @@ void LocalProcessOrchestrator::Launch(Replica& r, Seconds now) {
   Result<int> port = PickFreePort(config_.port_range_start, config_.port_range_end, PortsInUse());
   if (!port) return LaunchFailed(r, now, port.error().message);
   const std::string gpus = JoinInts(r.gpus);
-  Result<std::vector<std::string>> argv =
-      ExpandArgv(config_.command, ArgvVars{std::to_string(*port), gpus, r.id});
+  Result<std::vector<std::string>> argv = ExpandArgv(
+      config_.command,
+      ArgvVars{std::to_string(*port), gpus, r.id, KvEventsEndpoint(config_.state_dir, r.id)});
   if (!argv) return LaunchFailed(r, now, argv.error().ToString());
   std::vector<std::pair<std::string, std::string>> env = config_.env;
   env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);

@@ -48,15 +48,6 @@ Result<PickerKind> ParsePickerKind(std::string_view name) {
                     fmt::format("expected one of {}, got '{}'", PickerKindNames(), name));
 }
 
-Status CheckGatewayPickerSpec(const PickerSpec& spec) {
-  if (spec.kind != PickerKind::kPrefixCache) return OkStatus();
-  return FieldError(
-      kKindField, fmt::format("{} is simulated only: the gateway keeps no prefix index (use {} "
-                              "with {})",
-                              PickerKindName(PickerKind::kPrefixCache),
-                              PickerKindName(PickerKind::kLeastOutstanding), kPrefixAffinityField));
-}
-
 std::string_view PrefixIndexModeName(PrefixIndexMode mode) {
   return mode == PrefixIndexMode::kPrecise ? "precise" : "approximate";
 }

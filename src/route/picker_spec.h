@@ -17,7 +17,8 @@ enum class PickerKind { kLeastOutstanding, kRoundRobin, kPrefixCache };
 
 // Where prefix_cache routing learns what each replica has cached (route/prefix_index.h):
 // approximate: what this router itself sent where (with expiry and a capacity per replica);
-// precise: the replicas' own caches (the simulator reads them; live, KV events would).
+// precise: the replicas' own caches (the simulator reads them; the gateway applies their KV
+// events, route/prefix_cache_lookup.h).
 enum class PrefixIndexMode { kApproximate, kPrecise };
 
 struct PickerSpec {
@@ -64,11 +65,5 @@ Result<PickerKind> ParsePickerKind(std::string_view name);
 //   (1, 100] (at 1 or below every replica is over its bound); prefix_index precise with a
 //   kind other than prefix_cache ("applies to prefix_cache only").
 Status CheckPickerSpec(const PickerSpec& spec);
-
-// The kinds the live gateway routes with. prefix_cache needs the prompts' block hashes and
-// an index of the replicas' caches, which only the simulator has so far. Errors:
-// invalid_argument, field "kind": "prefix_cache is simulated only: the gateway keeps no
-// prefix index (use least_outstanding with prefix_affinity)".
-Status CheckGatewayPickerSpec(const PickerSpec& spec);
 
 }  // namespace gpuscale::route

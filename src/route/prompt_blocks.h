@@ -15,7 +15,8 @@
 
 namespace gpuscale::route {
 
-// Appends the chain keys of `text`'s full blocks to `keys`. REQUIRES: block_tokens >= 1.
-void PromptBlockKeys(std::string_view text, int32_t block_tokens, std::vector<uint64_t>* keys);
+// Appends the chain keys of `text`'s full blocks to `keys`; returns its words (its tokens).
+// REQUIRES: block_tokens >= 1.
+int64_t PromptBlockKeys(std::string_view text, int32_t block_tokens, std::vector<uint64_t>* keys);
 
 }  // namespace gpuscale::route

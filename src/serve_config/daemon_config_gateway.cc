@@ -26,6 +26,35 @@ Result<int> ReadBoundedInt(const YAML::Node& n, std::string_view key, int fallba
   return value;
 }
 
+// `gateway.prefix_cache` (gateway_config.h: PrefixCacheConfig).
+Status ParsePrefixCache(const YAML::Node& n, gateway::PrefixCacheConfig& p) {
+  if (!n.IsDefined()) return OkStatus();
+  constexpr std::string_view kPath = "gateway.prefix_cache";
+  if (!n.IsMap()) return FieldError(n, kPath, "expected a mapping {block_tokens: 16, ...}");
+  GS_RETURN_IF_ERROR(yaml::CheckKnownKeys(
+      n, kPath, {"block_tokens", "capacity_blocks", "ttl_seconds", "kv_events_topic"}));
+  struct Bounded {
+    const char* key;
+    int64_t* value;
+    int64_t max;
+  };
+  int64_t block_tokens = p.block_tokens;
+  for (const Bounded& b : {Bounded{"block_tokens", &block_tokens, 1 << 16},
+                           Bounded{"capacity_blocks", &p.capacity_blocks, 1 << 30}}) {
+    GS_ASSIGN_OR_RETURN(int value, yaml::ReadInt(n, b.key, kPath, static_cast<int>(*b.value)));
+    if (value < 1 || value > b.max) {
+      return FieldError(Child(n, b.key), yaml::Join(kPath, b.key),
+                        fmt::format("expected an integer in [1, {}], got {}", b.max, value));
+    }
+    *b.value = value;
+  }
+  p.block_tokens = static_cast<int>(block_tokens);
+  GS_ASSIGN_OR_RETURN(p.ttl, ReadDuration(n, "ttl_seconds", std::string(kPath), p.ttl, true));
+  GS_ASSIGN_OR_RETURN(p.kv_events_topic,
+                      yaml::ReadString(n, "kv_events_topic", kPath, p.kv_events_topic));
+  return OkStatus();
+}
+
 }  // namespace
 
 Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
@@ -54,7 +83,8 @@ Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
                                            "health_check_timeout_seconds",
                                            "health_check_failures",
                                            "health_check_path",
-                                           "admission"}));
+                                           "admission",
+                                           "prefix_cache"}));
   GS_ASSIGN_OR_RETURN(g.enabled, yaml::ReadBool(n, "enabled", "gateway", g.enabled));
   GS_RETURN_IF_ERROR(ReadListen(n, "gateway", g.host, g.port));
   GS_RETURN_IF_ERROR(ReadToken(n, "gateway", g.token));
@@ -102,10 +132,8 @@ Status ParseGateway(const YAML::Node& n, gateway::GatewayConfig& g) {
   }
   GS_RETURN_IF_ERROR(config::ParseAdmissionConfig(n["admission"], "gateway.admission",
                                                   config::AdmissionDoor::kGateway, g.admission));
+  GS_RETURN_IF_ERROR(ParsePrefixCache(n["prefix_cache"], g.prefix_cache));
   GS_ASSIGN_OR_RETURN(g.picker, config::ParseRouterConfig(n["router"], "gateway.router", g.picker));
-  if (Status live = route::CheckGatewayPickerSpec(g.picker); !live) {
-    return FieldError(n["router"], "gateway.router", live.error().message);
-  }
   return OkStatus();
 }
 

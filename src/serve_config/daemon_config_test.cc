@@ -186,6 +186,25 @@ TEST(DaemonConfigTest, ReadsTheGatewayRouterInEitherForm) {
   EXPECT_EQ(bare->gateway.picker, route::PickerSpec{.kind = route::PickerKind::kRoundRobin});
 }
 
+// The live gateway routes on prefix caches too (docs/gateway.md, "Prefix cache").
+TEST(DaemonConfigTest, ReadsTheGatewayPrefixCacheRouter) {
+  auto config = ParseDaemonConfigText(
+      "gateway:\n  router: {kind: prefix_cache, prefix_index: precise}\n"
+      "  prefix_cache: {block_tokens: 32, capacity_blocks: 5000, ttl_seconds: 60,\n"
+      "                 kv_events_topic: kv}\n",
+      "test");
+  ASSERT_TRUE(config.has_value()) << config.error().ToString();
+  EXPECT_EQ(config->gateway.picker,
+            (route::PickerSpec{.kind = route::PickerKind::kPrefixCache,
+                               .prefix_index = route::PrefixIndexMode::kPrecise}));
+  EXPECT_EQ(config->gateway.prefix_cache,
+            (gateway::PrefixCacheConfig{32, 5000, Seconds{60}, "kv"}));
+  auto zero = ParseDaemonConfigText("gateway:\n  prefix_cache: {block_tokens: 0}\n", "test");
+  ASSERT_FALSE(zero.has_value());
+  EXPECT_EQ(zero.error().ToString(),
+            "gateway.prefix_cache.block_tokens: expected an integer in [1, 65536], got 0 (line 2)");
+}
+
 TEST(DaemonConfigTest, RetentionKeepsAWeekAndAGibibyteWhenAbsentAndZeroMeansNoSizeCap) {
   for (const char* yaml : {"", "retention:", "retention: {}"}) {
     auto config = ParseDaemonConfigText(yaml, "test");
@@ -427,9 +446,6 @@ const BadConfigCase kBadConfigs[] = {
     {"GatewayRouterUnknownKey", "gateway:\n  router:\n    slowstart: 3",
      "gateway.router.slowstart: unknown field; accepted fields: kind, slow_start_seconds, "
      "prefix_affinity, affinity_load_factor, prefix_index (line 3)"},
-    {"GatewayRouterPrefixCache", "gateway:\n  router: prefix_cache",
-     "gateway.router: prefix_cache is simulated only: the gateway keeps no prefix index (use "
-     "least_outstanding with prefix_affinity) (line 2)"},
     {"GatewayRouterList", "gateway: {router: [round_robin]}",
      "gateway.router: expected one of least_outstanding, round_robin, prefix_cache, or a mapping"},
     {"GatewayRouterSlowStartNegative", "gateway:\n  router: {slow_start_seconds: -1}",

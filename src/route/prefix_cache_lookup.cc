@@ -1,0 +1,62 @@
+#include "route/prefix_cache_lookup.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace gpuscale::route {
+namespace {
+
+// The first `blocks` keys (fewer when the prompt has fewer).
+std::span<const uint64_t> Leading(std::span<const uint64_t> keys, int64_t blocks) {
+  return keys.first(static_cast<size_t>(std::clamp<int64_t>(blocks, 0, std::ssize(keys))));
+}
+
+}  // namespace
+
+PrefixCacheLookup::PrefixCacheLookup(const PrefixCacheLookupOptions& options)
+    : mode_(options.mode),
+      block_tokens_(std::max(options.block_tokens, 1)),
+      approximate_(options.capacity_blocks, options.ttl_seconds),
+      precise_(options.capacity_blocks) {}
+
+void PrefixCacheLookup::Fill(std::span<Candidate> candidates, std::span<const uint64_t> keys,
+                             int64_t prompt_tokens, double now) const {
+  const std::span<const uint64_t> lookup = Leading(keys, (prompt_tokens - 1) / block_tokens_);
+  for (Candidate& c : candidates) {
+    const int64_t blocks = Precise(c.identity) ? precise_.Match(c.identity, lookup)
+                                               : approximate_.Match(c.identity, lookup, now);
+    c.cached_tokens = blocks * block_tokens_;
+  }
+}
+
+void PrefixCacheLookup::Routed(uint64_t replica, std::span<const uint64_t> keys,
+                               int64_t prompt_tokens, double now) {
+  const std::span<const uint64_t> cached = Leading(keys, prompt_tokens / block_tokens_);
+  if (cached.empty()) return;
+  known_.insert(replica);
+  approximate_.Record(replica, cached, now);
+}
+
+void PrefixCacheLookup::Apply(uint64_t replica, uint64_t seq, const kvevents::KvEventBatch& batch) {
+  if (mode_ != PrefixIndexMode::kPrecise) return;
+  known_.insert(replica);
+  precise_.Apply(replica, seq, batch);
+}
+
+void PrefixCacheLookup::Retain(const std::unordered_set<uint64_t>& live) {
+  std::vector<uint64_t> gone;
+  for (uint64_t r : known_) {
+    if (!live.contains(r)) gone.push_back(r);
+  }
+  for (uint64_t r : gone) {
+    approximate_.Forget(r);
+    precise_.Forget(r);
+    known_.erase(r);
+  }
+}
+
+bool PrefixCacheLookup::Precise(uint64_t replica) const {
+  return mode_ == PrefixIndexMode::kPrecise && precise_.Trusted(replica);
+}
+
+}  // namespace gpuscale::route
