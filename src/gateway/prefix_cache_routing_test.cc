@@ -25,7 +25,7 @@ GatewayConfig CacheConfig(route::PrefixIndexMode mode) {
 ServiceRoute CacheService(std::vector<std::string> replicas) {
   ServiceRoute s{"chat", {"llama"}, {}};
   for (const std::string& id : replicas) {
-    s.replicas.push_back({id, "127.0.0.1", 9000, 1e9, "ipc:///tmp/kv-" + id});
+    s.replicas.push_back({id, "127.0.0.1", 9000, 1e9, 1, "ipc:///tmp/kv-" + id});
   }
   return s;
 }
