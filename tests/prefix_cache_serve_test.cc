@@ -51,7 +51,7 @@ TEST_F(DaemonServeTest, GatewayRoutesAPromptToTheReplicaWhoseKvEventsHoldItsPref
   std::ostringstream service;
   service << "  - name: x\n    models: [m]\n"
           << "    command: [" << kBinary << ", emulate, --port, \"{port}\", --model, m,\n"
-          << "              --startup-seconds, \"0.1\", --decode-ms-base, \"20\",\n"
+          << "              --startup-seconds, \"0.1\", --timing, linear, --decode-ms-base, \"20\",\n"
           << "              --enable-prefix-caching, --block-size, \"4\",\n"
           << "              --kv-events-endpoint, \"{kv_events_endpoint}\"]\n"
           << "    env: {GPUSCALE_TEST_MARK: " << MarkerValue(marker_) << "}\n"

@@ -48,7 +48,7 @@ TEST_F(DaemonServeTest, MixedFleetPlacesByTypeSplitsByCapacityAndSurvivesASpotNo
       "    command: [" +
       std::string(kBinary) +
       ", emulate, --port, \"{port}\", --model, m, --startup-seconds, \"0.2\",\n"
-      "              --max-batch-size, \"16\", --decode-ms-base, \"20\", --drain-seconds, \"1\"]\n"
+      "              --max-batch-size, \"16\", --timing, linear, --decode-ms-base, \"20\", --drain-seconds, \"1\"]\n"
       "    env: {GPUSCALE_TEST_MARK: " +
       MarkerValue(marker_) +
       "}\n"
