@@ -282,11 +282,12 @@ std::optional<Ticket> GatewayState::AcquireLocked(const std::string& service, co
     auto f = in_flight_.find(r.route.id);
     const int outstanding = f == in_flight_.end() ? 0 : f->second.count;
     if (limit > 0 && outstanding >= limit) continue;  // saturated: the request waits
-    candidates.push_back({.outstanding = outstanding,
-                          .ready_since = r.ready_since,
-                          .identity = r.identity,
-                          .capacity_weight = r.route.capacity_weight});
-    candidates.back().pending_prefill_tokens = f == in_flight_.end() ? 0 : f->second.prefill_tokens;
+    candidates.push_back(
+        {.outstanding = outstanding,
+         .ready_since = r.ready_since,
+         .identity = r.identity,
+         .pending_prefill_tokens = f == in_flight_.end() ? 0 : f->second.prefill_tokens,
+         .capacity_weight = r.route.capacity_weight});
     eligible.push_back(&r);
   }
   const bool by_cache = config_.picker.kind == route::PickerKind::kPrefixCache;
