@@ -21,13 +21,13 @@ using daemon_test::Http;
 using daemon_test::HttpReply;
 using daemon_test::json;
 
-struct CliCase {
+struct GatewayCliCase {
   std::vector<std::string> args;
   std::string expected_in_error;
 };
 
 TEST(GatewayCliTest, BadRoutesAreUsageErrorsNamingTheFlag) {
-  const std::vector<CliCase> cases = {
+  const std::vector<GatewayCliCase> cases = {
       {{"gateway"}, "--route"},
       {{"gateway", "--route", "m"}, "MODEL[,MODEL...]=HOST:PORT"},
       {{"gateway", "--route", "=127.0.0.1:1"}, "MODEL[,MODEL...]=HOST:PORT"},
@@ -45,7 +45,7 @@ TEST(GatewayCliTest, BadRoutesAreUsageErrorsNamingTheFlag) {
       {{"gateway", "--route", "m=prefill:127.0.0.1:1;prefill:127.0.0.1:2"}, "given twice"},
       {{"gateway", "--route", "m=prefill:127.0.0.1:1;decode:127.0.0.1"}, "replica '127.0.0.1'"},
   };
-  for (const CliCase& c : cases) {
+  for (const GatewayCliCase& c : cases) {
     const cli_test::RunResult r = cli_test::RunInProcess(c.args);
     EXPECT_EQ(r.exit_code, cli::kExitUsage) << c.args.back();
     EXPECT_NE(r.err.find(c.expected_in_error), std::string::npos) << c.args.back() << ": "

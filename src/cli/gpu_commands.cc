@@ -182,7 +182,7 @@ void AddGpusCommand(CLI::App& app, CommandContext& ctx) {
 }
 
 // CLI11's PositiveNumber prints DBL_MAX in its message; this one says what is expected.
-CLI::Validator PositiveSeconds() {
+CLI::Validator PositiveIntervalSeconds() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         double value = 0;
@@ -197,10 +197,10 @@ void AddMonitorCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* command = app.add_subcommand(
       "monitor", "Sample GPUs for a while and report min/max/mean per GPU and metric");
   command->add_option("--interval", args->interval_seconds, "Seconds between samples")
-      ->check(PositiveSeconds())
+      ->check(PositiveIntervalSeconds())
       ->capture_default_str();
   command->add_option("--duration", args->duration_seconds, "Seconds to monitor")
-      ->check(PositiveSeconds())
+      ->check(PositiveIntervalSeconds())
       ->capture_default_str();
   AddBackendFlags(command, args->backend);
   AddOutputOption(command, args->format);

@@ -12,7 +12,7 @@
 namespace gpuscale::config {
 namespace {
 
-Result<PolicySpec> Parse(const std::string& json) {
+Result<PolicySpec> ParseRecipe(const std::string& json) {
   auto root = yaml::ParseYaml(json, "recipe.json");
   if (!root) return Unexpected<Error>(root.error());
   return ParseCorrinoRecipe(*root);
@@ -61,7 +61,7 @@ TEST(CorrinoRecipeTest, MinimalRecipeGetsReferenceDefaults) {
 
 // Corrino's example 3 puts the advanced fields in the node block; accepted there.
 TEST(CorrinoRecipeTest, AdvancedFieldsFromEitherBlock) {
-  auto spec = Parse(R"json({
+  auto spec = ParseRecipe(R"json({
     "recipe_node_shape": "VM.GPU.A10.2",
     "recipe_nvidia_gpu_count": 1,
     "recipe_node_autoscaling_params": {
@@ -85,7 +85,7 @@ TEST(CorrinoRecipeTest, AdvancedFieldsFromEitherBlock) {
 }
 
 TEST(CorrinoRecipeTest, CustomQueryAndIntegerTimespan) {
-  auto spec = Parse(R"json({"recipe_pod_autoscaling_params": {
+  auto spec = ParseRecipe(R"json({"recipe_pod_autoscaling_params": {
       "min_replicas": 0, "max_replicas": 3, "collect_metrics_timespan": 90,
       "query": "sum(vllm:num_requests_waiting)", "scaling_threshold": 8}})json");
   ASSERT_TRUE(spec) << spec.error().ToString();
@@ -230,7 +230,7 @@ TEST(CorrinoRecipeTest, ErrorsNameFieldAndLine) {
       {"not an object", "[1, 2]", "<root>: expected a recipe JSON object (line 1)"},
   };
   for (const ErrorCase& c : cases) {
-    auto spec = Parse(c.json);
+    auto spec = ParseRecipe(c.json);
     ASSERT_FALSE(spec) << c.name;
     EXPECT_EQ(spec.error().code, ErrorCode::kInvalidArgument) << c.name;
     EXPECT_EQ(spec.error().ToString(), c.want) << c.name;

@@ -108,7 +108,7 @@ TEST(TaskDefinitionTest, ParsesJson) {
   EXPECT_EQ(task->objective.latency_metric, "itl");
 }
 
-struct ErrorCase {
+struct TaskErrorCase {
   std::string extra;  // appended to kMinimal (or the whole text when it starts with '!')
   std::string field;
   std::string substring;  // in the message
@@ -116,7 +116,7 @@ struct ErrorCase {
 
 TEST(TaskDefinitionTest, RejectsBadFieldsNamingFieldAndLine) {
   const std::string server = "server:\n  command: [s]\n";
-  const std::vector<ErrorCase> cases = {
+  const std::vector<TaskErrorCase> cases = {
       {"!model: m\n" + server, "name", "required"},
       {"!name: Bad_Name\nmodel: m\n" + server, "name", "(line 1)"},
       {"!name: " + std::string(41, 'a') + "\nmodel: m\n" + server, "name", "40"},
@@ -162,7 +162,7 @@ TEST(TaskDefinitionTest, RejectsBadFieldsNamingFieldAndLine) {
       {"objective: {maximise: throughput}\n", "objective.maximise", "unknown field"},
       {"parameters:\n  tp: [1, 0]\n", "parameters.tp", "line 6"},
   };
-  for (const ErrorCase& c : cases) {
+  for (const TaskErrorCase& c : cases) {
     const std::string text =
         c.extra[0] == '!' ? c.extra.substr(1) : std::string(kMinimal) + c.extra;
     Result<task::TaskDefinition> task = Parse(text);

@@ -12,16 +12,16 @@ using testing::AffineReplicaModel;
 using testing::ScriptedPolicy;
 
 constexpr int kTenants = 40;
-constexpr int32_t kBlock = 16;
+constexpr int32_t kEngineBlock = 16;
 
 // 400 requests from 40 tenants in turn, each a 6-block system prompt of its tenant, 2 blocks
 // of its own and 5 tokens: at most 96 of 133 prompt tokens can hit, and only after the
 // tenant's first request.
 Trace SharedPrefixTrace() {
   Trace t;
-  t.hash_block_tokens = kBlock;
+  t.hash_block_tokens = kEngineBlock;
   for (int i = 0; i < 400; ++i) {
-    TraceRequest r{i * 0.05, 8 * kBlock + 5, 20};
+    TraceRequest r{i * 0.05, 8 * kEngineBlock + 5, 20};
     r.hash_begin = static_cast<uint32_t>(t.hash_ids.size());
     const int tenant = (i * 7) % kTenants;
     for (uint64_t b = 0; b < 6; ++b) t.hash_ids.push_back(1000 * (tenant + 1) + b);
