@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace gpuscale::route {
 namespace {
@@ -48,34 +49,50 @@ Admission AdmissionQueue::Enter(const AdmissionRequest& request, double now) {
   }
   const Key key{p, start, next_seq_++};
   entries_.emplace(request.id, Waiting{request, key, finish});
-  order_.emplace(key, request.id);
+  order_.emplace(key, Queued{request.id, request.tokens});
   ++per_priority_[p];
+  CountTokens(p, request.tokens);
   return admission;
 }
 
 double AdmissionQueue::TokensAhead(int priority, double start) const {
-  double tokens = 0;
-  // Keys order by priority first: everything before the first key of `priority` past `start`.
-  const auto end = order_.lower_bound(Key{priority, start, UINT64_MAX});
-  for (auto it = order_.begin(); it != end; ++it) {
-    tokens += entries_.at(it->second).request.tokens;
+  double ahead = 0;
+  for (int q = 0; q < priority; ++q) ahead += tokens_[q];
+  // Keys order by priority first: the level is [first, last), and what is ahead of `start`
+  // is [first, boundary).
+  constexpr double kLowest = -std::numeric_limits<double>::infinity();
+  auto front = order_.lower_bound(Key{priority, kLowest, 0});
+  auto back = order_.lower_bound(Key{priority + 1, kLowest, 0});
+  const auto boundary = order_.lower_bound(Key{priority, start, UINT64_MAX});
+  double from_front = 0, from_back = 0;
+  while (true) {
+    if (front == boundary) return ahead + from_front;
+    if (back == boundary) return ahead + std::max(tokens_[priority] - from_back, 0.0);
+    from_front += front->second.tokens;
+    ++front;
+    --back;
+    from_back += back->second.tokens;
   }
-  return tokens;
+}
+
+void AdmissionQueue::CountTokens(int priority, double tokens) {
+  tokens_[priority] = per_priority_[priority] == 0 ? 0 : tokens_[priority] + tokens;
 }
 
 const AdmissionRequest* AdmissionQueue::Peek() const {
   if (order_.empty()) return nullptr;
-  return &entries_.at(order_.begin()->second).request;
+  return &entries_.at(order_.begin()->second.id).request;
 }
 
 std::optional<AdmissionRequest> AdmissionQueue::Pop() {
   if (order_.empty()) return std::nullopt;
-  const auto [key, id] = *order_.begin();
+  const auto [key, queued] = *order_.begin();
   order_.erase(order_.begin());
-  auto it = entries_.find(id);
+  auto it = entries_.find(queued.id);
   AdmissionRequest request = std::move(it->second.request);
   entries_.erase(it);
   --per_priority_[key.priority];
+  CountTokens(key.priority, -request.tokens);
   Level& level = levels_[key.priority];
   level.virtual_time = key.start;
   PruneTenants(level);
@@ -88,6 +105,7 @@ bool AdmissionQueue::Remove(uint64_t id) {
   Forget(it->second);
   order_.erase(it->second.key);
   --per_priority_[it->second.key.priority];
+  CountTokens(it->second.key.priority, -it->second.request.tokens);
   entries_.erase(it);
   return true;
 }

@@ -110,8 +110,18 @@ class AdmissionQueue {
     double tokens;
   };
 
-  // Tokens that would be served before a request of `priority` with start tag `start`.
+  struct Queued {
+    uint64_t id;
+    double tokens;
+  };
+
+  // Tokens that would be served before a request of `priority` with start tag `start`:
+  // O(1) for the higher priorities (their totals), and for its own priority a walk from both
+  // ends of the level toward the tag that stops at the nearer end, O(min(ahead, behind)).
+  // A saturated door queues thousands, and the gateway asks this under its state's lock.
   double TokensAhead(int priority, double start) const;
+  // Adds `tokens` (negative: removes) to a level's total; an emptied level's total is 0.
+  void CountTokens(int priority, double tokens);
   void Forget(const Waiting& w);
   void ExpireCompletions(double now);
   // Drops tenants whose finish tag the virtual time has passed: max(V, F) = V for them.
@@ -121,9 +131,10 @@ class AdmissionQueue {
   double rate_window_;
   uint64_t next_seq_ = 0;
   Level levels_[kPriorityCount];
-  std::map<Key, uint64_t> order_;        // request ids, next to serve first
+  std::map<Key, Queued> order_;          // next to serve first
   std::map<uint64_t, Waiting> entries_;  // by request id
   size_t per_priority_[kPriorityCount] = {};
+  double tokens_[kPriorityCount] = {};  // waiting tokens per priority
   std::deque<Completion> completions_;
   double completed_tokens_ = 0;  // over completions_
   double first_completion_ = 0;  // of the completions in the window without a gap

@@ -161,6 +161,61 @@ TEST(AdmissionQueueTest, ExpectedWaitCountsOnlyWhatIsServedFirst) {
   EXPECT_DOUBLE_EQ(q.Enter(Req(4, Priority::kSheddable, "b", 10), 2).expected_wait_seconds, 3.5);
 }
 
+// The expected wait is read from per-priority totals and a walk from the nearer end of the
+// request's own level: the cases below land at the front, at the back and in the middle of
+// a level, after removals from the middle and the front, so a total that drifts or a walk
+// that stops at the wrong end gives another figure.
+TEST(AdmissionQueueTest, ExpectedWaitHoldsWhereverTheRequestLandsInItsLevel) {
+  using enum Priority;
+  AdmissionQueue q(100, 10);
+  q.RecordCompletion(100, 0);
+  q.RecordCompletion(100, 2);  // 100 tokens/s at t = 2
+  const auto wait = [&](uint64_t id, Priority p, const char* tenant, double tokens) {
+    const Admission a = q.Enter(Req(id, p, tenant, tokens), 2);
+    EXPECT_EQ(a.verdict, AdmissionVerdict::kQueued) << id;
+    return a.expected_wait_seconds;
+  };
+  EXPECT_DOUBLE_EQ(wait(1, kCritical, "x", 40), 0);
+  // a's sheddable requests are tagged 0, 100 and 300 (finish 600).
+  EXPECT_DOUBLE_EQ(wait(2, kSheddable, "a", 100), 0.4);
+  EXPECT_DOUBLE_EQ(wait(3, kSheddable, "a", 200), 1.4);
+  EXPECT_DOUBLE_EQ(wait(4, kSheddable, "a", 300), 3.4);
+  // b is tagged 0: behind a's first only (near the front).
+  EXPECT_DOUBLE_EQ(wait(5, kSheddable, "b", 50), 1.4);
+  // a's fourth is tagged 600: behind everything (at the back).
+  EXPECT_DOUBLE_EQ(wait(6, kSheddable, "a", 10), 6.9);
+  // Neither priority below counts for a standard request.
+  EXPECT_DOUBLE_EQ(wait(7, kStandard, "c", 5), 0.4);
+  ASSERT_TRUE(q.Remove(3));    // a's second, from the middle
+  ASSERT_EQ(q.Pop()->id, 1u);  // the critical one
+  ASSERT_EQ(q.Pop()->id, 7u);  // the standard one
+  // c is tagged 0 in the sheddable level: behind a's first and b (150 of the 460 left).
+  EXPECT_DOUBLE_EQ(wait(8, kSheddable, "c", 20), 1.5);
+  // A fifth for a, tagged 610: everything left waits ahead of it.
+  EXPECT_DOUBLE_EQ(wait(9, kSheddable, "a", 1), 4.8);
+  EXPECT_EQ(Drain(q), (std::vector<uint64_t>{2, 5, 8, 4, 6, 9}));
+  // An emptied level counts nothing, however its total was reached.
+  EXPECT_DOUBLE_EQ(wait(10, kSheddable, "d", 1), 0);
+}
+
+TEST(AdmissionQueueTest, ExpectedWaitOfARequestNearTheBackOfItsLevel) {
+  using enum Priority;
+  AdmissionQueue q(100, 10);
+  q.RecordCompletion(100, 0);
+  q.RecordCompletion(100, 2);  // 100 tokens/s at t = 2
+  const auto wait = [&](uint64_t id, const char* tenant, double tokens) {
+    return q.Enter(Req(id, kSheddable, tenant, tokens), 2).expected_wait_seconds;
+  };
+  EXPECT_DOUBLE_EQ(wait(1, "a", 100), 0);    // tag 0
+  EXPECT_DOUBLE_EQ(wait(2, "a", 100), 1);    // tag 100
+  EXPECT_DOUBLE_EQ(wait(3, "a", 100), 2);    // tag 200
+  EXPECT_DOUBLE_EQ(wait(4, "b", 250), 1);    // tag 0, behind a's first
+  EXPECT_DOUBLE_EQ(wait(5, "a", 100), 5.5);  // tag 300
+  // b's second is tagged 250: four requests ahead of it, only a's tag-300 one behind.
+  EXPECT_DOUBLE_EQ(wait(6, "b", 10), 5.5);
+  EXPECT_EQ(Drain(q), (std::vector<uint64_t>{1, 4, 2, 3, 6, 5}));
+}
+
 TEST(AdmissionQueueTest, ServiceRateForgetsCompletionsOutsideTheWindow) {
   AdmissionQueue q(100, 10);
   EXPECT_EQ(q.ServiceRate(0), std::nullopt);
