@@ -143,6 +143,7 @@ void AddRequestFields(nlohmann::ordered_json& j, const sim::SimReport& r, double
   };
   j["priorities"] = classes(r.priorities);
   j["tenants"] = classes(r.tenants);
+  j["priority_tenants"] = classes(r.priority_tenants);
 }
 
 void AddScaleFields(nlohmann::ordered_json& j, const sim::SimReport& r) {

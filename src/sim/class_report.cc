@@ -41,16 +41,27 @@ void SummarizeClasses(const std::vector<RequestRecord>& requests, const SloSpec&
   }
   std::vector<ClassReport> tenants(tenant_names.size());
   for (size_t t = 0; t < tenants.size(); ++t) tenants[t].name = tenant_names[t];
+  std::vector<ClassReport> crossed(priorities.size() * tenants.size());
+  for (size_t p = 0; p < priorities.size(); ++p) {
+    for (size_t t = 0; t < tenants.size(); ++t) {
+      crossed[p * tenants.size() + t].name = priorities[p].name + "/" + tenants[t].name;
+    }
+  }
   bool named_tenant = false;
   report.shed = 0;
   for (const RequestRecord& r : requests) {
-    Count(r, slo, priorities[static_cast<size_t>(r.priority)]);
-    if (r.tenant < tenants.size()) Count(r, slo, tenants[r.tenant]);
+    const auto p = static_cast<size_t>(r.priority);
+    Count(r, slo, priorities[p]);
+    if (r.tenant < tenants.size()) {
+      Count(r, slo, tenants[r.tenant]);
+      Count(r, slo, crossed[p * tenants.size() + r.tenant]);
+    }
     named_tenant |= r.tenant != 0;
     report.shed += r.shed ? 1 : 0;
   }
   report.priorities = Settle(std::move(priorities));
   report.tenants = named_tenant ? Settle(std::move(tenants)) : std::vector<ClassReport>{};
+  report.priority_tenants = named_tenant ? Settle(std::move(crossed)) : std::vector<ClassReport>{};
 }
 
 }  // namespace gpuscale::sim

@@ -129,5 +129,22 @@ TEST(EngineAdmissionTest, AHotTenantGetsNoMoreThanItsFairShareWhileOthersWait) {
   for (const char* other : {"a", "b", "c"}) EXPECT_GT(ShareOf(r, other), 0.2) << other;
 }
 
+TEST(EngineAdmissionTest, EachTenantIsCountedWithinEachPriority) {
+  // 3 in 10 critical: each tenant has rows in both priorities, and they add up to its own.
+  const SimReport r = RunDoor(OverloadTrace(2 * kOverloadRate, 30, 3, true), Door());
+  ASSERT_EQ(r.priority_tenants.size(), 8u);  // 2 priorities x 4 tenants with requests
+  EXPECT_EQ(r.priority_tenants.front().name, "critical/hot");
+  for (const ClassReport& tenant : r.tenants) {
+    const ClassReport* critical = Find(r.priority_tenants, "critical/" + tenant.name);
+    const ClassReport* sheddable = Find(r.priority_tenants, "sheddable/" + tenant.name);
+    ASSERT_NE(critical, nullptr) << tenant.name;
+    ASSERT_NE(sheddable, nullptr) << tenant.name;
+    EXPECT_EQ(critical->requests + sheddable->requests, tenant.requests) << tenant.name;
+    EXPECT_EQ(critical->shed, 0) << tenant.name;
+    EXPECT_EQ(critical->served_tokens + sheddable->served_tokens, tenant.served_tokens)
+        << tenant.name;
+  }
+}
+
 }  // namespace
 }  // namespace gpuscale::sim

@@ -217,6 +217,10 @@ struct SimReport {
   int64_t shed = 0;
   std::vector<ClassReport> priorities;
   std::vector<ClassReport> tenants;
+  // Each tenant within each priority ("sheddable/tenant-0"), priority first: fair share is
+  // a claim within a priority (a hot tenant's standard requests rightly go before another
+  // tenant's sheddable ones), so that is where it is checked.
+  std::vector<ClassReport> priority_tenants;
 };
 
 // One control tick (the --timeline CSV).
