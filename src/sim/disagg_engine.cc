@@ -165,6 +165,7 @@ DisaggResult DisaggEngine::Run() {
     if ((t_pool == t || t_transfer == t) && PopPoolEvent(t)) continue;
     if (t_tick == t) {
       ++ticks;
+      if (t_scrape == t) ++scrapes;  // each pool's Tick scrapes
       prefill_.Tick(t, options_.record_timeline, result_.errors);
       decode_.Tick(t, options_.record_timeline, result_.errors);
       peak_gpus_ = std::max(peak_gpus_, shared_.budget.total_held());

@@ -75,6 +75,7 @@ void DisaggPool::Scrape(double now) { ScrapeReplicas(now, orchestrator_, view_);
 
 void DisaggPool::Tick(double now, bool record_timeline, std::vector<std::string>& errors) {
   scale::ScalingInput input;
+  Scrape(now);  // the policy reads the replicas as they are now, as the daemon's tick does
   view_.Fill(Seconds{now}, orchestrator_.ready_slots(), input);
   input.requests_waiting_without_replica = static_cast<int>(router_queue_.size());
   const scale::ControllerTick tick = controller_.Tick(Seconds{now}, std::move(input));

@@ -48,7 +48,8 @@ class DisaggPool {
   // appended to `finished`.
   void PopEvent(double t, std::vector<uint32_t>& finished);
   void Scrape(double now);
-  // One control tick; a row is added to the timeline when record_timeline.
+  // One control tick: scrapes the pool's replicas, then the policy reads them (as the
+  // daemon's tick does); a row is added to the timeline when record_timeline.
   void Tick(double now, bool record_timeline, std::vector<std::string>& errors);
 
   int gpus_in_use() const { return orchestrator_.gpus_in_use(); }

@@ -1,8 +1,9 @@
 // The discrete-event loop of RunSimulation. Event order at equal times (so runs are
 // reproducible): spot preemption notices and reclaims, replica segment ends and cold-start
-// completions, crashes, control ticks, scrapes, then arrivals. A tick before a scrape at the same
-// instant means a tick sees data one scrape interval old at most: the scrape lag the daemon has
-// live.
+// completions, crashes, control ticks, scrapes, then arrivals. A control tick scrapes every
+// ready and draining replica before the policy reads them, as the daemon's TickCollector
+// does live, so a tick acts on the replicas' state at the tick, not on the last
+// scrape_interval sample; a scrape due at a tick's instant is that tick's scrape.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -242,6 +243,7 @@ void Engine::OnTick(double now) {
     input.metrics_error = true;
     input.metric_errors.push_back("scrape failed: metrics endpoint unreachable (fault)");
   } else {
+    ScrapeReplicas(now, orchestrator_, view_);
     view_.Fill(Seconds{now}, orchestrator_.ready_slots(), input);
   }
   // The gateway's activator queue, simulated: what arrived while no replica was ready.
@@ -309,6 +311,7 @@ SimResult Engine::Run() {
       OnCrash(t);
     } else if (t_tick == t) {
       ++ticks;
+      if (t_scrape == t) ++scrapes;  // OnTick scrapes
       OnTick(t);
     } else if (t_scrape == t) {
       ++scrapes;

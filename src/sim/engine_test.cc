@@ -1,8 +1,10 @@
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
+#include "scale/metric_names.h"
+#include "scale/policy.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "testing/fake_orchestrator.h"
@@ -33,6 +35,58 @@ SimulationConfig SmallConfig() {
   c.service.max_replicas = 8;
   c.service.cold_start = Seconds{30};
   return c;
+}
+
+// Asks for `desired` replicas and keeps, outside the engine that owns it, what each tick
+// showed it.
+class RecordingPolicy final : public scale::Policy {
+ public:
+  RecordingPolicy(int desired, std::vector<scale::ScalingInput>* seen)
+      : desired_(desired), seen_(seen) {}
+  std::string_view Family() const override { return "recording"; }
+  int MinReplicas() const override { return 1; }
+  int MaxReplicas() const override { return 8; }
+  scale::Decision Evaluate(const scale::ScalingInput& input) override {
+    seen_->push_back(input);
+    return {desired_, "recording", {}, {}, {}};
+  }
+
+ private:
+  int desired_;
+  std::vector<scale::ScalingInput>* seen_;
+};
+
+const scale::ScalingInput& TickAt(const std::vector<scale::ScalingInput>& seen, double t) {
+  for (const auto& input : seen) {
+    if (input.now.count() == t) return input;
+  }
+  ADD_FAILURE() << "no tick at " << t;
+  return seen.front();
+}
+
+// The daemon scrapes every replica at its tick (TickCollector) and the policy reads that:
+// a tick at t sees the requests running at t, and a replica whose cold start ended at t,
+// not the previous scrape interval's sample.
+TEST(EngineTest, TickReadsTheReplicasAsTheyAreAtTheTick) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  config.control_interval = Seconds{5};
+  config.scrape_interval = Seconds{5};
+  config.service.cold_start = Seconds{15};
+  std::vector<scale::ScalingInput> seen;
+  // 20 long generations from t = 1: all running at t = 5 (about 15 s of decode each).
+  Trace trace = Uniform(20, 0.0, 100, 2000);
+  for (auto& r : trace.requests) r.arrival_s = 1;
+  auto result = RunSimulation(config, model, std::make_unique<RecordingPolicy>(2, &seen), trace);
+  ASSERT_TRUE(result) << result.error().ToString();
+  ASSERT_GE(seen.size(), 4u);
+  const auto running = [](const scale::ScalingInput& input) {
+    return input.metrics.at(std::string(scale::metric_names::kRunning)).per_replica;
+  };
+  EXPECT_EQ(running(TickAt(seen, 5)), std::vector<double>{20});
+  // The replica placed at t = 0 is ready at 15: that tick reads both.
+  EXPECT_EQ(TickAt(seen, 15).ready_replicas, 2);
+  EXPECT_EQ(running(TickAt(seen, 15)).size(), 2u);
 }
 
 TEST(EngineTest, LoneRequestLatencyFollowsModel) {
