@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "scale/disagg_policy.h"
+#include "scale/metric_names.h"
 #include "sim/replica_model_calibrated.h"
 #include "sim/role_capacity.h"
 #include "testing/fake_orchestrator.h"
@@ -106,6 +107,28 @@ TEST(DisaggSimTest, SameInputsGiveIdenticalRuns) {
     EXPECT_EQ(a->decode_timeline[i].reason, b->decode_timeline[i].reason);
   }
   EXPECT_EQ(a->report.total.requests, static_cast<int64_t>(trace.requests.size()));
+}
+
+// Each pool's tick scrapes its replicas before its policy reads them, as the daemon's tick
+// does: the decode pool's tick at t = 5 sees the generations that started at t = 1, not the
+// sample of the scrape at t = 0.
+TEST(DisaggSimTest, PoolTickReadsTheReplicasAsTheyAreAtTheTick) {
+  Models m = Llama8b();
+  SimulationConfig c = DisaggConfig(4);
+  c.control_interval = Seconds{5};
+  c.scrape_interval = Seconds{5};
+  Trace trace;
+  for (int i = 0; i < 20; ++i) trace.requests.push_back({1.0, 100, 2000});  // ~20 s decode
+  std::vector<scale::ScalingInput> prefill_seen, decode_seen;
+  auto result =
+      RunDisaggSimulation(c, m.view, std::make_unique<testing::RecordingPolicy>(1, &prefill_seen),
+                          std::make_unique<testing::RecordingPolicy>(1, &decode_seen), trace);
+  ASSERT_TRUE(result) << result.error().ToString();
+  ASSERT_GE(decode_seen.size(), 2u);
+  const scale::ScalingInput& at5 = decode_seen[1];
+  ASSERT_EQ(at5.now.count(), 5);
+  EXPECT_EQ(at5.metrics.at(std::string(scale::metric_names::kRunning)).per_replica,
+            std::vector<double>{20});
 }
 
 // Aggregated runs stay deterministic beside the disaggregated ones (same trace, one pool).

@@ -14,6 +14,7 @@ namespace gpuscale::sim {
 namespace {
 
 using testing::AffineReplicaModel;
+using testing::RecordingPolicy;
 using testing::ScriptedPolicy;
 
 Trace Uniform(int n, double gap, int in, int out) {
@@ -36,25 +37,6 @@ SimulationConfig SmallConfig() {
   c.service.cold_start = Seconds{30};
   return c;
 }
-
-// Asks for `desired` replicas and keeps, outside the engine that owns it, what each tick
-// showed it.
-class RecordingPolicy final : public scale::Policy {
- public:
-  RecordingPolicy(int desired, std::vector<scale::ScalingInput>* seen)
-      : desired_(desired), seen_(seen) {}
-  std::string_view Family() const override { return "recording"; }
-  int MinReplicas() const override { return 1; }
-  int MaxReplicas() const override { return 8; }
-  scale::Decision Evaluate(const scale::ScalingInput& input) override {
-    seen_->push_back(input);
-    return {desired_, "recording", {}, {}, {}};
-  }
-
- private:
-  int desired_;
-  std::vector<scale::ScalingInput>* seen_;
-};
 
 const scale::ScalingInput& TickAt(const std::vector<scale::ScalingInput>& seen, double t) {
   for (const auto& input : seen) {
