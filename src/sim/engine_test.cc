@@ -71,6 +71,24 @@ TEST(EngineTest, TickReadsTheReplicasAsTheyAreAtTheTick) {
   EXPECT_EQ(running(TickAt(seen, 15)).size(), 2u);
 }
 
+// The daemon's loop ticks at its probe interval (1 s) while a replica starts
+// (Daemon::LoopInterval), and its policy runs on those ticks: the replica placed at t = 0
+// starts until t = 15, so ticks fall every second until then, every 5 s after.
+TEST(EngineTest, TicksEverySecondWhileAReplicaStarts) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  config.control_interval = Seconds{5};
+  config.service.cold_start = Seconds{15};
+  std::vector<scale::ScalingInput> seen;
+  auto result = RunSimulation(config, model, std::make_unique<RecordingPolicy>(2, &seen),
+                              Uniform(30, 1, 100, 10));
+  ASSERT_TRUE(result) << result.error().ToString();
+  ASSERT_GE(seen.size(), 18u);
+  for (int i = 0; i <= 15; ++i) EXPECT_EQ(seen[i].now.count(), i);
+  EXPECT_EQ(seen[16].now.count(), 20);
+  EXPECT_EQ(seen[17].now.count(), 25);
+}
+
 TEST(EngineTest, LoneRequestLatencyFollowsModel) {
   AffineReplicaModel model;
   auto result = RunSimulation(SmallConfig(), model, Fixed(1), Uniform(1, 1, 1000, 11));
