@@ -148,14 +148,14 @@ DisaggResult DisaggEngine::Run() {
   peak_gpus_ = shared_.budget.total_held();
   const size_t n = trace_.requests.size();
   const double last_arrival = n ? trace_.requests[n - 1].arrival_s : 0;
-  const double tick = config_.control_interval.count();
   const double scrape = config_.scrape_interval.count();
-  int64_t ticks = 0, scrapes = 0;
+  int64_t scrapes = 0;
+  double next_tick = 0;
   double now = 0;
   while (next_arrival_ < n || Outstanding() > 0) {
     const double t_pool = std::min(prefill_.NextEventTime(), decode_.NextEventTime());
     const double t_transfer = transfers_.empty() ? kInf : transfers_.top().done;
-    const double t_tick = static_cast<double>(ticks) * tick;
+    const double t_tick = next_tick;
     const double t_scrape = static_cast<double>(scrapes) * scrape;
     const double t_arrival = next_arrival_ < n ? trace_.requests[next_arrival_].arrival_s : kInf;
     const double t = std::min({t_pool, t_transfer, t_tick, t_scrape, t_arrival});
@@ -164,10 +164,12 @@ DisaggResult DisaggEngine::Run() {
     ++events_;
     if ((t_pool == t || t_transfer == t) && PopPoolEvent(t)) continue;
     if (t_tick == t) {
-      ++ticks;
+      if (t_scrape == t) ++scrapes;  // each pool's Tick scrapes
       prefill_.Tick(t, options_.record_timeline, result_.errors);
       decode_.Tick(t, options_.record_timeline, result_.errors);
       peak_gpus_ = std::max(peak_gpus_, shared_.budget.total_held());
+      // The daemon's one loop ticks every service sooner while any of them settles.
+      next_tick = t + std::min(prefill_.NextTickSeconds(), decode_.NextTickSeconds());
     } else if (t_scrape == t) {
       ++scrapes;
       prefill_.Scrape(t);

@@ -75,6 +75,7 @@ void DisaggPool::Scrape(double now) { ScrapeReplicas(now, orchestrator_, view_);
 
 void DisaggPool::Tick(double now, bool record_timeline, std::vector<std::string>& errors) {
   scale::ScalingInput input;
+  Scrape(now);  // the policy reads the replicas as they are now, as the daemon's tick does
   view_.Fill(Seconds{now}, orchestrator_.ready_slots(), input);
   input.requests_waiting_without_replica = static_cast<int>(router_queue_.size());
   const scale::ControllerTick tick = controller_.Tick(Seconds{now}, std::move(input));
@@ -95,10 +96,17 @@ void DisaggPool::Tick(double now, bool record_timeline, std::vector<std::string>
   if (record_timeline) RecordRow(now, tick);
 }
 
+double DisaggPool::NextTickSeconds() const {
+  return sim::NextTickSeconds(config_.control_interval.count(), orchestrator_,
+                              static_cast<int>(router_queue_.size()));
+}
+
 void DisaggPool::RecordRow(double now, const scale::ControllerTick& tick) {
+  const double elapsed = now - last_tick_s_;  // ticks come closer while the pool settles
   const double rate =
-      static_cast<double>(routed_ - routed_at_last_tick_) / config_.control_interval.count();
+      elapsed > 0 ? static_cast<double>(routed_ - routed_at_last_tick_) / elapsed : 0;
   routed_at_last_tick_ = routed_;
+  last_tick_s_ = now;
   timeline_.push_back(
       MakeTimelineRow(now, rate, tick, orchestrator_, static_cast<int>(router_queue_.size())));
 }

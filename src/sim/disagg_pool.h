@@ -48,9 +48,12 @@ class DisaggPool {
   // appended to `finished`.
   void PopEvent(double t, std::vector<uint32_t>& finished);
   void Scrape(double now);
-  // One control tick; a row is added to the timeline when record_timeline.
+  // One control tick: scrapes the pool's replicas, then the policy reads them (as the
+  // daemon's tick does); a row is added to the timeline when record_timeline.
   void Tick(double now, bool record_timeline, std::vector<std::string>& errors);
 
+  // Seconds to the pool's next tick as the daemon's loop would space it (sim::NextTickSeconds).
+  double NextTickSeconds() const;
   int gpus_in_use() const { return orchestrator_.gpus_in_use(); }
   // Requests routed here and neither finished nor aborted.
   int64_t Outstanding() const { return routed_ - completed_ - orchestrator_.aborted(); }
@@ -77,6 +80,7 @@ class DisaggPool {
   std::deque<uint32_t> router_queue_;
   int64_t routed_ = 0, completed_ = 0;
   int64_t routed_at_last_tick_ = 0;
+  double last_tick_s_ = 0;
   int last_desired_ = -1;
   int scale_ups_ = 0, scale_downs_ = 0, peak_ = 0, controller_errors_ = 0;
   std::vector<TimelineRow> timeline_;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "scale/disagg_policy.h"
+#include "scale/metric_names.h"
 #include "sim/replica_model_calibrated.h"
 #include "sim/role_capacity.h"
 #include "testing/fake_orchestrator.h"
@@ -106,6 +107,54 @@ TEST(DisaggSimTest, SameInputsGiveIdenticalRuns) {
     EXPECT_EQ(a->decode_timeline[i].reason, b->decode_timeline[i].reason);
   }
   EXPECT_EQ(a->report.total.requests, static_cast<int64_t>(trace.requests.size()));
+}
+
+// What each pool's policy saw at every tick, the pools asking for `prefill` and `decode`
+// replicas.
+struct PoolInputs {
+  std::vector<scale::ScalingInput> prefill, decode;
+};
+
+PoolInputs RunRecorded(const SimulationConfig& c, const Trace& trace, int prefill, int decode) {
+  Models m = Llama8b();
+  PoolInputs seen;
+  auto result = RunDisaggSimulation(
+      c, m.view, std::make_unique<testing::RecordingPolicy>(prefill, &seen.prefill),
+      std::make_unique<testing::RecordingPolicy>(decode, &seen.decode), trace);
+  EXPECT_TRUE(result) << result.error().ToString();
+  return seen;
+}
+
+// Each pool's tick scrapes its replicas before its policy reads them, as the daemon's tick
+// does: the decode pool's tick at t = 5 sees the generations that started at t = 1, not the
+// sample of the scrape at t = 0.
+TEST(DisaggSimTest, PoolTickReadsTheReplicasAsTheyAreAtTheTick) {
+  SimulationConfig c = DisaggConfig(4);
+  c.control_interval = Seconds{5};
+  c.scrape_interval = Seconds{5};
+  Trace trace;
+  for (int i = 0; i < 20; ++i) trace.requests.push_back({1.0, 100, 2000});  // ~20 s decode
+  const PoolInputs seen = RunRecorded(c, trace, 1, 1);
+  ASSERT_GE(seen.decode.size(), 2u);
+  const scale::ScalingInput& at5 = seen.decode[1];
+  ASSERT_EQ(at5.now.count(), 5);
+  EXPECT_EQ(at5.metrics.at(std::string(scale::metric_names::kRunning)).per_replica,
+            std::vector<double>{20});
+}
+
+// One loop ticks both pools, every second while either has a replica starting (the daemon's
+// probe interval), every control interval otherwise.
+TEST(DisaggSimTest, PoolsTickEverySecondWhileEitherHasAReplicaStarting) {
+  SimulationConfig c = DisaggConfig(4);
+  c.control_interval = Seconds{15};  // cold starts of 30 s (DisaggConfig)
+  Trace trace;
+  for (int i = 0; i < 60; ++i) trace.requests.push_back({i * 1.0, 100, 10});
+  const PoolInputs seen = RunRecorded(c, trace, 1, 2);  // the second decode replica starts
+  ASSERT_GE(seen.prefill.size(), 32u);
+  ASSERT_EQ(seen.prefill.size(), seen.decode.size());
+  for (int i = 0; i <= 30; ++i) EXPECT_EQ(seen.prefill[i].now.count(), i);
+  EXPECT_EQ(seen.prefill[31].now.count(), 45);
+  EXPECT_EQ(seen.decode[31].now.count(), 45);
 }
 
 // Aggregated runs stay deterministic beside the disaggregated ones (same trace, one pool).

@@ -1,8 +1,11 @@
 // The discrete-event loop of RunSimulation. Event order at equal times (so runs are
 // reproducible): spot preemption notices and reclaims, replica segment ends and cold-start
-// completions, crashes, control ticks, scrapes, then arrivals. A tick before a scrape at the same
-// instant means a tick sees data one scrape interval old at most: the scrape lag the daemon has
-// live.
+// completions, crashes, control ticks, scrapes, then arrivals. A control tick scrapes every
+// ready and draining replica before the policy reads them, as the daemon's TickCollector
+// does live, so a tick acts on the replicas' state at the tick, not on the last
+// scrape_interval sample; a scrape due at a tick's instant is that tick's scrape. Ticks
+// are spaced as the daemon's loop spaces them (NextTickSeconds): closer while a replica
+// starts or drains or requests wait for one.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -107,6 +110,7 @@ class Engine {
   int64_t completed_ = 0;
   int64_t events_ = 0;
   size_t arrivals_at_last_tick_ = 0;
+  double last_tick_s_ = 0;
   int last_desired_ = -1;
   int peak_ = 0;
   SimResult result_;
@@ -242,6 +246,7 @@ void Engine::OnTick(double now) {
     input.metrics_error = true;
     input.metric_errors.push_back("scrape failed: metrics endpoint unreachable (fault)");
   } else {
+    ScrapeReplicas(now, orchestrator_, view_);
     view_.Fill(Seconds{now}, orchestrator_.ready_slots(), input);
   }
   // The gateway's activator queue, simulated: what arrived while no replica was ready.
@@ -263,9 +268,12 @@ void Engine::OnTick(double now) {
 }
 
 void Engine::RecordRow(double now, const scale::ControllerTick& tick) {
-  const double rate = static_cast<double>(next_arrival_ - arrivals_at_last_tick_) /
-                      config_.control_interval.count();
+  // Ticks come closer together while the fleet settles (NextTickSeconds).
+  const double elapsed = now - last_tick_s_;
+  const double rate =
+      elapsed > 0 ? static_cast<double>(next_arrival_ - arrivals_at_last_tick_) / elapsed : 0;
   arrivals_at_last_tick_ = next_arrival_;
+  last_tick_s_ = now;
   result_.timeline.push_back(MakeTimelineRow(now, rate, tick, orchestrator_, Queued()));
 }
 
@@ -275,18 +283,18 @@ SimResult Engine::Run() {
   peak_ = orchestrator_.PlacedReplicas();
   const size_t n = trace_.requests.size();
   const double last_arrival = n ? requests_[n - 1].arrival_s : 0;
-  const double tick = config_.control_interval.count();
   const double scrape = config_.scrape_interval.count();
   // One loop picks the earliest pending event of five sources; kept together so the
   // tie-breaking order (file comment) is visible in one place.
   std::vector<double> crashes = config_.faults.crash_at_seconds;
   std::sort(crashes.begin(), crashes.end());
-  int64_t ticks = 0, scrapes = 0;
+  int64_t scrapes = 0;
+  double next_tick = 0;
   double now = 0;
   while (next_arrival_ < n || Outstanding() > 0) {
     double t_heap = NextHeapTime();
     double t_crash = next_crash_ < crashes.size() ? crashes[next_crash_] : kInf;
-    double t_tick = static_cast<double>(ticks) * tick;
+    double t_tick = next_tick;
     double t_scrape = static_cast<double>(scrapes) * scrape;
     double t_arrival = next_arrival_ < n ? requests_[next_arrival_].arrival_s : kInf;
     double t = std::min({t_heap, t_crash, t_tick, t_scrape, t_arrival});
@@ -308,8 +316,9 @@ SimResult Engine::Run() {
     if (t_crash == t) {
       OnCrash(t);
     } else if (t_tick == t) {
-      ++ticks;
+      if (t_scrape == t) ++scrapes;  // OnTick scrapes
       OnTick(t);
+      next_tick = t + NextTickSeconds(config_.control_interval.count(), orchestrator_, Queued());
     } else if (t_scrape == t) {
       ++scrapes;
       OnScrape(t);

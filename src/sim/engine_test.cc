@@ -1,8 +1,10 @@
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
+#include "scale/metric_names.h"
+#include "scale/policy.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "testing/fake_orchestrator.h"
@@ -12,6 +14,7 @@ namespace gpuscale::sim {
 namespace {
 
 using testing::AffineReplicaModel;
+using testing::RecordingPolicy;
 using testing::ScriptedPolicy;
 
 Trace Uniform(int n, double gap, int in, int out) {
@@ -33,6 +36,57 @@ SimulationConfig SmallConfig() {
   c.service.max_replicas = 8;
   c.service.cold_start = Seconds{30};
   return c;
+}
+
+const scale::ScalingInput& TickAt(const std::vector<scale::ScalingInput>& seen, double t) {
+  for (const auto& input : seen) {
+    if (input.now.count() == t) return input;
+  }
+  ADD_FAILURE() << "no tick at " << t;
+  return seen.front();
+}
+
+// The daemon scrapes every replica at its tick (TickCollector) and the policy reads that:
+// a tick at t sees the requests running at t, and a replica whose cold start ended at t,
+// not the previous scrape interval's sample.
+TEST(EngineTest, TickReadsTheReplicasAsTheyAreAtTheTick) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  config.control_interval = Seconds{5};
+  config.scrape_interval = Seconds{5};
+  config.service.cold_start = Seconds{15};
+  std::vector<scale::ScalingInput> seen;
+  // 20 long generations from t = 1: all running at t = 5 (about 15 s of decode each).
+  Trace trace = Uniform(20, 0.0, 100, 2000);
+  for (auto& r : trace.requests) r.arrival_s = 1;
+  auto result = RunSimulation(config, model, std::make_unique<RecordingPolicy>(2, &seen), trace);
+  ASSERT_TRUE(result) << result.error().ToString();
+  ASSERT_GE(seen.size(), 4u);
+  const auto running = [](const scale::ScalingInput& input) {
+    return input.metrics.at(std::string(scale::metric_names::kRunning)).per_replica;
+  };
+  EXPECT_EQ(running(TickAt(seen, 5)), std::vector<double>{20});
+  // The replica placed at t = 0 is ready at 15: that tick reads both.
+  EXPECT_EQ(TickAt(seen, 15).ready_replicas, 2);
+  EXPECT_EQ(running(TickAt(seen, 15)).size(), 2u);
+}
+
+// The daemon's loop ticks at its probe interval (1 s) while a replica starts
+// (Daemon::LoopInterval), and its policy runs on those ticks: the replica placed at t = 0
+// starts until t = 15, so ticks fall every second until then, every 5 s after.
+TEST(EngineTest, TicksEverySecondWhileAReplicaStarts) {
+  AffineReplicaModel model;
+  auto config = SmallConfig();
+  config.control_interval = Seconds{5};
+  config.service.cold_start = Seconds{15};
+  std::vector<scale::ScalingInput> seen;
+  auto result = RunSimulation(config, model, std::make_unique<RecordingPolicy>(2, &seen),
+                              Uniform(30, 1, 100, 10));
+  ASSERT_TRUE(result) << result.error().ToString();
+  ASSERT_GE(seen.size(), 18u);
+  for (int i = 0; i <= 15; ++i) EXPECT_EQ(seen[i].now.count(), i);
+  EXPECT_EQ(seen[16].now.count(), 20);
+  EXPECT_EQ(seen[17].now.count(), 25);
 }
 
 TEST(EngineTest, LoneRequestLatencyFollowsModel) {

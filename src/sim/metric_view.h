@@ -1,8 +1,9 @@
 // MetricView: the controller's view of one service's replica metrics in the simulator,
 // built the way the daemon builds it live: every scrape adds each replica's vLLM gauges,
 // counters and histograms to metrics::SeriesWindow / HistogramWindow, and each control tick
-// reads the windows into ScalingInput metrics (names in scale/metric_names.h). What a tick
-// sees is therefore as old as the last scrape (scrape lag).
+// reads the windows into ScalingInput metrics (names in scale/metric_names.h). The engine
+// scrapes at every control tick before it reads, as the daemon's TickCollector does, and
+// every scrape_interval_seconds between ticks.
 //
 // Aggregation across replicas follows PromQL: per-replica rates/fractions, then weighted sums
 // (sum(rate(x)) and 1 - sum(rate(bucket{le})) / sum(rate(count))), computed by
@@ -33,7 +34,7 @@ class MetricView {
   // Drops a stopped replica's series (its targets vanish from Prometheus too).
   void Forget(int slot);
 
-  // Metrics at `now` (lagged to the last scrape). `ready_slots` lists the ready replicas in
+  // Metrics at `now`, from the latest scrape. `ready_slots` lists the ready replicas in
   // order; per-replica values come only from those with at least one scrape. Also fills
   // `tasks` (queued = waiting, running) for the task-ratio policies.
   void Fill(Seconds now, const std::vector<int>& ready_slots, scale::ScalingInput& input) const;

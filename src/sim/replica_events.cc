@@ -1,5 +1,6 @@
 #include "sim/replica_events.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace gpuscale::sim {
@@ -95,6 +96,16 @@ void ScrapeReplicas(double now, SimOrchestrator& orchestrator, MetricView& view)
       view.Scrape(Seconds{now}, slot, *s.engine);
     }
   }
+}
+
+double NextTickSeconds(double control_interval, const SimOrchestrator& orchestrator, int queued) {
+  double interval = control_interval;
+  if (queued > 0) interval = std::min(interval, kQueuedTickSeconds);
+  if (orchestrator.Count(scale::ReplicaPhase::kStarting) > 0 ||
+      orchestrator.Count(scale::ReplicaPhase::kDraining) > 0) {
+    interval = std::min(interval, kProbeIntervalSeconds);
+  }
+  return interval;
 }
 
 TimelineRow MakeTimelineRow(double now, double arrival_rate, const scale::ControllerTick& tick,

@@ -114,7 +114,7 @@ struct SimulationConfig {
   // are the trace's columns (TraceRequest). Unset: requests wait for a ready replica only.
   std::optional<route::AdmissionConfig> admission = {};
   Seconds control_interval{15};
-  Seconds scrape_interval{5};
+  Seconds scrape_interval{5};  // scrapes between ticks; each tick also scrapes first, as live
   SloSpec slo;
   FaultSpec faults;
   Seconds oracle_bucket{60};  // granularity of the oracle's load profile

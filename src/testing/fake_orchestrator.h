@@ -128,4 +128,24 @@ class ScriptedPolicy final : public scale::Policy {
   int min_, max_;
 };
 
+// Asks for `desired` replicas and appends each tick's input to a vector the test owns, so
+// what the policy saw outlives an engine that owns and destroys the policy (the simulator).
+class RecordingPolicy final : public scale::Policy {
+ public:
+  // `seen` must outlive the policy.
+  RecordingPolicy(int desired, std::vector<scale::ScalingInput>* seen)
+      : desired_(desired), seen_(seen) {}
+  std::string_view Family() const override { return "recording"; }
+  int MinReplicas() const override { return 1; }
+  int MaxReplicas() const override { return std::max(desired_, 1); }
+  scale::Decision Evaluate(const scale::ScalingInput& input) override {
+    seen_->push_back(input);
+    return {desired_, "recording", {}, {}, {}};
+  }
+
+ private:
+  int desired_;
+  std::vector<scale::ScalingInput>* seen_;
+};
+
 }  // namespace gpuscale::testing
