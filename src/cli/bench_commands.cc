@@ -141,9 +141,10 @@ void PrintTable(const loadgen::BenchReport& r, const loadgen::BenchOptions& o, s
   if (!r.first_error_detail.empty()) out << "first error: " << r.first_error_detail << "\n";
 }
 
-Result<std::vector<sim::TraceRequest>> LoadTrace(const BenchFlags& flags, std::ostream& err) {
+Result<sim::Trace> LoadTrace(const BenchFlags& flags, std::ostream& err) {
   GS_ASSIGN_OR_RETURN(sim::Trace trace,
-                      ReadTraceFile(flags.trace, flags.trace_format, flags.skip_bad_rows));
+                      ReadOrGenerateTrace(flags.trace, flags.trace_format, flags.skip_bad_rows,
+                                          flags.options.workload.seed));
   if (trace.skipped_rows > 0) {
     err << fmt::format("bench: {} bad trace row{} skipped, the first: {}\n", trace.skipped_rows,
                        trace.skipped_rows == 1 ? "" : "s", trace.first_skipped_row);
@@ -152,7 +153,7 @@ Result<std::vector<sim::TraceRequest>> LoadTrace(const BenchFlags& flags, std::o
   if (!sim::ValidateTraceTransform(transform)) {
     return InvalidArgument("expected a factor in (0, 1e6]", "--trace-speedup");
   }
-  return sim::TransformTrace(trace, transform).requests;
+  return sim::TransformTrace(trace, transform);
 }
 
 // Turns the flags into BenchOptions (the mode follows --rate / --trace).
@@ -162,7 +163,11 @@ Status ResolveOptions(BenchFlags& flags, CommandContext& ctx) {
   if (flags.output_stddev->count() == 0) o.workload.output.stddev_tokens = flags.stddev;
   if (!flags.trace.empty()) {
     o.workload.mode = loadgen::ArrivalMode::kTrace;
-    GS_ASSIGN_OR_RETURN(o.workload.trace, LoadTrace(flags, ctx.err));
+    GS_ASSIGN_OR_RETURN(sim::Trace trace, LoadTrace(flags, ctx.err));
+    o.workload.trace = std::move(trace.requests);
+    // Rows with block hashes are sent with their blocks' text (workload/workload.h).
+    o.workload.trace_hash_ids = std::move(trace.hash_ids);
+    o.workload.trace_hash_block_tokens = trace.hash_block_tokens;
   } else if (flags.rate_option->count() > 0) {
     o.workload.mode = loadgen::ArrivalMode::kPoisson;
     o.workload.rate_per_second = flags.rate;
@@ -235,7 +240,9 @@ void AddWorkloadFlags(CLI::App* cmd, BenchFlags& f) {
                                    "Standard deviation of prompt lengths (overrides --stddev)");
   f.output_stddev = cmd->add_option("--output-stddev", w.output.stddev_tokens,
                                     "Standard deviation of output lengths (overrides --stddev)");
-  cmd->add_option("--seed", w.seed, "Seed for Poisson arrivals and lengths")->capture_default_str();
+  cmd->add_option("--seed", w.seed,
+                  "Seed for Poisson arrivals and lengths, and a tenants: workload")
+      ->capture_default_str();
   cmd->add_option("--max-requests", w.max_requests, "Stop after this many requests (0 = no limit)")
       ->capture_default_str();
   cmd->add_option("--trace-format", f.trace_format,
@@ -268,7 +275,10 @@ void AddBenchCommands(CLI::App& app, CommandContext& ctx) {
       "Closed loop: clients sending back to back (default 1). With --rate/--trace: most "
       "requests in flight (default 256)");
   f->rate_option = cmd->add_option("--rate", f->rate, "Open loop: Poisson arrivals per second");
-  cmd->add_option("--trace", f->trace, "Replay arrivals and lengths of this trace file")
+  cmd->add_option("--trace", f->trace,
+                  "Replay arrivals and lengths of this trace file (its hash_ids, when it has "
+                  "them, as shared prompt text), or tenants:KEY=VALUE,... for the multi-tenant "
+                  "workload seeded by --seed (keys as in `gpuscale simulate --trace`)")
       ->excludes(f->rate_option);
   cmd->add_option("--duration", o.duration_seconds, "Seconds during which requests start")
       ->required();

@@ -1,11 +1,16 @@
-// `gpuscale bench --trace`: how malformed trace rows are handled before any request is sent.
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
+// `gpuscale bench --trace`: how malformed trace rows are handled before any request is sent,
+// and the multi-tenant workload sent live (`--trace tenants:...`).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
 #include "cli/command.h"
+#include "testing/loopback_server.h"
 
 namespace gpuscale::cli {
 namespace {
@@ -40,6 +45,68 @@ TEST(BenchCommandTest, BadTraceRowsFailUnlessSkippedAndAreThenCounted) {
       << err2.str();
   EXPECT_EQ(err2.str().find("or --skip-bad-rows"), std::string::npos) << err2.str();
   fs::remove_all(dir);
+}
+
+TEST(BenchCommandTest, ABadTenantWorkloadIsAUsageErrorNamingTheKey) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"bench", "--url", "http://127.0.0.1:9", "--trace", "tenants:tenants=0",
+                    "--duration", "1", "--no-progress"},
+                   out, err),
+            kExitUsage);
+  EXPECT_NE(err.str().find("tenants: expected >= 1, got 0"), std::string::npos) << err.str();
+}
+
+// Records the prompt of every completion and streams one token back.
+class PromptRecorder : public testing::LoopbackServer {
+ public:
+  PromptRecorder() {
+    server().Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      {
+        std::lock_guard lock(mu_);
+        prompts_.push_back(nlohmann::json::parse(req.body)["prompt"]);
+      }
+      res.set_content("data: {\"choices\": [{\"text\": \"w\"}]}\n\ndata: [DONE]\n\n",
+                      "text/event-stream");
+    });
+    Start();
+  }
+  ~PromptRecorder() { Stop(); }
+  std::vector<std::string> prompts() {
+    std::lock_guard lock(mu_);
+    return prompts_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> prompts_;  // guarded by mu_
+};
+
+// One tenant whose system prompt is 2 blocks of 4 words: every request begins with the same
+// 8 words (the gateway's and the emulator's prefix caches see them as 2 shared blocks), then
+// its session's turns.
+TEST(BenchCommandTest, TheTenantWorkloadSendsPromptsSharingTheSystemPromptsText) {
+  PromptRecorder server;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCli({"bench", "--url", server.Url(), "--model", "m", "--trace",
+                    "tenants:tenants=1,block_tokens=4,system_blocks=2,turn_blocks=1,rate=100,"
+                    "duration=0.2",
+                    "--duration", "0.2", "--no-progress", "--seed", "3"},
+                   out, err),
+            kExitOk)
+      << err.str();
+  const std::vector<std::string> prompts = server.prompts();
+  ASSERT_GE(prompts.size(), 5u) << out.str();
+  const auto first_words = [](const std::string& text, int n) {
+    size_t at = 0;
+    for (int i = 0; i < n && at != std::string::npos; ++i) at = text.find(' ', at + 1);
+    return text.substr(0, at);
+  };
+  const std::string system = first_words(prompts[0], 8);
+  ASSERT_EQ(std::ranges::count(system, ' '), 7) << prompts[0];
+  for (const std::string& prompt : prompts) {
+    EXPECT_EQ(first_words(prompt, 8), system);
+    EXPECT_GT(prompt.size(), system.size());  // a turn follows the system prompt
+  }
 }
 
 }  // namespace

@@ -29,7 +29,6 @@
 #include "sim/static_fleet.h"
 #include "sim/static_mix.h"
 #include "sim/trace.h"
-#include "workload/tenant_workload.h"
 
 namespace gpuscale::cli {
 
@@ -156,26 +155,9 @@ void AddScaleFields(nlohmann::ordered_json& j, const sim::SimReport& r) {
   j["controller_errors"] = r.controller_errors;
 }
 
-// `--trace tenants:KEY=VALUE,...`: the multi-tenant workload (workload/tenant_workload.h),
-// generated with --seed instead of read from a file.
-constexpr std::string_view kTenantWorkloadPrefix = "tenants:";
-
-Result<sim::Trace> ReadOrGenerateTrace(const SimulateFlags& flags) {
-  if (!flags.trace.starts_with(kTenantWorkloadPrefix)) {
-    return ReadTraceFile(flags.trace, flags.trace_format, flags.skip_bad_rows);
-  }
-  auto spec = loadgen::ParseTenantWorkload(
-      std::string_view(flags.trace).substr(kTenantWorkloadPrefix.size()));
-  if (!spec) {
-    return InvalidArgument(fmt::format("{}: {}", spec.error().field, spec.error().message),
-                           "--trace");
-  }
-  spec->seed = flags.seed;
-  return loadgen::GenerateTenantTrace(*spec);
-}
-
 Result<sim::Trace> LoadTrace(const SimulateFlags& flags, std::ostream& err) {
-  auto trace = ReadOrGenerateTrace(flags);
+  auto trace =
+      ReadOrGenerateTrace(flags.trace, flags.trace_format, flags.skip_bad_rows, flags.seed);
   if (!trace) return trace;
   if (trace->skipped_rows > 0) err << "simulate: " << SkippedRowsLine(*trace);
   if (trace->requests.empty() && trace->skipped_rows > 0) {

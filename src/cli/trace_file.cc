@@ -1,9 +1,11 @@
 #include "cli/trace_file.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 
-#include <fmt/format.h>
+#include "workload/tenant_workload.h"
 
 namespace gpuscale::cli {
 
@@ -29,6 +31,21 @@ Result<sim::Trace> ReadTraceFile(const std::string& path, const std::string& for
     return Unexpected<Error>(e);
   }
   return trace;
+}
+
+Result<sim::Trace> ReadOrGenerateTrace(const std::string& trace, const std::string& format_name,
+                                       bool skip_bad_rows, uint64_t seed) {
+  if (!trace.starts_with(kTenantWorkloadPrefix)) {
+    return ReadTraceFile(trace, format_name, skip_bad_rows);
+  }
+  auto spec =
+      loadgen::ParseTenantWorkload(std::string_view(trace).substr(kTenantWorkloadPrefix.size()));
+  if (!spec) {
+    return InvalidArgument(fmt::format("{}: {}", spec.error().field, spec.error().message),
+                           "--trace");
+  }
+  spec->seed = seed;
+  return loadgen::GenerateTenantTrace(*spec);
 }
 
 }  // namespace gpuscale::cli

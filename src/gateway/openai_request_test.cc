@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "route/picker.h"
+#include "route/prompt_blocks.h"
 
 namespace gpuscale::gateway {
 namespace {
@@ -38,7 +39,7 @@ TEST(ParseInferenceRequestTest, ReadsModelStreamAndThePromptPrefix) {
   ASSERT_TRUE(chat.has_value());
   EXPECT_EQ(chat->model, "llama");
   EXPECT_TRUE(chat->stream);
-  EXPECT_EQ(chat->prefix_key, route::HashText("You are terse.Hi"));
+  EXPECT_EQ(chat->prefix_key, route::HashText("You are terse.\nHi\n"));
 
   auto completion = ParseInferenceRequest(R"({"model": "m", "prompt": "abcdefgh"})", 4);
   ASSERT_TRUE(completion.has_value());
@@ -50,6 +51,21 @@ TEST(ParseInferenceRequestTest, ReadsModelStreamAndThePromptPrefix) {
   EXPECT_EQ(embedding->prefix_key, route::HashText("abcd"));
   auto null_stream = ParseInferenceRequest(R"({"model": "m", "stream": null})", 4);
   EXPECT_TRUE(null_stream.has_value());
+}
+
+// The emulator cuts a chat into words with each message's text on its own line; the
+// gateway's block keys must be those of the same words, or precise routing finds nothing.
+TEST(ParseInferenceRequestTest, ChatBlocksAreTheWordsOfEachMessageInTurn) {
+  auto chat = ParseInferenceRequest(
+      R"({"model": "m", "messages": [{"role": "system", "content": "a b"},
+           {"role": "user", "content": [{"type": "text", "text": "c"}, {"text": "d"}]}]})",
+      64, /*block_tokens=*/2);
+  ASSERT_TRUE(chat.has_value());
+  EXPECT_EQ(chat->prompt_tokens, 4);
+  std::vector<uint64_t> words;
+  route::PromptBlockKeys("a b c d", 2, &words);
+  ASSERT_NE(chat->prompt_blocks, nullptr);
+  EXPECT_EQ(*chat->prompt_blocks, words);
 }
 
 TEST(OpenAiErrorBodyTest, HasOpenAisShape) {

@@ -347,14 +347,16 @@ class Scanner {
 // What an OpenAI request's prompt fields contribute, each read as the tree-based reader did.
 class PromptReader {
  public:
-  PromptReader(Scanner& s, size_t limit) : s_(s), limit_(limit) {}
+  // `separator` (when not '\0') follows each string and each text part read, within the limit.
+  PromptReader(Scanner& s, size_t limit, char separator = '\0')
+      : s_(s), limit_(limit), separator_(separator) {}
 
   // A message `content` or a prompt element: a string, or an array of parts whose last
   // "text" member, when a string, counts; anything else contributes nothing.
   bool Content(int depth, std::string& out) {
     switch (s_.Next()) {
       case '"':
-        return s_.String(&out, Room(out, limit_));
+        return s_.String(&out, Room(out, limit_)) && Separate(out);
       case '[':
         return s_.Array(depth, [&](size_t, int d) { return Part(d, out); });
       default:
@@ -384,8 +386,13 @@ class PromptReader {
       text_is_string = s_.Next() == '"';
       return text_is_string ? s_.String(&text, Room(out, limit_)) : s_.Skip(d);
     });
-    if (ok && text_is_string) out += text;
+    if (ok && text_is_string) Separate(out += text);
     return ok;
+  }
+
+  bool Separate(std::string& out) const {
+    if (separator_ != '\0' && Room(out, limit_) > 0) out += separator_;
+    return true;
   }
 
   bool Message(int depth, std::string& out) {
@@ -397,7 +404,11 @@ class PromptReader {
       if (key != "content") return s_.Skip(d);
       piece.clear();
       has_content = true;
-      PromptReader within(s_, room);
+      // `gpuscale emulate` ends each message's text (and each text part) with a newline
+      // before it cuts the prompt into words (emulator/openai_protocol.cc): without one here,
+      // the last word of a message and the first of the next would be one word, and the
+      // prompt's block keys would not be those the emulator publishes.
+      PromptReader within(s_, room, '\n');
       return within.Content(d, piece);
     });
     if (ok && has_content) out += piece;
@@ -406,6 +417,7 @@ class PromptReader {
 
   Scanner& s_;
   size_t limit_;
+  char separator_;
 };
 
 }  // namespace

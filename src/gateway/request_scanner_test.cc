@@ -71,11 +71,15 @@ TEST(RequestScannerTest, ThePrefixComesFromPromptThenMessagesThenInput) {
       {R"({"prompt": [[{"text": "ab"}, {"text": "cd"}]]})", 3, "abc"},
       {R"({"prompt": [1, 2, 3]})", 4, ""},                          // token ids: no text
       {R"({"prompt": 5, "messages": [{"content": "m"}]})", 4, ""},  // prompt wins, even empty
+      // Each message's text and each text part ends with a newline, as the emulator's.
       {R"({"messages": [{"content": "You are "}, {"content": [{"type": "text", "text": "terse"}]}]})",
-       64, "You are terse"},
-      {R"({"messages": [{"content": "abc"}, {"content": "def"}]})", 4, "abcd"},
-      {R"({"messages": [{"content": "a", "content": "b"}]})", 8, "b"},  // the last one
+       64, "You are \nterse\n"},
+      {R"({"messages": [{"content": "abc"}, {"content": "def"}]})", 5, "abc\nd"},
+      {R"({"messages": [{"content": "abc"}, {"content": "def"}]})", 3, "abc"},
+      {R"({"messages": [{"content": [{"text": "a"}, {"text": "b"}]}]})", 8, "a\nb\n"},
+      {R"({"messages": [{"content": "a", "content": "b"}]})", 8, "b\n"},  // the last one
       {R"({"messages": [{"content": [{"text": "a", "text": 1}]}]})", 8, ""},
+      {R"({"messages": [{"content": null}, {"content": "x"}]})", 8, "x\n"},
       {R"({"messages": "not a list", "input": "in"})", 8, "in"},
       {R"({"messages": [], "input": "in"})", 8, ""},
       {R"({"input": ["abc", "def"]})", 8, "abc"},

@@ -182,11 +182,12 @@ struct CompletionClient::Impl {
   }
 
   std::string Body(const PlannedRequest& request) const {
-    json body{{"model", model},
-              {"prompt", PromptText(request.input_tokens)},
-              {"max_tokens", request.output_tokens},
-              {"stream", true},
-              {"stream_options", {{"include_usage", true}}}};
+    json body{
+        {"model", model},
+        {"prompt", request.prompt.empty() ? PromptText(request.input_tokens) : request.prompt},
+        {"max_tokens", request.output_tokens},
+        {"stream", true},
+        {"stream_options", {{"include_usage", true}}}};
     if (options.ignore_eos) body["ignore_eos"] = true;
     return body.dump();
   }

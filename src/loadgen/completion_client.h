@@ -37,7 +37,8 @@ class CompletionClient {
   CompletionClient(const CompletionClient&) = delete;
   CompletionClient& operator=(const CompletionClient&) = delete;
 
-  // Sends `request` and waits for its stream to end. Never fails: errors are outcomes.
+  // Sends `request` (its prompt, else PromptText(input_tokens)) and waits for its stream to
+  // end. Never fails: errors are outcomes.
   RequestOutcome Send(const PlannedRequest& request);
 
   // Aborts the request in flight (its outcome is "cancelled") and every later Send().

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -25,8 +26,12 @@ class FakeServer : public testing::LoopbackServer {
  public:
   explicit FakeServer(std::string prefix = "") {
     server().Post(prefix + "/v1/completions",
-                  [](const httplib::Request& req, httplib::Response& res) {
+                  [this](const httplib::Request& req, httplib::Response& res) {
                     const json body = json::parse(req.body);
+                    {
+                      std::lock_guard lock(mu_);
+                      last_prompt_ = body["prompt"];
+                    }
                     const std::string mode = body["model"];
                     if (mode == "busy") {
                       res.status = 503;
@@ -52,6 +57,16 @@ class FakeServer : public testing::LoopbackServer {
     });
     Start();
   }
+  ~FakeServer() { Stop(); }
+
+  std::string last_prompt() {
+    std::lock_guard lock(mu_);
+    return last_prompt_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string last_prompt_;  // guarded by mu_
 };
 
 RequestOutcome SendOne(const std::string& url, const std::string& model, int32_t max_tokens) {
@@ -108,6 +123,17 @@ TEST(CompletionClientTest, FollowsAPathPrefixAndFetchesTheModel) {
   ASSERT_TRUE(model.has_value()) << model.error().ToString();
   EXPECT_EQ(*model, "fake-model");
   EXPECT_TRUE(SendOne(server.Url() + "/serve/llama", "ok", 2).ok);
+}
+
+TEST(CompletionClientTest, SendsTheRequestsPromptElseOneWordPerToken) {
+  FakeServer server;
+  CompletionClient client(*ParseServerUrl(server.Url()), "ok", ClientOptions{});
+  PlannedRequest request{0, 0, 3, 1};
+  ASSERT_TRUE(client.Send(request).ok);
+  EXPECT_EQ(server.last_prompt(), PromptText(3));
+  request.prompt = "w1 w2 w3";  // a trace row's block text
+  ASSERT_TRUE(client.Send(request).ok);
+  EXPECT_EQ(server.last_prompt(), "w1 w2 w3");
 }
 
 TEST(CompletionClientTest, PromptHasOneWordPerToken) {

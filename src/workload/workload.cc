@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <span>
+
+#include "workload/tenant_workload.h"
 
 namespace gpuscale::loadgen {
 namespace {
@@ -17,6 +20,33 @@ Status CheckLength(const LengthDistribution& length, const char* mean_flag,
   }
   if (!std::isfinite(length.stddev_tokens) || length.stddev_tokens < 0) {
     return InvalidArgument("expected a number of tokens >= 0", stddev_flag);
+  }
+  return OkStatus();
+}
+
+// `words` words whose leading ones are those of `ids`' blocks (PromptText): cut inside the
+// last block when the prompt ends there (a trace's last block may be partial), filled up with
+// "x" when the blocks cover less than the prompt.
+std::string BlockPrompt(std::span<const uint64_t> ids, int32_t block_tokens, int32_t words) {
+  const int64_t needed = (int64_t{words} + block_tokens - 1) / block_tokens;
+  ids = ids.first(std::min(ids.size(), static_cast<size_t>(needed)));
+  std::string text = PromptText(ids, block_tokens);
+  int64_t have = static_cast<int64_t>(ids.size()) * block_tokens;
+  // REQUIRES words >= 1, so a space is left while have > words.
+  for (; have > words; --have) text.resize(text.rfind(' '));  // drops the last word
+  for (; have < words; ++have) text += text.empty() ? "x" : " x";
+  return text;
+}
+
+Status CheckTraceHashes(const WorkloadSpec& spec) {
+  if (spec.trace_hash_block_tokens < 0) return InvalidArgument("negative block size", "--trace");
+  for (const sim::TraceRequest& row : spec.trace) {
+    if (uint64_t{row.hash_begin} + row.hash_count > spec.trace_hash_ids.size()) {
+      return InvalidArgument(
+          fmt::format("a row's hash ids [{}, +{}) lie past the trace's {}", row.hash_begin,
+                      row.hash_count, spec.trace_hash_ids.size()),
+          "--trace");
+    }
   }
   return OkStatus();
 }
@@ -34,6 +64,7 @@ Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
   if (spec.mode == ArrivalMode::kTrace && spec.trace.empty()) {
     return InvalidArgument("the trace has no requests", "--trace");
   }
+  if (spec.mode == ArrivalMode::kTrace) GS_RETURN_IF_ERROR(CheckTraceHashes(spec));
   if (spec.max_requests < 0) return InvalidArgument("expected 0 or more", "--max-requests");
   if (!std::isfinite(spec.duration_seconds) || spec.duration_seconds < 0) {
     return InvalidArgument("expected a number of seconds >= 0", "--duration");
@@ -61,6 +92,11 @@ std::optional<PlannedRequest> WorkloadGenerator::Next() {
       request.send_at_seconds = row.arrival_s;
       request.input_tokens = std::max(1, row.input_tokens);
       request.output_tokens = std::max(1, row.output_tokens);
+      if (spec_.trace_hash_block_tokens > 0 && row.hash_count > 0) {
+        const auto ids =
+            std::span<const uint64_t>(spec_.trace_hash_ids).subspan(row.hash_begin, row.hash_count);
+        request.prompt = BlockPrompt(ids, spec_.trace_hash_block_tokens, request.input_tokens);
+      }
       break;
     }
   }

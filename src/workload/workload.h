@@ -5,6 +5,11 @@
 //   kPoisson:    open loop, exponential gaps at rate_per_second (genai-bench / vLLM's
 //                benchmark_serving --request-rate).
 //   kTrace:      open loop, arrivals and lengths replayed from a trace (sim::ParseTrace).
+//                A trace whose requests carry prompt block hashes (Mooncake's hash_ids, the
+//                multi-tenant workload's) is sent with prompt text built from them
+//                (PromptText in tenant_workload.h), so requests that share leading blocks
+//                share leading text, and a prefix cache sees live the sharing the trace
+//                records.
 // Lengths for the first two are drawn from a normal distribution (mean, stddev) rounded and
 // clamped to >= 1, as llmperf's --mean-input-tokens/--stddev-input-tokens. Draws come from
 // the generator's own PRNG, so a seed gives the same workload on every platform.
@@ -15,6 +20,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/result.h"
@@ -35,6 +41,10 @@ struct WorkloadSpec {
   LengthDistribution input{128, 0};
   LengthDistribution output{128, 0};
   std::vector<sim::TraceRequest> trace;  // kTrace only, sorted by arrival_s
+  // kTrace only: sim::Trace::hash_ids and hash_block_tokens, which the rows' hash_begin and
+  // hash_count index; empty (or 0 tokens a block) when the trace has no block hashes.
+  std::vector<uint64_t> trace_hash_ids;
+  int32_t trace_hash_block_tokens = 0;
   uint64_t seed = 1;
   // Open loop: requests due at or after this many seconds are not generated. 0 = no limit.
   double duration_seconds = 0;
@@ -43,7 +53,7 @@ struct WorkloadSpec {
 
 // Errors: InvalidArgument naming the `gpuscale bench` flag (--rate, --input-tokens,
 // --output-tokens, --input-stddev, --output-stddev, --trace, --max-requests) and what was
-// expected.
+// expected; a trace row whose hash ids lie outside trace_hash_ids is an error (--trace).
 Status ValidateWorkloadSpec(const WorkloadSpec& spec);
 
 struct PlannedRequest {
@@ -51,6 +61,10 @@ struct PlannedRequest {
   double send_at_seconds = 0;  // since the start of the run (open loop); 0 in closed loop
   int32_t input_tokens = 1;
   int32_t output_tokens = 1;
+  // The prompt to send; empty: any text of input_tokens words (the client's PromptText).
+  // Set for a trace row with block hashes: input_tokens words, the first ones those of its
+  // blocks.
+  std::string prompt = {};
 };
 
 class WorkloadGenerator {

@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
+
+#include "route/prompt_blocks.h"
+#include "workload/tenant_workload.h"
 
 namespace gpuscale::loadgen {
 namespace {
@@ -103,6 +107,81 @@ TEST(WorkloadTest, TraceModeReplaysArrivalsAndLengths) {
   EXPECT_EQ(requests[1].output_tokens, 1);
   EXPECT_EQ(requests[2].send_at_seconds, 1.5);
   EXPECT_EQ(requests[2].output_tokens, 30);
+}
+
+size_t Words(const std::string& text) {
+  return text.empty() ? 0 : static_cast<size_t>(std::ranges::count(text, ' ')) + 1;
+}
+
+std::vector<uint64_t> BlockKeys(const std::string& text, int32_t block_tokens) {
+  std::vector<uint64_t> keys;
+  route::PromptBlockKeys(text, block_tokens, &keys);
+  return keys;
+}
+
+// The live bench of the multi-tenant workload: each request's prompt is its blocks' text, so
+// the block keys the gateway and the emulator compute share what the trace's hash ids share.
+TEST(WorkloadTest, TraceWithBlockHashesSendsTheirTextAsThePrompt) {
+  TenantWorkloadSpec tenants;
+  tenants.tenants = 2;
+  tenants.block_tokens = 4;
+  tenants.system_blocks = 2;
+  tenants.turn_blocks = 1;
+  tenants.rate_per_second = 20;
+  tenants.duration_seconds = 3;
+  const sim::Trace trace = GenerateTenantTrace(tenants);
+  WorkloadSpec spec;
+  spec.mode = ArrivalMode::kTrace;
+  spec.trace = trace.requests;
+  spec.trace_hash_ids = trace.hash_ids;
+  spec.trace_hash_block_tokens = trace.hash_block_tokens;
+  ASSERT_TRUE(ValidateWorkloadSpec(spec).has_value());
+  WorkloadGenerator generator(spec);
+  const std::vector<PlannedRequest> requests = Drain(generator);
+  ASSERT_EQ(requests.size(), trace.requests.size());
+  ASSERT_GT(requests.size(), 20u);
+  std::vector<std::vector<uint64_t>> first_key_by_tenant(3);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const sim::TraceRequest& row = trace.requests[i];
+    EXPECT_EQ(requests[i].prompt, PromptText(trace.HashIds(row), 4)) << i;
+    EXPECT_EQ(Words(requests[i].prompt), static_cast<size_t>(requests[i].input_tokens)) << i;
+    const std::vector<uint64_t> keys = BlockKeys(requests[i].prompt, 4);
+    ASSERT_EQ(keys.size(), row.hash_count) << i;
+    first_key_by_tenant[row.tenant].push_back(keys[1]);  // the system prompt's last block
+  }
+  // One tenant's requests share its system prompt's blocks; the two tenants' differ.
+  for (int tenant : {1, 2}) {
+    ASSERT_FALSE(first_key_by_tenant[tenant].empty()) << tenant;
+    EXPECT_EQ(std::ranges::count(first_key_by_tenant[tenant], first_key_by_tenant[tenant][0]),
+              std::ssize(first_key_by_tenant[tenant]))
+        << tenant;
+  }
+  EXPECT_NE(first_key_by_tenant[1][0], first_key_by_tenant[2][0]);
+}
+
+// A Mooncake row's last block is partial: the prompt keeps input_tokens words, cutting that
+// block; a row whose blocks cover less is filled up; a row without blocks gets no text.
+TEST(WorkloadTest, TracePromptIsCutOrFilledToTheRowsInputTokens) {
+  WorkloadSpec spec;
+  spec.mode = ArrivalMode::kTrace;
+  spec.trace = {{0, 6, 1}, {0.1, 10, 1}, {0.2, 3, 1}};
+  spec.trace[0].hash_count = 2;
+  spec.trace[1].hash_count = 2;
+  spec.trace_hash_ids = {11, 12};
+  spec.trace_hash_block_tokens = 4;
+  WorkloadGenerator generator(spec);
+  const std::vector<PlannedRequest> requests = Drain(generator);
+  ASSERT_EQ(requests.size(), 3u);
+  const std::string blocks = PromptText(spec.trace_hash_ids, 4);  // 8 words
+  EXPECT_EQ(requests[0].prompt, blocks.substr(0, blocks.find(' ', 5 * 9)));
+  EXPECT_EQ(Words(requests[0].prompt), 6u);
+  EXPECT_EQ(requests[1].prompt, blocks + " x x");
+  EXPECT_EQ(requests[2].prompt, "");
+
+  spec.trace[1].hash_begin = 1;  // [1, 3) of 2 hash ids
+  const Status bad = ValidateWorkloadSpec(spec);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "--trace");
 }
 
 TEST(WorkloadTest, ValidationNamesTheFlag) {
