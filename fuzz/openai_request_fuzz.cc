@@ -18,14 +18,17 @@ namespace {
 using gpuscale::gateway::ScannedRequest;
 using nlohmann::json;
 
-void AppendContent(const json& content, std::string& out, size_t limit) {
+// `separator` (a chat message's: '\n', as gpuscale emulate joins messages) follows each
+// string and each text part, while the limit leaves room for it.
+void AppendContent(const json& content, std::string& out, size_t limit, char separator = '\0') {
   if (content.is_string()) {
     out += content.get_ref<const std::string&>().substr(0, limit - std::min(limit, out.size()));
+    if (separator != '\0' && out.size() < limit) out += separator;
   } else if (content.is_array()) {
     for (const json& part : content) {
       if (out.size() >= limit) return;
       if (part.is_object() && part.contains("text") && part["text"].is_string()) {
-        AppendContent(part["text"], out, limit);
+        AppendContent(part["text"], out, limit, separator);
       }
     }
   }
@@ -39,7 +42,7 @@ std::string ReferencePrefix(const json& body, size_t limit) {
     for (const json& message : *m) {
       if (out.size() >= limit) break;
       if (message.is_object() && message.contains("content")) {
-        AppendContent(message["content"], out, limit);
+        AppendContent(message["content"], out, limit, '\n');
       }
     }
   } else if (auto in = body.find("input"); in != body.end()) {
