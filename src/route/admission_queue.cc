@@ -58,8 +58,8 @@ Admission AdmissionQueue::Enter(const AdmissionRequest& request, double now) {
 double AdmissionQueue::TokensAhead(int priority, double start) const {
   double ahead = 0;
   for (int q = 0; q < priority; ++q) ahead += tokens_[q];
-  // Keys order by priority first: the level is [first, last), and what is ahead of `start`
-  // is [first, boundary).
+  // Keys order by priority first: the level is [front, back) as they start, and what is
+  // ahead of `start` is [front, boundary).
   constexpr double kLowest = -std::numeric_limits<double>::infinity();
   auto front = order_.lower_bound(Key{priority, kLowest, 0});
   auto back = order_.lower_bound(Key{priority + 1, kLowest, 0});
