@@ -91,6 +91,7 @@
 #include "gpumon/monitor.h"
 #include "gpumon/simulated_load.h"
 #include "orch/serial_calls.h"
+#include "scale/tick_interval.h"
 #include "serve_config/daemon_config.h"
 #include "store/store.h"
 
@@ -101,7 +102,7 @@ struct DaemonOptions {
   size_t collector_threads = 16;  // concurrent scrapes/queries per tick
   Seconds decision_heartbeat{300};  // an unchanged decision is stored this often
   Seconds stop_grace{10};         // replica SIGTERM -> SIGKILL (scale-in and shutdown)
-  Seconds probe_interval{1};      // readiness probes of starting replicas
+  Seconds probe_interval = scale::kDefaultProbeInterval;  // readiness probes of starting replicas
   Seconds health_interval{10};    // health probes of ready replicas; 0 = none
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};

@@ -11,6 +11,7 @@
 #include "daemon/replica_rows.h"
 #include "orch/parallel.h"
 #include "orch/process_util.h"
+#include "scale/tick_interval.h"
 
 namespace gpuscale::daemon {
 
@@ -82,17 +83,8 @@ Seconds Daemon::LoopInterval() {
     MutexLock lock(mu_);  // a reload sets it
     interval = config_.loop_interval;
   }
-  // While requests wait at the gateway for a first replica, tick every second: the replica
-  // the activator asked for is then routed to as soon as its probe passes, not a whole
-  // loop interval later.
-  if (options_.gateway && options_.gateway->TotalQueued() > 0) {
-    interval = std::min(interval, Seconds{1});
-  }
-  // While a replica starts, restarts or stops, tick at the probe interval: a replica that
-  // is ready in 1 s serves 1 s later, not a loop interval later (the policy keeps its own
-  // windows and cooldowns, so extra ticks do not make it jumpier).
-  if (settling_.load()) interval = std::min(interval, options_.probe_interval);
-  return interval;
+  const bool waiting = options_.gateway && options_.gateway->TotalQueued() > 0;
+  return scale::TickInterval(interval, waiting, settling_.load(), options_.probe_interval);
 }
 
 void Daemon::Wake() {

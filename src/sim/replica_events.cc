@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "scale/tick_interval.h"
+
 namespace gpuscale::sim {
 
 void ReplicaEvents::Schedule(SimOrchestrator& orchestrator, int slot) {
@@ -99,13 +101,11 @@ void ScrapeReplicas(double now, SimOrchestrator& orchestrator, MetricView& view)
 }
 
 double NextTickSeconds(double control_interval, const SimOrchestrator& orchestrator, int queued) {
-  double interval = control_interval;
-  if (queued > 0) interval = std::min(interval, kQueuedTickSeconds);
-  if (orchestrator.Count(scale::ReplicaPhase::kStarting) > 0 ||
-      orchestrator.Count(scale::ReplicaPhase::kDraining) > 0) {
-    interval = std::min(interval, kProbeIntervalSeconds);
-  }
-  return interval;
+  const bool settling = orchestrator.Count(scale::ReplicaPhase::kStarting) > 0 ||
+                        orchestrator.Count(scale::ReplicaPhase::kDraining) > 0;
+  return scale::TickInterval(Seconds{control_interval}, queued > 0, settling,
+                             scale::kDefaultProbeInterval)
+      .count();
 }
 
 TimelineRow MakeTimelineRow(double now, double arrival_rate, const scale::ControllerTick& tick,

@@ -67,13 +67,8 @@ int PickReady(route::Picker& picker, SimOrchestrator& orchestrator,
 // Adds every ready or draining replica's metrics to `view` at `now`.
 void ScrapeReplicas(double now, SimOrchestrator& orchestrator, MetricView& view);
 
-// Seconds from a control tick to the next, as the daemon's loop spaces them
-// (Daemon::LoopInterval): `control_interval`, but at most kProbeIntervalSeconds while a
-// replica starts or drains (the daemon then ticks at its probe interval, and its policy runs
-// on those ticks too) and at most kQueuedTickSeconds while `queued` > 0 requests wait for a
-// replica (at the gateway, live).
-inline constexpr double kProbeIntervalSeconds = 1;  // DaemonOptions::probe_interval's default
-inline constexpr double kQueuedTickSeconds = 1;
+// Seconds from a control tick to the next by the daemon's rule (scale::TickInterval), with
+// a replica settling while one starts or drains and `queued` requests waiting for a replica.
 double NextTickSeconds(double control_interval, const SimOrchestrator& orchestrator, int queued);
 
 // The timeline row of the orchestrator's replicas at a tick; `router_queued` requests wait at
