@@ -73,6 +73,19 @@ std::string SlurmTestCluster::rest_url() const {
 }
 
 Result<std::unique_ptr<SlurmTestCluster>> SlurmTestCluster::Start(Options options) {
+  // The daemons bind ports the kernel picked free moments before: another test's client
+  // connection can take one in between, and that daemon dies at start. A fresh cluster on
+  // fresh ports is then the fix, so a start is tried up to three times.
+  std::string errors;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    Result<std::unique_ptr<SlurmTestCluster>> started = StartOnce(options);
+    if (started) return started;
+    errors += fmt::format("attempt {}: {}\n", attempt, started.error().message);
+  }
+  return Unavailable("the Slurm test cluster did not start in 3 attempts\n" + errors);
+}
+
+Result<std::unique_ptr<SlurmTestCluster>> SlurmTestCluster::StartOnce(Options options) {
   std::unique_ptr<SlurmTestCluster> c(new SlurmTestCluster(options));
   std::random_device random;
   c->dir_ = (fs::temp_directory_path() / fmt::format("gpuscale_slurm_{}_{:x}", getpid(),

@@ -32,7 +32,8 @@ class SlurmTestCluster {
   // "" when the Slurm binaries are installed; else what is missing (for GTEST_SKIP).
   static std::string MissingBinaries();
 
-  // Errors: kUnavailable with the daemons' log tails when the cluster does not come up.
+  // Errors: kUnavailable with the daemons' log tails when the cluster does not come up in
+  // three attempts (each on fresh ports and a fresh directory).
   static Result<std::unique_ptr<SlurmTestCluster>> Start(Options options);
   ~SlurmTestCluster();
   SlurmTestCluster(const SlurmTestCluster&) = delete;
@@ -58,6 +59,7 @@ class SlurmTestCluster {
  private:
   explicit SlurmTestCluster(Options options) : options_(options) {}
   Status WriteConfig();
+  static Result<std::unique_ptr<SlurmTestCluster>> StartOnce(Options options);
   Status StartDaemons();
   Status WaitForIdleNodes(Seconds timeout);
   Status FetchToken();
