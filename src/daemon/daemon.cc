@@ -419,8 +419,8 @@ ReloadReport Daemon::Reload(const Result<DaemonConfig>& reread) {
   if (!reread) {
     report.applied = false;
     report.errors.push_back(reread.error().ToString());
-    PublishEvents(
-        {MakeEvent(now, "", EventKind::kConfigReloadFailed, "", FormatReloadReport(report))});
+    PublishEvents({state::MakeEvent(now, "", EventKind::kConfigReloadFailed, "",
+                                    FormatReloadReport(report))});
     return report;
   }
   // First, so that the services created or updated below query the new server from the start.
@@ -448,7 +448,8 @@ ReloadReport Daemon::Reload(const Result<DaemonConfig>& reread) {
     if (named.count(view.config.name) == 0) report.kept.push_back(view.config.name);
   }
   report.needs_restart = SectionsNeedingRestart(config_, *reread);
-  PublishEvents({MakeEvent(now, "", EventKind::kConfigReloaded, "", FormatReloadReport(report))});
+  PublishEvents(
+      {state::MakeEvent(now, "", EventKind::kConfigReloaded, "", FormatReloadReport(report))});
   return report;
 }
 

@@ -70,8 +70,6 @@
 #include "core/mutex.h"
 #include "core/result.h"
 #include "daemon/daemon_metrics.h"
-#include "daemon/event_log.h"
-#include "daemon/history_retention.h"
 #include "daemon/memory_trim.h"
 #include "daemon/reconciler.h"
 #include "daemon/reload_report.h"
@@ -81,8 +79,6 @@
 #include "daemon/service_runtime.h"
 #include "daemon/service_slot.h"
 #include "daemon/state_dir_lock.h"
-#include "daemon/state_writer.h"
-#include "daemon/store_health.h"
 #include "daemon/task_service.h"
 #include "daemon/tick_collector.h"
 #include "daemon_api/daemon_api.h"
@@ -93,6 +89,10 @@
 #include "orch/serial_calls.h"
 #include "scale/tick_interval.h"
 #include "serve_config/daemon_config.h"
+#include "state/event_log.h"
+#include "state/history_retention.h"
+#include "state/state_writer.h"
+#include "state/store_health.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {
@@ -292,10 +292,10 @@ class Daemon final : public DaemonApi {
   std::unique_ptr<StateDirLock> state_lock_;  // held from Open to destruction
   std::unique_ptr<store::Store> store_;
   // Failing store writes, shown by /readyz (thread-safe; outlives the two below).
-  StoreHealth store_health_{[this](std::string_view message) { Log(message); }};
+  state::StoreHealth store_health_{[this](std::string_view message) { Log(message); }};
   // The event log and the state writer, over store_ (each thread-safe, with its own lock).
-  std::unique_ptr<EventLog> events_;
-  std::unique_ptr<StateWriter> state_;
+  std::unique_ptr<state::EventLog> events_;
+  std::unique_ptr<state::StateWriter> state_;
   // Each service's recent ticks for charts (thread-safe: the loop records, the API reads).
   HistoryBook history_;
   // Tasks/experiments (opened by Open); destroyed before the store and ledger it borrows.
@@ -312,7 +312,7 @@ class Daemon final : public DaemonApi {
   // Open).
   std::unique_ptr<Reconciler> reconciler_ GS_GUARDED_BY(loop_mu_);
   // Trims decisions and events by the config's `retention:` (over store_; set by Open).
-  std::unique_ptr<HistoryRetention> retention_ GS_GUARDED_BY(loop_mu_);
+  std::unique_ptr<state::HistoryRetention> retention_ GS_GUARDED_BY(loop_mu_);
   MemoryTrim memory_trim_ GS_GUARDED_BY(loop_mu_);
 
   // What API threads read and queue: held briefly, never across I/O.

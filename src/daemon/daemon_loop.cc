@@ -160,7 +160,7 @@ void Daemon::PollRetiring(Seconds now, std::vector<store::EventRow>& events) {
     ServiceSlot& slot = **it;
     slot.orch->Poll(now);
     for (orch::OrchestratorEvent& e : slot.orch->TakeEvents()) {
-      events.push_back(MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
+      events.push_back(state::MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
     }
     // Retiring rows stay persisted until the processes are gone, so a crash meanwhile still
     // lets the next daemon finish the stop; a live service of the same name owns the rows
@@ -192,7 +192,7 @@ void Daemon::PersistLeases() {
 }
 
 void Daemon::TrimHistory(Seconds now) {
-  Result<HistoryRetention::Trimmed> trimmed = retention_->Run(config_.retention, now);
+  Result<state::HistoryRetention::Trimmed> trimmed = retention_->Run(config_.retention, now);
   if (!trimmed) {
     // Tried again in a minute (HistoryRetention), so this is logged at most once a minute.
     Log(fmt::format("history retention failed: {}", trimmed.error().ToString()));
@@ -250,15 +250,15 @@ void Daemon::TickEvents(ServiceSlot& slot, const ServiceTickResult& result, Seco
                         std::vector<store::EventRow>& events) {
   const scale::ControllerTick& t = result.tick;
   if (result.desired_changed) {
-    events.push_back(MakeEvent(now, slot.name, EventKind::kDecision, "",
-                               fmt::format("desired {} -> {}: {}", t.current_replicas,
-                                           t.desired_replicas, t.decision.reason)));
+    events.push_back(state::MakeEvent(now, slot.name, EventKind::kDecision, "",
+                                      fmt::format("desired {} -> {}: {}", t.current_replicas,
+                                                  t.desired_replicas, t.decision.reason)));
   }
   for (const std::string& error : t.errors) {
-    events.push_back(MakeEvent(now, slot.name, EventKind::kActionFailed, "", error));
+    events.push_back(state::MakeEvent(now, slot.name, EventKind::kActionFailed, "", error));
   }
   if (auto event = slot.metric_events.Observe(result.metric_errors, now)) {
-    events.push_back(MakeEvent(now, slot.name, event->kind, "", std::move(event->message)));
+    events.push_back(state::MakeEvent(now, slot.name, event->kind, "", std::move(event->message)));
   }
 }
 
@@ -306,7 +306,7 @@ void Daemon::TickService(ServiceSlot& slot, Seconds now, TickObservations& obser
   const ServiceTickResult& result = slot.pooled != nullptr ? *slot.combined : *pools[0].result;
   TickEvents(slot, result, now, events);
   for (orch::OrchestratorEvent& e : orch.TakeEvents()) {
-    events.push_back(MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
+    events.push_back(state::MakeEvent(e.at, slot.name, e.kind, e.replica, e.message));
   }
   PersistReplicas(slot.name, orch);
   PersistDecision(slot, result, now);
@@ -474,8 +474,8 @@ void Daemon::ApplyPreempts(Seconds now, std::vector<store::EventRow>& events) {
                          ? NotFound("the service is gone or lists no variants now")
                          : it->second->variants->Preempt(n.replica, n.notice, now);
     if (!applied) {
-      events.push_back(MakeEvent(now, n.service, events::EventKind::kActionFailed, n.replica,
-                                 "spot notice not applied: " + applied.error().ToString()));
+      events.push_back(state::MakeEvent(now, n.service, events::EventKind::kActionFailed, n.replica,
+                                        "spot notice not applied: " + applied.error().ToString()));
     }
   }
 }

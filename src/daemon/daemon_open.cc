@@ -63,10 +63,11 @@ Status Daemon::OpenState() {
   store::OpenOptions store_options;
   store_options.max_bytes = options_.store_max_bytes;
   GS_ASSIGN_OR_RETURN(store_, store::Store::Open(db_path, now, store_options));
-  events_ = std::make_unique<EventLog>(store_->events(), store_health_);
+  events_ = std::make_unique<state::EventLog>(store_->events(), store_health_);
   GS_RETURN_IF_ERROR(events_->Open());
-  state_ = std::make_unique<StateWriter>(*store_, store_health_, options_.decision_heartbeat);
-  retention_ = std::make_unique<HistoryRetention>(*store_);
+  state_ =
+      std::make_unique<state::StateWriter>(*store_, store_health_, options_.decision_heartbeat);
+  retention_ = std::make_unique<state::HistoryRetention>(*store_);
   factory_ = std::make_unique<ServiceFactory>(
       ServiceFactoryOptions{config_.state_dir, options_.probe_interval, options_.health_interval,
                             options_.restart_backoff_initial, options_.restart_backoff_max,
@@ -136,8 +137,8 @@ Result<std::vector<ServiceConfig>> Daemon::LoadServices(Seconds now) {
     if (!parsed) {
       // A spec this binary cannot read (written by another version): leave it in the store.
       Log(fmt::format("service '{}' skipped: {}", row.name, parsed.error().ToString()));
-      events.push_back(
-          MakeEvent(now, row.name, EventKind::kServiceSkipped, "", parsed.error().ToString()));
+      events.push_back(state::MakeEvent(now, row.name, EventKind::kServiceSkipped, "",
+                                        parsed.error().ToString()));
       continue;
     }
     services.push_back(std::move(*parsed));
@@ -159,15 +160,16 @@ void Daemon::RestoreManual(ServiceSlot& slot, Seconds now, std::vector<store::Ev
     if (Status cleared = store_->services().SetManualReplicas(slot.name, std::nullopt); !cleared) {
       store_health_.Failed("clearing the manual override of " + slot.name, cleared.error());
     }
-    events.push_back(MakeEvent(now, slot.name, EventKind::kManualOverride, "",
-                               fmt::format("stored override of {} replicas dropped ({}); control "
-                                           "handed back to the policy",
-                                           manual, s.error().ToString())));
+    events.push_back(
+        state::MakeEvent(now, slot.name, EventKind::kManualOverride, "",
+                         fmt::format("stored override of {} replicas dropped ({}); control "
+                                     "handed back to the policy",
+                                     manual, s.error().ToString())));
     return;
   }
-  events.push_back(
-      MakeEvent(now, slot.name, EventKind::kManualOverride, "",
-                fmt::format("desired replicas kept at {} (set before the restart)", manual)));
+  events.push_back(state::MakeEvent(
+      now, slot.name, EventKind::kManualOverride, "",
+      fmt::format("desired replicas kept at {} (set before the restart)", manual)));
 }
 
 // Stored leases the ledger no longer holds (adoption did not re-acquire them).
@@ -232,10 +234,10 @@ Status Daemon::AdoptAll(Seconds now) {
     other_state_dir.insert(other_state_dir.end(), report.other_state_dir.begin(),
                            report.other_state_dir.end());
     for (const std::string& error : report.errors) {
-      events.push_back(MakeEvent(now, name, EventKind::kAdoptionError, "", error));
+      events.push_back(state::MakeEvent(now, name, EventKind::kAdoptionError, "", error));
     }
     for (orch::OrchestratorEvent& e : slot.orch->TakeEvents()) {
-      events.push_back(MakeEvent(e.at, name, e.kind, e.replica, e.message));
+      events.push_back(state::MakeEvent(e.at, name, e.kind, e.replica, e.message));
     }
     PersistReplicas(name, *slot.orch);
   }
@@ -254,11 +256,11 @@ Status Daemon::AdoptAll(Seconds now) {
   FinishDeletedServices(orphan_services);
   const size_t dropped = StaleLeaseCount();
   PersistLeases();
-  events.push_back(
-      MakeEvent(now, "", EventKind::kDaemonStarted, "",
-                fmt::format("{} services; adopted {} running replicas, cleaned up {}, stopped {} "
-                            "unrecorded replica processes; {} stale leases dropped",
-                            services_.size(), adopted, cleaned, unknown, dropped)));
+  events.push_back(state::MakeEvent(
+      now, "", EventKind::kDaemonStarted, "",
+      fmt::format("{} services; adopted {} running replicas, cleaned up {}, stopped {} "
+                  "unrecorded replica processes; {} stale leases dropped",
+                  services_.size(), adopted, cleaned, unknown, dropped)));
   events_->Append(events);
   return OkStatus();
 }
@@ -303,7 +305,7 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
                       "start): {}",
                       service, orch.error().ToString());
       Log(message);
-      events.push_back(MakeEvent(now, service, EventKind::kOrphanError, "", message));
+      events.push_back(state::MakeEvent(now, service, EventKind::kOrphanError, "", message));
       MutexLock lock(mu_);
       unstoppable_[service] = orch.error().ToString();
       continue;
@@ -317,10 +319,10 @@ void Daemon::AdoptOrphans(const std::vector<store::ReplicaRow>& rows, Seconds no
       const std::string message =
           fmt::format("service '{}' (deleted, stopping its replicas): {}", service, error);
       Log(message);
-      events.push_back(MakeEvent(now, service, EventKind::kOrphanError, "", message));
+      events.push_back(state::MakeEvent(now, service, EventKind::kOrphanError, "", message));
     }
     for (orch::OrchestratorEvent& e : slot->orch->TakeEvents()) {
-      events.push_back(MakeEvent(e.at, service, e.kind, e.replica, e.message));
+      events.push_back(state::MakeEvent(e.at, service, e.kind, e.replica, e.message));
     }
     slot->orch->StopAll(now);
     retiring_.push_back(std::move(slot));
@@ -346,7 +348,7 @@ void Daemon::DropEngineRecords(const std::string& service,
       "settings are gone; cancel them by hand (Slurm: scancel {})",
       service, fmt::join(jobs, ", "), fmt::join(jobs, " "));
   Log(message);
-  events.push_back(MakeEvent(now, service, EventKind::kOrphanUnmanaged, "", message));
+  events.push_back(state::MakeEvent(now, service, EventKind::kOrphanUnmanaged, "", message));
 }
 
 // Rows marked deleting whose replicas were all gone before the restart.

@@ -6,8 +6,8 @@
 #include <set>
 #include <utility>
 
-#include "daemon/event_log.h"
 #include "daemon/service_policy.h"
+#include "state/event_log.h"
 
 namespace gpuscale::daemon {
 
@@ -82,7 +82,7 @@ void Reconciler::ApplyFailed(const WantedService& w, std::string message, Pass& 
   const std::string text = fmt::format("{} (tried again in {:.3g} s, then with backoff)", message,
                                        (u.retry.next_try() - pass.now).count());
   log_(fmt::format("service '{}': {}", w.name, text));
-  pass.events.push_back(MakeEvent(pass.now, w.name, EventKind::kServiceError, "", text));
+  pass.events.push_back(state::MakeEvent(pass.now, w.name, EventKind::kServiceError, "", text));
 }
 
 std::string Reconciler::Recovered(const std::string& service) {
@@ -117,11 +117,11 @@ bool Reconciler::ApplySpec(WantedService& w, Pass& pass) {
     std::vector<orch::ReplicaRecord> records = it->second->orch->Records();
     for (const orch::ReplicaRecord& r : records) ledger_.ReleaseOwner(r.lease_owner);
     for (orch::OrchestratorEvent& e : it->second->orch->TakeEvents()) {
-      pass.events.push_back(MakeEvent(e.at, w.name, e.kind, e.replica, e.message));
+      pass.events.push_back(state::MakeEvent(e.at, w.name, e.kind, e.replica, e.message));
     }
     for (const std::string& error : slot.orch->Adopt(records, now).errors) {
-      pass.events.push_back(MakeEvent(now, w.name, EventKind::kServiceError, "",
-                                      "adopting a replica of the previous spec: " + error));
+      pass.events.push_back(state::MakeEvent(now, w.name, EventKind::kServiceError, "",
+                                             "adopting a replica of the previous spec: " + error));
     }
     slot.created_at = it->second->created_at;
   }
@@ -134,7 +134,7 @@ bool Reconciler::ApplySpec(WantedService& w, Pass& pass) {
   const std::string message = "spec applied" + Recovered(w.name);
   state_.ForgetDecision(w.name);  // a new spec's first decision is always recorded
   pass.services[w.name] = std::move(*made);
-  pass.events.push_back(MakeEvent(
+  pass.events.push_back(state::MakeEvent(
       now, w.name, update ? EventKind::kServiceUpdated : EventKind::kServiceCreated, "", message));
   return true;
 }
@@ -145,8 +145,8 @@ void Reconciler::ApplyDelete(const std::string& service, Pass& pass) {
   it->second->StopAll(pass.now);
   pass.retiring.push_back(std::move(it->second));
   pass.services.erase(it);
-  pass.events.push_back(MakeEvent(pass.now, service, EventKind::kServiceDeleted, "",
-                                  "replicas stopped; GPUs are released as they exit"));
+  pass.events.push_back(state::MakeEvent(pass.now, service, EventKind::kServiceDeleted, "",
+                                         "replicas stopped; GPUs are released as they exit"));
 }
 
 bool Reconciler::ApplyRules(WantedService& w, ServiceSlot& slot, Pass& pass) {
@@ -165,7 +165,7 @@ bool Reconciler::ApplyRules(WantedService& w, ServiceSlot& slot, Pass& pass) {
   slot.runtimes.front()->ReplacePolicy(std::move(*policy));
   slot.rules_generation = w.rules_generation;
   const std::string message = fmt::format("{} rules in effect", rules->size()) + Recovered(w.name);
-  pass.events.push_back(MakeEvent(pass.now, w.name, EventKind::kRulesChanged, "", message));
+  pass.events.push_back(state::MakeEvent(pass.now, w.name, EventKind::kRulesChanged, "", message));
   return true;
 }
 
@@ -180,9 +180,10 @@ void Reconciler::ApplyManual(const WantedService& w, ServiceSlot& slot, Pass& pa
     return;
   }
   unapplied_.erase(w.name);
-  pass.events.push_back(MakeEvent(pass.now, w.name, EventKind::kManualOverride, "",
-                                  w.manual ? fmt::format("desired replicas set to {}", *w.manual)
-                                           : std::string("control handed back to the policy")));
+  pass.events.push_back(state::MakeEvent(pass.now, w.name, EventKind::kManualOverride, "",
+                                         w.manual
+                                             ? fmt::format("desired replicas set to {}", *w.manual)
+                                             : std::string("control handed back to the policy")));
 }
 
 }  // namespace gpuscale::daemon

@@ -28,9 +28,9 @@
 #include "daemon/apply_retry.h"
 #include "daemon/service_factory.h"
 #include "daemon/service_slot.h"
-#include "daemon/state_writer.h"
 #include "daemon_api/daemon_api.h"
 #include "serve_config/daemon_config.h"
+#include "state/state_writer.h"
 #include "store/store.h"
 
 namespace gpuscale::daemon {
@@ -59,7 +59,8 @@ class Reconciler {
   // `apply_retry_max`: the longest wait before a retry (DaemonOptions::apply_retry_max).
   // `log`: where a failure to apply is said (besides its event).
   Reconciler(ServiceFactory& factory, alloc::LeaseLedger& ledger, store::Store& store,
-             StateWriter& state, Seconds apply_retry_max, std::function<void(std::string_view)> log)
+             state::StateWriter& state, Seconds apply_retry_max,
+             std::function<void(std::string_view)> log)
       : factory_(factory),
         ledger_(ledger),
         store_(store),
@@ -106,7 +107,7 @@ class Reconciler {
   ServiceFactory& factory_;
   alloc::LeaseLedger& ledger_;
   store::Store& store_;
-  StateWriter& state_;
+  state::StateWriter& state_;
   const Seconds apply_retry_max_;
   const std::function<void(std::string_view)> log_;
   // Desired services not applied yet, by name.

@@ -15,10 +15,10 @@
 #include <set>
 #include <thread>
 
-#include "daemon/event_log.h"
 #include "daemon/replica_rows.h"
 #include "orch/marked_replicas.h"
 #include "orch/process_util.h"
+#include "state/event_log.h"
 
 namespace gpuscale::daemon {
 
@@ -70,7 +70,7 @@ Result<std::vector<store::ReplicaRow>> ReplicaRowsFromProcesses(
       "the replicas table of '{}' cannot be read ({}); adopting the {} replica processes "
       "marked {} from what they carry instead [{}], and rewriting the table from them",
       db, unreadable.message, rows.size(), marker, fmt::join(ids, ", "));
-  events.push_back(MakeEvent(now, "", EventKind::kReplicasTableRebuilt, "", message));
+  events.push_back(state::MakeEvent(now, "", EventKind::kReplicasTableRebuilt, "", message));
   return rows;
 }
 
@@ -97,11 +97,12 @@ size_t StopUnrecordedReplicaProcesses(const std::string& state_dir,
   }
   for (int pgid : groups) {
     orch::SignalGroup(pgid, SIGKILL);
-    events.push_back(MakeEvent(now, "", EventKind::kReplicaProcessStopped, "",
-                               fmt::format("killed process group {}: a replica process of this "
-                                           "state directory that no record knows (a daemon "
-                                           "died before saving it)",
-                                           pgid)));
+    events.push_back(
+        state::MakeEvent(now, "", EventKind::kReplicaProcessStopped, "",
+                         fmt::format("killed process group {}: a replica process of this "
+                                     "state directory that no record knows (a daemon "
+                                     "died before saving it)",
+                                     pgid)));
   }
   for (int i = 0; i < 100; ++i) {
     bool alive = false;

@@ -88,6 +88,7 @@
 #include "gateway/gateway_config.h"
 #include "gpumon/backend_factory.h"
 #include "serve_config/slo_thresholds.h"
+#include "state/retention_config.h"
 
 namespace YAML {
 class Node;
@@ -267,13 +268,9 @@ struct ServiceConfig {
 };
 
 // The `retention:` section: the history (decision and event rows) the state database keeps,
-// by age and by size (daemon/history_retention.h): rows older than max_age go, and when the
+// by age and by size (state/history_retention.h): rows older than max_age go, and when the
 // database's used pages pass max_bytes the oldest history goes until it is under 90 % of it.
-struct RetentionConfig {
-  Seconds max_age{7 * 24 * 3600};           // `max_age_days`, in (0, 3650]
-  int64_t max_bytes = int64_t{1024} << 20;  // `max_megabytes` x 2^20; 0 = no size cap
-  friend bool operator==(const RetentionConfig&, const RetentionConfig&) = default;
-};
+using RetentionConfig = state::RetentionConfig;
 
 // The `tasks:` section: the TaskManager's settings (experiments/task_manager.h).
 struct TasksConfig {

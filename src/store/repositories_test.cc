@@ -232,7 +232,7 @@ TEST_F(RepositoryTest, DecisionsNewestFirstWithLimit) {
 }
 
 // Retention reads and deletes the oldest rows by id, a bounded batch at a time
-// (daemon/history_retention.h); the used bytes fall as pages are freed for reuse.
+// (state/history_retention.h); the used bytes fall as pages are freed for reuse.
 TEST_F(RepositoryTest, HistoryIsTrimmedOldestFirstInBoundedBatches) {
   EXPECT_EQ(*store_->decisions().OldestAt(), std::nullopt);
   EXPECT_EQ(*store_->events().OldestAt(), std::nullopt);

@@ -22,7 +22,7 @@
 #include "core/mutex.h"
 #include "core/result.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 
 class StoreHealth {
  public:
@@ -59,4 +59,4 @@ class StoreHealth {
   int64_t errors_ GS_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

@@ -1,4 +1,4 @@
-#include "daemon/event_log.h"
+#include "state/event_log.h"
 
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/store_health.h"
+#include "state/store_health.h"
 #include "store/store.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 namespace {
 
 TEST(EventLogTest, WaitersSeeNewEventsTimeOutOrStop) {
@@ -59,4 +59,4 @@ TEST(EventLogTest, AnAppendFromAnotherThreadWakesAWaiter) {
 }
 
 }  // namespace
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

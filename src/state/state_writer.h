@@ -16,10 +16,10 @@
 
 #include "core/clock.h"
 #include "core/mutex.h"
-#include "daemon/store_health.h"
+#include "state/store_health.h"
 #include "store/store.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 
 class StateWriter {
  public:
@@ -59,4 +59,4 @@ class StateWriter {
   std::optional<std::vector<store::LeaseRow>> leases_ GS_GUARDED_BY(mu_);
 };
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

@@ -1,11 +1,11 @@
-#include "daemon/store_health.h"
+#include "state/store_health.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 namespace {
 
 // Kinds that nothing writes again (events, API requests) leave when a probe write succeeds;
@@ -32,4 +32,4 @@ TEST(StoreHealthTest, AProbeClearsOnlyTheKindsNoWriterRetries) {
 }
 
 }  // namespace
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

@@ -1,10 +1,10 @@
-#include "daemon/event_log.h"
+#include "state/event_log.h"
 
 #include <algorithm>
 #include <chrono>
 #include <utility>
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 namespace {
 // The failure kind /readyz shows while appends fail (StoreHealth).
 constexpr std::string_view kAppendingEvents = "appending events";
@@ -69,4 +69,4 @@ void EventLog::Stop() {
   appended_.NotifyAll();
 }
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

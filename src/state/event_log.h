@@ -13,11 +13,11 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "core/result.h"
-#include "daemon/store_health.h"
 #include "events/event_kind.h"
+#include "state/store_health.h"
 #include "store/event_repository.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 
 // An event row stamped `now`, its kind by the wire name (store::EventRow has no constructor).
 store::EventRow MakeEvent(Seconds now, std::string service, events::EventKind kind,
@@ -49,4 +49,4 @@ class EventLog {
   bool stopped_ GS_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

@@ -1,10 +1,10 @@
-#include "daemon/store_health.h"
+#include "state/store_health.h"
 
 #include <fmt/format.h>
 
 #include <utility>
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 
 void StoreHealth::Failed(std::string_view what, const Error& error, std::string_view kind,
                          Retry retry) {
@@ -48,4 +48,4 @@ int64_t StoreHealth::error_count() const {
   return errors_;
 }
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

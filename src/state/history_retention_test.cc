@@ -1,10 +1,10 @@
-#include "daemon/history_retention.h"
+#include "state/history_retention.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 namespace {
 
 class HistoryRetentionTest : public ::testing::Test {
@@ -126,4 +126,4 @@ TEST_F(HistoryRetentionTest, ZeroMaxBytesMeansNoSizeCap) {
 }
 
 }  // namespace
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

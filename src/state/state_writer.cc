@@ -1,8 +1,8 @@
-#include "daemon/state_writer.h"
+#include "state/state_writer.h"
 
 #include <utility>
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 namespace {
 // Failure kinds /readyz shows while the write fails (StoreHealth); a service's replicas are
 // a kind of their own ("writing replicas of chat").
@@ -72,4 +72,4 @@ void StateWriter::Forget(const std::string& service) {
   health_.Written("writing replicas of " + service);  // no writer retries it any more
 }
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

@@ -21,10 +21,10 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "serve_config/daemon_config.h"
+#include "state/retention_config.h"
 #include "store/store.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 
 class HistoryRetention {
  public:
@@ -61,4 +61,4 @@ class HistoryRetention {
   bool stuck_reported_ = false;  // Trimmed::stuck said once for this spell
 };
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

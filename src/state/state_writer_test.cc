@@ -1,4 +1,4 @@
-#include "daemon/state_writer.h"
+#include "state/state_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "daemon/store_health.h"
+#include "state/store_health.h"
 #include "store/store.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 namespace {
 
 class StateWriterTest : public ::testing::Test {
@@ -114,8 +114,9 @@ TEST_F(StateWriterTest, DecisionsAreWrittenOnChangeAndOnTheHeartbeat) {
 // failure leaves StoreHealth as soon as the store takes writes again.
 TEST_F(StateWriterTest, AFailedDecisionIsWrittenOnTheNextCallWhateverItSays) {
   StateWriter writer(*store_, health_, Seconds{300});
-  const char* full = "CREATE TRIGGER full BEFORE INSERT ON decisions "
-                     "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END";
+  const char* full =
+      "CREATE TRIGGER full BEFORE INSERT ON decisions "
+      "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END";
   {
     std::lock_guard<std::mutex> lock(store_->database().mu());
     ASSERT_TRUE(store_->database().Exec(full));
@@ -143,4 +144,4 @@ TEST_F(StateWriterTest, ForgettingAServiceClearsItsFailingReplicaWrites) {
 }
 
 }  // namespace
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state

@@ -1,11 +1,11 @@
-#include "daemon/history_retention.h"
+#include "state/history_retention.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <optional>
 
-namespace gpuscale::daemon {
+namespace gpuscale::state {
 namespace {
 
 constexpr Seconds kAgeCheckEvery{3600};
@@ -86,4 +86,4 @@ Result<int64_t> HistoryRetention::TrimSize(const RetentionConfig& config, Second
   return d + e;
 }
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::state
