@@ -269,7 +269,7 @@ void Daemon::TickService(ServiceSlot& slot, Seconds now, TickObservations& obser
   std::vector<ServiceObservation> obs(slot.runtimes.size());
   for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
     const orch::ReplicaInfo& info = range.replicas[i - range.scrape_begin];
-    ScrapeJob& scrape = observed.scrapes[i];
+    metrics::ScrapeJob& scrape = observed.scrapes[i];
     obs[slot.RuntimeIndexOf(info.id)].replicas.push_back({info.id, info.gpus,
                                                           info.phase == scale::ReplicaPhase::kReady,
                                                           std::move(scrape.result), scrape.kind});

@@ -59,7 +59,7 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
   auto add_ready = [&](const ReplicaObservation& r) { ready.push_back({r.id, r.gpus}); };
   for (const ReplicaObservation& r : observation.replicas) {
     seen.push_back(r.id);
-    if (r.sample == SampleKind::kKept) {
+    if (r.sample == metrics::SampleKind::kKept) {
       // Its scrape is in flight, or not due: the view's latest values of it stand (none yet:
       // left out).
       if (r.ready) {
@@ -69,7 +69,7 @@ scale::ScalingInput ServiceRuntime::Observe(Seconds now, const ServiceObservatio
       continue;
     }
     if (!r.exposition) {
-      if (r.sample == SampleKind::kNew) ++result.scrape_errors;
+      if (r.sample == metrics::SampleKind::kNew) ++result.scrape_errors;
       // A draining replica's scrape only feeds the drain; its failure is no policy input.
       if (r.ready) result.metric_errors.push_back(r.exposition.error().ToString());
       continue;

@@ -33,7 +33,6 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/sample_kind.h"
 #include "daemon/service_metric_view.h"
 #include "daemon/service_policy.h"
 #include "gpu/gpu_info.h"
@@ -42,6 +41,7 @@
 #include "scale/overridable_policy.h"
 #include "scale/policy.h"
 #include "scale/replica_orchestrator.h"
+#include "scrape/sample_kind.h"
 #include "serve_config/daemon_config.h"
 
 namespace gpuscale::daemon {
@@ -56,7 +56,7 @@ struct ReplicaObservation {
   // kNew: `exposition` ended since the last tick. kKept: no scrape ended, `exposition` is
   // ignored and the replica's previous values stand (none before its first scrape). kCarried:
   // `exposition` is an error reported before (a metric error again, not another failed scrape).
-  SampleKind sample = SampleKind::kNew;
+  metrics::SampleKind sample = metrics::SampleKind::kNew;
 };
 
 // A PromQL result for one PromQuery key (error: the query failed or no server is set).

@@ -175,7 +175,7 @@ TEST_F(ServiceRuntimeTest, InFlightScrapeKeepsTheLastValuesAndACarriedErrorIsNot
   ServiceObservation obs = Observe(3, Seconds{2});
   ASSERT_EQ(obs.replicas.size(), 2u);
   obs.replicas[1].exposition = Unavailable("not scraped");
-  obs.replicas[1].sample = SampleKind::kKept;
+  obs.replicas[1].sample = metrics::SampleKind::kKept;
   outstanding_.clear();
   ServiceTickResult r = runtime_->Tick(Seconds{2}, obs, nullptr, sink_);
   EXPECT_EQ(r.scrape_errors, 0);
@@ -190,7 +190,7 @@ TEST_F(ServiceRuntimeTest, InFlightScrapeKeepsTheLastValuesAndACarriedErrorIsNot
 
   obs = Observe(3, Seconds{3});
   obs.replicas[1].exposition = Unavailable("replica chat-1: metrics stale: ...");
-  obs.replicas[1].sample = SampleKind::kCarried;
+  obs.replicas[1].sample = metrics::SampleKind::kCarried;
   r = runtime_->Tick(Seconds{3}, obs, nullptr, sink_);
   EXPECT_EQ(r.scrape_errors, 0);
   ASSERT_EQ(r.metric_errors.size(), 1u);

@@ -29,7 +29,7 @@ TickObservations TickCollector::Collect(ServiceSlots& services, Seconds now,
       const bool serving =
           r.phase == scale::ReplicaPhase::kReady || r.phase == scale::ReplicaPhase::kDraining;
       if (!serving || r.port <= 0 || r.state == orch::ReplicaState::kStopping) continue;
-      ScrapeJob job;
+      metrics::ScrapeJob job;
       job.replica = r.id;
       job.url = fmt::format("http://{}:{}{}", r.host, r.port, slot->config.metrics_path);
       job.due = view_due || r.phase == scale::ReplicaPhase::kDraining;
@@ -54,7 +54,7 @@ TickObservations TickCollector::Collect(ServiceSlots& services, Seconds now,
   for (auto& [name, slot] : services) {
     for (const auto& runtime : slot->runtimes) runtime->AddScrapedFamilies(families);
   }
-  CollectorOptions options;
+  metrics::CollectorOptions options;
   options.scrape.families = std::move(families);
   options.scrape.timeout = scrape_timeout_;
   // A straggler (scrape or query) does not hold the tick: what has not answered by the
@@ -63,8 +63,8 @@ TickObservations TickCollector::Collect(ServiceSlots& services, Seconds now,
   options.scrape.stale_after_ticks = config.scrape.stale_after_ticks;
   options.prometheus_url = config.prometheus.url;
   options.query_timeout = config.prometheus.timeout;
-  daemon::Collect(observed.scrapes, observed.queries, std::move(options), *scrapes_,
-                  *prom_queries_);
+  metrics::Collect(observed.scrapes, observed.queries, std::move(options), *scrapes_,
+                   *prom_queries_);
   return observed;
 }
 
@@ -73,9 +73,9 @@ void TickCollector::PostGpuLoad(const TickObservations& observed, gpu::GpuLoadBo
   std::map<std::string, gpu::GpuLoads> by_replica;
   for (const auto& [name, range] : observed.ranges) {
     for (size_t i = range.scrape_begin; i < range.scrape_end; ++i) {
-      const ScrapeJob& scrape = observed.scrapes[i];
+      const metrics::ScrapeJob& scrape = observed.scrapes[i];
       const orch::ReplicaInfo& replica = range.replicas[i - range.scrape_begin];
-      if (scrape.kind == SampleKind::kKept) {
+      if (scrape.kind == metrics::SampleKind::kKept) {
         auto last = replica_gpu_loads_.find(replica.id);
         if (last != replica_gpu_loads_.end()) by_replica[replica.id] = std::move(last->second);
         continue;

@@ -18,20 +18,20 @@
 #include <vector>
 
 #include "core/clock.h"
-#include "daemon/metric_collector.h"
-#include "daemon/prom_queries.h"
-#include "daemon/replica_scrapes.h"
 #include "daemon/service_slot.h"
 #include "gpumon/simulated_load.h"
 #include "orch/service_orchestrator.h"
+#include "scrape/metric_collector.h"
+#include "scrape/prom_queries.h"
+#include "scrape/replica_scrapes.h"
 #include "serve_config/daemon_config.h"
 
 namespace gpuscale::daemon {
 
 // Jobs of one tick, with the slices that belong to each service.
 struct TickObservations {
-  std::vector<ScrapeJob> scrapes;
-  std::vector<QueryJob> queries;
+  std::vector<metrics::ScrapeJob> scrapes;
+  std::vector<metrics::QueryJob> queries;
   struct Range {
     size_t scrape_begin = 0, scrape_end = 0, query_begin = 0, query_end = 0;
     std::vector<orch::ReplicaInfo> replicas;  // scraped ones, same order as the scrapes
@@ -45,7 +45,8 @@ class TickCollector {
  public:
   // `threads`: concurrent queries; `scrape_timeout`: per replica scrape (DaemonOptions').
   TickCollector(size_t threads, Seconds scrape_timeout)
-      : scrape_timeout_(scrape_timeout), prom_queries_(std::make_unique<PromQueries>(threads)) {}
+      : scrape_timeout_(scrape_timeout),
+        prom_queries_(std::make_unique<metrics::PromQueries>(threads)) {}
 
   // Scrapes and queries for `services` at `now` (sets each slot's next_view_scrape), by the
   // config's `scrape:` and `prometheus:` sections; what has not answered by
@@ -57,13 +58,13 @@ class TickCollector {
   // last report.
   void PostGpuLoad(const TickObservations& observed, gpu::GpuLoadBoard* board);
 
-  const ReplicaScrapes& scrapes() const { return *scrapes_; }
+  const metrics::ReplicaScrapes& scrapes() const { return *scrapes_; }
   size_t queries_in_flight() const { return prom_queries_->in_flight(); }
 
  private:
   const Seconds scrape_timeout_;
-  std::unique_ptr<ReplicaScrapes> scrapes_ = std::make_unique<ReplicaScrapes>();
-  std::unique_ptr<PromQueries> prom_queries_;
+  std::unique_ptr<metrics::ReplicaScrapes> scrapes_ = std::make_unique<metrics::ReplicaScrapes>();
+  std::unique_ptr<metrics::PromQueries> prom_queries_;
   // Each replica's last posted load, kept while its next scrape is in flight.
   std::map<std::string, gpu::GpuLoads> replica_gpu_loads_;
 };

@@ -124,7 +124,7 @@ struct PrometheusConfig {
 };
 
 // The `scrape:` section: how long a control tick waits for the replicas' /metrics
-// (daemon/replica_scrapes.h). A scrape still in flight at the cutoff goes on into the next
+// (scrape/replica_scrapes.h). A scrape still in flight at the cutoff goes on into the next
 // tick; its replica keeps its previous values meanwhile, for stale_after_ticks ticks at most.
 struct ScrapeConfig {
   // `cutoff_ratio`: the share of the loop's current interval (loop_interval_seconds, or the

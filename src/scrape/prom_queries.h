@@ -35,10 +35,10 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "core/result.h"
-#include "daemon/carried_request.h"
+#include "scrape/carried_request.h"
 #include "scrape/prometheus_query.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 
 struct QueryJob {
   std::string promql;
@@ -118,4 +118,4 @@ class PromQueries {
   std::vector<std::thread> workers_;  // the caller's thread only (Collect, destructor)
 };
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics

@@ -18,10 +18,10 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/prom_queries.h"
-#include "daemon/replica_scrapes.h"
+#include "scrape/prom_queries.h"
+#include "scrape/replica_scrapes.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 
 struct CollectorOptions {
   ScrapeRound scrape;          // timeout, families parsed, cutoff, staleness
@@ -37,4 +37,4 @@ void Collect(std::vector<ScrapeJob>& scrapes, std::vector<QueryJob>& queries,
 // Calls job(i) for i in [0, count) on at most max_threads threads (the caller's included).
 void RunParallel(size_t count, size_t max_threads, const std::function<void(size_t)>& job);
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics

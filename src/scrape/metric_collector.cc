@@ -1,11 +1,11 @@
 // Scrapes and PromQL queries for one control tick (metric_collector.h).
-#include "daemon/metric_collector.h"
+#include "scrape/metric_collector.h"
 
 #include <algorithm>
 #include <atomic>
 #include <thread>
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 
 void RunParallel(size_t count, size_t max_threads, const std::function<void(size_t)>& job) {
   if (count == 0) return;
@@ -34,4 +34,4 @@ void Collect(std::vector<ScrapeJob>& scrapes, std::vector<QueryJob>& queries,
   prom_queries.End(queries);
 }
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics

@@ -30,12 +30,12 @@
 
 #include "core/clock.h"
 #include "core/result.h"
-#include "daemon/carried_request.h"
-#include "daemon/sample_kind.h"
 #include "metrics/prometheus_text_parser.h"
+#include "scrape/carried_request.h"
+#include "scrape/sample_kind.h"
 #include "scrape/scraper.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 
 struct ScrapeJob {
   std::string replica;  // its id ("svc-3"), for the staleness error and the bookkeeping
@@ -96,4 +96,4 @@ class ReplicaScrapes {
   int64_t ended_ = 0;
 };
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics

@@ -4,7 +4,7 @@
 // in flight. Plain enum; no I/O.
 #pragma once
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 
 enum class SampleKind {
   kNew,      // a scrape ended since the last tick: the result is its outcome, value or error
@@ -14,4 +14,4 @@ enum class SampleKind {
              // failure (until one succeeds) or the staleness error
 };
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics

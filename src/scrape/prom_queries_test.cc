@@ -2,7 +2,7 @@
 // its last answer stands while young, and its late answer lands in a later tick. A fake query
 // function stands in for Prometheus; it blocks chosen PromQL until the test releases it, so
 // that every assertion is about order, never about how long something took.
-#include "daemon/prom_queries.h"
+#include "scrape/prom_queries.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include "core/mutex.h"
 #include "testing/wait_until.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 namespace {
 
 using ::testing::HasSubstr;
@@ -299,4 +299,4 @@ TEST_F(PromQueriesTest, DestructionWaitsForTheRunningQueryAndDropsTheQueued) {
 }
 
 }  // namespace
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics

@@ -3,7 +3,7 @@
 // socket, between ticks, so that nothing depends on timing. A tick that waited for a
 // straggler would block until its scrape timed out (30 s) and hand over a timeout error,
 // which the expectations reject.
-#include "daemon/replica_scrapes.h"
+#include "scrape/replica_scrapes.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@
 #include "testing/loopback_server.h"
 #include "testing/raw_socket.h"
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 namespace {
 
 using ::testing::ElementsAre;
@@ -268,4 +268,4 @@ TEST(ReplicaScrapesTest, ForgottenReplicasAndBadUrls) {
 }
 
 }  // namespace
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics

@@ -1,12 +1,12 @@
 // Replica scrapes across control ticks (replica_scrapes.h).
-#include "daemon/replica_scrapes.h"
+#include "scrape/replica_scrapes.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <utility>
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 
 ReplicaScrapes::ReplicaScrapes(size_t max_in_flight) : pool_(max_in_flight) {}
 
@@ -83,4 +83,4 @@ void ReplicaScrapes::Hand(Entry& entry, ScrapeJob& job, int stale_after_ticks) {
   }
 }
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics

@@ -1,12 +1,12 @@
 // PromQL queries across control ticks (prom_queries.h).
-#include "daemon/prom_queries.h"
+#include "scrape/prom_queries.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <utility>
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 
 PromQueries::PromQueries(size_t max_threads, QueryFn query)
     : max_threads_(std::max<size_t>(max_threads, 1)), query_(std::move(query)) {}
@@ -166,4 +166,4 @@ void PromQueries::Hand(Entry& entry, QueryJob& job) const {
   }
 }
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace gpuscale::daemon {
+namespace gpuscale::metrics {
 
 template <typename R>
 struct CarriedRequest {
@@ -49,4 +49,4 @@ void ForgetUnwanted(std::unordered_map<std::string, Entry>& entries) {
   std::erase_if(entries, [](const auto& e) { return !e.second.wanted && !e.second.in_flight; });
 }
 
-}  // namespace gpuscale::daemon
+}  // namespace gpuscale::metrics
