@@ -31,8 +31,9 @@ class SimDoor {
  public:
   SimDoor(const route::AdmissionConfig& config, std::vector<RequestRecord>& requests);
 
-  // The replica limit to pick under (PickReady's max_in_flight; 0 = none).
-  int max_in_flight() const { return config_.max_in_flight_per_replica; }
+  // The replica limit to pick a request of `priority` under (PickReady's max_in_flight;
+  // 0 = none): route::SlotLimit, as the gateway's.
+  int max_in_flight(route::Priority priority) const { return route::SlotLimit(config_, priority); }
   // Queues request `id`, arriving at `now`, or sheds it (its record's `shed`). Sheds the
   // waits that ran out by `now` first. Returns whether it waits.
   bool Enter(uint32_t id, double now);
