@@ -164,6 +164,7 @@ bool Engine::TryRoute(uint32_t id, double now) {
   if (best < 0) return false;
   auto& slots = orchestrator_.slots();
   requests_[id].on_fresh_replica = now - slots[best].warm_since < kFreshReplicaSeconds;
+  if (door_) requests_[id].contended = door_->OthersWaiting(id);
   if (slots[best].engine->Enqueue(id, now)) Schedule(best);
   return true;
 }

@@ -168,6 +168,29 @@ TEST(EngineAdmissionTest, AHotTenantGetsNoMoreThanItsFairShareWhileOthersWait) {
   for (const char* other : {"a", "b", "c"}) EXPECT_GT(ShareOf(r, other), 0.2) << other;
 }
 
+// ClassReport::contended_completed: the requests sent to a replica while another tenant's
+// request of the same priority waited, the window in which fair share is owed.
+TEST(EngineAdmissionTest, OnlyRequestsSentWhileAnotherTenantWaitedCountAsContended) {
+  // One tenant: its requests wait (some long enough to be shed), never behind another's.
+  const SimReport alone = RunDoor(OverloadTrace(2 * kOverloadRate, 30, 3, false), Door());
+  ASSERT_EQ(alone.priorities.size(), 2u);
+  EXPECT_GT(alone.shed, 0);
+  for (const ClassReport& c : alone.priorities) EXPECT_EQ(c.contended_completed, 0) << c.name;
+  // Four tenants at 4x: all wait, and the hot one gets a quarter of what is served while
+  // the others wait.
+  const SimReport shared = RunDoor(OverloadTrace(4 * kOverloadRate / 2, 60, 0, true), Door());
+  ASSERT_EQ(shared.priority_tenants.size(), 4u);
+  int64_t contended = 0;
+  for (const ClassReport& c : shared.priority_tenants) {
+    EXPECT_LE(c.contended_completed, c.completed) << c.name;
+    EXPECT_GT(c.contended_completed, 0) << c.name;
+    contended += c.contended_completed;
+  }
+  const ClassReport* hot = Find(shared.priority_tenants, "sheddable/hot");
+  ASSERT_NE(hot, nullptr);
+  EXPECT_LT(static_cast<double>(hot->contended_completed), 0.3 * static_cast<double>(contended));
+}
+
 TEST(EngineAdmissionTest, EachTenantIsCountedWithinEachPriority) {
   // 3 in 10 critical: each tenant has rows in both priorities, and they add up to its own.
   const SimReport r = RunDoor(OverloadTrace(2 * kOverloadRate, 30, 3, true), Door());

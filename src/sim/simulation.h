@@ -179,6 +179,11 @@ struct ClassReport {
   double attainment = 0;   // slo_met / requests
   // Prompt and output tokens of the completed requests: the class's share of the service.
   int64_t served_tokens = 0;
+  // Completed requests sent to a replica while another tenant's request of the same
+  // priority waited at the door: what fair share across tenants governs. The rest went
+  // while nobody else waited (an empty door admits every arrival, so a hot tenant's share
+  // there is its share of arrivals).
+  int64_t contended_completed = 0;
 };
 
 struct SimReport {
