@@ -305,6 +305,7 @@ std::optional<Ticket> GatewayState::AcquireLocked(const std::string& service, co
                 r.route.port,
                 probes_.try_emplace(r.route.id).first->second.down,
                 pool};
+  ticket.priority = priority;
   if (by_cache) {
     prefix_cache_.Routed(r.identity, key, now);
     ticket.prefill_tokens =

@@ -90,6 +90,8 @@ struct Ticket {
   // prefix_cache: the prompt tokens the replica was expected to compute (its cached prefix
   // skipped), counted in its pending prefill until Release.
   int64_t prefill_tokens = 0;
+  // The request's priority: the slots it may take (route::SlotLimit), on a retry too.
+  route::Priority priority = route::Priority::kStandard;
 };
 
 // A request that waits for a replica (GatewayState::EnterQueue).

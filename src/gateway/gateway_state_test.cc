@@ -332,6 +332,7 @@ TEST(GatewayStateTest, ACriticalRequestTakesTheSlotReservedForItWhileStandardOne
             route::AdmissionVerdict::kQueued);
   std::optional<Ticket> critical = state.TakeGrant("chat", 2);
   ASSERT_TRUE(critical.has_value());
+  EXPECT_EQ(critical->priority, kCritical) << "a retry asks for the same slots";
   EXPECT_EQ(state.InFlight("r1"), 2);
   // The critical request's end frees only a reserved slot: the standard one still waits.
   state.Release(*critical, AttemptOutcome::kOk);
