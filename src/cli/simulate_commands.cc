@@ -136,7 +136,8 @@ void AddRequestFields(nlohmann::ordered_json& j, const sim::SimReport& r, double
                      {"shed", c.shed},
                      {"unfinished", c.unfinished},
                      {"aborted", c.aborted},
-                     {"served_tokens", c.served_tokens}});
+                     {"served_tokens", c.served_tokens},
+                     {"contended_completed", c.contended_completed}});
     }
     return out;
   };

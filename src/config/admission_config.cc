@@ -74,6 +74,32 @@ Status ReadPriorities(const YAML::Node& n, std::string_view path, route::Admissi
   return OkStatus();
 }
 
+// critical_reserved_per_replica: slots of max_in_flight_per_replica that only critical
+// requests take, so it needs that limit and must leave the others at least one slot.
+Status ReadReserve(const YAML::Node& n, std::string_view path, route::AdmissionConfig& a) {
+  constexpr std::string_view kKey = "critical_reserved_per_replica";
+  GS_ASSIGN_OR_RETURN(a.critical_reserved_per_replica,
+                      yaml::ReadInt(n, kKey, path, a.critical_reserved_per_replica));
+  const int reserved = a.critical_reserved_per_replica;
+  const int limit = a.max_in_flight_per_replica;
+  if (reserved == 0) return OkStatus();
+  if (reserved < 0) {
+    return FieldError(Child(n, kKey), Join(path, kKey), "expected 0 (none) or more");
+  }
+  if (limit == 0) {
+    return FieldError(Child(n, kKey), Join(path, kKey),
+                      "reserves slots of max_in_flight_per_replica, which is 0 (no limit): set "
+                      "it too");
+  }
+  if (reserved >= limit) {
+    return FieldError(Child(n, kKey), Join(path, kKey),
+                      fmt::format("expected fewer than max_in_flight_per_replica ({}), got {}: "
+                                  "standard and sheddable requests would get no slot",
+                                  limit, reserved));
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status ParseAdmissionConfig(const YAML::Node& n, std::string_view path, AdmissionDoor door,
@@ -84,13 +110,15 @@ Status ParseAdmissionConfig(const YAML::Node& n, std::string_view path, Admissio
   }
   GS_RETURN_IF_ERROR(
       door == AdmissionDoor::kGateway
-          ? yaml::CheckKnownKeys(n, path,
-                                 {"max_in_flight_per_replica", "priority_header", "tenant_header",
-                                  "default_priority", "model_priority",
-                                  "sheddable_max_wait_seconds", "tenant_tokens_per_minute"})
-          : yaml::CheckKnownKeys(n, path,
-                                 {"max_in_flight_per_replica", "default_priority", "model_priority",
-                                  "sheddable_max_wait_seconds"}));
+          ? yaml::CheckKnownKeys(
+                n, path,
+                {"max_in_flight_per_replica", "critical_reserved_per_replica", "priority_header",
+                 "tenant_header", "default_priority", "model_priority",
+                 "sheddable_max_wait_seconds", "tenant_tokens_per_minute"})
+          : yaml::CheckKnownKeys(
+                n, path,
+                {"max_in_flight_per_replica", "critical_reserved_per_replica", "default_priority",
+                 "model_priority", "sheddable_max_wait_seconds"}));
   GS_ASSIGN_OR_RETURN(
       a.max_in_flight_per_replica,
       yaml::ReadInt(n, "max_in_flight_per_replica", path, a.max_in_flight_per_replica));
@@ -98,6 +126,7 @@ Status ParseAdmissionConfig(const YAML::Node& n, std::string_view path, Admissio
     return FieldError(Child(n, "max_in_flight_per_replica"),
                       Join(path, "max_in_flight_per_replica"), "expected 0 (no limit) or more");
   }
+  GS_RETURN_IF_ERROR(ReadReserve(n, path, a));
   if (door == AdmissionDoor::kGateway) GS_RETURN_IF_ERROR(ReadHeaders(n, path, a));
   GS_RETURN_IF_ERROR(ReadPriorities(n, path, a));
   GS_ASSIGN_OR_RETURN(const double wait, yaml::ReadDouble(n, "sheddable_max_wait_seconds", path,

@@ -2,7 +2,8 @@
 // the one reader that the daemon config (`gateway.admission`) and the simulation config
 // (`admission`) share, as config/router_config.h is for `router:`.
 //
-//   admission: {max_in_flight_per_replica: 8, default_priority: standard,
+//   admission: {max_in_flight_per_replica: 8, critical_reserved_per_replica: 1,
+//               default_priority: standard,
 //               model_priority: {llama-70b: critical}, sheddable_max_wait_seconds: 2,
 //               priority_header: x-gpuscale-priority, tenant_header: x-tenant,  # gateway
 //               tenant_tokens_per_minute: 0}                                      # gateway
@@ -23,7 +24,9 @@ enum class AdmissionDoor { kGateway, kSimulator };
 
 // Parses `node` (absent: `config` unchanged) over the values already in `config`. Errors:
 // invalid_argument with field "<path>.<key>" and the line: an unknown key (the header and
-// token-limit keys too, for kSimulator), a negative max_in_flight_per_replica, a header name
+// token-limit keys too, for kSimulator), a negative max_in_flight_per_replica, a
+// critical_reserved_per_replica that is negative, set without max_in_flight_per_replica or
+// not below it, a header name
 // with spaces or colons, a priority not critical, standard or sheddable, a wait <= 0, a
 // negative or non-finite token limit.
 Status ParseAdmissionConfig(const YAML::Node& node, std::string_view path, AdmissionDoor door,

@@ -98,6 +98,12 @@ TEST(SimConfigTest, AdmissionIsTheGatewaysBlockWithoutHeaders) {
   EXPECT_EQ(file->sim.admission->max_in_flight_per_replica, 6);
   EXPECT_EQ(file->sim.admission->default_priority, route::Priority::kSheddable);
   EXPECT_EQ(file->sim.admission->sheddable_max_wait, Seconds{0.5});
+  EXPECT_EQ(file->sim.admission->critical_reserved_per_replica, 0);
+  auto reserved = ParseSimYaml(
+      "admission: {max_in_flight_per_replica: 6, critical_reserved_per_replica: 5}\n"
+      "policy: {family: slo}\n");
+  ASSERT_TRUE(reserved) << reserved.error().ToString();
+  EXPECT_EQ(reserved->sim.admission->critical_reserved_per_replica, 5);
   auto empty = ParseSimYaml("admission: {}\npolicy: {family: slo}\n");
   ASSERT_TRUE(empty) << empty.error().ToString();
   EXPECT_EQ(empty->sim.admission, route::AdmissionConfig{});
@@ -161,8 +167,20 @@ INSTANTIATE_TEST_SUITE_P(
                          "(line 1)"},
         SimConfigBadCase{"admission:\n  tenant_header: x-tenant\npolicy: {family: slo}\n",
                          "admission.tenant_header: unknown field; accepted fields: "
-                         "max_in_flight_per_replica, default_priority, model_priority, "
-                         "sheddable_max_wait_seconds (line 2)"},
+                         "max_in_flight_per_replica, critical_reserved_per_replica, "
+                         "default_priority, model_priority, sheddable_max_wait_seconds (line 2)"},
+        SimConfigBadCase{"admission: {critical_reserved_per_replica: 2}\npolicy: {family: slo}\n",
+                         "admission.critical_reserved_per_replica: reserves slots of "
+                         "max_in_flight_per_replica, which is 0 (no limit): set it too (line 1)"},
+        SimConfigBadCase{"admission: {max_in_flight_per_replica: 8,\n"
+                         "            critical_reserved_per_replica: 8}\npolicy: {family: slo}\n",
+                         "admission.critical_reserved_per_replica: expected fewer than "
+                         "max_in_flight_per_replica (8), got 8: standard and sheddable requests "
+                         "would get no slot (line 2)"},
+        SimConfigBadCase{"admission: {max_in_flight_per_replica: 8, critical_reserved_per_replica: "
+                         "-1}\npolicy: {family: slo}\n",
+                         "admission.critical_reserved_per_replica: expected 0 (none) or more "
+                         "(line 1)"},
         SimConfigBadCase{"admission: {default_priority: urgent}\npolicy: {family: slo}\n",
                          "admission.default_priority: expected critical, standard or sheddable, "
                          "got 'urgent' (line 1)"},

@@ -384,7 +384,9 @@ awaitable<bool> GatewayServer::Impl::Forward(beast::tcp_stream& client, Request&
       co_return result == Attempt::kRelayed;
     }
     tried.insert(ticket->replica);
-    if (attempt == 1 || !(ticket = state->Acquire(*service, key, tried))) break;
+    if (attempt == 1 ||
+        !(ticket = state->Acquire(*service, key, tried, RoutePool::kServe, door.priority)))
+      break;
     ticket->tokens = door.tokens;
   }
   m.status = 502;
@@ -403,7 +405,7 @@ awaitable<std::optional<Ticket>> GatewayServer::Impl::Place(
     beast::tcp_stream& client, const Request& req, const std::string& service, RouteKey key,
     RoutePool pool, const DoorAdmission& door, SteadyTime arrival, RequestMeasurement& m,
     bool& kept) {
-  std::optional<Ticket> ticket = state->Admit(service, key, pool, door.tokens);
+  std::optional<Ticket> ticket = state->Admit(service, key, pool, door.tokens, door.priority);
   if (ticket) co_return ticket;
   route::Admission admission;
   bool gone = false;

@@ -242,14 +242,15 @@ std::string GatewayState::UnavailableReason(const std::string& service) const {
 }
 
 std::optional<Ticket> GatewayState::Acquire(const std::string& service, const RouteKey& key,
-                                            const std::set<std::string>& exclude, RoutePool pool) {
+                                            const std::set<std::string>& exclude, RoutePool pool,
+                                            route::Priority priority) {
   const double now = SteadyNow();
   MutexLock lock(mu_);
-  return AcquireLocked(service, key, exclude, pool, now);
+  return AcquireLocked(service, key, exclude, pool, priority, now);
 }
 
 std::optional<Ticket> GatewayState::Admit(const std::string& service, const RouteKey& key,
-                                          RoutePool pool, double tokens) {
+                                          RoutePool pool, double tokens, route::Priority priority) {
   const double now = SteadyNow();
   MutexLock lock(mu_);
   auto it = services_.find(service);
@@ -257,17 +258,18 @@ std::optional<Ticket> GatewayState::Admit(const std::string& service, const Rout
   if (auto q = it->second.queues.find(pool); q != it->second.queues.end() && !q->second.Empty()) {
     return std::nullopt;
   }
-  std::optional<Ticket> ticket = AcquireLocked(service, key, {}, pool, now);
+  std::optional<Ticket> ticket = AcquireLocked(service, key, {}, pool, priority, now);
   if (ticket) ticket->tokens = tokens;
   return ticket;
 }
 
 std::optional<Ticket> GatewayState::AcquireLocked(const std::string& service, const RouteKey& key,
                                                   const std::set<std::string>& exclude,
-                                                  RoutePool pool, double now) {
+                                                  RoutePool pool, route::Priority priority,
+                                                  double now) {
   auto it = services_.find(service);
   if (it == services_.end()) return std::nullopt;
-  const int limit = config_.admission.max_in_flight_per_replica;
+  const int limit = route::SlotLimit(config_.admission, priority);
   std::vector<route::Candidate> candidates;
   std::vector<const Replica*> eligible;
   const bool prefill = pool == RoutePool::kPrefill;
@@ -303,6 +305,7 @@ std::optional<Ticket> GatewayState::AcquireLocked(const std::string& service, co
                 r.route.port,
                 probes_.try_emplace(r.route.id).first->second.down,
                 pool};
+  ticket.priority = priority;
   if (by_cache) {
     prefix_cache_.Routed(r.identity, key, now);
     ticket.prefill_tokens =
@@ -327,7 +330,7 @@ void GatewayState::Dispatch(const std::string& name, Service& s, double now,
   for (auto& [pool, queue] : s.queues) {
     while (const route::AdmissionRequest* head = queue.Peek()) {
       Waiter& w = s.waiters.at(head->id);
-      std::optional<Ticket> ticket = AcquireLocked(name, w.key, {}, pool, now);
+      std::optional<Ticket> ticket = AcquireLocked(name, w.key, {}, pool, w.priority, now);
       if (!ticket) break;  // the head waits for the next free replica; so do those behind
       ticket->tokens = w.tokens;
       w.grant = std::move(ticket);
@@ -440,8 +443,9 @@ route::Admission GatewayState::EnterQueue(const std::string& service, const Wait
     // (Daemon::LoopInterval), and a tick per queued request kept it ticking back to back
     // through a cold start (239 ticks in 13 s at 50 req/s).
     if (s.waiters.empty()) listener = demand_listener_;
-    s.waiters.emplace(request.id,
-                      Waiter{std::move(wake), request.pool, request.key, request.tokens, {}});
+    s.waiters.emplace(
+        request.id,
+        Waiter{std::move(wake), request.pool, request.key, request.tokens, request.priority, {}});
   }
   if (listener) listener(service);
   return admission;

@@ -90,6 +90,8 @@ struct Ticket {
   // prefix_cache: the prompt tokens the replica was expected to compute (its cached prefix
   // skipped), counted in its pending prefill until Release.
   int64_t prefill_tokens = 0;
+  // The request's priority: the slots it may take (route::SlotLimit), on a retry too.
+  route::Priority priority = route::Priority::kStandard;
 };
 
 // A request that waits for a replica (GatewayState::EnterQueue).
@@ -149,15 +151,17 @@ class GatewayState {
   bool Disaggregated(const std::string& service) const;
   // The service's published unavailable_reason ("" when none or unknown).
   std::string UnavailableReason(const std::string& service) const;
-  // Picks a ready, healthy replica of `service`'s `pool` not in `exclude` and counts the
-  // request in flight on it; nullopt when there is none. Each pool has a picker of its own.
+  // Picks a ready, healthy replica of `service`'s `pool` not in `exclude`, holding fewer
+  // than route::SlotLimit(admission, `priority`) requests, and counts the request in flight
+  // on it; nullopt when there is none. Each pool has a picker of its own.
   std::optional<Ticket> Acquire(const std::string& service, const RouteKey& key,
                                 const std::set<std::string>& exclude = {},
-                                RoutePool pool = RoutePool::kServe);
+                                RoutePool pool = RoutePool::kServe,
+                                route::Priority priority = route::Priority::kStandard);
   // As Acquire for a request that just arrived: nullopt also while requests wait in the
   // pool's queue, so that a newcomer does not pass them. The ticket carries `tokens`.
   std::optional<Ticket> Admit(const std::string& service, const RouteKey& key, RoutePool pool,
-                              double tokens);
+                              double tokens, route::Priority priority = route::Priority::kStandard);
   // Ends a ticket's request; a replica slot it frees goes to the next waiting request.
   void Release(const Ticket& ticket, AttemptOutcome outcome);
 
@@ -221,6 +225,7 @@ class GatewayState {
     RoutePool pool = RoutePool::kServe;
     RouteKey key;
     double tokens = 1;
+    route::Priority priority = route::Priority::kStandard;  // the slots it may take
     std::optional<Ticket> grant;  // a replica handed over, not yet taken
   };
   struct Service {
@@ -253,7 +258,7 @@ class GatewayState {
   static double SteadyNow();
   std::optional<Ticket> AcquireLocked(const std::string& service, const RouteKey& key,
                                       const std::set<std::string>& exclude, RoutePool pool,
-                                      double now) GS_REQUIRES(mu_);
+                                      route::Priority priority, double now) GS_REQUIRES(mu_);
   // Sets kv_endpoints_ from the route table; whether they changed.
   bool UpdateKvEndpoints() GS_REQUIRES(mu_);
   // Grants free replicas to `service`'s queued requests in their queues' order; the wakes of

@@ -311,6 +311,45 @@ TEST(GatewayStateTest, ASaturatedServiceGrantsFreedReplicasByPriorityThenTenant)
   EXPECT_EQ(state.InFlight("r1"), 0);
 }
 
+// admission.critical_reserved_per_replica: the last slots of a replica go to critical
+// requests only, so one arriving behind waiting standard requests is granted at once.
+TEST(GatewayStateTest, ACriticalRequestTakesTheSlotReservedForItWhileStandardOnesWait) {
+  using enum route::Priority;
+  GatewayConfig config = Saturating();
+  config.admission.max_in_flight_per_replica = 2;
+  config.admission.critical_reserved_per_replica = 1;
+  GatewayState state(config);
+  state.Publish({Chat({"r1"})});
+  std::optional<Ticket> standard = state.Admit("chat", std::nullopt, RoutePool::kServe, 100);
+  ASSERT_TRUE(standard.has_value());
+  EXPECT_FALSE(state.Admit("chat", std::nullopt, RoutePool::kServe, 100, kSheddable))
+      << "the second slot is critical's";
+  ASSERT_EQ(state.EnterQueue("chat", Wait(1, kStandard, "a"), [] {}).verdict,
+            route::AdmissionVerdict::kQueued);
+  EXPECT_FALSE(state.TakeGrant("chat", 1).has_value());
+  // A critical newcomer queues behind nobody of its priority and takes the reserved slot.
+  ASSERT_EQ(state.EnterQueue("chat", Wait(2, kCritical, "a"), [] {}).verdict,
+            route::AdmissionVerdict::kQueued);
+  std::optional<Ticket> critical = state.TakeGrant("chat", 2);
+  ASSERT_TRUE(critical.has_value());
+  EXPECT_EQ(critical->priority, kCritical) << "a retry asks for the same slots";
+  EXPECT_EQ(state.InFlight("r1"), 2);
+  // The critical request's end frees only a reserved slot: the standard one still waits.
+  state.Release(*critical, AttemptOutcome::kOk);
+  EXPECT_FALSE(state.TakeGrant("chat", 1).has_value());
+  state.Release(*standard, AttemptOutcome::kOk);
+  std::optional<Ticket> next = state.TakeGrant("chat", 1);
+  ASSERT_TRUE(next.has_value());
+  // With the queue empty a critical arrival is admitted on the spot, a standard one is not.
+  EXPECT_FALSE(state.Admit("chat", std::nullopt, RoutePool::kServe, 100, kStandard));
+  std::optional<Ticket> direct =
+      state.Admit("chat", std::nullopt, RoutePool::kServe, 100, kCritical);
+  ASSERT_TRUE(direct.has_value());
+  state.Release(*direct, AttemptOutcome::kOk);
+  state.Release(*next, AttemptOutcome::kOk);
+  EXPECT_EQ(state.InFlight("r1"), 0);
+}
+
 TEST(GatewayStateTest, AGrantWhoseRequestLeftGoesToTheNext) {
   GatewayState state(Saturating());
   state.Publish({Chat({"r1"})});

@@ -140,7 +140,8 @@ awaitable<PrefillStepResult> RunPrefillStep(GatewayState& state, UpstreamPool& p
     state.Release(ticket, AttemptOutcome::kTransportFailure);
     tried.insert(ticket.replica);
     if (attempt == 1) break;
-    std::optional<Ticket> next = state.Acquire(service, prefix_key, tried, RoutePool::kPrefill);
+    std::optional<Ticket> next =
+        state.Acquire(service, prefix_key, tried, RoutePool::kPrefill, ticket.priority);
     if (!next) break;
     ticket = std::move(*next);
   }

@@ -18,6 +18,7 @@ void Count(const RequestRecord& r, const SloSpec& slo, ClassReport& c) {
   } else {
     ++c.completed;
     c.served_tokens += int64_t{r.input_tokens} + r.output_tokens;
+    if (r.contended) ++c.contended_completed;
     if (MeetsSlo(r, slo)) ++c.slo_met;
   }
 }

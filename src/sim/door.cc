@@ -30,6 +30,7 @@ bool SimDoor::Enter(uint32_t id, double now) {
     return false;
   }
   if (sheddable) deadlines_.emplace(now + budget, id);
+  CountWaiting(id, +1);
   return true;
 }
 
@@ -39,6 +40,7 @@ void SimDoor::ExpireWaits(double now) {
     deadlines_.pop();
     // Served already: Remove finds nothing.
     if (queue_.Remove(id)) {
+      CountWaiting(id, -1);
       requests_[id].shed = true;
       ++shed_;
     }
@@ -51,7 +53,24 @@ std::optional<uint32_t> SimDoor::Peek() const {
   return static_cast<uint32_t>(head->id);
 }
 
-void SimDoor::Pop() { queue_.Pop(); }
+void SimDoor::Pop() {
+  if (const std::optional<route::AdmissionRequest> head = queue_.Pop()) {
+    CountWaiting(static_cast<uint32_t>(head->id), -1);
+  }
+}
+
+void SimDoor::CountWaiting(uint32_t id, int delta) {
+  const RequestRecord& r = requests_[id];
+  auto it = waiting_.try_emplace({r.priority, r.tenant}, 0).first;
+  if ((it->second += delta) == 0) waiting_.erase(it);
+}
+
+bool SimDoor::OthersWaiting(uint32_t id) const {
+  const RequestRecord& r = requests_[id];
+  const auto own = waiting_.find({r.priority, r.tenant});
+  const size_t mine = own == waiting_.end() ? 0 : static_cast<size_t>(own->second);
+  return queue_.Size(r.priority) > mine;
+}
 
 void SimDoor::RecordCompletions(int64_t prompt_tokens, int64_t count, double now) {
   if (count <= 0) return;

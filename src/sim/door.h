@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <queue>
 #include <utility>
@@ -31,8 +32,9 @@ class SimDoor {
  public:
   SimDoor(const route::AdmissionConfig& config, std::vector<RequestRecord>& requests);
 
-  // The replica limit to pick under (PickReady's max_in_flight; 0 = none).
-  int max_in_flight() const { return config_.max_in_flight_per_replica; }
+  // The replica limit to pick a request of `priority` under (PickReady's max_in_flight;
+  // 0 = none): route::SlotLimit, as the gateway's.
+  int max_in_flight(route::Priority priority) const { return route::SlotLimit(config_, priority); }
   // Queues request `id`, arriving at `now`, or sheds it (its record's `shed`). Sheds the
   // waits that ran out by `now` first. Returns whether it waits.
   bool Enter(uint32_t id, double now);
@@ -41,6 +43,8 @@ class SimDoor {
   // The next request to serve (nullopt: none waits); Pop removes it.
   std::optional<uint32_t> Peek() const;
   void Pop();
+  // Whether a request of another tenant than request `id`'s, of its priority, waits.
+  bool OthersWaiting(uint32_t id) const;
   // A replica finished requests whose prompts held `prompt_tokens` tokens, `count` requests.
   void RecordCompletions(int64_t prompt_tokens, int64_t count, double now);
 
@@ -49,6 +53,8 @@ class SimDoor {
 
  private:
   double ExpectedTokens(uint32_t id) const;
+  // Counts request `id` in (+1) or out of (-1) waiting_.
+  void CountWaiting(uint32_t id, int delta);
 
   route::AdmissionConfig config_;
   std::vector<RequestRecord>& requests_;
@@ -57,6 +63,8 @@ class SimDoor {
   using Deadline = std::pair<double, uint32_t>;
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
   int64_t shed_ = 0;
+  // Waiting requests by (priority, tenant): OthersWaiting without a walk of the queue.
+  std::map<std::pair<route::Priority, uint32_t>, int64_t> waiting_;
 };
 
 }  // namespace gpuscale::sim

@@ -151,16 +151,20 @@ void Engine::Arrive(uint32_t id, double now) {
   door_->ExpireWaits(now);
   // Those already waiting go first (the gateway's Dispatch serves the queue as replicas free).
   if (door_->Waiting() == 0 && TryRoute(id, now)) return;
-  door_->Enter(id, now);
+  // A critical request queued ahead of standard ones that wait for a slot may take a slot
+  // reserved for it (admission.critical_reserved_per_replica) now, as the gateway's waiter
+  // does when it looks for its grant (GatewayState::TakeGrant dispatches).
+  if (door_->Enter(id, now)) FlushRouterQueue(now);
 }
 
 bool Engine::TryRoute(uint32_t id, double now) {
-  const int best =
-      PickReady(picker_, orchestrator_, candidates_, now, &requests_[id],
-                approximate_ ? &*approximate_ : nullptr, door_ ? door_->max_in_flight() : 0);
+  const int best = PickReady(picker_, orchestrator_, candidates_, now, &requests_[id],
+                             approximate_ ? &*approximate_ : nullptr,
+                             door_ ? door_->max_in_flight(requests_[id].priority) : 0);
   if (best < 0) return false;
   auto& slots = orchestrator_.slots();
   requests_[id].on_fresh_replica = now - slots[best].warm_since < kFreshReplicaSeconds;
+  if (door_) requests_[id].contended = door_->OthersWaiting(id);
   if (slots[best].engine->Enqueue(id, now)) Schedule(best);
   return true;
 }

@@ -86,6 +86,45 @@ TEST(EngineAdmissionTest, CriticalRequestsKeepTheirSloWhileSheddableOnesAreShed)
   EXPECT_LT(fifo.attainment, 0.6);
 }
 
+// Long requests (1,000 output tokens, ~7.6 s on a replica of 8) at `rate` requests/s for
+// 120 s: every tenth critical, the rest standard, which is never shed.
+Trace LongStandardTrace(double rate) {
+  Trace t;
+  const int n = static_cast<int>(rate * 120);
+  for (int i = 0; i < n; ++i) {
+    TraceRequest r{i / rate, 200, 1000};
+    r.priority = i % 10 == 0 ? route::Priority::kCritical : route::Priority::kStandard;
+    t.requests.push_back(r);
+  }
+  return t;
+}
+
+TEST(EngineAdmissionTest, AReservedSlotTakesACriticalRequestAtOnceWhileStandardOnesWait) {
+  // About twice the ~1 request/s the replica's 8 slots serve: standard requests always
+  // wait at the door, so without a reserve a critical one, first in line, still waits for
+  // the next slot to free (~1 s apart) and misses its 1 s TTFT about half the time.
+  const Trace trace = LongStandardTrace(2);
+  route::AdmissionConfig door = Door();
+  const SimReport shared = RunDoor(trace, door);
+  door.critical_reserved_per_replica = 2;
+  const SimReport reserved = RunDoor(trace, door);
+  for (const SimReport* r : {&shared, &reserved}) {
+    ASSERT_EQ(r->priorities.size(), 2u);
+  }
+  const ClassReport& critical_shared = *Find(shared.priorities, "critical");
+  const ClassReport& critical = *Find(reserved.priorities, "critical");
+  const ClassReport& standard = *Find(reserved.priorities, "standard");
+  EXPECT_EQ(critical.requests, 24);
+  EXPECT_EQ(critical_shared.shed + critical_shared.unfinished + critical_shared.aborted, 0);
+  EXPECT_LT(critical_shared.attainment, 0.8);
+  // Reserved: every critical request finds a slot on arrival and meets its SLO.
+  EXPECT_EQ(critical.slo_met, critical.requests);
+  EXPECT_EQ(critical.shed + critical.unfinished + critical.aborted, 0);
+  // The others keep the rest of the replica and are all served once the arrivals stop.
+  EXPECT_EQ(standard.requests, 216);
+  EXPECT_EQ(standard.completed, standard.requests);
+}
+
 // Served tokens of tenant `name` over all tenants'.
 double ShareOf(const SimReport& r, const std::string& name) {
   int64_t served = 0;
@@ -127,6 +166,29 @@ TEST(EngineAdmissionTest, AHotTenantGetsNoMoreThanItsFairShareWhileOthersWait) {
   ASSERT_EQ(r.tenants.size(), 4u);
   EXPECT_LT(ShareOf(r, "hot"), 0.3);
   for (const char* other : {"a", "b", "c"}) EXPECT_GT(ShareOf(r, other), 0.2) << other;
+}
+
+// ClassReport::contended_completed: the requests sent to a replica while another tenant's
+// request of the same priority waited, the window in which fair share is owed.
+TEST(EngineAdmissionTest, OnlyRequestsSentWhileAnotherTenantWaitedCountAsContended) {
+  // One tenant: its requests wait (some long enough to be shed), never behind another's.
+  const SimReport alone = RunDoor(OverloadTrace(2 * kOverloadRate, 30, 3, false), Door());
+  ASSERT_EQ(alone.priorities.size(), 2u);
+  EXPECT_GT(alone.shed, 0);
+  for (const ClassReport& c : alone.priorities) EXPECT_EQ(c.contended_completed, 0) << c.name;
+  // Four tenants at 4x: all wait, and the hot one gets a quarter of what is served while
+  // the others wait.
+  const SimReport shared = RunDoor(OverloadTrace(4 * kOverloadRate / 2, 60, 0, true), Door());
+  ASSERT_EQ(shared.priority_tenants.size(), 4u);
+  int64_t contended = 0;
+  for (const ClassReport& c : shared.priority_tenants) {
+    EXPECT_LE(c.contended_completed, c.completed) << c.name;
+    EXPECT_GT(c.contended_completed, 0) << c.name;
+    contended += c.contended_completed;
+  }
+  const ClassReport* hot = Find(shared.priority_tenants, "sheddable/hot");
+  ASSERT_NE(hot, nullptr);
+  EXPECT_LT(static_cast<double>(hot->contended_completed), 0.3 * static_cast<double>(contended));
 }
 
 TEST(EngineAdmissionTest, EachTenantIsCountedWithinEachPriority) {

@@ -59,6 +59,9 @@ struct RequestRecord {
   route::Priority priority = route::Priority::kStandard;
   uint32_t tenant = 0;  // Trace::tenants index
   bool shed = false;
+  // Sent to a replica while another tenant's request of its priority waited at the door:
+  // the window in which fair share is a claim (ClassReport::contended_completed).
+  bool contended = false;
 };
 
 // How long after its cold start a replica counts as fresh in SimReport::fresh_replica_misses.

@@ -108,10 +108,12 @@ struct SimulationConfig {
   // hash_ids) and act as least outstanding without. Disaggregated pools route without them.
   route::PickerSpec router;
   // Set: the door admits as the gateway's `gateway.admission` does (route::AdmissionQueue):
-  // past max_in_flight_per_replica requests on every ready replica (or with none ready)
-  // a request waits by priority, then tenants' fair share; a sheddable one expected, or
-  // found, to wait past sheddable_max_wait is shed (429). A request's priority and tenant
-  // are the trace's columns (TraceRequest). Unset: requests wait for a ready replica only.
+  // past max_in_flight_per_replica requests on every ready replica (less
+  // critical_reserved_per_replica for a request that is not critical: route::SlotLimit), or
+  // with none ready, a request waits by priority, then tenants' fair share; a sheddable one
+  // expected, or found, to wait past sheddable_max_wait is shed (429). A request's priority
+  // and tenant are the trace's columns (TraceRequest). Unset: requests wait for a ready
+  // replica only.
   std::optional<route::AdmissionConfig> admission = {};
   Seconds control_interval{15};
   Seconds scrape_interval{5};  // scrapes between ticks; each tick also scrapes first, as live
@@ -177,6 +179,11 @@ struct ClassReport {
   double attainment = 0;   // slo_met / requests
   // Prompt and output tokens of the completed requests: the class's share of the service.
   int64_t served_tokens = 0;
+  // Completed requests sent to a replica while another tenant's request of the same
+  // priority waited at the door: what fair share across tenants governs. The rest went
+  // while nobody else waited (an empty door admits every arrival, so a hot tenant's share
+  // there is its share of arrivals).
+  int64_t contended_completed = 0;
 };
 
 struct SimReport {
