@@ -23,6 +23,7 @@
 #include "orch/serial_calls.h"
 #include "orch/service_orchestrator.h"
 #include "orch/slurm_shared_listing.h"
+#include "scale/tick_interval.h"
 #include "serve_config/daemon_config.h"
 #include "store/store.h"
 
@@ -31,7 +32,7 @@ namespace gpuscale::daemon {
 // The engines' settings (DaemonOptions' and the config's state_dir).
 struct ServiceFactoryOptions {
   std::string state_dir;  // replica markers, logs and job scripts go under it
-  Seconds probe_interval{1};
+  Seconds probe_interval = scale::kDefaultProbeInterval;
   Seconds health_interval{10};
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};

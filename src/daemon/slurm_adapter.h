@@ -12,13 +12,14 @@
 #include "core/result.h"
 #include "orch/slurm_orchestrator.h"
 #include "orch/slurm_shared_listing.h"
+#include "scale/tick_interval.h"
 #include "serve_config/daemon_config.h"
 
 namespace gpuscale::daemon {
 
 struct SlurmAdapterOptions {
   std::string state_dir;  // logs/ and slurm/ (job scripts) go under it
-  Seconds probe_interval{1};
+  Seconds probe_interval = scale::kDefaultProbeInterval;
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};
   orch::SerialCalls::Mode calls = orch::SerialCalls::Mode::kThread;  // DaemonOptions::engine_calls

@@ -60,6 +60,7 @@
 #include "orch/service_orchestrator.h"
 #include "scale/policy.h"
 #include "scale/replica_orchestrator.h"
+#include "scale/tick_interval.h"
 
 namespace gpuscale::orch {
 
@@ -77,7 +78,8 @@ struct LocalProcessConfig {
   int port_range_start = 0;          // 0 = a port the kernel picks
   int port_range_end = 0;            // inclusive; used when port_range_start > 0
   Seconds startup_timeout{900};      // starting longer than this -> killed and restarted
-  Seconds probe_interval{1};         // between readiness probes of a starting replica
+  Seconds probe_interval =
+      scale::kDefaultProbeInterval;  // between readiness probes of a starting replica
   Seconds probe_timeout{1};          // per probe (connect, read)
   Seconds health_interval{10};       // between health probes of a ready replica; 0 = none
   int health_failure_threshold = 3;  // failed health probes in a row before a restart

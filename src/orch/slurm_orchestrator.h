@@ -70,6 +70,7 @@
 #include "orch/serial_calls.h"
 #include "orch/service_orchestrator.h"
 #include "orch/slurm_transport.h"
+#include "scale/tick_interval.h"
 
 namespace gpuscale::orch {
 
@@ -90,7 +91,7 @@ struct SlurmOrchestratorConfig {
   int port_range_start = 20000;      // replica ports, inclusive range; unique per service
   int port_range_end = 20999;
   Seconds startup_timeout{900};      // RUNNING but not ready this long -> resubmitted
-  Seconds probe_interval{1};
+  Seconds probe_interval = scale::kDefaultProbeInterval;
   Seconds probe_timeout{1};
   Seconds restart_backoff_initial{1};
   Seconds restart_backoff_max{60};

@@ -15,8 +15,9 @@ namespace gpuscale::scale {
 // whole loop interval later.
 inline constexpr Seconds kWaitingTickInterval{1};
 
-// How often the daemon probes a starting replica by default (DaemonOptions::probe_interval);
-// the simulator, which has no probes, spaces its settling ticks by it.
+// How often the daemon probes a starting replica by default (DaemonOptions::probe_interval,
+// and the engines' own options: local processes, Slurm); the simulator, which has no probes,
+// spaces its settling ticks by it.
 inline constexpr Seconds kDefaultProbeInterval{1};
 
 // Time from one tick to the next: `loop_interval`, but at most kWaitingTickInterval while
