@@ -3,7 +3,9 @@
 // still holds a block it was sent within `ttl_seconds`, up to `capacity_blocks` blocks per
 // replica (least recently routed forgotten first): llm-d's approximate prefix-cache scorer
 // and SGLang's cache-aware router keep the same kind of table, built from their own routing
-// decisions rather than from the engines.
+// decisions rather than from the engines. In precise mode its young entries also stand for
+// blocks a replica's KV events have not confirmed yet, and those events' removals erase
+// entries (route/prefix_cache_lookup.h).
 //
 // Keys are chain keys (a key names its whole prefix, as in vLLM's block hashes), so a
 // replica's match is the leading run of a prompt's keys it holds. Replicas are named by the
