@@ -41,12 +41,16 @@ RouteKey PromptKey(const std::string& head, int words) {
   return key;
 }
 
-kvevents::KvEventBatch StoredBlocks(const RouteKey& key) {
+kvevents::KvEventBatch BlocksEvent(kvevents::KvEventKind kind, const RouteKey& key) {
   kvevents::KvEvent e;
-  e.kind = kvevents::KvEventKind::kBlockStored;
+  e.kind = kind;
   e.block_hashes = *key.blocks;
-  e.block_size = 4;
+  e.block_size = kind == kvevents::KvEventKind::kBlockStored ? 4 : 0;
   return {1.0, {e}, {}};
+}
+
+kvevents::KvEventBatch StoredBlocks(const RouteKey& key) {
+  return BlocksEvent(kvevents::KvEventKind::kBlockStored, key);
 }
 
 // Acquires and releases at once: which replica the request would go to.
@@ -87,9 +91,23 @@ TEST(PrefixCacheRoutingTest, PreciseOverridesWhatTheGatewayRoutedForATrustedRepl
   state.Publish({CacheService({"r1", "r2"})});
   const RouteKey a = PromptKey("alpha", 40);
   EXPECT_EQ(RoutedTo(state, a, {"r2"}), "r1");  // r1 never published: approximate
-  // r1 publishes now and never stored the prefix (evicted); r2 stored it.
-  state.kv_events().OnKvEvents("r1", 0, kvevents::KvEventBatch{1.0, {}, {}});
+  // r1 publishes now: it stored the prefix and evicted it since (the eviction wins over what
+  // was routed there before it); r2 stored it.
+  state.kv_events().OnKvEvents("r1", 0, StoredBlocks(a));
+  state.kv_events().OnKvEvents("r1", 1, BlocksEvent(kvevents::KvEventKind::kBlockRemoved, a));
   state.kv_events().OnKvEvents("r2", 0, StoredBlocks(a));
+  EXPECT_EQ(RoutedTo(state, a), "r2");
+}
+
+TEST(PrefixCacheRoutingTest, PreciseCountsWhatWasJustRoutedBeforeTheEventsConfirmIt) {
+  GatewayState state(CacheConfig(route::PrefixIndexMode::kPrecise));
+  state.Publish({CacheService({"r1", "r2"})});
+  state.kv_events().OnKvEvents("r1", 0, kvevents::KvEventBatch{1.0, {}, {}});
+  state.kv_events().OnKvEvents("r2", 0, kvevents::KvEventBatch{1.0, {}, {}});
+  const RouteKey a = PromptKey("alpha", 40);
+  EXPECT_EQ(RoutedTo(state, a, {"r1"}), "r2");
+  // r2 has not published the prefix yet (it is prefilling it); least outstanding would take
+  // r1 (the earliest), but the prefix just sent to r2 counts.
   EXPECT_EQ(RoutedTo(state, a), "r2");
 }
 

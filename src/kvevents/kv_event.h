@@ -37,6 +37,10 @@ struct KvEvent {
   friend bool operator==(const KvEvent&, const KvEvent&) = default;
 };
 
+// Whether `e` is about the GPU's cache: vLLM's KV offloading also reports blocks on "CPU" and
+// other media, and an engine that names no medium has only the GPU's.
+inline bool OnGpu(const KvEvent& e) { return e.medium.empty() || e.medium == "GPU"; }
+
 struct KvEventBatch {
   double ts = 0;  // the engine's wall clock, seconds since the epoch
   std::vector<KvEvent> events;

@@ -15,14 +15,14 @@ void KvBlockIndex::Resync(Replica& r) {
   r.resync_left = resync_blocks_;
 }
 
-void KvBlockIndex::Apply(uint64_t replica, uint64_t seq, const kvevents::KvEventBatch& batch) {
+bool KvBlockIndex::Apply(uint64_t replica, uint64_t seq, const kvevents::KvEventBatch& batch) {
   Replica& r = replicas_[replica];
   if (!r.heard) {
     // Sequence 0 is a fresh engine's first message; anything later means events were missed.
     r.blocks.clear();
     r.resync_left = seq == 0 ? 0 : resync_blocks_;
   } else if (seq == r.last_seq) {
-    return;  // a duplicate
+    return false;  // a duplicate
   } else if (seq < r.last_seq) {
     r.blocks.clear();  // a new publisher process: counts from 0, starts with an empty cache
     r.resync_left = seq == 0 ? 0 : resync_blocks_;
@@ -33,10 +33,11 @@ void KvBlockIndex::Apply(uint64_t replica, uint64_t seq, const kvevents::KvEvent
   r.heard = true;
   r.last_seq = seq;
   for (const KvEvent& e : batch.events) ApplyEvent(r, e);
+  return true;
 }
 
 void KvBlockIndex::ApplyEvent(Replica& r, const KvEvent& e) {
-  if (!e.medium.empty() && e.medium != "GPU") return;
+  if (!kvevents::OnGpu(e)) return;
   switch (e.kind) {
     case KvEventKind::kBlockStored:
       for (uint64_t h : e.block_hashes) {

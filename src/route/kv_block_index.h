@@ -37,8 +37,8 @@ class KvBlockIndex {
   // REQUIRES: resync_blocks >= 1.
   explicit KvBlockIndex(int64_t resync_blocks);
 
-  // Applies message `seq` of `replica`'s stream.
-  void Apply(uint64_t replica, uint64_t seq, const kvevents::KvEventBatch& batch);
+  // Applies message `seq` of `replica`'s stream; false for a duplicate (nothing applied).
+  bool Apply(uint64_t replica, uint64_t seq, const kvevents::KvEventBatch& batch);
   // The replica's engine restarted: its blocks are gone, its stream starts again.
   void Restart(uint64_t replica);
   // Forgets a replica that left.

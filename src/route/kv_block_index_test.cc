@@ -77,8 +77,8 @@ TEST(KvBlockIndexTest, ClearedAllRestoresTrustAfterAGap) {
 TEST(KvBlockIndexTest, RestartedPublisherStartsEmpty) {
   KvBlockIndex index(4);
   index.Apply(1, 0, Batch({Stored({11, 12})}));
-  index.Apply(1, 1, Batch({Stored({13})}));
-  index.Apply(1, 1, Batch({Stored({14})}));  // a duplicate of sequence 1: ignored
+  EXPECT_TRUE(index.Apply(1, 1, Batch({Stored({13})})));
+  EXPECT_FALSE(index.Apply(1, 1, Batch({Stored({14})})));  // a duplicate of sequence 1: ignored
   EXPECT_EQ(index.BlocksOf(1), 3);
   index.Apply(1, 0, Batch({Stored({21})}));  // sequence back to 0: a new process
   EXPECT_TRUE(index.Trusted(1));

@@ -16,6 +16,7 @@ std::span<const uint64_t> Leading(std::span<const uint64_t> keys, int64_t blocks
 PrefixCacheLookup::PrefixCacheLookup(const PrefixCacheLookupOptions& options)
     : mode_(options.mode),
       block_tokens_(std::max(options.block_tokens, 1)),
+      unconfirmed_seconds_(std::max(options.unconfirmed_seconds, 0.0)),
       approximate_(options.capacity_blocks, options.ttl_seconds),
       precise_(options.capacity_blocks) {}
 
@@ -23,10 +24,25 @@ void PrefixCacheLookup::Fill(std::span<Candidate> candidates, std::span<const ui
                              int64_t prompt_tokens, double now) const {
   const std::span<const uint64_t> lookup = Leading(keys, (prompt_tokens - 1) / block_tokens_);
   for (Candidate& c : candidates) {
-    const int64_t blocks = Precise(c.identity) ? precise_.Match(c.identity, lookup)
+    const int64_t blocks = Precise(c.identity) ? HeldOrRouted(c.identity, lookup, now)
                                                : approximate_.Match(c.identity, lookup, now);
     c.cached_tokens = blocks * block_tokens_;
   }
+}
+
+int64_t PrefixCacheLookup::HeldOrRouted(uint64_t replica, std::span<const uint64_t> keys,
+                                        double now) const {
+  // Alternate between the sources, each extending the run from where the other stopped: a
+  // prompt's blocks are mostly one run in one source, so this costs one miss in each.
+  int64_t n = 0;
+  while (n < std::ssize(keys)) {
+    n += precise_.Match(replica, keys.subspan(static_cast<size_t>(n)));
+    const int64_t routed = approximate_.MatchWithin(replica, keys.subspan(static_cast<size_t>(n)),
+                                                    now, unconfirmed_seconds_);
+    if (routed == 0) break;
+    n += routed;
+  }
+  return n;
 }
 
 void PrefixCacheLookup::Routed(uint64_t replica, std::span<const uint64_t> keys,
@@ -40,7 +56,18 @@ void PrefixCacheLookup::Routed(uint64_t replica, std::span<const uint64_t> keys,
 void PrefixCacheLookup::Apply(uint64_t replica, uint64_t seq, const kvevents::KvEventBatch& batch) {
   if (mode_ != PrefixIndexMode::kPrecise) return;
   known_.insert(replica);
-  precise_.Apply(replica, seq, batch);
+  if (precise_.Apply(replica, seq, batch)) ForgetRemoved(replica, batch);
+}
+
+void PrefixCacheLookup::ForgetRemoved(uint64_t replica, const kvevents::KvEventBatch& batch) {
+  for (const kvevents::KvEvent& e : batch.events) {
+    if (!kvevents::OnGpu(e)) continue;
+    if (e.kind == kvevents::KvEventKind::kBlockRemoved) {
+      approximate_.Erase(replica, e.block_hashes);
+    } else if (e.kind == kvevents::KvEventKind::kAllBlocksCleared) {
+      approximate_.Forget(replica);
+    }
+  }
 }
 
 void PrefixCacheLookup::Retain(const std::unordered_set<uint64_t>& live) {

@@ -2,9 +2,21 @@
 // replica's prefix cache, from the source the router spec names (PrefixIndexMode):
 //   - approximate: a route::PrefixIndex fed with what this router itself sent where;
 //   - precise: a route::KvBlockIndex fed with the replicas' KV events, per replica while the
-//     index trusts that replica's stream (kv_block_index.h); a replica it does not trust (never
+//     index trusts that replica's stream (kv_block_index.h), plus the blocks routed there that
+//     its events have not confirmed yet (below); a replica it does not trust (never
 //     published, a gap not yet resynced, just restarted) is looked up on the approximate
 //     index, which is fed in both modes so that it is ready for the fallback.
+// Unconfirmed blocks: an engine reports a prompt's blocks stored only once it has admitted and
+// prefilled the request (seconds later under load), so events alone miss a prefix routed a
+// moment ago and send the next request that shares it elsewhere, where it is prefilled and
+// cached a second time. So precise mode counts a trusted replica as holding the leading run of
+// a prompt's blocks each of which either its events hold or the approximate index got from
+// Routed() for that replica within `unconfirmed_seconds` before `now`. An event wins over
+// an entry routed before it: a BlockRemoved (on the GPU) erases the replica's approximate entries
+// for those blocks and an AllBlocksCleared all of them, so a block routed, stored and then
+// evicted is not counted again, while one routed after the removal is. A routed block that
+// the events later store is simply held; one never stored (the request failed, or the engine
+// hashes blocks otherwise) stops counting after the window.
 // Lookups follow the engines: a prompt of n tokens looks up at most (n - 1) / block_tokens
 // full blocks (vLLM always computes the last token), and leaves n / block_tokens blocks cached.
 // A replica is named by its Candidate::identity.
@@ -32,11 +44,15 @@ struct PrefixCacheLookupOptions {
   int64_t capacity_blocks = 100'000;  // per replica: the approximate index's bound, and the
                                       // new blocks a gap needs before precise is trusted again
   double ttl_seconds = 300;           // the approximate index's entries
+  // Precise mode: how long a block routed to a replica counts as held before the replica's
+  // events store it (above); about the longest wait for admission and prefill.
+  double unconfirmed_seconds = 10;
 };
 
 class PrefixCacheLookup {
  public:
-  // REQUIRES: block_tokens >= 1, capacity_blocks >= 1, ttl_seconds > 0.
+  // REQUIRES: block_tokens >= 1, capacity_blocks >= 1, ttl_seconds > 0,
+  // unconfirmed_seconds >= 0.
   explicit PrefixCacheLookup(const PrefixCacheLookupOptions& options);
 
   // Sets each candidate's cached_tokens for a prompt of `prompt_tokens` whose full blocks'
@@ -46,7 +62,8 @@ class PrefixCacheLookup {
   // Records that the prompt was sent to `replica` at `now` (the approximate index).
   void Routed(uint64_t replica, std::span<const uint64_t> keys, int64_t prompt_tokens, double now);
 
-  // The replica's KV-event stream (precise mode; ignored in approximate mode).
+  // The replica's KV-event stream (precise mode; ignored in approximate mode). Its removals
+  // also erase the replica's approximate entries for those blocks (above).
   void Apply(uint64_t replica, uint64_t seq, const kvevents::KvEventBatch& batch);
   void Restart(uint64_t replica) { precise_.Restart(replica); }
   // Forgets every replica not in `live` (those that left: their caches went with them).
@@ -59,8 +76,14 @@ class PrefixCacheLookup {
   int32_t block_tokens() const { return block_tokens_; }
 
  private:
+  // A trusted replica's match in precise mode: its events' blocks plus unconfirmed ones.
+  int64_t HeldOrRouted(uint64_t replica, std::span<const uint64_t> keys, double now) const;
+  // Erases the approximate entries of what `batch` reports `replica` no longer holds.
+  void ForgetRemoved(uint64_t replica, const kvevents::KvEventBatch& batch);
+
   PrefixIndexMode mode_;
   int32_t block_tokens_;
+  double unconfirmed_seconds_;
   PrefixIndex approximate_;
   KvBlockIndex precise_;
   std::unordered_set<uint64_t> known_;  // replicas either index may hold entries for

@@ -7,13 +7,15 @@ namespace gpuscale::route {
 PrefixIndex::PrefixIndex(int64_t capacity_blocks, double ttl_seconds)
     : capacity_(std::max<int64_t>(capacity_blocks, 1)), ttl_(ttl_seconds) {}
 
-int64_t PrefixIndex::Match(uint64_t replica, std::span<const uint64_t> keys, double now) const {
+int64_t PrefixIndex::MatchWithin(uint64_t replica, std::span<const uint64_t> keys, double now,
+                                 double max_age_seconds) const {
   auto r = replicas_.find(replica);
   if (r == replicas_.end()) return 0;
+  const double max_age = std::min(max_age_seconds, ttl_);
   int64_t n = 0;
   for (uint64_t key : keys) {
     auto it = r->second.where.find(key);
-    if (it == r->second.where.end() || now - it->second->second > ttl_) break;
+    if (it == r->second.where.end() || now - it->second->second > max_age) break;
     ++n;
   }
   return n;
@@ -33,6 +35,17 @@ void PrefixIndex::Record(uint64_t replica, std::span<const uint64_t> keys, doubl
   while (static_cast<int64_t>(r.lru.size()) > capacity_) {
     r.where.erase(r.lru.back().first);
     r.lru.pop_back();
+  }
+}
+
+void PrefixIndex::Erase(uint64_t replica, std::span<const uint64_t> keys) {
+  auto r = replicas_.find(replica);
+  if (r == replicas_.end()) return;
+  for (uint64_t key : keys) {
+    auto it = r->second.where.find(key);
+    if (it == r->second.where.end()) continue;
+    r->second.lru.erase(it->second);
+    r->second.where.erase(it);
   }
 }
 

@@ -3,7 +3,9 @@
 // still holds a block it was sent within `ttl_seconds`, up to `capacity_blocks` blocks per
 // replica (least recently routed forgotten first): llm-d's approximate prefix-cache scorer
 // and SGLang's cache-aware router keep the same kind of table, built from their own routing
-// decisions rather than from the engines.
+// decisions rather than from the engines. In precise mode its young entries also stand for
+// blocks a replica's KV events have not confirmed yet, and those events' removals erase
+// entries (route/prefix_cache_lookup.h).
 //
 // Keys are chain keys (a key names its whole prefix, as in vLLM's block hashes), so a
 // replica's match is the leading run of a prompt's keys it holds. Replicas are named by the
@@ -26,9 +28,17 @@ class PrefixIndex {
   PrefixIndex(int64_t capacity_blocks, double ttl_seconds);
 
   // The number of leading `keys` recorded for `replica` within the ttl before `now`.
-  int64_t Match(uint64_t replica, std::span<const uint64_t> keys, double now) const;
+  int64_t Match(uint64_t replica, std::span<const uint64_t> keys, double now) const {
+    return MatchWithin(replica, keys, now, ttl_);
+  }
+  // The same, counting only entries recorded within `max_age_seconds` before `now` (at most
+  // the ttl: older entries are not kept).
+  int64_t MatchWithin(uint64_t replica, std::span<const uint64_t> keys, double now,
+                      double max_age_seconds) const;
   // Records that `keys` were sent to `replica` at `now` (refreshing keys already there).
   void Record(uint64_t replica, std::span<const uint64_t> keys, double now);
+  // Forgets `keys` of `replica` (the replica reported them evicted).
+  void Erase(uint64_t replica, std::span<const uint64_t> keys);
   // Forgets a replica that left (its cache went with it).
   void Forget(uint64_t replica) { replicas_.erase(replica); }
 
