@@ -5,13 +5,16 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/trace_file.h"
 #include "loadgen/bench_runner.h"
+#include "route/admission_queue.h"
 #include "sim/trace.h"
 #include "task/task_json.h"
 
@@ -37,10 +40,14 @@ JSON output (-o json), one object; times in seconds, rates per second:
   is 0),
   requests_queued, queue_wait_max_seconds (rate/trace: arrivals that waited 1 ms or more for
   a free client because --concurrency were in flight, and the longest wait; latencies start
-  at the send and leave it out).
+  at the send and leave it out),
+  priorities (only when the trace gives requests a priority or tenant): a list, critical
+  first, of {priority ("critical" | "standard" | "sheddable" | "none"), sent, within_slo,
+  late (completed outside --slo-ttft / --slo-tpot), shed (answered 429), failed (any other
+  error, timeouts included), completed_by_tenant: {tenant: count}}.
 --outcomes FILE writes every request's outcome, one JSON object a line, in the order they
 ended: ok, error_kind, due_seconds, queued_seconds, ttft_seconds, e2e_seconds,
-input_tokens, output_tokens (what scripts/sim-fidelity scores against the simulator).
+input_tokens, output_tokens, priority and tenant (null when not sent) (what scripts/sim-fidelity scores against the simulator).
 Exit status: 0 when at least one request completed, 1 otherwise or when the server cannot
 be reached, 2 for bad flags or an unreadable trace.)";
 
@@ -72,6 +79,20 @@ std::string_view ModeName(loadgen::ArrivalMode mode) {
   }
 }
 
+ojson PrioritiesJson(const std::vector<loadgen::PriorityClassReport>& rows) {
+  ojson out = ojson::array();
+  for (const loadgen::PriorityClassReport& row : rows) {
+    out.push_back({{"priority", loadgen::PriorityClassName(row)},
+                   {"sent", row.sent},
+                   {"within_slo", row.within_slo},
+                   {"late", row.late},
+                   {"shed", row.shed},
+                   {"failed", row.failed},
+                   {"completed_by_tenant", row.completed_by_tenant}});
+  }
+  return out;
+}
+
 // The report's keys come from task::BenchReportJson (what experiments store and the API
 // serves), with the options echoed after url and model, so the two cannot drift apart.
 ojson ReportJson(const loadgen::BenchReport& r, const loadgen::BenchOptions& o) {
@@ -87,6 +108,7 @@ ojson ReportJson(const loadgen::BenchReport& r, const loadgen::BenchOptions& o) 
   for (auto& [key, value] : report.items()) {
     if (key != "url" && key != "model") out[key] = std::move(value);
   }
+  if (!r.priorities.empty()) out["priorities"] = PrioritiesJson(r.priorities);
   return out;
 }
 
@@ -103,6 +125,26 @@ std::string LoadDescription(const loadgen::BenchOptions& o) {
       return fmt::format("trace replay, at most {} in flight", o.concurrency);
     default:
       return fmt::format("{} clients", o.concurrency);
+  }
+}
+
+// Completions per tenant, as "tenant-0 12, tenant-1 3".
+std::string TenantCounts(const std::map<std::string, int64_t>& counts) {
+  std::string text;
+  for (const auto& [tenant, count] : counts) {
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", tenant.empty() ? "-" : tenant, count);
+  }
+  return text;
+}
+
+void PrintPriorities(const std::vector<loadgen::PriorityClassReport>& rows, std::ostream& out) {
+  if (rows.empty()) return;
+  out << fmt::format("{:<10} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "PRIORITY", "SENT", "IN SLO",
+                     "LATE", "SHED", "FAILED", "COMPLETED BY TENANT");
+  for (const loadgen::PriorityClassReport& row : rows) {
+    out << fmt::format("{:<10} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n",
+                       loadgen::PriorityClassName(row), row.sent, row.within_slo, row.late,
+                       row.shed, row.failed, TenantCounts(row.completed_by_tenant));
   }
 }
 
@@ -139,6 +181,7 @@ void PrintTable(const loadgen::BenchReport& r, const loadgen::BenchOptions& o, s
         r.queue_wait_max_seconds * 1000);
   }
   if (!r.first_error_detail.empty()) out << "first error: " << r.first_error_detail << "\n";
+  PrintPriorities(r.priorities, out);
 }
 
 Result<sim::Trace> LoadTrace(const BenchFlags& flags, std::ostream& err) {
@@ -168,6 +211,8 @@ Status ResolveOptions(BenchFlags& flags, CommandContext& ctx) {
     // Rows with block hashes are sent with their blocks' text (workload/workload.h).
     o.workload.trace_hash_ids = std::move(trace.hash_ids);
     o.workload.trace_hash_block_tokens = trace.hash_block_tokens;
+    // Rows with a priority or tenant are sent with them as headers (--priority-header).
+    o.workload.trace_tenants = std::move(trace.tenants);
   } else if (flags.rate_option->count() > 0) {
     o.workload.mode = loadgen::ArrivalMode::kPoisson;
     o.workload.rate_per_second = flags.rate;
@@ -193,7 +238,9 @@ Status WriteOutcomes(const std::vector<loadgen::RequestOutcome>& outcomes,
                   {"ttft_seconds", o.ttft_seconds},
                   {"e2e_seconds", o.e2e_seconds},
                   {"input_tokens", o.input_tokens},
-                  {"output_tokens", o.output_tokens}}
+                  {"output_tokens", o.output_tokens},
+                  {"priority", o.priority ? ojson(route::PriorityName(*o.priority)) : ojson()},
+                  {"tenant", o.tenant.empty() ? ojson() : ojson(o.tenant)}}
                 .dump()
          << "\n";
   }
@@ -291,6 +338,20 @@ void AddBenchCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--ignore-eos", o.client.ignore_eos,
                 "Send vLLM's ignore_eos so every output reaches --output-tokens");
   cmd->add_flag("--no-progress", f->no_progress, "No progress line on stderr");
+  cmd->add_option("--priority-header", o.client.priority_header,
+                  "Header naming a trace request's priority (\"\" = not sent)")
+      ->capture_default_str();
+  cmd->add_option("--tenant-header", o.client.tenant_header,
+                  "Header naming a trace request's tenant (\"\" = not sent); the gateway's "
+                  "admission.tenant_header")
+      ->capture_default_str();
+  cmd->add_option("--slo-ttft", o.slo.ttft_seconds,
+                  "Per-priority report: a completion within the SLO has at most this TTFT "
+                  "(seconds; 0 = no bound)")
+      ->capture_default_str();
+  cmd->add_option("--slo-tpot", o.slo.tpot_seconds,
+                  "... and at most this time per output token (seconds; 0 = no bound)")
+      ->capture_default_str();
   cmd->add_option("--outcomes", f->outcomes_path,
                   "Also write every request's outcome to this file, one JSON object a line");
   AddWorkloadFlags(cmd, *f);

@@ -56,7 +56,8 @@ TEST(BenchCommandTest, ABadTenantWorkloadIsAUsageErrorNamingTheKey) {
   EXPECT_NE(err.str().find("tenants: expected >= 1, got 0"), std::string::npos) << err.str();
 }
 
-// Records the prompt of every completion and streams one token back.
+// Records the prompt of every completion and streams one token back; a request whose
+// x-gpuscale-priority is sheddable is answered 429, as the gateway's door sheds it.
 class PromptRecorder : public testing::LoopbackServer {
  public:
   PromptRecorder() {
@@ -64,6 +65,10 @@ class PromptRecorder : public testing::LoopbackServer {
       {
         std::lock_guard lock(mu_);
         prompts_.push_back(nlohmann::json::parse(req.body)["prompt"]);
+      }
+      if (req.get_header_value("x-gpuscale-priority") == "sheddable") {
+        res.status = 429;
+        return;
       }
       res.set_content("data: {\"choices\": [{\"text\": \"w\"}]}\n\ndata: [DONE]\n\n",
                       "text/event-stream");
@@ -107,6 +112,44 @@ TEST(BenchCommandTest, TheTenantWorkloadSendsPromptsSharingTheSystemPromptsText)
     EXPECT_EQ(first_words(prompt, 8), system);
     EXPECT_GT(prompt.size(), system.size());  // a turn follows the system prompt
   }
+}
+
+// The overload experiment's report (scripts/bench-overload): each request's priority goes out
+// as a header, and the report splits sent, completed and shed requests by priority and the
+// completions by tenant.
+TEST(BenchCommandTest, TheTenantWorkloadsPrioritiesAreSentAndReportedApart) {
+  PromptRecorder server;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCli({"bench", "--url", server.Url(), "--model", "m", "--trace",
+                    "tenants:tenants=2,block_tokens=4,system_blocks=1,turn_blocks=1,rate=200,"
+                    "duration=0.3,critical=0.5,sheddable=0.5",
+                    "--duration", "0.3", "--no-progress", "--seed", "3", "-o", "json"},
+                   out, err),
+            kExitOk)
+      << err.str();
+  const nlohmann::json report = nlohmann::json::parse(out.str());
+  ASSERT_TRUE(report.contains("priorities")) << out.str();
+  const nlohmann::json& rows = report["priorities"];
+  ASSERT_EQ(rows.size(), 2u) << rows;
+  EXPECT_EQ(rows[0]["priority"], "critical");
+  EXPECT_GT(rows[0]["sent"].get<int>(), 0);
+  EXPECT_EQ(rows[0]["within_slo"], rows[0]["sent"]);  // no SLO given: every completion
+  EXPECT_EQ(rows[0]["shed"], 0);
+  EXPECT_TRUE(rows[0]["completed_by_tenant"].contains("tenant-0")) << rows[0];
+  EXPECT_EQ(rows[1]["priority"], "sheddable");
+  EXPECT_GT(rows[1]["sent"].get<int>(), 0);
+  EXPECT_EQ(rows[1]["shed"], rows[1]["sent"]);  // every one answered 429
+  EXPECT_EQ(rows[0]["sent"].get<int>() + rows[1]["sent"].get<int>(),
+            report["requests_sent"].get<int>());
+}
+
+TEST(BenchCommandTest, AHeaderNameWithAColonIsAUsageError) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--duration", "1",
+                    "--tenant-header", "x-tenant:"},
+                   out, err),
+            kExitUsage);
+  EXPECT_NE(err.str().find("--tenant-header"), std::string::npos) << err.str();
 }
 
 }  // namespace

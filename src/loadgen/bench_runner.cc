@@ -202,6 +202,7 @@ BenchReport BenchRun::Run() {
   finished_ = true;
   watcher.join();
   BenchReport report = Aggregate(outcomes_, elapsed);
+  report.priorities = ReportByPriority(outcomes_, options_.slo);
   report.url = options_.url;
   report.model = model_;
   if (options_.keep_outcomes) report.outcomes = std::move(outcomes_);

@@ -173,6 +173,23 @@ std::string PromptText(int32_t tokens) {
   return text;
 }
 
+namespace {
+
+// The request's priority and tenant as the gateway's door reads them (docs/gateway.md,
+// "Priority and fair share"); nothing when the workload gives none, so the door's defaults
+// apply.
+void SetClassHeaders(const PlannedRequest& planned, const ClientOptions& options,
+                     httplib::Request& req) {
+  if (planned.priority && !options.priority_header.empty()) {
+    req.set_header(options.priority_header, std::string(route::PriorityName(*planned.priority)));
+  }
+  if (!planned.tenant.empty() && !options.tenant_header.empty()) {
+    req.set_header(options.tenant_header, planned.tenant);
+  }
+}
+
+}  // namespace
+
 struct CompletionClient::Impl {
   Impl(const ServerUrl& server, std::string model_name, const ClientOptions& opts)
       : url(server), model(std::move(model_name)), options(opts), http(server.scheme_host_port) {
@@ -215,6 +232,8 @@ void CompletionClient::Cancel() {
 RequestOutcome CompletionClient::Send(const PlannedRequest& planned) {
   RequestOutcome outcome;
   outcome.input_tokens = planned.input_tokens;
+  outcome.priority = planned.priority;
+  outcome.tenant = planned.tenant;
   if (impl_->cancelled) {
     outcome.error_kind = "cancelled";
     return outcome;
@@ -226,6 +245,7 @@ RequestOutcome CompletionClient::Send(const PlannedRequest& planned) {
   req.set_header("Accept", "text/event-stream");
   req.set_header("Content-Type", "application/json");
   req.body = impl_->Body(planned);
+  SetClassHeaders(planned, impl_->options, req);
   req.response_handler = [&state](const httplib::Response& res) {
     state.status = res.status;
     return true;

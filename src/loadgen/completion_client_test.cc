@@ -31,6 +31,7 @@ class FakeServer : public testing::LoopbackServer {
                     {
                       std::lock_guard lock(mu_);
                       last_prompt_ = body["prompt"];
+                      last_headers_ = req.headers;
                     }
                     const std::string mode = body["model"];
                     if (mode == "busy") {
@@ -63,10 +64,15 @@ class FakeServer : public testing::LoopbackServer {
     std::lock_guard lock(mu_);
     return last_prompt_;
   }
+  httplib::Headers last_headers() {
+    std::lock_guard lock(mu_);
+    return last_headers_;
+  }
 
  private:
   std::mutex mu_;
-  std::string last_prompt_;  // guarded by mu_
+  std::string last_prompt_;        // guarded by mu_
+  httplib::Headers last_headers_;  // guarded by mu_
 };
 
 RequestOutcome SendOne(const std::string& url, const std::string& model, int32_t max_tokens) {
@@ -134,6 +140,30 @@ TEST(CompletionClientTest, SendsTheRequestsPromptElseOneWordPerToken) {
   request.prompt = "w1 w2 w3";  // a trace row's block text
   ASSERT_TRUE(client.Send(request).ok);
   EXPECT_EQ(server.last_prompt(), "w1 w2 w3");
+}
+
+TEST(CompletionClientTest, SendsTheRequestsPriorityAndTenantAsHeadersWhenItHasThem) {
+  FakeServer server;
+  ClientOptions options;
+  options.tenant_header = "x-tenant";  // the flag's value, not the default
+  CompletionClient client(*ParseServerUrl(server.Url()), "ok", options);
+  PlannedRequest request{0, 0, 3, 1};
+  request.priority = route::Priority::kSheddable;
+  request.tenant = "tenant-2";
+  const RequestOutcome outcome = client.Send(request);
+  ASSERT_TRUE(outcome.ok);
+  httplib::Headers headers = server.last_headers();
+  ASSERT_EQ(headers.count("x-gpuscale-priority"), 1u);
+  EXPECT_EQ(headers.find("x-gpuscale-priority")->second, "sheddable");
+  ASSERT_EQ(headers.count("x-tenant"), 1u);
+  EXPECT_EQ(headers.find("x-tenant")->second, "tenant-2");
+  EXPECT_EQ(outcome.priority, route::Priority::kSheddable);  // the report's class
+  EXPECT_EQ(outcome.tenant, "tenant-2");
+
+  ASSERT_TRUE(client.Send(PlannedRequest{1, 0, 3, 1}).ok);  // a request without either
+  headers = server.last_headers();
+  EXPECT_EQ(headers.count("x-gpuscale-priority"), 0u);
+  EXPECT_EQ(headers.count("x-tenant"), 0u);
 }
 
 TEST(CompletionClientTest, PromptHasOneWordPerToken) {

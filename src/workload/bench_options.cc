@@ -18,6 +18,14 @@ Status CheckSeconds(double value, const char* flag, bool allow_zero) {
   return OkStatus();
 }
 
+// "" is allowed: that header is not sent.
+Status CheckHeaderName(const std::string& name, const char* flag) {
+  if (name.find_first_of(" :\r\n\t") != std::string::npos) {
+    return InvalidArgument(fmt::format("expected a header name, got '{}'", name), flag);
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status ValidateBenchOptions(const BenchOptions& options) {
@@ -30,6 +38,10 @@ Status ValidateBenchOptions(const BenchOptions& options) {
   GS_RETURN_IF_ERROR(CheckSeconds(options.duration_seconds, "--duration", false));
   GS_RETURN_IF_ERROR(CheckSeconds(options.drain_timeout_seconds, "--drain-timeout", true));
   GS_RETURN_IF_ERROR(CheckSeconds(options.client.read_timeout_seconds, "--request-timeout", false));
+  GS_RETURN_IF_ERROR(CheckSeconds(options.slo.ttft_seconds, "--slo-ttft", true));
+  GS_RETURN_IF_ERROR(CheckSeconds(options.slo.tpot_seconds, "--slo-tpot", true));
+  GS_RETURN_IF_ERROR(CheckHeaderName(options.client.priority_header, "--priority-header"));
+  GS_RETURN_IF_ERROR(CheckHeaderName(options.client.tenant_header, "--tenant-header"));
   return OkStatus();
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "workload/priority_report.h"
 #include "workload/workload.h"
 
 namespace gpuscale::loadgen {
@@ -21,6 +22,10 @@ struct ClientOptions {
   double connect_timeout_seconds = 5;
   double read_timeout_seconds = 60;  // longest silence allowed inside one response
   bool ignore_eos = false;           // send vLLM's ignore_eos so outputs reach max_tokens
+  // Headers naming a request's priority and tenant, sent when the workload gives it one
+  // (PlannedRequest); the gateway's admission.priority_header and .tenant_header.
+  std::string priority_header = "x-gpuscale-priority";
+  std::string tenant_header = "x-gpuscale-tenant";
 };
 
 struct BenchOptions {
@@ -40,6 +45,8 @@ struct BenchOptions {
   // true: the report keeps every request's outcome (BenchReport::outcomes), for callers that
   // judge requests one by one (`gpuscale profile`: TTFT and TPOT of the same request).
   bool keep_outcomes = false;
+  // What BenchReport::priorities counts as completed within the SLO (0 = no bound).
+  BenchSlo slo;
 };
 
 // Errors: InvalidArgument naming the flag (--url, --concurrency, --duration,

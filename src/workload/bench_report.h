@@ -9,10 +9,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "route/admission_queue.h"
 #include "workload/latency_summary.h"
+#include "workload/priority_report.h"
 
 namespace gpuscale::loadgen {
 
@@ -33,6 +36,10 @@ struct RequestOutcome {
   // busy). The latencies above start at the send and leave that wait out. 0 in closed loop.
   double due_seconds = 0;
   double queued_seconds = 0;
+  // The request's class as sent (PlannedRequest's): its priority header, nullopt when none
+  // was sent, and its tenant header, "" when none was.
+  std::optional<route::Priority> priority = std::nullopt;
+  std::string tenant = {};
 };
 
 struct BenchReport {
@@ -62,6 +69,9 @@ struct BenchReport {
   // Every request's outcome, in the order they ended; filled only when asked
   // (BenchOptions::keep_outcomes), empty otherwise.
   std::vector<RequestOutcome> outcomes = {};
+  // Per priority and tenant (ReportByPriority over every outcome, judged by
+  // BenchOptions::slo); empty when the workload sent no priority or tenant.
+  std::vector<PriorityClassReport> priorities = {};
 };
 
 // A wait past the due time this short is the dispatcher's wake-up, not a queue.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,49 @@ TEST(BenchReportTest, CountsArrivalsThatQueuedForAFreeClientAndTheLongestWait) {
   EXPECT_EQ(report.requests_queued, 2);
   EXPECT_DOUBLE_EQ(report.queue_wait_max_seconds, 0.75);
   EXPECT_DOUBLE_EQ(report.ttft_seconds.max, 0.1) << "latencies still start at the send";
+}
+
+RequestOutcome Classed(RequestOutcome outcome, std::optional<route::Priority> priority,
+                       std::string tenant) {
+  outcome.priority = priority;
+  outcome.tenant = std::move(tenant);
+  return outcome;
+}
+
+// The overload experiment's figures (scripts/bench-overload): per priority, completions
+// within the SLO and late ones, 429s apart from other failures, completions per tenant.
+TEST(BenchReportTest, SplitsOutcomesByPriorityAndTenantAndJudgesTheSlo) {
+  using route::Priority;
+  const std::vector<RequestOutcome> outcomes = {
+      Classed(Ok(0.5, 1.4, 10, {}), Priority::kCritical, "t0"),   // TPOT 0.1: within
+      Classed(Ok(1.5, 1.6, 2, {}), Priority::kCritical, "t1"),    // TTFT 1.5 > 1: late
+      Classed(Ok(0.1, 2.0, 10, {}), Priority::kCritical, "t1"),   // TPOT 0.21 > 0.2: late
+      Classed(Failed("http_429"), Priority::kSheddable, "t0"),    // shed
+      Classed(Failed("read_error"), Priority::kSheddable, "t0"),  // a timeout, not shed
+      Classed(Ok(0.2, 0.3, 2, {}), Priority::kSheddable, "t2"),
+      Classed(Ok(0.2, 0.3, 2, {}), std::nullopt, "")};
+  BenchReport report = Aggregate(outcomes, 1.0);
+  const std::vector<PriorityClassReport> rows =
+      ReportByPriority(outcomes, BenchSlo{.ttft_seconds = 1, .tpot_seconds = 0.2});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(PriorityClassName(rows[0]), "critical");
+  EXPECT_EQ(rows[0].sent, 3);
+  EXPECT_EQ(rows[0].within_slo, 1);
+  EXPECT_EQ(rows[0].late, 2);
+  EXPECT_EQ(rows[0].completed_by_tenant, (std::map<std::string, int64_t>{{"t0", 1}, {"t1", 2}}));
+  EXPECT_EQ(PriorityClassName(rows[1]), "sheddable");
+  EXPECT_EQ(rows[1].sent, 3);
+  EXPECT_EQ(rows[1].shed, 1);
+  EXPECT_EQ(rows[1].failed, 1);
+  EXPECT_EQ(rows[1].within_slo, 1);
+  EXPECT_EQ(rows[1].completed_by_tenant, (std::map<std::string, int64_t>{{"t2", 1}}));
+  EXPECT_EQ(PriorityClassName(rows[2]), "none");
+  EXPECT_EQ(rows[2].sent, 1);
+  EXPECT_EQ(report.requests_sent, 7);  // the totals are unchanged by the split
+
+  // Without an SLO every completion is within it; without classes there are no rows.
+  EXPECT_EQ(ReportByPriority(outcomes, BenchSlo{})[0].within_slo, 3);
+  EXPECT_TRUE(ReportByPriority({Ok(0.1, 0.2, 2, {})}, BenchSlo{}).empty());
 }
 
 }  // namespace

@@ -47,6 +47,11 @@ Status CheckTraceHashes(const WorkloadSpec& spec) {
                       row.hash_count, spec.trace_hash_ids.size()),
           "--trace");
     }
+    if (row.tenant >= spec.trace_tenants.size()) {
+      return InvalidArgument(fmt::format("a row's tenant {} lies past the trace's {} tenants",
+                                         row.tenant, spec.trace_tenants.size()),
+                             "--trace");
+    }
   }
   return OkStatus();
 }
@@ -92,6 +97,8 @@ std::optional<PlannedRequest> WorkloadGenerator::Next() {
       request.send_at_seconds = row.arrival_s;
       request.input_tokens = std::max(1, row.input_tokens);
       request.output_tokens = std::max(1, row.output_tokens);
+      request.priority = row.priority;
+      request.tenant = spec_.trace_tenants[row.tenant];
       if (spec_.trace_hash_block_tokens > 0 && row.hash_count > 0) {
         const auto ids =
             std::span<const uint64_t>(spec_.trace_hash_ids).subspan(row.hash_begin, row.hash_count);

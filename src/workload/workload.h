@@ -45,6 +45,8 @@ struct WorkloadSpec {
   // hash_count index; empty (or 0 tokens a block) when the trace has no block hashes.
   std::vector<uint64_t> trace_hash_ids;
   int32_t trace_hash_block_tokens = 0;
+  // kTrace only: sim::Trace::tenants, which the rows' `tenant` indexes ([0] = "": none).
+  std::vector<std::string> trace_tenants = {""};
   uint64_t seed = 1;
   // Open loop: requests due at or after this many seconds are not generated. 0 = no limit.
   double duration_seconds = 0;
@@ -65,6 +67,10 @@ struct PlannedRequest {
   // Set for a trace row with block hashes: input_tokens words, the first ones those of its
   // blocks.
   std::string prompt = {};
+  // A trace row's priority and tenant (sent as headers: ClientOptions); nullopt and "" when
+  // the row has none, and for the other modes.
+  std::optional<route::Priority> priority = std::nullopt;
+  std::string tenant = {};
 };
 
 class WorkloadGenerator {

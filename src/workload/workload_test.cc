@@ -109,6 +109,33 @@ TEST(WorkloadTest, TraceModeReplaysArrivalsAndLengths) {
   EXPECT_EQ(requests[2].output_tokens, 30);
 }
 
+// `gpuscale bench --trace tenants:...` sends each request's priority and tenant as headers:
+// the generator hands them on from the trace's rows.
+TEST(WorkloadTest, TraceRowsPriorityAndTenantAreHandedOn) {
+  WorkloadSpec spec;
+  spec.mode = ArrivalMode::kTrace;
+  spec.trace_tenants = {"", "tenant-0", "tenant-1"};
+  spec.trace = {{.arrival_s = 0,
+                 .input_tokens = 5,
+                 .output_tokens = 1,
+                 .tenant = 2,
+                 .priority = route::Priority::kCritical},
+                {.arrival_s = 1, .input_tokens = 5, .output_tokens = 1}};
+  ASSERT_TRUE(ValidateWorkloadSpec(spec).has_value());
+  WorkloadGenerator generator(spec);
+  std::vector<PlannedRequest> requests = Drain(generator);
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].priority, route::Priority::kCritical);
+  EXPECT_EQ(requests[0].tenant, "tenant-1");
+  EXPECT_EQ(requests[1].priority, std::nullopt);  // the door's default applies
+  EXPECT_EQ(requests[1].tenant, "");
+
+  spec.trace[1].tenant = 3;  // past the trace's tenants
+  Status status = ValidateWorkloadSpec(spec);
+  ASSERT_FALSE(status.has_value());
+  EXPECT_EQ(status.error().field, "--trace");
+}
+
 size_t Words(const std::string& text) {
   return text.empty() ? 0 : static_cast<size_t>(std::ranges::count(text, ' ')) + 1;
 }
@@ -134,6 +161,7 @@ TEST(WorkloadTest, TraceWithBlockHashesSendsTheirTextAsThePrompt) {
   spec.mode = ArrivalMode::kTrace;
   spec.trace = trace.requests;
   spec.trace_hash_ids = trace.hash_ids;
+  spec.trace_tenants = trace.tenants;
   spec.trace_hash_block_tokens = trace.hash_block_tokens;
   ASSERT_TRUE(ValidateWorkloadSpec(spec).has_value());
   WorkloadGenerator generator(spec);
