@@ -44,6 +44,13 @@ TEST(GatewayCliTest, BadRoutesAreUsageErrorsNamingTheFlag) {
       {{"gateway", "--route", "m=prefill:127.0.0.1:1;fetch:127.0.0.1:2"}, "role piece 'fetch:"},
       {{"gateway", "--route", "m=prefill:127.0.0.1:1;prefill:127.0.0.1:2"}, "given twice"},
       {{"gateway", "--route", "m=prefill:127.0.0.1:1;decode:127.0.0.1"}, "replica '127.0.0.1'"},
+      {{"gateway", "--route", "m=127.0.0.1:1", "--critical-reserved-per-replica", "-1"},
+       "--critical-reserved-per-replica: expected 0 (none) or more"},
+      {{"gateway", "--route", "m=127.0.0.1:1", "--critical-reserved-per-replica", "2"},
+       "which is 0 (no limit)"},
+      {{"gateway", "--route", "m=127.0.0.1:1", "--max-in-flight-per-replica", "4",
+        "--critical-reserved-per-replica", "4"},
+       "expected fewer than --max-in-flight-per-replica (4), got 4"},
   };
   for (const GatewayCliCase& c : cases) {
     const cli_test::RunResult r = cli_test::RunInProcess(c.args);

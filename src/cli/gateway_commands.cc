@@ -43,6 +43,7 @@ struct GatewayFlags {
   double health_check_interval = 2;  // seconds; 0 = off
   // gateway.admission (gateway_config.h says what each does).
   int max_in_flight_per_replica = 0;
+  int critical_reserved_per_replica = 0;
   std::string tenant_header;
   double sheddable_max_wait = 2;  // seconds
   double tenant_tokens_per_minute = 0;
@@ -174,6 +175,24 @@ Result<gateway::GatewayConfig> BuildConfig(const GatewayFlags& flags) {
   if (flags.max_in_flight_per_replica < 0) {
     return InvalidArgument("expected 0 (no limit) or more", "--max-in-flight-per-replica");
   }
+  // As the config's admission block (config/admission_config.cc): the reserve is a share of
+  // the limit's slots, so it needs the limit and must leave the others at least one.
+  if (flags.critical_reserved_per_replica < 0) {
+    return InvalidArgument("expected 0 (none) or more", "--critical-reserved-per-replica");
+  }
+  if (flags.critical_reserved_per_replica > 0 && flags.max_in_flight_per_replica == 0) {
+    return InvalidArgument(
+        "reserves slots of --max-in-flight-per-replica, which is 0 (no limit): set it too",
+        "--critical-reserved-per-replica");
+  }
+  if (flags.critical_reserved_per_replica > 0 &&
+      flags.critical_reserved_per_replica >= flags.max_in_flight_per_replica) {
+    return InvalidArgument(
+        fmt::format("expected fewer than --max-in-flight-per-replica ({}), got {}: standard and "
+                    "sheddable requests would get no slot",
+                    flags.max_in_flight_per_replica, flags.critical_reserved_per_replica),
+        "--critical-reserved-per-replica");
+  }
   if (!(flags.sheddable_max_wait > 0 && flags.sheddable_max_wait <= 3600)) {
     return InvalidArgument(
         fmt::format("expected seconds in (0, 3600], got {}", flags.sheddable_max_wait),
@@ -184,6 +203,7 @@ Result<gateway::GatewayConfig> BuildConfig(const GatewayFlags& flags) {
                            "--tenant-tokens-per-minute");
   }
   config.admission.max_in_flight_per_replica = flags.max_in_flight_per_replica;
+  config.admission.critical_reserved_per_replica = flags.critical_reserved_per_replica;
   config.admission.tenant_header = flags.tenant_header;
   config.admission.sheddable_max_wait = Seconds(flags.sheddable_max_wait);
   config.admission.tenant_tokens_per_minute = flags.tenant_tokens_per_minute;
@@ -304,6 +324,10 @@ void AddGatewayCommands(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--max-in-flight-per-replica", flags->max_in_flight_per_replica,
                   "Requests in flight per replica; past it on every replica requests wait by "
                   "priority (x-gpuscale-priority) and tenant (0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--critical-reserved-per-replica", flags->critical_reserved_per_replica,
+                  "Of those slots, how many only critical requests may take (0 = none; below "
+                  "--max-in-flight-per-replica)")
       ->capture_default_str();
   cmd->add_option("--tenant-header", flags->tenant_header,
                   "Header naming the tenant (default: a hash of the bearer API key)");
